@@ -1,0 +1,222 @@
+//! Items: header, key and value in one allocation, immutable once published.
+//!
+//! An update never writes into a published item: it builds a new item and
+//! swaps the bucket slot's pointer (DESIGN.md § Items), so an optimistic
+//! reader that holds a pointer always sees a whole item, and the old one is
+//! reclaimed through the epoch scheme in `local.rs`.
+//!
+//! ```text
+//!  byte 0      1      2 ........ 9   10 ...... 10+w   +4        +4
+//!  +-------+-------+---------------+-------------+---------+---------+-----+-------+
+//!  | klen  | meta  | cas (u64 LE)  | vlen (w B)  | flags?  | expiry? | key | value |
+//!  +-------+-------+---------------+-------------+---------+---------+-----+-------+
+//!  meta: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
+//!        bit  2    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
+//!        bit  3    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
+//!        bits 4-7  reserved for the eviction policy's recency bits (cache mode)
+//! ```
+//!
+//! The common memcached item (flags 0, no TTL, 8 B key, 8 B value) thus
+//! takes 11 + 16 = 27 bytes, which the pool serves from its 32-byte class: a
+//! 32-byte block never straddles a cache line, so a GET hit touches exactly
+//! one line of item (Mercury §2's "practical limit" of bucket + item).
+//! All multi-byte fields are read unaligned; nothing here is atomic because
+//! nothing here changes after publication.
+
+/// Longest key memcached accepts (`KEY_MAX_LENGTH` in memcached.h).
+pub const KEY_BYTES_MAX: usize = 250;
+
+/// Bytes of the fixed part of the header: klen, meta, cas.
+pub(crate) const HEADER_FIXED_BYTES: usize = 10;
+
+const META_VLEN_WIDTH_MASK: u8 = 0b0000_0011;
+const META_HAS_FLAGS: u8 = 0b0000_0100;
+const META_HAS_EXPIRY: u8 = 0b0000_1000;
+
+/// Largest value length the 4-byte vlen field can describe.
+pub(crate) const VALUE_BYTES_LIMIT: usize = u32::MAX as usize;
+
+const _: () = assert!(KEY_BYTES_MAX <= u8::MAX as usize, "klen is one byte");
+
+/// The fields of an item other than its key, as passed to [`encoded_len`]
+/// and [`write`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub cas: u64,
+    pub flags: u32,
+    /// Absolute unix seconds; 0 means never.
+    pub expiry: u32,
+}
+
+fn vlen_width(vlen: usize) -> usize {
+    match vlen {
+        0..=0xFF => 1,
+        0x100..=0xFFFF => 2,
+        0x1_0000..=0xFF_FFFF => 3,
+        _ => 4,
+    }
+}
+
+/// Bytes an item with these fields occupies (before size-class rounding).
+pub(crate) fn encoded_len(klen: usize, vlen: usize, meta: &Meta) -> usize {
+    HEADER_FIXED_BYTES
+        + vlen_width(vlen)
+        + if meta.flags != 0 { 4 } else { 0 }
+        + if meta.expiry != 0 { 4 } else { 0 }
+        + klen
+        + vlen
+}
+
+/// Encodes an item into `dst` and returns the offset of its value, so the
+/// caller can fill the value in place (append, prepend and incr build the
+/// new value directly in the new item).
+///
+/// The key is written; the value bytes are left for the caller.
+///
+/// # Panics
+/// If `dst.len() != encoded_len(key.len(), vlen, meta)` or the key is empty
+/// or longer than [`KEY_BYTES_MAX`]; callers validate user input first.
+pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta: &Meta) -> usize {
+    assert!(!key.is_empty() && key.len() <= KEY_BYTES_MAX);
+    assert_eq!(dst.len(), encoded_len(key.len(), vlen, meta));
+    let width = vlen_width(vlen);
+    let mut flags_bits = (width - 1) as u8;
+    if meta.flags != 0 {
+        flags_bits |= META_HAS_FLAGS;
+    }
+    if meta.expiry != 0 {
+        flags_bits |= META_HAS_EXPIRY;
+    }
+    dst[0] = key.len() as u8;
+    dst[1] = flags_bits;
+    dst[2..10].copy_from_slice(&meta.cas.to_le_bytes());
+    let mut at = HEADER_FIXED_BYTES;
+    dst[at..at + width].copy_from_slice(&(vlen as u32).to_le_bytes()[..width]);
+    at += width;
+    if meta.flags != 0 {
+        dst[at..at + 4].copy_from_slice(&meta.flags.to_le_bytes());
+        at += 4;
+    }
+    if meta.expiry != 0 {
+        dst[at..at + 4].copy_from_slice(&meta.expiry.to_le_bytes());
+        at += 4;
+    }
+    dst[at..at + key.len()].copy_from_slice(key);
+    at + key.len()
+}
+
+/// A decoded view of an item's header, computed from its first bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    pub klen: usize,
+    pub vlen: usize,
+    pub key_at: usize,
+    pub meta: Meta,
+}
+
+impl Layout {
+    pub fn value_at(&self) -> usize {
+        self.key_at + self.klen
+    }
+    pub fn total(&self) -> usize {
+        self.value_at() + self.vlen
+    }
+}
+
+/// Decodes the header of the item at `ptr`.
+///
+/// # Safety
+/// `ptr` must point to a live item written by [`write_header_and_key`]
+/// (which the epoch guard held by the caller keeps from being reused).
+#[inline]
+pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
+    // SAFETY: the caller guarantees a whole item starts at `ptr`; every read
+    // below is inside its header, whose length the meta byte describes.
+    unsafe {
+        let klen = *ptr as usize;
+        let meta_bits = *ptr.add(1);
+        let cas = u64::from_le(std::ptr::read_unaligned(ptr.add(2) as *const u64));
+        let width = (meta_bits & META_VLEN_WIDTH_MASK) as usize + 1;
+        let mut raw = [0u8; 4];
+        std::ptr::copy_nonoverlapping(ptr.add(HEADER_FIXED_BYTES), raw.as_mut_ptr(), width);
+        let vlen = u32::from_le_bytes(raw) as usize;
+        let mut at = HEADER_FIXED_BYTES + width;
+        let mut flags = 0;
+        if meta_bits & META_HAS_FLAGS != 0 {
+            flags = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
+            at += 4;
+        }
+        let mut expiry = 0;
+        if meta_bits & META_HAS_EXPIRY != 0 {
+            expiry = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
+            at += 4;
+        }
+        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry } }
+    }
+}
+
+/// The key of the item at `ptr`.
+///
+/// # Safety
+/// As for [`layout`]; the returned slice must not outlive the guard that
+/// protects the item.
+#[inline]
+pub(crate) unsafe fn key<'a>(ptr: *const u8) -> &'a [u8] {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let l = layout(ptr);
+        std::slice::from_raw_parts(ptr.add(l.key_at), l.klen)
+    }
+}
+
+/// Compares the key of the item at `ptr` with `key` without decoding the
+/// whole header when the lengths already differ.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn key_eq(ptr: *const u8, key: &[u8]) -> bool {
+    // SAFETY: byte 0 is the key length of the live item the caller names.
+    if unsafe { *ptr } as usize != key.len() {
+        return false;
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { self::key(ptr) == key }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(key: &[u8], value: &[u8], meta: Meta) {
+        let n = encoded_len(key.len(), value.len(), &meta);
+        let mut buf = vec![0u8; n];
+        let at = write_header_and_key(&mut buf, key, value.len(), &meta);
+        buf[at..].copy_from_slice(value);
+        // SAFETY: buf holds a whole item just written.
+        let l = unsafe { layout(buf.as_ptr()) };
+        assert_eq!(l.meta, meta);
+        assert_eq!(l.total(), n);
+        assert_eq!(&buf[l.key_at..l.key_at + l.klen], key);
+        assert_eq!(&buf[l.value_at()..], value);
+        // SAFETY: as above.
+        assert!(unsafe { key_eq(buf.as_ptr(), key) });
+    }
+
+    #[test]
+    fn small_item_fits_a_32_byte_class() {
+        let meta = Meta { cas: 7, flags: 0, expiry: 0 };
+        assert_eq!(encoded_len(8, 8, &meta), 27);
+    }
+
+    #[test]
+    fn roundtrips_every_vlen_width_and_optional_field() {
+        for vlen in [0usize, 1, 255, 256, 65535, 65536, 0x100_0000] {
+            let value = vec![0xA5u8; vlen];
+            for (flags, expiry) in [(0, 0), (1, 0), (0, 1), (u32::MAX, u32::MAX)] {
+                roundtrip(b"k", &value, Meta { cas: u64::MAX - 3, flags, expiry });
+            }
+        }
+        roundtrip(&[b'x'; KEY_BYTES_MAX], b"v", Meta { cas: 1, flags: 2, expiry: 3 });
+    }
+}

@@ -1,0 +1,88 @@
+//! # amalgam-engine
+//!
+//! The storage engine of Amalgam: an embeddable, concurrent, in-memory
+//! key-value store with memcached's item semantics, built as the papers in
+//! `shared/papers/` describe it.
+//!
+//! ## Goals
+//! * GETs and SETs that scale with cores on read-heavy and write-heavy mixes
+//!   (Mercury, SYSTOR '13): a chained hash table whose buckets are single
+//!   cache lines carrying their own lock, kept short by aggressive,
+//!   incremental expansion on a dedicated thread.
+//! * GETs that take no lock and write nothing shared (MemC3, NSDI '13):
+//!   16-bit tags in the bucket line so only a matching item is fetched, and
+//!   version-checked optimistic reads. A hit costs two cache lines (bucket,
+//!   item), a miss one.
+//! * Batched lookups with software prefetch of buckets then items (MICA,
+//!   ISCA '15 §5.3) for multi-gets and pipelines.
+//! * Small items: an 11-byte header for the common item; item memory from
+//!   per-thread pools of 2 MiB chunks (Mercury §3), reclaimed by epochs.
+//!
+//! ## Non-goals (here)
+//! No I/O, no protocol, no persistence: those crates wrap this one. Cache
+//! mode (eviction) is a later layer; the item header reserves its bits.
+//!
+//! ## Threads and ownership
+//! * Any number of worker threads share one [`Store`]. Each gets a
+//!   per-store `Local` (epoch mark, memory pool, CAS block, counters).
+//! * One maintenance thread per store ("amalgam-expand") doubles the table
+//!   when the mean load passes [`LOAD_PER_BUCKET_MAX`], runs delayed
+//!   flushes and sweeps flushed items.
+//! * Items are immutable once published; writers replace slot pointers
+//!   under their bucket's lock; unlinked items and old tables are freed
+//!   after an epoch grace period (`local.rs`).
+//!
+//! ## Files
+//! | file | what |
+//! |---|---|
+//! | `table.rs` | bucket layout, optimistic probe, bucket lock, migration |
+//! | `item.rs`  | item layout |
+//! | `pool.rs`  | chunks, size classes, per-thread pools |
+//! | `local.rs` | per-thread state and epoch reclamation |
+//! | `store.rs` | the public API and the expand thread |
+//!
+//! ```
+//! use amalgam_engine::{Config, Expiry, Store};
+//! let store = Store::new(Config::default()).unwrap();
+//! store.set(b"greeting", b"hello", 0, Expiry::Never).unwrap();
+//! let v = store.get(b"greeting", |item| item.value().to_vec());
+//! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
+//! ```
+
+mod item;
+mod local;
+mod pool;
+mod store;
+mod sync;
+mod table;
+
+pub use item::KEY_BYTES_MAX;
+pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
+pub use store::{
+    Config, ConfigError, Error, Expiry, ItemRef, Stats, Store, BATCH_WINDOW_KEYS, INITIAL_BUCKETS_LOG2_DEFAULT,
+    ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX, MEMORY_LIMIT_BYTES_DEFAULT,
+    RELATIVE_EXPIRY_SECONDS_MAX,
+};
+
+/// Low-level pieces exposed for the loom models in `tests/loom.rs` only.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api {
+    pub use crate::table::{Probe, Table};
+    /// Builds a bare item in a leaked buffer (loom models have no pools).
+    pub fn leak_item(key: &[u8], value: &[u8], cas: u64) -> *const u8 {
+        let meta = crate::item::Meta { cas, flags: 0, expiry: 0 };
+        let mut buf = vec![0u8; crate::item::encoded_len(key.len(), value.len(), &meta)];
+        let at = crate::item::write_header_and_key(&mut buf, key, value.len(), &meta);
+        buf[at..].copy_from_slice(value);
+        Box::leak(buf.into_boxed_slice()).as_ptr()
+    }
+    /// The value of an item made by `leak_item`.
+    pub fn value_of(p: *const u8) -> Vec<u8> {
+        // SAFETY: p is a leaked item, never freed.
+        unsafe {
+            let l = crate::item::layout(p);
+            std::slice::from_raw_parts(p.add(l.value_at()), l.vlen).to_vec()
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! Per-thread state of one store, and epoch-based reclamation.
+//!
+//! Each thread that touches a store gets a [`Local`] (through the
+//! `thread_local` crate, so two stores in one process do not share them):
+//! its epoch mark, its memory pool, its block of CAS values and its
+//! counters. Only the owner thread touches the `UnsafeCell` part; other
+//! threads read only the atomics (`mark`, `items`, `bytes`).
+//!
+//! # Reclamation (HOW IT WORKS)
+//!
+//! Readers take no lock, so an item unlinked by a writer may still be in
+//! use by a reader that loaded its pointer just before. Mercury proposes
+//! per-thread locks that the expand thread shares with workers; we use the
+//! same per-thread words as epoch marks (Fraser's epoch scheme, as in
+//! crossbeam-epoch, but per store so a dropped store frees everything):
+//!
+//! * `pin`: the thread copies the global epoch E into its mark with the
+//!   ACTIVE bit and issues a SeqCst fence. Every index access happens while
+//!   pinned; the guard's lifetime bounds every item reference.
+//! * `retire(item)`: after unlinking, the writer puts the item in its bag.
+//!   A full bag (or an idle moment) is sealed: SeqCst fence, then it is
+//!   stamped with the global epoch S read after the fence.
+//! * advance: the global epoch moves from G to G+1 only when every ACTIVE
+//!   mark equals G.
+//! * free: a bag stamped S is freed into the thread's own pool once the
+//!   global epoch is at least S + 2.
+//!
+//! WHY IT IS CORRECT: a reader that can hold a pointer to an item pinned
+//! before the item was unlinked, so its mark is ≤ S (the fences order its
+//! pin before the seal's epoch read). Reaching S + 2 needs an advance from
+//! S + 1, which needs every active mark to equal S + 1, so that reader has
+//! unpinned. Tables retired by the expand thread go through the same bags.
+//!
+//! LIMITATIONS: garbage waits in the bag of the thread that retired it
+//! until that thread runs again; a thread that goes idle forever keeps up
+//! to one bag ([`BAG_ITEMS_MAX`]) unreclaimed. `Store::reclaim` drains the
+//! calling thread's bags.
+
+use crate::pool::{Block, LocalPool, SharedPool};
+use crate::table::Table;
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
+use thread_local::ThreadLocal;
+
+/// Retired objects per bag before it is sealed (crossbeam-epoch uses 64).
+pub(crate) const BAG_ITEMS_MAX: usize = 64;
+/// A pin seals a non-empty bag every this many pins, so a thread that
+/// retires rarely still frees its garbage.
+const PINS_PER_COLLECT: u64 = 128;
+/// Sealed bags examined per collection (bounds one collection's work).
+const BAGS_PER_COLLECT_MAX: usize = 16;
+
+/// Mark bit: the thread is inside a pinned section.
+const ACTIVE: u64 = 1;
+
+/// Something unlinked that a reader may still see.
+pub(crate) enum Garbage {
+    Item(Block),
+    Table(Box<Table>),
+}
+
+pub(crate) struct Bag {
+    epoch: u64,
+    items: Vec<Garbage>,
+}
+
+/// The owner-only part of a Local.
+pub(crate) struct Owned {
+    pub pin_depth: u32,
+    pub pins: u64,
+    pub bag: Vec<Garbage>,
+    pub sealed: VecDeque<Bag>,
+    pub pool: LocalPool,
+    /// Next CAS value to hand out and the end of this thread's block.
+    pub cas_next: u64,
+    pub cas_end: u64,
+    /// The flush generation the CAS block was taken under.
+    pub cas_generation: u64,
+    /// Inserts since the last expansion check.
+    pub inserts_since_check: u32,
+}
+
+/// One thread's state for one store.
+pub(crate) struct Local {
+    /// (epoch << 1) | ACTIVE while pinned, 0 otherwise.
+    mark: CachePadded<AtomicU64>,
+    /// Items this thread added minus items it removed (may go negative);
+    /// the store's item count is the sum over threads.
+    pub items: AtomicI64,
+    /// Bytes of items, same convention.
+    pub bytes: AtomicI64,
+    /// Bytes of pool blocks this thread allocated minus those it freed.
+    pub block_bytes: AtomicI64,
+    owned: UnsafeCell<Owned>,
+}
+
+// SAFETY: `owned` is touched only by the thread the ThreadLocal gave this
+// Local to (see `Local::owned`); everything else is atomic.
+unsafe impl Sync for Local {}
+
+impl Local {
+    fn new(shared: &SharedPool) -> Local {
+        Local {
+            mark: CachePadded::new(AtomicU64::new(0)),
+            items: AtomicI64::new(0),
+            bytes: AtomicI64::new(0),
+            block_bytes: AtomicI64::new(0),
+            owned: UnsafeCell::new(Owned {
+                pin_depth: 0,
+                pins: 0,
+                bag: Vec::with_capacity(BAG_ITEMS_MAX),
+                sealed: VecDeque::new(),
+                pool: LocalPool::new(&shared.classes),
+                cas_next: 0,
+                cas_end: 0,
+                cas_generation: 0,
+                inserts_since_check: 0,
+            }),
+        }
+    }
+
+    /// The owner-only state.
+    ///
+    /// # Safety
+    /// Only the thread that got this Local from `Epochs::local` may call
+    /// this, and it must not hold two of the returned references at once.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn owned(&self) -> &mut Owned {
+        // SAFETY: forwarded from the caller.
+        unsafe { &mut *self.owned.get() }
+    }
+
+    /// Empties the bags at teardown, handing each retired item block to
+    /// `free` (tables are dropped here).
+    pub(crate) fn drain_garbage(&mut self, mut free: impl FnMut(Block)) {
+        let owned = self.owned.get_mut();
+        let bags = owned.sealed.drain(..).flat_map(|b| b.items).chain(owned.bag.drain(..));
+        for g in bags {
+            match g {
+                Garbage::Item(b) => free(b),
+                Garbage::Table(t) => drop(t),
+            }
+        }
+    }
+}
+
+/// The epoch state of one store.
+pub(crate) struct Epochs {
+    global: CachePadded<AtomicU64>,
+    locals: ThreadLocal<Local>,
+}
+
+impl Epochs {
+    pub(crate) fn new() -> Epochs {
+        Epochs { global: CachePadded::new(AtomicU64::new(0)), locals: ThreadLocal::new() }
+    }
+
+    /// The calling thread's Local (created on first use).
+    #[inline]
+    pub(crate) fn local(&self, shared: &SharedPool) -> &Local {
+        self.locals.get_or(|| Local::new(shared))
+    }
+
+    /// Every thread's Local, exclusively (teardown).
+    pub(crate) fn locals_mut(&mut self) -> impl Iterator<Item = &mut Local> {
+        self.locals.iter_mut()
+    }
+
+    /// Every thread's Local (read only their atomics).
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Local> {
+        self.locals.iter()
+    }
+
+    /// Marks the calling thread active in the current epoch. Re-entrant.
+    #[inline]
+    pub(crate) fn pin(&self, local: &Local) {
+        // SAFETY: `local` is the calling thread's own Local.
+        let owned = unsafe { local.owned() };
+        owned.pin_depth += 1;
+        if owned.pin_depth > 1 {
+            return;
+        }
+        owned.pins += 1;
+        let e = self.global.load(Ordering::Relaxed);
+        local.mark.store((e << 1) | ACTIVE, Ordering::Relaxed);
+        // Orders the mark store before every index load of this pinned
+        // section (pairs with the fences in `seal` and `try_advance`).
+        fence(Ordering::SeqCst);
+    }
+
+    /// Leaves the pinned section; every few pins also collects garbage.
+    #[inline]
+    pub(crate) fn unpin(&self, local: &Local, shared: &SharedPool) {
+        // SAFETY: `local` is the calling thread's own Local.
+        let owned = unsafe { local.owned() };
+        owned.pin_depth -= 1;
+        if owned.pin_depth > 0 {
+            return;
+        }
+        // Release: every load of the section happens before the mark is
+        // seen inactive by an advancing thread.
+        local.mark.store(0, Ordering::Release);
+        if owned.pins % PINS_PER_COLLECT == 0 && (!owned.bag.is_empty() || !owned.sealed.is_empty()) {
+            self.seal(owned);
+            self.collect(local, owned, shared);
+        }
+    }
+
+    /// Defers freeing `g` until no pinned reader can hold it. The caller has
+    /// already unlinked it.
+    pub(crate) fn retire(&self, local: &Local, shared: &SharedPool, g: Garbage) {
+        // SAFETY: `local` is the calling thread's own Local.
+        let owned = unsafe { local.owned() };
+        owned.bag.push(g);
+        if owned.bag.len() >= BAG_ITEMS_MAX {
+            self.seal(owned);
+            self.collect(local, owned, shared);
+        }
+    }
+
+    fn seal(&self, owned: &mut Owned) {
+        if owned.bag.is_empty() {
+            return;
+        }
+        // Orders the unlinks of the bag's items before the epoch read.
+        fence(Ordering::SeqCst);
+        let epoch = self.global.load(Ordering::Relaxed);
+        let items = std::mem::replace(&mut owned.bag, Vec::with_capacity(BAG_ITEMS_MAX));
+        owned.sealed.push_back(Bag { epoch, items });
+    }
+
+    /// Tries to move the global epoch forward by one. Bounded by the number
+    /// of threads that ever touched the store.
+    pub(crate) fn try_advance(&self) -> u64 {
+        let g = self.global.load(Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        for l in self.locals.iter() {
+            let m = l.mark.load(Ordering::Relaxed);
+            if m & ACTIVE != 0 && m >> 1 != g {
+                return g;
+            }
+        }
+        fence(Ordering::Acquire);
+        match self.global.compare_exchange(g, g + 1, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => g + 1,
+            Err(now) => now,
+        }
+    }
+
+    /// Frees the calling thread's bags that no reader can still see.
+    /// Bounded by BAGS_PER_COLLECT_MAX bags.
+    fn collect(&self, local: &Local, owned: &mut Owned, shared: &SharedPool) {
+        let g = self.try_advance();
+        for _ in 0..BAGS_PER_COLLECT_MAX {
+            match owned.sealed.front() {
+                Some(bag) if bag.epoch + 2 <= g => {}
+                _ => break,
+            }
+            let bag = owned.sealed.pop_front().expect("front exists");
+            for garbage in bag.items {
+                match garbage {
+                    // SAFETY: the bag's epoch is two behind the global
+                    // epoch, so no reader holds the item (module essay).
+                    Garbage::Item(block) => unsafe { owned.pool.free(shared, block) },
+                    Garbage::Table(t) => drop(t),
+                }
+            }
+        }
+        local.block_bytes.store(owned.pool.live_bytes as i64, Ordering::Relaxed);
+    }
+
+    /// Seals and frees everything the calling thread retired, advancing the
+    /// epoch as far as other threads allow. Returns true when nothing of
+    /// this thread's is left unreclaimed. Bounded: `rounds` advances.
+    pub(crate) fn reclaim(&self, local: &Local, shared: &SharedPool, rounds: usize) -> bool {
+        // SAFETY: `local` is the calling thread's own Local.
+        let owned = unsafe { local.owned() };
+        assert_eq!(owned.pin_depth, 0, "reclaim while pinned could never free");
+        self.seal(owned);
+        for _ in 0..rounds {
+            self.collect(local, owned, shared);
+            if owned.sealed.is_empty() {
+                return true;
+            }
+        }
+        owned.sealed.is_empty()
+    }
+}

@@ -1,0 +1,470 @@
+//! Item memory: per-thread pools carved from 2 MiB chunks (Mercury §3
+//! "Memory Allocator").
+//!
+//! # How it works
+//!
+//! The store's memory budget is counted in whole chunks. A thread's
+//! [`LocalPool`] takes a chunk from the [`SharedPool`] (one short global
+//! lock per 2 MiB, the only global lock) and bump-allocates blocks of any
+//! size class from it; a freed block goes on the thread's own free list for
+//! its class, so steady-state allocation and free touch no shared cache
+//! line. When a chunk's tail is too small for a request, the tail is cut
+//! into the largest classes that fit and pushed on the free lists, so at
+//! most 7 bytes of a chunk are ever wasted.
+//!
+//! Memory freed on one thread and needed on another moves through the
+//! shared depot in batches: a free list that grows past
+//! [`LOCAL_FREE_BYTES_MAX`] hands a batch of [`DEPOT_BATCH_BLOCKS`] blocks
+//! to the depot, and a thread whose budget is exhausted takes a batch back.
+//!
+//! Items larger than [`SMALL_ITEM_BYTES_MAX`] are allocated one by one from
+//! the system allocator; they count against the same budget.
+//!
+//! Chunks are mapped with `mmap` and advised `MADV_HUGEPAGE` (Mercury used
+//! 2 MiB pages to cut TLB misses). They are returned to the kernel only when
+//! the store is dropped: a cache's working set is its budget.
+//!
+//! # Size classes
+//!
+//! 8-byte steps up to 128 bytes, 16-byte steps up to 256, then steps of
+//! about 1/16 (rounded to 64 bytes) up to 512 KiB. Classes of 8, 16 and 32
+//! bytes never straddle a cache line, so small items cost one line each.
+//!
+//! # Limitations
+//!
+//! Blocks once carved from a chunk keep their class until they return to
+//! some free list; cache mode (eviction) revisits this to stop calcification.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Bytes in one chunk: the unit of the budget and of `madvise` hugepages.
+pub const CHUNK_BYTES: usize = 2 << 20;
+/// Largest item served from a size class; larger items get their own
+/// allocation (a class this size still packs 4 per chunk).
+pub const SMALL_ITEM_BYTES_MAX: usize = CHUNK_BYTES / 4;
+/// A thread's free list for one class may hold this many bytes before it
+/// gives a batch to the depot.
+pub const LOCAL_FREE_BYTES_MAX: usize = 1 << 20;
+/// Blocks moved between a thread and the depot at once.
+pub const DEPOT_BATCH_BLOCKS: usize = 64;
+/// Smallest block: room for the free list's link.
+const BLOCK_BYTES_MIN: usize = 8;
+
+const _: () = assert!(SMALL_ITEM_BYTES_MAX <= CHUNK_BYTES);
+const _: () = assert!(CHUNK_BYTES.is_power_of_two());
+
+/// The size classes, ascending.
+pub(crate) struct Classes {
+    sizes: Vec<usize>,
+    /// class index for sizes 1..=256 by (size + 7) / 8.
+    small: Vec<u8>,
+}
+
+impl Classes {
+    pub(crate) fn new() -> Classes {
+        let mut sizes = Vec::new();
+        let mut s = BLOCK_BYTES_MIN;
+        while s <= 128 {
+            sizes.push(s);
+            s += 8;
+        }
+        s = 144;
+        while s <= 256 {
+            sizes.push(s);
+            s += 16;
+        }
+        while s < SMALL_ITEM_BYTES_MAX {
+            s = ((s + s / 16) + 63) & !63;
+            sizes.push(s.min(SMALL_ITEM_BYTES_MAX));
+        }
+        let mut small = vec![0u8; 256 / 8 + 1];
+        for (i, slot) in small.iter_mut().enumerate() {
+            let want = (i * 8).max(1);
+            *slot = sizes.iter().position(|&c| c >= want).expect("class") as u8;
+        }
+        Classes { sizes, small }
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.sizes.len()
+    }
+
+    pub(crate) fn size(&self, class: usize) -> usize {
+        self.sizes[class]
+    }
+
+    /// The class serving `bytes`, or None if it is a large item.
+    #[inline]
+    pub(crate) fn class_of(&self, bytes: usize) -> Option<usize> {
+        if bytes <= 256 {
+            Some(self.small[bytes.div_ceil(8)] as usize)
+        } else if bytes <= SMALL_ITEM_BYTES_MAX {
+            Some(self.sizes.partition_point(|&c| c < bytes))
+        } else {
+            None
+        }
+    }
+}
+
+/// Maps `bytes` of zeroed memory, advised for transparent hugepages.
+pub(crate) fn map_zeroed(bytes: usize) -> Option<*mut u8> {
+    let bytes = bytes.max(1);
+    // SAFETY: an anonymous private mapping with no address hint has no
+    // preconditions; the result is checked for MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    if bytes >= CHUNK_BYTES {
+        // SAFETY: p..p+bytes is the mapping just made; madvise is advice
+        // and its failure (no THP support) is harmless.
+        unsafe {
+            libc::madvise(p, bytes, libc::MADV_HUGEPAGE);
+        }
+    }
+    Some(p as *mut u8)
+}
+
+/// Unmaps memory from [`map_zeroed`].
+///
+/// # Safety
+/// `p` and `bytes` must be exactly one earlier `map_zeroed` result, and no
+/// reference into it may be used afterwards.
+pub(crate) unsafe fn unmap(p: *mut u8, bytes: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        libc::munmap(p as *mut libc::c_void, bytes.max(1));
+    }
+}
+
+/// One 2 MiB chunk, aligned to 2 MiB so it can be one hugepage.
+struct Chunk(*mut u8);
+// SAFETY: a chunk is plain memory owned by the SharedPool.
+unsafe impl Send for Chunk {}
+
+/// Process-wide side of the allocator for one store: the budget, the list
+/// of chunks (to unmap at drop) and the depot of free batches.
+pub(crate) struct SharedPool {
+    pub(crate) classes: Classes,
+    budget_bytes: usize,
+    /// Chunks plus large items, in bytes; never above `budget_bytes`.
+    reserved_bytes: AtomicUsize,
+    chunks: Mutex<Vec<Chunk>>,
+    depot: Vec<Mutex<Vec<FreeList>>>,
+}
+
+impl SharedPool {
+    pub(crate) fn new(budget_bytes: usize) -> SharedPool {
+        let classes = Classes::new();
+        let depot = (0..classes.count()).map(|_| Mutex::new(Vec::new())).collect();
+        SharedPool { classes, budget_bytes, reserved_bytes: AtomicUsize::new(0), chunks: Mutex::new(Vec::new()), depot }
+    }
+
+    pub(crate) fn budget_bytes(&self) -> usize {
+        self.budget_bytes
+    }
+
+    pub(crate) fn reserved_bytes(&self) -> usize {
+        self.reserved_bytes.load(Ordering::Relaxed)
+    }
+
+    fn reserve(&self, bytes: usize) -> bool {
+        self.reserved_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+                r.checked_add(bytes).filter(|&n| n <= self.budget_bytes)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, bytes: usize) {
+        self.reserved_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    fn new_chunk(&self) -> Option<*mut u8> {
+        if !self.reserve(CHUNK_BYTES) {
+            return None;
+        }
+        // Over-map by one chunk and trim so the chunk is 2 MiB aligned.
+        let Some(raw) = map_zeroed(2 * CHUNK_BYTES) else {
+            self.release(CHUNK_BYTES);
+            return None;
+        };
+        let aligned = ((raw as usize + CHUNK_BYTES - 1) & !(CHUNK_BYTES - 1)) as *mut u8;
+        let head = aligned as usize - raw as usize;
+        // SAFETY: head and tail lie inside the 2-chunk mapping just made and
+        // outside [aligned, aligned + CHUNK_BYTES), which we keep.
+        unsafe {
+            if head > 0 {
+                unmap(raw, head);
+            }
+            let tail = CHUNK_BYTES - head;
+            if tail > 0 {
+                unmap(aligned.add(CHUNK_BYTES), tail);
+            }
+            libc::madvise(aligned as *mut libc::c_void, CHUNK_BYTES, libc::MADV_HUGEPAGE);
+        }
+        self.chunks.lock().unwrap_or_else(|e| e.into_inner()).push(Chunk(aligned));
+        Some(aligned)
+    }
+
+    fn take_batch(&self, class: usize) -> Option<FreeList> {
+        self.depot[class].lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    fn give_batch(&self, class: usize, batch: FreeList) {
+        self.depot[class].lock().unwrap_or_else(|e| e.into_inner()).push(batch);
+    }
+}
+
+impl Drop for SharedPool {
+    fn drop(&mut self) {
+        for c in self.chunks.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            // SAFETY: each chunk is an aligned CHUNK_BYTES mapping made in
+            // new_chunk; the store (and so every item) is gone.
+            unsafe { unmap(c.0, CHUNK_BYTES) };
+        }
+    }
+}
+
+/// An intrusive singly linked list of free blocks of one class; each block's
+/// first 8 bytes hold the next pointer.
+#[derive(Debug)]
+pub(crate) struct FreeList {
+    head: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the blocks are plain memory owned by whoever owns the list.
+unsafe impl Send for FreeList {}
+
+impl FreeList {
+    const fn new() -> FreeList {
+        FreeList { head: std::ptr::null_mut(), len: 0 }
+    }
+
+    /// # Safety
+    /// `p` is a free block of at least 8 bytes that nothing else references.
+    unsafe fn push(&mut self, p: *mut u8) {
+        // SAFETY: forwarded: p is ours and has room for the link.
+        unsafe { std::ptr::write_unaligned(p as *mut *mut u8, self.head) };
+        self.head = p;
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<*mut u8> {
+        if self.head.is_null() {
+            return None;
+        }
+        let p = self.head;
+        // SAFETY: p is a block pushed by `push`, whose first word is the link.
+        self.head = unsafe { std::ptr::read_unaligned(p as *const *mut u8) };
+        self.len -= 1;
+        Some(p)
+    }
+
+    /// Splits off up to `n` blocks.
+    fn split(&mut self, n: usize) -> FreeList {
+        let mut out = FreeList::new();
+        for _ in 0..n {
+            match self.pop() {
+                // SAFETY: p was just taken off our own list.
+                Some(p) => unsafe { out.push(p) },
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+/// A thread's pool for one store. Used only by its owning thread.
+pub(crate) struct LocalPool {
+    bump: *mut u8,
+    bump_end: *mut u8,
+    free: Vec<FreeList>,
+    /// Bytes of blocks handed out and not yet freed, by this thread's
+    /// allocations minus its frees (may go negative per thread).
+    pub(crate) live_bytes: isize,
+}
+
+// SAFETY: the raw pointers name memory owned by the store's SharedPool; a
+// LocalPool moves between threads only when thread_local hands a dead
+// thread's slot to a new thread.
+unsafe impl Send for LocalPool {}
+
+/// What an allocation returned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Block {
+    pub ptr: *mut u8,
+    /// Bytes actually reserved (the class size, or the large size).
+    pub bytes: usize,
+}
+
+// SAFETY: a Block is exclusively owned memory of the store's pools; it is
+// handed between threads only inside retired-garbage bags and pools.
+unsafe impl Send for Block {}
+
+impl LocalPool {
+    pub(crate) fn new(classes: &Classes) -> LocalPool {
+        LocalPool {
+            bump: std::ptr::null_mut(),
+            bump_end: std::ptr::null_mut(),
+            free: (0..classes.count()).map(|_| FreeList::new()).collect(),
+            live_bytes: 0,
+        }
+    }
+
+    /// A block of at least `bytes`, or None when the budget is exhausted.
+    pub(crate) fn alloc(&mut self, shared: &SharedPool, bytes: usize) -> Option<Block> {
+        let Some(class) = shared.classes.class_of(bytes) else {
+            return self.alloc_large(shared, bytes);
+        };
+        let size = shared.classes.size(class);
+        let ptr = self.alloc_class(shared, class, size)?;
+        self.live_bytes += size as isize;
+        Some(Block { ptr, bytes: size })
+    }
+
+    fn alloc_class(&mut self, shared: &SharedPool, class: usize, size: usize) -> Option<*mut u8> {
+        if let Some(p) = self.free[class].pop() {
+            return Some(p);
+        }
+        if (self.bump_end as usize) - (self.bump as usize) >= size {
+            let p = self.bump;
+            // SAFETY: bump + size <= bump_end, inside the current chunk.
+            self.bump = unsafe { self.bump.add(size) };
+            return Some(p);
+        }
+        if let Some(batch) = shared.take_batch(class) {
+            self.free[class] = batch;
+            return self.free[class].pop();
+        }
+        let chunk = shared.new_chunk()?;
+        self.retire_tail(shared);
+        self.bump = chunk;
+        // SAFETY: the chunk is CHUNK_BYTES long.
+        self.bump_end = unsafe { chunk.add(CHUNK_BYTES) };
+        let p = self.bump;
+        // SAFETY: size <= SMALL_ITEM_BYTES_MAX <= CHUNK_BYTES.
+        self.bump = unsafe { self.bump.add(size) };
+        Some(p)
+    }
+
+    /// Cuts the rest of the current chunk into free blocks.
+    fn retire_tail(&mut self, shared: &SharedPool) {
+        let bound = shared.classes.count();
+        for _ in 0..bound {
+            let left = self.bump_end as usize - self.bump as usize;
+            if left < BLOCK_BYTES_MIN {
+                break;
+            }
+            let class = shared.classes.sizes.partition_point(|&c| c <= left) - 1;
+            let size = shared.classes.size(class);
+            // SAFETY: [bump, bump + size) is unused memory of our chunk.
+            unsafe {
+                self.free[class].push(self.bump);
+                self.bump = self.bump.add(size);
+            }
+        }
+        self.bump = std::ptr::null_mut();
+        self.bump_end = std::ptr::null_mut();
+    }
+
+    fn alloc_large(&mut self, shared: &SharedPool, bytes: usize) -> Option<Block> {
+        let rounded = bytes.checked_next_multiple_of(4096)?;
+        if !shared.reserve(rounded) {
+            return None;
+        }
+        let layout = std::alloc::Layout::from_size_align(rounded, 64).ok()?;
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        if ptr.is_null() {
+            shared.release(rounded);
+            return None;
+        }
+        self.live_bytes += rounded as isize;
+        Some(Block { ptr, bytes: rounded })
+    }
+
+    /// Returns a block to this thread's pool.
+    ///
+    /// # Safety
+    /// `block` came from `alloc` of a pool of the same store, and nothing
+    /// references it any more (the epoch scheme guarantees this for items).
+    pub(crate) unsafe fn free(&mut self, shared: &SharedPool, block: Block) {
+        self.live_bytes -= block.bytes as isize;
+        match shared.classes.class_of(block.bytes) {
+            Some(class) if block.bytes <= SMALL_ITEM_BYTES_MAX => {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.free[class].push(block.ptr) };
+                if self.free[class].len * block.bytes > LOCAL_FREE_BYTES_MAX {
+                    let batch = self.free[class].split(DEPOT_BATCH_BLOCKS);
+                    shared.give_batch(class, batch);
+                }
+            }
+            _ => {
+                let layout = std::alloc::Layout::from_size_align(block.bytes, 64).expect("layout");
+                // SAFETY: a large block was allocated with exactly this layout.
+                unsafe { std::alloc::dealloc(block.ptr, layout) };
+                shared.release(block.bytes);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_cover_every_small_size() {
+        let c = Classes::new();
+        for bytes in 1..=SMALL_ITEM_BYTES_MAX {
+            let class = c.class_of(bytes).expect("small");
+            assert!(c.size(class) >= bytes, "{bytes}");
+            if class > 0 {
+                assert!(c.size(class - 1) < bytes, "{bytes} not in its smallest class");
+            }
+        }
+        assert!(c.class_of(SMALL_ITEM_BYTES_MAX + 1).is_none());
+        assert_eq!(c.size(c.class_of(27).unwrap()), 32);
+    }
+
+    #[test]
+    fn blocks_return_to_the_pool_and_are_reused() {
+        let shared = SharedPool::new(4 * CHUNK_BYTES);
+        let mut pool = LocalPool::new(&shared.classes);
+        let blocks: Vec<_> = (0..1000).map(|_| pool.alloc(&shared, 27).unwrap()).collect();
+        assert_eq!(pool.live_bytes, 32 * 1000);
+        for b in &blocks {
+            // SAFETY: each block came from this pool and is unreferenced.
+            unsafe { pool.free(&shared, *b) };
+        }
+        assert_eq!(pool.live_bytes, 0);
+        let again = pool.alloc(&shared, 30).unwrap();
+        assert!(blocks.iter().any(|b| b.ptr == again.ptr));
+        assert_eq!(shared.reserved_bytes(), CHUNK_BYTES);
+    }
+
+    #[test]
+    fn budget_is_enforced() {
+        let shared = SharedPool::new(CHUNK_BYTES);
+        let mut pool = LocalPool::new(&shared.classes);
+        let mut n = 0;
+        while pool.alloc(&shared, 1000).is_some() {
+            n += 1;
+            assert!(n <= CHUNK_BYTES / 1000);
+        }
+        assert!(n >= CHUNK_BYTES / 1024 - 1);
+        assert!(pool.alloc(&shared, SMALL_ITEM_BYTES_MAX + 1).is_none());
+    }
+}

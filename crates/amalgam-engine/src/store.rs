@@ -1,0 +1,1304 @@
+//! The public store: memcached's item operations on the index, the pools
+//! and the epoch scheme, plus the dedicated expand (maintenance) thread.
+
+use crate::item::{self, Meta, KEY_BYTES_MAX};
+use crate::local::{Epochs, Garbage, Local};
+use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
+use crate::table::{self, prefetch_line, split_hash, Probe, Table, OPTIMISTIC_RETRIES_MAX, TABLE_LOG2_MAX};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// memcached's boundary between relative and absolute expiry times:
+/// an exptime above 30 days is a unix timestamp (protocol.txt).
+pub const RELATIVE_EXPIRY_SECONDS_MAX: i64 = 60 * 60 * 24 * 30;
+/// memcached's default maximum item size (`-I 1m`).
+pub const ITEM_SIZE_MAX_BYTES_DEFAULT: usize = 1 << 20;
+/// memcached's default memory limit (`-m 64`).
+pub const MEMORY_LIMIT_BYTES_DEFAULT: usize = 64 << 20;
+/// Largest `-I` accepted: a value's length must fit the item header.
+pub const ITEM_SIZE_MAX_BYTES_LIMIT: usize = 1 << 30;
+const _: () = assert!(ITEM_SIZE_MAX_BYTES_LIMIT <= item::VALUE_BYTES_LIMIT);
+/// Mean items per bucket above which the table doubles. Seven slots per
+/// line and Poisson-distributed chains: at a mean of 4, 5% of buckets need
+/// an overflow line and 98% of items sit in their bucket's own line; after
+/// the doubling the mean is 2 and overflow all but vanishes (0.05%).
+pub const LOAD_PER_BUCKET_MAX: usize = 4;
+/// Buckets of a new store's table, as a power of two.
+pub const INITIAL_BUCKETS_LOG2_DEFAULT: u32 = 10;
+/// CAS values a thread reserves at once, so writers on different cores do
+/// not all increment one shared counter.
+const CAS_BLOCK: u64 = 1024;
+/// Inserts a thread makes between two checks of the table's load.
+const INSERTS_PER_LOAD_CHECK: u32 = 256;
+/// Batch window of [`Store::get_batch`]: keys hashed and prefetched
+/// together (MICA §5.3 batches up to 32; 16 keeps 32 lines in L1).
+pub const BATCH_WINDOW_KEYS: usize = 16;
+/// Buckets the maintenance thread sweeps before checking for other work.
+const SWEEP_STEP_BUCKETS: usize = 4096;
+/// How often the maintenance thread wakes without being asked.
+const MAINTENANCE_PERIOD: Duration = Duration::from_millis(250);
+/// Epoch advances `reclaim` attempts.
+const RECLAIM_ROUNDS_MAX: usize = 64;
+
+/// Why an operation did not store, find or change an item. These map one
+/// to one onto memcached's replies (`NOT_STORED`, `EXISTS`, `NOT_FOUND`,
+/// `CLIENT_ERROR …`, `SERVER_ERROR …`).
+///
+/// ```
+/// use amalgam_engine::{Error, Expiry, Store};
+/// let store = Store::new(Default::default()).unwrap();
+/// assert_eq!(store.add(b"k", b"v", 0, Expiry::Never).map(|_| ()), Ok(()));
+/// assert_eq!(store.add(b"k", b"v", 0, Expiry::Never), Err(Error::NotStored));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// add on a present key, replace/append/prepend on a missing one.
+    NotStored,
+    /// cas with a CAS unique that is no longer current.
+    Exists,
+    /// The key is not present (or has expired).
+    NotFound,
+    /// The key is empty or longer than [`KEY_BYTES_MAX`].
+    BadKey,
+    /// The item would exceed the configured maximum item size.
+    TooLarge,
+    /// The memory budget is exhausted.
+    OutOfMemory,
+    /// incr/decr on a value that is not a decimal u64.
+    NonNumeric,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Error::NotStored => "not stored",
+            Error::Exists => "cas unique does not match",
+            Error::NotFound => "not found",
+            Error::BadKey => "key must be 1 to 250 bytes",
+            Error::TooLarge => "object too large for cache",
+            Error::OutOfMemory => "out of memory storing object",
+            Error::NonNumeric => "cannot increment or decrement non-numeric value",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// When an item expires.
+///
+/// ```
+/// use amalgam_engine::Expiry;
+/// let now = 1_700_000_000;
+/// assert_eq!(Expiry::from_memcached(0, now), Expiry::Never);
+/// assert_eq!(Expiry::from_memcached(60, now), Expiry::At(now + 60));
+/// assert_eq!(Expiry::from_memcached(1_800_000_000, now), Expiry::At(1_800_000_000));
+/// assert!(Expiry::from_memcached(-1, now).is_expired(now));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// Never expires.
+    Never,
+    /// Expires at this unix time (seconds); at or before `now` means the
+    /// item is already expired.
+    At(u32),
+}
+
+impl Expiry {
+    /// memcached's rule: 0 is never; up to 30 days is relative to `now`;
+    /// larger is an absolute unix time; negative is already expired.
+    pub fn from_memcached(exptime: i64, now: u32) -> Expiry {
+        if exptime == 0 {
+            Expiry::Never
+        } else if exptime < 0 {
+            Expiry::At(1)
+        } else if exptime <= RELATIVE_EXPIRY_SECONDS_MAX {
+            Expiry::At(now.saturating_add(exptime as u32))
+        } else {
+            Expiry::At(u32::try_from(exptime).unwrap_or(u32::MAX).max(1))
+        }
+    }
+
+    /// True if an item with this expiry is gone at `now`.
+    pub fn is_expired(self, now: u32) -> bool {
+        matches!(self, Expiry::At(t) if t <= now)
+    }
+
+    fn raw(self) -> u32 {
+        match self {
+            Expiry::Never => 0,
+            Expiry::At(t) => t.max(1),
+        }
+    }
+
+    fn from_raw(raw: u32) -> Expiry {
+        if raw == 0 {
+            Expiry::Never
+        } else {
+            Expiry::At(raw)
+        }
+    }
+}
+
+/// Construction parameters of a [`Store`].
+///
+/// ```
+/// use amalgam_engine::{Config, Store};
+/// let store = Store::new(Config { memory_limit_bytes: 1 << 30, ..Config::default() }).unwrap();
+/// assert_eq!(store.stats().memory_limit_bytes, 1 << 30);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Bytes of item memory (memcached's `-m`); the index is extra.
+    pub memory_limit_bytes: usize,
+    /// Largest item, header + key + value (memcached's `-I`).
+    pub item_size_max_bytes: usize,
+    /// Buckets of the initial table, as a power of two.
+    pub initial_buckets_log2: u32,
+    /// Hash seed; None draws one from the OS's randomness.
+    pub hash_seed: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            memory_limit_bytes: MEMORY_LIMIT_BYTES_DEFAULT,
+            item_size_max_bytes: ITEM_SIZE_MAX_BYTES_DEFAULT,
+            initial_buckets_log2: INITIAL_BUCKETS_LOG2_DEFAULT,
+            hash_seed: None,
+        }
+    }
+}
+
+/// A configuration the store cannot run with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Counters describing a store at one moment (each read separately, so
+/// mutually consistent only when the store is quiet).
+///
+/// ```
+/// use amalgam_engine::{Expiry, Store};
+/// let store = Store::new(Default::default()).unwrap();
+/// store.set(b"a", b"1", 0, Expiry::Never).unwrap();
+/// assert_eq!(store.stats().items, 1);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Items in the index (expired ones not yet reclaimed included).
+    pub items: u64,
+    /// Bytes of those items' keys and values.
+    pub item_bytes: u64,
+    /// Bytes of pool blocks handed out and not yet freed.
+    pub block_bytes: i64,
+    /// Chunk and large-item bytes reserved against the budget.
+    pub reserved_bytes: u64,
+    /// The budget (`memory_limit_bytes`).
+    pub memory_limit_bytes: u64,
+    /// Buckets in the current table.
+    pub buckets: u64,
+    /// Overflow nodes in the current table.
+    pub overflow_nodes: u64,
+    /// Bytes of the current index (buckets and overflow nodes).
+    pub index_bytes: u64,
+    /// Completed table doublings.
+    pub expansions: u64,
+    /// True while an expansion is in flight.
+    pub expanding: bool,
+}
+
+/// A read-only view of a stored item, valid while the callback that
+/// received it runs. Reading it copies nothing.
+///
+/// ```
+/// use amalgam_engine::{Expiry, Store};
+/// let store = Store::new(Default::default()).unwrap();
+/// store.set(b"k", b"value", 42, Expiry::Never).unwrap();
+/// let flags = store.get(b"k", |item| {
+///     assert_eq!(item.key(), b"k");
+///     assert_eq!(item.value(), b"value");
+///     item.flags()
+/// });
+/// assert_eq!(flags, Some(42));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ItemRef<'a> {
+    ptr: *const u8,
+    layout: item::Layout,
+    _guard: PhantomData<&'a [u8]>,
+}
+
+impl<'a> ItemRef<'a> {
+    /// # Safety
+    /// `ptr` is a live item protected for 'a by an epoch guard.
+    unsafe fn new(ptr: *const u8) -> ItemRef<'a> {
+        // SAFETY: forwarded from the caller.
+        let layout = unsafe { item::layout(ptr) };
+        ItemRef { ptr, layout, _guard: PhantomData }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &'a [u8] {
+        // SAFETY: the item is live for 'a and the layout came from it.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.key_at), self.layout.klen) }
+    }
+
+    /// The value bytes.
+    pub fn value(&self) -> &'a [u8] {
+        // SAFETY: as for key.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.value_at()), self.layout.vlen) }
+    }
+
+    /// The 32-bit client flags.
+    pub fn flags(&self) -> u32 {
+        self.layout.meta.flags
+    }
+
+    /// The CAS unique of this version of the item.
+    pub fn cas(&self) -> u64 {
+        self.layout.meta.cas
+    }
+
+    /// When the item expires.
+    pub fn expiry(&self) -> Expiry {
+        Expiry::from_raw(self.layout.meta.expiry)
+    }
+}
+
+/// An embeddable, concurrent key-value store with memcached's item
+/// semantics: Mercury's chained hash table with MemC3's optimistic reads.
+///
+/// `Store` is `Send + Sync`; share it with `Arc<Store>` or `&Store` across
+/// any number of threads. Dropping it stops its expand thread and frees all
+/// memory.
+///
+/// ```
+/// use amalgam_engine::{Expiry, Store};
+/// use std::sync::Arc;
+/// let store = Arc::new(Store::new(Default::default()).unwrap());
+/// let s2 = Arc::clone(&store);
+/// std::thread::spawn(move || s2.set(b"from-thread", b"1", 0, Expiry::Never).unwrap()).join().unwrap();
+/// assert!(store.get(b"from-thread", |_| ()).is_some());
+/// ```
+pub struct Store {
+    inner: Arc<Inner>,
+    maintenance: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("stats", &self.stats()).finish()
+    }
+}
+
+struct Inner {
+    /// The table that owns keys not yet routed elsewhere; during an
+    /// expansion its successor takes over bucket by bucket.
+    current: AtomicPtr<Table>,
+    seed: u64,
+    item_size_max: usize,
+    shared: SharedPool,
+    epochs: Epochs,
+    /// Next unreserved CAS value (CAS uniques start at 1).
+    cas_counter: AtomicU64,
+    /// Items with a CAS below this were flushed.
+    flush_cas: AtomicU64,
+    /// Bumped by every flush so threads drop CAS blocks from before it.
+    flush_generation: AtomicU64,
+    /// Unix time of a delayed flush_all, 0 if none.
+    flush_at: AtomicU64,
+    /// Set when the maintenance thread should sweep flushed items.
+    sweep_requested: AtomicBool,
+    expansions: AtomicU64,
+    /// Seconds added to the system clock (tests of expiry).
+    clock_offset: AtomicI64,
+    shutdown: AtomicBool,
+    maintenance_thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+/// RAII pin of the calling thread's epoch.
+struct Pinned<'s> {
+    inner: &'s Inner,
+    local: &'s Local,
+}
+
+impl<'s> Pinned<'s> {
+    fn new(inner: &'s Inner) -> Pinned<'s> {
+        let local = inner.epochs.local(&inner.shared);
+        inner.epochs.pin(local);
+        Pinned { inner, local }
+    }
+
+    fn current(&self) -> &'s Table {
+        // SAFETY: `current` always holds a live table; a replaced one is
+        // retired through the epoch scheme, which we are pinned in.
+        unsafe { &*self.inner.current.load(Ordering::Acquire) }
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        self.inner.epochs.unpin(self.local, &self.inner.shared);
+    }
+}
+
+/// What a write operation decided to do with the key's item.
+enum Decision<R> {
+    Keep(R),
+    Put(Block, R),
+    Remove(R),
+}
+
+/// The size and fields of the item a write will build.
+struct NewItem<'k> {
+    key: &'k [u8],
+    vlen: usize,
+    flags: u32,
+    expiry: Expiry,
+}
+
+impl Inner {
+    fn hash(&self, key: &[u8]) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)
+    }
+
+    fn now(&self) -> u32 {
+        let secs =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        (secs + self.clock_offset.load(Ordering::Relaxed)).clamp(1, u32::MAX as i64) as u32
+    }
+
+    /// True if the item may be returned: not expired, not flushed.
+    #[inline]
+    fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
+        if it.cas() < self.flush_cas.load(Ordering::Relaxed) {
+            return false;
+        }
+        let exp = it.layout.meta.expiry;
+        exp == 0 || exp > *now.get_or_insert_with(|| self.now())
+    }
+
+    /// Finds the key's item pointer (live or not) by optimistic reads.
+    /// Bounded: OPTIMISTIC_RETRIES_MAX retries, one step per table
+    /// generation, then one locked lookup.
+    fn lookup(&self, pin: &Pinned<'_>, hash: u64, key: &[u8]) -> Option<*const u8> {
+        let tag = split_hash(hash).1;
+        let mut t = pin.current().route(hash);
+        let mut retries = 0;
+        for _ in 0..(OPTIMISTIC_RETRIES_MAX + 2 * TABLE_LOG2_MAX as usize + 2) {
+            let i = t.index(hash);
+            match t.probe(i, tag, key) {
+                Probe::Hit(p) => return Some(p),
+                Probe::Miss => return None,
+                Probe::Moved => t = t.successor().expect("MOVED implies a successor"),
+                Probe::Retry if retries < OPTIMISTIC_RETRIES_MAX => {
+                    retries += 1;
+                    std::hint::spin_loop();
+                }
+                Probe::Retry => match t.lock(i) {
+                    Some(g) => return g.find(tag, key).map(|(_, p)| p),
+                    None => t = t.successor().expect("MOVED implies a successor"),
+                },
+            }
+        }
+        unreachable!("lookup exceeded its bound")
+    }
+
+    fn next_cas(&self, local: &Local) -> u64 {
+        // SAFETY: local is the calling thread's own Local; no other
+        // reference to its owned part is live here.
+        let owned = unsafe { local.owned() };
+        let generation = self.flush_generation.load(Ordering::Acquire);
+        if owned.cas_next == owned.cas_end || owned.cas_generation != generation {
+            owned.cas_next = self.cas_counter.fetch_add(CAS_BLOCK, Ordering::AcqRel);
+            owned.cas_end = owned.cas_next + CAS_BLOCK;
+            owned.cas_generation = generation;
+        }
+        let cas = owned.cas_next;
+        owned.cas_next += 1;
+        cas
+    }
+
+    /// Allocates and fills the header and key of a new item; the caller
+    /// writes `vlen` value bytes at the returned offset.
+    fn build(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
+        let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw() };
+        let len = item::encoded_len(n.key.len(), n.vlen, &meta);
+        if len > self.item_size_max {
+            return Err(Error::TooLarge);
+        }
+        let block = self.alloc(local, len)?;
+        // SAFETY: the block is fresh, at least `len` bytes, and ours.
+        let dst = unsafe { std::slice::from_raw_parts_mut(block.ptr, len) };
+        let at = item::write_header_and_key(dst, n.key, n.vlen, &meta);
+        Ok((block, at))
+    }
+
+    fn alloc(&self, local: &Local, len: usize) -> Result<Block, Error> {
+        for attempt in 0..2 {
+            // SAFETY: our own Local, no other owned reference live.
+            let owned = unsafe { local.owned() };
+            if let Some(b) = owned.pool.alloc(&self.shared, len) {
+                local.block_bytes.store(owned.pool.live_bytes as i64, Ordering::Relaxed);
+                return Ok(b);
+            }
+            // Budget exhausted: free what this thread has retired and try
+            // once more (only possible when not pinned).
+            if attempt == 0 && owned.pin_depth == 0 {
+                self.epochs.reclaim(local, &self.shared, RECLAIM_ROUNDS_MAX);
+            }
+        }
+        Err(Error::OutOfMemory)
+    }
+
+    /// Frees a block that was never published.
+    fn free_unpublished(&self, local: &Local, block: Block) {
+        // SAFETY: own Local, no other owned reference live.
+        let owned = unsafe { local.owned() };
+        // SAFETY: never published, so no reader can hold it.
+        unsafe { owned.pool.free(&self.shared, block) };
+        local.block_bytes.store(owned.pool.live_bytes as i64, Ordering::Relaxed);
+    }
+
+    fn retire_item(&self, local: &Local, block: Block) {
+        self.epochs.retire(local, &self.shared, Garbage::Item(block));
+    }
+
+    /// The heart of every write: locks the key's bucket (following
+    /// expansion), gives `decide` the key's live item if any, and applies
+    /// its decision. Expired or flushed items are treated as absent and
+    /// reclaimed on the way.
+    fn mutate<R>(&self, key: &[u8], decide: impl FnOnce(&Local, Option<ItemRef<'_>>) -> Decision<R>) -> R {
+        let pin = Pinned::new(self);
+        let hash = self.hash(key);
+        let tag = split_hash(hash).1;
+        let mut t = pin.current().route(hash);
+        let mut guard = None;
+        for _ in 0..=TABLE_LOG2_MAX {
+            match t.lock(t.index(hash)) {
+                Some(g) => {
+                    guard = Some(g);
+                    break;
+                }
+                None => t = t.successor().expect("MOVED implies a successor"),
+            }
+        }
+        let mut guard = guard.expect("routing is bounded by the table generations");
+        let found = guard.find(tag, key);
+        let mut now = None;
+        let live = found.and_then(|(_, p)| {
+            // SAFETY: p is in a slot of the bucket we hold locked.
+            let it = unsafe { ItemRef::new(p) };
+            self.is_live(&it, &mut now).then_some(it)
+        });
+        let old_bytes = |p: *const u8| {
+            // SAFETY: p is in a slot of the locked bucket.
+            let l = unsafe { item::layout(p) };
+            (l.klen + l.vlen) as i64
+        };
+        let decision = decide(pin.local, live);
+        let local = pin.local;
+        let (result, removed) = match decision {
+            Decision::Keep(r) => {
+                // A dead item the decision did not replace is reclaimed now.
+                match (found, live) {
+                    (Some((slot, p)), None) => {
+                        guard.remove(slot);
+                        (r, Some(p))
+                    }
+                    _ => (r, None),
+                }
+            }
+            Decision::Put(block, r) => {
+                let new_bytes = old_bytes(block.ptr);
+                match found {
+                    Some((slot, p)) => {
+                        guard.replace(slot, tag, block.ptr);
+                        local_add(&local.bytes, new_bytes);
+                        local_add(&local.items, 1);
+                        (r, Some(p))
+                    }
+                    None => {
+                        if guard.insert(tag, block.ptr).is_err() {
+                            drop(guard);
+                            self.free_unpublished(local, block);
+                            return decide_oom();
+                        }
+                        local_add(&local.bytes, new_bytes);
+                        local_add(&local.items, 1);
+                        self.note_insert(local, t);
+                        (r, None)
+                    }
+                }
+            }
+            Decision::Remove(r) => match found {
+                Some((slot, p)) => {
+                    guard.remove(slot);
+                    (r, Some(p))
+                }
+                None => (r, None),
+            },
+        };
+        drop(guard);
+        if let Some(p) = removed {
+            local_add(&local.bytes, -old_bytes(p));
+            local_add(&local.items, -1);
+            // SAFETY: p was unlinked above; it was allocated by some pool of
+            // this store with exactly the size its class gives.
+            let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
+            self.retire_item(local, block);
+        }
+        result
+    }
+
+    fn block_size(&self, p: *const u8) -> usize {
+        // SAFETY: p is an item of this store still allocated.
+        let total = unsafe { item::layout(p) }.total();
+        match self.shared.classes.class_of(total) {
+            Some(c) if total <= SMALL_ITEM_BYTES_MAX => self.shared.classes.size(c),
+            _ => total.next_multiple_of(4096),
+        }
+    }
+
+    /// Counts an insert and wakes the expand thread when the table's mean
+    /// load passes LOAD_PER_BUCKET_MAX (Mercury's aggressive expansion).
+    fn note_insert(&self, local: &Local, t: &Table) {
+        // SAFETY: own Local, no other owned reference live.
+        let owned = unsafe { local.owned() };
+        owned.inserts_since_check += 1;
+        if owned.inserts_since_check < INSERTS_PER_LOAD_CHECK {
+            return;
+        }
+        owned.inserts_since_check = 0;
+        if t.successor().is_none() && self.needs_expansion(t) {
+            if let Some(th) = self.maintenance_thread.get() {
+                th.unpark();
+            }
+        }
+    }
+
+    fn item_count(&self) -> u64 {
+        self.epochs.all().map(|l| l.items.load(Ordering::Relaxed)).sum::<i64>().max(0) as u64
+    }
+
+    /// True when `t` (the current table, held pinned or by the
+    /// maintenance thread) is loaded past LOAD_PER_BUCKET_MAX.
+    fn needs_expansion(&self, t: &Table) -> bool {
+        t.log2() < TABLE_LOG2_MAX && self.item_count() > (LOAD_PER_BUCKET_MAX as u64) << t.log2()
+    }
+
+    /// Mercury §3's three phases, run by the maintenance thread.
+    fn expand(&self) {
+        let local = self.epochs.local(&self.shared);
+        // SAFETY: only this thread replaces `current`.
+        let old = unsafe { &*self.current.load(Ordering::Acquire) };
+        let Some(next) = Table::new(old.log2() + 1) else {
+            return; // could not map the new table; try again later
+        };
+        // Initialization: publish the successor (workers start routing).
+        let next = Box::into_raw(Box::new(next));
+        old.set_successor(next);
+        // Rehashing: one bucket at a time, under that bucket's lock only.
+        let rehash = |p: *const u8| {
+            // SAFETY: p is in a bucket the expand thread holds locked.
+            self.hash(unsafe { item::key(p) })
+        };
+        let n = old.bucket_count();
+        for i in 0..n {
+            self.epochs.pin(local);
+            let r = old.migrate_bucket(i, &rehash);
+            self.epochs.unpin(local, &self.shared);
+            r.expect("the successor's overflow arena holds every chain");
+            if (i + 1) % table::PROGRESS_STRIDE_BUCKETS == 0 {
+                old.set_migrated(i + 1);
+            }
+        }
+        old.set_migrated(n);
+        // Termination: the successor becomes current; the old table is
+        // freed once no pinned thread can still be routing through it.
+        self.current.store(next, Ordering::Release);
+        // SAFETY: `old` was the Box leaked when it became current.
+        let old_box = unsafe { Box::from_raw(old as *const Table as *mut Table) };
+        self.epochs.retire(local, &self.shared, Garbage::Table(old_box));
+        self.expansions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn flush_now(&self) {
+        let fence_cas = self.cas_counter.load(Ordering::SeqCst);
+        self.flush_cas.fetch_max(fence_cas, Ordering::SeqCst);
+        self.flush_generation.fetch_add(1, Ordering::SeqCst);
+        self.sweep_requested.store(true, Ordering::Release);
+        if let Some(th) = self.maintenance_thread.get() {
+            th.unpark();
+        }
+    }
+
+    /// Removes flushed and expired items from the current table, a step of
+    /// SWEEP_STEP_BUCKETS buckets per pin. Skipped while expanding (the
+    /// maintenance thread runs the expansion itself, so this cannot race).
+    fn sweep(&self) {
+        let local = self.epochs.local(&self.shared);
+        // SAFETY: only this thread replaces `current`.
+        let t = unsafe { &*self.current.load(Ordering::Acquire) };
+        let mut i = 0;
+        let n = t.bucket_count();
+        while i < n && !self.shutdown.load(Ordering::Relaxed) {
+            self.epochs.pin(local);
+            let end = (i + SWEEP_STEP_BUCKETS).min(n);
+            let now = self.now();
+            let flush_cas = self.flush_cas.load(Ordering::Relaxed);
+            for b in i..end {
+                let Some(mut g) = t.lock(b) else { continue };
+                let mut dead = Vec::new();
+                g.retain(|p| {
+                    // SAFETY: p is in a slot of the bucket we hold locked.
+                    let l = unsafe { item::layout(p) };
+                    let live = l.meta.cas >= flush_cas && (l.meta.expiry == 0 || l.meta.expiry > now);
+                    if !live {
+                        dead.push(p);
+                    }
+                    live
+                });
+                drop(g);
+                for p in dead {
+                    // SAFETY: p is still allocated (just unlinked).
+                    let l = unsafe { item::layout(p) };
+                    local_add(&local.bytes, -((l.klen + l.vlen) as i64));
+                    local_add(&local.items, -1);
+                    let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
+                    self.retire_item(local, block);
+                }
+            }
+            self.epochs.unpin(local, &self.shared);
+            i = end;
+        }
+    }
+
+    fn maintenance_loop(&self) {
+        let local = self.epochs.local(&self.shared);
+        while !self.shutdown.load(Ordering::Acquire) {
+            // SAFETY: only this thread replaces and frees tables.
+            let current = unsafe { &*self.current.load(Ordering::Acquire) };
+            if self.needs_expansion(current) {
+                self.expand();
+                continue;
+            }
+            let due = self.flush_at.load(Ordering::Acquire);
+            if due != 0
+                && due <= self.now() as u64
+                && self.flush_at.compare_exchange(due, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            {
+                self.flush_now();
+            }
+            if self.sweep_requested.swap(false, Ordering::AcqRel) {
+                self.sweep();
+            }
+            let clean = self.epochs.reclaim(local, &self.shared, 4);
+            let period = if clean { MAINTENANCE_PERIOD } else { Duration::from_millis(1) };
+            std::thread::park_timeout(period);
+        }
+    }
+}
+
+fn decide_oom<R>() -> R {
+    // `mutate` is generic over R; its callers all return Result<_, Error>,
+    // and OOM from the index (overflow arena exhausted) is reported through
+    // this panic-free path only in theory: the arena holds 2^32 nodes.
+    panic!("overflow arena exhausted (2^32 overflow nodes)")
+}
+
+/// Adds to a counter only the owner thread writes (no RMW needed).
+#[inline]
+fn local_add(c: &AtomicI64, delta: i64) {
+    c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
+}
+
+fn check_key(key: &[u8]) -> Result<(), Error> {
+    if key.is_empty() || key.len() > KEY_BYTES_MAX {
+        Err(Error::BadKey)
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes `parts` one after another at `at` in a fresh block.
+fn fill(block: Block, at: usize, parts: &[&[u8]]) {
+    let mut at = at;
+    for part in parts {
+        // SAFETY: the block was sized by encoded_len for exactly these parts.
+        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), block.ptr.add(at), part.len()) };
+        at += part.len();
+    }
+}
+
+/// memcached's incr/decr parse: optional leading spaces, decimal digits,
+/// then only spaces (the padding memcached itself leaves after a decr).
+fn parse_counter(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let t = s.trim_matches(' ');
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    t.parse().ok()
+}
+
+impl Store {
+    /// Creates a store and starts its expand thread.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(store.is_empty());
+    /// ```
+    pub fn new(config: Config) -> Result<Store, ConfigError> {
+        if config.item_size_max_bytes < 1024 || config.item_size_max_bytes > ITEM_SIZE_MAX_BYTES_LIMIT {
+            return Err(ConfigError(format!(
+                "item size max must be between 1 KiB and {} bytes, got {}",
+                ITEM_SIZE_MAX_BYTES_LIMIT, config.item_size_max_bytes
+            )));
+        }
+        if config.initial_buckets_log2 > TABLE_LOG2_MAX {
+            return Err(ConfigError(format!("initial buckets log2 must be at most {TABLE_LOG2_MAX}")));
+        }
+        let table = Table::new(config.initial_buckets_log2)
+            .ok_or_else(|| ConfigError("could not map the initial hash table".into()))?;
+        let seed = config.hash_seed.unwrap_or_else(random_seed);
+        let inner = Arc::new(Inner {
+            current: AtomicPtr::new(Box::into_raw(Box::new(table))),
+            seed,
+            item_size_max: config.item_size_max_bytes,
+            shared: SharedPool::new(config.memory_limit_bytes),
+            epochs: Epochs::new(),
+            cas_counter: AtomicU64::new(1),
+            flush_cas: AtomicU64::new(0),
+            flush_generation: AtomicU64::new(0),
+            flush_at: AtomicU64::new(0),
+            sweep_requested: AtomicBool::new(false),
+            expansions: AtomicU64::new(0),
+            clock_offset: AtomicI64::new(0),
+            shutdown: AtomicBool::new(false),
+            maintenance_thread: std::sync::OnceLock::new(),
+        });
+        let worker = Arc::clone(&inner);
+        let handle = std::thread::Builder::new()
+            .name("amalgam-expand".into())
+            .spawn(move || worker.maintenance_loop())
+            .map_err(|e| ConfigError(format!("could not start the expand thread: {e}")))?;
+        let _ = inner.maintenance_thread.set(handle.thread().clone());
+        Ok(Store { inner, maintenance: Some(handle) })
+    }
+
+    /// Looks up `key` and, if a live item is found, calls `f` with a view of
+    /// it and returns `f`'s result. Takes no lock and writes nothing shared.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.value().to_vec()), Some(b"v".to_vec()));
+    /// assert_eq!(store.get(b"missing", |it| it.value().len()), None);
+    /// ```
+    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+        if check_key(key).is_err() {
+            return None;
+        }
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let p = inner.lookup(&pin, inner.hash(key), key)?;
+        // SAFETY: p was found while pinned; the pin outlives `f`.
+        let it = unsafe { ItemRef::new(p) };
+        inner.is_live(&it, &mut None).then(|| f(it))
+    }
+
+    /// Looks up many keys at once, MICA-style (MICA §5.3): hashes a window
+    /// of [`BATCH_WINDOW_KEYS`] keys, prefetches their buckets, then the
+    /// items their tags point to, then completes each lookup, calling
+    /// `f(index, item)` in key order.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"a", b"1", 0, Expiry::Never).unwrap();
+    /// let mut hits = Vec::new();
+    /// store.get_batch(&[b"a".as_slice(), b"b"], |i, it| hits.push((i, it.map(|it| it.value().to_vec()))));
+    /// assert_eq!(hits, vec![(0, Some(b"1".to_vec())), (1, None)]);
+    /// ```
+    pub fn get_batch<K: AsRef<[u8]>>(&self, keys: &[K], mut f: impl FnMut(usize, Option<ItemRef<'_>>)) {
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let mut hashes = [0u64; BATCH_WINDOW_KEYS];
+        let mut now = None;
+        for (w, window) in keys.chunks(BATCH_WINDOW_KEYS).enumerate() {
+            let base = w * BATCH_WINDOW_KEYS;
+            let t = pin.current();
+            for (j, k) in window.iter().enumerate() {
+                hashes[j] = inner.hash(k.as_ref());
+                t.route(hashes[j]).prefetch(hashes[j]);
+            }
+            for h in &hashes[..window.len()] {
+                if let Some(p) = t.route(*h).peek_candidate(*h) {
+                    prefetch_line(p);
+                }
+            }
+            for (j, k) in window.iter().enumerate() {
+                let key = k.as_ref();
+                let found = if check_key(key).is_ok() { inner.lookup(&pin, hashes[j], key) } else { None };
+                // SAFETY: found while pinned; the pin outlives `f`.
+                let it = found.map(|p| unsafe { ItemRef::new(p) }).filter(|it| inner.is_live(it, &mut now));
+                f(base + j, it);
+            }
+        }
+    }
+
+    fn store_new(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expiry: Expiry,
+        decide: impl FnOnce(Option<ItemRef<'_>>) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
+        check_key(key)?;
+        let inner = &*self.inner;
+        let local = inner.epochs.local(&inner.shared);
+        let cas = inner.next_cas(local);
+        let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry }, cas)?;
+        fill(block, at, &[value]);
+        // Ok(true): published; Ok(false): the expiry is already past, so
+        // the store removes any old item and publishes nothing.
+        let r = inner.mutate(key, |_, old| match decide(old) {
+            Ok(()) if expiry.is_expired(inner.now()) => Decision::Remove(Ok(false)),
+            Ok(()) => Decision::Put(block, Ok(true)),
+            Err(e) => Decision::Keep(Err(e)),
+        });
+        if r != Ok(true) {
+            inner.free_unpublished(local, block);
+        }
+        r.map(|_| cas)
+    }
+
+    /// Stores the item unconditionally; returns its new CAS unique.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let c1 = store.set(b"k", b"1", 0, Expiry::Never).unwrap();
+    /// let c2 = store.set(b"k", b"2", 0, Expiry::Never).unwrap();
+    /// assert_ne!(c1, c2);
+    /// ```
+    pub fn set(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry) -> Result<u64, Error> {
+        self.store_new(key, value, flags, expiry, |_| Ok(()))
+    }
+
+    /// Stores the item only if the key is absent.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// assert!(store.add(b"k", b"1", 0, Expiry::Never).is_ok());
+    /// assert_eq!(store.add(b"k", b"2", 0, Expiry::Never), Err(Error::NotStored));
+    /// ```
+    pub fn add(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry) -> Result<u64, Error> {
+        self.store_new(key, value, flags, expiry, |old| if old.is_some() { Err(Error::NotStored) } else { Ok(()) })
+    }
+
+    /// Stores the item only if the key is present.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// assert_eq!(store.replace(b"k", b"1", 0, Expiry::Never), Err(Error::NotStored));
+    /// ```
+    pub fn replace(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry) -> Result<u64, Error> {
+        self.store_new(key, value, flags, expiry, |old| if old.is_none() { Err(Error::NotStored) } else { Ok(()) })
+    }
+
+    /// Stores the item only if its current CAS unique is `cas_unique`
+    /// (memcached's check-and-set).
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let c = store.set(b"k", b"1", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.cas(b"k", b"x", 0, Expiry::Never, c + 1), Err(Error::Exists));
+    /// assert!(store.cas(b"k", b"2", 0, Expiry::Never, c).is_ok());
+    /// assert_eq!(store.cas(b"nope", b"2", 0, Expiry::Never, c), Err(Error::NotFound));
+    /// ```
+    pub fn cas(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, cas_unique: u64) -> Result<u64, Error> {
+        self.store_new(key, value, flags, expiry, |old| match old {
+            None => Err(Error::NotFound),
+            Some(it) if it.cas() != cas_unique => Err(Error::Exists),
+            Some(_) => Ok(()),
+        })
+    }
+
+    fn concat(&self, key: &[u8], data: &[u8], append: bool) -> Result<u64, Error> {
+        check_key(key)?;
+        let inner = &*self.inner;
+        inner.mutate(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
+            let vlen = old.value().len() + data.len();
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry() };
+            let cas = inner.next_cas(local);
+            match inner.build(local, &n, cas) {
+                Ok((block, at)) => {
+                    let parts: [&[u8]; 2] = if append { [old.value(), data] } else { [data, old.value()] };
+                    fill(block, at, &parts);
+                    Decision::Put(block, Ok(cas))
+                }
+                Err(e) => Decision::Keep(Err(e)),
+            }
+        })
+    }
+
+    /// Appends `data` to the value of a present key (flags and expiry
+    /// stay); returns the new CAS unique.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"ab", 0, Expiry::Never).unwrap();
+    /// store.append(b"k", b"cd").unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.value().to_vec()).unwrap(), b"abcd");
+    /// ```
+    pub fn append(&self, key: &[u8], data: &[u8]) -> Result<u64, Error> {
+        self.concat(key, data, true)
+    }
+
+    /// Prepends `data` to the value of a present key.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"cd", 0, Expiry::Never).unwrap();
+    /// store.prepend(b"k", b"ab").unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.value().to_vec()).unwrap(), b"abcd");
+    /// ```
+    pub fn prepend(&self, key: &[u8], data: &[u8]) -> Result<u64, Error> {
+        self.concat(key, data, false)
+    }
+
+    fn delta(&self, key: &[u8], delta: u64, incr: bool) -> Result<(u64, u64), Error> {
+        check_key(key)?;
+        let inner = &*self.inner;
+        inner.mutate(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
+            let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
+            let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
+            let digits = new.to_string();
+            // memcached rewrites in place when the new number is no longer
+            // than the old value, padding with spaces; we keep that shape.
+            let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry() };
+            let cas = inner.next_cas(local);
+            match inner.build(local, &n, cas) {
+                Ok((block, at)) => {
+                    let pad = vec![b' '; vlen - digits.len()];
+                    fill(block, at, &[digits.as_bytes(), &pad]);
+                    Decision::Put(block, Ok((new, cas)))
+                }
+                Err(e) => Decision::Keep(Err(e)),
+            }
+        })
+    }
+
+    /// Adds `delta` to a decimal u64 value, wrapping at 2^64 as memcached
+    /// does; returns the new number.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"n", b"18446744073709551615", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.incr(b"n", 2), Ok(1));
+    /// store.set(b"s", b"abc", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.incr(b"s", 1), Err(Error::NonNumeric));
+    /// ```
+    pub fn incr(&self, key: &[u8], delta: u64) -> Result<u64, Error> {
+        self.delta(key, delta, true).map(|(v, _)| v)
+    }
+
+    /// Subtracts `delta` from a decimal u64 value, stopping at 0.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"n", b"10", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.decr(b"n", 3), Ok(7));
+    /// assert_eq!(store.decr(b"n", 100), Ok(0));
+    /// ```
+    pub fn decr(&self, key: &[u8], delta: u64) -> Result<u64, Error> {
+        self.delta(key, delta, false).map(|(v, _)| v)
+    }
+
+    /// Sets a present key's expiry (its CAS unique does not change).
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert!(store.touch(b"k", Expiry::At(1)).is_ok()); // in the past: gone
+    /// assert_eq!(store.touch(b"k", Expiry::Never), Err(Error::NotFound));
+    /// ```
+    pub fn touch(&self, key: &[u8], expiry: Expiry) -> Result<(), Error> {
+        self.touch_and_get(key, expiry, |_| ()).ok_or(Error::NotFound).and_then(|r| r)
+    }
+
+    /// Sets a present key's expiry and calls `f` with the updated item
+    /// (memcached's gat/gats). Returns None if the key is absent, or
+    /// Some(Err) if the copy could not be allocated.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// let e = store.touch_and_get(b"k", Expiry::At(u32::MAX), |it| it.expiry());
+    /// assert_eq!(e, Some(Ok(Expiry::At(u32::MAX))));
+    /// ```
+    pub fn touch_and_get<R>(
+        &self,
+        key: &[u8],
+        expiry: Expiry,
+        f: impl FnOnce(ItemRef<'_>) -> R,
+    ) -> Option<Result<R, Error>> {
+        check_key(key).ok()?;
+        let inner = &*self.inner;
+        inner.mutate(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(None) };
+            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry };
+            match inner.build(local, &n, old.cas()) {
+                Ok((block, at)) => {
+                    fill(block, at, &[old.value()]);
+                    // SAFETY: the block holds the item just built, not yet
+                    // published, so nothing can free it during `f`.
+                    let r = f(unsafe { ItemRef::new(block.ptr) });
+                    if expiry.is_expired(inner.now()) {
+                        inner.free_unpublished(local, block);
+                        Decision::Remove(Some(Ok(r)))
+                    } else {
+                        Decision::Put(block, Some(Ok(r)))
+                    }
+                }
+                Err(e) => Decision::Keep(Some(Err(e))),
+            }
+        })
+    }
+
+    /// Removes a key.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.delete(b"k"), Ok(()));
+    /// assert_eq!(store.delete(b"k"), Err(Error::NotFound));
+    /// ```
+    pub fn delete(&self, key: &[u8]) -> Result<(), Error> {
+        check_key(key)?;
+        self.inner.mutate(key, |_, old| match old {
+            Some(_) => Decision::Remove(Ok(())),
+            None => Decision::Keep(Err(Error::NotFound)),
+        })
+    }
+
+    /// Invalidates every item now (memcached's `flush_all`); their memory
+    /// is reclaimed by the background sweep.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// store.flush_all();
+    /// assert!(store.get(b"k", |_| ()).is_none());
+    /// ```
+    pub fn flush_all(&self) {
+        self.inner.flush_at.store(0, Ordering::Release);
+        self.inner.flush_now();
+    }
+
+    /// Invalidates, at unix time `at`, every item stored before then
+    /// (memcached's `flush_all <delay>`), with one-second precision.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.flush_all_at(store.now() + 3600);
+    /// ```
+    pub fn flush_all_at(&self, at: u32) {
+        if at <= self.inner.now() {
+            return self.flush_all();
+        }
+        self.inner.flush_at.store(at as u64, Ordering::Release);
+    }
+
+    /// The store's clock: unix seconds, as used for expiry.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(store.now() > 1_600_000_000);
+    /// ```
+    pub fn now(&self) -> u32 {
+        self.inner.now()
+    }
+
+    /// Moves the store's clock forward by `seconds` (for tests of expiry).
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::from_memcached(10, store.now())).unwrap();
+    /// store.advance_clock(11);
+    /// assert!(store.get(b"k", |_| ()).is_none());
+    /// ```
+    pub fn advance_clock(&self, seconds: i64) {
+        self.inner.clock_offset.fetch_add(seconds, Ordering::Relaxed);
+    }
+
+    /// Number of items in the index (expired but unreclaimed ones included).
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert_eq!(store.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.inner.item_count() as usize
+    }
+
+    /// True when [`len`](Self::len) is 0.
+    ///
+    /// ```
+    /// assert!(amalgam_engine::Store::new(Default::default()).unwrap().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Frees what the calling thread has retired, as far as other threads'
+    /// pins allow. Returns true when all of it was freed. Servers need not
+    /// call this; tests of memory accounting do.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// store.delete(b"k").unwrap();
+    /// assert!(store.reclaim());
+    /// assert_eq!(store.stats().block_bytes, 0);
+    /// ```
+    pub fn reclaim(&self) -> bool {
+        let inner = &*self.inner;
+        let local = inner.epochs.local(&inner.shared);
+        inner.epochs.reclaim(local, &inner.shared, RECLAIM_ROUNDS_MAX)
+    }
+
+    /// Waits until no expansion is running or due (tests and benchmarks
+    /// that want a quiet table). Bounded by `timeout`; returns false if it
+    /// ran out.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(store.wait_for_expansion(std::time::Duration::from_secs(5)));
+    /// ```
+    pub fn wait_for_expansion(&self, timeout: Duration) -> bool {
+        let start = std::time::Instant::now();
+        while start.elapsed() < timeout {
+            let busy = {
+                let pin = Pinned::new(&self.inner);
+                let t = pin.current();
+                t.successor().is_some() || self.inner.needs_expansion(t)
+            };
+            if !busy {
+                return true;
+            }
+            if let Some(th) = self.inner.maintenance_thread.get() {
+                th.unpark();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    /// A snapshot of the store's counters.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert_eq!(store.stats().buckets, 1024);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let t = pin.current();
+        let mut s = Stats {
+            items: inner.item_count(),
+            memory_limit_bytes: inner.shared.budget_bytes() as u64,
+            reserved_bytes: inner.shared.reserved_bytes() as u64,
+            buckets: t.bucket_count() as u64,
+            overflow_nodes: t.overflow_nodes() as u64,
+            expansions: inner.expansions.load(Ordering::Relaxed),
+            expanding: t.successor().is_some(),
+            ..Stats::default()
+        };
+        s.index_bytes = (s.buckets + s.overflow_nodes) * 64;
+        for l in inner.epochs.all() {
+            s.item_bytes = s.item_bytes.wrapping_add(l.bytes.load(Ordering::Relaxed) as u64);
+            s.block_bytes += l.block_bytes.load(Ordering::Relaxed);
+        }
+        s
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        if let Some(h) = self.maintenance.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Only large items live outside the chunks the SharedPool unmaps.
+        let large = |p: *const u8| {
+            // SAFETY: every pointer in the table is a live item; we are the
+            // last owner of the store.
+            let total = unsafe { item::layout(p) }.total();
+            if total > SMALL_ITEM_BYTES_MAX {
+                let bytes = total.next_multiple_of(4096);
+                let layout = std::alloc::Layout::from_size_align(bytes, 64).expect("layout");
+                // SAFETY: large items are allocated with exactly this layout.
+                unsafe { std::alloc::dealloc(p as *mut u8, layout) };
+            }
+        };
+        let t = *self.current.get_mut();
+        // SAFETY: `current` is the Box leaked when the table became current.
+        let table = unsafe { Box::from_raw(t) };
+        table.for_each_item_exclusive(large);
+        drop(table);
+        for local in self.epochs.locals_mut() {
+            local.drain_garbage(|b| {
+                if b.bytes > SMALL_ITEM_BYTES_MAX {
+                    let layout = std::alloc::Layout::from_size_align(b.bytes, 64).expect("layout");
+                    // SAFETY: as above.
+                    unsafe { std::alloc::dealloc(b.ptr, layout) };
+                }
+            });
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id() as u64);
+    h.finish()
+}

@@ -1,0 +1,718 @@
+//! The index: Mercury's chained hash table (Mercury §3) read the way MemC3
+//! reads (MemC3 §3.2: tags, optimistic version-checked lookups).
+//!
+//! # Layout
+//!
+//! Every bucket is one 64-byte, 64-byte-aligned cache line. Fetching the
+//! bucket fetches its lock, its `hasmoved` bit, its version and seven tagged
+//! item pointers at once (Mercury §3 "Locks": the lock is co-located with
+//! the entry so taking it costs no extra miss):
+//!
+//! ```text
+//!  0        4        8                                                64
+//!  +--------+--------+--------+--------+-- ... --+--------+
+//!  | lock   | next   | slot 0 | slot 1 |         | slot 6 |
+//!  +--------+--------+--------+--------+-- ... --+--------+
+//!  lock (u32): bit 31 LOCKED   a writer (or the expand thread) owns the bucket
+//!              bit 30 MOVED    Mercury's `hasmoved`: the chain now lives in the successor table
+//!              bits 0-29       version, +1 on every unlock
+//!  next (u32): index of the first overflow node in this table's arena, 0 = none
+//!  slot (u64): bits 48-63 tag (16 low bits of the key's hash), bits 0-47 item pointer; 0 = empty
+//! ```
+//!
+//! Overflow nodes are the same 64-byte struct (their lock word unused), so a
+//! chain is a list of cache lines of seven slots each. The key's hash picks
+//! the bucket with bits 16.. and the tag with bits 0..16, so the two are
+//! independent and the tag survives a doubling unchanged.
+//!
+//! # Reads (no lock, no shared write)
+//!
+//! A reader loads the lock word, scans the chain comparing tags and
+//! dereferencing only items whose tag matches, then (after an acquire fence)
+//! loads the lock word again. Items are immutable and a slot changes only by
+//! one atomic store, and writers never move an entry between slots, so a
+//! pointer found by the scan was the key's current item at the moment it was
+//! loaded: a hit needs no version check. A miss is believed only if the
+//! version did not change and no writer held the lock meanwhile (MemC3
+//! §3.2.1); otherwise the reader retries. Either way a MOVED bit seen at the
+//! start or the end sends the reader to the successor table.
+//!
+//! # Writes
+//!
+//! A writer spins on its bucket's LOCKED bit (the only lock on the write
+//! path; writers on different buckets never contend, Mercury §3), checks
+//! MOVED (Mercury's race: the expand thread may have migrated the bucket
+//! while the writer waited), and changes slots with release stores. Unlock
+//! bumps the version. A critical section is bounded by one chain.
+//!
+//! # Expansion (Mercury §3 "Hash table expansion")
+//!
+//! See [`Table::migrate_bucket`] and `store.rs`'s expand thread: the
+//! successor table (twice the buckets) is published through
+//! `Table::successor` (entering the expanding state); the expand thread then
+//! locks one old bucket at a time, copies its entries into the successor
+//! (old bucket `i` splits into new buckets `i` and `i + N`, which no one else
+//! touches until `i` is marked MOVED), and unlocks it with MOVED set. Workers
+//! route by `Table::migrated` (Mercury's progress counter `r`, published
+//! every [`PROGRESS_STRIDE_BUCKETS`] buckets) and by the MOVED bit, so no
+//! request waits for more than one bucket's rehash. Leaving the expanding
+//! state is one store to the store's `current` pointer; the old table is
+//! freed through the epoch scheme once no reader can hold it.
+
+use crate::item;
+use crate::sync::{fence, spin_hint, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// Tagged item slots in one bucket line (64 - 8 bytes of lock and link).
+pub(crate) const SLOTS_PER_BUCKET: usize = 7;
+
+/// Writer owns the bucket.
+pub(crate) const LOCKED: u32 = 1 << 31;
+/// Mercury's `hasmoved`: the bucket's entries live in the successor table.
+pub(crate) const MOVED: u32 = 1 << 30;
+/// Version counter bits; wrapping after 2^30 unlocks is harmless because a
+/// reader's scan is shorter than 2^30 writer critical sections.
+pub(crate) const VERSION_MASK: u32 = MOVED - 1;
+
+const TAG_SHIFT: u32 = 48;
+const PTR_MASK: u64 = (1 << TAG_SHIFT) - 1;
+
+/// Bits of the hash below this go to the tag, bits from it up pick the bucket.
+const INDEX_SHIFT: u32 = 16;
+/// Largest table: bucket index bits available above the tag.
+pub(crate) const TABLE_LOG2_MAX: u32 = 64 - INDEX_SHIFT - 8;
+
+/// Overflow nodes a chain may have. The hash is seeded per store and the
+/// table doubles when the mean load passes `LOAD_PER_BUCKET_MAX`, so real
+/// chains have zero or one node; the bound only caps loops.
+pub(crate) const CHAIN_NODES_MAX: usize = 1024;
+
+/// Buckets the expand thread migrates between two publications of its
+/// progress counter: often enough that workers route straight to the
+/// successor for almost all migrated buckets, rarely enough that the
+/// counter's cache line does not bounce on every bucket.
+pub(crate) const PROGRESS_STRIDE_BUCKETS: usize = 64;
+
+/// Times a reader retries a miss that raced with a writer before it gives
+/// up on optimism and takes the bucket lock (a hot bucket under a write
+/// storm must not starve readers).
+pub(crate) const OPTIMISTIC_RETRIES_MAX: usize = 64;
+
+/// Overflow arena: nodes in segment 0; each later segment doubles.
+const ARENA_SEGMENT0_LOG2: u32 = 6;
+const ARENA_SEGMENTS: usize = 32 - ARENA_SEGMENT0_LOG2 as usize;
+
+/// One cache line of the index. See the module documentation for the layout.
+#[repr(C, align(64))]
+pub(crate) struct Bucket {
+    lock: AtomicU32,
+    next: AtomicU32,
+    slots: [AtomicU64; SLOTS_PER_BUCKET],
+}
+
+impl Bucket {
+    fn new() -> Bucket {
+        Bucket { lock: AtomicU32::new(0), next: AtomicU32::new(0), slots: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+}
+
+/// Splits a hash into (bucket bits, tag).
+#[inline]
+pub(crate) fn split_hash(hash: u64) -> (u64, u16) {
+    (hash >> INDEX_SHIFT, hash as u16)
+}
+
+#[inline]
+fn slot_word(tag: u16, ptr: *const u8) -> u64 {
+    debug_assert!(!ptr.is_null() && (ptr as u64) & !PTR_MASK == 0);
+    ((tag as u64) << TAG_SHIFT) | ptr as u64
+}
+
+#[inline]
+fn slot_tag(word: u64) -> u16 {
+    (word >> TAG_SHIFT) as u16
+}
+
+#[inline]
+fn slot_ptr(word: u64) -> *const u8 {
+    (word & PTR_MASK) as *const u8
+}
+
+/// The bucket array, zero-filled: all-zero bytes are an empty bucket.
+struct BucketArray {
+    ptr: *mut Bucket,
+    len: usize,
+}
+
+// SAFETY: a BucketArray is only an owned allocation of atomics.
+unsafe impl Send for BucketArray {}
+// SAFETY: all shared access goes through the atomics inside Bucket.
+unsafe impl Sync for BucketArray {}
+
+impl BucketArray {
+    #[cfg(not(loom))]
+    fn new(len: usize) -> Option<BucketArray> {
+        let bytes = len.checked_mul(std::mem::size_of::<Bucket>())?;
+        let ptr = crate::pool::map_zeroed(bytes)?;
+        Some(BucketArray { ptr: ptr as *mut Bucket, len })
+    }
+
+    #[cfg(loom)]
+    fn new(len: usize) -> Option<BucketArray> {
+        let v: Box<[Bucket]> = (0..len).map(|_| Bucket::new()).collect();
+        Some(BucketArray { ptr: Box::into_raw(v) as *mut Bucket, len })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &Bucket {
+        assert!(i < self.len);
+        // SAFETY: i < len, and the array lives as long as &self.
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl Drop for BucketArray {
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        // SAFETY: ptr and len are the mapping made in `new`; Bucket has no
+        // destructor to run.
+        unsafe {
+            crate::pool::unmap(self.ptr as *mut u8, self.len * std::mem::size_of::<Bucket>());
+        }
+        #[cfg(loom)]
+        // SAFETY: ptr is the Box<[Bucket]> leaked in `new`.
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)));
+        }
+    }
+}
+
+/// Overflow nodes, addressed by a u32 index so the link fits in the bucket
+/// line. Segments never move and nodes are never freed while the table
+/// lives, so a reader may follow a stale link safely: at worst it scans a
+/// node the writer has since re-linked, and the version check catches it.
+struct OverflowArena {
+    segments: [AtomicPtr<Bucket>; ARENA_SEGMENTS],
+    /// Next unused index; index 0 means "no node".
+    next_free: AtomicU32,
+    grow: std::sync::Mutex<()>,
+}
+
+impl OverflowArena {
+    fn new() -> OverflowArena {
+        OverflowArena {
+            segments: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            next_free: AtomicU32::new(1),
+            grow: std::sync::Mutex::new(()),
+        }
+    }
+
+    fn locate(index: u32) -> (usize, usize) {
+        let j = index as usize - 1 + (1 << ARENA_SEGMENT0_LOG2);
+        let top = usize::BITS - 1 - j.leading_zeros();
+        let seg = (top - ARENA_SEGMENT0_LOG2) as usize;
+        (seg, j - (1 << top))
+    }
+
+    fn segment_len(seg: usize) -> usize {
+        1 << (ARENA_SEGMENT0_LOG2 as usize + seg)
+    }
+
+    /// The node at `index` (non-zero, previously returned by `alloc`).
+    fn node(&self, index: u32) -> &Bucket {
+        let (seg, off) = Self::locate(index);
+        let base = self.segments[seg].load(Ordering::Acquire);
+        assert!(!base.is_null(), "overflow link to an unallocated segment");
+        // SAFETY: the segment holds segment_len(seg) > off buckets and lives
+        // as long as the arena.
+        unsafe { &*base.add(off) }
+    }
+
+    /// A fresh, empty node; None when the u32 index space is exhausted.
+    fn alloc(&self) -> Option<u32> {
+        let index = self.next_free.fetch_add(1, Ordering::Relaxed);
+        if index == 0 || index == u32::MAX {
+            return None;
+        }
+        let (seg, _) = Self::locate(index);
+        if seg >= ARENA_SEGMENTS {
+            return None;
+        }
+        if self.segments[seg].load(Ordering::Acquire).is_null() {
+            let _g = self.grow.lock().unwrap_or_else(|e| e.into_inner());
+            if self.segments[seg].load(Ordering::Acquire).is_null() {
+                let fresh: Box<[Bucket]> = (0..Self::segment_len(seg)).map(|_| Bucket::new()).collect();
+                self.segments[seg].store(Box::into_raw(fresh) as *mut Bucket, Ordering::Release);
+            }
+        }
+        Some(index)
+    }
+
+    fn nodes_allocated(&self) -> usize {
+        self.next_free.load(Ordering::Relaxed) as usize - 1
+    }
+}
+
+impl Drop for OverflowArena {
+    fn drop(&mut self) {
+        for (seg, p) in self.segments.iter().enumerate() {
+            let p = p.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: p is the Box<[Bucket]> of segment_len(seg) leaked in alloc.
+                unsafe {
+                    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, Self::segment_len(seg))));
+                }
+            }
+        }
+    }
+}
+
+/// One generation of the index: 2^log2 buckets plus overflow nodes.
+pub(crate) struct Table {
+    buckets: BucketArray,
+    log2: u32,
+    overflow: OverflowArena,
+    /// Null when not expanding; else the table with twice the buckets that
+    /// this one is being migrated into. Set once, before any bucket is
+    /// MOVED; never cleared (a late reader still follows it).
+    successor: AtomicPtr<Table>,
+    /// Mercury's progress counter: buckets below this index are migrated.
+    migrated: AtomicUsize,
+}
+
+/// What one optimistic search of one chain found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    Hit(*const u8),
+    Miss,
+    /// The bucket moved to the successor table; look there.
+    Moved,
+    /// A writer raced with a miss; look again.
+    Retry,
+}
+
+impl Table {
+    /// A table of 2^log2 empty buckets, or None if the memory map failed.
+    pub(crate) fn new(log2: u32) -> Option<Table> {
+        assert!(log2 <= TABLE_LOG2_MAX);
+        Some(Table {
+            buckets: BucketArray::new(1usize << log2)?,
+            log2,
+            overflow: OverflowArena::new(),
+            successor: AtomicPtr::new(std::ptr::null_mut()),
+            migrated: AtomicUsize::new(0),
+        })
+    }
+
+    pub(crate) fn log2(&self) -> u32 {
+        self.log2
+    }
+
+    pub(crate) fn bucket_count(&self) -> usize {
+        1 << self.log2
+    }
+
+    pub(crate) fn overflow_nodes(&self) -> usize {
+        self.overflow.nodes_allocated()
+    }
+
+    #[inline]
+    pub(crate) fn index(&self, hash: u64) -> usize {
+        (split_hash(hash).0 as usize) & (self.bucket_count() - 1)
+    }
+
+    #[inline]
+    pub(crate) fn bucket(&self, i: usize) -> &Bucket {
+        self.buckets.get(i)
+    }
+
+    /// The successor table, or None when this table is not being expanded.
+    #[inline]
+    pub(crate) fn successor(&self) -> Option<&Table> {
+        let p = self.successor.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a successor is published (release) fully built and is freed
+        // only after this table is (it becomes `current` first, and the
+        // epoch scheme frees tables in retirement order).
+        Some(unsafe { &*p })
+    }
+
+    /// Publishes the successor: enters the expanding state.
+    pub(crate) fn set_successor(&self, next: *mut Table) {
+        assert!(self.successor.load(Ordering::Relaxed).is_null());
+        self.successor.store(next, Ordering::Release);
+    }
+
+    /// Routes a hash to the table that owns its bucket now, by Mercury's
+    /// progress counter. The caller still checks MOVED in the bucket itself.
+    /// Bounded: one step per table generation (at most TABLE_LOG2_MAX).
+    #[inline]
+    pub(crate) fn route(&self, hash: u64) -> &Table {
+        let mut t = self;
+        for _ in 0..=TABLE_LOG2_MAX {
+            match t.successor() {
+                Some(next) if t.index(hash) < t.migrated.load(Ordering::Acquire) => t = next,
+                _ => break,
+            }
+        }
+        t
+    }
+
+    /// Prefetches the bucket line for `hash` (MICA §5.3's first stage).
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        prefetch_line(self.bucket(self.index(hash)) as *const Bucket as *const u8);
+    }
+
+    /// The first item pointer in the hash's bucket line whose tag matches,
+    /// without validation: only a hint for MICA's second prefetch stage.
+    #[inline]
+    pub(crate) fn peek_candidate(&self, hash: u64) -> Option<*const u8> {
+        let tag = split_hash(hash).1;
+        let b = self.bucket(self.index(hash));
+        b.slots.iter().find_map(|s| {
+            let w = s.load(Ordering::Relaxed);
+            (w != 0 && slot_tag(w) == tag).then(|| slot_ptr(w))
+        })
+    }
+
+    fn scan(&self, b: &Bucket, tag: u16, key: &[u8]) -> Result<Option<*const u8>, ()> {
+        let mut node = b;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                // Acquire pairs with the writer's release store of the slot,
+                // so the item's bytes are visible before we read them.
+                let w = s.load(Ordering::Acquire);
+                if w != 0 && slot_tag(w) == tag {
+                    let p = slot_ptr(w);
+                    // SAFETY: a pointer in a slot names a published item; the
+                    // caller's epoch guard keeps it from being freed even if a
+                    // writer unlinks it right now.
+                    if unsafe { item::key_eq(p, key) } {
+                        return Ok(Some(p));
+                    }
+                }
+            }
+            match node.next.load(Ordering::Acquire) {
+                0 => return Ok(None),
+                n => node = self.overflow.node(n),
+            }
+        }
+        Err(())
+    }
+
+    /// One optimistic lookup of `key` in bucket `i` (MemC3 §3.2.1).
+    ///
+    /// The caller must hold an epoch guard for as long as it uses a returned
+    /// pointer.
+    pub(crate) fn probe(&self, i: usize, tag: u16, key: &[u8]) -> Probe {
+        let b = self.bucket(i);
+        let before = b.lock.load(Ordering::Acquire);
+        if before & MOVED != 0 {
+            return Probe::Moved;
+        }
+        let found = self.scan(b, tag, key);
+        // Orders the slot loads above before the lock-word load below
+        // (the seqlock reader's fence; pairs with the fence in `lock`).
+        fence(Ordering::Acquire);
+        let after = b.lock.load(Ordering::Relaxed);
+        if after & MOVED != 0 {
+            return Probe::Moved;
+        }
+        match found {
+            Ok(Some(p)) => Probe::Hit(p),
+            Ok(None) if before == after && before & LOCKED == 0 => Probe::Miss,
+            _ => Probe::Retry,
+        }
+    }
+
+    /// Takes bucket `i`'s lock, or returns None if the bucket has MOVED
+    /// (then the caller retries in the successor). Spins while another
+    /// writer holds it; that writer's critical section is bounded by one
+    /// chain, so the wait is too.
+    pub(crate) fn lock(&self, i: usize) -> Option<BucketGuard<'_>> {
+        let b = self.bucket(i);
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            let w = b.lock.load(Ordering::Relaxed);
+            if w & MOVED != 0 {
+                return None;
+            }
+            if w & LOCKED == 0
+                && b.lock.compare_exchange_weak(w, w | LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                // Orders the LOCKED store before our slot stores, so a
+                // reader that sees any of them sees the lock word change
+                // (pairs with the reader's acquire fence in `probe`).
+                fence(Ordering::Release);
+                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false });
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+            spin_hint();
+        }
+    }
+
+    /// Moves bucket `i`'s entries into the successor (Mercury's expand
+    /// thread, one bucket at a time) and marks it MOVED.
+    ///
+    /// Only the expand thread calls this, for i in 0..N in order. The new
+    /// buckets `i` and `i + N` are touched by no one else until the MOVED
+    /// store below, so they are filled without their locks. `rehash` gives
+    /// an item's full hash (the slot keeps only 16 bits of it).
+    ///
+    /// Returns the number of entries moved, or Err if the successor's
+    /// overflow arena is exhausted.
+    pub(crate) fn migrate_bucket(&self, i: usize, rehash: &dyn Fn(*const u8) -> u64) -> Result<usize, ()> {
+        let next = self.successor().expect("migrate_bucket outside an expansion");
+        let mut guard = self.lock(i).expect("a bucket moves only once");
+        let mut moved = 0;
+        let mut result = Ok(());
+        guard.for_each_entry(|tag, p| {
+            let j = next.index(rehash(p));
+            debug_assert!(j == i || j == i + self.bucket_count());
+            if result.is_ok() {
+                result = next.insert_unlocked(j, tag, p);
+                moved += 1;
+            }
+        });
+        result?;
+        guard.moved = true;
+        drop(guard);
+        Ok(moved)
+    }
+
+    /// Publishes the migration progress counter.
+    pub(crate) fn set_migrated(&self, buckets: usize) {
+        self.migrated.store(buckets, Ordering::Release);
+    }
+
+    fn insert_unlocked(&self, i: usize, tag: u16, p: *const u8) -> Result<(), ()> {
+        let b = self.bucket(i);
+        let mut node = b;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                if s.load(Ordering::Relaxed) == 0 {
+                    s.store(slot_word(tag, p), Ordering::Release);
+                    return Ok(());
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => {
+                    let n = self.overflow.alloc().ok_or(())?;
+                    let fresh = self.overflow.node(n);
+                    fresh.slots[0].store(slot_word(tag, p), Ordering::Release);
+                    node.next.store(n, Ordering::Release);
+                    return Ok(());
+                }
+                n => node = self.overflow.node(n),
+            }
+        }
+        Err(())
+    }
+
+    /// Visits every item pointer of the table (for teardown and
+    /// statistics); the caller must ensure no writer runs concurrently.
+    pub(crate) fn for_each_item_exclusive(&self, mut f: impl FnMut(*const u8)) {
+        for i in 0..self.bucket_count() {
+            let b = self.bucket(i);
+            if b.lock.load(Ordering::Relaxed) & MOVED != 0 {
+                continue;
+            }
+            let mut node = b;
+            for _ in 0..=CHAIN_NODES_MAX {
+                for s in &node.slots {
+                    let w = s.load(Ordering::Relaxed);
+                    if w != 0 {
+                        f(slot_ptr(w));
+                    }
+                }
+                match node.next.load(Ordering::Relaxed) {
+                    0 => break,
+                    n => node = self.overflow.node(n),
+                }
+            }
+        }
+    }
+}
+
+/// A locked bucket. Changes to its slots are made only through this guard;
+/// dropping it unlocks the bucket and bumps its version.
+pub(crate) struct BucketGuard<'t> {
+    table: &'t Table,
+    bucket: &'t Bucket,
+    /// The lock word as it was before we locked it.
+    word: u32,
+    /// Set by the expand thread: unlock with MOVED.
+    moved: bool,
+}
+
+/// Where an entry sits in a locked chain.
+#[derive(Clone, Copy)]
+pub(crate) struct SlotRef<'t> {
+    slot: &'t AtomicU64,
+}
+
+impl<'t> BucketGuard<'t> {
+    fn for_each_entry(&mut self, mut f: impl FnMut(u16, *const u8)) {
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                let w = s.load(Ordering::Relaxed);
+                if w != 0 {
+                    f(slot_tag(w), slot_ptr(w));
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => return,
+                n => node = self.table.overflow.node(n),
+            }
+        }
+    }
+
+    /// The slot holding `key`, with its item pointer.
+    pub(crate) fn find(&self, tag: u16, key: &[u8]) -> Option<(SlotRef<'t>, *const u8)> {
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                let w = s.load(Ordering::Relaxed);
+                if w != 0 && slot_tag(w) == tag {
+                    let p = slot_ptr(w);
+                    // SAFETY: we hold the bucket lock, so the item in the slot
+                    // is live (only a lock holder unlinks and retires it).
+                    if unsafe { item::key_eq(p, key) } {
+                        return Some((SlotRef { slot: s }, p));
+                    }
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => return None,
+                n => node = self.table.overflow.node(n),
+            }
+        }
+        None
+    }
+
+    /// Replaces the item in a slot found by [`find`](Self::find).
+    pub(crate) fn replace(&mut self, at: SlotRef<'t>, tag: u16, p: *const u8) {
+        at.slot.store(slot_word(tag, p), Ordering::Release);
+    }
+
+    /// Empties a slot found by [`find`](Self::find).
+    pub(crate) fn remove(&mut self, at: SlotRef<'t>) {
+        at.slot.store(0, Ordering::Release);
+    }
+
+    /// Puts a new entry in the first empty slot of the chain, appending an
+    /// overflow node if all are full. Err if the chain is at its bound or
+    /// the overflow arena is exhausted (both unreachable in practice).
+    pub(crate) fn insert(&mut self, tag: u16, p: *const u8) -> Result<(), ()> {
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                if s.load(Ordering::Relaxed) == 0 {
+                    s.store(slot_word(tag, p), Ordering::Release);
+                    return Ok(());
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => {
+                    let n = self.table.overflow.alloc().ok_or(())?;
+                    let fresh = self.table.overflow.node(n);
+                    fresh.slots[0].store(slot_word(tag, p), Ordering::Release);
+                    // Release: the node's slot is visible before the link.
+                    node.next.store(n, Ordering::Release);
+                    return Ok(());
+                }
+                n => node = self.table.overflow.node(n),
+            }
+        }
+        Err(())
+    }
+
+    /// Visits the chain's entries under the lock, letting `f` decide per
+    /// entry whether to remove it (used by flush and the expiry sweep).
+    /// Returns the removed pointers' count.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(*const u8) -> bool) -> usize {
+        let mut removed = 0;
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                let w = s.load(Ordering::Relaxed);
+                if w != 0 && !keep(slot_ptr(w)) {
+                    s.store(0, Ordering::Release);
+                    removed += 1;
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => break,
+                n => node = self.table.overflow.node(n),
+            }
+        }
+        removed
+    }
+}
+
+impl Drop for BucketGuard<'_> {
+    fn drop(&mut self) {
+        let mut w = (self.word.wrapping_add(1)) & VERSION_MASK;
+        if self.moved {
+            w |= MOVED;
+        }
+        // Release: every slot store above is visible to whoever sees the
+        // new version (or MOVED) with an acquire load.
+        self.bucket.lock.store(w, Ordering::Release);
+    }
+}
+
+#[inline]
+pub(crate) fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(std::mem::size_of::<Bucket>(), 64);
+        assert_eq!(std::mem::align_of::<Bucket>(), 64);
+        assert_eq!(std::mem::offset_of!(Bucket, lock), 0);
+        assert_eq!(std::mem::offset_of!(Bucket, next), 4);
+        assert_eq!(std::mem::offset_of!(Bucket, slots), 8);
+        assert_eq!(LOCKED & MOVED, 0);
+        assert_eq!(VERSION_MASK & (LOCKED | MOVED), 0);
+    }
+
+    #[test]
+    fn arena_segments_tile_the_index_space() {
+        let mut expect = (0usize, 0usize);
+        for i in 1u32..5000 {
+            let got = OverflowArena::locate(i);
+            assert_eq!(got, expect, "index {i}");
+            expect.1 += 1;
+            if expect.1 == OverflowArena::segment_len(expect.0) {
+                expect = (expect.0 + 1, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn slot_word_roundtrips() {
+        let p = 0x7fff_dead_beefusize as *const u8;
+        let w = slot_word(0xabcd, p);
+        assert_eq!(slot_tag(w), 0xabcd);
+        assert_eq!(slot_ptr(w), p);
+    }
+}
