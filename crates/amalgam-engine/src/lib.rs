@@ -68,7 +68,7 @@ pub use store::{
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api {
-    pub use crate::table::{Probe, Table};
+    pub use crate::table::{split_hash, BucketGuard, Probe, Table};
     /// Builds a bare item in a leaked buffer (loom models have no pools).
     pub fn leak_item(key: &[u8], value: &[u8], cas: u64) -> *const u8 {
         let meta = crate::item::Meta { cas, flags: 0, expiry: 0 };
@@ -76,6 +76,11 @@ pub mod loom_api {
         let at = crate::item::write_header_and_key(&mut buf, key, value.len(), &meta);
         buf[at..].copy_from_slice(value);
         Box::leak(buf.into_boxed_slice()).as_ptr()
+    }
+    /// The key of an item made by `leak_item`.
+    pub fn key_of(p: *const u8) -> Vec<u8> {
+        // SAFETY: p is a leaked item, never freed.
+        unsafe { crate::item::key(p).to_vec() }
     }
     /// The value of an item made by `leak_item`.
     pub fn value_of(p: *const u8) -> Vec<u8> {

@@ -117,7 +117,7 @@ impl Bucket {
 
 /// Splits a hash into (bucket bits, tag).
 #[inline]
-pub(crate) fn split_hash(hash: u64) -> (u64, u16) {
+pub fn split_hash(hash: u64) -> (u64, u16) {
     (hash >> INDEX_SHIFT, hash as u16)
 }
 
@@ -267,7 +267,7 @@ impl Drop for OverflowArena {
 }
 
 /// One generation of the index: 2^log2 buckets plus overflow nodes.
-pub(crate) struct Table {
+pub struct Table {
     buckets: BucketArray,
     log2: u32,
     overflow: OverflowArena,
@@ -281,7 +281,7 @@ pub(crate) struct Table {
 
 /// What one optimistic search of one chain found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Probe {
+pub enum Probe {
     Hit(*const u8),
     Miss,
     /// The bucket moved to the successor table; look there.
@@ -292,7 +292,7 @@ pub(crate) enum Probe {
 
 impl Table {
     /// A table of 2^log2 empty buckets, or None if the memory map failed.
-    pub(crate) fn new(log2: u32) -> Option<Table> {
+    pub fn new(log2: u32) -> Option<Table> {
         assert!(log2 <= TABLE_LOG2_MAX);
         Some(Table {
             buckets: BucketArray::new(1usize << log2)?,
@@ -303,20 +303,20 @@ impl Table {
         })
     }
 
-    pub(crate) fn log2(&self) -> u32 {
+    pub fn log2(&self) -> u32 {
         self.log2
     }
 
-    pub(crate) fn bucket_count(&self) -> usize {
+    pub fn bucket_count(&self) -> usize {
         1 << self.log2
     }
 
-    pub(crate) fn overflow_nodes(&self) -> usize {
+    pub fn overflow_nodes(&self) -> usize {
         self.overflow.nodes_allocated()
     }
 
     #[inline]
-    pub(crate) fn index(&self, hash: u64) -> usize {
+    pub fn index(&self, hash: u64) -> usize {
         (split_hash(hash).0 as usize) & (self.bucket_count() - 1)
     }
 
@@ -327,7 +327,7 @@ impl Table {
 
     /// The successor table, or None when this table is not being expanded.
     #[inline]
-    pub(crate) fn successor(&self) -> Option<&Table> {
+    pub fn successor(&self) -> Option<&Table> {
         let p = self.successor.load(Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -339,7 +339,7 @@ impl Table {
     }
 
     /// Publishes the successor: enters the expanding state.
-    pub(crate) fn set_successor(&self, next: *mut Table) {
+    pub fn set_successor(&self, next: *mut Table) {
         assert!(self.successor.load(Ordering::Relaxed).is_null());
         self.successor.store(next, Ordering::Release);
     }
@@ -348,7 +348,7 @@ impl Table {
     /// progress counter. The caller still checks MOVED in the bucket itself.
     /// Bounded: one step per table generation (at most TABLE_LOG2_MAX).
     #[inline]
-    pub(crate) fn route(&self, hash: u64) -> &Table {
+    pub fn route(&self, hash: u64) -> &Table {
         let mut t = self;
         for _ in 0..=TABLE_LOG2_MAX {
             match t.successor() {
@@ -361,14 +361,14 @@ impl Table {
 
     /// Prefetches the bucket line for `hash` (MICA §5.3's first stage).
     #[inline]
-    pub(crate) fn prefetch(&self, hash: u64) {
+    pub fn prefetch(&self, hash: u64) {
         prefetch_line(self.bucket(self.index(hash)) as *const Bucket as *const u8);
     }
 
     /// The first item pointer in the hash's bucket line whose tag matches,
     /// without validation: only a hint for MICA's second prefetch stage.
     #[inline]
-    pub(crate) fn peek_candidate(&self, hash: u64) -> Option<*const u8> {
+    pub fn peek_candidate(&self, hash: u64) -> Option<*const u8> {
         let tag = split_hash(hash).1;
         let b = self.bucket(self.index(hash));
         b.slots.iter().find_map(|s| {
@@ -406,7 +406,7 @@ impl Table {
     ///
     /// The caller must hold an epoch guard for as long as it uses a returned
     /// pointer.
-    pub(crate) fn probe(&self, i: usize, tag: u16, key: &[u8]) -> Probe {
+    pub fn probe(&self, i: usize, tag: u16, key: &[u8]) -> Probe {
         let b = self.bucket(i);
         let before = b.lock.load(Ordering::Acquire);
         if before & MOVED != 0 {
@@ -416,7 +416,10 @@ impl Table {
         // Orders the slot loads above before the lock-word load below
         // (the seqlock reader's fence; pairs with the fence in `lock`).
         fence(Ordering::Acquire);
-        let after = b.lock.load(Ordering::Relaxed);
+        // Acquire as well: if this sees MOVED, the caller next reads the
+        // successor's buckets, which must show the migrated entries (pairs
+        // with the release unlock in `migrate_bucket`).
+        let after = b.lock.load(Ordering::Acquire);
         if after & MOVED != 0 {
             return Probe::Moved;
         }
@@ -431,11 +434,13 @@ impl Table {
     /// (then the caller retries in the successor). Spins while another
     /// writer holds it; that writer's critical section is bounded by one
     /// chain, so the wait is too.
-    pub(crate) fn lock(&self, i: usize) -> Option<BucketGuard<'_>> {
+    pub fn lock(&self, i: usize) -> Option<BucketGuard<'_>> {
         let b = self.bucket(i);
         let backoff = crossbeam_utils::Backoff::new();
         loop {
-            let w = b.lock.load(Ordering::Relaxed);
+            // Acquire: seeing MOVED must make the migrated entries in the
+            // successor visible to the retry there (loom found this edge).
+            let w = b.lock.load(Ordering::Acquire);
             if w & MOVED != 0 {
                 return None;
             }
@@ -467,7 +472,7 @@ impl Table {
     ///
     /// Returns the number of entries moved, or Err if the successor's
     /// overflow arena is exhausted.
-    pub(crate) fn migrate_bucket(&self, i: usize, rehash: &dyn Fn(*const u8) -> u64) -> Result<usize, ()> {
+    pub fn migrate_bucket(&self, i: usize, rehash: &dyn Fn(*const u8) -> u64) -> Result<usize, ()> {
         let next = self.successor().expect("migrate_bucket outside an expansion");
         let mut guard = self.lock(i).expect("a bucket moves only once");
         let mut moved = 0;
@@ -487,7 +492,7 @@ impl Table {
     }
 
     /// Publishes the migration progress counter.
-    pub(crate) fn set_migrated(&self, buckets: usize) {
+    pub fn set_migrated(&self, buckets: usize) {
         self.migrated.store(buckets, Ordering::Release);
     }
 
@@ -517,7 +522,7 @@ impl Table {
 
     /// Visits every item pointer of the table (for teardown and
     /// statistics); the caller must ensure no writer runs concurrently.
-    pub(crate) fn for_each_item_exclusive(&self, mut f: impl FnMut(*const u8)) {
+    pub fn for_each_item_exclusive(&self, mut f: impl FnMut(*const u8)) {
         for i in 0..self.bucket_count() {
             let b = self.bucket(i);
             if b.lock.load(Ordering::Relaxed) & MOVED != 0 {
@@ -542,7 +547,7 @@ impl Table {
 
 /// A locked bucket. Changes to its slots are made only through this guard;
 /// dropping it unlocks the bucket and bumps its version.
-pub(crate) struct BucketGuard<'t> {
+pub struct BucketGuard<'t> {
     table: &'t Table,
     bucket: &'t Bucket,
     /// The lock word as it was before we locked it.
@@ -553,7 +558,7 @@ pub(crate) struct BucketGuard<'t> {
 
 /// Where an entry sits in a locked chain.
 #[derive(Clone, Copy)]
-pub(crate) struct SlotRef<'t> {
+pub struct SlotRef<'t> {
     slot: &'t AtomicU64,
 }
 
@@ -575,7 +580,7 @@ impl<'t> BucketGuard<'t> {
     }
 
     /// The slot holding `key`, with its item pointer.
-    pub(crate) fn find(&self, tag: u16, key: &[u8]) -> Option<(SlotRef<'t>, *const u8)> {
+    pub fn find(&self, tag: u16, key: &[u8]) -> Option<(SlotRef<'t>, *const u8)> {
         let mut node = self.bucket;
         for _ in 0..=CHAIN_NODES_MAX {
             for s in &node.slots {
@@ -598,19 +603,19 @@ impl<'t> BucketGuard<'t> {
     }
 
     /// Replaces the item in a slot found by [`find`](Self::find).
-    pub(crate) fn replace(&mut self, at: SlotRef<'t>, tag: u16, p: *const u8) {
+    pub fn replace(&mut self, at: SlotRef<'t>, tag: u16, p: *const u8) {
         at.slot.store(slot_word(tag, p), Ordering::Release);
     }
 
     /// Empties a slot found by [`find`](Self::find).
-    pub(crate) fn remove(&mut self, at: SlotRef<'t>) {
+    pub fn remove(&mut self, at: SlotRef<'t>) {
         at.slot.store(0, Ordering::Release);
     }
 
     /// Puts a new entry in the first empty slot of the chain, appending an
     /// overflow node if all are full. Err if the chain is at its bound or
     /// the overflow arena is exhausted (both unreachable in practice).
-    pub(crate) fn insert(&mut self, tag: u16, p: *const u8) -> Result<(), ()> {
+    pub fn insert(&mut self, tag: u16, p: *const u8) -> Result<(), ()> {
         let mut node = self.bucket;
         for _ in 0..=CHAIN_NODES_MAX {
             for s in &node.slots {
@@ -637,7 +642,7 @@ impl<'t> BucketGuard<'t> {
     /// Visits the chain's entries under the lock, letting `f` decide per
     /// entry whether to remove it (used by flush and the expiry sweep).
     /// Returns the removed pointers' count.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(*const u8) -> bool) -> usize {
+    pub fn retain(&mut self, mut keep: impl FnMut(*const u8) -> bool) -> usize {
         let mut removed = 0;
         let mut node = self.bucket;
         for _ in 0..=CHAIN_NODES_MAX {

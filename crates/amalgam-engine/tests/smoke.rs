@@ -3,7 +3,8 @@ use amalgam_engine::{Config, Expiry, Store};
 
 #[test]
 fn many_keys_survive_expansions() {
-    let store = Store::new(Config { memory_limit_bytes: 1 << 30, initial_buckets_log2: 4, ..Config::default() }).unwrap();
+    let store =
+        Store::new(Config { memory_limit_bytes: 1 << 30, initial_buckets_log2: 4, ..Config::default() }).unwrap();
     let n = 200_000u32;
     std::thread::scope(|s| {
         for t in 0..2u32 {
