@@ -1,0 +1,540 @@
+//! The text protocol's requests, parsed from the front of a read buffer.
+//!
+//! [`parse`] looks at the bytes a connection has buffered and returns one of:
+//! a complete [`Request`] and the bytes it used; [`Parse::Incomplete`] (read
+//! more); or a [`Failure`] that says what to answer, how many bytes to drop
+//! and whether to close — exactly as memcached 1.6 reacts to the same input.
+
+use crate::{GET_LINE_BYTES_MAX, KEY_BYTES_MAX, LINE_BYTES_MAX};
+
+/// memcached's reply strings for failures (without the trailing CRLF).
+pub mod reply {
+    pub const ERROR: &str = "ERROR";
+    pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
+    pub const BAD_CHUNK: &str = "CLIENT_ERROR bad data chunk";
+    pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
+    pub const BAD_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
+    pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+    pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
+    pub const OUT_OF_MEMORY: &str = "SERVER_ERROR out of memory storing object";
+    pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+    pub const LINE_TOO_LONG: &str = "CLIENT_ERROR line too long";
+}
+
+/// The storage commands, which carry a data block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreOp {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    Cas,
+}
+
+/// The keys of a get-family command: the rest of the line, split on spaces
+/// lazily (no allocation, any number of keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keys<'a>(&'a [u8]);
+
+impl<'a> Keys<'a> {
+    /// The keys in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.0.split(|&b| b == b' ').filter(|t| !t.is_empty())
+    }
+}
+
+/// One parsed request, borrowing from the read buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// get / gets (`cas`), or gat / gats with `touch: Some(exptime)`.
+    Get {
+        keys: Keys<'a>,
+        cas: bool,
+        touch: Option<i64>,
+    },
+    /// set / add / replace / append / prepend / cas and their data block.
+    Store {
+        op: StoreOp,
+        key: &'a [u8],
+        flags: u32,
+        exptime: i64,
+        cas_unique: u64,
+        data: &'a [u8],
+        noreply: bool,
+    },
+    Delete {
+        key: &'a [u8],
+        noreply: bool,
+    },
+    Arith {
+        incr: bool,
+        key: &'a [u8],
+        delta: u64,
+        noreply: bool,
+    },
+    Touch {
+        key: &'a [u8],
+        exptime: i64,
+        noreply: bool,
+    },
+    /// flush_all with its delay in seconds (0 = now).
+    FlushAll {
+        delay: i64,
+        noreply: bool,
+    },
+    Version,
+    Verbosity {
+        noreply: bool,
+    },
+    Quit,
+    /// stats with its arguments (empty for plain `stats`).
+    Stats {
+        args: Keys<'a>,
+    },
+}
+
+/// How to react to input that is not a valid request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The line to answer (CRLF added by the composer); None answers nothing.
+    pub reply: Option<&'static str>,
+    /// True if the command carried `noreply` (memcached then stays silent).
+    pub noreply: bool,
+    /// Bytes of the buffer this failure used up.
+    pub consumed: usize,
+    /// Further bytes to discard as they arrive (a refused data block).
+    pub swallow: usize,
+    /// Close the connection after answering.
+    pub close: bool,
+}
+
+/// What [`parse`] found at the front of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parse<'a> {
+    /// A request and the number of bytes it used.
+    Done(Request<'a>, usize),
+    /// Not a whole request yet.
+    Incomplete,
+    /// Invalid input and what to do about it.
+    Fail(Failure),
+}
+
+/// Limits the parser enforces that depend on the server's configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest data block accepted (memcached refuses larger ones with
+    /// `SERVER_ERROR object too large for cache` and swallows them).
+    pub value_bytes_max: usize,
+}
+
+fn fail(reply: &'static str, consumed: usize) -> Parse<'static> {
+    Parse::Fail(Failure { reply: Some(reply), noreply: false, consumed, swallow: 0, close: false })
+}
+
+/// memcached's `safe_strtoul` for 32-bit fields: decimal digits only.
+fn parse_u32(t: &[u8]) -> Option<u32> {
+    parse_u64(t).and_then(|v| u32::try_from(v).ok())
+}
+
+/// memcached's `safe_strtoull`: decimal digits, no sign.
+pub fn parse_u64(t: &[u8]) -> Option<u64> {
+    if t.is_empty() || t.len() > 20 || !t.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(t).ok()?.parse().ok()
+}
+
+/// memcached's `safe_strtol`: an optional minus sign, digits, 32-bit range.
+fn parse_i32(t: &[u8]) -> Option<i64> {
+    let (neg, digits) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        _ => (false, t),
+    };
+    let v = parse_u64(digits)? as i128;
+    let v = if neg { -v } else { v };
+    (i32::MIN as i128..=i32::MAX as i128).contains(&v).then_some(v as i64)
+}
+
+/// Splits a command line into at most `N` words (memcached's tokenizer:
+/// spaces only, runs of spaces collapse). Returns the word count, or None
+/// if there are more than `N`.
+fn words<const N: usize>(line: &[u8]) -> Option<([&[u8]; N], usize)> {
+    let mut out = [&line[..0]; N];
+    let mut n = 0;
+    for w in line.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
+        if n == N {
+            return None;
+        }
+        out[n] = w;
+        n += 1;
+    }
+    Some((out, n))
+}
+
+/// Parses the request at the front of `buf`.
+///
+/// ```
+/// use amalgam_protocol::text::{parse, Limits, Parse, Request};
+/// let limits = Limits { value_bytes_max: 1 << 20 };
+/// match parse(b"delete k\r\nget", limits) {
+///     Parse::Done(Request::Delete { key, noreply }, used) => {
+///         assert_eq!((key, noreply, used), (&b"k"[..], false, 10));
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// assert_eq!(parse(b"get", limits), Parse::Incomplete);
+/// ```
+pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
+    let Some(nl) = memchr(b'\n', buf) else {
+        return incomplete_line(buf);
+    };
+    let consumed = nl + 1;
+    let mut line = &buf[..nl];
+    if line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    let start = line.iter().position(|&b| b != b' ').unwrap_or(line.len());
+    let body = &line[start..];
+    let cmd_end = body.iter().position(|&b| b == b' ').unwrap_or(body.len());
+    let (cmd, rest) = (&body[..cmd_end], &body[cmd_end..]);
+    if cmd.len() < 2 {
+        return fail(reply::ERROR, consumed);
+    }
+    match cmd {
+        b"get" | b"gets" | b"gat" | b"gats" => parse_get(cmd, rest, consumed),
+        b"set" => parse_store(StoreOp::Set, rest, buf, consumed, limits),
+        b"add" => parse_store(StoreOp::Add, rest, buf, consumed, limits),
+        b"replace" => parse_store(StoreOp::Replace, rest, buf, consumed, limits),
+        b"append" => parse_store(StoreOp::Append, rest, buf, consumed, limits),
+        b"prepend" => parse_store(StoreOp::Prepend, rest, buf, consumed, limits),
+        b"cas" => parse_store(StoreOp::Cas, rest, buf, consumed, limits),
+        b"incr" | b"decr" => parse_arith(cmd == b"incr", rest, consumed),
+        b"delete" => parse_delete(rest, consumed),
+        b"touch" => parse_touch(rest, consumed),
+        b"flush_all" => parse_flush_all(rest, consumed),
+        b"version" => Parse::Done(Request::Version, consumed),
+        b"quit" => Parse::Done(Request::Quit, consumed),
+        b"verbosity" => parse_verbosity(rest, consumed),
+        b"stats" => Parse::Done(Request::Stats { args: Keys(rest) }, consumed),
+        _ => {
+            // memcached closes on what looks like an HTTP request line.
+            let last = body.rsplit(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"");
+            if last.starts_with(b"HTTP/") {
+                Parse::Fail(Failure { reply: None, noreply: false, consumed, swallow: 0, close: true })
+            } else {
+                fail(reply::ERROR, consumed)
+            }
+        }
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// No newline yet: wait, unless the line is already too long to be a
+/// command (memcached: more than 2048 bytes and not a get closes).
+fn incomplete_line(buf: &[u8]) -> Parse<'_> {
+    if buf.len() <= LINE_BYTES_MAX {
+        return Parse::Incomplete;
+    }
+    let trimmed = &buf[buf.iter().position(|&b| b != b' ').unwrap_or(buf.len())..];
+    let leading = buf.len() - trimmed.len();
+    let is_get = trimmed.starts_with(b"get ") || trimmed.starts_with(b"gets ");
+    if leading <= 100 && is_get && buf.len() <= GET_LINE_BYTES_MAX {
+        return Parse::Incomplete;
+    }
+    Parse::Fail(Failure {
+        reply: Some(reply::LINE_TOO_LONG),
+        noreply: false,
+        consumed: buf.len(),
+        swallow: 0,
+        close: true,
+    })
+}
+
+fn parse_get<'a>(cmd: &[u8], rest: &'a [u8], consumed: usize) -> Parse<'a> {
+    let cas = cmd.ends_with(b"s");
+    let touch = cmd.starts_with(b"gat");
+    let mut keys = Keys(rest);
+    let mut exptime = None;
+    if touch {
+        let trimmed = &rest[rest.iter().position(|&b| b != b' ').unwrap_or(rest.len())..];
+        if trimmed.is_empty() {
+            return fail(reply::ERROR, consumed);
+        }
+        let end = trimmed.iter().position(|&b| b == b' ').unwrap_or(trimmed.len());
+        match parse_i32(&trimmed[..end]) {
+            Some(e) => exptime = Some(e),
+            None => return fail(reply::BAD_EXPTIME, consumed),
+        }
+        keys = Keys(&trimmed[end..]);
+    } else if keys.iter().next().is_none() {
+        return fail(reply::ERROR, consumed);
+    }
+    if keys.iter().any(|k| k.len() > KEY_BYTES_MAX) {
+        return fail(reply::BAD_FORMAT, consumed);
+    }
+    Parse::Done(Request::Get { keys, cas, touch: exptime }, consumed)
+}
+
+fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, limits: Limits) -> Parse<'a> {
+    let Some((w, n)) = words::<7>(rest) else { return fail(reply::ERROR, consumed) };
+    let base = if op == StoreOp::Cas { 5 } else { 4 };
+    if n != base && n != base + 1 {
+        return fail(reply::ERROR, consumed);
+    }
+    let noreply = w[n - 1] == b"noreply";
+    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    let key = w[0];
+    if key.len() > KEY_BYTES_MAX {
+        return bad(reply::BAD_FORMAT);
+    }
+    let (Some(flags), Some(exptime), Some(vlen)) = (parse_u32(w[1]), parse_i32(w[2]), parse_i32(w[3])) else {
+        return bad(reply::BAD_FORMAT);
+    };
+    let cas_unique = if op == StoreOp::Cas {
+        match parse_u64(w[4]) {
+            Some(c) => c,
+            None => return bad(reply::BAD_FORMAT),
+        }
+    } else {
+        0
+    };
+    if vlen < 0 {
+        return bad(reply::BAD_FORMAT);
+    }
+    let vlen = vlen as usize;
+    if vlen > limits.value_bytes_max {
+        return Parse::Fail(Failure {
+            reply: Some(reply::TOO_LARGE),
+            noreply,
+            consumed,
+            swallow: vlen + 2,
+            close: false,
+        });
+    }
+    let end = consumed + vlen + 2;
+    if buf.len() < end {
+        return Parse::Incomplete;
+    }
+    if &buf[end - 2..end] != b"\r\n" {
+        return Parse::Fail(Failure {
+            reply: Some(reply::BAD_CHUNK),
+            noreply,
+            consumed: end,
+            swallow: 0,
+            close: false,
+        });
+    }
+    let data = &buf[consumed..end - 2];
+    Parse::Done(Request::Store { op, key, flags, exptime, cas_unique, data, noreply }, end)
+}
+
+fn parse_arith(incr: bool, rest: &[u8], consumed: usize) -> Parse<'_> {
+    let Some((w, n)) = words::<3>(rest) else { return fail(reply::ERROR, consumed) };
+    if n != 2 && n != 3 {
+        return fail(reply::ERROR, consumed);
+    }
+    let noreply = w[n - 1] == b"noreply";
+    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    if w[0].len() > KEY_BYTES_MAX {
+        return bad(reply::BAD_FORMAT);
+    }
+    match parse_u64(w[1]) {
+        Some(delta) => Parse::Done(Request::Arith { incr, key: w[0], delta, noreply }, consumed),
+        None => bad(reply::BAD_DELTA),
+    }
+}
+
+fn parse_delete(rest: &[u8], consumed: usize) -> Parse<'_> {
+    let Some((w, n)) = words::<3>(rest) else { return fail(reply::ERROR, consumed) };
+    if n == 0 {
+        return fail(reply::ERROR, consumed);
+    }
+    let noreply = w[n - 1] == b"noreply";
+    if n > 1 {
+        let hold_is_zero = w[1] == b"0";
+        let valid = (n == 2 && (hold_is_zero || noreply)) || (n == 3 && hold_is_zero && noreply);
+        if !valid {
+            return Parse::Fail(Failure {
+                reply: Some(reply::DELETE_USAGE),
+                noreply,
+                consumed,
+                swallow: 0,
+                close: false,
+            });
+        }
+    }
+    if w[0].len() > KEY_BYTES_MAX {
+        return Parse::Fail(Failure { reply: Some(reply::BAD_FORMAT), noreply, consumed, swallow: 0, close: false });
+    }
+    Parse::Done(Request::Delete { key: w[0], noreply }, consumed)
+}
+
+fn parse_touch(rest: &[u8], consumed: usize) -> Parse<'_> {
+    let Some((w, n)) = words::<3>(rest) else { return fail(reply::ERROR, consumed) };
+    if n != 2 && n != 3 {
+        return fail(reply::ERROR, consumed);
+    }
+    let noreply = w[n - 1] == b"noreply";
+    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    if w[0].len() > KEY_BYTES_MAX {
+        return bad(reply::BAD_FORMAT);
+    }
+    match parse_i32(w[1]) {
+        Some(exptime) => Parse::Done(Request::Touch { key: w[0], exptime, noreply }, consumed),
+        None => bad(reply::BAD_EXPTIME),
+    }
+}
+
+fn parse_flush_all(rest: &[u8], consumed: usize) -> Parse<'_> {
+    let Some((w, n)) = words::<2>(rest) else { return fail(reply::ERROR, consumed) };
+    let noreply = n > 0 && w[n - 1] == b"noreply";
+    let args = n - usize::from(noreply);
+    if args == 0 {
+        return Parse::Done(Request::FlushAll { delay: 0, noreply }, consumed);
+    }
+    match parse_i32(w[0]) {
+        Some(delay) => Parse::Done(Request::FlushAll { delay, noreply }, consumed),
+        None => Parse::Fail(Failure { reply: Some(reply::BAD_EXPTIME), noreply, consumed, swallow: 0, close: false }),
+    }
+}
+
+fn parse_verbosity(rest: &[u8], consumed: usize) -> Parse<'_> {
+    let Some((w, n)) = words::<2>(rest) else { return fail(reply::ERROR, consumed) };
+    if n == 0 {
+        return fail(reply::ERROR, consumed);
+    }
+    let noreply = w[n - 1] == b"noreply";
+    if parse_u32(w[0]).is_none() {
+        return Parse::Fail(Failure { reply: Some(reply::BAD_FORMAT), noreply, consumed, swallow: 0, close: false });
+    }
+    Parse::Done(Request::Verbosity { noreply }, consumed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L: Limits = Limits { value_bytes_max: 1 << 20 };
+
+    fn done(input: &[u8]) -> (Request<'_>, usize) {
+        match parse(input, L) {
+            Parse::Done(r, n) => (r, n),
+            other => panic!("{:?} -> {other:?}", String::from_utf8_lossy(input)),
+        }
+    }
+
+    fn failure(input: &[u8]) -> Failure {
+        match parse(input, L) {
+            Parse::Fail(f) => f,
+            other => panic!("{:?} -> {other:?}", String::from_utf8_lossy(input)),
+        }
+    }
+
+    #[test]
+    fn get_family() {
+        let (r, n) = done(b"get a  bb c\r\n");
+        assert_eq!(n, 13);
+        let Request::Get { keys, cas: false, touch: None } = r else { panic!("{r:?}") };
+        assert_eq!(keys.iter().collect::<Vec<_>>(), vec![&b"a"[..], b"bb", b"c"]);
+        assert!(matches!(done(b"gets a\n").0, Request::Get { cas: true, touch: None, .. }));
+        assert!(matches!(done(b"gat 10 a\r\n").0, Request::Get { cas: false, touch: Some(10), .. }));
+        assert!(matches!(done(b"gats -1 a\r\n").0, Request::Get { cas: true, touch: Some(-1), .. }));
+        assert_eq!(failure(b"get\r\n").reply, Some(reply::ERROR));
+        assert_eq!(failure(b"gat x a\r\n").reply, Some(reply::BAD_EXPTIME));
+        let long = [b"get a ".as_slice(), &[b'k'; 251], b"\r\n"].concat();
+        assert_eq!(failure(&long).reply, Some(reply::BAD_FORMAT));
+    }
+
+    #[test]
+    fn storage_commands_wait_for_their_data() {
+        assert_eq!(parse(b"set k 1 2 5\r\nhel", L), Parse::Incomplete);
+        let (r, n) = done(b"set k 1 2 5\r\nhello\r\nget k\r\n");
+        assert_eq!(n, 20);
+        assert_eq!(
+            r,
+            Request::Store {
+                op: StoreOp::Set,
+                key: b"k",
+                flags: 1,
+                exptime: 2,
+                cas_unique: 0,
+                data: b"hello",
+                noreply: false
+            }
+        );
+        let (r, _) = done(b"cas k 0 0 1 99 noreply\r\nx\r\n");
+        assert!(matches!(r, Request::Store { op: StoreOp::Cas, cas_unique: 99, noreply: true, .. }));
+    }
+
+    #[test]
+    fn storage_errors_match_memcached() {
+        assert_eq!(failure(b"set k 0 0\r\n").reply, Some(reply::ERROR));
+        assert_eq!(failure(b"set k 0 0 1 2 3\r\n").reply, Some(reply::ERROR));
+        assert_eq!(failure(b"set k x 0 1\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 0 0 -1\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 4294967296 0 1\r\n").reply, Some(reply::BAD_FORMAT));
+        let f = failure(b"set k 0 0 3\r\nabcde\r\n");
+        assert_eq!((f.reply, f.consumed), (Some(reply::BAD_CHUNK), 18));
+        let f = parse(b"set k 0 0 2000000\r\n", L);
+        assert_eq!(
+            f,
+            Parse::Fail(Failure {
+                reply: Some(reply::TOO_LARGE),
+                noreply: false,
+                consumed: 19,
+                swallow: 2_000_002,
+                close: false
+            })
+        );
+        assert!(failure(b"set k 0 0 -1 noreply\r\n").noreply);
+    }
+
+    #[test]
+    fn other_commands() {
+        assert_eq!(done(b"delete k\r\n").0, Request::Delete { key: b"k", noreply: false });
+        assert_eq!(done(b"delete k 0\r\n").0, Request::Delete { key: b"k", noreply: false });
+        assert_eq!(done(b"delete k noreply\r\n").0, Request::Delete { key: b"k", noreply: true });
+        assert_eq!(failure(b"delete k 5\r\n").reply, Some(reply::DELETE_USAGE));
+        assert_eq!(done(b"incr k 5\r\n").0, Request::Arith { incr: true, key: b"k", delta: 5, noreply: false });
+        assert_eq!(failure(b"decr k -1\r\n").reply, Some(reply::BAD_DELTA));
+        assert_eq!(done(b"touch k 10 noreply\r\n").0, Request::Touch { key: b"k", exptime: 10, noreply: true });
+        assert_eq!(done(b"flush_all\r\n").0, Request::FlushAll { delay: 0, noreply: false });
+        assert_eq!(done(b"flush_all 10 noreply\r\n").0, Request::FlushAll { delay: 10, noreply: true });
+        assert_eq!(done(b"flush_all noreply\r\n").0, Request::FlushAll { delay: 0, noreply: true });
+        assert_eq!(done(b"version\r\n").0, Request::Version);
+        assert_eq!(done(b"verbosity 1\r\n").0, Request::Verbosity { noreply: false });
+        assert_eq!(done(b"quit\r\n").0, Request::Quit);
+        assert_eq!(failure(b"bogus\r\n").reply, Some(reply::ERROR));
+        assert_eq!(failure(b"\r\n").reply, Some(reply::ERROR));
+        assert!(failure(b"GET / HTTP/1.1\r\n").close);
+    }
+
+    #[test]
+    fn long_lines_close_unless_multiget() {
+        let junk = vec![b'x'; LINE_BYTES_MAX + 1];
+        assert!(failure(&junk).close);
+        let mut get = b"get ".to_vec();
+        get.resize(LINE_BYTES_MAX + 10, b'k');
+        assert_eq!(parse(&get, L), Parse::Incomplete);
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for _ in 0..20_000 {
+            let mut buf = Vec::new();
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let alphabet = b"getsadl0123456789 \r\n-knoreplyc";
+                buf.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            let _ = parse(&buf, L);
+        }
+    }
+}

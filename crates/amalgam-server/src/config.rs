@@ -1,0 +1,129 @@
+//! Command-line configuration: memcached's flags and defaults, so Amalgam
+//! drops in where memcached runs.
+
+use clap::Parser;
+
+/// memcached's default TCP port.
+pub const PORT_DEFAULT: u16 = 11211;
+/// memcached's default connection limit (`-c`).
+pub const CONNECTIONS_MAX_DEFAULT: usize = 1024;
+/// memcached's default memory limit in megabytes (`-m`).
+pub const MEMORY_LIMIT_MB_DEFAULT: usize = 64;
+/// Smallest and largest `-I` memcached accepts.
+pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
+pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
+/// Most worker threads accepted.
+pub const THREADS_MAX: usize = 256;
+
+/// Amalgam: an in-memory key-value store and cache speaking memcached's
+/// protocol (Mercury's hash table, MemC3's optimistic reads, MICA's
+/// batching).
+#[derive(Parser, Debug, Clone)]
+#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true)]
+pub struct Args {
+    /// TCP port to listen on (memcached's -p).
+    #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
+    pub port: u16,
+
+    /// Interface to listen on (memcached's -l). The default serves this
+    /// machine only; give 0.0.0.0 to serve the network.
+    #[arg(short = 'l', long = "listen", default_value = "127.0.0.1")]
+    pub listen: String,
+
+    /// Worker threads, each with its own event loop (memcached's -t).
+    /// Default: the number of cores.
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+
+    /// Item memory in megabytes (memcached's -m); the index is extra.
+    #[arg(short = 'm', long = "memory-limit", default_value_t = MEMORY_LIMIT_MB_DEFAULT)]
+    pub memory_limit_mb: usize,
+
+    /// Simultaneous connections (memcached's -c); more are answered
+    /// "ERROR Too many open connections" and closed.
+    #[arg(short = 'c', long = "conn-limit", default_value_t = CONNECTIONS_MAX_DEFAULT)]
+    pub conn_limit: usize,
+
+    /// Largest item: key, value and header (memcached's -I), in bytes or
+    /// with a k or m suffix: 1m, 512k.
+    #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]
+    pub max_item_size: usize,
+
+    /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
+    #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
+    pub udp_port: u16,
+
+    /// Verbose logging to stderr; repeat for more (memcached's -v, -vv).
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Print this help.
+    #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+/// Parses `-I`: a byte count with an optional k/K or m/M suffix.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let (digits, unit) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1024),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let n: usize = digits.parse().map_err(|_| format!("'{s}' is not a size (examples: 1048576, 512k, 1m)"))?;
+    let bytes = n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))?;
+    if !(ITEM_SIZE_MAX_BYTES_MIN..=ITEM_SIZE_MAX_BYTES_MAX).contains(&bytes) {
+        return Err(format!(
+            "item size must be between {ITEM_SIZE_MAX_BYTES_MIN} bytes and {}m",
+            ITEM_SIZE_MAX_BYTES_MAX >> 20
+        ));
+    }
+    Ok(bytes)
+}
+
+impl Args {
+    /// Checks what clap cannot; the error says what to change.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.udp_port != 0 {
+            return Err("UDP is not supported: run with -U 0 (the default)".into());
+        }
+        if self.threads == Some(0) || self.threads.is_some_and(|t| t > THREADS_MAX) {
+            return Err(format!("-t must be between 1 and {THREADS_MAX}"));
+        }
+        if self.conn_limit == 0 {
+            return Err("-c must be at least 1".into());
+        }
+        if self.memory_limit_mb == 0 {
+            return Err("-m must be at least 1 (megabytes)".into());
+        }
+        Ok(())
+    }
+
+    /// Worker threads to run.
+    pub fn worker_threads(&self) -> usize {
+        self.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("2048"), Ok(2048));
+        assert!(parse_size("1").is_err());
+        assert!(parse_size("2048m").is_err());
+        assert!(parse_size("x").is_err());
+    }
+
+    #[test]
+    fn defaults_match_memcached() {
+        let a = Args::parse_from(["amalgam"]);
+        assert_eq!((a.port, a.listen.as_str(), a.memory_limit_mb, a.conn_limit), (11211, "127.0.0.1", 64, 1024));
+        assert_eq!(a.max_item_size, 1 << 20);
+        assert!(a.validate().is_ok());
+        assert!(Args::parse_from(["amalgam", "-U", "11211"]).validate().is_err());
+    }
+}

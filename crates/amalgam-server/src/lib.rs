@@ -1,0 +1,81 @@
+//! # amalgam-server
+//!
+//! The `amalgam` binary: memcached's text protocol served from the Amalgam
+//! engine, a drop-in for memcached (same flags, same defaults, same replies).
+//!
+//! ## Threads
+//! ```text
+//!   main ── acceptor (mio Poll: listener + shutdown waker)
+//!             │  round-robin hand-off: inbox + Waker per worker
+//!             ▼
+//!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
+//!   signals (SIGINT/SIGTERM) ── sets `shutdown`, wakes everyone
+//! ```
+//! One epoll loop per worker thread (`-t`, default: one per core); a
+//! connection lives on one worker for its whole life. No lock is taken on
+//! the request path except the engine's per-bucket writer locks.
+//!
+//! ## A connection's turn (`worker.rs`)
+//! Read everything the socket has (bounded per turn), parse as many
+//! requests as the buffer holds, execute them as a batch — consecutive
+//! GETs, whether one multi-get or many pipelined gets, become one engine
+//! batch with prefetching (MICA §5.3) — and send every reply with one
+//! write. memcached 1.6 issues a `sendmsg` per GET reply; that is where a
+//! pipelined load loses most.
+//!
+//! ## Bounds (every one named in `worker.rs` or the protocol crate)
+//! A command line without `\n` past 2048 bytes (1 MiB for multi-gets), a
+//! data block larger than `-I`, and more than `-c` connections are each
+//! answered with memcached's error and the connection closed; a client that
+//! does not read its replies stops being read from once its pending output
+//! passes a high-water mark; each connection gets a bounded amount of work
+//! per turn so no client can starve the others on its worker.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod exec;
+pub mod stats;
+pub mod worker;
+
+use amalgam_engine::Store;
+use config::Args;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// State every worker shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub store: Store,
+    pub args: Args,
+    pub conn_limit: usize,
+    pub curr_connections: AtomicUsize,
+    pub rejected_connections: AtomicU64,
+    pub workers: Vec<stats::WorkerStats>,
+    pub started: Instant,
+    pub shutdown: AtomicBool,
+}
+
+impl Shared {
+    /// Builds the store from the arguments.
+    pub fn new(args: Args) -> Result<Arc<Shared>, String> {
+        let threads = args.worker_threads();
+        let store = Store::new(amalgam_engine::Config {
+            memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
+            item_size_max_bytes: args.max_item_size,
+            ..amalgam_engine::Config::default()
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(Arc::new(Shared {
+            store,
+            conn_limit: args.conn_limit,
+            args,
+            curr_connections: AtomicUsize::new(0),
+            rejected_connections: AtomicU64::new(0),
+            workers: (0..threads).map(|_| stats::WorkerStats::default()).collect(),
+            started: Instant::now(),
+            shutdown: AtomicBool::new(false),
+        }))
+    }
+}

@@ -1,0 +1,356 @@
+//! The acceptor and the worker event loops.
+
+use crate::exec::{run_gets, run_one, After};
+use crate::stats::bump;
+use crate::Shared;
+use amalgam_protocol::compose::push_line;
+use amalgam_protocol::text::{parse, Keys, Limits, Parse, Request};
+use amalgam_protocol::{GET_LINE_BYTES_MAX, LINE_BYTES_MAX};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// Token of each poll's waker.
+const WAKER: Token = Token(usize::MAX);
+/// Token of the acceptor's listener.
+const LISTENER: Token = Token(0);
+/// Events taken from epoll per wait.
+const EVENTS_PER_POLL: usize = 1024;
+/// A connection's read buffer starts at (and shrinks back to) this size;
+/// memcached's read buffer is 16 KiB too.
+pub const READ_BUFFER_BYTES_INITIAL: usize = 16 * 1024;
+/// Pending output above which a connection's input is not parsed further
+/// until the client reads (backpressure on clients that do not read).
+pub const WRITE_BUFFER_HIGH_BYTES: usize = 1 << 20;
+/// A write buffer larger than this is released after it drains.
+const WRITE_BUFFER_KEEP_BYTES: usize = 256 * 1024;
+/// Read/parse/write rounds one connection gets per turn before the worker
+/// serves the others (fairness bound).
+pub const ROUNDS_PER_TURN_MAX: usize = 16;
+/// Requests parsed per round (bounds the batch and its key list).
+pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
+/// Connections accepted per listener event before the acceptor looks at
+/// its other events.
+const ACCEPTS_PER_EVENT_MAX: usize = 256;
+/// memcached's answer to a connection over `-c`.
+const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
+
+/// Largest read buffer a connection can need: one whole data block plus
+/// its command line, or the longest multi-get line.
+pub fn read_buffer_bytes_max(item_size_max: usize) -> usize {
+    (item_size_max + LINE_BYTES_MAX + 2).max(GET_LINE_BYTES_MAX) + READ_BUFFER_BYTES_INITIAL
+}
+
+/// New connections handed from the acceptor to one worker.
+pub type Inbox = Arc<Mutex<Vec<TcpStream>>>;
+
+/// A worker as the acceptor sees it: where to hand new connections.
+#[derive(Debug)]
+pub struct WorkerHandle {
+    inbox: Inbox,
+    waker: Arc<Waker>,
+}
+
+impl WorkerHandle {
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+
+    /// The worker's waker, for the signal thread.
+    pub fn waker_clone(&self) -> Arc<Waker> {
+        Arc::clone(&self.waker)
+    }
+}
+
+/// Creates a worker's poll and its handle.
+pub fn worker_poll() -> std::io::Result<(Poll, WorkerHandle, Inbox)> {
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let inbox = Arc::new(Mutex::new(Vec::new()));
+    Ok((poll, WorkerHandle { inbox: Arc::clone(&inbox), waker }, inbox))
+}
+
+/// Accepts connections until shutdown, enforcing `-c`, and deals them to
+/// the workers round-robin.
+pub fn run_acceptor(shared: &Shared, mut listener: TcpListener, mut poll: Poll, workers: &[WorkerHandle]) {
+    if let Err(e) = poll.registry().register(&mut listener, LISTENER, Interest::READABLE) {
+        eprintln!("amalgam: cannot watch the listening socket: {e}");
+        return;
+    }
+    let mut events = Events::with_capacity(64);
+    let mut next = 0;
+    while !shared.shutdown.load(Ordering::Acquire) {
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            eprintln!("amalgam: acceptor poll failed: {e}");
+            return;
+        }
+        for ev in events.iter() {
+            if ev.token() != LISTENER {
+                continue;
+            }
+            for _ in 0..ACCEPTS_PER_EVENT_MAX {
+                match listener.accept() {
+                    Ok((mut sock, _)) => {
+                        if shared.curr_connections.load(Ordering::Relaxed) >= shared.conn_limit {
+                            let _ = sock.write(TOO_MANY_CONNECTIONS);
+                            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        let _ = sock.set_nodelay(true);
+                        shared.curr_connections.fetch_add(1, Ordering::Relaxed);
+                        let w = &workers[next % workers.len()];
+                        next += 1;
+                        w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(sock);
+                        w.wake();
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // EMFILE and friends: say what to do, keep serving.
+                        eprintln!("amalgam: accept failed: {e} (raise the open-file limit: ulimit -n)");
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One client connection.
+struct Conn {
+    sock: TcpStream,
+    /// Read buffer; bytes rstart..rend are received and not yet parsed.
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    /// Replies not yet sent: wbuf[wpos..].
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Bytes of a refused data block still to discard.
+    swallow: usize,
+    close_after_write: bool,
+    eof: bool,
+}
+
+/// What a turn left the connection in.
+#[derive(PartialEq, Eq)]
+enum Turn {
+    /// Waiting for the socket to become readable or writable.
+    Idle,
+    /// Out of budget with work left: serve again after the others.
+    Again,
+    Closed,
+}
+
+/// A worker: an event loop over its connections.
+pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
+    let stats = &shared.workers[id];
+    let mut conns: Slab<Conn> = Slab::new();
+    let mut events = Events::with_capacity(EVENTS_PER_POLL);
+    let mut again: Vec<usize> = Vec::new();
+    let limits = Limits { value_bytes_max: shared.args.max_item_size };
+    let rbuf_max = read_buffer_bytes_max(shared.args.max_item_size);
+    while !shared.shutdown.load(Ordering::Acquire) {
+        let timeout = if again.is_empty() { None } else { Some(std::time::Duration::ZERO) };
+        if let Err(e) = poll.poll(&mut events, timeout) {
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            eprintln!("amalgam: worker {id} poll failed: {e}");
+            break;
+        }
+        let mut ready: Vec<usize> = std::mem::take(&mut again);
+        for ev in events.iter() {
+            if ev.token() == WAKER {
+                let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
+                for mut sock in fresh {
+                    let entry = conns.vacant_entry();
+                    let token = Token(entry.key());
+                    if poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+                        shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    bump(&stats.total_connections, 1);
+                    entry.insert(Conn {
+                        sock,
+                        rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
+                        rstart: 0,
+                        rend: 0,
+                        wbuf: Vec::new(),
+                        wpos: 0,
+                        swallow: 0,
+                        close_after_write: false,
+                        eof: false,
+                    });
+                    ready.push(token.0);
+                }
+            } else {
+                ready.push(ev.token().0);
+            }
+        }
+        ready.sort_unstable();
+        ready.dedup();
+        for key in ready {
+            let Some(conn) = conns.get_mut(key) else { continue };
+            match conn.turn(shared, id, limits, rbuf_max) {
+                Turn::Idle => {}
+                Turn::Again => again.push(key),
+                Turn::Closed => {
+                    let mut c = conns.remove(key);
+                    let _ = poll.registry().deregister(&mut c.sock);
+                    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    shared.curr_connections.fetch_sub(conns.len(), Ordering::Relaxed);
+}
+
+impl Conn {
+    /// One bounded turn: flush, parse and execute, read; repeat.
+    fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
+        let stats = &shared.workers[id];
+        for _ in 0..ROUNDS_PER_TURN_MAX {
+            if self.wpos < self.wbuf.len() {
+                match self.sock.write(&self.wbuf[self.wpos..]) {
+                    Ok(0) => return Turn::Closed,
+                    Ok(n) => {
+                        bump(&stats.bytes_written, n as u64);
+                        self.wpos += n;
+                        continue;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return Turn::Closed,
+                }
+            }
+            self.wbuf.clear();
+            self.wpos = 0;
+            if self.wbuf.capacity() > WRITE_BUFFER_KEEP_BYTES {
+                self.wbuf = Vec::new();
+            }
+            if self.close_after_write {
+                return Turn::Closed;
+            }
+            self.process(shared, id, limits);
+            if !self.wbuf.is_empty() {
+                continue;
+            }
+            if self.close_after_write {
+                return Turn::Closed;
+            }
+            if self.eof {
+                return Turn::Closed;
+            }
+            match self.fill(rbuf_max) {
+                Ok(0) => self.eof = true,
+                Ok(n) => bump(&stats.bytes_read, n as u64),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Turn::Closed,
+            }
+        }
+        Turn::Again
+    }
+
+    /// Reads once into the free tail of the read buffer, compacting or
+    /// growing it (up to `rbuf_max`) first if it is full.
+    fn fill(&mut self, rbuf_max: usize) -> std::io::Result<usize> {
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+            if self.rbuf.len() > READ_BUFFER_BYTES_INITIAL {
+                self.rbuf = vec![0; READ_BUFFER_BYTES_INITIAL];
+            }
+        }
+        if self.rend == self.rbuf.len() {
+            if self.rstart > 0 {
+                self.rbuf.copy_within(self.rstart..self.rend, 0);
+                self.rend -= self.rstart;
+                self.rstart = 0;
+            } else if self.rbuf.len() < rbuf_max {
+                let grown = (self.rbuf.len() * 2).min(rbuf_max);
+                self.rbuf.resize(grown, 0);
+            } else {
+                // The parser bounds every request below rbuf_max, so a full
+                // buffer it still calls incomplete cannot happen; refuse.
+                return Err(ErrorKind::InvalidData.into());
+            }
+        }
+        let n = self.sock.read(&mut self.rbuf[self.rend..])?;
+        self.rend += n;
+        Ok(n)
+    }
+
+    /// Parses and executes what the read buffer holds, as one batch.
+    fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
+        let stats = &shared.workers[id];
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, .. } = self;
+        let buf = &rbuf[..*rend];
+        let mut pos = *rstart;
+        let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
+        for _ in 0..REQUESTS_PER_ROUND_MAX {
+            if *swallow > 0 {
+                let n = (*swallow).min(buf.len() - pos);
+                pos += n;
+                *swallow -= n;
+                if *swallow > 0 {
+                    break;
+                }
+            }
+            if wbuf.len() >= WRITE_BUFFER_HIGH_BYTES || pos == buf.len() {
+                break;
+            }
+            match parse(&buf[pos..], limits) {
+                Parse::Done(Request::Get { keys, cas, touch: None }, n) => {
+                    gets.push((keys, cas));
+                    pos += n;
+                }
+                Parse::Done(req, n) => {
+                    if !gets.is_empty() {
+                        run_gets(&shared.store, stats, &gets, wbuf);
+                        gets.clear();
+                    }
+                    pos += n;
+                    if run_one(shared, stats, req, wbuf) == After::Close {
+                        *close_after_write = true;
+                        break;
+                    }
+                }
+                Parse::Incomplete => break,
+                Parse::Fail(f) => {
+                    if !gets.is_empty() {
+                        run_gets(&shared.store, stats, &gets, wbuf);
+                        gets.clear();
+                    }
+                    pos += f.consumed;
+                    if let (Some(line), false) = (f.reply, f.noreply) {
+                        push_line(wbuf, line);
+                    }
+                    *swallow = f.swallow;
+                    if f.close {
+                        *close_after_write = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if !gets.is_empty() {
+            run_gets(&shared.store, stats, &gets, wbuf);
+        }
+        *rstart = pos;
+        if *swallow > 0 && *rstart == *rend {
+            // Discard without keeping: the refused block never occupies
+            // the buffer.
+            *rstart = 0;
+            *rend = 0;
+        }
+    }
+}
