@@ -378,6 +378,15 @@ impl Inner {
         (secs + self.clock_offset.load(Ordering::Relaxed)).clamp(1, u32::MAX as i64) as u32
     }
 
+    /// True if an item stored with `e` would already be expired (reads the
+    /// clock only for items that have an expiry).
+    fn expired_now(&self, e: Expiry) -> bool {
+        match e {
+            Expiry::Never => false,
+            Expiry::At(t) => t <= self.now(),
+        }
+    }
+
     /// True if the item may be returned: not expired, not flushed.
     #[inline]
     fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
@@ -876,7 +885,7 @@ impl Store {
         // Ok(true): published; Ok(false): the expiry is already past, so
         // the store removes any old item and publishes nothing.
         let r = inner.mutate(key, |_, old| match decide(old) {
-            Ok(()) if expiry.is_expired(inner.now()) => Decision::Remove(Ok(false)),
+            Ok(()) if inner.expired_now(expiry) => Decision::Remove(Ok(false)),
             Ok(()) => Decision::Put(block, Ok(true)),
             Err(e) => Decision::Keep(Err(e)),
         });
@@ -1080,7 +1089,7 @@ impl Store {
                     // SAFETY: the block holds the item just built, not yet
                     // published, so nothing can free it during `f`.
                     let r = f(unsafe { ItemRef::new(block.ptr) });
-                    if expiry.is_expired(inner.now()) {
+                    if inner.expired_now(expiry) {
                         inner.free_unpublished(local, block);
                         Decision::Remove(Some(Ok(r)))
                     } else {
