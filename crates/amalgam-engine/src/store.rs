@@ -40,6 +40,10 @@ pub const BATCH_WINDOW_KEYS: usize = 16;
 const SWEEP_STEP_BUCKETS: usize = 4096;
 /// How often the maintenance thread wakes without being asked.
 const MAINTENANCE_PERIOD: Duration = Duration::from_millis(250);
+/// Most doublings one expansion may do at once (a 16x larger table).
+const EXPANSION_LOG2_STEP_MAX: u32 = 4;
+/// How far ahead of its position the expand thread prefetches items.
+const MIGRATE_PREFETCH_AHEAD_BUCKETS: usize = 8;
 /// Epoch advances `reclaim` attempts.
 const RECLAIM_ROUNDS_MAX: usize = 64;
 
@@ -323,6 +327,9 @@ struct Inner {
     /// Seconds added to the system clock (tests of expiry).
     clock_offset: AtomicI64,
     shutdown: AtomicBool,
+    /// Set by the maintenance thread when it has nothing left to do: no
+    /// expansion due and everything it retired (old tables) freed.
+    quiet: AtomicBool,
     maintenance_thread: std::sync::OnceLock<std::thread::Thread>,
 }
 
@@ -606,12 +613,22 @@ impl Inner {
         t.log2() < TABLE_LOG2_MAX && self.item_count() > (LOAD_PER_BUCKET_MAX as u64) << t.log2()
     }
 
+    /// The successor's size: double (Mercury), or more when inserts have
+    /// outrun the expand thread, so that the new table holds the current
+    /// items at no more than LOAD_PER_BUCKET_MAX — a bulk load then pays a
+    /// few large expansions instead of a chain of back-to-back doublings. Bounded by EXPANSION_LOG2_STEP_MAX.
+    fn expansion_target_log2(&self, old: &Table) -> u32 {
+        let items = self.item_count().max(1);
+        let want = items.div_ceil(LOAD_PER_BUCKET_MAX as u64).next_power_of_two().trailing_zeros();
+        want.clamp(old.log2() + 1, old.log2() + EXPANSION_LOG2_STEP_MAX).min(TABLE_LOG2_MAX)
+    }
+
     /// Mercury §3's three phases, run by the maintenance thread.
     fn expand(&self) {
         let local = self.epochs.local(&self.shared);
         // SAFETY: only this thread replaces `current`.
         let old = unsafe { &*self.current.load(Ordering::Acquire) };
-        let Some(next) = Table::new(old.log2() + 1) else {
+        let Some(next) = Table::new(self.expansion_target_log2(old)) else {
             return; // could not map the new table; try again later
         };
         // Initialization: publish the successor (workers start routing).
@@ -624,6 +641,7 @@ impl Inner {
         };
         let n = old.bucket_count();
         for i in 0..n {
+            old.prefetch_bucket_items(i + MIGRATE_PREFETCH_AHEAD_BUCKETS);
             self.epochs.pin(local);
             let r = old.migrate_bucket(i, &rehash);
             self.epochs.unpin(local, &self.shared);
@@ -699,6 +717,7 @@ impl Inner {
             // SAFETY: only this thread replaces and frees tables.
             let current = unsafe { &*self.current.load(Ordering::Acquire) };
             if self.needs_expansion(current) {
+                self.quiet.store(false, Ordering::Release);
                 self.expand();
                 continue;
             }
@@ -713,6 +732,7 @@ impl Inner {
                 self.sweep();
             }
             let clean = self.epochs.reclaim(local, &self.shared, 4);
+            self.quiet.store(clean, Ordering::Release);
             let period = if clean { MAINTENANCE_PERIOD } else { Duration::from_millis(1) };
             std::thread::park_timeout(period);
         }
@@ -795,6 +815,7 @@ impl Store {
             expansions: AtomicU64::new(0),
             clock_offset: AtomicI64::new(0),
             shutdown: AtomicBool::new(false),
+            quiet: AtomicBool::new(false),
             maintenance_thread: std::sync::OnceLock::new(),
         });
         let worker = Arc::clone(&inner);
@@ -1208,8 +1229,8 @@ impl Store {
         inner.epochs.reclaim(local, &inner.shared, RECLAIM_ROUNDS_MAX)
     }
 
-    /// Waits until no expansion is running or due (tests and benchmarks
-    /// that want a quiet table). Bounded by `timeout`; returns false if it
+    /// Waits until no expansion is running or due and the tables it
+    /// replaced are freed (tests and benchmarks that want a quiet table). Bounded by `timeout`; returns false if it
     /// ran out.
     ///
     /// ```
@@ -1224,7 +1245,7 @@ impl Store {
                 let t = pin.current();
                 t.successor().is_some() || self.inner.needs_expansion(t)
             };
-            if !busy {
+            if !busy && self.inner.quiet.load(Ordering::Acquire) {
                 return true;
             }
             if let Some(th) = self.inner.maintenance_thread.get() {

@@ -110,6 +110,7 @@ pub(crate) struct Bucket {
 }
 
 impl Bucket {
+    #[cfg(loom)]
     fn new() -> Bucket {
         Bucket { lock: AtomicU32::new(0), next: AtomicU32::new(0), slots: std::array::from_fn(|_| AtomicU64::new(0)) }
     }
@@ -240,8 +241,8 @@ impl OverflowArena {
         if self.segments[seg].load(Ordering::Acquire).is_null() {
             let _g = self.grow.lock().unwrap_or_else(|e| e.into_inner());
             if self.segments[seg].load(Ordering::Acquire).is_null() {
-                let fresh: Box<[Bucket]> = (0..Self::segment_len(seg)).map(|_| Bucket::new()).collect();
-                self.segments[seg].store(Box::into_raw(fresh) as *mut Bucket, Ordering::Release);
+                let fresh = alloc_nodes(Self::segment_len(seg))?;
+                self.segments[seg].store(fresh, Ordering::Release);
             }
         }
         Some(index)
@@ -257,13 +258,41 @@ impl Drop for OverflowArena {
         for (seg, p) in self.segments.iter().enumerate() {
             let p = p.load(Ordering::Relaxed);
             if !p.is_null() {
-                // SAFETY: p is the Box<[Bucket]> of segment_len(seg) leaked in alloc.
-                unsafe {
-                    drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, Self::segment_len(seg))));
-                }
+                // SAFETY: p holds segment_len(seg) nodes from alloc_nodes, and
+                // the arena (so every reference into it) is going away.
+                unsafe { free_nodes(p, Self::segment_len(seg)) };
             }
         }
     }
+}
+
+/// Zeroed nodes for an overflow segment: mapped, not taken from the heap,
+/// so freed segments go back to the kernel (glibc would keep them).
+#[cfg(not(loom))]
+fn alloc_nodes(n: usize) -> Option<*mut Bucket> {
+    crate::pool::map_zeroed(n * std::mem::size_of::<Bucket>()).map(|p| p as *mut Bucket)
+}
+
+#[cfg(loom)]
+fn alloc_nodes(n: usize) -> Option<*mut Bucket> {
+    let v: Box<[Bucket]> = (0..n).map(|_| Bucket::new()).collect();
+    Some(Box::into_raw(v) as *mut Bucket)
+}
+
+/// # Safety
+/// `p` and `n` are one `alloc_nodes` result, no longer referenced.
+#[cfg(not(loom))]
+unsafe fn free_nodes(p: *mut Bucket, n: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { crate::pool::unmap(p as *mut u8, n * std::mem::size_of::<Bucket>()) };
+}
+
+/// # Safety
+/// `p` and `n` are one `alloc_nodes` result, no longer referenced.
+#[cfg(loom)]
+unsafe fn free_nodes(p: *mut Bucket, n: usize) {
+    // SAFETY: forwarded from the caller: p is a leaked Box<[Bucket]> of n.
+    unsafe { drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n))) };
 }
 
 /// One generation of the index: 2^log2 buckets plus overflow nodes.
@@ -465,9 +494,11 @@ impl Table {
     /// Moves bucket `i`'s entries into the successor (Mercury's expand
     /// thread, one bucket at a time) and marks it MOVED.
     ///
-    /// Only the expand thread calls this, for i in 0..N in order. The new
-    /// buckets `i` and `i + N` are touched by no one else until the MOVED
-    /// store below, so they are filled without their locks. `rehash` gives
+    /// Only the expand thread calls this, for i in 0..N in order. The
+    /// successor has 2^d times the buckets (d >= 1); old bucket `i` splits
+    /// into the new buckets whose low bits are `i`, which no one else
+    /// touches until the MOVED store below, so they are filled without
+    /// their locks. `rehash` gives
     /// an item's full hash (the slot keeps only 16 bits of it).
     ///
     /// Returns the number of entries moved, or Err if the successor's
@@ -479,7 +510,7 @@ impl Table {
         let mut result = Ok(());
         guard.for_each_entry(|tag, p| {
             let j = next.index(rehash(p));
-            debug_assert!(j == i || j == i + self.bucket_count());
+            debug_assert_eq!(j & (self.bucket_count() - 1), i);
             if result.is_ok() {
                 result = next.insert_unlocked(j, tag, p);
                 moved += 1;
@@ -489,6 +520,21 @@ impl Table {
         guard.moved = true;
         drop(guard);
         Ok(moved)
+    }
+
+    /// Prefetches the items bucket `i`'s line points to (the expand thread
+    /// calls this a few buckets ahead, so rehashing their keys overlaps the
+    /// memory latency instead of paying it bucket by bucket).
+    pub fn prefetch_bucket_items(&self, i: usize) {
+        if i >= self.bucket_count() {
+            return;
+        }
+        for s in &self.bucket(i).slots {
+            let w = s.load(Ordering::Relaxed);
+            if w != 0 {
+                prefetch_line(slot_ptr(w));
+            }
+        }
     }
 
     /// Publishes the migration progress counter.
