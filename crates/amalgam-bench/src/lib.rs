@@ -1,0 +1,19 @@
+//! # amalgam-bench
+//!
+//! Benchmarks, never timed tests: the papers' workloads (DESIGN.md
+//! § Benchmarks) run through two drivers.
+//!
+//! * **embedded** (`embedded.rs`, `peers.rs`): direct calls into
+//!   `amalgam-engine` and, in the same run and behind one trait, the peer
+//!   maps (dashmap, scc, papaya, moka, quick_cache, a sharded
+//!   `Mutex<HashMap>`). Reports Mops/s per contender and thread count,
+//!   Amalgam's ratio to the best peer, load rate and resident bytes per item.
+//! * **net** (`net.rs`): closed-loop connections speaking memcached's text
+//!   or meta protocol to any server, with pipeline depth, multi-get size and
+//!   HdrHistogram latencies.
+//!
+//! Key streams are generated before the timed loop (`workload.rs`).
+
+pub mod embedded;
+pub mod net;
+pub mod workload;
