@@ -16,4 +16,5 @@
 
 pub mod embedded;
 pub mod net;
+pub mod peers;
 pub mod workload;
