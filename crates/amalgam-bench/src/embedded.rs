@@ -37,6 +37,9 @@ use std::time::{Duration, Instant};
 const SET_VALUES: usize = 16;
 /// Default key count (4 Mi, the default preload).
 pub const KEYS_DEFAULT: usize = 4 << 20;
+/// Bytes written to push the key stream out of the simulated LL cache
+/// (more than twice Mercury's 12 MiB L3).
+const LLC_EVICT_BYTES: usize = 32 << 20;
 /// How often the expansion experiment samples the store's state.
 const SAMPLE_PERIOD: Duration = Duration::from_millis(1);
 /// Longest the expansion experiment waits for an expansion to start or end.
@@ -75,6 +78,9 @@ pub struct Args {
     /// GETs of the llc experiment.
     #[arg(long, default_value_t = 1 << 20)]
     pub gets: usize,
+    /// llc experiment: read the key stream without looking keys up.
+    #[arg(long)]
+    pub llc_baseline: bool,
     /// Internal: run one (workload, contender) pair and print a JSON line.
     #[arg(long, hide = true)]
     pub child: bool,
@@ -525,19 +531,54 @@ fn experiment_expansion(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Preload then `--gets` uniform GET hits, for cachegrind.
+/// The measured part of the llc experiment, kept out of line so callgrind
+/// can count inside it alone (`--toggle-collect=*llc_lookups*`).
+#[inline(never)]
+fn llc_lookups(map: &dyn Contender, stream: &[u8], key_bytes: usize, baseline: bool) -> usize {
+    let mut sink = 0usize;
+    let mut hits = 0;
+    for k in stream.chunks(key_bytes) {
+        if baseline {
+            sink = sink.wrapping_add(k[0] as usize);
+        } else if let Some(d) = map.get(k) {
+            hits += 1;
+            sink = sink.wrapping_add(d);
+        }
+    }
+    black_box(sink);
+    hits
+}
+
+/// Preload, build a stream of `--gets` uniform keys (copied in access order,
+/// so the driver's own reads are sequential), then look them all up — or,
+/// with `--llc-baseline`, only read the stream. The difference of the two
+/// runs' cache misses is the lookups' alone.
 fn experiment_llc(args: &Args) -> Result<(), String> {
     let [c] = &args.contenders[..] else { return Err("--experiment llc takes one --contenders entry".into()) };
     let (w, keys) = micro_keys(args);
     let map = peers::build(c, args.keys, w.key_bytes + w.value_bytes)?;
     preload(&*map, &keys, w.value_bytes, 1);
-    let ids = uniform_ids(args.keys, args.gets, 5);
-    let mut sink = 0usize;
-    for &id in &ids {
-        sink = sink.wrapping_add(map.get(keys.get(id)).ok_or("llc experiment: a preloaded key is missing")?);
+    let mut stream = Vec::with_capacity(args.gets * w.key_bytes);
+    for id in uniform_ids(args.keys, args.gets, 5) {
+        stream.extend_from_slice(keys.get(id));
     }
-    black_box(sink);
-    println!("llc: {c} keys={} gets={}", args.keys, ids.len());
+    drop(keys);
+    if let Some(a) = map.as_any().downcast_ref::<Amalgam>() {
+        a.0.wait_for_expansion(EXPANSION_WAIT_MAX);
+    }
+    // Evict the freshly written stream from the simulated LL cache, so both
+    // runs read it from memory and its misses cancel exactly.
+    let mut scratch = vec![0u8; LLC_EVICT_BYTES];
+    for line in scratch.chunks_mut(64) {
+        line[0] = 1;
+    }
+    black_box(&scratch);
+    drop(scratch);
+    let hits = llc_lookups(&*map, &stream, w.key_bytes, args.llc_baseline);
+    if !args.llc_baseline && hits != args.gets {
+        return Err(format!("llc experiment: {hits} hits of {}", args.gets));
+    }
+    println!("llc: {c} keys={} gets={} baseline={}", args.keys, args.gets, args.llc_baseline);
     Ok(())
 }
 
@@ -583,6 +624,7 @@ mod tests {
             json: None,
             experiment: None,
             gets: 0,
+            llc_baseline: false,
             child: true,
         };
         let w = workload::workload("memc3").unwrap();

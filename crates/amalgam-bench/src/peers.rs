@@ -41,6 +41,8 @@ pub trait Contender: Send + Sync {
     }
     /// Items stored (for sanity checks after a preload).
     fn items(&self) -> usize;
+    /// For downcasting to a concrete contender.
+    fn as_any(&self) -> &dyn std::any::Any;
     /// Extra facts to report (index shape and so on), as JSON.
     fn facts(&self) -> serde_json::Value {
         serde_json::Value::Null
@@ -83,6 +85,9 @@ impl Amalgam {
 }
 
 impl Contender for Amalgam {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.0.set(key, value, 0, Expiry::Never).expect("amalgam set");
     }
@@ -117,6 +122,9 @@ impl Contender for Amalgam {
 }
 
 impl Contender for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.insert(key.into(), value.into());
     }
@@ -129,6 +137,9 @@ impl Contender for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
 }
 
 impl Contender for scc::HashMap<Box<[u8]>, Box<[u8]>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.upsert_sync(key.into(), value.into());
     }
@@ -141,6 +152,9 @@ impl Contender for scc::HashMap<Box<[u8]>, Box<[u8]>> {
 }
 
 impl Contender for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.pin().insert(key.into(), value.into());
     }
@@ -153,6 +167,9 @@ impl Contender for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
 }
 
 impl Contender for moka::sync::Cache<Box<[u8]>, Arc<[u8]>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.insert(key.into(), value.into());
     }
@@ -166,6 +183,9 @@ impl Contender for moka::sync::Cache<Box<[u8]>, Arc<[u8]>> {
 }
 
 impl Contender for quick_cache::sync::Cache<Box<[u8]>, Arc<[u8]>> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.insert(key.into(), value.into());
     }
@@ -207,6 +227,9 @@ impl Default for MutexMap {
 }
 
 impl Contender for MutexMap {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
     fn set(&self, key: &[u8], value: &[u8]) {
         self.shard(key).lock().unwrap().insert(key.into(), value.into());
     }

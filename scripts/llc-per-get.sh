@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Last-level-cache misses per GET hit, counted by valgrind's cache simulator
+# (hardware counters are not available here). The LL cache is Mercury's
+# 12 MiB L3 as 12-way (cachegrind's simulator needs a power-of-two set count).
+#
+# For each contender, `amalgam-bench embedded --experiment llc` preloads KEYS
+# 8 B / 8 B keys, waits for Amalgam's expansions to finish, builds a stream of
+# GETS uniform keys in access order, then looks them all up inside one
+# out-of-line function, llc_lookups. The simulator is callgrind's (the same
+# one cachegrind uses), because callgrind can count inside that function only
+# (--collect-atstart=no --toggle-collect), which makes the figure exact and
+# repeatable: the preload and the expand thread do not enter it. A baseline
+# run that only reads the stream gives the driver's own misses (one per 64 B
+# of keys), subtracted from the lookup run.
+#
+# Usage: KEYS=4194304 GETS=1048576 scripts/llc-per-get.sh [contender ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KEYS=${KEYS:-4194304}
+GETS=${GETS:-1048576}
+LL=${LL:---LL=12582912,12,64}
+contenders=("$@")
+[ ${#contenders[@]} -gt 0 ] || contenders=(amalgam mutex-hashmap)
+
+cargo build --release -q -p amalgam-bench
+bin=target/release/amalgam-bench
+
+ll_misses() { # contender [--llc-baseline] -> LL data misses inside llc_lookups
+  valgrind --tool=callgrind --cache-sim=yes "$LL" --callgrind-out-file=/dev/null \
+    --collect-atstart=no --toggle-collect='*llc_lookups*' \
+    "$bin" embedded --experiment llc --contenders "$1" --keys "$KEYS" --gets "$GETS" ${2:-} 2>&1 |
+    awk '/LLd misses:/ { gsub(",", "", $4); print $4 }'
+}
+
+echo "LL misses per GET hit: $KEYS keys (8 B / 8 B), $GETS uniform GET hits, valgrind cache simulator $LL"
+echo
+echo "| contender | LLd misses (stream only) | LLd misses (lookups) | per GET |"
+echo "|---|---|---|---|"
+for c in "${contenders[@]}"; do
+  base=$(ll_misses "$c" --llc-baseline)
+  full=$(ll_misses "$c")
+  per=$(awk -v a="$base" -v b="$full" -v n="$GETS" 'BEGIN { printf "%.2f", (b - a) / n }')
+  echo "| $c | $base | $full | $per |"
+done
