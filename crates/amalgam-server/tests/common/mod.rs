@@ -1,0 +1,319 @@
+//! Black-box test harness: starts a real server process and talks to it
+//! over TCP.
+//!
+//! Which server:
+//! * `AMALGAM_TEST_ADDR=host:port` — an already-running server; tests that
+//!   need their own flags ([`Server::with_flags`]) or a server of their own
+//!   ([`Server::private`]: counters, flush_all, stats reset) are skipped
+//!   with a printed note.
+//! * `AMALGAM_TEST_BIN=/usr/bin/memcached` — that binary, started with the
+//!   same flags (memcached's and amalgam's flags are the same; memcached
+//!   also gets `-u root` when running as root). This is how CI proves the
+//!   expectations are memcached's own.
+//! * otherwise the `amalgam` binary built with these tests.
+//!
+//! A spawned server listens on a free 127.0.0.1 port with `-U 0` and is
+//! killed when the [`Server`] is dropped.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for bytes it expects.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a server may take to start accepting.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A server under test; killed when dropped (unless external).
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    child: Option<Child>,
+    /// True when the server is memcached rather than amalgam.
+    pub is_memcached: bool,
+}
+
+/// The binary to spawn: `AMALGAM_TEST_BIN` or this package's `amalgam`.
+pub fn binary() -> String {
+    std::env::var("AMALGAM_TEST_BIN")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_amalgam").to_string())
+}
+
+/// The external server's address, if `AMALGAM_TEST_ADDR` names one.
+pub fn external_addr() -> Option<SocketAddr> {
+    let s = std::env::var("AMALGAM_TEST_ADDR").ok().filter(|s| !s.is_empty())?;
+    let mut addrs = s.to_socket_addrs().unwrap_or_else(|e| panic!("AMALGAM_TEST_ADDR={s} must be host:port: {e}"));
+    Some(addrs.next().unwrap_or_else(|| panic!("AMALGAM_TEST_ADDR={s}: no address")))
+}
+
+/// Effective uid 0, read from /proc (no libc dependency).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+impl Server {
+    /// The server the environment names, started with `args` if we start it.
+    /// Returns None (after printing why) when the test needs flags but the
+    /// server is external.
+    pub fn with_flags(args: &[&str]) -> Option<Server> {
+        if external_addr().is_some() {
+            eprintln!("note: AMALGAM_TEST_ADDR is set; skipping a test that needs flags {args:?}");
+            return None;
+        }
+        Some(Server::spawn(args))
+    }
+
+    /// A server no other test shares (for exact counters, flush_all, stats
+    /// reset); None with a note when the server is external.
+    pub fn private() -> Option<Server> {
+        if external_addr().is_some() {
+            eprintln!("note: AMALGAM_TEST_ADDR is set; skipping a test that needs a server of its own");
+            return None;
+        }
+        Some(Server::spawn(&[]))
+    }
+
+    /// The server the environment names; started with `args` unless
+    /// external (then `args` must be empty: use [`Server::with_flags`]).
+    pub fn start(args: &[&str]) -> Server {
+        if let Some(addr) = external_addr() {
+            assert!(args.is_empty(), "AMALGAM_TEST_ADDR is set: use Server::with_flags for flags {args:?}");
+            let mut server = Server { addr, child: None, is_memcached: false };
+            let mut s = server.connect();
+            let v = request(&mut s, b"version\r\n", b"\r\n");
+            server.is_memcached = !String::from_utf8_lossy(&v).contains("amalgam");
+            return server;
+        }
+        Server::spawn(args)
+    }
+
+    fn spawn(args: &[&str]) -> Server {
+        let bin = binary();
+        let is_memcached =
+            std::path::Path::new(&bin).file_name().is_some_and(|n| n.to_string_lossy().contains("memcached"));
+        let mut why = String::new();
+        // A free port can be taken between probing and the server's bind:
+        // retry with another.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut cmd = Command::new(&bin);
+            cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
+            // memcached refuses to run as root without -u.
+            if is_memcached && is_root() {
+                cmd.args(["-u", "root"]);
+            }
+            cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+            let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{bin}: {e}"));
+            let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+            let t0 = Instant::now();
+            loop {
+                if let Ok(Some(status)) = child.try_wait() {
+                    why = format!("{bin} {args:?} exited at start: {status}");
+                    break;
+                }
+                if TcpStream::connect(addr).is_ok() {
+                    return Server { addr, child: Some(child), is_memcached };
+                }
+                if t0.elapsed() > START_TIMEOUT {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("{bin} did not start listening on {addr}");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        panic!("cannot start the server: {why}");
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// True if this process started the server (nobody else uses it).
+    pub fn is_own(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// A new connection with [`READ_TIMEOUT`] for reads and writes.
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap_or_else(|e| panic!("connect {}: {e}", self.addr));
+        s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        s.set_write_timeout(Some(READ_TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s
+    }
+
+    /// True while the process we started is still running.
+    pub fn alive(&mut self) -> bool {
+        match &mut self.child {
+            Some(c) => c.try_wait().unwrap().is_none(),
+            None => true,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Writes all of `bytes`.
+pub fn send(s: &mut TcpStream, bytes: &[u8]) {
+    s.write_all(bytes).unwrap_or_else(|e| panic!("write: {e}"));
+}
+
+/// Reads until `buf` ends with `terminator` (or the peer closes or the read
+/// times out); returns what was read.
+pub fn read_until(s: &mut TcpStream, terminator: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 65536];
+    while !buf.ends_with(terminator) {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    buf
+}
+
+/// Reads exactly `n` bytes (fewer if the peer closes or times out).
+pub fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match s.read(&mut buf[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => got += k,
+        }
+    }
+    buf.truncate(got);
+    buf
+}
+
+/// Sends `req` and asserts the reply is exactly `want`.
+#[track_caller]
+pub fn exchange(s: &mut TcpStream, req: &[u8], want: &[u8]) {
+    s.write_all(req).unwrap();
+    let got = read_n(s, want.len());
+    assert_eq!(show(&got), show(want), "request {}", show(&req[..req.len().min(200)]));
+}
+
+/// Sends `req` and returns the reply up to and including `terminator`.
+pub fn request(s: &mut TcpStream, req: &[u8], terminator: &[u8]) -> Vec<u8> {
+    s.write_all(req).unwrap();
+    read_until(s, terminator)
+}
+
+/// Sends `req` and returns the one-line reply (CRLF included) as text.
+pub fn line(s: &mut TcpStream, req: &[u8]) -> String {
+    String::from_utf8_lossy(&request(s, req, b"\r\n")).into_owned()
+}
+
+/// True if nothing more arrives within a short wait (and the peer is open).
+pub fn silent(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut b = [0u8; 1];
+    let r =
+        matches!(s.read(&mut b), Err(ref e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut);
+    s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    r
+}
+
+/// True if the server closed the connection (reads EOF or a reset).
+pub fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Reads until the server closes; returns everything that arrived, or
+/// None if it did not close within [`READ_TIMEOUT`].
+pub fn read_to_close(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut b = [0u8; 65536];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return Some(out),
+            Ok(n) => out.extend_from_slice(&b[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Some(out),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Parses `stats` output into (name, value) pairs.
+pub fn stats(s: &mut TcpStream, which: &str) -> Vec<(String, String)> {
+    let cmd = if which.is_empty() { "stats\r\n".to_string() } else { format!("stats {which}\r\n") };
+    let out = request(s, cmd.as_bytes(), b"END\r\n");
+    String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| {
+            let mut t = l.splitn(3, ' ');
+            (t.next() == Some("STAT")).then(|| (t.next().unwrap_or("").to_string(), t.next().unwrap_or("").to_string()))
+        })
+        .collect()
+}
+
+/// `stats` (or `stats <which>`) as a map.
+pub fn stats_map(s: &mut TcpStream, which: &str) -> HashMap<String, String> {
+    stats(s, which).into_iter().collect()
+}
+
+/// One statistic as a number.
+pub fn stat(s: &mut TcpStream, name: &str) -> u64 {
+    let all = stats(s, "");
+    let v = all.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no stat {name}"));
+    v.1.parse().unwrap_or_else(|_| panic!("stat {name} = {:?}", v.1))
+}
+
+/// One numeric statistic of a map from [`stats_map`].
+pub fn num(map: &HashMap<String, String>, name: &str) -> u64 {
+    let v = map.get(name).unwrap_or_else(|| panic!("no stat {name}"));
+    v.parse().unwrap_or_else(|_| panic!("stat {name} = {v:?} is not a number"))
+}
+
+/// A key unique to this test process and call, so tests sharing a server
+/// (run in parallel, or an external one) never see each other's data.
+pub fn key(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("t{}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), name)
+}
+
+/// Bytes with escapes, shortened, for assertion messages.
+pub fn show(b: &[u8]) -> String {
+    let s = b.escape_ascii().to_string();
+    if s.len() > 600 {
+        format!("{}… ({} bytes)", &s[..600], b.len())
+    } else {
+        s
+    }
+}
+
+/// Asserts exact reply bytes with a readable message.
+#[track_caller]
+pub fn assert_reply(got: &[u8], want: &[u8]) {
+    assert!(got == want, "reply mismatch\n got: {}\nwant: {}", show(got), show(want));
+}
