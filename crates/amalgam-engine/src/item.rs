@@ -137,9 +137,15 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
         let meta_bits = *ptr.add(1);
         let cas = u64::from_le(std::ptr::read_unaligned(ptr.add(2) as *const u64));
         let width = (meta_bits & META_VLEN_WIDTH_MASK) as usize + 1;
-        let mut raw = [0u8; 4];
-        std::ptr::copy_nonoverlapping(ptr.add(HEADER_FIXED_BYTES), raw.as_mut_ptr(), width);
-        let vlen = u32::from_le_bytes(raw) as usize;
+        // Fixed-size reads per width: a variable-length copy here compiled
+        // to a libc memcpy call on every GET.
+        let v = ptr.add(HEADER_FIXED_BYTES);
+        let vlen = match width {
+            1 => u32::from(*v),
+            2 => u32::from(u16::from_le(std::ptr::read_unaligned(v as *const u16))),
+            3 => u32::from(u16::from_le(std::ptr::read_unaligned(v as *const u16))) | u32::from(*v.add(2)) << 16,
+            _ => u32::from_le(std::ptr::read_unaligned(v as *const u32)),
+        } as usize;
         let mut at = HEADER_FIXED_BYTES + width;
         let mut flags = 0;
         if meta_bits & META_HAS_FLAGS != 0 {
@@ -181,12 +187,41 @@ pub(crate) unsafe fn key_eq(ptr: *const u8, key: &[u8]) -> bool {
         return false;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { self::key(ptr) == key }
+    short_eq(unsafe { self::key(ptr) }, key)
+}
+
+/// `a == b` for slices of equal length, without a libc call for keys of up
+/// to 16 bytes (the papers' keys are 8–24 bytes): two overlapping loads
+/// cover any length from 8 to 16, and from 4 to 7.
+#[inline(always)]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let u64_at = |s: &[u8], i: usize| u64::from_ne_bytes(s[i..i + 8].try_into().unwrap());
+    let u32_at = |s: &[u8], i: usize| u32::from_ne_bytes(s[i..i + 4].try_into().unwrap());
+    match n {
+        8..=16 => u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8),
+        4..=7 => u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4),
+        _ => a == b,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_eq_matches_slice_eq() {
+        for n in 0..=40usize {
+            let a: Vec<u8> = (0..n as u8).collect();
+            assert!(short_eq(&a, &a.clone()));
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x80;
+                assert!(!short_eq(&a, &b), "len {n}, byte {i}");
+            }
+        }
+    }
 
     fn roundtrip(key: &[u8], value: &[u8], meta: Meta) {
         let n = encoded_len(key.len(), value.len(), &meta);
