@@ -24,6 +24,13 @@
 //! nothing here changes after publication.
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH` in memcached.h).
+///
+/// ```
+/// use amalgam_engine::{Error, Expiry, Store, KEY_BYTES_MAX};
+/// let store = Store::new(Default::default()).unwrap();
+/// assert!(store.set(&[b'k'; KEY_BYTES_MAX], b"v", 0, Expiry::Never).is_ok());
+/// assert_eq!(store.set(&[b'k'; KEY_BYTES_MAX + 1], b"v", 0, Expiry::Never), Err(Error::BadKey));
+/// ```
 pub const KEY_BYTES_MAX: usize = 250;
 
 /// Bytes of the fixed part of the header: klen, meta, cas.

@@ -39,9 +39,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bytes in one chunk: the unit of the budget and of `madvise` hugepages.
+///
+/// ```
+/// assert_eq!(amalgam_engine::CHUNK_BYTES, 2 << 20);
+/// ```
 pub const CHUNK_BYTES: usize = 2 << 20;
 /// Largest item served from a size class; larger items get their own
 /// allocation (a class this size still packs 4 per chunk).
+///
+/// ```
+/// assert_eq!(amalgam_engine::SMALL_ITEM_BYTES_MAX * 4, amalgam_engine::CHUNK_BYTES);
+/// ```
 pub const SMALL_ITEM_BYTES_MAX: usize = CHUNK_BYTES / 4;
 /// A thread's free list for one class may hold this many bytes before it
 /// gives a batch to the depot.

@@ -13,20 +13,58 @@ use std::time::Duration;
 
 /// memcached's boundary between relative and absolute expiry times:
 /// an exptime above 30 days is a unix timestamp (protocol.txt).
+///
+/// ```
+/// # use amalgam_engine::{Expiry, RELATIVE_EXPIRY_SECONDS_MAX};
+/// let now = 1_700_000_000;
+/// assert_eq!(Expiry::from_memcached(RELATIVE_EXPIRY_SECONDS_MAX, now), Expiry::At(now + 2_592_000));
+/// assert_eq!(Expiry::from_memcached(RELATIVE_EXPIRY_SECONDS_MAX + 1, now), Expiry::At(2_592_001));
+/// ```
 pub const RELATIVE_EXPIRY_SECONDS_MAX: i64 = 60 * 60 * 24 * 30;
 /// memcached's default maximum item size (`-I 1m`).
+///
+/// ```
+/// assert_eq!(amalgam_engine::Config::default().item_size_max_bytes, amalgam_engine::ITEM_SIZE_MAX_BYTES_DEFAULT);
+/// ```
 pub const ITEM_SIZE_MAX_BYTES_DEFAULT: usize = 1 << 20;
 /// memcached's default memory limit (`-m 64`).
+///
+/// ```
+/// assert_eq!(amalgam_engine::Config::default().memory_limit_bytes, 64 << 20);
+/// ```
 pub const MEMORY_LIMIT_BYTES_DEFAULT: usize = 64 << 20;
 /// Largest `-I` accepted: a value's length must fit the item header.
+///
+/// ```
+/// use amalgam_engine::{Config, Store, ITEM_SIZE_MAX_BYTES_LIMIT};
+/// let too_big = Config { item_size_max_bytes: ITEM_SIZE_MAX_BYTES_LIMIT + 1, ..Config::default() };
+/// assert!(Store::new(too_big).is_err());
+/// ```
 pub const ITEM_SIZE_MAX_BYTES_LIMIT: usize = 1 << 30;
 const _: () = assert!(ITEM_SIZE_MAX_BYTES_LIMIT <= item::VALUE_BYTES_LIMIT);
 /// Mean items per bucket above which the table doubles. Seven slots per
 /// line and Poisson-distributed chains: at a mean of 4, 5% of buckets need
 /// an overflow line and 98% of items sit in their bucket's own line; after
 /// the doubling the mean is 2 and overflow all but vanishes (0.05%).
+///
+/// ```
+/// use amalgam_engine::{Expiry, Store, LOAD_PER_BUCKET_MAX};
+/// let store = Store::new(Default::default()).unwrap();
+/// for i in 0..10_000u32 {
+///     store.set(&i.to_le_bytes(), b"v", 0, Expiry::Never).unwrap();
+/// }
+/// store.wait_for_expansion(std::time::Duration::from_secs(10));
+/// let st = store.stats();
+/// assert!(st.items <= st.buckets * LOAD_PER_BUCKET_MAX as u64);
+/// ```
 pub const LOAD_PER_BUCKET_MAX: usize = 4;
 /// Buckets of a new store's table, as a power of two.
+///
+/// ```
+/// use amalgam_engine::{Store, INITIAL_BUCKETS_LOG2_DEFAULT};
+/// let store = Store::new(Default::default()).unwrap();
+/// assert_eq!(store.stats().buckets, 1 << INITIAL_BUCKETS_LOG2_DEFAULT);
+/// ```
 pub const INITIAL_BUCKETS_LOG2_DEFAULT: u32 = 10;
 /// CAS values a thread reserves at once, so writers on different cores do
 /// not all increment one shared counter.
@@ -35,6 +73,15 @@ const CAS_BLOCK: u64 = 1024;
 const INSERTS_PER_LOAD_CHECK: u32 = 256;
 /// Batch window of [`Store::get_batch`]: keys hashed and prefetched
 /// together (MICA §5.3 batches up to 32; 16 keeps 32 lines in L1).
+///
+/// ```
+/// # use amalgam_engine::{Expiry, Store, BATCH_WINDOW_KEYS};
+/// let store = Store::new(Default::default()).unwrap();
+/// let keys: Vec<[u8; 2]> = (0..3 * BATCH_WINDOW_KEYS as u16).map(|i| i.to_le_bytes()).collect();
+/// let mut misses = 0;
+/// store.get_batch(&keys, |_, it| misses += it.is_none() as usize);
+/// assert_eq!(misses, keys.len());
+/// ```
 pub const BATCH_WINDOW_KEYS: usize = 16;
 /// Buckets the maintenance thread sweeps before checking for other work.
 const SWEEP_STEP_BUCKETS: usize = 4096;
@@ -113,6 +160,11 @@ pub enum Expiry {
 impl Expiry {
     /// memcached's rule: 0 is never; up to 30 days is relative to `now`;
     /// larger is an absolute unix time; negative is already expired.
+    ///
+    /// ```
+    /// # use amalgam_engine::Expiry;
+    /// assert_eq!(Expiry::from_memcached(10, 1_000), Expiry::At(1_010));
+    /// ```
     pub fn from_memcached(exptime: i64, now: u32) -> Expiry {
         if exptime == 0 {
             Expiry::Never
@@ -126,6 +178,13 @@ impl Expiry {
     }
 
     /// True if an item with this expiry is gone at `now`.
+    ///
+    /// ```
+    /// # use amalgam_engine::Expiry;
+    /// assert!(Expiry::At(5).is_expired(5));
+    /// assert!(!Expiry::At(6).is_expired(5));
+    /// assert!(!Expiry::Never.is_expired(u32::MAX));
+    /// ```
     pub fn is_expired(self, now: u32) -> bool {
         matches!(self, Expiry::At(t) if t <= now)
     }
@@ -178,6 +237,12 @@ impl Default for Config {
 
 /// A configuration the store cannot run with.
 #[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// ```
+/// use amalgam_engine::{Config, Store};
+/// let err = Store::new(Config { item_size_max_bytes: 10, ..Config::default() }).unwrap_err();
+/// assert!(err.to_string().contains("item size max"));
+/// ```
 pub struct ConfigError(pub String);
 
 impl std::fmt::Display for ConfigError {
@@ -252,28 +317,83 @@ impl<'a> ItemRef<'a> {
     }
 
     /// The key.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::At(4_000_000_000)).unwrap();
+    /// store.get(b"k", |it| {
+    ///     assert_eq!((it.key(), it.value(), it.flags()), (&b"k"[..], &b"v"[..], 7));
+    ///     assert_eq!(it.expiry(), Expiry::At(4_000_000_000));
+    ///     assert!(it.cas() > 0);
+    /// });
+    /// ```
     pub fn key(&self) -> &'a [u8] {
         // SAFETY: the item is live for 'a and the layout came from it.
         unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.key_at), self.layout.klen) }
     }
 
     /// The value bytes.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::At(4_000_000_000)).unwrap();
+    /// store.get(b"k", |it| {
+    ///     assert_eq!((it.key(), it.value(), it.flags()), (&b"k"[..], &b"v"[..], 7));
+    ///     assert_eq!(it.expiry(), Expiry::At(4_000_000_000));
+    ///     assert!(it.cas() > 0);
+    /// });
+    /// ```
     pub fn value(&self) -> &'a [u8] {
         // SAFETY: as for key.
         unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.value_at()), self.layout.vlen) }
     }
 
     /// The 32-bit client flags.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::At(4_000_000_000)).unwrap();
+    /// store.get(b"k", |it| {
+    ///     assert_eq!((it.key(), it.value(), it.flags()), (&b"k"[..], &b"v"[..], 7));
+    ///     assert_eq!(it.expiry(), Expiry::At(4_000_000_000));
+    ///     assert!(it.cas() > 0);
+    /// });
+    /// ```
     pub fn flags(&self) -> u32 {
         self.layout.meta.flags
     }
 
     /// The CAS unique of this version of the item.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::At(4_000_000_000)).unwrap();
+    /// store.get(b"k", |it| {
+    ///     assert_eq!((it.key(), it.value(), it.flags()), (&b"k"[..], &b"v"[..], 7));
+    ///     assert_eq!(it.expiry(), Expiry::At(4_000_000_000));
+    ///     assert!(it.cas() > 0);
+    /// });
+    /// ```
     pub fn cas(&self) -> u64 {
         self.layout.meta.cas
     }
 
     /// When the item expires.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::At(4_000_000_000)).unwrap();
+    /// store.get(b"k", |it| {
+    ///     assert_eq!((it.key(), it.value(), it.flags()), (&b"k"[..], &b"v"[..], 7));
+    ///     assert_eq!(it.expiry(), Expiry::At(4_000_000_000));
+    ///     assert!(it.cas() > 0);
+    /// });
+    /// ```
     pub fn expiry(&self) -> Expiry {
         Expiry::from_raw(self.layout.meta.expiry)
     }
