@@ -107,6 +107,10 @@ pub struct Failure {
     pub swallow: usize,
     /// Close the connection after answering.
     pub close: bool,
+    /// A byte range of the buffer (from where this request starts) naming a
+    /// key to unlink: memcached drops the old value of a `set` it refuses
+    /// as too large, so no stale data outlives a failed update.
+    pub unlink: Option<(usize, usize)>,
 }
 
 /// What [`parse`] found at the front of the buffer.
@@ -129,12 +133,52 @@ pub struct Limits {
 }
 
 fn fail(reply: &'static str, consumed: usize) -> Parse<'static> {
-    Parse::Fail(Failure { reply: Some(reply), noreply: false, consumed, swallow: 0, close: false })
+    Parse::Fail(Failure { reply: Some(reply), noreply: false, consumed, swallow: 0, close: false, unlink: None })
 }
 
-/// memcached's `safe_strtoul` for 32-bit fields: decimal digits only.
+/// C's `isspace`: what `strtol` skips before a number and what memcached's
+/// `safe_strto*` accept right after one.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// C's `strtoull` as memcached's `safe_strto*` use it: leading white space,
+/// an optional sign, decimal digits, then the end of the token or white
+/// space. Returns the sign and the magnitude, or None where memcached's
+/// check fails (no digits, junk after them, or beyond 64 bits: ERANGE).
+fn c_strtonum(t: &[u8]) -> Option<(bool, u64)> {
+    let t = &t[t.iter().position(|&b| !is_c_space(b)).unwrap_or(t.len())..];
+    let (neg, t) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.iter().position(|b| !b.is_ascii_digit()).unwrap_or(t.len());
+    if digits == 0 || (digits < t.len() && !is_c_space(t[digits])) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in &t[..digits] {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some((neg, v))
+}
+
+/// memcached's `safe_strtoull` (delta, cas unique): `strtoull`, refusing a
+/// minus sign only when the result looks negative as a signed number.
+fn parse_strtoull(t: &[u8]) -> Option<u64> {
+    let (neg, v) = c_strtonum(t)?;
+    let v = if neg { v.wrapping_neg() } else { v };
+    if (v as i64) < 0 && neg {
+        return None;
+    }
+    Some(v)
+}
+
+/// memcached's `safe_strtoul` for 32-bit fields (flags): `strtoul` on a
+/// 64-bit `long`, stored into a `uint32_t` (so truncated).
 fn parse_u32(t: &[u8]) -> Option<u32> {
-    parse_u64(t).and_then(|v| u32::try_from(v).ok())
+    parse_strtoull(t).map(|v| v as u32)
 }
 
 /// memcached's `safe_strtoull`: decimal digits, no sign.
@@ -145,15 +189,20 @@ pub fn parse_u64(t: &[u8]) -> Option<u64> {
     std::str::from_utf8(t).ok()?.parse().ok()
 }
 
-/// memcached's `safe_strtol`: an optional minus sign, digits, 32-bit range.
+/// memcached's `safe_strtol` (exptime, length): `strtol` on a 64-bit
+/// `long` (ERANGE beyond it), stored into an `int32_t` (so truncated:
+/// 2147483648 becomes -2147483648, 4294967396 becomes 100).
 fn parse_i32(t: &[u8]) -> Option<i64> {
-    let (neg, digits) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        _ => (false, t),
+    let (neg, v) = c_strtonum(t)?;
+    let l: i64 = if neg {
+        if v > 1 << 63 {
+            return None;
+        }
+        (v as i64).wrapping_neg()
+    } else {
+        i64::try_from(v).ok()?
     };
-    let v = parse_u64(digits)? as i128;
-    let v = if neg { -v } else { v };
-    (i32::MIN as i128..=i32::MAX as i128).contains(&v).then_some(v as i64)
+    Some(i64::from(l as i32))
 }
 
 /// Splits a command line into at most `N` words (memcached's tokenizer:
@@ -194,6 +243,10 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
     if line.last() == Some(&b'\r') {
         line = &line[..line.len() - 1];
     }
+    // memcached tokenizes the line as a C string: it ends at a NUL.
+    if let Some(nul) = memchr(0, line) {
+        line = &line[..nul];
+    }
     let start = line.iter().position(|&b| b != b' ').unwrap_or(line.len());
     let body = &line[start..];
     let cmd_end = body.iter().position(|&b| b == b' ').unwrap_or(body.len());
@@ -221,7 +274,7 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
             // memcached closes on what looks like an HTTP request line.
             let last = body.rsplit(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"");
             if last.starts_with(b"HTTP/") {
-                Parse::Fail(Failure { reply: None, noreply: false, consumed, swallow: 0, close: true })
+                Parse::Fail(Failure { reply: None, noreply: false, consumed, swallow: 0, close: true, unlink: None })
             } else {
                 fail(reply::ERROR, consumed)
             }
@@ -251,6 +304,7 @@ fn incomplete_line(buf: &[u8]) -> Parse<'_> {
         consumed: buf.len(),
         swallow: 0,
         close: true,
+        unlink: None,
     })
 }
 
@@ -286,7 +340,8 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
         return fail(reply::ERROR, consumed);
     }
     let noreply = w[n - 1] == b"noreply";
-    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    let bad =
+        |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false, unlink: None });
     let key = w[0];
     if key.len() > KEY_BYTES_MAX {
         return bad(reply::BAD_FORMAT);
@@ -295,7 +350,7 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
         return bad(reply::BAD_FORMAT);
     };
     let cas_unique = if op == StoreOp::Cas {
-        match parse_u64(w[4]) {
+        match parse_strtoull(w[4]) {
             Some(c) => c,
             None => return bad(reply::BAD_FORMAT),
         }
@@ -313,6 +368,10 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
             consumed,
             swallow: vlen + 2,
             close: false,
+            unlink: (op == StoreOp::Set).then(|| {
+                let start = key.as_ptr() as usize - buf.as_ptr() as usize;
+                (start, start + key.len())
+            }),
         });
     }
     let end = consumed + vlen + 2;
@@ -326,6 +385,7 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
             consumed: end,
             swallow: 0,
             close: false,
+            unlink: None,
         });
     }
     let data = &buf[consumed..end - 2];
@@ -338,11 +398,12 @@ fn parse_arith(incr: bool, rest: &[u8], consumed: usize) -> Parse<'_> {
         return fail(reply::ERROR, consumed);
     }
     let noreply = w[n - 1] == b"noreply";
-    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    let bad =
+        |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false, unlink: None });
     if w[0].len() > KEY_BYTES_MAX {
         return bad(reply::BAD_FORMAT);
     }
-    match parse_u64(w[1]) {
+    match parse_strtoull(w[1]) {
         Some(delta) => Parse::Done(Request::Arith { incr, key: w[0], delta, noreply }, consumed),
         None => bad(reply::BAD_DELTA),
     }
@@ -364,11 +425,19 @@ fn parse_delete(rest: &[u8], consumed: usize) -> Parse<'_> {
                 consumed,
                 swallow: 0,
                 close: false,
+                unlink: None,
             });
         }
     }
     if w[0].len() > KEY_BYTES_MAX {
-        return Parse::Fail(Failure { reply: Some(reply::BAD_FORMAT), noreply, consumed, swallow: 0, close: false });
+        return Parse::Fail(Failure {
+            reply: Some(reply::BAD_FORMAT),
+            noreply,
+            consumed,
+            swallow: 0,
+            close: false,
+            unlink: None,
+        });
     }
     Parse::Done(Request::Delete { key: w[0], noreply }, consumed)
 }
@@ -379,7 +448,8 @@ fn parse_touch(rest: &[u8], consumed: usize) -> Parse<'_> {
         return fail(reply::ERROR, consumed);
     }
     let noreply = w[n - 1] == b"noreply";
-    let bad = |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false });
+    let bad =
+        |reply| Parse::Fail(Failure { reply: Some(reply), noreply, consumed, swallow: 0, close: false, unlink: None });
     if w[0].len() > KEY_BYTES_MAX {
         return bad(reply::BAD_FORMAT);
     }
@@ -398,7 +468,14 @@ fn parse_flush_all(rest: &[u8], consumed: usize) -> Parse<'_> {
     }
     match parse_i32(w[0]) {
         Some(delay) => Parse::Done(Request::FlushAll { delay, noreply }, consumed),
-        None => Parse::Fail(Failure { reply: Some(reply::BAD_EXPTIME), noreply, consumed, swallow: 0, close: false }),
+        None => Parse::Fail(Failure {
+            reply: Some(reply::BAD_EXPTIME),
+            noreply,
+            consumed,
+            swallow: 0,
+            close: false,
+            unlink: None,
+        }),
     }
 }
 
@@ -409,7 +486,14 @@ fn parse_verbosity(rest: &[u8], consumed: usize) -> Parse<'_> {
     }
     let noreply = w[n - 1] == b"noreply";
     if parse_u32(w[0]).is_none() {
-        return Parse::Fail(Failure { reply: Some(reply::BAD_FORMAT), noreply, consumed, swallow: 0, close: false });
+        return Parse::Fail(Failure {
+            reply: Some(reply::BAD_FORMAT),
+            noreply,
+            consumed,
+            swallow: 0,
+            close: false,
+            unlink: None,
+        });
     }
     Parse::Done(Request::Verbosity { noreply }, consumed)
 }
@@ -476,7 +560,14 @@ mod tests {
         assert_eq!(failure(b"set k 0 0 1 2 3\r\n").reply, Some(reply::ERROR));
         assert_eq!(failure(b"set k x 0 1\r\n").reply, Some(reply::BAD_FORMAT));
         assert_eq!(failure(b"set k 0 0 -1\r\n").reply, Some(reply::BAD_FORMAT));
-        assert_eq!(failure(b"set k 4294967296 0 1\r\n").reply, Some(reply::BAD_FORMAT));
+        // memcached's safe_strto* : 64-bit strtol, truncated to 32 bits.
+        assert_eq!(failure(b"set k -1 0 1\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 0 0 2147483648\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 0 0 99999999999999999999\r\n").reply, Some(reply::BAD_FORMAT));
+        let (r, _) = done(b"set k 4294967296 +4294967396 -0\r\n\r\n");
+        assert!(matches!(r, Request::Store { flags: 0, exptime: 100, data: b"", .. }), "{r:?}");
+        let (r, _) = done(b"set k 0 2147483648 4294967297\r\nx\r\n");
+        assert!(matches!(r, Request::Store { exptime: -2147483648, data: b"x", .. }), "{r:?}");
         let f = failure(b"set k 0 0 3\r\nabcde\r\n");
         assert_eq!((f.reply, f.consumed), (Some(reply::BAD_CHUNK), 18));
         let f = parse(b"set k 0 0 2000000\r\n", L);
@@ -487,7 +578,8 @@ mod tests {
                 noreply: false,
                 consumed: 19,
                 swallow: 2_000_002,
-                close: false
+                close: false,
+                unlink: Some((4, 5)),
             })
         );
         assert!(failure(b"set k 0 0 -1 noreply\r\n").noreply);
@@ -501,6 +593,10 @@ mod tests {
         assert_eq!(failure(b"delete k 5\r\n").reply, Some(reply::DELETE_USAGE));
         assert_eq!(done(b"incr k 5\r\n").0, Request::Arith { incr: true, key: b"k", delta: 5, noreply: false });
         assert_eq!(failure(b"decr k -1\r\n").reply, Some(reply::BAD_DELTA));
+        assert_eq!(done(b"decr k +2\r\n").0, Request::Arith { incr: false, key: b"k", delta: 2, noreply: false });
+        assert_eq!(failure(b"incr k 18446744073709551616\r\n").reply, Some(reply::BAD_DELTA));
+        // A NUL ends the line, as in memcached's C-string tokenizer.
+        assert_eq!(done(b"delete a\0b\r\n").0, Request::Delete { key: b"a", noreply: false });
         assert_eq!(done(b"touch k 10 noreply\r\n").0, Request::Touch { key: b"k", exptime: 10, noreply: true });
         assert_eq!(done(b"flush_all\r\n").0, Request::FlushAll { delay: 0, noreply: false });
         assert_eq!(done(b"flush_all 10 noreply\r\n").0, Request::FlushAll { delay: 10, noreply: true });

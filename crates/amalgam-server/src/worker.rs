@@ -330,6 +330,9 @@ impl Conn {
                         run_gets(&shared.store, stats, &gets, wbuf);
                         gets.clear();
                     }
+                    if let Some((start, end)) = f.unlink {
+                        let _ = shared.store.delete(&buf[pos + start..pos + end]);
+                    }
                     pos += f.consumed;
                     if let (Some(line), false) = (f.reply, f.noreply) {
                         push_line(wbuf, line);
