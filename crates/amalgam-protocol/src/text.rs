@@ -357,7 +357,8 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
     } else {
         0
     };
-    if vlen < 0 {
+    // memcached: `vlen < 0 || vlen > (INT_MAX - 2)` (room for the CRLF).
+    if vlen < 0 || vlen > i64::from(i32::MAX) - 2 {
         return bad(reply::BAD_FORMAT);
     }
     let vlen = vlen as usize;
@@ -563,6 +564,8 @@ mod tests {
         // memcached's safe_strto* : 64-bit strtol, truncated to 32 bits.
         assert_eq!(failure(b"set k -1 0 1\r\n").reply, Some(reply::BAD_FORMAT));
         assert_eq!(failure(b"set k 0 0 2147483648\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 0 0 2147483646\r\n").reply, Some(reply::BAD_FORMAT));
+        assert_eq!(failure(b"set k 0 0 2147483645\r\n").reply, Some(reply::TOO_LARGE));
         assert_eq!(failure(b"set k 0 0 99999999999999999999\r\n").reply, Some(reply::BAD_FORMAT));
         let (r, _) = done(b"set k 4294967296 +4294967396 -0\r\n\r\n");
         assert!(matches!(r, Request::Store { flags: 0, exptime: 100, data: b"", .. }), "{r:?}");

@@ -36,6 +36,9 @@ fn numbers_are_parsed_like_memcached_safe_strtol() {
     check(&mut c, "set K -0 -0 -0\r\n\r\nget K\r\n", "STORED\r\nVALUE K 0 0\r\n\r\nEND\r\n");
     check(&mut c, "set K 0 0 2147483648\r\n", "CLIENT_ERROR bad command line format\r\n");
     check(&mut c, "set K 0 0 4294967295\r\n", "CLIENT_ERROR bad command line format\r\n");
+    // No room for the CRLF in an int: a format error, not "too large".
+    check(&mut c, "set K 0 0 2147483646\r\n", "CLIENT_ERROR bad command line format\r\n");
+    check(&mut c, "set K 0 0 2147483647 noreply\r\nget K\r\n", "END\r\n");
     check(&mut c, "set K 0 0 1x\r\n", "CLIENT_ERROR bad command line format\r\n");
     // exptime: 2147483648 wraps to a negative time (expired at once);
     // 4294967396 wraps to 100 seconds.
@@ -120,4 +123,94 @@ fn too_large_set_unlinks_the_old_value() {
             &format!("STORED\r\n{too_large}VALUE K 0 1\r\nx\r\nEND\r\n"),
         );
     }
+}
+
+/// Every counter amalgam keeps moves exactly as memcached's does for the
+/// same commands (gat/gats count as touches, not gets); `stats reset`
+/// zeroes them.
+#[test]
+fn counters_move_like_memcached() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    let seq = "set a 0 0 1\r\n1\r\nget a b\r\ngets a\r\ngat 0 a b\r\ngats 0 a\r\ntouch a 0\r\ntouch b 0\r\n\
+               incr a 1\r\nincr b 1\r\ndecr a 1\r\ndecr b 1\r\ncas a 0 0 1 1\r\nx\r\ncas b 0 0 1 1\r\nx\r\n\
+               add a 0 0 1\r\nx\r\nreplace b 0 0 1\r\nx\r\nappend a 0 0 1\r\nx\r\nprepend b 0 0 1\r\nx\r\n\
+               delete a\r\ndelete a\r\nset e 0 -1 1\r\nx\r\nget e\r\nset f 0 0 1\r\nx\r\nflush_all\r\nget f\r\n\
+               flush_all 0\r\nincr zz 1 noreply\r\nversion\r\n";
+    send(&mut c, seq.as_bytes());
+    let mut out = Vec::new();
+    while !out.windows(8).any(|w| w == b"VERSION ") {
+        let more = read_until(&mut c, b"\r\n");
+        assert!(!more.is_empty(), "{}", show(&out));
+        out.extend_from_slice(&more);
+    }
+    let m = stats_map(&mut c, "");
+    let want = [
+        ("cmd_get", 5),
+        ("get_hits", 2),
+        ("get_misses", 3),
+        ("cmd_set", 9),
+        ("cmd_flush", 2),
+        ("cmd_touch", 5),
+        ("touch_hits", 3),
+        ("touch_misses", 2),
+        ("delete_hits", 1),
+        ("delete_misses", 1),
+        ("incr_hits", 1),
+        ("incr_misses", 2),
+        ("decr_hits", 1),
+        ("decr_misses", 1),
+        ("cas_hits", 0),
+        ("cas_misses", 1),
+        ("cas_badval", 1),
+        ("total_items", 4),
+        ("curr_items", 0),
+        ("curr_connections", 1),
+        ("rejected_connections", 0),
+        ("bytes_read", (seq.len() + "stats\r\n".len()) as u64),
+    ];
+    for (name, v) in want {
+        assert_eq!(num(&m, name), v, "stat {name}");
+    }
+    assert_eq!(m["version"].split('.').next(), Some("1"), "{:?}", m["version"]);
+    assert_eq!(num(&m, "pointer_size"), 64);
+    assert!(num(&m, "bytes_written") >= out.len() as u64);
+    // A hit on a live item, then the cas that matches.
+    let v = String::from_utf8(request(&mut c, b"set h 0 0 1\r\n5\r\ngets h\r\n", b"END\r\n")).unwrap();
+    let v = v.strip_prefix("STORED\r\n").unwrap_or_else(|| panic!("{v:?}"));
+    let unique = v.lines().next().unwrap().rsplit(' ').next().unwrap().to_string();
+    assert_eq!(line(&mut c, format!("cas h 0 0 1 {unique}\r\n6\r\n").as_bytes()), "STORED\r\n");
+    let m = stats_map(&mut c, "");
+    assert_eq!((num(&m, "cas_hits"), num(&m, "curr_items"), num(&m, "get_hits")), (1, 1, 3));
+    assert!(num(&m, "bytes") > 0);
+
+    assert_eq!(line(&mut c, b"stats reset\r\n"), "RESET\r\n");
+    let m = stats_map(&mut c, "");
+    for name in ["cmd_get", "cmd_set", "get_hits", "get_misses", "cmd_touch", "cas_hits", "incr_misses", "total_items"]
+    {
+        assert_eq!(num(&m, name), 0, "{name} after stats reset");
+    }
+    // Gauges survive a reset.
+    assert_eq!((num(&m, "curr_items"), num(&m, "curr_connections")), (1, 1));
+    assert_eq!(line(&mut c, b"stats nonsense\r\n"), "ERROR\r\n");
+}
+
+/// `stats settings` names memcached's settings with the values given.
+#[test]
+fn stats_settings() {
+    let Some(s) = Server::with_flags(&["-m", "32", "-c", "77", "-t", "3", "-I", "2m"]) else { return };
+    let mut c = s.connect();
+    let m = stats_map(&mut c, "settings");
+    assert_eq!(num(&m, "maxbytes"), 32 << 20);
+    assert_eq!(num(&m, "maxconns"), 77);
+    assert_eq!(num(&m, "num_threads"), 3);
+    assert_eq!(num(&m, "item_size_max"), 2 << 20);
+    assert_eq!(num(&m, "tcpport"), u64::from(s.addr().port()));
+    assert_eq!(num(&m, "udpport"), 0);
+    assert_eq!(m["inter"], "127.0.0.1");
+    assert_eq!(m["cas_enabled"], "yes");
+    assert_eq!(m["flush_enabled"], "yes");
+    assert!(m.contains_key("verbosity") && m.contains_key("evictions"));
+    let g = stats_map(&mut c, "");
+    assert_eq!((num(&g, "limit_maxbytes"), num(&g, "threads")), (32 << 20, 3));
 }
