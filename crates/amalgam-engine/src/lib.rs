@@ -59,7 +59,7 @@ mod table;
 pub use item::KEY_BYTES_MAX;
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use store::{
-    Config, ConfigError, Error, Expiry, ItemRef, Stats, Store, BATCH_WINDOW_KEYS, INITIAL_BUCKETS_LOG2_DEFAULT,
+    Config, ConfigError, Error, Expiry, ItemRef, Reader, Stats, Store, BATCH_WINDOW_KEYS, INITIAL_BUCKETS_LOG2_DEFAULT,
     ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX, MEMORY_LIMIT_BYTES_DEFAULT,
     RELATIVE_EXPIRY_SECONDS_MAX,
 };

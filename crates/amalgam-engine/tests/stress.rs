@@ -146,6 +146,14 @@ fn writers_readers_and_expansions() {
                         let id = rng(&mut seed) % STABLE_KEYS;
                         let got = store.get(&key(id), |it| (verify(it.value()), it.flags()));
                         assert_eq!(got, Some(((id, 0), id as u32)), "stable key {id} missing or wrong");
+                        // The same through a read session spanning several lookups.
+                        let session = store.reader();
+                        for _ in 0..8 {
+                            let id = rng(&mut seed) % STABLE_KEYS;
+                            let got = session.get(&key(id), |it| verify(it.value()));
+                            assert_eq!(got, Some((id, 0)), "stable key {id} missing in a read session");
+                        }
+                        drop(session);
 
                         let slot = rng(&mut seed) % (WRITERS * OWNED_KEYS);
                         let id = owned_id(slot / OWNED_KEYS, slot % OWNED_KEYS);
