@@ -1,11 +1,573 @@
-//! The network driver: closed-loop connections to any memcached server.
-//! (Being written.)
+//! The network driver: closed-loop connections to any memcached-protocol
+//! server (Amalgam, memcached), speaking the text or the meta protocol.
+//!
+//! # Method
+//! * **Preload** (unless `--no-preload`): every key `0..keys` is SET once,
+//!   with the text protocol whatever `--protocol` is, pipelined
+//!   ([`PRELOAD_DEPTH`] per connection) over a few connections per thread;
+//!   every `STORED` is counted and anything else fails the preload. A
+//!   sample of keys spread over the key space is then read back with
+//!   multi-gets and compared byte for byte (`value_of(id, 0, …)`).
+//! * **Streams**: before the timed phase, each connection gets its own op
+//!   stream (`workload::op_stream`, its own seed), cut into requests of
+//!   `--multiget` ops: a chunk starting with a GET is a GET of the chunk's
+//!   keys, else a SET of its first key, so the request mix is the
+//!   workload's GET fraction. Streams are cycled; their total is about
+//!   [`STREAM_KEY_OPS`] key operations.
+//! * **Closed loop** (`net/driver.rs`): `--threads` client threads, each a
+//!   mio event loop over `--conns-per-thread` nonblocking connections that
+//!   each keep `--pipeline` requests outstanding; a batch of requests is
+//!   one `write`, replies are parsed incrementally and each completes the
+//!   oldest outstanding request.
+//! * **Measurement**: requests completed within `[warm-up end, run end)`
+//!   count. Latency is per request, from the clock read before its batch's
+//!   write to the clock read after the read that completed it, in an
+//!   HdrHistogram per thread (merged). Throughput is reported as requests/s
+//!   and keys/s (a multi-get of k keys is k key operations; a SET is one).
+//!   Server CPU: `utime + stime` of `--server-pid` from `/proc/PID/stat`
+//!   read at the window's start and end, divided by the requests (and keys)
+//!   completed in it; the client's own CPU likewise (on a machine shared by
+//!   client and server, it shows what the client takes away).
+//! * **Errors**: every reply that is not what the request asked for is
+//!   counted by kind and reported (`driver::Errors`).
+
+mod driver;
+mod proto;
+
+pub use driver::{Config, Errors, Phase, Source, Stats};
+pub use proto::Protocol;
+
+use crate::workload::{self, op_stream, value_of, Distribution, SplitMix64, Workload};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Key operations in all connections' streams together (32 MiB of `Op`s).
+pub const STREAM_KEY_OPS: usize = 4 << 20;
+/// Fewest requests in one connection's stream.
+pub const STREAM_REQUESTS_MIN: usize = 4096;
+/// Requests outstanding per preload connection.
+pub const PRELOAD_DEPTH: usize = 64;
+/// Preload connections per client thread (at most).
+pub const PRELOAD_CONNS_PER_THREAD: usize = 4;
+/// Keys per multi-get of the preload verification.
+const VERIFY_BATCH: usize = 32;
+/// Connect and verification read timeout.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Flags of `amalgam-bench net`.
-#[derive(clap::Args, Debug)]
-pub struct Args {}
-
-/// Runs the network driver.
-pub fn run(_args: &Args) -> Result<(), String> {
-    Err("network driver not built yet".into())
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Server address.
+    #[arg(long, default_value = "127.0.0.1:11211")]
+    pub server: String,
+    /// Wire protocol.
+    #[arg(long, value_enum, default_value_t = Protocol::Text)]
+    pub protocol: Protocol,
+    /// Named workload (DESIGN.md § Benchmarks); the flags below override
+    /// its parts.
+    #[arg(long, default_value = "memc3")]
+    pub workload: String,
+    /// Fraction of requests that are GETs (the rest are SETs).
+    #[arg(long)]
+    pub get_fraction: Option<f64>,
+    /// Key bytes.
+    #[arg(long)]
+    pub key_bytes: Option<usize>,
+    /// Value bytes.
+    #[arg(long)]
+    pub value_bytes: Option<usize>,
+    /// Key popularity.
+    #[arg(long, value_enum)]
+    pub distribution: Option<Distribution>,
+    /// Keys in the key space (all preloaded).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub keys: u64,
+    /// Client threads (one event loop each).
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Connections per client thread.
+    #[arg(long, default_value_t = 25)]
+    pub conns_per_thread: usize,
+    /// Requests outstanding per connection.
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    /// Keys per GET request.
+    #[arg(long, default_value_t = 1)]
+    pub multiget: usize,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds run before the measured window.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Set every key once before the run (the default).
+    #[arg(long, overrides_with = "no_preload")]
+    pub preload: bool,
+    /// Do not preload (the server already holds the keys).
+    #[arg(long, overrides_with = "preload")]
+    pub no_preload: bool,
+    /// Preload (and verify), then exit without a timed run.
+    #[arg(long)]
+    pub preload_only: bool,
+    /// Keys read back after the preload.
+    #[arg(long, default_value_t = 1024)]
+    pub verify_sample: u64,
+    /// Server process whose CPU time per request is reported.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Also write the result as one line of JSON to this file ("-": stdout).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Label carried into the JSON (e.g. the server's name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Seed of the op streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
+
+/// Runs the network driver: prints the human report and writes the JSON.
+pub fn run(args: &Args) -> Result<(), String> {
+    let result = measure(args)?;
+    print!("{}", human(&result));
+    if let Some(path) = &args.json {
+        let line = serde_json::to_string(&result).map_err(|e| e.to_string())?;
+        if path.as_os_str() == "-" {
+            println!("{line}");
+        } else {
+            std::fs::write(path, line + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The workload after the command line's overrides.
+fn effective_workload(args: &Args) -> Result<Workload, String> {
+    let mut w = workload::workload(&args.workload).ok_or_else(|| {
+        let names: Vec<&str> = workload::WORKLOADS.iter().map(|w| w.name).collect();
+        format!("unknown workload {:?}: one of {}", args.workload, names.join(", "))
+    })?;
+    if let Some(f) = args.get_fraction {
+        if !(0.0..=1.0).contains(&f) {
+            return Err("--get-fraction must be within 0..=1".into());
+        }
+        w.get_fraction = f;
+    }
+    if let Some(k) = args.key_bytes {
+        w.key_bytes = k;
+    }
+    if let Some(v) = args.value_bytes {
+        w.value_bytes = v;
+    }
+    if let Some(d) = args.distribution {
+        w.distribution = d;
+    }
+    if !(1..=proto::KEY_BYTES_MAX).contains(&w.key_bytes) {
+        return Err(format!("key bytes must be 1..={}", proto::KEY_BYTES_MAX));
+    }
+    if args.keys == 0 || args.keys > u64::from(u32::MAX) + 1 {
+        return Err(format!("--keys must be 1..={}", u64::from(u32::MAX) + 1));
+    }
+    if args.keys > workload::key_space(w.key_bytes) {
+        return Err(format!("{} keys do not fit in {}-byte hex keys", args.keys, w.key_bytes));
+    }
+    Ok(w)
+}
+
+/// Preloads (unless told not to), runs the timed phase and returns the
+/// result as JSON.
+pub fn measure(args: &Args) -> Result<Value, String> {
+    let w = effective_workload(args)?;
+    if args.threads == 0 || args.conns_per_thread == 0 || args.pipeline == 0 || args.multiget == 0 {
+        return Err("--threads, --conns-per-thread, --pipeline and --multiget must be at least 1".into());
+    }
+    let times_ok = args.duration > 0.0 && args.duration.is_finite() && args.warmup >= 0.0 && args.warmup.is_finite();
+    if !times_ok {
+        return Err("--duration must be positive and --warmup not negative".into());
+    }
+    let addr = resolve(&args.server)?;
+    let preload = if args.no_preload && !args.preload_only {
+        Value::Null
+    } else {
+        eprintln!("amalgam-bench net: preloading {} keys into {addr} ...", args.keys);
+        preload(args, &w, addr)?
+    };
+    let mut result = json!({
+        "label": args.label,
+        "server": args.server,
+        "protocol": args.protocol.name(),
+        "workload": {
+            "name": w.name,
+            "key_bytes": w.key_bytes,
+            "value_bytes": w.value_bytes,
+            "get_fraction": w.get_fraction,
+            "distribution": format!("{:?}", w.distribution).to_lowercase(),
+        },
+        "keys": args.keys,
+        "threads": args.threads,
+        "conns_per_thread": args.conns_per_thread,
+        "pipeline": args.pipeline,
+        "multiget": args.multiget,
+        "duration_s": args.duration,
+        "warmup_s": args.warmup,
+        "server_pid": args.server_pid,
+        "preload": preload,
+        "machine": machine(),
+    });
+    if args.preload_only {
+        return Ok(result);
+    }
+
+    let cfg = Config {
+        proto: args.protocol,
+        key_bytes: w.key_bytes,
+        value_bytes: w.value_bytes,
+        depth: args.pipeline,
+        multiget: args.multiget,
+    };
+    let conns_total = args.threads * args.conns_per_thread;
+    let requests_per_conn = (STREAM_KEY_OPS / (conns_total * args.multiget)).max(STREAM_REQUESTS_MIN);
+    let ops_per_conn = requests_per_conn * args.multiget;
+    let mut seeds = SplitMix64::new(args.seed);
+    let seeds: Vec<Vec<u64>> =
+        (0..args.threads).map(|_| (0..args.conns_per_thread).map(|_| seeds.next_u64()).collect()).collect();
+    let keys = args.keys;
+    // Streams, generated in parallel, then connections, all before timing.
+    let per_thread: Vec<Vec<(TcpStream, Source)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = seeds
+            .iter()
+            .map(|seeds| {
+                s.spawn(move || -> Result<Vec<(TcpStream, Source)>, String> {
+                    seeds
+                        .iter()
+                        .map(|&seed| {
+                            let ops = op_stream(&w, keys, ops_per_conn, seed);
+                            Ok((connect(addr)?, Source::Ops { ops, pos: 0 }))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("stream thread panicked")).collect::<Result<_, _>>()
+    })?;
+
+    let clk_tck = clock_ticks_per_second();
+    let start = Instant::now();
+    let measure_from = start + Duration::from_secs_f64(args.warmup);
+    let end = measure_from + Duration::from_secs_f64(args.duration);
+    let phase = Phase::Timed { measure_from, end };
+    let (stats, cpu) = std::thread::scope(|s| {
+        let cfg = &cfg;
+        let handles: Vec<_> = per_thread
+            .into_iter()
+            .enumerate()
+            .map(|(i, conns)| {
+                std::thread::Builder::new()
+                    .name(format!("net-client-{i}"))
+                    .spawn_scoped(s, move || driver::run_thread(cfg, conns, phase))
+                    .expect("cannot start a client thread")
+            })
+            .collect();
+        std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
+        let cpu0 = (args.server_pid.and_then(|p| cpu_ticks(&p.to_string())), cpu_ticks("self"));
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        let cpu1 = (args.server_pid.and_then(|p| cpu_ticks(&p.to_string())), cpu_ticks("self"));
+        let mut total = Stats::default();
+        for h in handles {
+            total.merge(&h.join().expect("client thread panicked"));
+        }
+        (total, (cpu0, cpu1))
+    });
+
+    let secs = args.duration;
+    let ((server0, client0), (server1, client1)) = cpu;
+    let per_request_us = |a: Option<u64>, b: Option<u64>, n: u64| match (a, b) {
+        (Some(a), Some(b)) if n > 0 => Some(b.saturating_sub(a) as f64 * 1e6 / clk_tck / n as f64),
+        _ => None,
+    };
+    if args.server_pid.is_some() && server0.is_none() {
+        return Err(format!("cannot read /proc/{}/stat", args.server_pid.unwrap_or(0)));
+    }
+    let q = |p: f64| stats.hist.value_at_quantile(p) as f64 / 1e3;
+    let hit_ratio = if stats.get_keys > 0 { Some(stats.hits as f64 / stats.get_keys as f64) } else { None };
+    let extra = json!({
+        "requests": stats.requests,
+        "key_ops": stats.key_ops(),
+        "gets": stats.gets,
+        "get_keys": stats.get_keys,
+        "hits": stats.hits,
+        "sets": stats.sets,
+        "stored": stats.stored,
+        "requests_per_s": stats.requests as f64 / secs,
+        "keys_per_s": stats.key_ops() as f64 / secs,
+        "hit_ratio": hit_ratio,
+        "latency_us": {
+            "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p999": q(0.999),
+            "max": stats.hist.max() as f64 / 1e3, "mean": stats.hist.mean() / 1e3,
+        },
+        "errors": stats.errors.to_json(),
+        "server_cpu_us_per_request": per_request_us(server0, server1, stats.requests),
+        "server_cpu_us_per_key": per_request_us(server0, server1, stats.key_ops()),
+        "client_cpu_us_per_request": per_request_us(client0, client1, stats.requests),
+    });
+    if let (Value::Object(r), Value::Object(e)) = (&mut result, extra) {
+        r.extend(e);
+    }
+    if stats.requests == 0 {
+        print!("{}", human(&result));
+        return Err(format!(
+            "no request completed in the measured window ({} errors; first: {})",
+            stats.errors.total(),
+            stats.errors.first.as_deref().unwrap_or("none")
+        ));
+    }
+    Ok(result)
+}
+
+fn resolve(server: &str) -> Result<SocketAddr, String> {
+    server
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve --server {server}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("no address for --server {server}"))
+}
+
+/// A connected, nonblocking, no-delay socket.
+fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+    let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+/// SETs every key once, checks every reply, then reads a sample back.
+fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String> {
+    let conns_per_thread = args.conns_per_thread.min(PRELOAD_CONNS_PER_THREAD);
+    let n = (args.threads * conns_per_thread) as u64;
+    let cfg = Config {
+        proto: Protocol::Text,
+        key_bytes: w.key_bytes,
+        value_bytes: w.value_bytes,
+        depth: PRELOAD_DEPTH,
+        multiget: 1,
+    };
+    let mut per_thread: Vec<Vec<(TcpStream, Source)>> = Vec::new();
+    for t in 0..args.threads {
+        let mut conns = Vec::new();
+        for c in 0..conns_per_thread {
+            let i = (t * conns_per_thread + c) as u64;
+            let source = Source::Preload { next: args.keys * i / n, end: args.keys * (i + 1) / n };
+            conns.push((connect(addr)?, source));
+        }
+        per_thread.push(conns);
+    }
+    let t = Instant::now();
+    let stats = std::thread::scope(|s| {
+        let cfg = &cfg;
+        let handles: Vec<_> = per_thread
+            .into_iter()
+            .map(|conns| s.spawn(move || driver::run_thread(cfg, conns, Phase::Preload)))
+            .collect();
+        let mut total = Stats::default();
+        for h in handles {
+            total.merge(&h.join().expect("preload thread panicked"));
+        }
+        total
+    });
+    let secs = t.elapsed().as_secs_f64();
+    if stats.stored != args.keys || stats.errors.total() > 0 {
+        return Err(format!(
+            "preload: {} of {} keys stored, {} errors (first: {})",
+            stats.stored,
+            args.keys,
+            stats.errors.total(),
+            stats.errors.first.as_deref().unwrap_or("none")
+        ));
+    }
+    let verified = verify(addr, w, args.keys, args.verify_sample)?;
+    Ok(json!({
+        "keys": args.keys,
+        "stored": stats.stored,
+        "seconds": secs,
+        "sets_per_s": stats.stored as f64 / secs,
+        "verified": verified,
+    }))
+}
+
+/// Reads back `sample` keys spread over `0..keys` with text multi-gets and
+/// checks each value byte for byte. Returns the number checked.
+fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64) -> Result<u64, String> {
+    let sample = sample.min(keys);
+    if sample == 0 {
+        return Ok(0);
+    }
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    s.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    let ids: Vec<u64> = (0..sample).map(|i| (u128::from(i) * u128::from(keys) / u128::from(sample)) as u64).collect();
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let mut buf = Vec::new();
+    let mut chunk_buf = vec![0u8; 64 << 10];
+    for chunk in ids.chunks(VERIFY_BATCH) {
+        out.clear();
+        proto::push_get(Protocol::Text, &mut out, chunk.iter().copied(), w.key_bytes, &mut scratch);
+        s.write_all(&out).map_err(|e| format!("verify: write: {e}"))?;
+        let mut got = 0;
+        loop {
+            match proto::parse(Protocol::Text, &buf).map_err(|m| format!("verify: {}", m.0))? {
+                None => {
+                    let n = s.read(&mut chunk_buf).map_err(|e| format!("verify: read: {e}"))?;
+                    if n == 0 {
+                        return Err("verify: connection closed by the server".into());
+                    }
+                    buf.extend_from_slice(&chunk_buf[..n]);
+                }
+                Some((proto::Event::Value { key, len }, used)) => {
+                    let want = chunk.get(got).copied();
+                    if key != want {
+                        return Err(format!(
+                            "verify: expected key {want:?} next, got {key:?} (missing after preload?)"
+                        ));
+                    }
+                    let id = want.unwrap_or(0);
+                    if proto::value_data(&buf, used, len) != value_of(id, 0, w.value_bytes).as_slice() {
+                        return Err(format!("verify: key {id} holds a different value than preloaded"));
+                    }
+                    got += 1;
+                    buf.drain(..used);
+                }
+                Some((proto::Event::End, used)) => {
+                    buf.drain(..used);
+                    break;
+                }
+                Some((e, _)) => return Err(format!("verify: unexpected reply {e:?}")),
+            }
+        }
+        if got != chunk.len() {
+            return Err(format!("verify: key {} missing after preload", chunk[got]));
+        }
+    }
+    Ok(sample)
+}
+
+/// `utime + stime` of a process (`"self"` or a pid), in clock ticks.
+fn cpu_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu_ticks(&stat)
+}
+
+/// Fields 14 and 15 of `/proc/PID/stat`, counted after the command name
+/// (which may hold spaces and parentheses, hence the last `)`).
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): utime is field 14, stime 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value; it has no
+    // preconditions and touches no memory of ours.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    json!({ "cpu": cpu, "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) })
+}
+
+/// The human report of a result.
+pub fn human(r: &Value) -> String {
+    let w = &r["workload"];
+    let f = |v: &Value, digits: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.digits$}"));
+    let mut out = format!(
+        "net {} {} ({} B keys, {} B values, {:.0}% GET, {}) over {} to {}: {} keys, {} threads x {} conns, \
+         pipeline {}, multiget {}, {} s (+{} s warm-up)\n",
+        r["label"].as_str().unwrap_or(""),
+        w["name"].as_str().unwrap_or("?"),
+        w["key_bytes"],
+        w["value_bytes"],
+        w["get_fraction"].as_f64().unwrap_or(0.0) * 100.0,
+        w["distribution"].as_str().unwrap_or("?"),
+        r["protocol"].as_str().unwrap_or("?"),
+        r["server"].as_str().unwrap_or("?"),
+        r["keys"],
+        r["threads"],
+        r["conns_per_thread"],
+        r["pipeline"],
+        r["multiget"],
+        r["duration_s"],
+        r["warmup_s"],
+    );
+    if let Some(p) = r["preload"].as_object() {
+        out += &format!(
+            "  preload: {} keys stored in {} s ({} sets/s), {} read back and verified\n",
+            p["stored"],
+            f(&p["seconds"], 2),
+            f(&p["sets_per_s"], 0),
+            p["verified"]
+        );
+    }
+    if r.get("requests").is_none() {
+        return out;
+    }
+    let l = &r["latency_us"];
+    out += &format!(
+        "  {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+        "requests/s",
+        "keys/s",
+        "hit %",
+        "p50 us",
+        "p99 us",
+        "p999 us",
+        "max us",
+        "errors",
+        "srv CPU us/rq",
+        "cli CPU us/rq"
+    );
+    out += &format!(
+        "  {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+        f(&r["requests_per_s"], 0),
+        f(&r["keys_per_s"], 0),
+        r["hit_ratio"].as_f64().map_or("-".into(), |h| format!("{:.2}", h * 100.0)),
+        f(&l["p50"], 1),
+        f(&l["p99"], 1),
+        f(&l["p999"], 1),
+        f(&l["max"], 0),
+        r["errors"]["total"],
+        f(&r["server_cpu_us_per_request"], 2),
+        f(&r["client_cpu_us_per_request"], 2),
+    );
+    if r["errors"]["total"].as_u64().unwrap_or(0) > 0 {
+        let e = &r["errors"];
+        let kinds: Vec<String> = e
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| *k != "total" && *k != "first" && v.as_u64().unwrap_or(0) > 0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out += &format!("  ERRORS: {}; first: {}\n", kinds.join(", "), e["first"].as_str().unwrap_or("?"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

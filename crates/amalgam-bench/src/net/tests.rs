@@ -1,0 +1,325 @@
+//! The driver's loop against a tiny in-test server (which cuts its replies
+//! into small pieces, so replies arrive split), and, when their binaries are
+//! found, against a real `amalgam` and a real `memcached`. No timing is
+//! asserted, only counts.
+
+use super::*;
+use clap::Parser;
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+#[derive(Parser, Debug)]
+struct Cli {
+    #[command(flatten)]
+    args: Args,
+}
+
+fn args(extra: &[&str]) -> Args {
+    let base = [
+        ("--keys", "2000"),
+        ("--threads", "2"),
+        ("--conns-per-thread", "3"),
+        ("--duration", "0.4"),
+        ("--warmup", "0.1"),
+    ];
+    let defaults = base.iter().filter(|(f, _)| !extra.contains(f)).flat_map(|(f, v)| [*f, *v]);
+    Cli::try_parse_from(std::iter::once("net").chain(defaults).chain(extra.iter().copied())).expect("valid flags").args
+}
+
+/// How the fake server answers.
+#[derive(Clone, Copy, PartialEq)]
+enum Fake {
+    /// Like memcached, replies cut into 1..=7-byte writes.
+    Good,
+    /// Answers every command `STORED`.
+    AlwaysStored,
+}
+
+/// A minimal memcached (text get/set, meta mg/ms/mn) on a free port.
+fn fake_server(mode: Fake) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let map: Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>> = Arc::default();
+    std::thread::spawn(move || {
+        for (i, s) in listener.incoming().enumerate() {
+            let Ok(s) = s else { return };
+            let map = Arc::clone(&map);
+            std::thread::spawn(move || serve(s, &map, mode, i as u64));
+        }
+    });
+    addr
+}
+
+fn serve(s: TcpStream, map: &Mutex<HashMap<Vec<u8>, Vec<u8>>>, mode: Fake, seed: u64) {
+    s.set_nodelay(true).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = std::io::BufReader::new(s);
+    let mut rng = SplitMix64::new(seed);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let text = String::from_utf8_lossy(&line).trim_end().to_string();
+        let t: Vec<&str> = text.split(' ').collect();
+        let mut out = Vec::new();
+        let mut read_data = |n: usize| {
+            let mut d = vec![0; n + 2];
+            r.read_exact(&mut d).map(|()| d[..n].to_vec())
+        };
+        match t[0] {
+            _ if mode == Fake::AlwaysStored => {
+                if t[0] == "set" || t[0] == "ms" {
+                    let Ok(_) = read_data(t[t.len() - 1].parse().unwrap()) else { return };
+                }
+                out.extend_from_slice(b"STORED\r\n");
+            }
+            "get" => {
+                let m = map.lock().unwrap();
+                for k in &t[1..] {
+                    if let Some(v) = m.get(k.as_bytes()) {
+                        out.extend_from_slice(format!("VALUE {k} 0 {}\r\n", v.len()).as_bytes());
+                        out.extend_from_slice(v);
+                        out.extend_from_slice(b"\r\n");
+                    }
+                }
+                out.extend_from_slice(b"END\r\n");
+            }
+            "set" | "ms" => {
+                let Ok(d) = read_data(t[t.len() - 1].parse().unwrap()) else { return };
+                map.lock().unwrap().insert(t[1].as_bytes().to_vec(), d);
+                out.extend_from_slice(if t[0] == "set" { b"STORED\r\n" } else { b"HD\r\n" });
+            }
+            "mg" => match map.lock().unwrap().get(t[1].as_bytes()) {
+                Some(v) => {
+                    out.extend_from_slice(format!("VA {}", v.len()).as_bytes());
+                    if t[2..].contains(&"k") {
+                        out.extend_from_slice(format!(" k{}", t[1]).as_bytes());
+                    }
+                    out.extend_from_slice(b"\r\n");
+                    out.extend_from_slice(v);
+                    out.extend_from_slice(b"\r\n");
+                }
+                None if t[2..].contains(&"q") => {}
+                None => out.extend_from_slice(b"EN\r\n"),
+            },
+            "mn" => out.extend_from_slice(b"MN\r\n"),
+            _ => out.extend_from_slice(b"ERROR\r\n"),
+        }
+        // Cut the reply into small writes so the client sees partial units.
+        let mut rest = &out[..];
+        while !rest.is_empty() {
+            let n = (1 + rng.next_u64() % 7).min(rest.len() as u64) as usize;
+            if w.write_all(&rest[..n]).is_err() {
+                return;
+            }
+            rest = &rest[n..];
+        }
+    }
+}
+
+#[test]
+fn closed_loop_against_fake_server_text_and_meta() {
+    let addr = fake_server(Fake::Good);
+    for proto in ["text", "meta"] {
+        for (pipeline, multiget) in [("1", "1"), ("4", "3")] {
+            let a = args(&[
+                "--server",
+                &addr.to_string(),
+                "--protocol",
+                proto,
+                "--pipeline",
+                pipeline,
+                "--multiget",
+                multiget,
+                "--get-fraction",
+                "0.8",
+                "--value-bytes",
+                "40",
+            ]);
+            let r = measure(&a).unwrap_or_else(|e| panic!("{proto} p{pipeline} m{multiget}: {e}"));
+            let what = format!("{proto} p{pipeline} m{multiget}: {r}");
+            assert_eq!(r["errors"]["total"], 0, "{what}");
+            assert_eq!(r["preload"]["stored"], 2000, "{what}");
+            assert!(r["requests"].as_u64().unwrap() > 0, "{what}");
+            assert!(r["gets"].as_u64().unwrap() > 0 && r["sets"].as_u64().unwrap() > 0, "{what}");
+            assert_eq!(r["hit_ratio"], 1.0, "{what}");
+            assert_eq!(r["stored"], r["sets"], "{what}");
+            let m: u64 = multiget.parse().unwrap();
+            assert_eq!(r["get_keys"].as_u64().unwrap(), r["gets"].as_u64().unwrap() * m, "{what}");
+            assert!(r["latency_us"]["p50"].as_f64().unwrap() > 0.0, "{what}");
+            assert!(human(&r).contains("requests/s"));
+        }
+    }
+}
+
+#[test]
+fn misses_are_counted_without_preload() {
+    let addr = fake_server(Fake::Good);
+    for proto in ["text", "meta"] {
+        for multiget in ["1", "5"] {
+            let a = args(&[
+                "--server",
+                &addr.to_string(),
+                "--protocol",
+                proto,
+                "--no-preload",
+                "--get-fraction",
+                "1",
+                "--keys",
+                "100000",
+                "--multiget",
+                multiget,
+                "--pipeline",
+                "2",
+            ]);
+            let r = measure(&a).unwrap();
+            assert_eq!(r["errors"]["total"], 0, "{r}");
+            assert_eq!(r["hit_ratio"], 0.0, "{r}");
+            assert!(r["preload"].is_null());
+        }
+    }
+}
+
+#[test]
+fn wrong_replies_are_counted() {
+    let addr = fake_server(Fake::AlwaysStored);
+    let a = args(&["--server", &addr.to_string(), "--no-preload", "--get-fraction", "1", "--pipeline", "2"]);
+    // Every connection is closed at its first reply: no request completes.
+    let e = measure(&a).unwrap_err();
+    assert!(e.contains("6 errors") && e.contains("does not fit"), "{e}");
+    // The preload's replies are right; the verification's are not.
+    let a = args(&["--server", &addr.to_string(), "--preload"]);
+    let e = measure(&a).unwrap_err();
+    assert!(e.contains("verify"), "{e}");
+}
+
+#[test]
+fn a_closed_server_is_an_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            drop(s);
+        }
+    });
+    let e = measure(&args(&["--server", &addr.to_string(), "--no-preload"])).unwrap_err();
+    assert!(e.contains("closed"), "{e}");
+}
+
+#[test]
+fn proc_stat_cpu_fields() {
+    let stat = "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 15";
+    assert_eq!(parse_cpu_ticks(stat), Some(333));
+    assert!(cpu_ticks("self").is_some());
+    assert!(clock_ticks_per_second() >= 1.0);
+}
+
+#[test]
+fn flags_are_checked() {
+    assert!(effective_workload(&args(&["--workload", "nope"])).is_err());
+    assert!(effective_workload(&args(&["--get-fraction", "1.5"])).is_err());
+    assert!(effective_workload(&args(&["--key-bytes", "2", "--keys", "1000"])).is_err());
+    let w = effective_workload(&args(&["--workload", "mica-tiny", "--value-bytes", "3", "--distribution", "zipf"]))
+        .unwrap();
+    assert_eq!((w.key_bytes, w.value_bytes, w.distribution), (8, 3, Distribution::Zipf));
+    let a = args(&["--no-preload", "--preload"]);
+    assert!(!a.no_preload);
+    let a = args(&["--preload", "--no-preload"]);
+    assert!(a.no_preload);
+}
+
+/// A server process on a free port, killed when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start(program: &std::path::Path, args: &[String], port: u16) -> Option<Server> {
+    let child = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().ok()?;
+    let server = Server(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(server);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+fn real_run(server: &Server, port: u16, proto: &str) -> Value {
+    let a = args(&[
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--protocol",
+        proto,
+        "--server-pid",
+        &server.0.id().to_string(),
+        "--pipeline",
+        "4",
+        "--multiget",
+        "2",
+        "--duration",
+        "0.8",
+        "--warmup",
+        "0.2",
+    ]);
+    measure(&a).unwrap()
+}
+
+/// Against `target/{release,debug}/amalgam` if it was built (cargo does
+/// not build another package's binary for this crate's tests).
+#[test]
+fn against_amalgam_if_built() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let Some(bin) = ["release", "debug"].iter().map(|p| root.join(p).join("amalgam")).find(|p| p.exists()) else {
+        eprintln!("skipped: no target/{{release,debug}}/amalgam (cargo build -p amalgam-server)");
+        return;
+    };
+    let port = free_port();
+    let flags: Vec<String> = ["-p", &port.to_string(), "-t", "2", "-m", "64", "-U", "0"].map(String::from).to_vec();
+    let Some(server) = start(&bin, &flags, port) else { panic!("{} did not start", bin.display()) };
+    let r = real_run(&server, port, "text");
+    assert_eq!(r["errors"]["total"], 0, "{r}");
+    assert_eq!(r["hit_ratio"], 1.0, "{r}");
+    assert!(r["server_cpu_us_per_request"].is_number(), "{r}");
+}
+
+/// Against Debian's memcached if installed, over both protocols.
+#[test]
+fn against_memcached_if_installed() {
+    let Some(bin) = ["/usr/bin/memcached", "/usr/local/bin/memcached"]
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .find(|p| p.exists())
+    else {
+        eprintln!("skipped: memcached not installed");
+        return;
+    };
+    let port = free_port();
+    let mut flags: Vec<String> =
+        ["-p", &port.to_string(), "-t", "2", "-m", "64", "-U", "0", "-l", "127.0.0.1"].map(String::from).to_vec();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        flags.extend(["-u".to_string(), "root".to_string()]);
+    }
+    let Some(server) = start(&bin, &flags, port) else { panic!("memcached did not start") };
+    for proto in ["text", "meta"] {
+        let r = real_run(&server, port, proto);
+        assert_eq!(r["errors"]["total"], 0, "{proto}: {r}");
+        assert_eq!(r["hit_ratio"], 1.0, "{proto}: {r}");
+    }
+}
