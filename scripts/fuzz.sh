@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the protocol parsers (cargo-fuzz + libFuzzer)
+# on stable Rust. Not part of scripts/test.sh: tests/parse_fuzz.rs is the
+# stable proptest counterpart that always runs in `cargo test`.
+#
+#   FUZZ_SECONDS=60 bash scripts/fuzz.sh [target...]   (default: all targets)
+#
+# Installs cargo-fuzz if missing, builds every target, runs each for
+# FUZZ_SECONDS (default 60) from the committed seeds in fuzz/corpus/<target>
+# (what it finds goes to fuzz/target/corpus/<target>, not committed), and
+# exits non-zero if a target panicked or broke an invariant; the input is
+# then in fuzz/artifacts/<target>/ and the reproduce command is printed.
+#
+# Stable Rust: `--sanitizer none`. cargo-fuzz's default (AddressSanitizer)
+# passes -Zsanitizer=address, which only nightly accepts; without it the
+# coverage instrumentation libFuzzer steers by (-Cpasses=sancov-module and
+# -Cllvm-args=-sanitizer-coverage-*) is all stable codegen flags. The
+# parsers are #![forbid(unsafe_code)], so a sanitizer would add little.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-60}
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "== installing cargo-fuzz"
+  cargo install --locked cargo-fuzz
+fi
+
+cd fuzz
+if [ $# -gt 0 ]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(cargo fuzz list)
+fi
+
+for t in "${targets[@]}"; do
+  echo "== cargo fuzz build $t"
+  cargo fuzz build --sanitizer none "$t"
+done
+
+failed=0
+for t in "${targets[@]}"; do
+  echo "== cargo fuzz run $t for ${seconds}s"
+  mkdir -p "target/corpus/$t" "corpus/$t"
+  log="target/fuzz-$t.log"
+  dict=()
+  [ -f "$t.dict" ] && dict=("-dict=$PWD/$t.dict")
+  if cargo fuzz run --sanitizer none "$t" "target/corpus/$t" "corpus/$t" -- \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "${dict[@]}" >"$log" 2>&1; then
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
+    echo "$t: no crash"
+  else
+    # The report without libFuzzer's progress lines.
+    grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|RELOAD|INITED)' "$log" | tail -n 80
+    echo "$t: CRASH (full log: fuzz/$log)"
+    failed=1
+  fi
+done
+exit "$failed"
