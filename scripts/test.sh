@@ -1,18 +1,83 @@
 #!/usr/bin/env bash
 # The whole test suite: the README's test command, and what CI runs.
 #
-# Installs what the tests need beyond the Rust toolchain, then runs
-# formatting and lint checks, every crate's unit, integration and doc tests,
-# and the loom models of the concurrency core. Ends with one summary line
-# "tests: N passed, N failed".
+# Installs what the tests need beyond the Rust toolchain (memcached and
+# libmemcached-tools from apt, pymemcache / meta-memcache / pytest from pip;
+# each only if missing), then runs formatting and lint checks, every crate's
+# unit, integration and doc tests, and the loom models of the concurrency
+# core. Then the black-box server tests again against Debian's memcached
+# (proof that their expectations are memcached's), the Python client tests
+# against amalgam and against memcached, and libmemcached's memccapable
+# against amalgam. Ends with one summary line "tests: N passed, N failed"
+# that counts cargo's tests, pytest's and memccapable's cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+pylog=$(mktemp)
+capable_log=$(mktemp)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -f "$log" "$pylog" "$capable_log"
+}
+trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
+# A failing test step does not stop the script (the summary counts it);
+# it sets status, which decides the exit code.
+status=0
 
+# ---------------------------------------------------------------- setup
+sudo_=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then sudo_="sudo -n"; fi
+apt_missing=()
+command -v memcached >/dev/null 2>&1 || apt_missing+=(memcached)
+command -v memccapable >/dev/null 2>&1 || apt_missing+=(libmemcached-tools)
+python3 -m pip --version >/dev/null 2>&1 || apt_missing+=(python3-pip)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  step "installing ${apt_missing[*]} (apt)"
+  if command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    { $sudo_ apt-get update -qq && $sudo_ apt-get install -y -qq "${apt_missing[@]}"; } >/dev/null 2>&1 ||
+      echo "warning: could not install ${apt_missing[*]}; the steps that need them are skipped"
+  else
+    echo "warning: no apt-get; install ${apt_missing[*]} yourself; the steps that need them are skipped"
+  fi
+fi
+if ! python3 -c 'import pymemcache, meta_memcache, pytest' >/dev/null 2>&1; then
+  step "installing pymemcache meta-memcache pytest (pip)"
+  pkgs=(pymemcache meta-memcache pytest)
+  python3 -m pip install -q "${pkgs[@]}" >/dev/null 2>&1 ||
+    python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
+    echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"
+fi
+memcached_bin=$(command -v memcached || true)
+memccapable_bin=$(command -v memccapable || true)
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# Starts a server (memcached's flags) on a free port; sets $port.
+start_server() {
+  port=$(free_port)
+  local extra=()
+  if [ "$(basename "$1")" = memcached ] && [ "$(id -u)" -eq 0 ]; then extra=(-u root); fi
+  "$1" -p "$port" -l 127.0.0.1 -U 0 "${extra[@]}" >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "error: $1 did not start on port $port" >&2
+  return 1
+}
+# pytest over tests/python against the server at $1; its summary goes to
+# $pylog for the tally.
+pytest_against() {
+  AMALGAM_TEST_ADDR="$1" python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee -a "$pylog"
+}
+
+# ---------------------------------------------------------------- tests
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -20,14 +85,52 @@ step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 step "cargo test (workspace: unit, integration, doc tests)"
-cargo test --workspace 2>&1 | tee -a "$log"
+cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
 step "loom models of the bucket protocol and the expansion hand-off"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test -p amalgam-engine --release --test loom 2>&1 | tee -a "$log"
+  cargo test -p amalgam-engine --release --test loom 2>&1 | tee -a "$log" || status=1
 
-passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
-failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+if [ -n "$memcached_bin" ]; then
+  step "black-box server tests against memcached ($memcached_bin): the expectations are memcached's"
+  AMALGAM_TEST_BIN="$memcached_bin" cargo test -p amalgam-server --tests --no-fail-fast 2>&1 | tee -a "$log" || status=1
+else
+  echo "note: memcached not installed: the black-box tests ran against amalgam only"
+fi
+
+amalgam_bin=target/debug/amalgam
+cargo build -q -p amalgam-server --bin amalgam
+
+step "Python clients (pytest tests/python) against amalgam"
+start_server "$amalgam_bin"
+pytest_against "127.0.0.1:$port" || status=1
+
+if [ -n "$memccapable_bin" ]; then
+  step "memccapable -a (libmemcached's ascii conformance) against amalgam"
+  start_server "$amalgam_bin"
+  "$memccapable_bin" -a -h 127.0.0.1 -p "$port" 2>&1 | tee "$capable_log" || status=1
+else
+  echo "note: memccapable not installed: skipped"
+fi
+
+if [ -n "$memcached_bin" ]; then
+  step "Python clients (pytest tests/python) against memcached"
+  start_server "$memcached_bin"
+  pytest_against "127.0.0.1:$port" || status=1
+fi
+
+# ---------------------------------------------------------------- tally
+cargo_passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}' || true)
+cargo_failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}' || true)
+# pytest -q ends each run with "N failed, N passed, N skipped in Ts".
+py_summary=$(grep -E '^[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$pylog" || true)
+py_passed=$(grep -Eo '[0-9]+ passed' <<<"$py_summary" | awk '{s+=$1} END {print s+0}' || true)
+py_failed=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$py_summary" | awk '{s+=$1} END {print s+0}' || true)
+cap_passed=$(grep -c '\[pass\]' "$capable_log" || true)
+cap_failed=$(grep -c '\[FAIL\]' "$capable_log" || true)
+passed=$((cargo_passed + py_passed + cap_passed))
+failed=$((cargo_failed + py_failed + cap_failed))
 echo
+echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed"
 echo "tests: ${passed} passed, ${failed} failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+[ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
