@@ -13,7 +13,9 @@
 //!  meta: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
 //!        bit  2    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
 //!        bit  3    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
-//!        bits 4-7  reserved for the eviction policy's recency bits (cache mode)
+//!        bit  4    MARK_STALE       (meta protocol: invalidated, serve stale, `X`)
+//!        bit  5    MARK_TOKEN_SENT  (meta protocol: a recache win token went out, `Z`)
+//!        bits 6-7  reserved for the eviction policy's recency bits (cache mode)
 //! ```
 //!
 //! The common memcached item (flags 0, no TTL, 8 B key, 8 B value) thus
@@ -39,6 +41,12 @@ pub(crate) const HEADER_FIXED_BYTES: usize = 10;
 const META_VLEN_WIDTH_MASK: u8 = 0b0000_0011;
 const META_HAS_FLAGS: u8 = 0b0000_0100;
 const META_HAS_EXPIRY: u8 = 0b0000_1000;
+/// The meta protocol's per-item marks (memcached's ITEM_STALE and
+/// ITEM_TOKEN_SENT), kept in the meta byte's bits 4-5.
+pub const MARK_STALE: u8 = 0b0001_0000;
+/// See [`MARK_STALE`].
+pub const MARK_TOKEN_SENT: u8 = 0b0010_0000;
+const META_MARKS_MASK: u8 = MARK_STALE | MARK_TOKEN_SENT;
 
 /// Largest value length the 4-byte vlen field can describe.
 pub(crate) const VALUE_BYTES_LIMIT: usize = u32::MAX as usize;
@@ -53,6 +61,8 @@ pub(crate) struct Meta {
     pub flags: u32,
     /// Absolute unix seconds; 0 means never.
     pub expiry: u32,
+    /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] bits (others ignored).
+    pub marks: u8,
 }
 
 fn vlen_width(vlen: usize) -> usize {
@@ -94,6 +104,7 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     if meta.expiry != 0 {
         flags_bits |= META_HAS_EXPIRY;
     }
+    flags_bits |= meta.marks & META_MARKS_MASK;
     dst[0] = key.len() as u8;
     dst[1] = flags_bits;
     dst[2..10].copy_from_slice(&meta.cas.to_le_bytes());
@@ -164,7 +175,7 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
             expiry = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
-        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry } }
+        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks: meta_bits & META_MARKS_MASK } }
     }
 }
 
@@ -247,7 +258,7 @@ mod tests {
 
     #[test]
     fn small_item_fits_a_32_byte_class() {
-        let meta = Meta { cas: 7, flags: 0, expiry: 0 };
+        let meta = Meta { cas: 7, flags: 0, expiry: 0, marks: 0 };
         assert_eq!(encoded_len(8, 8, &meta), 27);
     }
 
@@ -256,9 +267,13 @@ mod tests {
         for vlen in [0usize, 1, 255, 256, 65535, 65536, 0x100_0000] {
             let value = vec![0xA5u8; vlen];
             for (flags, expiry) in [(0, 0), (1, 0), (0, 1), (u32::MAX, u32::MAX)] {
-                roundtrip(b"k", &value, Meta { cas: u64::MAX - 3, flags, expiry });
+                roundtrip(b"k", &value, Meta { cas: u64::MAX - 3, flags, expiry, marks: MARK_STALE });
             }
         }
-        roundtrip(&[b'x'; KEY_BYTES_MAX], b"v", Meta { cas: 1, flags: 2, expiry: 3 });
+        roundtrip(
+            &[b'x'; KEY_BYTES_MAX],
+            b"v",
+            Meta { cas: 1, flags: 2, expiry: 3, marks: MARK_STALE | MARK_TOKEN_SENT },
+        );
     }
 }

@@ -56,12 +56,12 @@ mod store;
 mod sync;
 mod table;
 
-pub use item::KEY_BYTES_MAX;
+pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use store::{
-    Config, ConfigError, Error, Expiry, ItemRef, Reader, Stats, Store, BATCH_WINDOW_KEYS, INITIAL_BUCKETS_LOG2_DEFAULT,
-    ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX, MEMORY_LIMIT_BYTES_DEFAULT,
-    RELATIVE_EXPIRY_SECONDS_MAX,
+    Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
+    INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX,
+    MEMORY_LIMIT_BYTES_DEFAULT, RELATIVE_EXPIRY_SECONDS_MAX,
 };
 
 /// Low-level pieces exposed for the loom models in `tests/loom.rs` only.
@@ -71,7 +71,7 @@ pub mod loom_api {
     pub use crate::table::{split_hash, BucketGuard, Probe, Table};
     /// Builds a bare item in a leaked buffer (loom models have no pools).
     pub fn leak_item(key: &[u8], value: &[u8], cas: u64) -> *const u8 {
-        let meta = crate::item::Meta { cas, flags: 0, expiry: 0 };
+        let meta = crate::item::Meta { cas, flags: 0, expiry: 0, marks: 0 };
         let mut buf = vec![0u8; crate::item::encoded_len(key.len(), value.len(), &meta)];
         let at = crate::item::write_header_and_key(&mut buf, key, value.len(), &meta);
         buf[at..].copy_from_slice(value);

@@ -373,6 +373,51 @@ impl<'a> ItemRef<'a> {
     pub fn expiry(&self) -> Expiry {
         Expiry::from_raw(self.layout.meta.expiry)
     }
+
+    /// The meta protocol's marks: [`MARK_STALE`](crate::MARK_STALE) and [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT)
+    /// bits, set only through [`Store::update`].
+    ///
+    /// ```
+    /// # let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, amalgam_engine::Expiry::Never).unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.marks()), Some(0));
+    /// ```
+    pub fn marks(&self) -> u8 {
+        self.layout.meta.marks
+    }
+}
+
+/// The value a [`Store::update`] publishes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NewValue<'v> {
+    /// The current item's value, unchanged.
+    Same,
+    /// These bytes.
+    Bytes(&'v [u8]),
+    /// The current value with these bytes appended (true) or prepended.
+    Concat(&'v [u8], bool),
+    /// A value computed by the caller (a counter's digits).
+    Owned(Vec<u8>),
+}
+
+/// What [`Store::update`] does with the key, decided from its live item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Update<'v> {
+    /// Leave the key as it is.
+    Keep,
+    /// Remove the key.
+    Remove,
+    /// Publish a new version of the item.
+    Put {
+        value: NewValue<'v>,
+        flags: u32,
+        expiry: Expiry,
+        /// True: a fresh CAS unique; false: keep the current item's (a
+        /// metadata-only change, like touch).
+        fresh_cas: bool,
+        /// [`MARK_STALE`](crate::MARK_STALE) | [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT).
+        marks: u8,
+    },
 }
 
 /// An embeddable, concurrent key-value store with memcached's item
@@ -509,6 +554,8 @@ struct NewItem<'k> {
     vlen: usize,
     flags: u32,
     expiry: Expiry,
+    /// Meta-protocol marks (item::MARK_*).
+    marks: u8,
 }
 
 impl Inner {
@@ -594,7 +641,7 @@ impl Inner {
     /// Allocates and fills the header and key of a new item; the caller
     /// writes `vlen` value bytes at the returned offset.
     fn build(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
-        let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw() };
+        let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw(), marks: n.marks };
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         if len > self.item_size_max {
             return Err(Error::TooLarge);
@@ -1063,7 +1110,7 @@ impl Store {
         let inner = &*self.inner;
         let local = inner.epochs.local(&inner.shared);
         let cas = inner.next_cas(local);
-        let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry }, cas)?;
+        let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry, marks: 0 }, cas)?;
         fill(block, at, &[value]);
         // Ok(true): published; Ok(false): the expiry is already past, so
         // the store removes any old item and publishes nothing.
@@ -1139,7 +1186,7 @@ impl Store {
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
             let vlen = old.value().len() + data.len();
-            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry() };
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
             let cas = inner.next_cas(local);
             match inner.build(local, &n, cas) {
                 Ok((block, at)) => {
@@ -1190,7 +1237,7 @@ impl Store {
             // memcached rewrites in place when the new number is no longer
             // than the old value, padding with spaces; we keep that shape.
             let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
-            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry() };
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: old.marks() };
             let cas = inner.next_cas(local);
             match inner.build(local, &n, cas) {
                 Ok((block, at)) => {
@@ -1265,7 +1312,7 @@ impl Store {
         let inner = &*self.inner;
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(None) };
-            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry };
+            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
             match inner.build(local, &n, old.cas()) {
                 Ok((block, at)) => {
                     fill(block, at, &[old.value()]);
@@ -1280,6 +1327,75 @@ impl Store {
                     }
                 }
                 Err(e) => Decision::Keep(Some(Err(e))),
+            }
+        })
+    }
+
+    /// The general read-modify-write behind memcached's meta commands:
+    /// under the key's bucket lock, `decide` sees the live item (if any)
+    /// and says what to do; returns its result and, when an item was
+    /// published, that item's CAS unique.
+    ///
+    /// ```
+    /// use amalgam_engine::{Expiry, NewValue, Store, Update, MARK_STALE};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 7, Expiry::Never).unwrap();
+    /// let (had, cas) = store
+    ///     .update(b"k", |old| {
+    ///         let Some(old) = old else { return (Update::Keep, false) };
+    ///         let put = Update::Put {
+    ///             value: NewValue::Same,
+    ///             flags: old.flags(),
+    ///             expiry: old.expiry(),
+    ///             fresh_cas: true,
+    ///             marks: MARK_STALE,
+    ///         };
+    ///         (put, true)
+    ///     })
+    ///     .unwrap();
+    /// assert!(had && cas.is_some());
+    /// assert_eq!(store.get(b"k", |it| (it.value().to_vec(), it.marks())), Some((b"v".to_vec(), MARK_STALE)));
+    /// ```
+    pub fn update<'v, R>(
+        &self,
+        key: &[u8],
+        decide: impl FnOnce(Option<ItemRef<'_>>) -> (Update<'v>, R),
+    ) -> Result<(R, Option<u64>), Error> {
+        check_key(key)?;
+        let inner = &*self.inner;
+        inner.mutate(key, |local, old| {
+            let (update, r) = decide(old);
+            match update {
+                Update::Keep => Decision::Keep(Ok((r, None))),
+                Update::Remove => Decision::Remove(Ok((r, None))),
+                Update::Put { value, flags, expiry, fresh_cas, marks } => {
+                    let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
+                    let parts: [&[u8]; 2] = match &value {
+                        NewValue::Same => [old_value, b""],
+                        NewValue::Bytes(b) => [b, b""],
+                        NewValue::Concat(b, true) => [old_value, b],
+                        NewValue::Concat(b, false) => [b, old_value],
+                        NewValue::Owned(v) => [v.as_slice(), b""],
+                    };
+                    let vlen = parts[0].len() + parts[1].len();
+                    let cas = match old {
+                        Some(o) if !fresh_cas => o.cas(),
+                        _ => inner.next_cas(local),
+                    };
+                    let n = NewItem { key, vlen, flags, expiry, marks };
+                    match inner.build(local, &n, cas) {
+                        Ok((block, at)) => {
+                            fill(block, at, &parts);
+                            if inner.expired_now(expiry) {
+                                inner.free_unpublished(local, block);
+                                Decision::Remove(Ok((r, None)))
+                            } else {
+                                Decision::Put(block, Ok((r, Some(cas))))
+                            }
+                        }
+                        Err(e) => Decision::Keep(Err(e)),
+                    }
+                }
             }
         })
     }
