@@ -8,22 +8,42 @@
 //!   `/proc/self/statm` resident delta across the preload divided by the
 //!   keys loaded (the index, the items and every allocator's slack).
 //! * Keys (fixed-width hex, `workload.rs`) are built before the preload;
-//!   the preload runs on `--load-threads` threads and gives the load rate.
+//!   the preload runs on `--load-threads` threads and gives the load rate,
+//!   timed until the map has settled (`Contender::settle`: Amalgam's
+//!   background expansions, with the default initial table, count in it).
+//! * Amalgam's store gets a memory limit of keys × (item bytes + 64) × 2
+//!   (so no SET fails) and the default initial buckets; the report adds its
+//!   index shape after the preload (buckets, overflow nodes per bucket,
+//!   items per bucket, expansions).
 //! * For each thread count, each run first generates every thread's op
-//!   stream (YCSB scrambled Zipf 0.99 or uniform, per the workload), then
-//!   starts the threads at a barrier and times them to the last one's end:
-//!   Mops/s = operations / wall time. Runs are repeated and the median kept.
-//! * SETs update preloaded keys with one of a few prebuilt values.
+//!   stream (`workload::op_stream`, a different seed per thread and run;
+//!   YCSB scrambled Zipf 0.99 or uniform, per the workload), then starts
+//!   the threads at a barrier and times them to the last one's end:
+//!   Mops/s = operations / wall time. Runs are repeated (`--runs`) and the
+//!   median kept.
+//! * Every operation does equal work across contenders: a GET reads the
+//!   value's length and first byte into a `black_box`, a SET copies key
+//!   and value in (peers.rs). SETs overwrite preloaded keys with one of a
+//!   few prebuilt values, so every GET must hit: a miss (a cache that
+//!   evicted) fails the run, as does an item count that changed.
+//! * The parent prints a throughput table (rows workload × threads,
+//!   columns contenders, plus Amalgam / best peer), a load-rate and
+//!   bytes-per-item table, and with `--json` writes every child's line.
 //!
 //! Experiments beside the workloads (`--experiment`):
 //! * `batch`: one thread, uniform GET hits, single `get` vs `get_batch` in
 //!   windows of 16 and 32 keys (MICA §5.3's prefetching).
-//! * `expansion`: reader threads' GET throughput while the table doubles
-//!   (a writer inserts new keys past the load threshold) vs. the same
-//!   readers and writer (overwriting) when it does not (Mercury §4: −9%).
-//! * `llc`: preload, then `--gets` uniform GET hits and exit, for
-//!   `scripts/llc-per-get.sh` to count last-level-cache misses under
-//!   cachegrind by difference between two runs.
+//! * `expansion`: reader threads' GET throughput (uniform hits) while the
+//!   table doubles — keys preloaded to exactly the growth threshold, then a
+//!   writer inserts new keys, and the window is the time
+//!   `stats().expanding` is true — vs. the same readers and writer on a
+//!   table pre-sized to the doubled size, measured for as long (Mercury §4
+//!   reports −9% during expansion).
+//! * `llc`: one contender (`--contenders amalgam|mutex-hashmap|...`),
+//!   preload `--keys` 8 B / 8 B items, then `--gets` uniform GET hits
+//!   (0 allowed) and exit, for `scripts/llc-per-get.sh` to count
+//!   last-level-cache misses per GET under valgrind's cache simulator by
+//!   difference between two runs (`--llc-baseline` or `--gets 0`).
 
 use crate::peers::{self, Amalgam, Contender, CONTENDERS};
 use crate::workload::{self, op_stream, Op, SplitMix64, Workload};
@@ -40,8 +60,8 @@ pub const KEYS_DEFAULT: usize = 4 << 20;
 /// Bytes written to push the key stream out of the simulated LL cache
 /// (more than twice Mercury's 12 MiB L3).
 const LLC_EVICT_BYTES: usize = 32 << 20;
-/// How often the expansion experiment samples the store's state.
-const SAMPLE_PERIOD: Duration = Duration::from_millis(1);
+/// How often the expansion experiment samples `stats().expanding`.
+const SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 /// Longest the expansion experiment waits for an expansion to start or end.
 const EXPANSION_WAIT_MAX: Duration = Duration::from_secs(120);
 
@@ -200,7 +220,9 @@ pub fn resident_bytes() -> u64 {
     pages * page.max(4096) as u64
 }
 
-/// Loads keys `0..keys.len()` on `threads` threads; returns Mops/s.
+/// Loads keys `0..keys.len()` on `threads` threads, then lets the map
+/// settle (Amalgam's last background expansion counts in the load);
+/// returns Mops/s.
 fn preload(c: &dyn Contender, keys: &Keys, value_bytes: usize, threads: usize) -> f64 {
     let n = keys.len();
     let t0 = Instant::now();
@@ -214,35 +236,43 @@ fn preload(c: &dyn Contender, keys: &Keys, value_bytes: usize, threads: usize) -
             });
         }
     });
+    c.settle();
     n as f64 / t0.elapsed().as_secs_f64() / 1e6
 }
 
-/// Runs every thread's stream at once; returns Mops/s.
-fn timed(c: &dyn Contender, keys: &Keys, values: &[Vec<u8>], streams: &[Vec<Op>]) -> f64 {
+/// Runs every thread's stream at once; returns Mops/s and the GETs that
+/// missed (every key is preloaded, so any miss is an eviction or a bug).
+fn timed(c: &dyn Contender, keys: &Keys, values: &[Vec<u8>], streams: &[Vec<Op>]) -> (f64, usize) {
     let barrier = Barrier::new(streams.len() + 1);
     let mut start = Instant::now();
+    let misses = AtomicU64::new(0);
     std::thread::scope(|s| {
         for ops in streams {
-            let barrier = &barrier;
+            let (barrier, misses) = (&barrier, &misses);
             s.spawn(move || {
                 barrier.wait();
                 let mut sink = 0usize;
+                let mut missed = 0u64;
                 for (i, op) in ops.iter().enumerate() {
                     let k = keys.get(op.key);
                     if op.get {
-                        sink = sink.wrapping_add(c.get(k).unwrap_or(1 << 20));
+                        match c.get(k) {
+                            Some(d) => sink = sink.wrapping_add(d),
+                            None => missed += 1,
+                        }
                     } else {
                         c.set(k, &values[i % values.len()]);
                     }
                 }
                 black_box(sink);
+                misses.fetch_add(missed, Ordering::Relaxed);
             });
         }
         barrier.wait();
         start = Instant::now();
     });
     let secs = start.elapsed().as_secs_f64();
-    streams.iter().map(Vec::len).sum::<usize>() as f64 / secs / 1e6
+    (streams.iter().map(Vec::len).sum::<usize>() as f64 / secs / 1e6, misses.into_inner() as usize)
 }
 
 /// The median of `v` (mean of the middle two for an even count).
@@ -275,9 +305,19 @@ fn child(args: &Args, w: &Workload, name: &str) -> Result<Value, String> {
             let streams: Vec<Vec<Op>> = (0..t)
                 .map(|i| op_stream(w, args.keys as u64, args.ops_per_thread, ((run * 64 + i) as u64 + 1) * 0x5851_F42D))
                 .collect();
-            mops.push(timed(&*c, &keys, &values, &streams));
+            let (m, misses) = timed(&*c, &keys, &values, &streams);
+            if misses != 0 {
+                return Err(format!("{name}: {misses} GETs of preloaded keys missed (evictions?)"));
+            }
+            mops.push(m);
         }
         per_threads.push(json!({ "threads": t, "mops_runs": mops, "mops": median(&mops) }));
+    }
+    // SETs only overwrite preloaded keys: a cache that lost any evicted.
+    c.settle();
+    let stored = c.items();
+    if stored != args.keys {
+        return Err(format!("{name} holds {stored} of {} keys after the timed runs (evictions?)", args.keys));
     }
     Ok(json!({
         "workload": w.name,
@@ -361,8 +401,26 @@ pub fn report(results: &[Value], threads: &[usize]) -> String {
             }
         }
     }
-    for r in results.iter().filter(|r| r["contender"] == "amalgam") {
-        out.push_str(&format!("\namalgam index after {} preload: {}\n", r["workload"], r["facts"]));
+    let amalgam: Vec<&Value> = results.iter().filter(|r| r["contender"] == "amalgam").collect();
+    if !amalgam.is_empty() {
+        out.push_str(
+            "\nAmalgam's index after the preload\n\n| workload | buckets | items/bucket | overflow nodes/bucket \
+             | index bytes/item | expansions |\n|---|---|---|---|---|---|\n",
+        );
+        for r in amalgam {
+            let f = &r["facts"];
+            let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+            let keys = r["keys"].as_f64().unwrap_or(f64::NAN);
+            out.push_str(&format!(
+                "| {} | {} | {:.2} | {:.3} | {:.1} | {} |\n",
+                r["workload"].as_str().unwrap_or("?"),
+                num("buckets"),
+                num("items_per_bucket"),
+                num("overflow_per_bucket"),
+                num("index_bytes") / keys,
+                num("expansions"),
+            ));
+        }
     }
     out
 }
@@ -423,112 +481,161 @@ fn experiment_batch(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Reader GET throughput while the table doubles vs. while it does not.
+/// Reader GET throughput while the table doubles vs. with a pre-sized table.
+///
+/// Both cases preload the same keys (exactly the load at which the table
+/// grows: 4 per bucket) and run the same readers (uniform hits on the
+/// preloaded keys) and the same writer: it inserts `preloaded / 2` new keys,
+/// then overwrites them round and round. With `2^b` buckets the first
+/// inserts start a doubling to `2^(b+1)`, which holds everything the writer
+/// adds, so exactly one expansion happens; the window is the time
+/// `stats().expanding` is true. The pre-sized table starts at `2^(b+1)`
+/// buckets (the doubled size, so no expansion) and is measured for the
+/// median expansion window from the writer's first insert.
 fn experiment_expansion(args: &Args) -> Result<(), String> {
     let readers = args.threads.iter().copied().max().unwrap_or(1);
     let (w, keys) = micro_keys(args);
-    // A table of keys/4 buckets holds the preload at exactly the mean load
-    // that triggers growth, so the writer's first new keys start a doubling.
     let buckets_log2 = (args.keys / amalgam_engine::LOAD_PER_BUCKET_MAX).max(2).ilog2();
     let preloaded = (1usize << buckets_log2) * amalgam_engine::LOAD_PER_BUCKET_MAX;
-    if preloaded > args.keys {
-        return Err("expansion experiment: --keys too small".into());
+    if preloaded > args.keys || preloaded < 4096 {
+        return Err("expansion experiment: --keys must be at least 4096".into());
     }
-    let extra = Keys::new(args.keys, w.key_bytes + 1);
-    let mut rows = Vec::new();
-    for expanding in [false, true] {
-        let mut mops = Vec::new();
-        let mut window_ms = Vec::new();
-        for run in 0..args.runs {
-            let a = Amalgam::new(args.keys * 2, w.key_bytes + w.value_bytes, Some(buckets_log2))?;
-            for id in 0..preloaded {
-                a.set(keys.get(id as u32), b"preload!");
-            }
-            if a.0.stats().expansions != 0 {
-                return Err("expansion experiment: the preload expanded the table".into());
-            }
-            let streams: Vec<Vec<u32>> =
-                (0..readers).map(|r| uniform_ids(preloaded, args.ops_per_thread, (run * 8 + r) as u64 + 3)).collect();
-            let counters: Vec<AtomicU64> = (0..readers).map(|_| AtomicU64::new(0)).collect();
-            let stop = AtomicBool::new(false);
-            let (m, win) = std::thread::scope(|s| {
-                for (r, ids) in streams.iter().enumerate() {
-                    let (a, keys, stop, counter) = (&a, &keys, &stop, &counters[r]);
-                    s.spawn(move || {
-                        let mut sink = 0usize;
-                        let mut n = 0u64;
-                        'outer: loop {
-                            for chunk in ids.chunks(1024) {
-                                for &id in chunk {
-                                    sink = sink.wrapping_add(a.get(keys.get(id)).expect("preloaded key missing"));
-                                }
-                                n += chunk.len() as u64;
-                                counter.store(n, Ordering::Relaxed);
-                                if stop.load(Ordering::Relaxed) {
-                                    break 'outer;
-                                }
-                            }
-                        }
-                        black_box(sink);
-                    });
-                }
-                let (a, keys, extra, stop) = (&a, &keys, &extra, &stop);
-                s.spawn(move || {
-                    // The writer: new keys (growth) or overwrites (none).
-                    let mut i = 0u32;
-                    while !stop.load(Ordering::Relaxed) {
-                        if expanding {
-                            a.set(extra.get(i % extra.len() as u32), b"growing!");
-                        } else {
-                            a.set(keys.get(i % preloaded as u32), b"overwrt!");
-                        }
-                        i = i.wrapping_add(1);
-                    }
-                });
-                let total = || counters.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
-                let wait = |cond: &dyn Fn() -> bool| {
-                    let t0 = Instant::now();
-                    while !cond() && t0.elapsed() < EXPANSION_WAIT_MAX {
-                        std::thread::sleep(SAMPLE_PERIOD);
-                    }
-                    cond()
-                };
-                let result = if expanding {
-                    let started = wait(&|| a.0.stats().expanding);
-                    let (t0, n0) = (Instant::now(), total());
-                    let ended = started && wait(&|| !a.0.stats().expanding);
-                    let (secs, n1) = (t0.elapsed().as_secs_f64(), total());
-                    if started && ended {
-                        Ok(((n1 - n0) as f64 / secs / 1e6, secs * 1e3))
-                    } else {
-                        Err("expansion experiment: no expansion started and ended in time".to_string())
-                    }
-                } else {
-                    std::thread::sleep(Duration::from_millis(50));
-                    let (t0, n0) = (Instant::now(), total());
-                    std::thread::sleep(Duration::from_millis(500));
-                    let (secs, n1) = (t0.elapsed().as_secs_f64(), total());
-                    Ok(((n1 - n0) as f64 / secs / 1e6, secs * 1e3))
-                };
-                stop.store(true, Ordering::Relaxed);
-                result
-            })?;
-            mops.push(m);
-            window_ms.push(win);
-        }
-        rows.push((expanding, median(&mops), mops, median(&window_ms)));
+    // 9-byte keys: disjoint from the preloaded 8-byte ones.
+    let extra = Keys::new(preloaded / 2, w.key_bytes + 1);
+    let mut expanding_rows = (Vec::new(), Vec::new());
+    for run in 0..args.runs {
+        let (m, ms) = expansion_run(args, readers, &keys, &extra, preloaded, buckets_log2, None, run)?;
+        expanding_rows.0.push(m);
+        expanding_rows.1.push(ms);
+    }
+    let window_ms = median(&expanding_rows.1).max(5.0);
+    let mut steady_rows = (Vec::new(), Vec::new());
+    for run in 0..args.runs {
+        let (m, ms) = expansion_run(args, readers, &keys, &extra, preloaded, buckets_log2 + 1, Some(window_ms), run)?;
+        steady_rows.0.push(m);
+        steady_rows.1.push(ms);
     }
     println!(
-        "GET throughput during a table doubling: {readers} reader thread(s) + 1 writer, {preloaded} keys preloaded \
-         into 2^{buckets_log2} buckets\n"
+        "GET throughput during a table doubling: {readers} reader thread(s) + 1 writer inserting {} new keys, \
+         {preloaded} keys preloaded (8 B / 8 B)\n",
+        extra.len()
     );
-    println!("| table | reader Mops/s (median) | runs | window ms |\n|---|---|---|---|");
-    for (expanding, m, runs, win) in &rows {
-        let name = if *expanding { "doubling (writer inserts)" } else { "steady (writer overwrites)" };
-        println!("| {name} | {m:.2} | {runs:.2?} | {win:.0} |");
+    println!("| table | reader Mops/s (median) | runs | window ms (median) |\n|---|---|---|---|");
+    let rows = [
+        (format!("doubling 2^{buckets_log2} → 2^{} buckets", buckets_log2 + 1), &expanding_rows),
+        (format!("pre-sized 2^{} buckets", buckets_log2 + 1), &steady_rows),
+    ];
+    for (name, (mops, ms)) in rows {
+        println!("| {name} | {:.2} | {mops:.2?} | {:.1} |", median(mops), median(ms));
     }
-    println!("\nratio doubling / steady: {:.2}", rows[1].1 / rows[0].1);
+    println!("\nratio doubling / pre-sized: {:.3}", median(&expanding_rows.0) / median(&steady_rows.0));
     Ok(())
+}
+
+/// One run of the expansion experiment on a table of `2^buckets_log2`
+/// buckets: with `window_ms` None, measures while the table expands; else
+/// for `window_ms` from the writer's first insert, and checks no expansion
+/// happened. Returns reader Mops/s and the window in ms.
+#[allow(clippy::too_many_arguments)]
+fn expansion_run(
+    args: &Args,
+    readers: usize,
+    keys: &Keys,
+    extra: &Keys,
+    preloaded: usize,
+    buckets_log2: u32,
+    window_ms: Option<f64>,
+    run: usize,
+) -> Result<(f64, f64), String> {
+    let w = workload::workload("mercury-micro").expect("mercury-micro is a named workload");
+    let a = Amalgam::new(args.keys * 2, w.key_bytes + w.value_bytes, Some(buckets_log2))?;
+    for id in 0..preloaded {
+        a.set(keys.get(id as u32), b"preload!");
+    }
+    a.settle();
+    if a.0.stats().expansions != 0 {
+        return Err("expansion experiment: the preload expanded the table".into());
+    }
+    let streams: Vec<Vec<u32>> =
+        (0..readers).map(|r| uniform_ids(preloaded, args.ops_per_thread, (run * 8 + r) as u64 + 3)).collect();
+    let counters: Vec<AtomicU64> = (0..readers).map(|_| AtomicU64::new(0)).collect();
+    let writes = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let go = Barrier::new(2);
+    let result = std::thread::scope(|s| {
+        for (r, ids) in streams.iter().enumerate() {
+            let (a, stop, counter) = (&a, &stop, &counters[r]);
+            s.spawn(move || {
+                let mut sink = 0usize;
+                let mut n = 0u64;
+                'outer: loop {
+                    for chunk in ids.chunks(1024) {
+                        for &id in chunk {
+                            sink = sink.wrapping_add(a.get(keys.get(id)).expect("preloaded key missing"));
+                        }
+                        n += chunk.len() as u64;
+                        counter.store(n, Ordering::Relaxed);
+                        if stop.load(Ordering::Relaxed) {
+                            break 'outer;
+                        }
+                    }
+                }
+                black_box(sink);
+            });
+        }
+        let (a, stop, writes, go) = (&a, &stop, &writes, &go);
+        s.spawn(move || {
+            // Readers first reach full speed; then the same writer in both
+            // cases: new keys, then overwrites of them.
+            go.wait();
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                a.set(extra.get((i % extra.len()) as u32), b"written!");
+                i += 1;
+                writes.store(i as u64, Ordering::Relaxed);
+            }
+        });
+        let total = || counters.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>();
+        let wait = |cond: &dyn Fn() -> bool| {
+            let t0 = Instant::now();
+            while !cond() && t0.elapsed() < EXPANSION_WAIT_MAX {
+                // Sleep, not spin: the machine's cores belong to the readers,
+                // the writer and the expand thread.
+                std::thread::sleep(SAMPLE_PERIOD);
+            }
+            cond()
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        go.wait();
+        let result = match window_ms {
+            None => {
+                let started = wait(&|| a.0.stats().expanding);
+                let (t0, n0) = (Instant::now(), total());
+                let ended = started && wait(&|| !a.0.stats().expanding);
+                let (secs, n1) = (t0.elapsed().as_secs_f64(), total());
+                if started && ended {
+                    Ok(((n1 - n0) as f64 / secs / 1e6, secs * 1e3))
+                } else {
+                    Err("expansion experiment: no expansion started and ended in time".to_string())
+                }
+            }
+            Some(ms) => {
+                wait(&|| writes.load(Ordering::Relaxed) > 0);
+                let (t0, n0) = (Instant::now(), total());
+                std::thread::sleep(Duration::from_secs_f64(ms / 1e3));
+                let (secs, n1) = (t0.elapsed().as_secs_f64(), total());
+                Ok(((n1 - n0) as f64 / secs / 1e6, secs * 1e3))
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
+        result
+    })?;
+    let s = a.0.stats();
+    let want = u64::from(window_ms.is_none());
+    if s.expansions != want {
+        return Err(format!("expansion experiment: {} expansions, expected {want}", s.expansions));
+    }
+    Ok(result)
 }
 
 /// The measured part of the llc experiment, kept out of line so callgrind
@@ -609,6 +716,75 @@ mod tests {
         };
         let text = report(&[r("amalgam", 6.0), r("dashmap", 2.0), r("scc", 3.0)], &[1]);
         assert!(text.contains("| w | 1 | 6.00 | 2.00 | 3.00 | 2.00× (scc) |"), "{text}");
+    }
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Args {
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("embedded").chain(argv.iter().copied()))
+            .map(|c| c.args)
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+    }
+
+    #[test]
+    fn defaults_are_the_issues() {
+        let a = parse(&[]);
+        assert_eq!(a.workload, ["mercury-micro", "mercury-ycsb-95", "mercury-ycsb-50", "memc3"]);
+        assert_eq!(a.contenders, CONTENDERS);
+        assert_eq!(a.keys, 4 << 20);
+        assert_eq!(a.threads, [1, 2]);
+        assert_eq!(a.runs, 3);
+        assert!(a.experiment.is_none() && !a.child && a.json.is_none());
+    }
+
+    #[test]
+    fn lists_and_experiments_parse() {
+        let a = parse(&[
+            "--workload",
+            "memc3,mercury-micro",
+            "--keys",
+            "33554432",
+            "--threads",
+            "1,2,4",
+            "--contenders",
+            "amalgam,scc",
+            "--ops-per-thread",
+            "10",
+            "--json",
+            "out.json",
+        ]);
+        assert_eq!(a.workload, ["memc3", "mercury-micro"]);
+        assert_eq!(a.keys, 32 << 20);
+        assert_eq!(a.threads, [1, 2, 4]);
+        assert_eq!(a.contenders, ["amalgam", "scc"]);
+        assert_eq!(a.json.as_deref(), Some(std::path::Path::new("out.json")));
+        let l = parse(&["--experiment", "llc", "--contenders", "mutex-hashmap", "--keys", "1024", "--gets", "0"]);
+        assert_eq!((l.experiment.as_deref(), l.gets, l.keys), (Some("llc"), 0, 1024));
+        assert!(<Cli as clap::Parser>::try_parse_from(["embedded", "--threads", "x"]).is_err());
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        assert!(run(&parse(&["--keys", "0"])).is_err());
+        assert!(run(&parse(&["--threads", "0"])).is_err());
+        assert!(run(&parse(&["--experiment", "nope"])).is_err());
+        assert!(run(&parse(&["--workload", "nope", "--keys", "16"])).is_err());
+    }
+
+    #[test]
+    fn report_shows_load_memory_and_index_shape() {
+        let r = json!({"workload": "w", "contender": "amalgam", "keys": 4096, "load_mops": 9.5,
+                       "bytes_per_item": 85.75, "results": [{"threads": 1, "mops": 20.0}],
+                       "facts": {"buckets": 1024, "items_per_bucket": 4.0, "overflow_per_bucket": 0.05,
+                                 "index_bytes": 69632, "expansions": 2}});
+        let text = report(&[r], &[1]);
+        assert!(text.contains("| w | amalgam | 9.50 | 85.8 |"), "{text}");
+        assert!(text.contains("| w | 1024 | 4.00 | 0.050 | 17.0 | 2 |"), "{text}");
+        assert!(text.contains("| w | 1 | 20.00 | – |"), "{text}");
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub trait Contender: Send + Sync {
     }
     /// Items stored (for sanity checks after a preload).
     fn items(&self) -> usize;
+    /// Finishes work the map deferred during the preload (Amalgam's
+    /// background expansions, moka's pending maintenance), so the load rate
+    /// counts it and memory and throughput are measured on a settled map.
+    fn settle(&self) {}
     /// For downcasting to a concrete contender.
     fn as_any(&self) -> &dyn std::any::Any;
     /// Extra facts to report (index shape and so on), as JSON.
@@ -106,6 +110,10 @@ impl Contender for Amalgam {
     }
     fn items(&self) -> usize {
         self.0.len()
+    }
+    fn settle(&self) {
+        // Two minutes is far beyond any expansion of 2^32 keys' table.
+        self.0.wait_for_expansion(std::time::Duration::from_secs(120));
     }
     fn facts(&self) -> serde_json::Value {
         let s = self.0.stats();
@@ -179,6 +187,9 @@ impl Contender for moka::sync::Cache<Box<[u8]>, Arc<[u8]>> {
     fn items(&self) -> usize {
         self.run_pending_tasks();
         self.entry_count() as usize
+    }
+    fn settle(&self) {
+        self.run_pending_tasks();
     }
 }
 
