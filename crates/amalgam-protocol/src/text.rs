@@ -18,6 +18,8 @@ pub mod reply {
     pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
     pub const OUT_OF_MEMORY: &str = "SERVER_ERROR out of memory storing object";
     pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+    /// Not sent for a text command line: memcached closes such a
+    /// connection silently (kept for callers that name it).
     pub const LINE_TOO_LONG: &str = "CLIENT_ERROR line too long";
 }
 
@@ -287,7 +289,8 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 }
 
 /// No newline yet: wait, unless the line is already too long to be a
-/// command (memcached: more than 2048 bytes and not a get closes).
+/// command (memcached: more than 2048 bytes and not a get closes the
+/// connection without a reply).
 fn incomplete_line(buf: &[u8]) -> Parse<'_> {
     if buf.len() <= LINE_BYTES_MAX {
         return Parse::Incomplete;
@@ -298,14 +301,7 @@ fn incomplete_line(buf: &[u8]) -> Parse<'_> {
     if leading <= 100 && is_get && buf.len() <= GET_LINE_BYTES_MAX {
         return Parse::Incomplete;
     }
-    Parse::Fail(Failure {
-        reply: Some(reply::LINE_TOO_LONG),
-        noreply: false,
-        consumed: buf.len(),
-        swallow: 0,
-        close: true,
-        unlink: None,
-    })
+    Parse::Fail(Failure { reply: None, noreply: false, consumed: buf.len(), swallow: 0, close: true, unlink: None })
 }
 
 fn parse_get<'a>(cmd: &[u8], rest: &'a [u8], consumed: usize) -> Parse<'a> {

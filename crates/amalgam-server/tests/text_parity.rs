@@ -217,3 +217,23 @@ fn stats_settings() {
     let g = stats_map(&mut c, "");
     assert_eq!((num(&g, "limit_maxbytes"), num(&g, "threads")), (32 << 20, 3));
 }
+
+/// A command line past 2048 bytes without a newline: memcached closes the
+/// connection without a reply (a get/gets line may be longer).
+#[test]
+fn line_too_long_closes_silently() {
+    let s = Server::start(&[]);
+    for junk in ["x".repeat(2049), format!("set k 0 0 1{}", " ".repeat(3000)), "delete ".repeat(400)] {
+        let mut c = s.connect();
+        send(&mut c, junk.as_bytes());
+        let got = read_to_close(&mut c).expect("the server did not close");
+        assert_reply(&got, b"");
+    }
+    // 2048 bytes and a newline is just a line (an unknown command).
+    let mut c = s.connect();
+    check(&mut c, &format!("{}\r\n", "x".repeat(2048)), "ERROR\r\n");
+    // A long get line waits for its end.
+    let mut c = s.connect();
+    send(&mut c, format!("get {}", "k ".repeat(2000)).as_bytes());
+    check(&mut c, "K\r\n", "END\r\n");
+}
