@@ -13,7 +13,7 @@
 //!   `--multiget` ops: a chunk starting with a GET is a GET of the chunk's
 //!   keys, else a SET of its first key, so the request mix is the
 //!   workload's GET fraction. Streams are cycled; their total is about
-//!   [`STREAM_KEY_OPS`] key operations.
+//!   [`STREAM_KEY_OPS`] key operations (32 MiB).
 //! * **Closed loop** (`net/driver.rs`): `--threads` client threads, each a
 //!   mio event loop over `--conns-per-thread` nonblocking connections that
 //!   each keep `--pipeline` requests outstanding; a batch of requests is
@@ -127,6 +127,10 @@ pub struct Args {
     /// Seed of the op streams.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Key operations in all connections' streams together (each stream
+    /// holds at least STREAM_REQUESTS_MIN requests).
+    #[arg(long, default_value_t = STREAM_KEY_OPS, hide = true)]
+    pub stream_key_ops: usize,
 }
 
 /// Runs the network driver: prints the human report and writes the JSON.
@@ -229,7 +233,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         multiget: args.multiget,
     };
     let conns_total = args.threads * args.conns_per_thread;
-    let requests_per_conn = (STREAM_KEY_OPS / (conns_total * args.multiget)).max(STREAM_REQUESTS_MIN);
+    let requests_per_conn = (args.stream_key_ops / (conns_total * args.multiget)).max(STREAM_REQUESTS_MIN);
     let ops_per_conn = requests_per_conn * args.multiget;
     let mut seeds = SplitMix64::new(args.seed);
     let seeds: Vec<Vec<u64>> =
@@ -551,7 +555,7 @@ pub fn human(r: &Value) -> String {
         f(&l["p99"], 1),
         f(&l["p999"], 1),
         f(&l["max"], 0),
-        r["errors"]["total"],
+        r["errors"]["total"].to_string(),
         f(&r["server_cpu_us_per_request"], 2),
         f(&r["client_cpu_us_per_request"], 2),
     );

@@ -24,6 +24,7 @@ fn args(extra: &[&str]) -> Args {
         ("--conns-per-thread", "3"),
         ("--duration", "0.4"),
         ("--warmup", "0.1"),
+        ("--stream-key-ops", "0"),
     ];
     let defaults = base.iter().filter(|(f, _)| !extra.contains(f)).flat_map(|(f, v)| [*f, *v]);
     Cli::try_parse_from(std::iter::once("net").chain(defaults).chain(extra.iter().copied())).expect("valid flags").args
@@ -36,6 +37,8 @@ enum Fake {
     Good,
     /// Answers every command `STORED`.
     AlwaysStored,
+    /// Knows no meta command (answers `ERROR`), like a text-only server.
+    TextOnly,
 }
 
 /// A minimal memcached (text get/set, meta mg/ms/mn) on a free port.
@@ -89,6 +92,7 @@ fn serve(s: TcpStream, map: &Mutex<HashMap<Vec<u8>, Vec<u8>>>, mode: Fake, seed:
                 }
                 out.extend_from_slice(b"END\r\n");
             }
+            "mg" | "ms" | "mn" if mode == Fake::TextOnly => out.extend_from_slice(b"ERROR\r\n"),
             "set" | "ms" => {
                 let Ok(d) = read_data(t[t.len() - 1].parse().unwrap()) else { return };
                 map.lock().unwrap().insert(t[1].as_bytes().to_vec(), d);
@@ -196,6 +200,28 @@ fn wrong_replies_are_counted() {
     let a = args(&["--server", &addr.to_string(), "--preload"]);
     let e = measure(&a).unwrap_err();
     assert!(e.contains("verify"), "{e}");
+}
+
+#[test]
+fn error_replies_are_not_completed_requests() {
+    let addr = fake_server(Fake::TextOnly);
+    for multiget in ["1", "3"] {
+        let a = args(&[
+            "--server",
+            &addr.to_string(),
+            "--protocol",
+            "meta",
+            "--get-fraction",
+            "1",
+            "--multiget",
+            multiget,
+            "--pipeline",
+            "2",
+        ]);
+        // The (text) preload works; every meta GET is answered ERROR.
+        let e = measure(&a).unwrap_err();
+        assert!(e.contains("no request completed") && e.contains("Error reply to a GET"), "{e}");
+    }
 }
 
 #[test]

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Amalgam vs Debian's memcached over the network, side by side (issue 3 §6).
+#
+# Builds amalgam and amalgam-bench (release), starts memcached and amalgam
+# with the same threads and memory on two ports, preloads KEYS keys
+# (16 B keys, 32 B values) into each, then for each case
+#   {GET-only, 90% GET / 10% SET} x {pipeline 1, pipeline 16}
+# runs `amalgam-bench net` RUNS times per server, alternating
+# (memcached, amalgam, memcached, amalgam, ...), THREADS client threads x
+# CONNS connections each. Prints a markdown table to stdout: per server the
+# median requests/s, p99 and server CPU-us per request, and the ratio
+# amalgam / memcached of the medians. Every run's JSON goes to OUT (one line
+# each, with "case" and "run" added); the runs' own reports go to stderr.
+#
+# Both servers are killed on exit. The client shares the machine with the
+# servers: on few cores, read the client CPU column (in OUT) too.
+#
+# Usage: [DURATION=10] [WARMUP=2] [RUNS=3] [KEYS=1048576] [THREADS=2]
+#        [CONNS=25] [SERVER_THREADS=2] [MEMORY_MB=1024] [PROTOCOL=text] [MULTIGET=1]
+#        [DISTRIBUTION=zipf] [MEMCACHED_PORT=41211] [AMALGAM_PORT=41212]
+#        [OUT=target/compare-memcached.jsonl] [NO_BUILD=1] scripts/compare-memcached.sh
+# NO_BUILD=1 uses the release binaries already in target/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+RUNS=${RUNS:-3}
+KEYS=${KEYS:-1048576}
+THREADS=${THREADS:-2}
+CONNS=${CONNS:-25}
+SERVER_THREADS=${SERVER_THREADS:-2}
+MEMORY_MB=${MEMORY_MB:-1024}
+PROTOCOL=${PROTOCOL:-text}
+MULTIGET=${MULTIGET:-1}
+DISTRIBUTION=${DISTRIBUTION:-zipf}
+MEMCACHED_PORT=${MEMCACHED_PORT:-41211}
+AMALGAM_PORT=${AMALGAM_PORT:-41212}
+OUT=${OUT:-target/compare-memcached.jsonl}
+MEMCACHED=${MEMCACHED:-$(command -v memcached || true)}
+
+[ -n "$MEMCACHED" ] || { echo "memcached not found (apt-get install memcached)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
+
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
+bench=target/release/amalgam-bench
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null || true
+  done
+  for p in "${pids[@]}"; do
+    wait "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for p in "$MEMCACHED_PORT" "$AMALGAM_PORT"; do
+  ! listening "$p" || { echo "port $p is already in use: set MEMCACHED_PORT / AMALGAM_PORT" >&2; exit 1; }
+done
+
+wait_port() { # port pid
+  for _ in $(seq 1 200); do
+    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
+    listening "$1" && return 0
+    sleep 0.05
+  done
+  echo "nothing listening on port $1" >&2
+  return 1
+}
+
+user=()
+[ "$(id -u)" -ne 0 ] || user=(-u root)
+"$MEMCACHED" "${user[@]}" -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$MEMCACHED_PORT" &
+memcached_pid=$!
+pids+=("$memcached_pid")
+target/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_PORT" &
+amalgam_pid=$!
+pids+=("$amalgam_pid")
+wait_port "$MEMCACHED_PORT" "$memcached_pid"
+wait_port "$AMALGAM_PORT" "$amalgam_pid"
+
+common=(--protocol "$PROTOCOL" --workload memc3 --key-bytes 16 --value-bytes 32 --distribution "$DISTRIBUTION"
+  --keys "$KEYS" --threads "$THREADS" --conns-per-thread "$CONNS" --multiget "$MULTIGET")
+port_of() { if [ "$1" = memcached ]; then echo "$MEMCACHED_PORT"; else echo "$AMALGAM_PORT"; fi; }
+pid_of() { if [ "$1" = memcached ]; then echo "$memcached_pid"; else echo "$amalgam_pid"; fi; }
+
+mkdir -p "$(dirname "$OUT")"
+: >"$OUT"
+tmp=$(mktemp)
+trap 'rm -f "$tmp"; cleanup' EXIT
+
+for s in memcached amalgam; do
+  "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --preload-only --label "$s" >&2
+done
+
+cases=("get100-p1 1.0 1" "get100-p16 1.0 16" "get90-p1 0.9 1" "get90-p16 0.9 16")
+for c in "${cases[@]}"; do
+  read -r name frac pipeline <<<"$c"
+  for run in $(seq 1 "$RUNS"); do
+    for s in memcached amalgam; do
+      kill -0 "$(pid_of $s)" 2>/dev/null || { echo "$s died" >&2; exit 1; }
+      "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --no-preload --get-fraction "$frac" \
+        --pipeline "$pipeline" --duration "$DURATION" --warmup "$WARMUP" --server-pid "$(pid_of $s)" \
+        --label "$s" --json "$tmp" >&2
+      jq -c --arg case "$name" --argjson run "$run" '. + {case: $case, run: $run}' "$tmp" >>"$OUT"
+    done
+  done
+done
+
+echo "Amalgam vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): $PROTOCOL protocol, multiget $MULTIGET, 16 B keys / 32 B values," \
+  "$DISTRIBUTION, $KEYS keys preloaded, $THREADS client threads x $CONNS conns, $SERVER_THREADS server threads," \
+  "${DURATION} s runs (+${WARMUP} s warm-up), median of $RUNS alternating runs per server"
+echo
+jq -rs '
+  def median: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+  def f(d): if . == null then "-" else (. * pow(10; d) | round) / pow(10; d) | tostring end;
+  def stat(rows; s; p): [rows[] | select(.label == s) | p] | median;
+  "| case | memcached req/s | amalgam req/s | amalgam / memcached | memcached p99 us | amalgam p99 us"
+  + " | memcached CPU us/req | amalgam CPU us/req | errors |",
+  "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  (group_by(.case) | sort_by(.[0].case)[] | . as $rows
+   | stat($rows; "memcached"; .requests_per_s) as $m | stat($rows; "amalgam"; .requests_per_s) as $a
+   | "| \($rows[0].case) | \($m | f(0)) | \($a | f(0)) | \(if $m > 0 then $a / $m | f(3) else "-" end)"
+     + " | \(stat($rows; "memcached"; .latency_us.p99) | f(1)) | \(stat($rows; "amalgam"; .latency_us.p99) | f(1))"
+     + " | \(stat($rows; "memcached"; .server_cpu_us_per_request) | f(2))"
+     + " | \(stat($rows; "amalgam"; .server_cpu_us_per_request) | f(2))"
+     + " | \([$rows[] | .errors.total] | add) |")
+' "$OUT"
+echo
+echo "Per-run JSON lines: $OUT"
