@@ -15,13 +15,17 @@
 //! longer than [`LINE_BYTES_MAX`] without a newline closes the connection
 //! (multi-gets may be longer, up to [`GET_LINE_BYTES_MAX`]).
 //!
+//! ## Meta protocol
+//! memcached's meta commands (mn/mg/ms/md/ma/me) are parsed in [`meta`],
+//! reached from [`text::parse`] for any two-letter command starting `m`.
+//!
 //! ## Non-goals (yet)
-//! The meta protocol (mg/ms/md/ma/mn/me) and RESP come in later issues and
-//! will live beside [`text`].
+//! RESP comes in a later issue and will live beside [`text`].
 
 #![forbid(unsafe_code)]
 
 pub mod compose;
+pub mod meta;
 pub mod text;
 
 /// memcached's `KEY_MAX_LENGTH`.

@@ -94,6 +94,15 @@ pub enum Request<'a> {
     Stats {
         args: Keys<'a>,
     },
+    /// A meta command (`mn mg ms md ma me`) that [`crate::meta::parse`]
+    /// validated: its line (from the command word, without CRLF) and, for
+    /// `ms`, its data block. Rebuild it with
+    /// [`crate::meta::MetaRequest::from_line`].
+    Meta {
+        cmd: crate::meta::MetaCmd,
+        line: &'a [u8],
+        data: &'a [u8],
+    },
 }
 
 /// How to react to input that is not a valid request.
@@ -168,7 +177,7 @@ fn c_strtonum(t: &[u8]) -> Option<(bool, u64)> {
 
 /// memcached's `safe_strtoull` (delta, cas unique): `strtoull`, refusing a
 /// minus sign only when the result looks negative as a signed number.
-fn parse_strtoull(t: &[u8]) -> Option<u64> {
+pub(crate) fn parse_strtoull(t: &[u8]) -> Option<u64> {
     let (neg, v) = c_strtonum(t)?;
     let v = if neg { v.wrapping_neg() } else { v };
     if (v as i64) < 0 && neg {
@@ -179,7 +188,7 @@ fn parse_strtoull(t: &[u8]) -> Option<u64> {
 
 /// memcached's `safe_strtoul` for 32-bit fields (flags): `strtoul` on a
 /// 64-bit `long`, stored into a `uint32_t` (so truncated).
-fn parse_u32(t: &[u8]) -> Option<u32> {
+pub(crate) fn parse_u32(t: &[u8]) -> Option<u32> {
     parse_strtoull(t).map(|v| v as u32)
 }
 
@@ -194,7 +203,7 @@ pub fn parse_u64(t: &[u8]) -> Option<u64> {
 /// memcached's `safe_strtol` (exptime, length): `strtol` on a 64-bit
 /// `long` (ERANGE beyond it), stored into an `int32_t` (so truncated:
 /// 2147483648 becomes -2147483648, 4294967396 becomes 100).
-fn parse_i32(t: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i32(t: &[u8]) -> Option<i64> {
     let (neg, v) = c_strtonum(t)?;
     let l: i64 = if neg {
         if v > 1 << 63 {
@@ -255,6 +264,9 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
     let (cmd, rest) = (&body[..cmd_end], &body[cmd_end..]);
     if cmd.len() < 2 {
         return fail(reply::ERROR, consumed);
+    }
+    if cmd.len() == 2 && cmd[0] == b'm' {
+        return crate::meta::parse(cmd[1], body, buf, consumed, limits);
     }
     match cmd {
         b"get" | b"gets" | b"gat" | b"gats" => parse_get(cmd, rest, consumed),

@@ -190,6 +190,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         Request::Verbosity { noreply } => reply_line("OK", noreply),
         Request::Quit => return After::Close,
         Request::Stats { args } => stats_command(shared, args, out),
+        Request::Meta { cmd, line, data } => return crate::meta::run(shared, stats, cmd, line, data, out),
     }
     After::Continue
 }

@@ -35,6 +35,7 @@
 
 pub mod config;
 pub mod exec;
+pub mod meta;
 pub mod stats;
 pub mod worker;
 

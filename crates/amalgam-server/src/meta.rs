@@ -1,0 +1,547 @@
+//! Executes memcached's meta commands (`mn mg ms md ma me`) on the engine
+//! and composes memcached 1.6's answers byte for byte.
+//!
+//! Every command that changes an item runs as one [`Store::update`] under
+//! the key's bucket lock, so `C` (compare CAS), `I` (invalidate), `N`
+//! (vivify) and the recache win token are as atomic as memcached's.
+//! Stale-while-revalidate state lives in the item's marks
+//! ([`MARK_STALE`] → `X`, [`MARK_TOKEN_SENT`] → `Z`; a win answers `W`).
+//!
+//! ## What differs from memcached (engine features absent)
+//! * `h` (fetched before) always answers `h0` and `l` (seconds since last
+//!   access) always `l0`: items are immutable once published, and there
+//!   is no per-item fetched bit or access time to read.
+//! * `me` reports `la=0 fetch=no cls=1` for the same reason and the
+//!   engine's own item size.
+//! * A key stored with `b` and read back without `b` is returned raw
+//!   (memcached remembers per item that the key was binary).
+
+use crate::exec::After;
+use crate::stats::{bump, WorkerStats};
+use crate::Shared;
+use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update, MARK_STALE, MARK_TOKEN_SENT};
+use amalgam_protocol::compose::{push_line, push_u64};
+use amalgam_protocol::meta::{push_key_flag, push_opaque_and_key, MetaCmd, MetaRequest, SetMode};
+use amalgam_protocol::text::reply;
+
+/// memcached's error when an internal allocation fails on a meta path.
+const OOM_STORING: &str = "SERVER_ERROR out of memory storing object";
+const OOM: &str = "SERVER_ERROR out of memory";
+
+/// Executes one validated meta request.
+pub fn run(shared: &Shared, stats: &WorkerStats, cmd: MetaCmd, line: &[u8], data: &[u8], out: &mut Vec<u8>) -> After {
+    let Some(req) = MetaRequest::from_line(cmd, line) else {
+        // Cannot happen: the parser accepted this line.
+        push_line(out, reply::BAD_FORMAT);
+        return After::Continue;
+    };
+    let store = &shared.store;
+    match cmd {
+        MetaCmd::Noop => push_line(out, "MN"),
+        MetaCmd::Get => meta_get(store, stats, &req, out),
+        MetaCmd::Set => meta_set(store, stats, &req, data, out),
+        MetaCmd::Delete => meta_delete(store, stats, &req, out),
+        MetaCmd::Arith => meta_arith(store, stats, &req, out),
+        MetaCmd::Debug => meta_debug(store, &req, out),
+    }
+    After::Continue
+}
+
+fn expiry(store: &Store, ttl: i64) -> Expiry {
+    Expiry::from_memcached(ttl, store.now())
+}
+
+/// memcached's ` t<remaining>`: -1 for never, else the unsigned
+/// difference to now.
+fn push_ttl(out: &mut Vec<u8>, e: Expiry, now: u32) {
+    out.extend_from_slice(b" t");
+    match e {
+        Expiry::Never => out.extend_from_slice(b"-1"),
+        Expiry::At(t) => push_u64(out, u64::from(t.wrapping_sub(now))),
+    }
+}
+
+/// The fields of an item an `mg` answer reports.
+struct Hit<'v> {
+    value: &'v [u8],
+    flags: u32,
+    cas: u64,
+    expiry: Expiry,
+    marks: u8,
+    created: bool,
+}
+
+/// Composes an `mg` hit the way `process_mget_command` does: flags in
+/// request order (`T`/`N` change the TTL that a later `t` reports), then
+/// `Z`, `X` and `W`. Returns the item's final expiry and whether the
+/// request won the recache token.
+fn compose_mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, hit: &Hit<'_>, store: &Store) -> (Expiry, bool) {
+    let now = store.now();
+    let f = &req.flags;
+    if f.value {
+        out.extend_from_slice(b"VA ");
+        push_u64(out, hit.value.len() as u64);
+    } else {
+        out.extend_from_slice(b"HD");
+    }
+    let mut exp = hit.expiry;
+    let mut won = false;
+    for t in req.tokens() {
+        match t[0] {
+            b'T' => exp = expiry(store, f.ttl.unwrap_or(0)),
+            b'N' if hit.created => {
+                exp = expiry(store, f.vivify.unwrap_or(0));
+                won = true;
+            }
+            b'R' => {
+                let recache = expiry(store, f.recache.unwrap_or(0));
+                if let (Expiry::At(e), Expiry::At(r)) = (exp, recache) {
+                    if hit.marks & MARK_TOKEN_SENT == 0 && !hit.created && e < r {
+                        won = true;
+                    }
+                }
+            }
+            b's' => {
+                out.extend_from_slice(b" s");
+                push_u64(out, hit.value.len() as u64);
+            }
+            b't' => push_ttl(out, exp, now),
+            b'c' => {
+                out.extend_from_slice(b" c");
+                push_u64(out, hit.cas);
+            }
+            b'f' => {
+                out.extend_from_slice(b" f");
+                push_u64(out, u64::from(hit.flags));
+            }
+            // No per-item access time or fetched bit (see the module doc).
+            b'l' => out.extend_from_slice(b" l0"),
+            b'h' => out.extend_from_slice(b" h0"),
+            b'O' => {
+                out.push(b' ');
+                out.extend_from_slice(t);
+            }
+            b'k' => push_key_flag(out, req.key(), f.base64),
+            _ => {}
+        }
+    }
+    if hit.marks & MARK_TOKEN_SENT != 0 {
+        out.extend_from_slice(b" Z");
+    }
+    if hit.marks & MARK_STALE != 0 {
+        out.extend_from_slice(b" X");
+        if hit.marks & MARK_TOKEN_SENT == 0 {
+            won = true;
+        }
+    }
+    if won {
+        out.extend_from_slice(b" W");
+    }
+    out.extend_from_slice(b"\r\n");
+    if f.value {
+        out.extend_from_slice(hit.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    (exp, won)
+}
+
+fn hit_of<'v>(it: &ItemRef<'v>) -> Hit<'v> {
+    Hit { value: it.value(), flags: it.flags(), cas: it.cas(), expiry: it.expiry(), marks: it.marks(), created: false }
+}
+
+fn mg_miss(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
+    if req.flags.quiet {
+        return;
+    }
+    out.extend_from_slice(b"EN");
+    push_opaque_and_key(out, req);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn count_get(stats: &WorkerStats, req: &MetaRequest<'_>, hit: bool) {
+    if req.flags.ttl.is_some() {
+        bump(&stats.cmd_touch, 1);
+        bump(if hit { &stats.touch_hits } else { &stats.touch_misses }, 1);
+    } else {
+        bump(&stats.cmd_get, 1);
+        bump(if hit { &stats.get_hits } else { &stats.get_misses }, 1);
+    }
+}
+
+fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+    let f = &req.flags;
+    let key = req.key();
+    if f.ttl.is_none() && f.vivify.is_none() && f.recache.is_none() {
+        // Read-only unless the item is stale with its token still to give.
+        let mark = out.len();
+        let r = store.get(key, |it| {
+            if it.marks() & (MARK_STALE | MARK_TOKEN_SENT) == MARK_STALE {
+                return false;
+            }
+            compose_mg_hit(out, req, &hit_of(&it), store);
+            true
+        });
+        match r {
+            Some(true) => return count_get(stats, req, true),
+            None => {
+                count_get(stats, req, false);
+                return mg_miss(out, req);
+            }
+            Some(false) => out.truncate(mark),
+        }
+    }
+    // The write path: T, N, R, or a stale item whose token we may win.
+    let mut answer = Vec::new();
+    let r = store.update(key, |old| match old {
+        Some(it) => {
+            let (exp, won) = compose_mg_hit(&mut answer, req, &hit_of(&it), store);
+            if exp == it.expiry() && !won {
+                return (Update::Keep, true);
+            }
+            let marks = it.marks() | if won { MARK_TOKEN_SENT } else { 0 };
+            let put = Update::Put { value: NewValue::Same, flags: it.flags(), expiry: exp, fresh_cas: false, marks };
+            (put, true)
+        }
+        None => match f.vivify {
+            Some(ttl) => {
+                let put = Update::Put {
+                    value: NewValue::Bytes(b""),
+                    flags: 0,
+                    expiry: expiry(store, ttl),
+                    fresh_cas: true,
+                    marks: MARK_TOKEN_SENT,
+                };
+                (put, false)
+            }
+            None => (Update::Keep, false),
+        },
+    });
+    match r {
+        Ok((true, _)) => {
+            count_get(stats, req, true);
+            out.extend_from_slice(&answer);
+        }
+        Ok((false, Some(cas))) => {
+            // Vivified: an empty item whose token this request won.
+            count_get(stats, req, true);
+            let hit = Hit { value: b"", flags: 0, cas, expiry: Expiry::Never, marks: 0, created: true };
+            compose_mg_hit(out, req, &hit, store);
+        }
+        Ok((false, None)) => {
+            count_get(stats, req, false);
+            mg_miss(out, req);
+        }
+        Err(_) => push_line(out, OOM_STORING),
+    }
+}
+
+/// The outcome of an `ms`, `md` or `ma` and its two-letter code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Code {
+    Hd,
+    Ns,
+    Ex,
+    Nf,
+}
+
+impl Code {
+    fn text(self) -> &'static [u8] {
+        match self {
+            Code::Hd => b"HD",
+            Code::Ns => b"NS",
+            Code::Ex => b"EX",
+            Code::Nf => b"NF",
+        }
+    }
+}
+
+fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>) {
+    bump(&stats.cmd_set, 1);
+    let f = &req.flags;
+    let mode = req.set_mode();
+    // memcached upgrades set and replace with a CAS value to a CAS store.
+    let cas_mode = f.cas.is_some() && matches!(mode, SetMode::Set | SetMode::Replace);
+    let exp = expiry(store, f.ttl.unwrap_or(0));
+    let put = |marks| Update::Put {
+        value: NewValue::Bytes(data),
+        flags: f.client_flags,
+        expiry: exp,
+        fresh_cas: true,
+        marks,
+    };
+    let r = store.update(req.key(), |old| {
+        if cas_mode {
+            let want = f.cas.unwrap_or(0);
+            return match old {
+                None => (Update::Keep, Code::Nf),
+                Some(it) if it.cas() == want => (put(0), Code::Hd),
+                // I: a CAS older than the item's stores a stale value that
+                // keeps the item's TTL and token.
+                Some(it) if f.invalidate && want < it.cas() => {
+                    let marks = MARK_STALE | (it.marks() & MARK_TOKEN_SENT);
+                    let p = Update::Put {
+                        value: NewValue::Bytes(data),
+                        flags: f.client_flags,
+                        expiry: it.expiry(),
+                        fresh_cas: true,
+                        marks,
+                    };
+                    (p, Code::Hd)
+                }
+                Some(_) => (Update::Keep, Code::Ex),
+            };
+        }
+        match (mode, old) {
+            (SetMode::Set, _) | (SetMode::Add, None) | (SetMode::Replace, Some(_)) => (put(0), Code::Hd),
+            (SetMode::Add, Some(_)) | (SetMode::Replace, None) => (Update::Keep, Code::Ns),
+            (SetMode::Append | SetMode::Prepend, None) => (Update::Keep, Code::Ns),
+            (SetMode::Append | SetMode::Prepend, Some(it)) => {
+                // memcached's simplified CAS check for append/prepend.
+                if matches!(f.cas, Some(c) if c != 0 && c != it.cas()) {
+                    return (Update::Keep, Code::Ex);
+                }
+                let p = Update::Put {
+                    value: NewValue::Concat(data, mode == SetMode::Append),
+                    flags: it.flags(),
+                    expiry: it.expiry(),
+                    fresh_cas: true,
+                    marks: 0,
+                };
+                (p, Code::Hd)
+            }
+        }
+    });
+    let (code, cas) = match r {
+        Ok((code, cas)) => (code, cas.unwrap_or(0)),
+        Err(Error::TooLarge) if matches!(mode, SetMode::Append | SetMode::Prepend) => (Code::Ns, 0),
+        Err(Error::TooLarge) => {
+            let _ = store.delete(req.key());
+            return push_line(out, reply::TOO_LARGE);
+        }
+        Err(_) => {
+            if mode == SetMode::Set {
+                let _ = store.delete(req.key());
+            }
+            return push_line(out, OOM_STORING);
+        }
+    };
+    if code == Code::Hd {
+        bump(&stats.total_items, 1);
+        if f.quiet {
+            return;
+        }
+    }
+    if cas_mode {
+        match code {
+            Code::Hd => bump(&stats.cas_hits, 1),
+            Code::Nf => bump(&stats.cas_misses, 1),
+            Code::Ex => bump(&stats.cas_badval, 1),
+            Code::Ns => {}
+        }
+    }
+    out.extend_from_slice(code.text());
+    for t in req.tokens() {
+        match t[0] {
+            b'O' => {
+                out.push(b' ');
+                out.extend_from_slice(t);
+            }
+            b'k' => push_key_flag(out, req.key(), f.base64),
+            b'c' => {
+                out.extend_from_slice(b" c");
+                push_u64(out, if code == Code::Hd { cas } else { 0 });
+            }
+            _ => {}
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+    let f = &req.flags;
+    let new_ttl = f.ttl.map(|t| expiry(store, t));
+    let r = store.update(req.key(), |old| match old {
+        None => (Update::Keep, Code::Nf),
+        Some(it) if matches!(f.cas, Some(c) if c != it.cas()) => (Update::Keep, Code::Ex),
+        Some(it) if f.invalidate => {
+            // Mark stale, bump the CAS, clear the token so the next
+            // client can win it; a T sets a new TTL.
+            let p = Update::Put {
+                value: NewValue::Same,
+                flags: it.flags(),
+                expiry: new_ttl.unwrap_or(it.expiry()),
+                fresh_cas: true,
+                marks: (it.marks() | MARK_STALE) & !MARK_TOKEN_SENT,
+            };
+            (p, Code::Hd)
+        }
+        Some(_) => (Update::Remove, Code::Hd),
+    });
+    let code = match r {
+        Ok((code, _)) => code,
+        Err(_) => return push_line(out, OOM),
+    };
+    match code {
+        Code::Hd if !f.invalidate => bump(&stats.delete_hits, 1),
+        Code::Hd => {}
+        _ => bump(&stats.delete_misses, 1),
+    }
+    if code == Code::Hd && f.quiet {
+        return;
+    }
+    out.extend_from_slice(code.text());
+    push_opaque_and_key(out, req);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// memcached's incr/decr parse of a stored value: digits, optionally
+/// padded with spaces (what an in-place decr leaves).
+fn counter_value(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+enum ArithOutcome {
+    Done { number: u64, exp: Expiry, created: bool },
+    Miss,
+    CasMismatch,
+    NonNumeric,
+}
+
+fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+    let f = &req.flags;
+    let incr = req.incr();
+    // The TTL the token loop leaves: T always, N only on a created item.
+    let final_exp = |start: Expiry, created: bool| {
+        let mut e = start;
+        for t in req.tokens() {
+            match t[0] {
+                b'T' => e = expiry(store, f.ttl.unwrap_or(0)),
+                b'N' if created => e = expiry(store, f.vivify.unwrap_or(0)),
+                _ => {}
+            }
+        }
+        e
+    };
+    let r = store.update(req.key(), |old| match old {
+        None => match f.vivify {
+            Some(_) => {
+                let exp = final_exp(Expiry::Never, true);
+                let p = Update::Put {
+                    value: NewValue::Owned(f.initial.to_string().into_bytes()),
+                    flags: 0,
+                    expiry: exp,
+                    fresh_cas: true,
+                    marks: 0,
+                };
+                (p, ArithOutcome::Done { number: f.initial, exp: Expiry::Never, created: true })
+            }
+            None => (Update::Keep, ArithOutcome::Miss),
+        },
+        Some(it) if matches!(f.cas, Some(c) if c != 0 && c != it.cas()) => (Update::Keep, ArithOutcome::CasMismatch),
+        Some(it) => {
+            let Some(v) = counter_value(it.value()) else { return (Update::Keep, ArithOutcome::NonNumeric) };
+            let number = if incr { v.wrapping_add(f.delta) } else { v.saturating_sub(f.delta) };
+            let mut digits = number.to_string().into_bytes();
+            if digits.len() < it.value().len() {
+                digits.resize(it.value().len(), b' ');
+            }
+            let p = Update::Put {
+                value: NewValue::Owned(digits),
+                flags: it.flags(),
+                expiry: final_exp(it.expiry(), false),
+                fresh_cas: true,
+                marks: it.marks(),
+            };
+            (p, ArithOutcome::Done { number, exp: it.expiry(), created: false })
+        }
+    });
+    let (hits, misses) =
+        if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
+    let (outcome, cas) = match r {
+        Ok(x) => x,
+        Err(_) => return push_line(out, OOM),
+    };
+    match outcome {
+        ArithOutcome::NonNumeric => push_line(out, reply::NON_NUMERIC),
+        ArithOutcome::Miss | ArithOutcome::CasMismatch => {
+            let code: &[u8] = if matches!(outcome, ArithOutcome::Miss) {
+                bump(misses, 1);
+                b"NF"
+            } else {
+                b"EX"
+            };
+            out.extend_from_slice(code);
+            push_opaque_and_key(out, req);
+            out.extend_from_slice(b"\r\n");
+        }
+        ArithOutcome::Done { number, exp, created } => {
+            if !created {
+                bump(hits, 1);
+                if f.quiet {
+                    return;
+                }
+            }
+            let now = store.now();
+            let mut digits = Vec::new();
+            push_u64(&mut digits, number);
+            if f.value {
+                out.extend_from_slice(b"VA ");
+                push_u64(out, digits.len() as u64);
+            } else {
+                out.extend_from_slice(b"HD");
+            }
+            let mut e = exp;
+            for t in req.tokens() {
+                match t[0] {
+                    b'c' => {
+                        out.extend_from_slice(b" c");
+                        push_u64(out, cas.unwrap_or(0));
+                    }
+                    b't' => push_ttl(out, e, now),
+                    b'T' => e = expiry(store, f.ttl.unwrap_or(0)),
+                    b'N' if created => e = expiry(store, f.vivify.unwrap_or(0)),
+                    b'O' => {
+                        out.push(b' ');
+                        out.extend_from_slice(t);
+                    }
+                    b'k' => push_key_flag(out, req.key(), f.base64),
+                    _ => {}
+                }
+            }
+            if f.value {
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(&digits);
+            }
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// `me`: memcached's debug line. Fields the engine does not keep are
+/// reported as constants (see the module doc).
+fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+    let now = store.now();
+    let line = store.get(req.key(), |it| {
+        let mut l = b"ME ".to_vec();
+        if req.flags.base64 {
+            amalgam_protocol::meta::base64_encode(it.key(), &mut l);
+        } else {
+            l.extend_from_slice(it.key());
+        }
+        let exp = match it.expiry() {
+            Expiry::Never => -1,
+            Expiry::At(t) => i64::from(now) - i64::from(t),
+        };
+        let size = it.key().len() + it.value().len();
+        l.extend_from_slice(format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", it.cas()).as_bytes());
+        l
+    });
+    match line {
+        Some(l) => out.extend_from_slice(&l),
+        None => push_line(out, "EN"),
+    }
+}
