@@ -1,0 +1,238 @@
+//! memcached's meta protocol (mn mg ms md ma me), black box. Every
+//! expectation here is memcached 1.6.18's answer: run with
+//! `AMALGAM_TEST_BIN=/usr/bin/memcached` to check them against it.
+//! CAS uniques and TTLs are read back rather than assumed.
+
+mod common;
+
+use common::{key, show, Server};
+use std::net::TcpStream;
+use std::sync::OnceLock;
+
+fn server() -> &'static Server {
+    static S: OnceLock<Server> = OnceLock::new();
+    S.get_or_init(|| Server::start(&[]))
+}
+
+/// Sends `req` followed by `mn`, reads through `MN`, and asserts that what
+/// came before it is exactly `want` (so quiet answers are checked too).
+#[track_caller]
+fn x(c: &mut TcpStream, req: &str, want: &str) {
+    let got = meta(c, req);
+    assert_eq!(show(got.as_bytes()), show(want.as_bytes()), "request {}", show(req.as_bytes()));
+}
+
+/// Sends `req` plus `mn` and returns the answer before `MN`.
+fn meta(c: &mut TcpStream, req: &str) -> String {
+    let mut r = req.as_bytes().to_vec();
+    r.extend_from_slice(b"mn\r\n");
+    let got = common::request(c, &r, b"MN\r\n");
+    let s = String::from_utf8_lossy(&got).into_owned();
+    assert!(s.ends_with("MN\r\n"), "no MN after {}: {}", show(req.as_bytes()), show(&got));
+    s[..s.len() - 4].to_string()
+}
+
+/// The number after ` <flag>` in a return line.
+fn field(line: &str, flag: char) -> i64 {
+    let head = line.lines().next().unwrap_or("");
+    let tok = head.split(' ').skip(1).find(|t| t.starts_with(flag)).unwrap_or_else(|| panic!("no {flag} in {head}"));
+    tok[1..].parse().unwrap_or_else(|_| panic!("{flag} in {head}"))
+}
+
+#[test]
+fn mn_and_parse_errors() {
+    let mut c = server().connect();
+    x(&mut c, "mn\r\nmn junk\r\n", "MN\r\nMN\r\n");
+    x(&mut c, "mg\r\n", "ERROR\r\n");
+    x(&mut c, "mz k\r\n", "ERROR\r\n");
+    x(&mut c, "mg foo E5 v\r\n", "CLIENT_ERROR invalid flag\r\n");
+    x(&mut c, "mg foo ~\r\n", "CLIENT_ERROR invalid flag\r\n");
+    x(&mut c, "mg foo v v\r\n", "CLIENT_ERROR duplicate flag\r\n");
+    x(&mut c, "mg foo Tx\r\n", "CLIENT_ERROR bad token in command line format\r\n");
+    x(&mut c, &format!("mg foo O{}\r\n", "1".repeat(32)), "CLIENT_ERROR opaque token too long\r\n");
+    x(&mut c, &format!("mg {}\r\n", "k".repeat(251)), "CLIENT_ERROR bad command line format\r\n");
+    x(&mut c, "mg a b c d e f g h i j k l m n o p q r\r\n", "CLIENT_ERROR invalid flag\r\n");
+    x(&mut c, "mg a b c d e f g h i j k l m n o p q r s\r\n", "CLIENT_ERROR options flags are too long\r\n");
+    x(&mut c, "md a b c d e f g h i j k l m n o p q r s\r\n", "CLIENT_ERROR options flags too long\r\n");
+    x(&mut c, "md foo x\r\n", "CLIENT_ERROR invalid or duplicate flag\r\n");
+    x(&mut c, "ma c1 Jx\r\nma c1 Dx N0\r\nma c1 Mx\r\n",
+        "CLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid or duplicate flag\r\nCLIENT_ERROR invalid mode for ma M token\r\n");
+    // ms: errors after the length swallow the data block; before, not.
+    x(&mut c, "ms foo 2 F\r\nhi\r\n", "CLIENT_ERROR bad command line format\r\n");
+    x(&mut c, "ms foo 2 MX\r\nhi\r\n", "CLIENT_ERROR invalid mode for ms M token\r\n");
+    x(&mut c, "ms sx 2 Tx\r\nhi\r\nms sx 2 M\r\nhi\r\nms sx -1\r\n",
+        "CLIENT_ERROR bad token in command line format\r\nCLIENT_ERROR incorrect length for M token\r\nCLIENT_ERROR bad command line format\r\n");
+    x(&mut c, "ms foo\r\n", "CLIENT_ERROR bad command line format\r\n");
+    x(&mut c, "ms foo S2\r\nhi\r\n", "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+    x(&mut c, "ms kk 2\r\nhiX\r\n", "CLIENT_ERROR bad data chunk\r\nERROR\r\n");
+    x(&mut c, "mg @@@ b\r\nmg Zm9v= b\r\n", "CLIENT_ERROR error decoding key\r\nCLIENT_ERROR error decoding key\r\n");
+    // Errors are answered even in quiet mode.
+    x(&mut c, "mg foo q Tx\r\n", "CLIENT_ERROR bad token in command line format\r\n");
+}
+
+#[test]
+fn get_flags_in_request_order_and_quiet_misses() {
+    let mut c = server().connect();
+    let k = key("mg");
+    let miss = key("miss");
+    x(&mut c, &format!("mg {miss}\r\nmg {miss} v O7 k\r\nmg {miss} q v\r\n"), &format!("EN\r\nEN O7 k{miss}\r\n"));
+    x(&mut c, &format!("ms {k} 2 F7 k O123\r\nhi\r\n"), &format!("HD k{k} O123\r\n"));
+    x(&mut c, &format!("mg {k} q v k s f t O9 h l\r\n"), &format!("VA 2 k{k} s2 f7 t-1 O9 h0 l0\r\nhi\r\n"));
+    x(&mut c, &format!("mg {k}\r\nmg {k} q\r\nmg {k} u f\r\n"), "HD\r\nHD\r\nHD f7\r\n");
+    let cas = field(&meta(&mut c, &format!("mg {k} c\r\n")), 'c');
+    assert!(cas > 0);
+    // T sets the TTL; a `t` before it in the same request reports the old one.
+    let out = meta(&mut c, &format!("mg {k} t T200\r\n"));
+    assert_eq!(field(&out, 't'), -1, "{out}");
+    let t = field(&meta(&mut c, &format!("mg {k} t\r\n")), 't');
+    assert!((198..=200).contains(&t), "{t}");
+    // touching keeps the CAS
+    assert_eq!(field(&meta(&mut c, &format!("mg {k} c\r\n")), 'c'), cas);
+    // quiet misses pipeline: only hits come back before MN
+    x(&mut c, &format!("mg {miss} q v\r\nmg {k} q v\r\nmg {miss} q k\r\n"), "VA 2\r\nhi\r\n");
+}
+
+#[test]
+fn set_modes_and_flags() {
+    let mut c = server().connect();
+    let k = key("ms");
+    x(
+        &mut c,
+        &format!(
+            "ms {k} 2 MA\r\nhi\r\nms {k} 2 MP\r\nhi\r\nms {k} 2 MR\r\nhi\r\nms {k} 2 ME\r\nhi\r\nms {k} 2 ME\r\nhi\r\n\
+             ms {k} 2 MA\r\nzz\r\nmg {k} v\r\nms {k} 1 MP\r\n<\r\nmg {k} v\r\nms {k} 1 MS\r\n!\r\nmg {k} v\r\n"
+        ),
+        "NS\r\nNS\r\nNS\r\nHD\r\nNS\r\nHD\r\nVA 4\r\nhizz\r\nHD\r\nVA 5\r\n<hizz\r\nHD\r\nVA 1\r\n!\r\n",
+    );
+    // c returns the new CAS; a failed store answers c0.
+    let out = meta(&mut c, &format!("ms {k} 2 c k O1\r\nab\r\n"));
+    let cas = field(&out, 'c');
+    assert_eq!(out, format!("HD c{cas} k{k} O1\r\n"));
+    assert_eq!(field(&meta(&mut c, &format!("mg {k} c\r\n")), 'c'), cas);
+    x(&mut c, &format!("ms {k} 2 ME c\r\nhi\r\n"), "NS c0\r\n");
+    // C: compare and swap; mismatch EX, missing NF.
+    x(&mut c, &format!("ms {k} 2 C{}\r\nno\r\n", cas + 1000), "EX\r\n");
+    x(&mut c, &format!("ms {k} 2 C{cas} q\r\nok\r\nmg {k} v\r\n"), "VA 2\r\nok\r\n");
+    x(&mut c, &format!("ms {} 2 C1\r\nno\r\n", key("absent")), "NF\r\n");
+    // F and T
+    x(&mut c, &format!("ms {k} 3 F42 T0\r\nabc\r\nmg {k} f t v\r\n"), "HD\r\nVA 3 f42 t-1\r\nabc\r\n");
+    x(&mut c, &format!("ms {k} 1 T100\r\nx\r\n"), "HD\r\n");
+    let t = field(&meta(&mut c, &format!("mg {k} t\r\n")), 't');
+    assert!((98..=100).contains(&t), "{t}");
+    // quiet: HD suppressed, NS not
+    x(&mut c, &format!("ms {k} 2 q\r\nqq\r\nms {k} 2 q ME\r\nno\r\nmg {k} v\r\n"), "NS\r\nVA 2\r\nqq\r\n");
+    // a value over the item size limit: refused, swallowed, key unlinked
+    let big = "x".repeat(1024 * 1024 + 1);
+    x(
+        &mut c,
+        &format!("ms {k} {}\r\n{big}\r\nmg {k}\r\n", big.len()),
+        "SERVER_ERROR object too large for cache\r\nEN\r\n",
+    );
+}
+
+#[test]
+fn delete_and_invalidate() {
+    let mut c = server().connect();
+    let k = key("md");
+    x(&mut c, &format!("md {k} q\r\nmd {k} O1 k\r\n"), &format!("NF\r\nNF O1 k{k}\r\n"));
+    x(&mut c, &format!("ms {k} 1\r\nx\r\nmd {k} O2 k\r\nmg {k}\r\n"), &format!("HD\r\nHD O2 k{k}\r\nEN\r\n"));
+    let cas = field(&meta(&mut c, &format!("ms {k} 1 c\r\nx\r\n")), 'c');
+    x(&mut c, &format!("md {k} C{}\r\nmd {k} q C{cas}\r\nmg {k}\r\n", cas + 1), "EX\r\nEN\r\n");
+    // stale-while-revalidate: I marks stale (new CAS, new TTL); the first
+    // reader wins the token (W), later ones see Z; a stale set with an
+    // older CAS stays stale.
+    let out = meta(&mut c, &format!("ms {k} 3 T100 c\r\nold\r\n"));
+    let cas = field(&out, 'c');
+    x(&mut c, &format!("md {k} I T30\r\n"), "HD\r\n");
+    let out = meta(&mut c, &format!("mg {k} v t c\r\n"));
+    assert!(out.ends_with(" X W\r\nold\r\n"), "{out}");
+    assert!((28..=30).contains(&field(&out, 't')), "{out}");
+    assert_ne!(field(&out, 'c'), cas);
+    x(&mut c, &format!("mg {k} v\r\nmg {k}\r\n"), "VA 3 Z X\r\nold\r\nHD Z X\r\n");
+    x(&mut c, &format!("ms {k} 3 C{cas} I\r\nnew\r\nmg {k} v\r\n"), "HD\r\nVA 3 Z X\r\nnew\r\n");
+    // a fresh set clears the marks
+    x(&mut c, &format!("ms {k} 3\r\nabc\r\nmg {k} v\r\n"), "HD\r\nVA 3\r\nabc\r\n");
+}
+
+#[test]
+fn vivify_and_recache_tokens() {
+    let mut c = server().connect();
+    let k = key("viv");
+    let out = meta(&mut c, &format!("mg {k} N30 v t\r\n"));
+    assert!(out.starts_with("VA 0 t") && out.ends_with(" W\r\n\r\n"), "{out}");
+    let out = meta(&mut c, &format!("mg {k} N30 v\r\nmg {k} v\r\n"));
+    assert_eq!(out, "VA 0 Z\r\n\r\nVA 0 Z\r\n\r\n");
+    // the winner fills it; the marks go away
+    x(&mut c, &format!("ms {k} 1\r\nv\r\nmg {k} N30 v\r\n"), "HD\r\nVA 1\r\nv\r\n");
+    // R: win once the TTL remaining drops below the threshold
+    let r = key("rc");
+    x(
+        &mut c,
+        &format!("ms {r} 1 T10\r\nx\r\nmg {r} R30 v\r\nmg {r} R30 v\r\nmg {r} R5\r\n"),
+        "HD\r\nVA 1 W\r\nx\r\nVA 1 Z\r\nx\r\nHD Z\r\n",
+    );
+    let r2 = key("rc2");
+    x(&mut c, &format!("ms {r2} 1 T100\r\nx\r\nmg {r2} R30 v\r\nmg {r2} R0\r\n"), "HD\r\nVA 1\r\nx\r\nHD\r\n");
+}
+
+#[test]
+fn arithmetic() {
+    let mut c = server().connect();
+    let k = key("ma");
+    x(&mut c, &format!("ma {k} q\r\nma {k} O1 k\r\n"), &format!("NF\r\nNF O1 k{k}\r\n"));
+    x(
+        &mut c,
+        &format!("ma {k} N0 J5 q v\r\nma {k} q v t\r\nma {k} v MD D2 k O5\r\n"),
+        &format!("VA 1\r\n5\r\nVA 1 k{k} O5\r\n4\r\n"),
+    );
+    x(
+        &mut c,
+        &format!("ma {k} v D18446744073709551615\r\nma {k} v M- D9\r\nma {k}\r\nma {k} v M+\r\n"),
+        "VA 1\r\n3\r\nVA 1\r\n0\r\nHD\r\nVA 1\r\n2\r\n",
+    );
+    let cas = field(&meta(&mut c, &format!("ma {k} c\r\n")), 'c');
+    assert_eq!(field(&meta(&mut c, &format!("mg {k} c\r\n")), 'c'), cas);
+    x(&mut c, &format!("ma {k} C{} k\r\nma {k} C{cas} v\r\n", cas + 5), &format!("EX k{k}\r\nVA 1\r\n4\r\n"));
+    // T after t: the t reports the TTL before the change
+    let out = meta(&mut c, &format!("ma {k} t T100\r\n"));
+    assert_eq!(out, "HD t-1\r\n");
+    let t = field(&meta(&mut c, &format!("mg {k} t v\r\n")), 't');
+    assert!((98..=100).contains(&t), "{t}");
+    // wrap on incr, and the padding a shrinking decr leaves
+    let w = key("wrap");
+    x(
+        &mut c,
+        &format!("ms {w} 20\r\n18446744073709551615\r\nma {w} v D2\r\nmg {w} v\r\n"),
+        "HD\r\nVA 1\r\n1\r\nVA 20\r\n1                   \r\n",
+    );
+    let n = key("nn");
+    x(&mut c, &format!("ms {n} 3\r\nabc\r\nma {n}\r\nma {n} q\r\n"),
+        "HD\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+}
+
+#[test]
+fn base64_keys() {
+    let mut c = server().connect();
+    // "binary\x00key" style: any bytes, sent as base64.
+    let raw = key("b64");
+    let mut enc = Vec::new();
+    amalgam_protocol::meta::base64_encode(raw.as_bytes(), &mut enc);
+    let enc = String::from_utf8(enc).unwrap();
+    x(&mut c, &format!("ms {enc} 1 b k\r\nx\r\n"), &format!("HD k{enc} b\r\n"));
+    x(&mut c, &format!("mg {enc} b k v s\r\n"), &format!("VA 1 k{enc} b s1\r\nx\r\n"));
+    x(&mut c, &format!("mg {raw} v\r\n"), "VA 1\r\nx\r\n");
+    x(
+        &mut c,
+        &format!("ma {enc} b k\r\nmd {enc} b k q\r\nmd {enc} b k\r\n"),
+        &format!("CLIENT_ERROR cannot increment or decrement non-numeric value\r\nNF k{enc} b\r\n"),
+    );
+}
+
+#[test]
+fn debug_command() {
+    let mut c = server().connect();
+    let k = key("me");
+    x(&mut c, &format!("me {k}\r\nme\r\n"), "EN\r\nCLIENT_ERROR bad command line format\r\n");
+    let out = meta(&mut c, &format!("ms {k} 1\r\nx\r\nme {k}\r\n"));
+    assert!(out.starts_with(&format!("HD\r\nME {k} exp=-1 la=")), "{out}");
+}
