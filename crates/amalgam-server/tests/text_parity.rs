@@ -237,3 +237,30 @@ fn line_too_long_closes_silently() {
     send(&mut c, format!("get {}", "k ".repeat(2000)).as_bytes());
     check(&mut c, "K\r\n", "END\r\n");
 }
+
+/// A full cache that may not evict answers a store with memcached's
+/// out-of-memory error and keeps what it has. (amalgam does not evict;
+/// memcached needs -M for this behaviour.)
+#[test]
+fn out_of_memory() {
+    let memcached = binary().contains("memcached");
+    let flags: &[&str] = if memcached { &["-m", "2", "-M"] } else { &["-m", "2"] };
+    let Some(s) = Server::with_flags(flags) else { return };
+    let mut c = s.connect();
+    let value = "x".repeat(100_000);
+    let mut stored = 0;
+    let refused = loop {
+        let got = line(&mut c, format!("set oom{stored} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+        if got != "STORED\r\n" {
+            break got;
+        }
+        stored += 1;
+        assert!(stored < 1000, "2 MB held {stored} values of 100 kB");
+    };
+    assert_eq!(refused, "SERVER_ERROR out of memory storing object\r\n");
+    assert!(stored >= 5, "only {stored} values of 100 kB fit in 2 MB");
+    let got = request(&mut c, b"get oom0\r\n", b"END\r\n");
+    assert_reply(&got, format!("VALUE oom0 0 {}\r\n{value}\r\nEND\r\n", value.len()).as_bytes());
+    // noreply silences it; the connection goes on.
+    check(&mut c, &format!("set oomx 0 0 {} noreply\r\n{value}\r\nget oomx\r\n", value.len()), "END\r\n");
+}

@@ -42,7 +42,9 @@ fn multi_get_and_pipelining() {
     let mut c = s.connect();
     let mut req = Vec::new();
     for i in 0..100 {
-        req.extend_from_slice(format!("set {} {i} 0 {}\r\nv{i}\r\n", k("mg", &i.to_string()), format!("v{i}").len()).as_bytes());
+        req.extend_from_slice(
+            format!("set {} {i} 0 {}\r\nv{i}\r\n", k("mg", &i.to_string()), format!("v{i}").len()).as_bytes(),
+        );
     }
     exchange(&mut c, &req, "STORED\r\n".repeat(100).as_bytes());
     // One multi-get of 100 keys with misses interleaved.
@@ -57,9 +59,8 @@ fn multi_get_and_pipelining() {
     exchange(&mut c, line.as_bytes(), want.as_bytes());
     // Many pipelined commands of different kinds in one write, answered in order.
     let x = k("mg", "x");
-    let req = format!(
-        "get {x}\r\nset {x} 0 0 1\r\n1\r\nincr {x} 5\r\nget {x}\r\ndelete {x}\r\ndelete {x}\r\nversion\r\n"
-    );
+    let req =
+        format!("get {x}\r\nset {x} 0 0 1\r\n1\r\nincr {x} 5\r\nget {x}\r\ndelete {x}\r\ndelete {x}\r\nversion\r\n");
     c.write_all(req.as_bytes()).unwrap();
     let out = String::from_utf8(read_until(&mut c, b"\r\n").into_iter().collect()).unwrap();
     let mut all = out;
@@ -120,12 +121,24 @@ fn incr_decr() {
     exchange(&mut c, format!("set {n} 0 0 20\r\n18446744073709551615\r\n").as_bytes(), b"STORED\r\n");
     exchange(&mut c, format!("incr {n} 2\r\n").as_bytes(), b"1\r\n");
     exchange(&mut c, format!("incr {n} 18446744073709551615\r\n").as_bytes(), b"0\r\n");
-    exchange(&mut c, format!("incr {n} 18446744073709551616\r\n").as_bytes(), b"CLIENT_ERROR invalid numeric delta argument\r\n");
+    exchange(
+        &mut c,
+        format!("incr {n} 18446744073709551616\r\n").as_bytes(),
+        b"CLIENT_ERROR invalid numeric delta argument\r\n",
+    );
     exchange(&mut c, format!("incr {n} -1\r\n").as_bytes(), b"CLIENT_ERROR invalid numeric delta argument\r\n");
     exchange(&mut c, format!("incr {n} abc\r\n").as_bytes(), b"CLIENT_ERROR invalid numeric delta argument\r\n");
     exchange(&mut c, format!("set {n} 0 0 3\r\nabc\r\n").as_bytes(), b"STORED\r\n");
-    exchange(&mut c, format!("incr {n} 1\r\n").as_bytes(), b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
-    exchange(&mut c, format!("incr {n} 1 noreply\r\nget {n}\r\n").as_bytes(), format!("VALUE {n} 0 3\r\nabc\r\nEND\r\n").as_bytes());
+    exchange(
+        &mut c,
+        format!("incr {n} 1\r\n").as_bytes(),
+        b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+    );
+    exchange(
+        &mut c,
+        format!("incr {n} 1 noreply\r\nget {n}\r\n").as_bytes(),
+        format!("VALUE {n} 0 3\r\nabc\r\nEND\r\n").as_bytes(),
+    );
     exchange(&mut c, format!("incr {n}\r\n").as_bytes(), b"ERROR\r\n");
 }
 
@@ -137,14 +150,19 @@ fn touch_gat_gats() {
     exchange(&mut c, format!("touch {a} 10\r\n").as_bytes(), b"NOT_FOUND\r\n");
     exchange(&mut c, format!("set {a} 4 0 2\r\nhi\r\n").as_bytes(), b"STORED\r\n");
     exchange(&mut c, format!("touch {a} 100\r\n").as_bytes(), b"TOUCHED\r\n");
-    exchange(&mut c, format!("gat 100 {a} {a}:no\r\n").as_bytes(), format!("VALUE {a} 4 2\r\nhi\r\nEND\r\n").as_bytes());
+    exchange(
+        &mut c,
+        format!("gat 100 {a} {a}:no\r\n").as_bytes(),
+        format!("VALUE {a} 4 2\r\nhi\r\nEND\r\n").as_bytes(),
+    );
     let out = String::from_utf8(request(&mut c, format!("gats 100 {a}\r\n").as_bytes(), b"END\r\n")).unwrap();
     assert!(out.starts_with(&format!("VALUE {a} 4 2 ")) && out.ends_with("\r\nhi\r\nEND\r\n"), "{out:?}");
     // Touching with a negative time expires the item now.
     exchange(&mut c, format!("touch {a} -1\r\n").as_bytes(), b"TOUCHED\r\n");
     exchange(&mut c, format!("get {a}\r\n").as_bytes(), b"END\r\n");
     exchange(&mut c, format!("touch {a} abc\r\n").as_bytes(), b"CLIENT_ERROR invalid exptime argument\r\n");
-    exchange(&mut c, format!("gat {a}\r\n").as_bytes(), b"ERROR\r\n");
+    // The key where the exptime belongs is a bad exptime.
+    exchange(&mut c, format!("gat {a}\r\n").as_bytes(), b"CLIENT_ERROR invalid exptime argument\r\n");
 }
 
 #[test]
@@ -154,7 +172,11 @@ fn delete_command() {
     let a = k("del", "a");
     exchange(&mut c, format!("delete {a}\r\n").as_bytes(), b"NOT_FOUND\r\n");
     exchange(&mut c, format!("set {a} 0 0 1\r\nx\r\n").as_bytes(), b"STORED\r\n");
-    exchange(&mut c, format!("delete {a} 5\r\n").as_bytes(), b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+    exchange(
+        &mut c,
+        format!("delete {a} 5\r\n").as_bytes(),
+        b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n",
+    );
     exchange(&mut c, format!("delete {a} 0\r\n").as_bytes(), b"DELETED\r\n");
     exchange(&mut c, format!("set {a} 0 0 1\r\nx\r\n").as_bytes(), b"STORED\r\n");
     exchange(&mut c, format!("delete {a} noreply\r\nget {a}\r\n").as_bytes(), b"END\r\n");
@@ -172,10 +194,19 @@ fn expiry() {
     // An absolute time in the past (but after 30 days) is already expired.
     exchange(&mut c, format!("set {a}:abs 0 2592001 1\r\nz\r\n").as_bytes(), b"STORED\r\n");
     exchange(&mut c, format!("get {a}:abs\r\n").as_bytes(), b"END\r\n");
-    exchange(&mut c, format!("set {a} 0 abc 1\r\nx\r\n").as_bytes(), b"CLIENT_ERROR bad command line format\r\n");
+    // The refused set's data line is then read as a command.
+    exchange(
+        &mut c,
+        format!("set {a} 0 abc 1\r\nx\r\n").as_bytes(),
+        b"CLIENT_ERROR bad command line format\r\nERROR\r\n",
+    );
     // The one unavoidable wait: a 1-second TTL seen to pass.
     std::thread::sleep(std::time::Duration::from_millis(2100));
-    exchange(&mut c, format!("get {a} {a}:long\r\n").as_bytes(), format!("VALUE {a}:long 0 1\r\ny\r\nEND\r\n").as_bytes());
+    exchange(
+        &mut c,
+        format!("get {a} {a}:long\r\n").as_bytes(),
+        format!("VALUE {a}:long 0 1\r\ny\r\nEND\r\n").as_bytes(),
+    );
 }
 
 #[test]
@@ -191,8 +222,12 @@ fn flush_all_command() {
     exchange(&mut c, b"get fa\r\n", b"END\r\n");
     exchange(&mut c, b"set fa 0 0 1\r\nx\r\nflush_all noreply\r\nget fa\r\n", b"STORED\r\nEND\r\n");
     // A delayed flush leaves items alone until its time.
-    exchange(&mut c, b"set fa 0 0 1\r\nx\r\nflush_all 100\r\nget fa\r\n", b"STORED\r\nOK\r\nVALUE fa 0 1\r\nx\r\nEND\r\n");
-    exchange(&mut c, b"flush_all abc\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    exchange(
+        &mut c,
+        b"set fa 0 0 1\r\nx\r\nflush_all 100\r\nget fa\r\n",
+        b"STORED\r\nOK\r\nVALUE fa 0 1\r\nx\r\nEND\r\n",
+    );
+    exchange(&mut c, b"flush_all abc\r\n", b"CLIENT_ERROR invalid exptime argument\r\n");
 }
 
 #[test]
@@ -238,11 +273,16 @@ fn bad_command_lines() {
     exchange(&mut c, format!("get {ok}\r\n").as_bytes(), format!("VALUE {ok} 0 1\r\nx\r\nEND\r\n").as_bytes());
     exchange(&mut c, format!("get {long}\r\n").as_bytes(), b"CLIENT_ERROR bad command line format\r\n");
     // A refused set's data line is then read as a command, as memcached does.
-    exchange(&mut c, format!("set {long} 0 0 1\r\nx\r\n").as_bytes(), b"CLIENT_ERROR bad command line format\r\nERROR\r\n");
+    exchange(
+        &mut c,
+        format!("set {long} 0 0 1\r\nx\r\n").as_bytes(),
+        b"CLIENT_ERROR bad command line format\r\nERROR\r\n",
+    );
     exchange(&mut c, b"set k 0 0\r\n", b"ERROR\r\n");
     exchange(&mut c, b"set k abc 0 1\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\nERROR\r\n");
     exchange(&mut c, b"set k 0 0 -1\r\n", b"CLIENT_ERROR bad command line format\r\n");
-    exchange(&mut c, b"set k 4294967296 0 1\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\nERROR\r\n");
+    // Flags are parsed with strtoul and truncated to 32 bits (memcached).
+    exchange(&mut c, b"set k 4294967296 0 1\r\nx\r\nget k\r\n", b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n");
     exchange(&mut c, b"incr\r\n", b"ERROR\r\n");
     exchange(&mut c, b"touch k\r\n", b"ERROR\r\n");
     // Still serving.
@@ -260,66 +300,88 @@ fn bad_data_chunk() {
 
 #[test]
 fn too_large_values_are_refused_and_swallowed() {
-    let Some(s) = Server::with_flags(&["-I", "1k"]) else { return };
+    // memcached's smallest -I is 512k (its slab chunk size).
+    let Some(s) = Server::with_flags(&["-I", "512k"]) else { return };
     let mut c = s.connect();
-    let big = "v".repeat(2000);
-    exchange(&mut c, format!("set big 0 0 2000\r\n{big}\r\n").as_bytes(), b"SERVER_ERROR object too large for cache\r\n");
+    let big = "v".repeat(600 << 10);
+    exchange(
+        &mut c,
+        format!("set big 0 0 {}\r\n{big}\r\n", big.len()).as_bytes(),
+        b"SERVER_ERROR object too large for cache\r\n",
+    );
     // The data was swallowed, not read as commands; the connection goes on.
     exchange(&mut c, b"get big\r\n", b"END\r\n");
-    exchange(&mut c, b"set big 0 0 10\r\n0123456789\r\nget big\r\n", b"STORED\r\nVALUE big 0 10\r\n0123456789\r\nEND\r\n");
+    exchange(
+        &mut c,
+        b"set big 0 0 10\r\n0123456789\r\nget big\r\n",
+        b"STORED\r\nVALUE big 0 10\r\n0123456789\r\nEND\r\n",
+    );
     // A too-large set removes the old value (memcached's behaviour).
-    exchange(&mut c, format!("set big 0 0 2000\r\n{big}\r\n").as_bytes(), b"SERVER_ERROR object too large for cache\r\n");
+    exchange(
+        &mut c,
+        format!("set big 0 0 {}\r\n{big}\r\n", big.len()).as_bytes(),
+        b"SERVER_ERROR object too large for cache\r\n",
+    );
     exchange(&mut c, b"get big\r\n", b"END\r\n");
 }
 
 #[test]
-fn line_too_long_is_an_error_and_closes() {
+fn line_too_long_closes_without_a_reply() {
     let s = Server::start(&[]);
     let mut c = s.connect();
     let junk = "x".repeat(4096);
     c.write_all(junk.as_bytes()).unwrap();
-    let out = read_until(&mut c, b"\r\n");
-    assert_eq!(String::from_utf8_lossy(&out), "CLIENT_ERROR line too long\r\n");
-    assert!(closed(&mut c));
+    // memcached gives up on a line past 2048 bytes: it closes, says nothing.
+    assert_eq!(read_to_close(&mut c).map(|b| show(&b)), Some(String::new()));
     // Others are unaffected.
     let mut d = s.connect();
     exchange(&mut d, b"version\r\n", b"VERSION ");
 }
 
-#[test]
-fn connection_limit() {
-    let Some(s) = Server::with_flags(&["-c", "20"]) else { return };
-    let mut conns: Vec<_> = Vec::new();
-    let mut rejected = 0;
-    for _ in 0..40 {
-        let mut c = s.connect();
-        c.write_all(b"version\r\n").unwrap();
-        let out = read_until(&mut c, b"\r\n");
-        if out.starts_with(b"ERROR Too many open connections") {
-            rejected += 1;
-            assert!(closed(&mut c));
-        } else {
-            assert!(out.starts_with(b"VERSION "), "{:?}", String::from_utf8_lossy(&out));
-            conns.push(c);
-        }
-    }
-    assert!(rejected > 0 && conns.len() >= 10, "accepted {} rejected {rejected}", conns.len());
-    drop(conns.pop());
-    let mut c = conns.pop().unwrap();
-    assert!(stat(&mut c, "rejected_connections") >= rejected);
-}
+// The -c connection limit is tested in hostile.rs.
 
 #[test]
 fn stats_report_what_happened() {
     let Some(s) = Server::with_flags(&["-m", "64", "-t", "2"]) else { return };
     let mut c = s.connect();
     let names = [
-        "pid", "uptime", "time", "version", "pointer_size", "curr_connections", "total_connections",
-        "rejected_connections", "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "get_hits", "get_misses",
-        "get_expired", "get_flushed", "delete_hits", "delete_misses", "incr_hits", "incr_misses", "decr_hits",
-        "decr_misses", "cas_hits", "cas_misses", "cas_badval", "touch_hits", "touch_misses", "threads", "bytes",
-        "curr_items", "total_items", "evictions", "expired_unfetched", "evicted_unfetched", "limit_maxbytes",
-        "bytes_read", "bytes_written",
+        "pid",
+        "uptime",
+        "time",
+        "version",
+        "pointer_size",
+        "curr_connections",
+        "total_connections",
+        "rejected_connections",
+        "cmd_get",
+        "cmd_set",
+        "cmd_flush",
+        "cmd_touch",
+        "get_hits",
+        "get_misses",
+        "get_expired",
+        "get_flushed",
+        "delete_hits",
+        "delete_misses",
+        "incr_hits",
+        "incr_misses",
+        "decr_hits",
+        "decr_misses",
+        "cas_hits",
+        "cas_misses",
+        "cas_badval",
+        "touch_hits",
+        "touch_misses",
+        "threads",
+        "bytes",
+        "curr_items",
+        "total_items",
+        "evictions",
+        "expired_unfetched",
+        "evicted_unfetched",
+        "limit_maxbytes",
+        "bytes_read",
+        "bytes_written",
     ];
     let all = stats(&mut c, "");
     for n in names {
@@ -328,8 +390,12 @@ fn stats_report_what_happened() {
     assert_eq!(stat(&mut c, "limit_maxbytes"), 64 << 20);
     assert_eq!(stat(&mut c, "threads"), 2);
     let before = |c: &mut std::net::TcpStream, n: &str| stat(c, n);
-    let (gets, hits, misses, sets) =
-        (before(&mut c, "cmd_get"), before(&mut c, "get_hits"), before(&mut c, "get_misses"), before(&mut c, "cmd_set"));
+    let (gets, hits, misses, sets) = (
+        before(&mut c, "cmd_get"),
+        before(&mut c, "get_hits"),
+        before(&mut c, "get_misses"),
+        before(&mut c, "cmd_set"),
+    );
     exchange(&mut c, b"set st 0 0 2\r\nab\r\nget st st:no\r\n", b"STORED\r\nVALUE st 0 2\r\nab\r\nEND\r\n");
     exchange(&mut c, b"incr st:no 1\r\ndelete st:no\r\ntouch st 0\r\n", b"NOT_FOUND\r\nNOT_FOUND\r\nTOUCHED\r\n");
     assert_eq!(stat(&mut c, "cmd_get"), gets + 2);
