@@ -15,6 +15,11 @@
 # Both servers are killed on exit. The client shares the machine with the
 # servers: on few cores, read the client CPU column (in OUT) too.
 #
+# Reading pipeline 16: memcached 1.6.18 answers pipelined text `get`s with
+# one sendmsg per command (strace: 16 `get`s in one read, 16 sendmsg), so
+# its CPU per request barely drops with depth; MULTIGET=16 (one `get` of 16
+# keys) shows both servers batching.
+#
 # Usage: [DURATION=10] [WARMUP=2] [RUNS=3] [KEYS=1048576] [THREADS=2]
 #        [CONNS=25] [SERVER_THREADS=2] [MEMORY_MB=1024] [PROTOCOL=text] [MULTIGET=1]
 #        [DISTRIBUTION=zipf] [MEMCACHED_PORT=41211] [AMALGAM_PORT=41212]
