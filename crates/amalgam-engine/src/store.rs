@@ -590,11 +590,41 @@ impl Inner {
     /// True if the item may be returned: not expired, not flushed.
     #[inline]
     fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
+        self.flush_if_due();
         if it.cas() < self.flush_cas.load(Ordering::Relaxed) {
             return false;
         }
         let exp = it.layout.meta.expiry;
         exp == 0 || exp > *now.get_or_insert_with(|| self.now())
+    }
+
+    /// Runs a delayed `flush_all` whose time has come.
+    ///
+    /// Fix (found by tests/model_edges.rs): the delayed flush used to run
+    /// only when the maintenance thread next woke (up to
+    /// MAINTENANCE_PERIOD later, or after a whole expansion), so the items
+    /// it flushes stayed visible past its time, and items stored after its
+    /// time were flushed with them (a lost write). memcached compares items
+    /// with the flush time on every access; here every liveness check and
+    /// every new CAS unique (so every write) runs a due flush first. The
+    /// fast path is one load of a field that is 0 unless a flush is
+    /// pending.
+    #[inline]
+    fn flush_if_due(&self) {
+        let due = self.flush_at.load(Ordering::Acquire);
+        if due != 0 {
+            self.flush_if_due_slow(due);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_if_due_slow(&self, due: u64) {
+        if due <= self.now() as u64
+            && self.flush_at.compare_exchange(due, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        {
+            self.flush_now();
+        }
     }
 
     /// Finds the key's item pointer (live or not) by optimistic reads.
@@ -624,6 +654,8 @@ impl Inner {
     }
 
     fn next_cas(&self, local: &Local) -> u64 {
+        // A write after a delayed flush's time must not be flushed by it.
+        self.flush_if_due();
         // SAFETY: local is the calling thread's own Local; no other
         // reference to its owned part is live here.
         let owned = unsafe { local.owned() };
@@ -641,9 +673,14 @@ impl Inner {
     /// Allocates and fills the header and key of a new item; the caller
     /// writes `vlen` value bytes at the returned offset.
     fn build(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
+        self.build_limited(local, n, cas, self.item_size_max)
+    }
+
+    /// [`Inner::build`] with an explicit size limit (touch: see there).
+    fn build_limited(&self, local: &Local, n: &NewItem<'_>, cas: u64, limit: usize) -> Result<(Block, usize), Error> {
         let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw(), marks: n.marks };
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
-        if len > self.item_size_max {
+        if len > limit {
             return Err(Error::TooLarge);
         }
         let block = self.alloc(local, len)?;
@@ -1313,7 +1350,11 @@ impl Store {
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(None) };
             let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
-            match inner.build(local, &n, old.cas()) {
+            // Fix (found by tests/model_edges.rs): memcached's touch never
+            // fails for size, but adding an expiry grows the header by 4
+            // bytes, so an item at the size limit used to get TooLarge.
+            // The limit applies to what clients store, not to this copy.
+            match inner.build_limited(local, &n, old.cas(), inner.item_size_max + 4) {
                 Ok((block, at)) => {
                     fill(block, at, &[old.value()]);
                     // SAFETY: the block holds the item just built, not yet
