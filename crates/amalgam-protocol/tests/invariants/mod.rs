@@ -16,6 +16,7 @@
 //!   line is long enough for the read split to matter to memcached too).
 
 use amalgam_protocol::compose::push_line;
+use amalgam_protocol::meta::{meta_reply, MetaCmd, MetaRequest};
 use amalgam_protocol::text::{parse, reply, Failure, Limits, Parse, Request};
 use amalgam_protocol::{GET_LINE_BYTES_MAX, KEY_BYTES_MAX, LINE_BYTES_MAX};
 
@@ -24,7 +25,7 @@ pub const LIMITS: [Limits; 3] =
     [Limits { value_bytes_max: 0 }, Limits { value_bytes_max: 8 }, Limits { value_bytes_max: 1 << 20 }];
 
 /// Every reply line the parser may ask for.
-const REPLIES: [&str; 10] = [
+const REPLIES: [&str; 23] = [
     reply::ERROR,
     reply::BAD_FORMAT,
     reply::BAD_CHUNK,
@@ -35,7 +36,29 @@ const REPLIES: [&str; 10] = [
     reply::OUT_OF_MEMORY,
     reply::NON_NUMERIC,
     reply::LINE_TOO_LONG,
+    meta_reply::DUPLICATE_FLAG,
+    meta_reply::INVALID_FLAG,
+    meta_reply::INVALID_OR_DUPLICATE,
+    meta_reply::BAD_TOKEN,
+    meta_reply::DECODE_KEY,
+    meta_reply::M_LENGTH,
+    meta_reply::BAD_INITIAL,
+    meta_reply::BAD_DELTA,
+    meta_reply::OPAQUE_TOO_LONG,
+    meta_reply::MG_FLAGS_TOO_LONG,
+    meta_reply::FLAGS_TOO_LONG,
+    meta_reply::MS_BAD_MODE,
+    meta_reply::MA_BAD_MODE,
 ];
+
+/// The commands that carry a data block.
+const STORE_COMMANDS: [&[u8]; 7] = [b"set", b"add", b"replace", b"append", b"prepend", b"cas", b"ms"];
+
+/// The command word of the line at the front of `buf`.
+fn command_word(buf: &[u8]) -> &[u8] {
+    let line = &buf[..first_newline(buf).unwrap_or(buf.len())];
+    line.split(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"")
+}
 
 /// What the server does for one parse result, owned so that runs over
 /// differently split input can be compared.
@@ -54,11 +77,28 @@ fn within(outer: &[u8], inner: &[u8]) -> bool {
     i >= o && i + inner.len() <= o + outer.len()
 }
 
-fn check_key(line: &[u8], key: &[u8]) {
+fn check_key_bytes(key: &[u8]) {
     assert!(!key.is_empty() && key.len() <= KEY_BYTES_MAX, "key length {}", key.len());
     // memcached's tokenizer splits on spaces and ends the line at a NUL.
     assert!(!key.contains(&b' ') && !key.contains(&b'\n') && !key.contains(&0), "key {key:?}");
+}
+
+fn check_key(line: &[u8], key: &[u8]) {
+    check_key_bytes(key);
     assert!(within(line, key), "key outside its command line");
+}
+
+/// A meta request the parser accepted: its line is within the command line
+/// and rebuilds into a `MetaRequest` (which the server relies on).
+fn check_meta(line: &[u8], cmd: MetaCmd, meta_line: &[u8]) {
+    assert!(within(line, meta_line) && meta_line.starts_with(b"m"), "meta line {meta_line:?}");
+    let req = MetaRequest::from_line(cmd, meta_line).expect("accepted meta line does not rebuild");
+    assert_eq!(req.cmd, cmd);
+    if cmd != MetaCmd::Noop && !req.flags.base64 {
+        check_key(meta_line, meta_line.split(|&b| b == b' ').filter(|w| !w.is_empty()).nth(1).unwrap());
+        check_key_bytes(req.key());
+    }
+    assert!(req.key().len() <= KEY_BYTES_MAX);
 }
 
 /// A reply line as the server writes it: memcached's text, one CRLF at the
@@ -83,6 +123,13 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
             assert!(n > 0 && n <= buf.len(), "Done used {n} of {}", buf.len());
             let line = &buf[..line_end - 1];
             match req {
+                Request::Meta { cmd, line: meta_line, data } if cmd == MetaCmd::Set => {
+                    check_meta(line, cmd, meta_line);
+                    assert!(data.len() <= limits.value_bytes_max);
+                    assert_eq!(n, line_end + data.len() + 2);
+                    assert_eq!(&buf[n - 2..n], b"\r\n");
+                    assert_eq!(data.as_ptr(), buf[line_end..].as_ptr(), "data is not the block after the line");
+                }
                 Request::Store { key, data, .. } => {
                     check_key(line, key);
                     assert!(data.len() <= limits.value_bytes_max);
@@ -103,6 +150,10 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
                             check_key(line, key)
                         }
                         Request::Stats { args } => args.iter().for_each(|a| assert!(within(line, a))),
+                        Request::Meta { cmd, line: meta_line, data } => {
+                            check_meta(line, cmd, meta_line);
+                            assert!(data.is_empty(), "{cmd:?} with a data block");
+                        }
                         _ => {}
                     }
                 }
@@ -119,8 +170,13 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
                 assert!(!f.noreply);
             }
             if f.swallow > 0 {
-                assert_eq!(f.reply, Some(reply::TOO_LARGE));
-                assert!(f.swallow > limits.value_bytes_max + 2, "swallowed a block that fits");
+                if f.reply == Some(reply::TOO_LARGE) {
+                    assert!(f.swallow > limits.value_bytes_max + 2, "swallowed a block that fits");
+                } else {
+                    // memcached swallows the block of an ms it refuses.
+                    assert_eq!(command_word(buf), b"ms", "{f:?} swallows");
+                    assert!(f.swallow >= 2);
+                }
             }
             if f.noreply {
                 // The line as memcached tokenizes it: without its CR, and a
@@ -131,7 +187,7 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
                 assert!(line.split(|&b| b == b' ').any(|w| w == b"noreply"), "noreply not on the line");
             }
             if let Some((start, end)) = f.unlink {
-                // The key of a refused `set`, to drop its old value.
+                // The key of a refused `set` or `ms`, to drop its old value.
                 assert_eq!(f.reply, Some(reply::TOO_LARGE), "unlink on {f:?}");
                 let le = line_end.expect("unlink without a line");
                 assert!(start < end && end < le, "unlink {start}..{end} outside the line");
@@ -161,11 +217,8 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
             Some(le) => {
                 // Only a storage command waits past its line, for at most
                 // a block of the largest size and its CRLF.
-                let cmd = buf[..le].split(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"");
-                assert!(
-                    [&b"set"[..], b"add", b"replace", b"append", b"prepend", b"cas"].contains(&cmd),
-                    "incomplete after a whole {cmd:?} line"
-                );
+                let cmd = command_word(buf);
+                assert!(STORE_COMMANDS.contains(&cmd), "incomplete after a whole {cmd:?} line");
                 assert!(buf.len() < le + limits.value_bytes_max + 2);
             }
         },
