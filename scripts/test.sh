@@ -52,6 +52,9 @@ if ! python3 -c 'import pymemcache, meta_memcache, pytest' >/dev/null 2>&1; then
     python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
     echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"
 fi
+# The black-box tests open 1000 connections at once: raise the soft limit
+# on open files to the hard limit (allowed without privileges).
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 memcached_bin=$(command -v memcached || true)
 memccapable_bin=$(command -v memccapable || true)
 
