@@ -264,3 +264,24 @@ fn out_of_memory() {
     // noreply silences it; the connection goes on.
     check(&mut c, &format!("set oomx 0 0 {} noreply\r\n{value}\r\nget oomx\r\n", value.len()), "END\r\n");
 }
+
+/// Time passing (the one sleep in this file): a 1-second TTL runs out, a
+/// touch or a gat extends one.
+#[test]
+fn ttl_runs_out_touch_and_gat_extend_it() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    let setup = "set K_short 0 1 1\r\na\r\nset K_touched 0 1 1\r\nb\r\nset K_gatted 0 1 1\r\nc\r\n\
+                 set K_forever 0 0 1\r\nd\r\ntouch K_touched 100\r\ngats 100 K_gatted\r\n";
+    let k = key("ttl");
+    let setup = setup.replace('K', &k);
+    send(&mut c, setup.as_bytes());
+    let got = String::from_utf8(read_until(&mut c, b"END\r\n")).unwrap();
+    let want_head = format!("STORED\r\nSTORED\r\nSTORED\r\nSTORED\r\nTOUCHED\r\nVALUE {k}_gatted 0 1 ");
+    assert!(got.starts_with(&want_head) && got.ends_with("\r\nc\r\nEND\r\n"), "{got:?}");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let got = request(&mut c, format!("get {k}_short {k}_touched {k}_gatted {k}_forever\r\n").as_bytes(), b"END\r\n");
+    let want =
+        format!("VALUE {k}_touched 0 1\r\nb\r\nVALUE {k}_gatted 0 1\r\nc\r\nVALUE {k}_forever 0 1\r\nd\r\nEND\r\n");
+    assert_reply(&got, want.as_bytes());
+}
