@@ -180,8 +180,11 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         }
         Request::FlushAll { delay, noreply } => {
             bump(&stats.cmd_flush, 1);
+            // memcached sets oldest_live = realtime(delay) - 1: a delayed
+            // flush takes effect a second before its delay is up, so
+            // `flush_all 1` is immediate.
             match expiry(store, delay) {
-                Expiry::At(t) if delay > 0 => store.flush_all_at(t),
+                Expiry::At(t) if delay > 0 => store.flush_all_at(t - 1),
                 _ => store.flush_all(),
             }
             reply_line("OK", noreply);

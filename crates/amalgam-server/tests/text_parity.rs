@@ -285,3 +285,20 @@ fn ttl_runs_out_touch_and_gat_extend_it() {
         format!("VALUE {k}_touched 0 1\r\nb\r\nVALUE {k}_gatted 0 1\r\nc\r\nVALUE {k}_forever 0 1\r\nd\r\nEND\r\n");
     assert_reply(&got, want.as_bytes());
 }
+
+/// memcached's delayed flush takes effect a second early (oldest_live is
+/// realtime(delay) - 1): `flush_all 1` is immediate, `flush_all 100` is not.
+#[test]
+fn flush_all_delays() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    let exact = |c: &mut TcpStream, req: &str, want: &str| {
+        send(c, req.as_bytes());
+        assert_reply(&read_n(c, want.len()), want.as_bytes());
+    };
+    exact(&mut c, "set a 0 0 1\r\nx\r\nflush_all 100\r\nget a\r\n", "STORED\r\nOK\r\nVALUE a 0 1\r\nx\r\nEND\r\n");
+    // A later flush replaces the pending one.
+    exact(&mut c, "flush_all 1\r\nget a\r\n", "OK\r\nEND\r\n");
+    exact(&mut c, "set b 0 0 1\r\ny\r\nflush_all -1\r\nget b\r\n", "STORED\r\nOK\r\nEND\r\n");
+    exact(&mut c, "set c 0 0 1\r\nz\r\nflush_all 0 noreply\r\nget c\r\n", "STORED\r\nEND\r\n");
+}
