@@ -62,6 +62,30 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A port free right now and never handed out before in this process
+/// (so two tests starting servers at once cannot pick the same one).
+fn fresh_port() -> u16 {
+    static USED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if !used.contains(&port) {
+            used.push(port);
+            return port;
+        }
+    }
+}
+
+/// The pid the server at `addr` reports in `stats`, if one answers.
+fn server_pid(addr: SocketAddr) -> Option<u32> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    s.write_all(b"stats\r\n").ok()?;
+    let out = read_until(&mut s, b"END\r\n");
+    let text = String::from_utf8_lossy(&out);
+    text.lines().find_map(|l| l.strip_prefix("STAT pid ")).and_then(|p| p.trim().parse().ok())
+}
+
 impl Server {
     /// The server the environment names, started with `args` if we start it.
     /// Returns None (after printing why) when the test needs flags but the
@@ -103,10 +127,10 @@ impl Server {
         let is_memcached =
             std::path::Path::new(&bin).file_name().is_some_and(|n| n.to_string_lossy().contains("memcached"));
         let mut why = String::new();
-        // A free port can be taken between probing and the server's bind:
-        // retry with another.
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // A free port can be taken between probing and the server's bind
+        // (by another test's server, or anyone's): retry with another.
+        for _ in 0..10 {
+            let port = fresh_port();
             let mut cmd = Command::new(&bin);
             cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
             // memcached refuses to run as root without -u.
@@ -122,7 +146,9 @@ impl Server {
                     why = format!("{bin} {args:?} exited at start: {status}");
                     break;
                 }
-                if TcpStream::connect(addr).is_ok() {
+                // Ready when the server on the port is this child: another
+                // server may hold the port, and this child then exits.
+                if server_pid(addr) == Some(child.id()) {
                     return Server { addr, child: Some(child), is_memcached };
                 }
                 if t0.elapsed() > START_TIMEOUT {
