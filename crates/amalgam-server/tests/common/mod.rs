@@ -32,7 +32,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
-    child: Option<Child>,
+    /// A `sh` that started the server and kills it when its stdin closes
+    /// (on drop, or when this test process exits, even if the `Server`
+    /// lives in a static and is never dropped), and the server's pid.
+    child: Option<(Child, u32)>,
     /// True when the server is memcached rather than amalgam.
     pub is_memcached: bool,
 }
@@ -73,6 +76,14 @@ fn fresh_port() -> u16 {
             used.push(port);
             return port;
         }
+    }
+}
+
+/// True while process `pid` runs (exists and is not a zombie).
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
     }
 }
 
@@ -131,28 +142,42 @@ impl Server {
         // (by another test's server, or anyone's): retry with another.
         for _ in 0..10 {
             let port = fresh_port();
-            let mut cmd = Command::new(&bin);
-            cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c")
+                .arg(r#""$0" "$@" </dev/null >/dev/null 2>&1 & echo $!; read _; kill $! 2>/dev/null; wait"#)
+                .arg(&bin)
+                .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
             // memcached refuses to run as root without -u.
             if is_memcached && is_root() {
                 cmd.args(["-u", "root"]);
             }
-            cmd.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-            let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{bin}: {e}"));
+            cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+            let mut child = cmd.spawn().unwrap_or_else(|e| panic!("sh for {bin}: {e}"));
+            let mut pid_line = String::new();
+            if let Some(out) = child.stdout.take() {
+                let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut pid_line);
+            }
+            let Ok(pid) = pid_line.trim().parse::<u32>() else {
+                drop(child.stdin.take());
+                let _ = child.wait();
+                panic!("no pid from sh: {pid_line:?}");
+            };
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
             let t0 = Instant::now();
             loop {
-                if let Ok(Some(status)) = child.try_wait() {
-                    why = format!("{bin} {args:?} exited at start: {status}");
+                if !process_alive(pid) {
+                    why = format!("{bin} {args:?} exited at start");
+                    drop(child.stdin.take());
+                    let _ = child.wait();
                     break;
                 }
                 // Ready when the server on the port is this child: another
                 // server may hold the port, and this child then exits.
-                if server_pid(addr) == Some(child.id()) {
-                    return Server { addr, child: Some(child), is_memcached };
+                if server_pid(addr) == Some(pid) {
+                    return Server { addr, child: Some((child, pid)), is_memcached };
                 }
                 if t0.elapsed() > START_TIMEOUT {
-                    let _ = child.kill();
+                    drop(child.stdin.take());
                     let _ = child.wait();
                     panic!("{bin} did not start listening on {addr}");
                 }
@@ -183,8 +208,8 @@ impl Server {
 
     /// True while the process we started is still running.
     pub fn alive(&mut self) -> bool {
-        match &mut self.child {
-            Some(c) => c.try_wait().unwrap().is_none(),
+        match &self.child {
+            Some((_, pid)) => process_alive(*pid),
             None => true,
         }
     }
@@ -192,8 +217,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
+        if let Some((c, _)) = &mut self.child {
+            // Closing sh's stdin makes it kill the server and wait for it.
+            drop(c.stdin.take());
             let _ = c.wait();
         }
     }
