@@ -1485,6 +1485,10 @@ impl Store {
         if at <= self.inner.now() {
             return self.flush_all();
         }
+        // A pending flush whose time has come takes effect now, before the
+        // new one replaces it: memcached would let the new, later time
+        // revive the items the old one already hid.
+        self.inner.flush_if_due();
         self.inner.flush_at.store(at as u64, Ordering::Release);
     }
 

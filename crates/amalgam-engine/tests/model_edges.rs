@@ -345,6 +345,9 @@ fn run(ops: &[Op]) {
             }
             Op::FlushAt(d) => {
                 store.flush_all_at(now + d as u32);
+                // A pending flush already due has taken effect; the new
+                // one replaces only a flush still to come.
+                m.live(usize::MAX, now);
                 m.flush_at = Some(now + d as u32);
             }
         }

@@ -26,7 +26,16 @@ fn x(c: &mut TcpStream, req: &str, want: &str) {
 fn meta(c: &mut TcpStream, req: &str) -> String {
     let mut r = req.as_bytes().to_vec();
     r.extend_from_slice(b"mn\r\n");
-    let got = common::request(c, &r, b"MN\r\n");
+    // Every `mn` line sent is answered by one `MN`; a reply may arrive in
+    // several reads, so read until all of them are in.
+    let want_mn = r.split(|&b| b == b'\n').filter(|l| *l == b"mn\r" || l.starts_with(b"mn ")).count();
+    let mut got = common::request(c, &r, b"MN\r\n");
+    for _ in 1..want_mn {
+        if got.windows(4).filter(|w| *w == b"MN\r\n").count() >= want_mn {
+            break;
+        }
+        got.extend_from_slice(&common::read_until(c, b"MN\r\n"));
+    }
     let s = String::from_utf8_lossy(&got).into_owned();
     assert!(s.ends_with("MN\r\n"), "no MN after {}: {}", show(req.as_bytes()), show(&got));
     s[..s.len() - 4].to_string()
