@@ -137,6 +137,15 @@ struct Conn {
     swallow: usize,
     close_after_write: bool,
     eof: bool,
+    /// The last read returned less than it asked for: the receive queue was
+    /// empty then, and data arriving later raises a new edge-triggered
+    /// event, so the read that would only say EAGAIN is skipped (epoll(7):
+    /// a short read on a stream socket means its input is exhausted). One
+    /// syscall less per unpipelined request. Cleared by every event.
+    drained: bool,
+    /// An event said the peer closed its side: read on to EOF, never trust
+    /// `drained` (the FIN may already be queued behind the data).
+    hup: bool,
 }
 
 /// What a turn left the connection in.
@@ -188,11 +197,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
                         swallow: 0,
                         close_after_write: false,
                         eof: false,
+                        drained: false,
+                        hup: false,
                     });
                     ready.push(token.0);
                 }
             } else {
-                ready.push(ev.token().0);
+                let key = ev.token().0;
+                if let Some(c) = conns.get_mut(key) {
+                    c.drained = false;
+                    c.hup |= ev.is_read_closed() || ev.is_error();
+                }
+                ready.push(key);
             }
         }
         ready.sort_unstable();
@@ -249,6 +265,9 @@ impl Conn {
             if self.eof {
                 return Turn::Closed;
             }
+            if self.drained && !self.hup {
+                return Turn::Idle;
+            }
             match self.fill(rbuf_max) {
                 Ok(0) => self.eof = true,
                 Ok(n) => bump(&stats.bytes_read, n as u64),
@@ -284,8 +303,10 @@ impl Conn {
                 return Err(ErrorKind::InvalidData.into());
             }
         }
+        let asked = self.rbuf.len() - self.rend;
         let n = self.sock.read(&mut self.rbuf[self.rend..])?;
         self.rend += n;
+        self.drained = n < asked;
         Ok(n)
     }
 
