@@ -46,9 +46,14 @@
 //!   So `mg <raw> k` on a key stored with `b` answers `k<raw>` here and
 //!   `k<base64> b` in memcached, and `mg <base64> b k` on a key stored
 //!   plain answers `k<base64> b` here and `k<raw>` in memcached. `ms`, `md`,
-//!   `ma` and every miss encode by the request in memcached too. The fix
-//!   is a key-binary mark kept through `Update::Put`; the meta byte has no
-//!   free bit for it (bits 6-7 are reserved for cache mode).
+//!   `ma` and every miss encode by the request in memcached too. One
+//!   memcached quirk is not copied: an item that `mg ... b N` or
+//!   `ma ... b N` creates is not marked, so memcached echoes its key raw
+//!   even to that request (`mg dml2Yg== b N30 k` answers `HD kvivb W`),
+//!   which for a binary key can put a space or CRLF in the line; Amalgam echoes
+//!   base64 as the request asked. The fix is a key-binary mark kept
+//!   through `Update::Put`; the meta byte has no free bit for it (bits
+//!   6-7 are reserved for cache mode).
 
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
