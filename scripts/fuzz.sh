@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the protocol parsers (cargo-fuzz + libFuzzer)
-# on stable Rust. Not part of scripts/test.sh: tests/parse_fuzz.rs is the
-# stable proptest counterpart that always runs in `cargo test`.
+# on stable Rust. scripts/test.sh runs it for 20 s per target; the
+# proptest counterparts (crates/amalgam-protocol/tests/parse_fuzz.rs and
+# meta_fuzz.rs) run in `cargo test` with the same invariants.
 #
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh [target...]   (default: all targets)
 #
-# Installs cargo-fuzz if missing, builds every target, runs each for
-# FUZZ_SECONDS (default 60) from the committed seeds in fuzz/corpus/<target>
-# (what it finds goes to fuzz/target/corpus/<target>, not committed), and
-# exits non-zero if a target panicked or broke an invariant; the input is
-# then in fuzz/artifacts/<target>/ and the reproduce command is printed.
+# Installs cargo-fuzz if missing (`cargo install --locked`, about two
+# minutes on two cores; later runs reuse the binary), builds every target,
+# runs each for FUZZ_SECONDS (default 60) from the committed seeds in
+# fuzz/corpus/<target> (what it finds goes to fuzz/target/corpus/<target>,
+# not committed) and prints "<target>: no crash" or "<target>: CRASH".
+# Exit status: 0 no crash; 1 a target panicked or broke an invariant (the
+# input is then in fuzz/artifacts/<target>/ and the reproduce command is
+# printed) or did not build; 2 cargo-fuzz is missing and cannot be
+# installed (nothing ran).
 #
 # Stable Rust: `--sanitizer none`. cargo-fuzz's default (AddressSanitizer)
 # passes -Zsanitizer=address, which only nightly accepts; without it the
@@ -22,8 +27,11 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "== installing cargo-fuzz"
-  cargo install --locked cargo-fuzz
+  echo "== installing cargo-fuzz (cargo install --locked cargo-fuzz)"
+  if ! cargo install --locked cargo-fuzz || ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "notice: cargo-fuzz is not installed and could not be installed: no fuzzing ran"
+    exit 2
+  fi
 fi
 
 cd fuzz
@@ -35,7 +43,10 @@ fi
 
 for t in "${targets[@]}"; do
   echo "== cargo fuzz build $t"
-  cargo fuzz build --sanitizer none "$t"
+  if ! cargo fuzz build --sanitizer none "$t"; then
+    echo "$t: BUILD FAILED"
+    exit 1
+  fi
 done
 
 failed=0

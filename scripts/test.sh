@@ -122,6 +122,27 @@ if [ -n "$memcached_bin" ]; then
   pytest_against "127.0.0.1:$port" || status=1
 fi
 
+# ---------------------------------------------------------------- fuzz
+# A short cargo-fuzz run of the text and meta parsers (scripts/fuzz.sh,
+# FUZZ_SECONDS per target, 20 by default): a target that ends without a
+# crash counts as passed, a crash or a build failure as failed. Skipped
+# with a notice only if cargo-fuzz is missing and cannot be installed.
+fuzz_passed=0 fuzz_failed=0
+step "cargo fuzz: each parser target for ${FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
+mkdir -p fuzz/target
+fuzz_rc=0
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh 2>&1 | tee fuzz/target/test-step.log || fuzz_rc=$?
+if [ "$fuzz_rc" -eq 2 ]; then
+  echo "notice: cargo-fuzz could not be installed: the fuzz step is skipped"
+else
+  fuzz_passed=$(grep -c ': no crash$' fuzz/target/test-step.log || true)
+  fuzz_failed=$(grep -Ec ': (CRASH|BUILD FAILED)' fuzz/target/test-step.log || true)
+  if [ "$fuzz_rc" -ne 0 ]; then
+    status=1
+    [ "$fuzz_failed" -gt 0 ] || fuzz_failed=1
+  fi
+fi
+
 # ---------------------------------------------------------------- tally
 cargo_passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}' || true)
 cargo_failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}' || true)
@@ -131,9 +152,9 @@ py_passed=$(grep -Eo '[0-9]+ passed' <<<"$py_summary" | awk '{s+=$1} END {print 
 py_failed=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$py_summary" | awk '{s+=$1} END {print s+0}' || true)
 cap_passed=$(grep -c '\[pass\]' "$capable_log" || true)
 cap_failed=$(grep -c '\[FAIL\]' "$capable_log" || true)
-passed=$((cargo_passed + py_passed + cap_passed))
-failed=$((cargo_failed + py_failed + cap_failed))
+passed=$((cargo_passed + py_passed + cap_passed + fuzz_passed))
+failed=$((cargo_failed + py_failed + cap_failed + fuzz_failed))
 echo
-echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed"
+echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed"
 echo "tests: ${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

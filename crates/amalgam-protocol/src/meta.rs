@@ -12,7 +12,7 @@
 //! Return flags are written in the order the request named them, as
 //! memcached does.
 
-use crate::text::{parse_i32, parse_strtoull, parse_u32, reply, Failure, Limits, Parse, Request};
+use crate::text::{parse_i32, parse_strtoull, parse_u32, reply, Failure, Limits, Parse, Request, Unlink};
 use crate::KEY_BYTES_MAX;
 
 /// memcached's `MFLAG_MAX_OPT_LENGTH`: a meta command line may hold fewer
@@ -339,10 +339,10 @@ pub fn parse<'a>(letter: u8, line: &'a [u8], buf: &'a [u8], consumed: usize, lim
         b'd' => MetaCmd::Delete,
         b'a' => MetaCmd::Arith,
         b'e' => MetaCmd::Debug,
-        _ => return fail(reply::ERROR, consumed, 0, None),
+        _ => return fail(reply::ERROR, consumed, 0),
     };
     match analyze(cmd, line) {
-        Err(r) => fail(r.reply, consumed, r.swallow.map_or(0, |v| v + 2), None),
+        Err(r) => fail(r.reply, consumed, r.swallow.map_or(0, |v| v + 2)),
         Ok(req) => {
             if cmd != MetaCmd::Set {
                 return Parse::Done(Request::Meta { cmd, line, data: &buf[..0] }, consumed);
@@ -351,21 +351,17 @@ pub fn parse<'a>(letter: u8, line: &'a [u8], buf: &'a [u8], consumed: usize, lim
             // analyze accepted the length.
             let vlen = parse_i32(w[2]).unwrap_or(0).max(0) as usize;
             if vlen > limits.value_bytes_max {
-                // memcached unlinks the key whatever the mode.
-                let key = req.key();
-                let unlink = if req.flags.base64 {
-                    None // decoded key is not in the buffer; server unlinks
-                } else {
-                    let start = w[1].as_ptr() as usize - buf.as_ptr() as usize;
-                    Some((start, start + key.len()))
-                };
+                // memcached unlinks the key whatever the mode; a base64 key
+                // is unlinked decoded, as memcached decodes it in place.
+                let start = w[1].as_ptr() as usize - buf.as_ptr() as usize;
+                let unlink = Unlink { start, end: start + w[1].len(), base64: req.flags.base64 };
                 return Parse::Fail(Failure {
                     reply: Some(reply::TOO_LARGE),
                     noreply: false,
                     consumed,
                     swallow: vlen + 2,
                     close: false,
-                    unlink,
+                    unlink: Some(unlink),
                 });
             }
             let end = consumed + vlen + 2;
@@ -373,15 +369,15 @@ pub fn parse<'a>(letter: u8, line: &'a [u8], buf: &'a [u8], consumed: usize, lim
                 return Parse::Incomplete;
             }
             if &buf[end - 2..end] != b"\r\n" {
-                return fail(reply::BAD_CHUNK, end, 0, None);
+                return fail(reply::BAD_CHUNK, end, 0);
             }
             Parse::Done(Request::Meta { cmd, line, data: &buf[consumed..end - 2] }, end)
         }
     }
 }
 
-fn fail(reply: &'static str, consumed: usize, swallow: usize, unlink: Option<(usize, usize)>) -> Parse<'static> {
-    Parse::Fail(Failure { reply: Some(reply), noreply: false, consumed, swallow, close: false, unlink })
+fn fail(reply: &'static str, consumed: usize, swallow: usize) -> Parse<'static> {
+    Parse::Fail(Failure { reply: Some(reply), noreply: false, consumed, swallow, close: false, unlink: None })
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -533,7 +529,14 @@ mod tests {
         let f = err(b"ms foo 2 c\r\nhix\r\n");
         assert_eq!((f.reply, f.consumed), (Some(reply::BAD_CHUNK), 16));
         let f = err(b"ms foo 2000000\r\n");
-        assert_eq!((f.reply, f.swallow, f.unlink), (Some(reply::TOO_LARGE), 2_000_002, Some((3, 6))));
+        let unlink = Unlink { start: 3, end: 6, base64: false };
+        assert_eq!((f.reply, f.swallow, f.unlink), (Some(reply::TOO_LARGE), 2_000_002, Some(unlink)));
+        // A base64 key is unlinked decoded, whatever the mode.
+        let req = b"ms Zm9v 2000000 b MA\r\n";
+        let f = err(req);
+        assert_eq!(f.unlink, Some(Unlink { start: 3, end: 7, base64: true }));
+        let mut scratch = [0; KEY_BYTES_MAX];
+        assert_eq!(f.unlink.and_then(|u| u.key(req, &mut scratch)), Some(&b"foo"[..]));
         assert_eq!(err(b"ma k MX\r\n").reply, Some(meta_reply::MA_BAD_MODE));
         assert_eq!(err(b"ma k Dx\r\n").reply, Some(meta_reply::INVALID_OR_DUPLICATE));
         assert_eq!(err(b"me\r\n").reply, Some(reply::BAD_FORMAT));

@@ -118,10 +118,34 @@ pub struct Failure {
     pub swallow: usize,
     /// Close the connection after answering.
     pub close: bool,
-    /// A byte range of the buffer (from where this request starts) naming a
-    /// key to unlink: memcached drops the old value of a `set` it refuses
-    /// as too large, so no stale data outlives a failed update.
-    pub unlink: Option<(usize, usize)>,
+    /// A key to unlink: memcached drops the old value of a `set` (or `ms`)
+    /// it refuses as too large, so no stale data outlives a failed update.
+    pub unlink: Option<Unlink>,
+}
+
+/// Where the key of a refused store is in the buffer (offsets from where
+/// the request starts), and whether those bytes are base64 (an `ms` with
+/// `b`, whose decoded key is in no buffer) to decode before unlinking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unlink {
+    pub start: usize,
+    pub end: usize,
+    pub base64: bool,
+}
+
+impl Unlink {
+    /// The key to unlink, read from `request` (the buffer from where the
+    /// request starts) and, for a base64 key, decoded into `scratch`.
+    /// None only if a base64 key does not decode, which the parser has
+    /// already refused.
+    pub fn key<'k>(&self, request: &'k [u8], scratch: &'k mut [u8; KEY_BYTES_MAX]) -> Option<&'k [u8]> {
+        let raw = request.get(self.start..self.end)?;
+        if !self.base64 {
+            return Some(raw);
+        }
+        let n = crate::meta::base64_decode(raw, scratch)?;
+        Some(&scratch[..n])
+    }
 }
 
 /// What [`parse`] found at the front of the buffer.
@@ -379,7 +403,7 @@ fn parse_store<'a>(op: StoreOp, rest: &'a [u8], buf: &'a [u8], consumed: usize, 
             close: false,
             unlink: (op == StoreOp::Set).then(|| {
                 let start = key.as_ptr() as usize - buf.as_ptr() as usize;
-                (start, start + key.len())
+                Unlink { start, end: start + key.len(), base64: false }
             }),
         });
     }
@@ -590,7 +614,7 @@ mod tests {
                 consumed: 19,
                 swallow: 2_000_002,
                 close: false,
-                unlink: Some((4, 5)),
+                unlink: Some(Unlink { start: 4, end: 5, base64: false }),
             })
         );
         assert!(failure(b"set k 0 0 -1 noreply\r\n").noreply);

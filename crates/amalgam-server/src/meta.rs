@@ -7,14 +7,53 @@
 //! Stale-while-revalidate state lives in the item's marks
 //! ([`MARK_STALE`] → `X`, [`MARK_TOKEN_SENT`] → `Z`; a win answers `W`).
 //!
-//! ## What differs from memcached (engine features absent)
-//! * `h` (fetched before) always answers `h0` and `l` (seconds since last
-//!   access) always `l0`: items are immutable once published, and there
-//!   is no per-item fetched bit or access time to read.
-//! * `me` reports `la=0 fetch=no cls=1` for the same reason and the
-//!   engine's own item size.
-//! * A key stored with `b` and read back without `b` is returned raw
-//!   (memcached remembers per item that the key was binary).
+//! ## What differs from memcached 1.6.18 (per-item state the engine lacks)
+//!
+//! Checked against memcached 1.6.18 (`proto_text.c`, and the same bytes sent
+//! to both servers). Each needs state that memcached writes into its items
+//! and Amalgam's immutable items do not have; the engine change each would
+//! take is named.
+//!
+//! * **`mg` flags `h` and `l`** always answer `h0` and `l0`. memcached's `h`
+//!   is the item's `ITEM_FETCHED` bit: `h0` on the first fetch after a
+//!   store, `h1` once any `get`/`gets`/`gat`/`touch`/`mg` (without `u`) has
+//!   read it; an `incr` or `append` leaves a new item that answers `h0`
+//!   again. Its `l` is `current_time - it->time`, the seconds since the
+//!   store or the last fetch that bumped the item (an `mg` after 2 idle
+//!   seconds answers `l2`, the next one `l0`). Amalgam answers what
+//!   memcached answers on the first fetch after a store. No other answer
+//!   is better without the state: `h1` would call every item hot, and an
+//!   `l` counted from the store would need the store time, which is not
+//!   kept either. Both need a fetched bit and an access time that every
+//!   GET writes, which the engine rules out by design (a GET writes nothing
+//!   shared); cache mode's recency bits (the meta byte's bits 6-7) are the
+//!   natural home for the fetched bit if it ever gets one.
+//! * **`me`** answers `ME <key> exp=<e> la=0 cas=<c> fetch=no cls=1
+//!   size=<s>` in memcached's field order. `exp` (memcached's sign: now
+//!   minus the expiry, so -100 for an item 100 s from expiring; -1 for
+//!   never) and `cas` are the item's own; `size` is the bytes the item
+//!   takes in Amalgam ([`item_bytes`]: header, key and value; memcached's
+//!   `ITEM_ntotal` counts its own 48-byte header, the CAS, the key, its NUL,
+//!   the value and its CRLF, so the numbers differ by design). `la` (no
+//!   access time), `fetch` (no fetched bit) and `cls` (the pool's size
+//!   classes are private to the engine) are constants.
+//! * **base64 keys.** A key stored with `b` is the same key as its decoded
+//!   bytes sent plain, so values, flags and every status match memcached
+//!   whichever way a key is named. Only the key memcached echoes can
+//!   differ: it marks an item stored by `ms ... b` (`ITEM_KEY_BINARY`) and
+//!   encodes the key by that mark in an `mg` hit's `k` flag and in `me`'s
+//!   answer; Amalgam keeps no such mark and encodes by the request's `b`.
+//!   So `mg <raw> k` on a key stored with `b` answers `k<raw>` here and
+//!   `k<base64> b` in memcached, and `mg <base64> b k` on a key stored
+//!   plain answers `k<base64> b` here and `k<raw>` in memcached. `ms`, `md`,
+//!   `ma` and every miss encode by the request in memcached too. One
+//!   memcached quirk is not copied: an item that `mg ... b N` or
+//!   `ma ... b N` creates is not marked, so memcached echoes its key raw
+//!   even to that request (`mg dml2Yg== b N30 k` answers `HD kvivb W`),
+//!   which for a binary key can put a space or CRLF in the line; Amalgam echoes
+//!   base64 as the request asked. The fix is a key-binary mark kept
+//!   through `Update::Put`; the meta byte has no free bit for it (bits
+//!   6-7 are reserved for cache mode).
 
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
@@ -536,12 +575,66 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
             Expiry::Never => -1,
             Expiry::At(t) => i64::from(now) - i64::from(t),
         };
-        let size = it.key().len() + it.value().len();
+        let size = item_bytes(it.key().len(), it.value().len(), it.flags(), it.expiry());
         l.extend_from_slice(format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", it.cas()).as_bytes());
         l
     });
     match line {
         Some(l) => out.extend_from_slice(&l),
         None => push_line(out, "EN"),
+    }
+}
+
+/// Bytes an item takes in the engine before size-class rounding, for
+/// `me`'s `size=`: the layout drawn in `amalgam_engine`'s `item.rs`
+/// (10 fixed header bytes, a 1-4 byte value length, 4 bytes of client
+/// flags unless 0, 4 bytes of expiry unless never, then key and value).
+/// The engine does not export it; `item_bytes_match_the_engines_blocks`
+/// pins it to the pool blocks the engine hands out.
+fn item_bytes(klen: usize, vlen: usize, flags: u32, expiry: Expiry) -> usize {
+    /// klen (1) + meta (1) + cas (8).
+    const HEADER_FIXED_BYTES: usize = 10;
+    let vlen_width = match vlen {
+        0..=0xFF => 1,
+        0x100..=0xFFFF => 2,
+        0x1_0000..=0xFF_FFFF => 3,
+        _ => 4,
+    };
+    let flags_bytes = if flags != 0 { 4 } else { 0 };
+    let expiry_bytes = if expiry == Expiry::Never { 0 } else { 4 };
+    HEADER_FIXED_BYTES + vlen_width + flags_bytes + expiry_bytes + klen + vlen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amalgam_engine::Config;
+
+    /// The engine hands out 8-byte size classes up to 128 bytes, so for an
+    /// item that small the pool block it takes is [`item_bytes`] rounded
+    /// up to 8: a layout change in the engine fails here.
+    #[test]
+    fn item_bytes_match_the_engines_blocks() {
+        let cases: [(&[u8], &[u8], u32, i64); 6] = [
+            (b"k", b"", 0, 0),
+            (b"k", b"v", 0, 0),
+            (b"key", b"value", 7, 0),
+            (b"key", b"value", 0, 100),
+            (b"key", b"value", 7, 100),
+            (&[b'k'; 40], &[b'v'; 60], 1, 1000),
+        ];
+        for (key, value, flags, ttl) in cases {
+            let store = Store::new(Config::default()).unwrap();
+            let exp = Expiry::from_memcached(ttl, store.now());
+            let before = store.stats().block_bytes;
+            store.set(key, value, flags, exp).unwrap();
+            let block = store.stats().block_bytes - before;
+            let bytes = item_bytes(key.len(), value.len(), flags, exp);
+            assert!(bytes <= 128, "case too large for the 8-byte classes");
+            assert_eq!(block as usize, bytes.next_multiple_of(8), "{key:?} {value:?} {flags} {ttl}");
+        }
+        // Wider value lengths take more header bytes.
+        assert_eq!(item_bytes(1, 256, 0, Expiry::Never), item_bytes(1, 255, 0, Expiry::Never) + 2);
+        assert_eq!(item_bytes(1, 1 << 16, 0, Expiry::Never), 10 + 3 + 1 + (1 << 16));
     }
 }

@@ -351,8 +351,11 @@ impl Conn {
                         run_gets(&shared.store, stats, &gets, wbuf);
                         gets.clear();
                     }
-                    if let Some((start, end)) = f.unlink {
-                        let _ = shared.store.delete(&buf[pos + start..pos + end]);
+                    if let Some(unlink) = f.unlink {
+                        let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
+                        if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
+                            let _ = shared.store.delete(key);
+                        }
                     }
                     pos += f.consumed;
                     if let (Some(line), false) = (f.reply, f.noreply) {

@@ -224,9 +224,7 @@ fn base64_keys() {
     let mut c = server().connect();
     // "binary\x00key" style: any bytes, sent as base64.
     let raw = key("b64");
-    let mut enc = Vec::new();
-    amalgam_protocol::meta::base64_encode(raw.as_bytes(), &mut enc);
-    let enc = String::from_utf8(enc).unwrap();
+    let enc = b64(&raw);
     x(&mut c, &format!("ms {enc} 1 b k\r\nx\r\n"), &format!("HD k{enc} b\r\n"));
     x(&mut c, &format!("mg {enc} b k v s\r\n"), &format!("VA 1 k{enc} b s1\r\nx\r\n"));
     x(&mut c, &format!("mg {raw} v\r\n"), "VA 1\r\nx\r\n");
@@ -237,11 +235,117 @@ fn base64_keys() {
     );
 }
 
+fn b64(raw: &str) -> String {
+    let mut enc = Vec::new();
+    amalgam_protocol::meta::base64_encode(raw.as_bytes(), &mut enc);
+    String::from_utf8(enc).unwrap()
+}
+
+/// A key named in base64 and the same key sent plain are one item, both
+/// ways round, for every command. (The key an `mg` hit echoes for `k` is
+/// where memcached differs: it encodes by how the item was stored; see
+/// the server's `meta` module doc. Misses, `ms`, `md` and `ma` echo by
+/// the request in both, which is what is checked here.)
+#[test]
+fn base64_and_plain_name_the_same_item() {
+    let mut c = server().connect();
+    let raw = key("b64x");
+    let enc = b64(&raw);
+    // stored plain, read and changed through base64
+    x(&mut c, &format!("ms {raw} 2 F3\r\n10\r\nmg {enc} b v f s\r\n"), "HD\r\nVA 2 f3 s2\r\n10\r\n");
+    x(&mut c, &format!("ma {enc} b v k O1\r\nmg {raw} v\r\n"), &format!("VA 2 k{enc} b O1\r\n11\r\nVA 2\r\n11\r\n"));
+    x(&mut c, &format!("ms {enc} 1 b MA k\r\n!\r\nmg {raw} v\r\n"), &format!("HD k{enc} b\r\nVA 3\r\n11!\r\n"));
+    x(
+        &mut c,
+        &format!("md {enc} b q\r\nmg {raw} k\r\nmg {enc} b k O2\r\n"),
+        &format!("EN k{raw}\r\nEN k{enc} b O2\r\n"),
+    );
+    // stored through base64, read and changed plain
+    x(&mut c, &format!("ms {enc} 1 b T100\r\n5\r\nma {raw} v k\r\n"), &format!("HD\r\nVA 1 k{raw}\r\n6\r\n"));
+    let t = field(&meta(&mut c, &format!("mg {raw} t\r\n")), 't');
+    assert!((98..=100).contains(&t), "{t}");
+    x(&mut c, &format!("md {raw} k\r\nmg {enc} b v\r\nmd {raw} k\r\n"), &format!("HD k{raw}\r\nEN\r\nNF k{raw}\r\n"));
+}
+
+/// An `ms` with a base64 key and a value over the item size limit unlinks
+/// the decoded key, whatever the mode, as memcached does for any refused
+/// `ms` (and a text `set`): no stale value outlives a failed update.
+#[test]
+fn base64_set_too_large_unlinks_the_key() {
+    let mut c = server().connect();
+    let big = "x".repeat(1024 * 1024 + 1);
+    for mode in ["", " MA", " ME"] {
+        let raw = key("b64big");
+        let enc = b64(&raw);
+        x(
+            &mut c,
+            &format!("ms {raw} 3\r\nold\r\nms {enc} {} b{mode}\r\n{big}\r\nmg {raw} v\r\nmg {enc} b v\r\n", big.len()),
+            "HD\r\nSERVER_ERROR object too large for cache\r\nEN\r\nEN\r\n",
+        );
+    }
+}
+
+/// `me <key>`: the fields of memcached's debug line, in its order.
+fn me_fields(c: &mut TcpStream, req: &str) -> Vec<(String, String)> {
+    let out = meta(c, req);
+    let line = out.lines().last().unwrap_or("").to_string();
+    let mut words = line.split(' ');
+    assert_eq!(words.next(), Some("ME"), "{out}");
+    words.next().expect("key");
+    let fields: Vec<(String, String)> = words
+        .map(|w| {
+            let (name, value) = w.split_once('=').unwrap_or_else(|| panic!("{w} in {line}"));
+            (name.to_string(), value.to_string())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["exp", "la", "cas", "fetch", "cls", "size"], "{line}");
+    fields
+}
+
+fn me_num(fields: &[(String, String)], name: &str) -> i64 {
+    let v = &fields.iter().find(|(n, _)| n == name).unwrap().1;
+    v.parse().unwrap_or_else(|_| panic!("{name}={v}"))
+}
+
 #[test]
 fn debug_command() {
     let mut c = server().connect();
     let k = key("me");
-    x(&mut c, &format!("me {k}\r\nme\r\n"), "EN\r\nCLIENT_ERROR bad command line format\r\n");
+    x(
+        &mut c,
+        &format!("me {k}\r\nme\r\nme {k} b\r\n"),
+        "EN\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n",
+    );
+    x(
+        &mut c,
+        "me @@@@ b\r\nme Zm9v= b\r\n",
+        "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n",
+    );
     let out = meta(&mut c, &format!("ms {k} 1\r\nx\r\nme {k}\r\n"));
     assert!(out.starts_with(&format!("HD\r\nME {k} exp=-1 la=")), "{out}");
+    // exp and cas are the item's: exp is now minus the expiry (negative
+    // while the item lives), -1 for never.
+    let cas = field(&meta(&mut c, &format!("ms {k} 1 c T100\r\nx\r\n")), 'c');
+    let f = me_fields(&mut c, &format!("me {k}\r\n"));
+    assert_eq!(me_num(&f, "cas"), cas, "{f:?}");
+    assert!((-100..=-98).contains(&me_num(&f, "exp")), "{f:?}");
+    // size is the item's footprint: it covers key and value and grows
+    // byte for byte with them, and by 4 for nonzero client flags.
+    let size = |c: &mut TcpStream, key: &str, vlen: usize, flags: u32| {
+        let set = format!("ms {key} {vlen} F{flags}\r\n{}\r\n", "v".repeat(vlen));
+        let f = me_fields(c, &format!("{set}me {key}\r\n"));
+        me_num(&f, "size")
+    };
+    let s1 = size(&mut c, &k, 1, 0);
+    assert!(s1 > k.len() as i64 + 1, "{s1}");
+    assert_eq!(size(&mut c, &k, 101, 0), s1 + 100);
+    assert_eq!(size(&mut c, &k, 1, 9), s1 + 4);
+    assert_eq!(size(&mut c, &format!("{k}xyz"), 1, 0), s1 + 3);
+    // me b: the key in base64 (`me <key> b` above: not base64).
+    let enc = b64(&k);
+    let f = me_fields(&mut c, &format!("me {enc} b\r\n"));
+    assert_eq!(me_num(&f, "size"), s1 + 4, "{f:?}");
+    let out = meta(&mut c, &format!("ms {enc} 1 b\r\nx\r\nme {enc} b\r\n"));
+    assert!(out.starts_with(&format!("HD\r\nME {enc} exp=-1 la=")), "{out}");
 }

@@ -55,6 +55,53 @@ fn numbers_are_parsed_like_memcached_safe_strtol() {
     check(&mut c, "cas K 0 0 1 -1\r\ny\r\n", "CLIENT_ERROR bad command line format\r\nERROR\r\n");
 }
 
+/// incr/decr's delta is memcached's `safe_strtoull`: `strtoull` (leading
+/// white space and one sign skipped, base 10, ERANGE refused), then the
+/// token must end at white space or its end, and a minus sign is refused
+/// only when the result looks negative as a signed number. A fifth token
+/// that is not `noreply` is ignored (the reply is still sent).
+#[test]
+fn delta_is_parsed_like_memcached_safe_strtoull() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    check(&mut c, "set K 0 0 2\r\n10\r\nincr K 12 abc\r\n", "STORED\r\n22\r\n");
+    check(&mut c, "set K 0 0 2\r\n10\r\nincr K +5\r\ndecr K +2\r\n", "STORED\r\n15\r\n13\r\n");
+    // The tokenizer splits on spaces only: a tab or a vertical tab stays in
+    // the token, where strtoull skips it in front and stops at it behind.
+    check(&mut c, "set K 0 0 2\r\n10\r\nincr K \t5\r\nincr K 5\tx\r\nincr K \x0b1\r\n", "STORED\r\n15\r\n20\r\n21\r\n");
+    // -0 is 0; -18446744073709551615 wraps to 1 and looks positive.
+    check(&mut c, "set K 0 0 2\r\n10\r\nincr K -0\r\nincr K -18446744073709551615\r\n", "STORED\r\n10\r\n11\r\n");
+    check(&mut c, "set K 0 0 1\r\n0\r\nincr K 0005\r\nincr K 18446744073709551615\r\n", "STORED\r\n5\r\n4\r\n");
+    for bad in ["5x", "0x10", "1e3", "+", "-", "+-5", "-5", "18446744073709551616"] {
+        check(
+            &mut c,
+            &format!("set K 0 0 1\r\n1\r\nincr K {bad}\r\ndecr K {bad}\r\n"),
+            "STORED\r\nCLIENT_ERROR invalid numeric delta argument\r\nCLIENT_ERROR invalid numeric delta argument\r\n",
+        );
+    }
+    // The delta is checked before the key is looked up.
+    check(&mut c, "incr K x\r\nincr K 1\r\n", "CLIENT_ERROR invalid numeric delta argument\r\nNOT_FOUND\r\n");
+}
+
+/// A key over 250 bytes: touch, incr, decr and delete answer the format
+/// error before looking at their other arguments, and noreply silences
+/// it. (Not pipelined behind other commands with `get`: memcached's get
+/// with a long key discards the unsent replies before it.)
+#[test]
+fn long_key_in_touch_incr_decr_delete() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    let long = "k".repeat(251);
+    let err = "CLIENT_ERROR bad command line format\r\n";
+    for cmd in ["touch", "incr", "decr"] {
+        check(&mut c, &format!("{cmd} {long} 10\r\n{cmd} {long} 10 noreply\r\n{cmd} {long} x\r\n"), &err.repeat(2));
+    }
+    check(&mut c, &format!("delete {long}\r\ndelete {long} noreply\r\ndelete {long} 0\r\n"), &err.repeat(2));
+    check(&mut c, &format!("touch {long}\r\ntouch {long} 1 2 3\r\n"), "ERROR\r\nERROR\r\n");
+    // Still serving.
+    check(&mut c, "set K 0 0 1\r\nx\r\ntouch K 10\r\n", "STORED\r\nTOUCHED\r\n");
+}
+
 /// An absolute exptime in the past (after the 30-day relative window)
 /// expires at once; one far in the future does not.
 #[test]

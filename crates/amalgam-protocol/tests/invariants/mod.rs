@@ -186,12 +186,16 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
                 line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
                 assert!(line.split(|&b| b == b' ').any(|w| w == b"noreply"), "noreply not on the line");
             }
-            if let Some((start, end)) = f.unlink {
+            if let Some(unlink) = f.unlink {
                 // The key of a refused `set` or `ms`, to drop its old value.
                 assert_eq!(f.reply, Some(reply::TOO_LARGE), "unlink on {f:?}");
                 let le = line_end.expect("unlink without a line");
+                let (start, end) = (unlink.start, unlink.end);
                 assert!(start < end && end < le, "unlink {start}..{end} outside the line");
                 check_key(&buf[..le - 1], &buf[start..end]);
+                // A base64 key (ms with b) decodes, as the parser checked.
+                let mut scratch = [0; KEY_BYTES_MAX];
+                assert!(unlink.key(buf, &mut scratch).is_some(), "unlink key {unlink:?} does not decode");
             }
             match line_end {
                 None => {
