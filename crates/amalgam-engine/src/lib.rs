@@ -40,6 +40,7 @@
 //! | `pool.rs`  | chunks, size classes, per-thread pools |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
+//! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!
 //! ```
 //! use amalgam_engine::{Config, Expiry, Store};
@@ -49,6 +50,7 @@
 //! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
 //! ```
 
+pub mod evict;
 mod item;
 mod local;
 mod pool;

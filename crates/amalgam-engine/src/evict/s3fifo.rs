@@ -1,0 +1,164 @@
+//! S3-FIFO (Yang, Zhang, Qiu, Yue, Vinayak: "FIFO queues are all you need
+//! for cache eviction", SOSP '23).
+//!
+//! ```text
+//!   new item ──(key hash in ghost?)──no──► Small (10% of bytes) ──head──► freq > 0 ? ──yes──► Main
+//!                       │                                                    │no
+//!                       yes                                                  ▼
+//!                       ▼                                             evict, remember hash in ghost
+//!                      Main ──head──► freq > 0 ? ──yes──► Main with freq - 1
+//!                                       │no
+//!                                       ▼ evict
+//! ```
+//!
+//! Most objects in cache workloads are requested once and never again
+//! ("one-hit wonders"); the small queue lets them go after a short stay
+//! without ever displacing the main queue, which makes S3-FIFO resistant to
+//! scans. The ghost remembers the hashes of items evicted from Small so a
+//! key that comes back soon after is admitted straight to Main.
+//!
+//! # The ghost, without a lock
+//!
+//! The paper's ghost is a FIFO of as many key hashes as Main holds items.
+//! Here it is a direct-mapped table of 32-bit fingerprints
+//! (`AtomicU32`, relaxed): a hash selects a slot by its low bits and stores
+//! its high 32 bits there, overwriting whatever was there. A newer entry
+//! evicts an older one that maps to the same slot, which approximates FIFO
+//! order; a false positive needs a 32-bit fingerprint match in that slot
+//! (about 2^-32 per lookup). Writers consult it concurrently from `admit`,
+//! the reclaiming thread fills it; a ghost hit consumes the entry.
+
+use super::{Policy, Queue, Verdict, FREQ_LIMIT};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Small queue's share of the cache, in percent of bytes (the paper's 10%).
+pub const SMALL_QUEUE_PERCENT: usize = 10;
+/// Fewest ghost entries, whatever the item-count hint.
+pub const GHOST_ENTRIES_MIN: usize = 1024;
+/// Most ghost entries (4 bytes each: 256 MiB).
+const GHOST_ENTRIES_MAX: usize = 1 << 26;
+/// An empty ghost slot. A hash whose fingerprint is 0 is stored as 1.
+const GHOST_EMPTY: u32 = 0;
+
+/// S3-FIFO with a 2-bit frequency.
+///
+/// ```
+/// use amalgam_engine::evict::{Policy, Queue, S3Fifo, Verdict};
+/// let p = S3Fifo::new(1000);
+/// assert_eq!(p.admit(7), Queue::Small);
+/// assert_eq!(p.reclaim(Queue::Small, 0, 7), Verdict::Evict); // remembered in the ghost
+/// assert_eq!(p.admit(7), Queue::Main);                        // so it comes back to Main
+/// ```
+#[derive(Debug)]
+pub struct S3Fifo {
+    ghost: Box<[AtomicU32]>,
+    mask: usize,
+}
+
+impl S3Fifo {
+    /// A policy whose ghost holds about `items_hint` hashes (rounded up to a
+    /// power of two within [`GHOST_ENTRIES_MIN`]..=2^26).
+    ///
+    /// ```
+    /// let _ = amalgam_engine::evict::S3Fifo::new(1 << 20);
+    /// ```
+    pub fn new(items_hint: usize) -> S3Fifo {
+        let n = items_hint.clamp(GHOST_ENTRIES_MIN, GHOST_ENTRIES_MAX).next_power_of_two();
+        S3Fifo { ghost: (0..n).map(|_| AtomicU32::new(GHOST_EMPTY)).collect(), mask: n - 1 }
+    }
+
+    fn slot(&self, key_hash: u64) -> (&AtomicU32, u32) {
+        let fp = ((key_hash >> 32) as u32).max(1);
+        (&self.ghost[key_hash as usize & self.mask], fp)
+    }
+
+    /// Remembers an evicted key hash.
+    fn ghost_insert(&self, key_hash: u64) {
+        let (slot, fp) = self.slot(key_hash);
+        slot.store(fp, Ordering::Relaxed);
+    }
+
+    /// True (once) if the hash was remembered and not yet displaced.
+    fn ghost_take(&self, key_hash: u64) -> bool {
+        let (slot, fp) = self.slot(key_hash);
+        slot.load(Ordering::Relaxed) == fp
+            && slot.compare_exchange(fp, GHOST_EMPTY, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+}
+
+impl Policy for S3Fifo {
+    fn name(&self) -> &'static str {
+        "s3fifo"
+    }
+
+    fn freq_max(&self) -> u8 {
+        FREQ_LIMIT
+    }
+
+    fn admit(&self, key_hash: u64) -> Queue {
+        if self.ghost_take(key_hash) {
+            Queue::Main
+        } else {
+            Queue::Small
+        }
+    }
+
+    fn reclaim(&self, queue: Queue, freq: u8, key_hash: u64) -> Verdict {
+        match queue {
+            // Accessed while on probation: promoted, its count starting over.
+            Queue::Small if freq > 0 => Verdict::Keep { queue: Queue::Main, freq: 0 },
+            Queue::Small => {
+                self.ghost_insert(key_hash);
+                Verdict::Evict
+            }
+            Queue::Main if freq > 0 => Verdict::Keep { queue: Queue::Main, freq: freq - 1 },
+            Queue::Main => Verdict::Evict,
+        }
+    }
+
+    fn victim(&self, bytes: [usize; 2]) -> Queue {
+        let small = bytes[Queue::Small.index()];
+        let total = small + bytes[Queue::Main.index()];
+        if small > 0 && (small * 100 >= total * SMALL_QUEUE_PERCENT || bytes[Queue::Main.index()] == 0) {
+            Queue::Small
+        } else {
+            Queue::Main
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ghost_remembers_until_displaced_and_answers_once() {
+        let p = S3Fifo::new(GHOST_ENTRIES_MIN);
+        let h = 0xdead_beef_0000_0005u64;
+        assert_eq!(p.reclaim(Queue::Small, 0, h), Verdict::Evict);
+        // Another hash in the same slot displaces it.
+        let other = 0x1234_5678_0000_0005u64;
+        assert_eq!(p.reclaim(Queue::Small, 0, other), Verdict::Evict);
+        assert_eq!(p.admit(h), Queue::Small);
+        assert_eq!(p.admit(other), Queue::Main);
+        assert_eq!(p.admit(other), Queue::Small, "a ghost hit consumes the entry");
+    }
+
+    #[test]
+    fn victim_keeps_small_near_its_share() {
+        let p = S3Fifo::new(0);
+        assert_eq!(p.victim([0, 0]), Queue::Main);
+        assert_eq!(p.victim([5, 95]), Queue::Main);
+        assert_eq!(p.victim([10, 90]), Queue::Small);
+        assert_eq!(p.victim([1, 0]), Queue::Small);
+    }
+
+    #[test]
+    fn main_decrements_before_evicting() {
+        let p = S3Fifo::new(0);
+        assert_eq!(p.reclaim(Queue::Main, 3, 1), Verdict::Keep { queue: Queue::Main, freq: 2 });
+        assert_eq!(p.reclaim(Queue::Main, 1, 1), Verdict::Keep { queue: Queue::Main, freq: 0 });
+        assert_eq!(p.reclaim(Queue::Main, 0, 1), Verdict::Evict);
+        assert_eq!(p.reclaim(Queue::Small, 2, 1), Verdict::Keep { queue: Queue::Main, freq: 0 });
+    }
+}
