@@ -9,7 +9,8 @@
 # server refuses a SET), then every key written is read back. Prints each
 # server's report, then a side-by-side markdown table: items held (read
 # back), curr_items when evictions began, the ratio to memcached, bytes,
-# limit_maxbytes and the server's VmRSS. JSON lines go to OUT.
+# limit_maxbytes and the server's VmRSS at the end (after the read-back and
+# fill's --settle-secs) and its peak. JSON lines go to OUT.
 #
 # Only counts and sizes are reported, never times: a busy machine does not
 # change them. Servers are killed on exit.
@@ -54,11 +55,11 @@ echo
 jq -rs '
   def mib: if . == null then "-" else (. / 1048576 * 10 | round / 10 | tostring) + " MiB" end;
   (map(select(.label == "memcached"))[0].items_held) as $base
-  | "| server | stop | items held (read back) | curr_items when stopped | x memcached | bytes | limit_maxbytes | VmRSS |",
-    "|---|---|---:|---:|---:|---:|---:|---:|",
+  | "| server | stop | items held (read back) | curr_items when stopped | x memcached | bytes | limit_maxbytes | VmRSS | VmHWM (peak) |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     (.[] | "| \(.label) | \(.note) | \(.items_held) | \(.curr_items_at_stop)"
       + " | \(if $base > 0 then (.items_held / $base * 1000 | round / 1000 | tostring) else "-" end)"
-      + " | \(.bytes | mib) | \(.limit_maxbytes | mib) | \(.rss_bytes | mib) |")
+      + " | \(.bytes | mib) | \(.limit_maxbytes | mib) | \(.rss_end_bytes | mib) | \(.rss_peak_bytes | mib) |")
 ' "$OUT"
 echo
 echo "Per-server JSON lines: $OUT"

@@ -19,6 +19,10 @@
 //!    found is the true count of items held, whatever the server's
 //!    `curr_items` says (a server may count items it cannot return, or
 //!    evict lazily).
+//! 5. After `--settle-secs` ([`SETTLE_SECS_DEFAULT`]) the server's `stats`
+//!    and resident set (`VmRSS`, and the peak `VmHWM`) are read again: what
+//!    the budget costs in memory once background work (a hash table grown
+//!    in the background) is done.
 //!
 //! The items held when evictions begin lie between `curr_items` at the
 //! last poll without evictions and at the first poll with them; both are
@@ -38,6 +42,11 @@ pub const SWEEP_BATCH: usize = 100;
 /// Default cap on the SETs of one fill: a server that neither evicts nor
 /// refuses after this many items is reported as an error, not filled forever.
 pub const MAX_SETS_DEFAULT: u64 = 1 << 28;
+/// Default pause between the sweep and the last `stats` and resident-set
+/// reading, for the server's background work to finish (memcached 1.6
+/// grows its hash table in a background thread, seconds after the items
+/// that asked for it: at -m 64 it reaches 2^19 buckets about then).
+pub const SETTLE_SECS_DEFAULT: f64 = 2.0;
 
 /// Flags of `amalgam-bench fill`.
 #[derive(clap::Args, Debug, Clone)]
@@ -48,6 +57,10 @@ pub struct Args {
     /// Give up (an error) after this many SETs without evictions or a refusal.
     #[arg(long, default_value_t = MAX_SETS_DEFAULT)]
     pub max_sets: u64,
+    /// Seconds to wait after the read-back before the last stats and
+    /// resident-set reading.
+    #[arg(long, default_value_t = SETTLE_SECS_DEFAULT)]
+    pub settle_secs: f64,
 }
 
 /// Runs `fill`: prints the report and writes the JSON.
@@ -67,6 +80,9 @@ enum Stop {
 /// Fills the server, reads everything back, returns the result as JSON.
 pub fn measure(args: &Args) -> Result<Value, String> {
     args.target.check()?;
+    if !(args.settle_secs >= 0.0 && args.settle_secs.is_finite()) {
+        return Err("--settle-secs must be a number of seconds, not negative".into());
+    }
     let max_sets = args.max_sets.min(key_space(args.target.key_bytes));
     let addr = net::resolve(&args.target.server)?;
     let mut c = Client::connect(addr, net::IO_TIMEOUT)?;
@@ -123,8 +139,9 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     let fill_secs = t.elapsed().as_secs_f64();
     let rss = args.target.pid.map(super::rss_of).transpose()?;
     let (held, lowest_held) = sweep(&mut c, args, issued)?;
+    std::thread::sleep(std::time::Duration::from_secs_f64(args.settle_secs));
     let end_stats = c.stats()?;
-    let rss_after_sweep = args.target.pid.map(super::rss_of).transpose()?;
+    let rss_end = args.target.pid.map(super::rss_of).transpose()?;
 
     let items_at_stop = first_stop_stats.require("curr_items")?;
     let (mode, note) = match &stop {
@@ -152,9 +169,11 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         "bytes": first_stop_stats.u64("bytes"),
         "limit_maxbytes": first_stop_stats.u64("limit_maxbytes"),
         "pid": args.target.pid,
-        "rss_bytes": rss.map(|r| r.0),
-        "rss_peak_bytes": rss_after_sweep.map(|r| r.1),
-        "rss_after_sweep_bytes": rss_after_sweep.map(|r| r.0),
+        "rss_at_stop_bytes": rss.map(|r| r.0),
+        "rss_end_bytes": rss_end.map(|r| r.0),
+        "rss_peak_bytes": rss_end.map(|r| r.1),
+        "settle_secs": args.settle_secs,
+        "stats_end": end_stats.to_json(),
         "fill_seconds": fill_secs,
         "stats_at_stop": first_stop_stats.to_json(),
         "machine": net::machine(),
@@ -220,11 +239,8 @@ pub fn human(r: &Value) -> String {
         ("curr_items / evictions at end", format!("{} / {}", r["curr_items_end"], r["evictions_end"])),
         ("bytes", format!("{} ({})", r["bytes"], mib(&r["bytes"]))),
         ("limit_maxbytes", format!("{} ({})", r["limit_maxbytes"], mib(&r["limit_maxbytes"]))),
-        ("VmRSS when stopped", mib(&r["rss_bytes"])),
-        (
-            "VmRSS after the sweep / VmHWM",
-            format!("{} / {}", mib(&r["rss_after_sweep_bytes"]), mib(&r["rss_peak_bytes"])),
-        ),
+        ("VmRSS when stopped", mib(&r["rss_at_stop_bytes"])),
+        ("VmRSS at the end / VmHWM (peak)", format!("{} / {}", mib(&r["rss_end_bytes"]), mib(&r["rss_peak_bytes"]))),
     ];
     for (name, value) in rows {
         out += &format!("  {name:<42} {value}\n");

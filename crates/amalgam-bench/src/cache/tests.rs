@@ -17,7 +17,8 @@ enum Cli {
 }
 
 fn fill_args(server: &str, extra: &[&str]) -> fill::Args {
-    match Cli::try_parse_from(["t", "fill", "--server", server].iter().chain(extra)).expect("valid flags") {
+    let base = ["t", "fill", "--server", server, "--settle-secs", "0"];
+    match Cli::try_parse_from(base.iter().chain(extra)).expect("valid flags") {
         Cli::Fill(a) => a,
         Cli::Replay(_) => unreachable!(),
     }
@@ -216,7 +217,8 @@ fn fill_and_replay_against_memcached_if_installed() {
     let held = r["items_held"].as_u64().unwrap();
     assert!(held > 10_000, "{r}");
     assert_eq!(r["items_held"], r["curr_items_end"], "{r}");
-    assert!(r["rss_bytes"].as_u64().unwrap() > 2 << 20, "{r}");
+    assert!(r["rss_end_bytes"].as_u64().unwrap() > 2 << 20, "{r}");
+    assert!(r["rss_peak_bytes"].as_u64() >= r["rss_end_bytes"].as_u64(), "{r}");
     drop(m);
 
     for proto in ["text", "meta"] {
