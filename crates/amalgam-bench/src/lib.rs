@@ -11,9 +11,14 @@
 //! * **net** (`net.rs`): closed-loop connections speaking memcached's text
 //!   or meta protocol to any server, with pipeline depth, multi-get size and
 //!   HdrHistogram latencies.
+//! * **cache** (`cache.rs`): cache-mode measurements against any
+//!   memcached-protocol server: items a memory budget holds (`fill`) and
+//!   the miss ratio of a self-filling Zipf stream, with or without scans
+//!   (`replay`).
 //!
 //! Key streams are generated before the timed loop (`workload.rs`).
 
+pub mod cache;
 pub mod embedded;
 pub mod net;
 pub mod peers;

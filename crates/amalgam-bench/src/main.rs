@@ -1,5 +1,5 @@
 //! `amalgam-bench`: see the crate documentation in `lib.rs`.
-use amalgam_bench::{embedded, net};
+use amalgam_bench::{cache, embedded, net};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -9,12 +9,18 @@ enum Cli {
     Embedded(embedded::Args),
     /// Closed-loop connections to a memcached-protocol server.
     Net(net::Args),
+    /// SET distinct items until the server evicts (or refuses); count what it holds.
+    Fill(cache::fill::Args),
+    /// A self-filling Zipf GET/SET stream (MemC3 §5.3); the miss ratio.
+    Replay(cache::replay::Args),
 }
 
 fn main() {
     let result = match Cli::parse() {
         Cli::Embedded(a) => embedded::run(&a),
         Cli::Net(a) => net::run(&a),
+        Cli::Fill(a) => cache::fill::run(&a),
+        Cli::Replay(a) => cache::replay::run(&a),
     };
     if let Err(e) = result {
         eprintln!("amalgam-bench: {e}");

@@ -31,15 +31,16 @@
 //! * **Errors**: every reply that is not what the request asked for is
 //!   counted by kind and reported (`driver::Errors`).
 
+pub mod client;
 mod driver;
-mod proto;
+pub mod proto;
 
+pub use client::{Client, ServerStats};
 pub use driver::{Config, Errors, Phase, Source, Stats};
 pub use proto::Protocol;
 
 use crate::workload::{self, op_stream, value_of, Distribution, SplitMix64, Workload};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ pub const PRELOAD_CONNS_PER_THREAD: usize = 4;
 /// Keys per multi-get of the preload verification.
 const VERIFY_BATCH: usize = 32;
 /// Connect and verification read timeout.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Flags of `amalgam-bench net`.
 #[derive(clap::Args, Debug, Clone)]
@@ -138,14 +139,20 @@ pub fn run(args: &Args) -> Result<(), String> {
     let result = measure(args)?;
     print!("{}", human(&result));
     if let Some(path) = &args.json {
-        let line = serde_json::to_string(&result).map_err(|e| e.to_string())?;
-        if path.as_os_str() == "-" {
-            println!("{line}");
-        } else {
-            std::fs::write(path, line + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
+        write_json(path, &result)?;
     }
     Ok(())
+}
+
+/// Writes `value` as one line of JSON to `path` ("-": stdout).
+pub fn write_json(path: &std::path::Path, value: &Value) -> Result<(), String> {
+    let line = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    if path.as_os_str() == "-" {
+        println!("{line}");
+        Ok(())
+    } else {
+        std::fs::write(path, line + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
 }
 
 /// The workload after the command line's overrides.
@@ -331,7 +338,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     Ok(result)
 }
 
-fn resolve(server: &str) -> Result<SocketAddr, String> {
+pub(crate) fn resolve(server: &str) -> Result<SocketAddr, String> {
     server
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve --server {server}: {e}"))?
@@ -408,28 +415,18 @@ fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64) -> Result<u64,
     if sample == 0 {
         return Ok(0);
     }
-    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    s.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut client = Client::connect(addr, IO_TIMEOUT)?;
     let ids: Vec<u64> = (0..sample).map(|i| (u128::from(i) * u128::from(keys) / u128::from(sample)) as u64).collect();
     let mut out = Vec::new();
     let mut scratch = Vec::new();
-    let mut buf = Vec::new();
-    let mut chunk_buf = vec![0u8; 64 << 10];
     for chunk in ids.chunks(VERIFY_BATCH) {
         out.clear();
         proto::push_get(Protocol::Text, &mut out, chunk.iter().copied(), w.key_bytes, &mut scratch);
-        s.write_all(&out).map_err(|e| format!("verify: write: {e}"))?;
+        client.send(&out).map_err(|e| format!("verify: {e}"))?;
         let mut got = 0;
         loop {
-            match proto::parse(Protocol::Text, &buf).map_err(|m| format!("verify: {}", m.0))? {
-                None => {
-                    let n = s.read(&mut chunk_buf).map_err(|e| format!("verify: read: {e}"))?;
-                    if n == 0 {
-                        return Err("verify: connection closed by the server".into());
-                    }
-                    buf.extend_from_slice(&chunk_buf[..n]);
-                }
-                Some((proto::Event::Value { key, len }, used)) => {
+            match client.next(Protocol::Text).map_err(|e| format!("verify: {e}"))? {
+                (proto::Event::Value { key, len }, unit) => {
                     let want = chunk.get(got).copied();
                     if key != want {
                         return Err(format!(
@@ -437,17 +434,13 @@ fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64) -> Result<u64,
                         ));
                     }
                     let id = want.unwrap_or(0);
-                    if proto::value_data(&buf, used, len) != value_of(id, 0, w.value_bytes).as_slice() {
+                    if proto::value_data(unit, unit.len(), len) != value_of(id, 0, w.value_bytes).as_slice() {
                         return Err(format!("verify: key {id} holds a different value than preloaded"));
                     }
                     got += 1;
-                    buf.drain(..used);
                 }
-                Some((proto::Event::End, used)) => {
-                    buf.drain(..used);
-                    break;
-                }
-                Some((e, _)) => return Err(format!("verify: unexpected reply {e:?}")),
+                (proto::Event::End, _) => break,
+                (e, _) => return Err(format!("verify: unexpected reply {e:?}")),
             }
         }
         if got != chunk.len() {
@@ -485,7 +478,7 @@ fn clock_ticks_per_second() -> f64 {
     }
 }
 
-fn machine() -> Value {
+pub(crate) fn machine() -> Value {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

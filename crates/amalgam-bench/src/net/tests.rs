@@ -6,7 +6,7 @@
 use super::*;
 use clap::Parser;
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read, Write};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
