@@ -64,6 +64,9 @@ const LLC_EVICT_BYTES: usize = 32 << 20;
 const SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 /// Longest the expansion experiment waits for an expansion to start or end.
 const EXPANSION_WAIT_MAX: Duration = Duration::from_secs(120);
+/// New keys the writer inserts with `--writer-burst`: enough to push the
+/// preloaded table past its load limit (the engine checks every 256 inserts).
+const EXPANSION_BURST_KEYS: usize = 4096;
 
 /// Flags of `amalgam-bench embedded`.
 #[derive(clap::Args, Debug, Clone)]
@@ -101,6 +104,12 @@ pub struct Args {
     /// llc experiment: read the key stream without looking keys up.
     #[arg(long)]
     pub llc_baseline: bool,
+    /// expansion experiment: the writer inserts only EXPANSION_BURST_KEYS
+    /// new keys (enough to start the doubling) and then stops, so the
+    /// readers share the machine with the expand thread alone; without it
+    /// the writer inserts for the whole window.
+    #[arg(long)]
+    pub writer_burst: bool,
     /// Internal: run one (workload, contender) pair and print a JSON line.
     #[arg(long, hide = true)]
     pub child: bool,
@@ -515,10 +524,14 @@ fn experiment_expansion(args: &Args) -> Result<(), String> {
         steady_rows.0.push(m);
         steady_rows.1.push(ms);
     }
+    let writer = if args.writer_burst {
+        format!("1 writer inserting {EXPANSION_BURST_KEYS} new keys, then idle")
+    } else {
+        format!("1 writer inserting {} new keys throughout", extra.len())
+    };
     println!(
-        "GET throughput during a table doubling: {readers} reader thread(s) + 1 writer inserting {} new keys, \
-         {preloaded} keys preloaded (8 B / 8 B)\n",
-        extra.len()
+        "GET throughput during a table doubling: {readers} reader thread(s) + {writer}, \
+         {preloaded} keys preloaded (8 B / 8 B)\n"
     );
     println!("| table | reader Mops/s (median) | runs | window ms (median) |\n|---|---|---|---|");
     let rows = [
@@ -589,7 +602,8 @@ fn expansion_run(
             // cases: new keys, then overwrites of them.
             go.wait();
             let mut i = 0usize;
-            while !stop.load(Ordering::Relaxed) {
+            let burst = if args.writer_burst { EXPANSION_BURST_KEYS.min(extra.len()) } else { usize::MAX };
+            while !stop.load(Ordering::Relaxed) && i < burst {
                 a.set(extra.get((i % extra.len()) as u32), b"written!");
                 i += 1;
                 writes.store(i as u64, Ordering::Relaxed);
@@ -801,6 +815,7 @@ mod tests {
             experiment: None,
             gets: 0,
             llc_baseline: false,
+            writer_burst: false,
             child: true,
         };
         let w = workload::workload("memc3").unwrap();
