@@ -48,7 +48,8 @@ MEMCACHED=${MEMCACHED:-$(command -v memcached || true)}
 command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
 
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-bench=target/release/amalgam-bench
+target_dir=${CARGO_TARGET_DIR:-target}
+bench=$target_dir/release/amalgam-bench
 
 pids=()
 cleanup() {
@@ -82,7 +83,7 @@ user=()
 "$MEMCACHED" "${user[@]}" -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$MEMCACHED_PORT" &
 memcached_pid=$!
 pids+=("$memcached_pid")
-target/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_PORT" &
+"$target_dir"/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_PORT" &
 amalgam_pid=$!
 pids+=("$amalgam_pid")
 wait_port "$MEMCACHED_PORT" "$memcached_pid"
