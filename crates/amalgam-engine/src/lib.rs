@@ -40,6 +40,7 @@
 //! | `pool.rs`  | chunks, size classes, per-thread pools |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
+//! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!
 //! ```
@@ -54,6 +55,7 @@ pub mod evict;
 mod item;
 mod local;
 mod pool;
+mod scan;
 mod store;
 mod sync;
 mod table;

@@ -310,7 +310,7 @@ pub struct ItemRef<'a> {
 impl<'a> ItemRef<'a> {
     /// # Safety
     /// `ptr` is a live item protected for 'a by an epoch guard.
-    unsafe fn new(ptr: *const u8) -> ItemRef<'a> {
+    pub(crate) unsafe fn new(ptr: *const u8) -> ItemRef<'a> {
         // SAFETY: forwarded from the caller.
         let layout = unsafe { item::layout(ptr) };
         ItemRef { ptr, layout, _guard: PhantomData }
@@ -475,7 +475,7 @@ struct Inner {
 }
 
 /// RAII pin of the calling thread's epoch.
-struct Pinned<'s> {
+pub(crate) struct Pinned<'s> {
     inner: &'s Inner,
     local: &'s Local,
 }
@@ -487,7 +487,7 @@ impl<'s> Pinned<'s> {
         Pinned { inner, local }
     }
 
-    fn current(&self) -> &'s Table {
+    pub(crate) fn current(&self) -> &'s Table {
         // SAFETY: `current` always holds a live table; a replaced one is
         // retired through the epoch scheme, which we are pinned in.
         unsafe { &*self.inner.current.load(Ordering::Acquire) }
@@ -1523,6 +1523,16 @@ impl Store {
     /// ```
     pub fn len(&self) -> usize {
         self.inner.item_count() as usize
+    }
+
+    /// Pins the calling thread's epoch (for `scan.rs`).
+    pub(crate) fn pin(&self) -> Pinned<'_> {
+        Pinned::new(&self.inner)
+    }
+
+    /// Not expired, not flushed (for `scan.rs`).
+    pub(crate) fn item_is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
+        self.inner.is_live(it, now)
     }
 
     /// True when [`len`](Self::len) is 0.
