@@ -1,11 +1,12 @@
 //! # amalgam-server
 //!
 //! The `amalgam` binary: memcached's text protocol served from the Amalgam
-//! engine, a drop-in for memcached (same flags, same defaults, same replies).
+//! engine, a drop-in for memcached (same flags, same defaults, same replies),
+//! and Redis's RESP on a second port over the same keyspace (`resp.rs`).
 //!
 //! ## Threads
 //! ```text
-//!   main ── acceptor (mio Poll: listener + shutdown waker)
+//!   main ── acceptor (mio Poll: memcached and RESP listeners + shutdown waker)
 //!             │  round-robin hand-off: inbox + Waker per worker
 //!             ▼
 //!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
@@ -36,6 +37,7 @@
 pub mod config;
 pub mod exec;
 pub mod meta;
+pub mod resp;
 pub mod stats;
 pub mod worker;
 
@@ -56,6 +58,8 @@ pub struct Shared {
     pub workers: Vec<stats::WorkerStats>,
     pub started: Instant,
     pub shutdown: AtomicBool,
+    /// The next RESP connection's CLIENT ID: from 1, never reused.
+    pub next_client_id: AtomicU64,
 }
 
 impl Shared {
@@ -77,6 +81,7 @@ impl Shared {
             workers: (0..threads).map(|_| stats::WorkerStats::default()).collect(),
             started: Instant::now(),
             shutdown: AtomicBool::new(false),
+            next_client_id: AtomicU64::new(1),
         }))
     }
 }
