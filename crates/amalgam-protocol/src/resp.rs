@@ -83,6 +83,7 @@ const _: () = assert!(REQUEST_BYTES_MIN > INLINE_BYTES_MAX);
 pub mod err {
     pub const SYNTAX: &str = "ERR syntax error";
     pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    pub const INT_RANGE: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
     pub const NOT_FLOAT: &str = "ERR value is not a valid float";
     pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
     pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";

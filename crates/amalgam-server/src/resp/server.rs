@@ -36,8 +36,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             push_simple(out, "OK");
             return After::Close;
         }
-        Cmd::Select => match int_arg(&args[1]).filter(|n| i32::try_from(*n).is_ok()) {
+        // Redis's getIntFromObjectOrReply: an i64, then the i32 range.
+        Cmd::Select => match int_arg(&args[1]) {
             None => push_error(out, err::NOT_INTEGER.as_bytes()),
+            Some(n) if i32::try_from(n).is_err() => push_error(out, err::INT_RANGE.as_bytes()),
             Some(0) => push_simple(out, "OK"),
             // One keyspace: database 0 is the only one.
             Some(_) => push_error(out, err::DB_INDEX.as_bytes()),
@@ -278,14 +280,24 @@ fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     push_int(out, spec.first_key);
     push_int(out, spec.last_key);
     push_int(out, spec.key_step);
-    let mut cats = vec![format!("@{}", if spec.group == "generic" { "keyspace" } else { spec.group })];
+    // In Redis's order of ACL categories.
+    let mut cats: Vec<&str> = Vec::new();
+    if spec.group == "generic" {
+        cats.push("@keyspace");
+    }
     if spec.flags.contains(&"readonly") {
-        cats.push("@read".into());
+        cats.push("@read");
     }
     if spec.flags.contains(&"write") {
-        cats.push("@write".into());
+        cats.push("@write");
     }
-    cats.push(if spec.flags.contains(&"fast") { "@fast".into() } else { "@slow".into() });
+    if spec.group == "string" {
+        cats.push("@string");
+    }
+    cats.push(if spec.flags.contains(&"fast") { "@fast" } else { "@slow" });
+    if spec.group == "connection" {
+        cats.push("@connection");
+    }
     push_set(out, cats.len(), proto);
     for c in &cats {
         push_simple(out, c);
@@ -332,7 +344,7 @@ fn command(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             for w in wanted {
                 match w {
                     Some(s) => command_info(s, proto, out),
-                    None => amalgam_protocol::resp::push_null_array(out, proto),
+                    None => super::null(ctx, out),
                 }
             }
         }
