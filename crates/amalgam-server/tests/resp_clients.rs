@@ -111,10 +111,8 @@ fn redis_cli_commands() {
     let (ok, out) = run(&cli, &["-h", &host, "-p", &port], script.as_bytes());
     assert!(ok, "{out}");
     // Not on a terminal, redis-cli prints replies raw, one per line.
-    let want = format!(
-        "OK\nhello\n11\nhello world\n1\n42\nhello world\n42\n\n1\nstring\n2\n0\n\
-         ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'a' \n\nPONG\n"
-    );
+    let want = "OK\nhello\n11\nhello world\n1\n42\nhello world\n42\n\n1\nstring\n2\n0\n\
+         ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'a' \n\nPONG\n";
     assert_eq!(out, want);
 }
 
