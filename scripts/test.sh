@@ -138,7 +138,7 @@ else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi
 
-amalgam_bin=target/debug/amalgam
+amalgam_bin=${CARGO_TARGET_DIR:-target}/debug/amalgam
 cargo build -q -p amalgam-server --bin amalgam
 
 step "Python clients (pytest tests/python) against amalgam"
