@@ -31,6 +31,13 @@
 //! does not read its replies stops being read from once its pending output
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
+//!
+//! On the RESP port the same bounds hold, with Redis's limits and errors
+//! (`amalgam_protocol::resp`): a bulk string over `-I`, an array of more
+//! than 1 Mi elements, or 64 KiB without a line end answers
+//! `-ERR Protocol error: …` and closes; a request past 8 MiB (or `-I` +
+//! 64 KiB) closes without a reply; a connection over `-c` (counted over
+//! both ports) gets `-ERR max number of clients reached`.
 
 #![forbid(unsafe_code)]
 
