@@ -157,6 +157,12 @@ fn mget_mset_msetnx() {
     assert_eq!(c.call(&["GET", &n]), NULL2, "MSETNX sets nothing if any key exists");
     assert_eq!(c.call(&["MSETNX", &n, "y", &format!("{n}2"), "z"]), int(1));
     assert_eq!(c.call(&["MGET", &n, &format!("{n}2")]), format!("*2\r\n{}{}", bulk("y"), bulk("z")));
+    // A key named twice takes its last value.
+    let d = key("mdup");
+    assert_eq!(c.call(&["MSETNX", &d, "1", &format!("{d}2"), "x", &d, "2"]), int(1));
+    assert_eq!(c.call(&["GET", &d]), bulk("2"));
+    assert_eq!(c.call(&["MSET", &d, "3", &d, "4"]), OK);
+    assert_eq!(c.call(&["GET", &d]), bulk("4"));
     assert_eq!(c.call(&["MSETNX", &n, "y", &b]), error("ERR wrong number of arguments for 'msetnx' command"));
 }
 

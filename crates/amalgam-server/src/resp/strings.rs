@@ -360,11 +360,32 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_int(out, 0);
     }
     let mut all = true;
-    for pair in args[1..].chunks_exact(2) {
-        match store.add(&pair[0], &pair[1], 0, Expiry::Never) {
-            Ok(_) => {}
-            // Set by another client since the check (or twice in this one).
-            Err(Error::NotStored) => all = false,
+    // Keys this command has added: a key named twice takes its last value,
+    // as in Redis (built only when a key is found present).
+    let mut added: Option<std::collections::HashSet<&[u8]>> = None;
+    for (i, pair) in args[1..].chunks_exact(2).enumerate() {
+        let (key, value): (&[u8], &[u8]) = (&pair[0], &pair[1]);
+        let r = match store.add(key, value, 0, Expiry::Never) {
+            Err(Error::NotStored) => {
+                let mine = added
+                    .get_or_insert_with(|| args[1..1 + 2 * i].chunks_exact(2).map(|p| &p[0][..]).collect())
+                    .contains(key);
+                if mine {
+                    store.set(key, value, 0, Expiry::Never)
+                } else {
+                    // Set by another client since the check.
+                    all = false;
+                    continue;
+                }
+            }
+            r => r,
+        };
+        match r {
+            Ok(_) => {
+                if let Some(a) = added.as_mut() {
+                    a.insert(key);
+                }
+            }
             Err(e) => return engine_error(e, out),
         }
     }
