@@ -17,9 +17,10 @@
 //! memcached's `get` and the other way round, values byte for byte, expiry
 //! shared. What RESP cannot show:
 //! * memcached's client flags: RESP writes that replace a value (SET and
-//!   its variants, MSET, GETSET, INCRBYFLOAT, INCR on a new key) store
-//!   flags 0; writes that change a value in place (APPEND, SETRANGE, INCR
-//!   and friends, the EXPIRE family, PERSIST, GETEX) keep the item's flags.
+//!   its variants, MSET, MSETNX, GETSET) store flags 0; writes that change
+//!   a value in place (APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, the
+//!   EXPIRE family, PERSIST, GETEX) keep the item's flags, and give a key
+//!   they create flags 0.
 //! * CAS uniques: every RESP write gives the item a new one (as memcached's
 //!   writes do), except the EXPIRE family, PERSIST and GETEX, which keep it
 //!   like memcached's `touch`.
