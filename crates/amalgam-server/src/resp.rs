@@ -75,13 +75,24 @@ pub struct Session {
     /// CLIENT SETINFO LIB-NAME / LIB-VER.
     lib_name: Option<Vec<u8>>,
     lib_ver: Option<Vec<u8>>,
+    /// The run of GETs and MGETs of the batch in progress (kept to reuse
+    /// its allocation; empty between batches).
+    gets: Vec<PendingGet>,
 }
 
 impl Session {
     /// A new connection's session: RESP2, the next client id.
     pub fn new(shared: &Shared) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Session { parser: Parser::new(), proto: Proto::Resp2, id, name: None, lib_name: None, lib_ver: None }
+        Session {
+            parser: Parser::new(),
+            proto: Proto::Resp2,
+            id,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            gets: Vec::new(),
+        }
     }
 }
 
@@ -121,7 +132,7 @@ pub fn process(
 ) {
     let limits = Limits::for_item_size(shared.args.max_item_size);
     let mut args: Vec<Arg<'_>> = Vec::new();
-    let mut gets: Vec<PendingGet> = Vec::new();
+    let mut gets = std::mem::take(&mut session.gets);
     let mut ctx = Ctx { shared, stats, session, limits };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
         if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
@@ -167,6 +178,9 @@ pub fn process(
         }
     }
     run_gets(&mut ctx, &args, &mut gets, out);
+    if gets.capacity() <= REQUESTS_PER_ROUND_MAX {
+        ctx.session.gets = gets;
+    }
 }
 
 /// Executes the pending run of GETs and MGETs as one engine batch,
@@ -175,21 +189,36 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
     if gets.is_empty() {
         return;
     }
-    let mut keys: Vec<&[u8]> = Vec::new();
-    // heads[i]: the key count of the MGET whose first key is keys[i].
-    let mut heads: Vec<usize> = Vec::new();
-    for g in gets.iter() {
-        let n = g.mget.unwrap_or(1);
-        for (j, k) in args[g.first..g.first + n].iter().enumerate() {
-            keys.push(k);
-            heads.push(if j == 0 { g.mget.unwrap_or(0) } else { 0 });
-        }
-    }
     let proto = ctx.proto();
     let mut hits = 0u64;
-    ctx.shared.store.get_batch(&keys, |i, item| {
-        if heads[i] > 0 {
-            push_array(out, heads[i]);
+    if let [PendingGet { first, mget: None }] = gets[..] {
+        // One GET: a plain lookup, nothing to batch.
+        let found = ctx.shared.store.get(&args[first], |it| push_bulk(out, it.value()));
+        if found.is_some() {
+            hits = 1;
+        } else {
+            push_null(out, proto);
+        }
+        count_gets(ctx.stats, 1, hits);
+        gets.clear();
+        return;
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    for g in gets.iter() {
+        keys.extend(args[g.first..g.first + g.mget.unwrap_or(1)].iter().map(|k| &k[..]));
+    }
+    // Keys come back in order: (request, key within it) follows along.
+    let (mut g, mut within) = (0usize, 0usize);
+    ctx.shared.store.get_batch(&keys, |_, item| {
+        if within == 0 {
+            if let Some(n) = gets[g].mget {
+                push_array(out, n);
+            }
+        }
+        within += 1;
+        if within == gets[g].mget.unwrap_or(1) {
+            g += 1;
+            within = 0;
         }
         match item {
             Some(it) => {
@@ -199,11 +228,14 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
             None => push_null(out, proto),
         }
     });
-    let n = keys.len() as u64;
-    bump(&ctx.stats.cmd_get, n);
-    bump(&ctx.stats.get_hits, hits);
-    bump(&ctx.stats.get_misses, n - hits);
+    count_gets(ctx.stats, keys.len() as u64, hits);
     gets.clear();
+}
+
+fn count_gets(stats: &WorkerStats, keys: u64, hits: u64) {
+    bump(&stats.cmd_get, keys);
+    bump(&stats.get_hits, hits);
+    bump(&stats.get_misses, keys - hits);
 }
 
 /// Redis 7's reply to a command it does not know: the name and the first
