@@ -83,7 +83,7 @@ user=()
 "$MEMCACHED" "${user[@]}" -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$MEMCACHED_PORT" &
 memcached_pid=$!
 pids+=("$memcached_pid")
-"$target_dir"/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_PORT" &
+"$target_dir"/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_PORT" --resp-port 0 &
 amalgam_pid=$!
 pids+=("$amalgam_pid")
 wait_port "$MEMCACHED_PORT" "$memcached_pid"

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite: the README's test command, and what CI runs.
 #
-# Installs what the tests need beyond the Rust toolchain (memcached and
-# libmemcached-tools from apt, pymemcache / meta-memcache / pytest from pip;
-# each only if missing), then runs formatting and lint checks, every crate's
-# unit, integration and doc tests, and the loom models of the concurrency
-# core. Then the black-box server tests again against Debian's memcached
-# (proof that their expectations are memcached's), the Python client tests
-# against amalgam and against memcached, and libmemcached's memccapable
-# against amalgam. Ends with one summary line "tests: N passed, N failed"
-# that counts cargo's tests, pytest's and memccapable's cases.
+# Installs what the tests need beyond the Rust toolchain (memcached,
+# libmemcached-tools, redis-server and redis-tools from apt; pymemcache /
+# meta-memcache / redis / pytest from pip; each only if missing), then runs
+# formatting and lint checks, every crate's unit, integration and doc tests,
+# and the loom models of the concurrency core. Then the black-box server
+# tests again against Debian's memcached (proof that their expectations are
+# memcached's), the RESP black-box tests against Debian's redis-server 7
+# (proof that theirs are Redis's), the Python client tests against amalgam,
+# memcached and redis-server, and libmemcached's memccapable against
+# amalgam. Ends with one summary line "tests: N passed, N failed" that
+# counts cargo's tests, pytest's and memccapable's cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +36,8 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then sudo_="sudo -n"
 apt_missing=()
 command -v memcached >/dev/null 2>&1 || apt_missing+=(memcached)
 command -v memccapable >/dev/null 2>&1 || apt_missing+=(libmemcached-tools)
+command -v redis-server >/dev/null 2>&1 || apt_missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || apt_missing+=(redis-tools)
 python3 -m pip --version >/dev/null 2>&1 || apt_missing+=(python3-pip)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   step "installing ${apt_missing[*]} (apt)"
@@ -45,9 +49,9 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "warning: no apt-get; install ${apt_missing[*]} yourself; the steps that need them are skipped"
   fi
 fi
-if ! python3 -c 'import pymemcache, meta_memcache, pytest' >/dev/null 2>&1; then
-  step "installing pymemcache meta-memcache pytest (pip)"
-  pkgs=(pymemcache meta-memcache pytest)
+if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest' >/dev/null 2>&1; then
+  step "installing pymemcache meta-memcache redis pytest (pip)"
+  pkgs=(pymemcache meta-memcache redis pytest)
   python3 -m pip install -q "${pkgs[@]}" >/dev/null 2>&1 ||
     python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
     echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"
@@ -57,27 +61,46 @@ fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 memcached_bin=$(command -v memcached || true)
 memccapable_bin=$(command -v memccapable || true)
+redis_server_bin=$(command -v redis-server || true)
 
 # A free TCP port on 127.0.0.1.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Starts a server (memcached's flags) on a free port; sets $port.
-start_server() {
-  port=$(free_port)
-  local extra=()
-  if [ "$(basename "$1")" = memcached ] && [ "$(id -u)" -eq 0 ]; then extra=(-u root); fi
-  "$1" -p "$port" -l 127.0.0.1 -U 0 "${extra[@]}" >/dev/null 2>&1 &
-  pids+=($!)
+# Waits until something accepts on 127.0.0.1:$1.
+wait_port() {
   for _ in $(seq 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
     sleep 0.05
   done
+  return 1
+}
+# Starts a server (memcached's flags) on a free port; sets $port, and for
+# amalgam $resp_port (its RESP listener; empty for memcached).
+start_server() {
+  port=$(free_port)
+  resp_port=""
+  local extra=()
+  if [ "$(basename "$1")" = memcached ] && [ "$(id -u)" -eq 0 ]; then extra=(-u root); fi
+  if [ "$(basename "$1")" = amalgam ]; then resp_port=$(free_port); extra=(--resp-port "$resp_port"); fi
+  "$1" -p "$port" -l 127.0.0.1 -U 0 "${extra[@]}" >/dev/null 2>&1 &
+  pids+=($!)
+  if wait_port "$port" && { [ -z "$resp_port" ] || wait_port "$resp_port"; }; then return 0; fi
   echo "error: $1 did not start on port $port" >&2
   return 1
 }
+# Starts Debian's redis-server on a free port, without persistence; sets
+# $port.
+start_redis() {
+  port=$(free_port)
+  "$redis_server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+  pids+=($!)
+  wait_port "$port" || { echo "error: redis-server did not start on port $port" >&2; return 1; }
+}
 # pytest over tests/python against the server at $1; its summary goes to
 # $pylog for the tally.
+# $2, if given, is where the server speaks RESP (for the redis-py tests).
 pytest_against() {
-  AMALGAM_TEST_ADDR="$1" python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee -a "$pylog"
+  AMALGAM_TEST_ADDR="$1" AMALGAM_TEST_RESP_ADDR="${2:-}" \
+    python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee -a "$pylog"
 }
 
 # ---------------------------------------------------------------- tests
@@ -101,12 +124,26 @@ else
   echo "note: memcached not installed: the black-box tests ran against amalgam only"
 fi
 
+if [ -n "$redis_server_bin" ]; then
+  step "RESP black-box tests against redis-server ($redis_server_bin): the expectations are Redis's"
+  start_redis
+  resp_tests=()
+  for f in crates/amalgam-server/tests/resp*.rs; do resp_tests+=(--test "$(basename "$f" .rs)"); done
+  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" cargo test -p amalgam-server "${resp_tests[@]}" --no-fail-fast 2>&1 |
+    tee -a "$log" || status=1
+  step "redis-py (pytest tests/python/test_redis_py.py) against redis-server"
+  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py.py 2>&1 |
+    tee -a "$pylog" || status=1
+else
+  echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
+fi
+
 amalgam_bin=${CARGO_TARGET_DIR:-target}/debug/amalgam
 cargo build -q -p amalgam-server --bin amalgam
 
 step "Python clients (pytest tests/python) against amalgam"
 start_server "$amalgam_bin"
-pytest_against "127.0.0.1:$port" || status=1
+pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" || status=1
 
 if [ -n "$memccapable_bin" ]; then
   step "memccapable -a (libmemcached's ascii conformance) against amalgam"
@@ -123,7 +160,7 @@ if [ -n "$memcached_bin" ]; then
 fi
 
 # ---------------------------------------------------------------- fuzz
-# A short cargo-fuzz run of the text and meta parsers (scripts/fuzz.sh,
+# A short cargo-fuzz run of the protocol parsers (text, meta, RESP) (scripts/fuzz.sh,
 # FUZZ_SECONDS per target, 20 by default): a target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped
 # with a notice only if cargo-fuzz is missing and cannot be installed.

@@ -1,5 +1,6 @@
 //! The network driver: closed-loop connections to any memcached-protocol
-//! server (Amalgam, memcached), speaking the text or the meta protocol.
+//! server (Amalgam, memcached), speaking the text or the meta protocol, or
+//! to a RESP server (Amalgam's `--resp-port`, Redis) with GET and SET.
 //!
 //! # Method
 //! * **Preload** (unless `--no-preload`): every key `0..keys` is SET once,
@@ -195,6 +196,9 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     if args.threads == 0 || args.conns_per_thread == 0 || args.pipeline == 0 || args.multiget == 0 {
         return Err("--threads, --conns-per-thread, --pipeline and --multiget must be at least 1".into());
     }
+    if args.protocol == Protocol::Resp && args.multiget != 1 {
+        return Err("--protocol resp sends one key per request: use --multiget 1".into());
+    }
     let times_ok = args.duration > 0.0 && args.duration.is_finite() && args.warmup >= 0.0 && args.warmup.is_finite();
     if !times_ok {
         return Err("--duration must be positive and --warmup not negative".into());
@@ -359,7 +363,7 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
     let conns_per_thread = args.conns_per_thread.min(PRELOAD_CONNS_PER_THREAD);
     let n = (args.threads * conns_per_thread) as u64;
     let cfg = Config {
-        proto: Protocol::Text,
+        proto: if args.protocol == Protocol::Resp { Protocol::Resp } else { Protocol::Text },
         key_bytes: w.key_bytes,
         value_bytes: w.value_bytes,
         depth: PRELOAD_DEPTH,
@@ -398,7 +402,7 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
             stats.errors.first.as_deref().unwrap_or("none")
         ));
     }
-    let verified = verify(addr, w, args.keys, args.verify_sample)?;
+    let verified = verify(addr, w, args.keys, args.verify_sample, cfg.proto)?;
     Ok(json!({
         "keys": args.keys,
         "stored": stats.stored,
@@ -408,9 +412,10 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
     }))
 }
 
-/// Reads back `sample` keys spread over `0..keys` with text multi-gets and
+/// Reads back `sample` keys spread over `0..keys` with text multi-gets (or
+/// pipelined RESP GETs, whose replies carry no key and come in order) and
 /// checks each value byte for byte. Returns the number checked.
-fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64) -> Result<u64, String> {
+fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64, proto: Protocol) -> Result<u64, String> {
     let sample = sample.min(keys);
     if sample == 0 {
         return Ok(0);
@@ -421,13 +426,17 @@ fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64) -> Result<u64,
     let mut scratch = Vec::new();
     for chunk in ids.chunks(VERIFY_BATCH) {
         out.clear();
-        proto::push_get(Protocol::Text, &mut out, chunk.iter().copied(), w.key_bytes, &mut scratch);
+        proto::push_get(proto, &mut out, chunk.iter().copied(), w.key_bytes, &mut scratch);
         client.send(&out).map_err(|e| format!("verify: {e}"))?;
         let mut got = 0;
         loop {
-            match client.next(Protocol::Text).map_err(|e| format!("verify: {e}"))? {
+            if proto == Protocol::Resp && got == chunk.len() {
+                break;
+            }
+            match client.next(proto).map_err(|e| format!("verify: {e}"))? {
                 (proto::Event::Value { key, len }, unit) => {
                     let want = chunk.get(got).copied();
+                    let key = if proto == Protocol::Resp { want } else { key };
                     if key != want {
                         return Err(format!(
                             "verify: expected key {want:?} next, got {key:?} (missing after preload?)"

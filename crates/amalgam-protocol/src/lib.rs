@@ -1,6 +1,7 @@
 //! # amalgam-protocol
 //!
-//! memcached's text protocol, parsed from and composed into byte buffers.
+//! memcached's text protocol and Redis's RESP, parsed from and composed
+//! into byte buffers.
 //! No I/O, no engine: the server hands this crate the bytes it has read and
 //! gets back requests that borrow from them (no copy of keys or values),
 //! and composes replies into its write buffer with the functions here.
@@ -19,13 +20,16 @@
 //! memcached's meta commands (mn/mg/ms/md/ma/me) are parsed in [`meta`],
 //! reached from [`text::parse`] for any two-letter command starting `m`.
 //!
-//! ## Non-goals (yet)
-//! RESP comes in a later issue and will live beside [`text`].
+//! ## RESP
+//! Redis's protocol (RESP2 and RESP3: multibulk and inline requests,
+//! Redis 7's protocol errors and limits) is in [`resp`], with the same
+//! shape: borrowed arguments, no I/O.
 
 #![forbid(unsafe_code)]
 
 pub mod compose;
 pub mod meta;
+pub mod resp;
 pub mod text;
 
 /// memcached's `KEY_MAX_LENGTH`.

@@ -5,6 +5,8 @@ use clap::Parser;
 
 /// memcached's default TCP port.
 pub const PORT_DEFAULT: u16 = 11211;
+/// Redis's default TCP port, where the RESP listener goes by default.
+pub const RESP_PORT_DEFAULT: u16 = 6379;
 /// memcached's default connection limit (`-c`).
 pub const CONNECTIONS_MAX_DEFAULT: usize = 1024;
 /// memcached's default memory limit in megabytes (`-m`).
@@ -24,6 +26,11 @@ pub struct Args {
     /// TCP port to listen on (memcached's -p).
     #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
     pub port: u16,
+
+    /// TCP port for Redis's protocol (RESP2/RESP3) on the same address and
+    /// workers, over the same keys; 0 turns it off.
+    #[arg(long = "resp-port", default_value_t = RESP_PORT_DEFAULT)]
+    pub resp_port: u16,
 
     /// Interface to listen on (memcached's -l). The default serves this
     /// machine only; give 0.0.0.0 to serve the network.
@@ -92,6 +99,9 @@ impl Args {
         if self.conn_limit == 0 {
             return Err("-c must be at least 1".into());
         }
+        if self.resp_port != 0 && self.resp_port == self.port {
+            return Err(format!("--resp-port {} is also the memcached port (-p): give another, or 0", self.resp_port));
+        }
         if self.memory_limit_mb == 0 {
             return Err("-m must be at least 1 (megabytes)".into());
         }
@@ -123,6 +133,8 @@ mod tests {
         let a = Args::parse_from(["amalgam"]);
         assert_eq!((a.port, a.listen.as_str(), a.memory_limit_mb, a.conn_limit), (11211, "127.0.0.1", 64, 1024));
         assert_eq!(a.max_item_size, 1 << 20);
+        assert_eq!(a.resp_port, 6379);
+        assert!(Args::parse_from(["amalgam", "-p", "7000", "--resp-port", "7000"]).validate().is_err());
         assert!(a.validate().is_ok());
         assert!(Args::parse_from(["amalgam", "-U", "11211"]).validate().is_err());
     }

@@ -1,11 +1,12 @@
 //! # amalgam-server
 //!
 //! The `amalgam` binary: memcached's text protocol served from the Amalgam
-//! engine, a drop-in for memcached (same flags, same defaults, same replies).
+//! engine, a drop-in for memcached (same flags, same defaults, same replies),
+//! and Redis's RESP on a second port over the same keyspace (`resp.rs`).
 //!
 //! ## Threads
 //! ```text
-//!   main ── acceptor (mio Poll: listener + shutdown waker)
+//!   main ── acceptor (mio Poll: memcached and RESP listeners + shutdown waker)
 //!             │  round-robin hand-off: inbox + Waker per worker
 //!             ▼
 //!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
@@ -30,12 +31,20 @@
 //! does not read its replies stops being read from once its pending output
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
+//!
+//! On the RESP port the same bounds hold, with Redis's limits and errors
+//! (`amalgam_protocol::resp`): a bulk string over `-I`, an array of more
+//! than 1 Mi elements, or 64 KiB without a line end answers
+//! `-ERR Protocol error: …` and closes; a request past 8 MiB (or `-I` +
+//! 64 KiB) closes without a reply; a connection over `-c` (counted over
+//! both ports) gets `-ERR max number of clients reached`.
 
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod exec;
 pub mod meta;
+pub mod resp;
 pub mod stats;
 pub mod worker;
 
@@ -56,6 +65,8 @@ pub struct Shared {
     pub workers: Vec<stats::WorkerStats>,
     pub started: Instant,
     pub shutdown: AtomicBool,
+    /// The next RESP connection's CLIENT ID: from 1, never reused.
+    pub next_client_id: AtomicU64,
 }
 
 impl Shared {
@@ -77,6 +88,7 @@ impl Shared {
             workers: (0..threads).map(|_| stats::WorkerStats::default()).collect(),
             started: Instant::now(),
             shutdown: AtomicBool::new(false),
+            next_client_id: AtomicU64::new(1),
         }))
     }
 }

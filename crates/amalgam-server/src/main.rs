@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use amalgam_server::config::Args;
-use amalgam_server::worker::{run_acceptor, run_worker, worker_poll};
+use amalgam_server::worker::{run_acceptor, run_worker, worker_poll, Protocol};
 use amalgam_server::Shared;
 use clap::Parser;
 use mio::{Poll, Token, Waker};
@@ -35,6 +35,14 @@ fn run(args: Args) -> Result<(), String> {
         .ok_or_else(|| format!("no address for {}", args.listen))?;
     let listener = mio::net::TcpListener::bind(addr)
         .map_err(|e| format!("cannot listen on {addr}: {e} (is another server on that port? try -p)"))?;
+    let mut listeners = vec![(listener, Protocol::Memcached)];
+    if args.resp_port != 0 {
+        let resp_addr = std::net::SocketAddr::new(addr.ip(), args.resp_port);
+        let resp = mio::net::TcpListener::bind(resp_addr).map_err(|e| {
+            format!("cannot listen for RESP on {resp_addr}: {e} (is Redis on that port? try --resp-port, or 0 to turn RESP off)")
+        })?;
+        listeners.push((resp, Protocol::Resp));
+    }
     let verbose = args.verbose;
     let shared = Shared::new(args)?;
     let threads = shared.workers.len();
@@ -77,8 +85,11 @@ fn run(args: Args) -> Result<(), String> {
 
     if verbose > 0 {
         eprintln!("amalgam: listening on {addr} with {threads} worker threads");
+        if let Some((l, _)) = listeners.get(1) {
+            eprintln!("amalgam: RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
+        }
     }
-    run_acceptor(&shared, listener, acceptor_poll, &handles);
+    run_acceptor(&shared, listeners, acceptor_poll, &handles);
     shared.shutdown.store(true, Ordering::Release);
     for h in &handles {
         h.wake();

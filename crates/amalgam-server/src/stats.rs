@@ -56,6 +56,7 @@ counters!(
     bytes_read,
     bytes_written,
     total_connections,
+    resp_commands,
 );
 
 /// Adds `n` to a counter that only the calling worker writes.

@@ -1,4 +1,10 @@
 //! The acceptor and the worker event loops.
+//!
+//! Both protocols share them: the acceptor watches memcached's listener
+//! and, unless `--resp-port 0`, the RESP listener, and tags each accepted
+//! connection with its listener's [`Protocol`]; a worker's turn is the
+//! same for both up to parsing and executing, where a RESP connection goes
+//! to [`crate::resp::process`].
 
 use crate::exec::{run_gets, run_one, After};
 use crate::stats::bump;
@@ -15,8 +21,6 @@ use std::sync::{Arc, Mutex};
 
 /// Token of each poll's waker.
 const WAKER: Token = Token(usize::MAX);
-/// Token of the acceptor's listener.
-const LISTENER: Token = Token(0);
 /// Events taken from epoll per wait.
 const EVENTS_PER_POLL: usize = 1024;
 /// A connection's read buffer starts at (and shrinks back to) this size;
@@ -37,6 +41,8 @@ pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
 const ACCEPTS_PER_EVENT_MAX: usize = 256;
 /// memcached's answer to a connection over `-c`.
 const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
+/// Redis's answer to a connection over `maxclients`.
+const RESP_TOO_MANY_CONNECTIONS: &[u8] = b"-ERR max number of clients reached\r\n";
 
 /// Largest read buffer a connection can need: one whole data block plus
 /// its command line, or the longest multi-get line.
@@ -44,8 +50,21 @@ pub fn read_buffer_bytes_max(item_size_max: usize) -> usize {
     (item_size_max + LINE_BYTES_MAX + 2).max(GET_LINE_BYTES_MAX) + READ_BUFFER_BYTES_INITIAL
 }
 
+/// Largest read buffer a RESP connection can need: one whole request (the
+/// parser closes a connection whose request outgrows its limit first).
+pub fn resp_read_buffer_bytes_max(item_size_max: usize) -> usize {
+    amalgam_protocol::resp::Limits::for_item_size(item_size_max).request_bytes_max + READ_BUFFER_BYTES_INITIAL
+}
+
+/// The protocol a listener (and each connection it accepts) speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Memcached,
+    Resp,
+}
+
 /// New connections handed from the acceptor to one worker.
-pub type Inbox = Arc<Mutex<Vec<TcpStream>>>;
+pub type Inbox = Arc<Mutex<Vec<(TcpStream, Protocol)>>>;
 
 /// A worker as the acceptor sees it: where to hand new connections.
 #[derive(Debug)]
@@ -73,12 +92,19 @@ pub fn worker_poll() -> std::io::Result<(Poll, WorkerHandle, Inbox)> {
     Ok((poll, WorkerHandle { inbox: Arc::clone(&inbox), waker }, inbox))
 }
 
-/// Accepts connections until shutdown, enforcing `-c`, and deals them to
-/// the workers round-robin.
-pub fn run_acceptor(shared: &Shared, mut listener: TcpListener, mut poll: Poll, workers: &[WorkerHandle]) {
-    if let Err(e) = poll.registry().register(&mut listener, LISTENER, Interest::READABLE) {
-        eprintln!("amalgam: cannot watch the listening socket: {e}");
-        return;
+/// Accepts connections on every listener until shutdown, enforcing `-c`
+/// over all of them together, and deals them to the workers round-robin.
+pub fn run_acceptor(
+    shared: &Shared,
+    mut listeners: Vec<(TcpListener, Protocol)>,
+    mut poll: Poll,
+    workers: &[WorkerHandle],
+) {
+    for (i, (listener, _)) in listeners.iter_mut().enumerate() {
+        if let Err(e) = poll.registry().register(listener, Token(i), Interest::READABLE) {
+            eprintln!("amalgam: cannot watch the listening socket: {e}");
+            return;
+        }
     }
     let mut events = Events::with_capacity(64);
     let mut next = 0;
@@ -91,14 +117,15 @@ pub fn run_acceptor(shared: &Shared, mut listener: TcpListener, mut poll: Poll, 
             return;
         }
         for ev in events.iter() {
-            if ev.token() != LISTENER {
-                continue;
-            }
+            let Some((listener, protocol)) = listeners.get(ev.token().0) else { continue };
             for _ in 0..ACCEPTS_PER_EVENT_MAX {
                 match listener.accept() {
                     Ok((mut sock, _)) => {
                         if shared.curr_connections.load(Ordering::Relaxed) >= shared.conn_limit {
-                            let _ = sock.write(TOO_MANY_CONNECTIONS);
+                            let _ = sock.write(match protocol {
+                                Protocol::Memcached => TOO_MANY_CONNECTIONS,
+                                Protocol::Resp => RESP_TOO_MANY_CONNECTIONS,
+                            });
                             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
@@ -106,7 +133,7 @@ pub fn run_acceptor(shared: &Shared, mut listener: TcpListener, mut poll: Poll, 
                         shared.curr_connections.fetch_add(1, Ordering::Relaxed);
                         let w = &workers[next % workers.len()];
                         next += 1;
-                        w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push(sock);
+                        w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push((sock, *protocol));
                         w.wake();
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -146,6 +173,9 @@ struct Conn {
     /// An event said the peer closed its side: read on to EOF, never trust
     /// `drained` (the FIN may already be queued behind the data).
     hup: bool,
+    /// The RESP session of a connection from the RESP listener; None for
+    /// memcached's protocol.
+    resp: Option<Box<crate::resp::Session>>,
 }
 
 /// What a turn left the connection in.
@@ -166,6 +196,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
     let mut again: Vec<usize> = Vec::new();
     let limits = Limits { value_bytes_max: shared.args.max_item_size };
     let rbuf_max = read_buffer_bytes_max(shared.args.max_item_size);
+    let resp_rbuf_max = resp_read_buffer_bytes_max(shared.args.max_item_size);
     while !shared.shutdown.load(Ordering::Acquire) {
         let timeout = if again.is_empty() { None } else { Some(std::time::Duration::ZERO) };
         if let Err(e) = poll.poll(&mut events, timeout) {
@@ -179,7 +210,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
         for ev in events.iter() {
             if ev.token() == WAKER {
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
-                for mut sock in fresh {
+                for (mut sock, protocol) in fresh {
                     let entry = conns.vacant_entry();
                     let token = Token(entry.key());
                     if poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE).is_err() {
@@ -199,6 +230,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
                         eof: false,
                         drained: false,
                         hup: false,
+                        resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
                     });
                     ready.push(token.0);
                 }
@@ -215,7 +247,8 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
         ready.dedup();
         for key in ready {
             let Some(conn) = conns.get_mut(key) else { continue };
-            match conn.turn(shared, id, limits, rbuf_max) {
+            let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
+            match conn.turn(shared, id, limits, max) {
                 Turn::Idle => {}
                 Turn::Again => again.push(key),
                 Turn::Closed => {
@@ -313,8 +346,11 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, .. } = self;
         let buf = &rbuf[..*rend];
+        if let Some(session) = resp.as_deref_mut() {
+            return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+        }
         let mut pos = *rstart;
         let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
         for _ in 0..REQUESTS_PER_ROUND_MAX {

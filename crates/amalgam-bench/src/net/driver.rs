@@ -374,7 +374,8 @@ impl Conn {
                         break;
                     }
                     let v = value_of(*next, 0, cfg.value_bytes);
-                    push_set(Protocol::Text, &mut self.wbuf, *next, cfg.key_bytes, &v, &mut mat.scratch);
+                    let proto = if cfg.proto == Protocol::Resp { Protocol::Resp } else { Protocol::Text };
+                    push_set(proto, &mut self.wbuf, *next, cfg.key_bytes, &v, &mut mat.scratch);
                     *next += 1;
                     Kind::Set
                 }
@@ -640,11 +641,12 @@ impl Conn {
 }
 
 impl Config {
-    /// Preloads speak the text protocol whatever the run's protocol is.
+    /// Preloads speak the text protocol whatever the run's protocol is,
+    /// except RESP (a Redis server has no memcached port).
     fn proto_of(&self, source: &Source) -> Protocol {
         match source {
-            Source::Preload { .. } => Protocol::Text,
-            Source::Ops { .. } => self.proto,
+            Source::Preload { .. } if self.proto != Protocol::Resp => Protocol::Text,
+            _ => self.proto,
         }
     }
 }

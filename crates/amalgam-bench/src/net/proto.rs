@@ -1,5 +1,6 @@
-//! Requests and replies of memcached's text and meta protocols, as the
-//! network driver writes and reads them.
+//! Requests and replies of memcached's text and meta protocols, and of
+//! Redis's RESP (GET and SET of one key), as the network driver writes and
+//! reads them.
 //!
 //! Requests are appended to a connection's write buffer. Replies are parsed
 //! one complete unit at a time from the front of a read buffer: a unit is a
@@ -18,6 +19,10 @@ pub enum Protocol {
     /// memcached's meta protocol: `mg k v`, `ms k n`; a multi-get is quiet
     /// `mg k k v q` commands closed by `mn`.
     Meta,
+    /// Redis's RESP2: `GET k`, `SET k v` as multibulk arrays; one key per
+    /// request (`--multiget 1`). Preloads speak it too (a Redis server
+    /// has no memcached port).
+    Resp,
 }
 
 impl Protocol {
@@ -26,6 +31,7 @@ impl Protocol {
         match self {
             Protocol::Text => "text",
             Protocol::Meta => "meta",
+            Protocol::Resp => "resp",
         }
     }
 }
@@ -74,6 +80,9 @@ pub const LINE_BYTES_MAX: usize = 4096;
 /// Parses the unit at the front of `buf`: `Ok(Some((event, bytes used)))`,
 /// `Ok(None)` if `buf` holds only part of it, `Err` if it is not a reply.
 pub fn parse(proto: Protocol, buf: &[u8]) -> Result<Option<(Event, usize)>, Malformed> {
+    if proto == Protocol::Resp {
+        return parse_resp(buf);
+    }
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
         if buf.len() > LINE_BYTES_MAX {
             return Err(malformed("reply line too long", buf));
@@ -136,6 +145,44 @@ pub fn parse(proto: Protocol, buf: &[u8]) -> Result<Option<(Event, usize)>, Malf
         return Err(malformed("data block not ended by \\r\\n after", line));
     }
     Ok(Some((Event::Value { key, len }, end)))
+}
+
+/// One RESP reply to GET or SET: `+OK` (stored), `$-1` or `_` (a miss),
+/// `$<n>` and its data (a hit; RESP carries no key), `-…` (an error:
+/// `-ERR unknown command` is [`Event::Error`], `-OOM` [`Event::ServerError`],
+/// others [`Event::ClientError`]).
+fn parse_resp(buf: &[u8]) -> Result<Option<(Event, usize)>, Malformed> {
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > LINE_BYTES_MAX {
+            return Err(malformed("reply line too long", buf));
+        }
+        return Ok(None);
+    };
+    if nl == 0 || buf[nl - 1] != b'\r' {
+        return Err(malformed("reply line not ended by \\r\\n", &buf[..nl]));
+    }
+    let line = &buf[..nl - 1];
+    let after = nl + 1;
+    let simple = |e: Event| Ok(Some((e, after)));
+    match line {
+        b"+OK" => simple(Event::Stored),
+        b"$-1" | b"_" => simple(Event::Miss),
+        [b'-', rest @ ..] if rest.starts_with(b"ERR unknown command") => simple(Event::Error),
+        [b'-', rest @ ..] if rest.starts_with(b"OOM") => simple(Event::ServerError),
+        [b'-', ..] => simple(Event::ClientError),
+        [b'$', digits @ ..] => {
+            let len = parse_decimal(digits).ok_or_else(|| malformed("bad bulk length", line))?;
+            let end = after.checked_add(len).and_then(|e| e.checked_add(2)).ok_or_else(|| malformed("bulk", line))?;
+            if buf.len() < end {
+                return Ok(None);
+            }
+            if &buf[end - 2..end] != b"\r\n" {
+                return Err(malformed("bulk string not ended by \\r\\n after", line));
+            }
+            Ok(Some((Event::Value { key: None, len }, end)))
+        }
+        _ => Err(malformed("unexpected reply", line)),
+    }
 }
 
 /// Data of a [`Event::Value`] unit of `used` bytes at the front of `buf`.
@@ -215,7 +262,24 @@ pub fn push_get(
             }
             out.extend_from_slice(b"mn\r\n");
         }
+        // One GET per key (the driver asks for one key per request).
+        Protocol::Resp => {
+            for k in keys {
+                key_into(k, key_bytes, scratch);
+                out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n");
+                push_bulk(out, scratch);
+            }
+        }
     }
+}
+
+/// Appends a RESP bulk string.
+fn push_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'$');
+    push_decimal(out, bytes.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(bytes);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends a SET of `key` to `value` (flags 0, no expiry, with a reply):
@@ -223,6 +287,12 @@ pub fn push_get(
 pub fn push_set(proto: Protocol, out: &mut Vec<u8>, key: u64, key_bytes: usize, value: &[u8], scratch: &mut Vec<u8>) {
     key_into(key, key_bytes, scratch);
     match proto {
+        Protocol::Resp => {
+            out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
+            push_bulk(out, scratch);
+            push_bulk(out, value);
+            return;
+        }
         Protocol::Text => {
             out.extend_from_slice(b"set ");
             out.extend_from_slice(scratch);
@@ -259,7 +329,7 @@ fn push_decimal(out: &mut Vec<u8>, n: usize) {
 /// Whether a GET of `n` keys ends with [`Event::End`] (text; meta
 /// multi-get's `mn`) rather than with its one `VA` or `EN` (meta, one key).
 pub fn get_ends_with_end(proto: Protocol, n: usize) -> bool {
-    proto == Protocol::Text || n > 1
+    proto == Protocol::Text || (proto == Protocol::Meta && n > 1)
 }
 
 #[cfg(test)]
@@ -343,6 +413,45 @@ mod tests {
             Event::End,
         ];
         (b, ev)
+    }
+
+    fn resp_stream() -> (Vec<u8>, Vec<Event>) {
+        // A bulk whose data holds \r\n and "+OK" is skipped by length.
+        let b = b"$5\r\nhello\r\n$-1\r\n_\r\n+OK\r\n$7\r\n+OK\r\n\r\n\r\n$0\r\n\r\n\
+                  -ERR unknown command 'x', with args beginning with: \r\n-OOM command not allowed\r\n-ERR syntax error\r\n"
+            .to_vec();
+        let ev = vec![
+            Event::Value { key: None, len: 5 },
+            Event::Miss,
+            Event::Miss,
+            Event::Stored,
+            Event::Value { key: None, len: 7 },
+            Event::Value { key: None, len: 0 },
+            Event::Error,
+            Event::ServerError,
+            Event::ClientError,
+        ];
+        (b, ev)
+    }
+
+    #[test]
+    fn resp_replies() {
+        let (b, ev) = resp_stream();
+        assert_eq!(parse_all(Protocol::Resp, &b), ev);
+        for cut in 0..=b.len() {
+            for cut2 in cut..=b.len() {
+                assert_eq!(parse_in_pieces(Protocol::Resp, &b, &[cut, cut2]), ev, "cuts {cut} {cut2}");
+            }
+        }
+        for bad in [&b":1\r\n"[..], b"$x\r\n", b"$1\r\nab\r\n", b"*1\r\n", b"+OK\n"] {
+            assert!(parse(Protocol::Resp, bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        let mut out = Vec::new();
+        let mut s = Vec::new();
+        push_get(Protocol::Resp, &mut out, [1u64].into_iter(), 4, &mut s);
+        push_set(Protocol::Resp, &mut out, 2, 4, b"hey", &mut s);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$4\r\n0001\r\n*3\r\n$3\r\nSET\r\n$4\r\n0002\r\n$3\r\nhey\r\n");
+        assert!(!get_ends_with_end(Protocol::Resp, 1));
     }
 
     #[test]

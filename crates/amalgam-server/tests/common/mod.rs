@@ -13,8 +13,20 @@
 //! * otherwise the `amalgam` binary built with these tests.
 //!
 //! A spawned server listens on a free 127.0.0.1 port with `-U 0` and is
-//! killed when the [`Server`] is dropped.
+//! killed when the [`Server`] is dropped; an amalgam also gets a free
+//! `--resp-port` for Redis's protocol.
+//!
+//! RESP tests ([`resp_server`], [`resp_private`]):
+//! * `AMALGAM_TEST_RESP_ADDR=host:port` — an already-running RESP server:
+//!   Debian's `redis-server` in CI (proof that the expectations are Redis
+//!   7's own), or an amalgam. Tests that need a server of their own or
+//!   amalgam-only behaviour are skipped with a note.
+//! * otherwise the amalgam the harness spawns; none when
+//!   `AMALGAM_TEST_BIN` is memcached or `AMALGAM_TEST_ADDR` is set alone
+//!   (RESP tests are then skipped with a note).
 #![allow(dead_code)]
+
+pub mod resp;
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -38,6 +50,10 @@ pub struct Server {
     child: Option<(Child, u32)>,
     /// True when the server is memcached rather than amalgam.
     pub is_memcached: bool,
+    /// Where the server speaks RESP, if it does.
+    resp: Option<SocketAddr>,
+    /// True when the RESP server is not amalgam (Redis itself).
+    pub is_redis: bool,
 }
 
 /// The binary to spawn: `AMALGAM_TEST_BIN` or this package's `amalgam`.
@@ -53,6 +69,47 @@ pub fn external_addr() -> Option<SocketAddr> {
     let s = std::env::var("AMALGAM_TEST_ADDR").ok().filter(|s| !s.is_empty())?;
     let mut addrs = s.to_socket_addrs().unwrap_or_else(|e| panic!("AMALGAM_TEST_ADDR={s} must be host:port: {e}"));
     Some(addrs.next().unwrap_or_else(|| panic!("AMALGAM_TEST_ADDR={s}: no address")))
+}
+
+/// The external RESP server's address, if `AMALGAM_TEST_RESP_ADDR` names one.
+pub fn external_resp_addr() -> Option<SocketAddr> {
+    let s = std::env::var("AMALGAM_TEST_RESP_ADDR").ok().filter(|s| !s.is_empty())?;
+    let mut addrs = s.to_socket_addrs().unwrap_or_else(|e| panic!("AMALGAM_TEST_RESP_ADDR={s} must be host:port: {e}"));
+    Some(addrs.next().unwrap_or_else(|| panic!("AMALGAM_TEST_RESP_ADDR={s}: no address")))
+}
+
+/// The server RESP tests run against: the external one
+/// (`AMALGAM_TEST_RESP_ADDR`), else a spawned amalgam; None, with a note,
+/// when the environment names a server without RESP.
+pub fn resp_server() -> Option<Server> {
+    if let Some(addr) = external_resp_addr() {
+        let mut server = Server { addr, child: None, is_memcached: false, resp: Some(addr), is_redis: false };
+        let mut s = server.resp_connect();
+        let info = request(&mut s, b"INFO server\r\n", b"\r\n\r\n");
+        server.is_redis = !String::from_utf8_lossy(&info).contains("amalgam_version");
+        return Some(server);
+    }
+    resp_private(&[])
+}
+
+/// An amalgam of this test's own, started with `args`, for RESP tests
+/// that need flags, exact counters, FLUSHALL or amalgam-only behaviour;
+/// None, with a note, when the environment names an external server.
+pub fn resp_private(args: &[&str]) -> Option<Server> {
+    if external_resp_addr().is_some() || external_addr().is_some() {
+        eprintln!("note: an external server is named; skipping a RESP test that needs an amalgam of its own");
+        return None;
+    }
+    if binary().contains("memcached") {
+        eprintln!("note: {} does not speak RESP; skipping a RESP test", binary());
+        return None;
+    }
+    let server = Server::spawn(args);
+    if server.resp.is_none() {
+        eprintln!("note: {} does not speak RESP; skipping a RESP test", binary());
+        return None;
+    }
+    Some(server)
 }
 
 /// Effective uid 0, read from /proc (no libc dependency).
@@ -124,7 +181,7 @@ impl Server {
     pub fn start(args: &[&str]) -> Server {
         if let Some(addr) = external_addr() {
             assert!(args.is_empty(), "AMALGAM_TEST_ADDR is set: use Server::with_flags for flags {args:?}");
-            let mut server = Server { addr, child: None, is_memcached: false };
+            let mut server = Server { addr, child: None, is_memcached: false, resp: None, is_redis: false };
             let mut s = server.connect();
             let v = request(&mut s, b"version\r\n", b"\r\n");
             server.is_memcached = !String::from_utf8_lossy(&v).contains("amalgam");
@@ -142,6 +199,7 @@ impl Server {
         // (by another test's server, or anyone's): retry with another.
         for _ in 0..10 {
             let port = fresh_port();
+            let resp_port = (!is_memcached).then(fresh_port);
             let mut cmd = Command::new("sh");
             cmd.arg("-c")
                 .arg(r#""$0" "$@" </dev/null >/dev/null 2>&1 & echo $!; read _; kill $! 2>/dev/null; wait"#)
@@ -150,6 +208,9 @@ impl Server {
             // memcached refuses to run as root without -u.
             if is_memcached && is_root() {
                 cmd.args(["-u", "root"]);
+            }
+            if let Some(p) = resp_port {
+                cmd.args(["--resp-port", &p.to_string()]);
             }
             cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
             let mut child = cmd.spawn().unwrap_or_else(|e| panic!("sh for {bin}: {e}"));
@@ -174,7 +235,8 @@ impl Server {
                 // Ready when the server on the port is this child: another
                 // server may hold the port, and this child then exits.
                 if server_pid(addr) == Some(pid) {
-                    return Server { addr, child: Some((child, pid)), is_memcached };
+                    let resp = resp_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+                    return Server { addr, child: Some((child, pid)), is_memcached, resp, is_redis: false };
                 }
                 if t0.elapsed() > START_TIMEOUT {
                     drop(child.stdin.take());
@@ -200,6 +262,21 @@ impl Server {
     /// A new connection with [`READ_TIMEOUT`] for reads and writes.
     pub fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap_or_else(|e| panic!("connect {}: {e}", self.addr));
+        s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        s.set_write_timeout(Some(READ_TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s
+    }
+
+    /// Where the server speaks RESP; panics if it does not.
+    pub fn resp_addr(&self) -> SocketAddr {
+        self.resp.unwrap_or_else(|| panic!("the server at {} does not speak RESP", self.addr))
+    }
+
+    /// A new RESP connection with [`READ_TIMEOUT`] for reads and writes.
+    pub fn resp_connect(&self) -> TcpStream {
+        let addr = self.resp_addr();
+        let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
         s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
         s.set_write_timeout(Some(READ_TIMEOUT)).unwrap();
         s.set_nodelay(true).unwrap();

@@ -1,0 +1,366 @@
+//! # RESP front end: Redis's string commands on the same store
+//!
+//! A second listener (`--resp-port`, default 6379 on `--listen`; 0 turns it
+//! off) whose connections live on the same workers and event loops as
+//! memcached's: a connection knows its protocol from the listener that
+//! accepted it, and the worker's turn (read, parse, execute, one write,
+//! back-pressure, fairness bounds) is the same; only [`process`] differs.
+//!
+//! ## A batch
+//! Every command parsed from the bytes one read brought executes in
+//! order, and all replies leave in one write. Runs of consecutive GETs and
+//! MGETs — pipelined or not — go through the engine's batched lookup
+//! (`Store::get_batch`, MICA §5.3) as one batch, as memcached's gets do.
+//!
+//! ## One keyspace
+//! RESP and memcached share the store: a key written here is read by
+//! memcached's `get` and the other way round, values byte for byte, expiry
+//! shared. What RESP cannot show:
+//! * memcached's client flags: RESP writes that replace a value (SET and
+//!   its variants, MSET, MSETNX, GETSET) store flags 0; writes that change
+//!   a value in place (APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, the
+//!   EXPIRE family, PERSIST, GETEX) keep the item's flags, and give a key
+//!   they create flags 0.
+//! * CAS uniques: every RESP write gives the item a new one (as memcached's
+//!   writes do), except the EXPIRE family, PERSIST and GETEX, which keep it
+//!   like memcached's `touch`.
+//!
+//! ## Expiry granularity
+//! The engine keeps expiry in whole unix seconds (memcached's clock). A
+//! deadline given in milliseconds (PX, PXAT, PEXPIRE, PEXPIREAT, or any
+//! relative time) is rounded *up* to the next whole second, so a key never
+//! expires early and lives at most 999 ms longer than asked. TTL reports
+//! whole seconds left rounded down (so `SET k v EX 100` then `TTL k` is
+//! 100, as in Redis); PTTL, EXPIRETIME and PEXPIRETIME report the rounded
+//! deadline; GT and LT compare at one-second granularity. Deadlines past
+//! 2106-02-07 (u32 seconds) are clamped there.
+//!
+//! ## Files
+//! | file | what |
+//! |---|---|
+//! | `resp.rs` | a connection's session, the batch loop, dispatch |
+//! | `resp/table.rs` | the command table: names, arity, flags, docs |
+//! | `resp/strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
+//! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
+//! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND CLIENT HELLO AUTH |
+//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
+
+mod glob;
+mod keys;
+mod server;
+mod strings;
+mod table;
+
+use crate::exec::After;
+use crate::stats::{bump, WorkerStats};
+use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
+use crate::Shared;
+use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
+use std::borrow::Cow;
+use table::{Cmd, Spec};
+
+/// One argument of a command, borrowed from the read buffer (or owned,
+/// for an inline command's escaped quotes).
+pub type Arg<'a> = Cow<'a, [u8]>;
+
+/// The RESP state of one connection.
+#[derive(Debug)]
+pub struct Session {
+    parser: Parser,
+    proto: Proto,
+    /// CLIENT ID: unique among this server's RESP connections.
+    id: u64,
+    /// CLIENT SETNAME (validated: printable ASCII, no spaces).
+    name: Option<Vec<u8>>,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER.
+    lib_name: Option<Vec<u8>>,
+    lib_ver: Option<Vec<u8>>,
+    /// The run of GETs and MGETs of the batch in progress (kept to reuse
+    /// its allocation; empty between batches).
+    gets: Vec<PendingGet>,
+}
+
+impl Session {
+    /// A new connection's session: RESP2, the next client id.
+    pub fn new(shared: &Shared) -> Session {
+        let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Session {
+            parser: Parser::new(),
+            proto: Proto::Resp2,
+            id,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            gets: Vec::new(),
+        }
+    }
+}
+
+/// What a command handler can reach.
+pub(crate) struct Ctx<'c> {
+    pub shared: &'c Shared,
+    pub stats: &'c WorkerStats,
+    pub session: &'c mut Session,
+    pub limits: Limits,
+}
+
+impl Ctx<'_> {
+    fn proto(&self) -> Proto {
+        self.session.proto
+    }
+}
+
+/// A GET or MGET waiting in the current run: the index of its first key
+/// in the batch's argument vector and its key count (None: a GET).
+#[derive(Clone, Copy, Debug)]
+struct PendingGet {
+    first: usize,
+    mget: Option<usize>,
+}
+
+/// Parses and executes what `buf[*pos..]` holds, as one batch; advances
+/// `*pos` past what it used. Bounded by [`REQUESTS_PER_ROUND_MAX`]
+/// commands and by the write buffer's high-water mark.
+pub fn process(
+    shared: &Shared,
+    stats: &WorkerStats,
+    session: &mut Session,
+    buf: &[u8],
+    pos: &mut usize,
+    out: &mut Vec<u8>,
+    close: &mut bool,
+) {
+    let limits = Limits::for_item_size(shared.args.max_item_size);
+    let mut args: Vec<Arg<'_>> = Vec::new();
+    let mut gets = std::mem::take(&mut session.gets);
+    let mut ctx = Ctx { shared, stats, session, limits };
+    for _ in 0..REQUESTS_PER_ROUND_MAX {
+        if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
+            break;
+        }
+        let start = args.len();
+        match ctx.session.parser.parse(&buf[*pos..], limits, &mut args) {
+            Parse::Incomplete => break,
+            Parse::Empty { consumed } => *pos += consumed,
+            Parse::Error(e) => {
+                run_gets(&mut ctx, &args, &mut gets, out);
+                if let Some(m) = e.message() {
+                    push_error(out, &m);
+                }
+                *close = true;
+                break;
+            }
+            Parse::Command { consumed } => {
+                *pos += consumed;
+                bump(&stats.resp_commands, 1);
+                let cmd = &args[start..];
+                let spec = table::lookup(&cmd[0]);
+                // GET and MGET join the run; anything else ends it.
+                match spec.map(|s| s.cmd) {
+                    Some(Cmd::Get) if cmd.len() == 2 => {
+                        gets.push(PendingGet { first: start + 1, mget: None });
+                        continue;
+                    }
+                    Some(Cmd::Mget) if cmd.len() >= 2 => {
+                        gets.push(PendingGet { first: start + 1, mget: Some(cmd.len() - 1) });
+                        continue;
+                    }
+                    _ => {}
+                }
+                run_gets(&mut ctx, &args[..start], &mut gets, out);
+                let after = run_command(&mut ctx, spec, &args[start..], out);
+                args.clear();
+                if after == After::Close {
+                    *close = true;
+                    break;
+                }
+            }
+        }
+    }
+    run_gets(&mut ctx, &args, &mut gets, out);
+    if gets.capacity() <= REQUESTS_PER_ROUND_MAX {
+        ctx.session.gets = gets;
+    }
+}
+
+/// Executes the pending run of GETs and MGETs as one engine batch,
+/// composing each one's reply in order.
+fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out: &mut Vec<u8>) {
+    if gets.is_empty() {
+        return;
+    }
+    let proto = ctx.proto();
+    let mut hits = 0u64;
+    if let [PendingGet { first, mget: None }] = gets[..] {
+        // One GET: a plain lookup, nothing to batch.
+        let found = ctx.shared.store.get(&args[first], |it| push_bulk(out, it.value()));
+        if found.is_some() {
+            hits = 1;
+        } else {
+            push_null(out, proto);
+        }
+        count_gets(ctx.stats, 1, hits);
+        gets.clear();
+        return;
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    for g in gets.iter() {
+        keys.extend(args[g.first..g.first + g.mget.unwrap_or(1)].iter().map(|k| &k[..]));
+    }
+    // Keys come back in order: (request, key within it) follows along.
+    let (mut g, mut within) = (0usize, 0usize);
+    ctx.shared.store.get_batch(&keys, |_, item| {
+        if within == 0 {
+            if let Some(n) = gets[g].mget {
+                push_array(out, n);
+            }
+        }
+        within += 1;
+        if within == gets[g].mget.unwrap_or(1) {
+            g += 1;
+            within = 0;
+        }
+        match item {
+            Some(it) => {
+                hits += 1;
+                push_bulk(out, it.value());
+            }
+            None => push_null(out, proto),
+        }
+    });
+    count_gets(ctx.stats, keys.len() as u64, hits);
+    gets.clear();
+}
+
+fn count_gets(stats: &WorkerStats, keys: u64, hits: u64) {
+    bump(&stats.cmd_get, keys);
+    bump(&stats.get_hits, hits);
+    bump(&stats.get_misses, keys - hits);
+}
+
+/// Redis 7's reply to a command it does not know: the name and the first
+/// arguments, each quoted, up to 128 bytes of them (`processCommand`).
+fn unknown_command(args: &[Arg<'_>], out: &mut Vec<u8>) {
+    /// Redis's `%.128s` on the command name and its 128-byte budget for
+    /// the quoted arguments.
+    const QUOTED_BYTES_MAX: usize = 128;
+    // Each argument is printed with `%.*s`: a C string, so it ends at NUL.
+    let c_str = |a: &[u8]| -> Vec<u8> { a.split(|&b| b == 0).next().unwrap_or(b"").to_vec() };
+    let mut m = b"ERR unknown command '".to_vec();
+    let name = c_str(&args[0]);
+    m.extend_from_slice(&name[..name.len().min(QUOTED_BYTES_MAX)]);
+    m.extend_from_slice(b"', with args beginning with: ");
+    let mut quoted: Vec<u8> = Vec::new();
+    for a in &args[1..] {
+        if quoted.len() >= QUOTED_BYTES_MAX {
+            break;
+        }
+        let a = c_str(a);
+        let room = QUOTED_BYTES_MAX - quoted.len();
+        quoted.push(b'\'');
+        quoted.extend_from_slice(&a[..a.len().min(room)]);
+        quoted.extend_from_slice(b"' ");
+    }
+    m.extend_from_slice(&quoted);
+    push_error(out, &m);
+}
+
+/// Redis's arity error, with the command's full name (`client|setname`).
+pub(crate) fn wrong_arity(name: &str, out: &mut Vec<u8>) {
+    push_error(out, format!("ERR wrong number of arguments for '{name}' command").as_bytes());
+}
+
+/// True if the argument count satisfies Redis's arity convention:
+/// `n > 0` exactly n (the name included), `n < 0` at least -n.
+pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
+    if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    }
+}
+
+fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    let Some(spec) = spec else {
+        unknown_command(args, out);
+        return After::Continue;
+    };
+    if !arity_ok(spec.arity, args.len()) {
+        wrong_arity(spec.name, out);
+        return After::Continue;
+    }
+    match spec.cmd {
+        Cmd::Get | Cmd::Mget => {
+            // Only reached with a wrong arity, answered above; kept total.
+            let mut gets = vec![PendingGet { first: 1, mget: (spec.cmd == Cmd::Mget).then(|| args.len() - 1) }];
+            run_gets(ctx, args, &mut gets, out);
+        }
+        Cmd::Set
+        | Cmd::Setnx
+        | Cmd::Setex
+        | Cmd::Psetex
+        | Cmd::Getset
+        | Cmd::Getdel
+        | Cmd::Getex
+        | Cmd::Mset
+        | Cmd::Msetnx
+        | Cmd::Incr
+        | Cmd::Decr
+        | Cmd::Incrby
+        | Cmd::Decrby
+        | Cmd::Incrbyfloat
+        | Cmd::Append
+        | Cmd::Strlen
+        | Cmd::Getrange
+        | Cmd::Setrange => strings::run(ctx, spec.cmd, args, out),
+        Cmd::Del
+        | Cmd::Unlink
+        | Cmd::Exists
+        | Cmd::Expire
+        | Cmd::Pexpire
+        | Cmd::Expireat
+        | Cmd::Pexpireat
+        | Cmd::Ttl
+        | Cmd::Pttl
+        | Cmd::Expiretime
+        | Cmd::Pexpiretime
+        | Cmd::Persist
+        | Cmd::Type
+        | Cmd::Scan
+        | Cmd::Keys
+        | Cmd::Dbsize
+        | Cmd::Flushdb
+        | Cmd::Flushall => keys::run(ctx, spec.cmd, args, out),
+        Cmd::Ping
+        | Cmd::Echo
+        | Cmd::Quit
+        | Cmd::Select
+        | Cmd::Info
+        | Cmd::Config
+        | Cmd::Command
+        | Cmd::Client
+        | Cmd::Hello
+        | Cmd::Auth => return server::run(ctx, spec.cmd, args, out),
+    }
+    After::Continue
+}
+
+/// Milliseconds since the unix epoch (Redis's `commandTimeSnapshot`).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// The value of an integer argument (Redis's `getLongLongFromObject`).
+pub(crate) fn int_arg(a: &[u8]) -> Option<i64> {
+    amalgam_protocol::resp::string2ll(a)
+}
+
+/// True if two arguments are equal ignoring ASCII case (option names).
+pub(crate) fn is(a: &[u8], name: &str) -> bool {
+    a.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// Answers a missing value (`$-1` or `_`).
+pub(crate) fn null(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
+    push_null(out, ctx.proto());
+}

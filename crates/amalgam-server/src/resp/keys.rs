@@ -1,0 +1,311 @@
+//! Keyspace commands: DEL UNLINK EXISTS, the EXPIRE family, TTL PTTL
+//! EXPIRETIME PEXPIRETIME PERSIST TYPE, SCAN KEYS DBSIZE FLUSHDB FLUSHALL.
+//!
+//! ## Iteration
+//! SCAN and KEYS run on the engine's `Store::scan`, a reverse-binary
+//! bucket cursor with Redis's guarantee (a key present for a whole
+//! iteration is returned at least once, across table doublings; a key may
+//! come twice). SCAN works as Redis's `scanGenericCommand`: it takes
+//! cursor steps until COUNT keys are collected or COUNT × 10 steps are
+//! taken, then filters by MATCH and TYPE, so a reply may be empty with a
+//! non-zero cursor. KEYS is one whole iteration (O(n), as in Redis). A
+//! pattern without glob characters names one key and is a lookup. DBSIZE
+//! is the engine's item count (memcached's `curr_items`), which includes
+//! items expired but not yet reclaimed.
+
+use super::glob::{has_wildcards, matches};
+use super::strings::{deadline, engine_error, Unit};
+use super::{int_arg, is, Arg, Ctx};
+use crate::stats::bump;
+use amalgam_engine::{Expiry, NewValue, Update};
+use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_simple};
+
+use super::table::Cmd;
+
+/// SCAN's COUNT when none is given (Redis's default).
+const SCAN_COUNT_DEFAULT: usize = 10;
+/// Cursor steps one SCAN may take per key asked for (Redis: `maxiterations
+/// = count * 10`), so a sparse table cannot make one call long.
+const SCAN_STEPS_PER_KEY: usize = 10;
+/// Bound on the cursor steps of one KEYS: far above any table's bucket
+/// count (one step per bucket of the smallest table during the iteration).
+const KEYS_STEPS_MAX: u64 = 1 << 40;
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let store = &ctx.shared.store;
+    match cmd {
+        Cmd::Del | Cmd::Unlink => {
+            let mut n = 0;
+            for k in &args[1..] {
+                if store.delete(k).is_ok() {
+                    n += 1;
+                    bump(&ctx.stats.delete_hits, 1);
+                } else {
+                    bump(&ctx.stats.delete_misses, 1);
+                }
+            }
+            push_int(out, n);
+        }
+        Cmd::Exists => {
+            let reader = store.reader();
+            let n = args[1..].iter().filter(|k| reader.get(k, |_| ()).is_some()).count();
+            push_int(out, n as i64);
+        }
+        Cmd::Expire => expire(ctx, args, Unit::Ex, "expire", out),
+        Cmd::Pexpire => expire(ctx, args, Unit::Px, "pexpire", out),
+        Cmd::Expireat => expire(ctx, args, Unit::Exat, "expireat", out),
+        Cmd::Pexpireat => expire(ctx, args, Unit::Pxat, "pexpireat", out),
+        Cmd::Ttl | Cmd::Pttl | Cmd::Expiretime | Cmd::Pexpiretime => {
+            let e = store.get(&args[1], |it| it.expiry());
+            push_int(out, ttl_reply(cmd, e, super::now_ms()));
+        }
+        Cmd::Persist => {
+            let r = store.update(&args[1], |old| match old {
+                Some(it) if it.expiry() != Expiry::Never => {
+                    let put = Update::Put {
+                        value: NewValue::Same,
+                        flags: it.flags(),
+                        expiry: Expiry::Never,
+                        fresh_cas: false,
+                        marks: it.marks(),
+                    };
+                    (put, 1)
+                }
+                _ => (Update::Keep, 0),
+            });
+            match r {
+                Ok((n, _)) => push_int(out, n),
+                Err(amalgam_engine::Error::BadKey) => push_int(out, 0),
+                Err(e) => engine_error(e, out),
+            }
+        }
+        Cmd::Type => {
+            let found = store.get(&args[1], |_| ()).is_some();
+            push_simple(out, if found { "string" } else { "none" });
+        }
+        Cmd::Keys => match one_key(&args[1]) {
+            Some(k) => push_keys(ctx, k, out),
+            None => keys(ctx, &args[1], out),
+        },
+        Cmd::Scan => scan(ctx, args, out),
+        Cmd::Dbsize => push_int(out, store.stats().items as i64),
+        Cmd::Flushdb | Cmd::Flushall => {
+            if args.len() > 2 || (args.len() == 2 && !is(&args[1], "sync") && !is(&args[1], "async")) {
+                return push_error(out, err::SYNTAX.as_bytes());
+            }
+            bump(&ctx.stats.cmd_flush, 1);
+            store.flush_all();
+            push_simple(out, "OK");
+        }
+        _ => {}
+    }
+}
+
+/// TTL (seconds left, rounded down), PTTL (milliseconds left),
+/// EXPIRETIME, PEXPIRETIME; -2 for a missing key, -1 for no expiry.
+fn ttl_reply(cmd: Cmd, e: Option<Expiry>, now_ms: i64) -> i64 {
+    let at_ms = match e {
+        None => return -2,
+        Some(Expiry::Never) => return -1,
+        Some(Expiry::At(t)) => i64::from(t) * 1000,
+    };
+    let left_ms = (at_ms - now_ms).max(0);
+    match cmd {
+        Cmd::Ttl => left_ms / 1000,
+        Cmd::Pttl => left_ms,
+        Cmd::Expiretime => at_ms / 1000,
+        _ => at_ms,
+    }
+}
+
+/// Redis's `expireGenericCommand`: options NX XX GT LT (checked first),
+/// then the time; a time already past deletes the key. Replies 1 if the
+/// expiry was set (or the key deleted), 0 if not.
+fn expire(ctx: &mut Ctx<'_>, args: &[Arg<'_>], unit: Unit, name: &str, out: &mut Vec<u8>) {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &args[3..] {
+        if is(opt, "nx") {
+            nx = true;
+        } else if is(opt, "xx") {
+            xx = true;
+        } else if is(opt, "gt") {
+            gt = true;
+        } else if is(opt, "lt") {
+            lt = true;
+        } else {
+            let mut m = b"ERR Unsupported option ".to_vec();
+            m.extend_from_slice(opt.split(|&b| b == 0).next().unwrap_or(b""));
+            return push_error(out, &m);
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return push_error(out, err::EXPIRE_NX_XX.as_bytes());
+    }
+    if gt && lt {
+        return push_error(out, err::EXPIRE_GT_LT.as_bytes());
+    }
+    let Some(mut when) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
+    let invalid = || format!("ERR invalid expire time in '{name}' command");
+    if unit.seconds() {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
+            return push_error(out, invalid().as_bytes());
+        }
+        when *= 1000;
+    }
+    if unit.relative() {
+        let now = super::now_ms();
+        if when > i64::MAX - now {
+            return push_error(out, invalid().as_bytes());
+        }
+        when += now;
+    }
+    let new = deadline(when);
+    // Compared at the engine's granularity: whole seconds.
+    let new_s = match new {
+        Expiry::At(t) => i64::from(t),
+        Expiry::Never => i64::MAX,
+    };
+    bump(&ctx.stats.cmd_touch, 1);
+    let r = ctx.shared.store.update(&args[1], |old| {
+        let Some(it) = old else { return (Update::Keep, 0) };
+        let current = match it.expiry() {
+            Expiry::Never => None,
+            Expiry::At(t) => Some(i64::from(t)),
+        };
+        let refuse = (nx && current.is_some())
+            || (xx && current.is_none())
+            || (gt && current.is_none_or(|c| new_s <= c))
+            || (lt && current.is_some_and(|c| new_s >= c));
+        if refuse {
+            return (Update::Keep, 0);
+        }
+        let put =
+            Update::Put { value: NewValue::Same, flags: it.flags(), expiry: new, fresh_cas: false, marks: it.marks() };
+        (put, 1)
+    });
+    match r {
+        Ok((n, _)) => {
+            bump(if n == 1 { &ctx.stats.touch_hits } else { &ctx.stats.touch_misses }, 1);
+            push_int(out, n);
+        }
+        Err(amalgam_engine::Error::BadKey) => push_int(out, 0),
+        Err(e) => engine_error(e, out),
+    }
+}
+
+/// The key a pattern names when it has no glob characters.
+fn one_key(pattern: &[u8]) -> Option<&[u8]> {
+    (!has_wildcards(pattern)).then_some(pattern)
+}
+
+/// The array of the keys among `key` that exist (zero or one).
+fn push_keys(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
+    let found = ctx.shared.store.get(key, |_| ()).is_some();
+    push_array(out, usize::from(found));
+    if found {
+        push_bulk(out, key);
+    }
+}
+
+/// KEYS pattern: one whole iteration.
+fn keys(ctx: &Ctx<'_>, pattern: &[u8], out: &mut Vec<u8>) {
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let mut cursor = 0;
+    for _ in 0..KEYS_STEPS_MAX {
+        cursor = ctx.shared.store.scan(cursor, |it| {
+            if matches(pattern, it.key(), false) {
+                found.push(it.key().to_vec());
+            }
+        });
+        if cursor == 0 {
+            break;
+        }
+    }
+    push_array(out, found.len());
+    for k in &found {
+        push_bulk(out, k);
+    }
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT n] [TYPE t], parsed as Redis's
+/// `scanGenericCommand` parses it.
+fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // Redis's parseScanCursorOrReply: strtoull of the whole argument.
+    let cursor_ok = !args[1].is_empty()
+        && args[1].iter().all(u8::is_ascii_digit)
+        && std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse::<u64>().ok()).is_some();
+    if !cursor_ok {
+        return push_error(out, err::INVALID_CURSOR.as_bytes());
+    }
+    let mut cursor: u64 = std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut count = SCAN_COUNT_DEFAULT;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_filter: Option<&[u8]> = None;
+    let mut j = 2;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        if is(&args[j], "count") && more >= 1 {
+            match int_arg(&args[j + 1]) {
+                None => return push_error(out, err::NOT_INTEGER.as_bytes()),
+                Some(n) if n < 1 => return push_error(out, err::SYNTAX.as_bytes()),
+                Some(n) => count = usize::try_from(n).unwrap_or(usize::MAX),
+            }
+        } else if is(&args[j], "match") && more >= 1 {
+            pattern = Some(&args[j + 1]);
+        } else if is(&args[j], "type") && more >= 1 {
+            type_filter = Some(&args[j + 1]);
+        } else {
+            return push_error(out, err::SYNTAX.as_bytes());
+        }
+        j += 2;
+    }
+    if let Some(key) = pattern.and_then(one_key) {
+        // One key: a lookup answers the whole iteration.
+        push_array(out, 2);
+        push_bulk(out, b"0");
+        if type_filter.is_some_and(|t| !is(t, "string")) {
+            push_array(out, 0);
+        } else {
+            push_keys(ctx, key, out);
+        }
+        return;
+    }
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let steps = count.saturating_mul(SCAN_STEPS_PER_KEY);
+    for _ in 0..steps {
+        cursor = ctx.shared.store.scan(cursor, |it| found.push(it.key().to_vec()));
+        if cursor == 0 || found.len() >= count {
+            break;
+        }
+    }
+    // Every key is a string until other types arrive.
+    if type_filter.is_some_and(|t| !is(t, "string")) {
+        found.clear();
+    }
+    if let Some(p) = pattern {
+        found.retain(|k| matches(p, k, false));
+    }
+    push_array(out, 2);
+    push_bulk(out, cursor.to_string().as_bytes());
+    push_array(out, found.len());
+    for k in &found {
+        push_bulk(out, k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_replies() {
+        let now = 1_700_000_000_300;
+        assert_eq!(ttl_reply(Cmd::Ttl, None, now), -2);
+        assert_eq!(ttl_reply(Cmd::Pttl, Some(Expiry::Never), now), -1);
+        let at = Some(Expiry::At(1_700_000_101));
+        assert_eq!(ttl_reply(Cmd::Ttl, at, now), 100);
+        assert_eq!(ttl_reply(Cmd::Pttl, at, now), 100_700);
+        assert_eq!(ttl_reply(Cmd::Expiretime, at, now), 1_700_000_101);
+        assert_eq!(ttl_reply(Cmd::Pexpiretime, at, now), 1_700_000_101_000);
+    }
+}

@@ -1,0 +1,594 @@
+//! String commands: SET and its variants, GETSET GETDEL GETEX, MSET
+//! MSETNX, the counters, APPEND STRLEN GETRANGE SETRANGE. (GET and MGET
+//! run batched, in `resp.rs`.)
+//!
+//! Each command that reads and writes a key does both under the key's
+//! bucket lock through `Store::update`, so it is atomic per key as in
+//! Redis. Commands over many keys (MSET, MSETNX) are atomic per key only:
+//! another client can see some of an MSET's keys written before the rest.
+
+use super::{int_arg, is, null, Arg, Ctx};
+use amalgam_engine::{Error, Expiry, NewValue, Update};
+use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
+
+use super::table::Cmd;
+
+/// The error for a key the engine cannot hold (Redis allows any key up to
+/// 512 MB, the empty one included; memcached's limit applies here).
+pub(crate) const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
+
+/// Redis's `MAX_LONG_DOUBLE_CHARS`: a longer value or increment is not a
+/// valid float.
+const FLOAT_CHARS_MAX: usize = 5 * 1024;
+
+/// Significant digits INCRBYFLOAT keeps. Redis computes in `long double`
+/// and prints `%.17Lf`; in `f64` the 15 digits every decimal input keeps
+/// (`DBL_DIG`) give the same text for the usual sums (10.5 + 0.1 is 10.6).
+const FLOAT_DIGITS: i32 = 15;
+/// Redis's `%.17Lf`: at most 17 digits after the point.
+const FLOAT_DECIMALS_MAX: i32 = 17;
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    match cmd {
+        Cmd::Set => set(ctx, args, out),
+        Cmd::Setnx => match ctx.shared.store.add(&args[1], &args[2], 0, Expiry::Never) {
+            Ok(_) => push_int(out, 1),
+            Err(Error::NotStored) => push_int(out, 0),
+            Err(e) => engine_error(e, out),
+        },
+        Cmd::Setex | Cmd::Psetex => {
+            let (unit, name) = if cmd == Cmd::Setex { (Unit::Ex, "setex") } else { (Unit::Px, "psetex") };
+            match expire_at_ms(&args[2], unit, name) {
+                Ok(at) => match ctx.shared.store.set(&args[1], &args[3], 0, deadline(at)) {
+                    Ok(_) => push_simple(out, "OK"),
+                    Err(e) => engine_error(e, out),
+                },
+                Err(e) => push_error(out, e.as_bytes()),
+            }
+        }
+        Cmd::Getset => getset(ctx, args, out),
+        Cmd::Getdel => getdel(ctx, args, out),
+        Cmd::Getex => getex(ctx, args, out),
+        Cmd::Mset => mset(ctx, args, out),
+        Cmd::Msetnx => msetnx(ctx, args, out),
+        Cmd::Incr => incr_by(ctx, &args[1], 1, out),
+        Cmd::Decr => incr_by(ctx, &args[1], -1, out),
+        Cmd::Incrby | Cmd::Decrby => match int_arg(&args[2]) {
+            None => push_error(out, err::NOT_INTEGER.as_bytes()),
+            Some(i64::MIN) if cmd == Cmd::Decrby => push_error(out, err::DECR_OVERFLOW.as_bytes()),
+            Some(d) => incr_by(ctx, &args[1], if cmd == Cmd::Decrby { -d } else { d }, out),
+        },
+        Cmd::Incrbyfloat => incrbyfloat(ctx, args, out),
+        Cmd::Append => append(ctx, args, out),
+        Cmd::Strlen => {
+            let n = ctx.shared.store.get(&args[1], |it| it.value().len()).unwrap_or(0);
+            push_int(out, n as i64);
+        }
+        Cmd::Getrange => getrange(ctx, args, out),
+        Cmd::Setrange => setrange(ctx, args, out),
+        _ => {}
+    }
+    if matches!(cmd, Cmd::Set | Cmd::Setnx | Cmd::Setex | Cmd::Psetex | Cmd::Getset | Cmd::Mset | Cmd::Msetnx) {
+        crate::stats::bump(&ctx.stats.cmd_set, 1);
+    }
+}
+
+/// An engine refusal as a Redis error.
+pub(crate) fn engine_error(e: Error, out: &mut Vec<u8>) {
+    let m: &str = match e {
+        Error::BadKey => KEY_INVALID,
+        Error::TooLarge => err::STRING_TOO_LONG,
+        Error::OutOfMemory => err::OOM,
+        // Not produced by the operations used here.
+        Error::NotStored | Error::Exists | Error::NotFound | Error::NonNumeric => "ERR operation failed",
+    };
+    push_error(out, m.as_bytes());
+}
+
+/// How an expiry argument counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    /// Relative seconds (EX, EXPIRE).
+    Ex,
+    /// Relative milliseconds (PX, PEXPIRE).
+    Px,
+    /// Unix seconds (EXAT, EXPIREAT).
+    Exat,
+    /// Unix milliseconds (PXAT, PEXPIREAT).
+    Pxat,
+}
+
+impl Unit {
+    pub(crate) fn seconds(self) -> bool {
+        matches!(self, Unit::Ex | Unit::Exat)
+    }
+
+    pub(crate) fn relative(self) -> bool {
+        matches!(self, Unit::Ex | Unit::Px)
+    }
+}
+
+/// Redis's `getExpireMillisecondsOrReply` for SET, SETEX, PSETEX, GETEX:
+/// a positive number, converted to a unix time in milliseconds without
+/// overflow; the error names the command.
+pub(crate) fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String> {
+    let Some(mut ms) = int_arg(arg) else { return Err(err::NOT_INTEGER.to_string()) };
+    let invalid = || format!("ERR invalid expire time in '{command}' command");
+    if ms <= 0 || (unit.seconds() && ms > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    if unit.seconds() {
+        ms *= 1000;
+    }
+    if unit.relative() {
+        let now = super::now_ms();
+        if ms > i64::MAX - now {
+            return Err(invalid());
+        }
+        ms += now;
+    }
+    Ok(ms)
+}
+
+/// The engine's expiry for a deadline in unix milliseconds: rounded up to
+/// the next whole second (a key never expires early); a deadline already
+/// past is an expiry the engine treats as gone.
+pub(crate) fn deadline(at_ms: i64) -> Expiry {
+    if at_ms <= super::now_ms() {
+        return Expiry::At(1);
+    }
+    let secs = at_ms / 1000 + i64::from(at_ms % 1000 != 0);
+    Expiry::At(u32::try_from(secs).unwrap_or(u32::MAX))
+}
+
+/// SET's and GETEX's options, as Redis's
+/// `parseExtendedStringArgumentsOrReply` accepts them.
+#[derive(Default)]
+struct Options<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(Unit, &'a [u8])>,
+}
+
+/// Parses options from `args[from..]`; Err is a syntax error. `set`:
+/// SET's options, else GETEX's.
+fn options<'a>(args: &'a [Arg<'_>], from: usize, set: bool) -> Result<Options<'a>, ()> {
+    let mut o = Options::default();
+    let mut j = from;
+    while j < args.len() {
+        let opt: &[u8] = &args[j];
+        let next: Option<&'a [u8]> = args.get(j + 1).map(|a| &a[..]);
+        let unit = o.expire.map(|(u, _)| u);
+        let other_expiry = |u: Unit| unit.is_some_and(|v| v != u);
+        if is(opt, "nx") && !o.xx && set {
+            o.nx = true;
+        } else if is(opt, "xx") && !o.nx && set {
+            o.xx = true;
+        } else if is(opt, "get") && set {
+            o.get = true;
+        } else if is(opt, "keepttl") && !o.persist && unit.is_none() && set {
+            o.keepttl = true;
+        } else if is(opt, "persist") && !set && unit.is_none() && !o.keepttl {
+            o.persist = true;
+        } else if let (Some(u), Some(n)) = (expiry_unit(opt), next) {
+            if o.keepttl || o.persist || other_expiry(u) {
+                return Err(());
+            }
+            o.expire = Some((u, n));
+            j += 1;
+        } else {
+            return Err(());
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+fn expiry_unit(opt: &[u8]) -> Option<Unit> {
+    [("ex", Unit::Ex), ("px", Unit::Px), ("exat", Unit::Exat), ("pxat", Unit::Pxat)]
+        .into_iter()
+        .find(|(n, _)| is(opt, n))
+        .map(|(_, u)| u)
+}
+
+fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Ok(o) = options(args, 3, true) else { return push_error(out, err::SYNTAX.as_bytes()) };
+    let expiry = match o.expire {
+        Some((unit, a)) => match expire_at_ms(a, unit, "set") {
+            Ok(at) => deadline(at),
+            Err(e) => return push_error(out, e.as_bytes()),
+        },
+        None => Expiry::Never,
+    };
+    let store = &ctx.shared.store;
+    let (key, value): (&[u8], &[u8]) = (&args[1], &args[2]);
+    if !o.get && !o.keepttl {
+        let r = if o.nx {
+            store.add(key, value, 0, expiry)
+        } else if o.xx {
+            store.replace(key, value, 0, expiry)
+        } else {
+            store.set(key, value, 0, expiry)
+        };
+        return match r {
+            Ok(_) => push_simple(out, "OK"),
+            Err(Error::NotStored) => null(ctx, out),
+            Err(e) => engine_error(e, out),
+        };
+    }
+    let proto = ctx.proto();
+    let mark = out.len();
+    let r = store.update(key, |old| {
+        if o.get {
+            match old {
+                Some(it) => push_bulk(out, it.value()),
+                None => push_null(out, proto),
+            }
+        }
+        let found = old.is_some();
+        if (o.nx && found) || (o.xx && !found) {
+            return (Update::Keep, false);
+        }
+        let expiry = if o.keepttl { old.map_or(Expiry::Never, |it| it.expiry()) } else { expiry };
+        (Update::Put { value: NewValue::Bytes(value), flags: 0, expiry, fresh_cas: true, marks: 0 }, true)
+    });
+    match r {
+        Ok((_, _)) if o.get => {}
+        Ok((true, _)) => push_simple(out, "OK"),
+        Ok((false, _)) => push_null(out, proto),
+        Err(e) => {
+            out.truncate(mark);
+            engine_error(e, out);
+        }
+    }
+}
+
+fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let proto = ctx.proto();
+    let mark = out.len();
+    let value: &[u8] = &args[2];
+    let r = ctx.shared.store.update(&args[1], |old| {
+        match old {
+            Some(it) => push_bulk(out, it.value()),
+            None => push_null(out, proto),
+        }
+        (Update::Put { value: NewValue::Bytes(value), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 }, ())
+    });
+    if let Err(e) = r {
+        out.truncate(mark);
+        engine_error(e, out);
+    }
+}
+
+fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let proto = ctx.proto();
+    let r = ctx.shared.store.update(&args[1], |old| match old {
+        Some(it) => {
+            push_bulk(out, it.value());
+            (Update::Remove, ())
+        }
+        None => {
+            push_null(out, proto);
+            (Update::Keep, ())
+        }
+    });
+    if r.is_err() {
+        // Only a key the engine cannot hold: it is not there.
+        push_null(out, proto);
+    }
+}
+
+fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Ok(o) = options(args, 2, false) else { return push_error(out, err::SYNTAX.as_bytes()) };
+    let proto = ctx.proto();
+    let store = &ctx.shared.store;
+    if o.expire.is_none() && !o.persist {
+        match store.get(&args[1], |it| push_bulk(out, it.value())) {
+            Some(()) => {}
+            None => push_null(out, proto),
+        }
+        return;
+    }
+    // Redis answers a missing key before it looks at the expiry.
+    let new_expiry = match o.expire {
+        Some((unit, a)) => expire_at_ms(a, unit, "getex").map(deadline),
+        None => Ok(Expiry::Never),
+    };
+    let mark = out.len();
+    let r = store.update(&args[1], |old| {
+        let Some(it) = old else {
+            push_null(out, proto);
+            return (Update::Keep, ());
+        };
+        match &new_expiry {
+            Err(e) => {
+                push_error(out, e.as_bytes());
+                (Update::Keep, ())
+            }
+            Ok(_) if o.persist && it.expiry() == Expiry::Never => {
+                push_bulk(out, it.value());
+                (Update::Keep, ())
+            }
+            Ok(e) => {
+                push_bulk(out, it.value());
+                let put = Update::Put {
+                    value: NewValue::Same,
+                    flags: it.flags(),
+                    expiry: *e,
+                    fresh_cas: false,
+                    marks: it.marks(),
+                };
+                (put, ())
+            }
+        }
+    });
+    if let Err(e) = r {
+        out.truncate(mark);
+        if e == Error::BadKey {
+            push_null(out, proto);
+        } else {
+            engine_error(e, out);
+        }
+    }
+}
+
+fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if args.len() % 2 == 0 {
+        return super::wrong_arity("mset", out);
+    }
+    for pair in args[1..].chunks_exact(2) {
+        if let Err(e) = ctx.shared.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
+            return engine_error(e, out);
+        }
+    }
+    push_simple(out, "OK");
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if args.len() % 2 == 0 {
+        return super::wrong_arity("msetnx", out);
+    }
+    let store = &ctx.shared.store;
+    let any = {
+        let reader = store.reader();
+        args[1..].chunks_exact(2).any(|pair| reader.get(&pair[0], |_| ()).is_some())
+    };
+    if any {
+        return push_int(out, 0);
+    }
+    let mut all = true;
+    // Keys this command has added: a key named twice takes its last value,
+    // as in Redis (built only when a key is found present).
+    let mut added: Option<std::collections::HashSet<&[u8]>> = None;
+    for (i, pair) in args[1..].chunks_exact(2).enumerate() {
+        let (key, value): (&[u8], &[u8]) = (&pair[0], &pair[1]);
+        let r = match store.add(key, value, 0, Expiry::Never) {
+            Err(Error::NotStored) => {
+                let mine = added
+                    .get_or_insert_with(|| args[1..1 + 2 * i].chunks_exact(2).map(|p| &p[0][..]).collect())
+                    .contains(key);
+                if mine {
+                    store.set(key, value, 0, Expiry::Never)
+                } else {
+                    // Set by another client since the check.
+                    all = false;
+                    continue;
+                }
+            }
+            r => r,
+        };
+        match r {
+            Ok(_) => {
+                if let Some(a) = added.as_mut() {
+                    a.insert(key);
+                }
+            }
+            Err(e) => return engine_error(e, out),
+        }
+    }
+    push_int(out, i64::from(all));
+}
+
+/// INCR, DECR, INCRBY, DECRBY: a signed 64-bit counter, created at 0,
+/// keeping the key's TTL and flags; Redis's overflow check.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
+    let r = ctx.shared.store.update(key, |old| {
+        let (cur, flags, expiry) = match old {
+            None => (0, 0, Expiry::Never),
+            Some(it) => match string2ll(it.value()) {
+                Some(v) => (v, it.flags(), it.expiry()),
+                None => return (Update::Keep, Err(err::NOT_INTEGER)),
+            },
+        };
+        let Some(new) = cur.checked_add(delta) else { return (Update::Keep, Err(err::OVERFLOW)) };
+        let value = NewValue::Owned(new.to_string().into_bytes());
+        (Update::Put { value, flags, expiry, fresh_cas: true, marks: 0 }, Ok(new))
+    });
+    match r {
+        Ok((Ok(n), _)) => push_int(out, n),
+        Ok((Err(m), _)) => push_error(out, m.as_bytes()),
+        Err(e) => engine_error(e, out),
+    }
+}
+
+/// Redis's `string2ld` in f64: the whole argument is a number (no spaces),
+/// not NaN, not longer than [`FLOAT_CHARS_MAX`].
+fn parse_float(a: &[u8]) -> Option<f64> {
+    if a.is_empty() || a.len() > FLOAT_CHARS_MAX {
+        return None;
+    }
+    let v: f64 = std::str::from_utf8(a).ok()?.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// INCRBYFLOAT's text for `v`: [`FLOAT_DIGITS`] significant digits, no
+/// exponent, trailing zeros and point removed, `-0` as `0`.
+pub(crate) fn format_float(v: f64) -> String {
+    let magnitude = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 + 1 };
+    let decimals = (FLOAT_DIGITS - magnitude).clamp(0, FLOAT_DECIMALS_MAX) as usize;
+    let mut s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        while s.ends_with('0') {
+            s.pop();
+        }
+        if s.ends_with('.') {
+            s.pop();
+        }
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
+fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(incr) = parse_float(&args[2]) else { return push_error(out, err::NOT_FLOAT.as_bytes()) };
+    let r = ctx.shared.store.update(&args[1], |old| {
+        let (cur, flags, expiry) = match old {
+            None => (0.0, 0, Expiry::Never),
+            Some(it) => match parse_float(it.value()) {
+                Some(v) => (v, it.flags(), it.expiry()),
+                None => return (Update::Keep, Err(err::NOT_FLOAT)),
+            },
+        };
+        let new = cur + incr;
+        if !new.is_finite() {
+            return (Update::Keep, Err(err::NAN_OR_INF));
+        }
+        let text = format_float(new).into_bytes();
+        let put = Update::Put { value: NewValue::Owned(text.clone()), flags, expiry, fresh_cas: true, marks: 0 };
+        (put, Ok(text))
+    });
+    match r {
+        Ok((Ok(text), _)) => push_bulk(out, &text),
+        Ok((Err(m), _)) => push_error(out, m.as_bytes()),
+        Err(e) => engine_error(e, out),
+    }
+}
+
+fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let data: &[u8] = &args[2];
+    let max = ctx.limits.bulk_bytes_max;
+    let r = ctx.shared.store.update(&args[1], |old| match old {
+        None => (
+            Update::Put { value: NewValue::Bytes(data), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 },
+            Ok(data.len()),
+        ),
+        Some(it) => {
+            let len = it.value().len() + data.len();
+            if len > max {
+                return (Update::Keep, Err(()));
+            }
+            let put = Update::Put {
+                value: NewValue::Concat(data, true),
+                flags: it.flags(),
+                expiry: it.expiry(),
+                fresh_cas: true,
+                marks: 0,
+            };
+            (put, Ok(len))
+        }
+    });
+    match r {
+        Ok((Ok(n), _)) => push_int(out, n as i64),
+        Ok((Err(()), _)) => push_error(out, err::STRING_TOO_LONG.as_bytes()),
+        Err(e) => engine_error(e, out),
+    }
+}
+
+fn getrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let (Some(start), Some(end)) = (int_arg(&args[2]), int_arg(&args[3])) else {
+        return push_error(out, err::NOT_INTEGER.as_bytes());
+    };
+    let hit = ctx.shared.store.get(&args[1], |it| {
+        let v = it.value();
+        let len = v.len() as i64;
+        // Redis 7.0's getrangeCommand, step by step.
+        if start < 0 && end < 0 && start > end {
+            return push_bulk(out, b"");
+        }
+        let (mut s, mut e) = (start, end);
+        if s < 0 {
+            s += len;
+        }
+        if e < 0 {
+            e += len;
+        }
+        s = s.max(0);
+        e = e.max(0);
+        if e >= len {
+            e = len - 1;
+        }
+        if s > e || len == 0 {
+            push_bulk(out, b"");
+        } else {
+            push_bulk(out, &v[s as usize..=e as usize]);
+        }
+    });
+    if hit.is_none() {
+        push_bulk(out, b"");
+    }
+}
+
+fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(offset) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
+    if offset < 0 {
+        return push_error(out, err::OFFSET_RANGE.as_bytes());
+    }
+    let value: &[u8] = &args[3];
+    // Redis's checkStringLength, against the item size; checked before
+    // anything is allocated.
+    let fits = (offset as u64).saturating_add(value.len() as u64) <= ctx.limits.bulk_bytes_max as u64;
+    let r = ctx.shared.store.update(&args[1], |old| {
+        let current: &[u8] = old.map_or(&[][..], |it| it.value());
+        if value.is_empty() {
+            return (Update::Keep, Ok(current.len()));
+        }
+        if !fits {
+            return (Update::Keep, Err(()));
+        }
+        let at = offset as usize;
+        let mut v = current.to_vec();
+        if v.len() < at + value.len() {
+            v.resize(at + value.len(), 0);
+        }
+        v[at..at + value.len()].copy_from_slice(value);
+        let len = v.len();
+        let (flags, expiry) = old.map_or((0, Expiry::Never), |it| (it.flags(), it.expiry()));
+        (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Ok(len))
+    });
+    match r {
+        Ok((Ok(n), _)) => push_int(out, n as i64),
+        Ok((Err(()), _)) => push_error(out, err::STRING_TOO_LONG.as_bytes()),
+        Err(e) => engine_error(e, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_redis_for_usual_sums() {
+        assert_eq!(format_float(10.5 + 0.1), "10.6");
+        assert_eq!(format_float(0.1 + 0.2), "0.3");
+        assert_eq!(format_float(3.0), "3");
+        assert_eq!(format_float(3000.0), "3000");
+        assert_eq!(format_float(-0.0), "0");
+        assert_eq!(format_float(5.0e-18), "0.00000000000000001");
+        assert_eq!(format_float(-2.5), "-2.5");
+        assert_eq!(format_float(1e20), "100000000000000000000");
+    }
+
+    #[test]
+    fn deadlines_round_up() {
+        let now = super::super::now_ms();
+        assert_eq!(deadline(now - 1), Expiry::At(1));
+        let Expiry::At(t) = deadline(now + 1500) else { panic!() };
+        assert!(i64::from(t) * 1000 >= now + 1500 && i64::from(t) * 1000 < now + 2500);
+        assert_eq!(deadline(i64::MAX), Expiry::At(u32::MAX));
+    }
+}

@@ -1,0 +1,173 @@
+"""redis-py, a client not written here, against a running RESP server.
+
+The server is named by AMALGAM_TEST_RESP_ADDR=host:port (scripts/test.sh
+starts amalgam for this, and Debian's redis-server 7 to prove every
+expectation is Redis's own). Each test runs twice: with RESP2 and with
+RESP3 (`protocol=3`: redis-py's HELLO 3 handshake). Tests skip when the
+variable is unset (as when the suite runs against memcached).
+"""
+
+import os
+import uuid
+
+import pytest
+import redis
+
+
+def _addr():
+    addr = os.environ.get("AMALGAM_TEST_RESP_ADDR")
+    if not addr:
+        pytest.skip("AMALGAM_TEST_RESP_ADDR is not set (scripts/test.sh sets it)")
+    host, port = addr.rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def r(request):
+    host, port = _addr()
+    c = redis.Redis(host=host, port=port, protocol=request.param, socket_timeout=5, decode_responses=True)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def rb():
+    """Bytes in, bytes out."""
+    host, port = _addr()
+    c = redis.Redis(host=host, port=port, socket_timeout=5)
+    yield c
+    c.close()
+
+
+def k(name):
+    """A key no other test (or run) uses."""
+    return f"rpy_{uuid.uuid4().hex[:12]}_{name}"
+
+
+def test_handshake_and_ping(r):
+    assert r.ping() is True
+    assert r.echo("hi") == "hi"
+    assert isinstance(r.client_id(), int)
+    assert r.client_setname("py-test") is True
+    assert r.client_getname() == "py-test"
+
+
+@pytest.mark.filterwarnings("ignore:Call to deprecated:DeprecationWarning")
+def test_set_get_options(r):
+    a = k("a")
+    assert r.get(a) is None
+    assert r.set(a, "1") is True
+    assert r.get(a) == "1"
+    assert r.set(a, "2", nx=True) is None
+    assert r.set(a, "2", xx=True) is True
+    assert r.set(a, "3", get=True) == "2"
+    assert r.set(a, "4", ex=100) is True
+    assert 99 <= r.ttl(a) <= 100
+    assert r.set(a, "5", keepttl=True) is True
+    assert 99 <= r.ttl(a) <= 100
+    assert r.set(a, "6", px=100000) is True
+    assert 99000 <= r.pttl(a) <= 101000
+    assert r.setnx(a, "x") is False
+    assert r.setex(a, 100, "7") is True
+    assert r.psetex(a, 100000, "8") is True
+    assert r.getset(a, "9") == "8"
+    assert r.ttl(a) == -1
+    assert r.getdel(a) == "9"
+    assert r.get(a) is None
+    with pytest.raises(redis.ResponseError, match="invalid expire time in 'set' command"):
+        r.set(a, "v", ex=0)
+
+
+def test_mget_mset(r):
+    a, b, c = k("a"), k("b"), k("c")
+    assert r.mset({a: "1", b: "2"}) is True
+    assert r.mget([a, c, b]) == ["1", None, "2"]
+    assert r.msetnx({a: "x", c: "3"}) is False
+    assert r.get(c) is None
+    assert r.msetnx({c: "3", k("d"): "4"}) is True
+
+
+def test_counters(r):
+    n = k("n")
+    assert r.incr(n) == 1
+    assert r.incrby(n, 41) == 42
+    assert r.decr(n) == 41
+    assert r.decrby(n, 50) == -9
+    assert r.incrbyfloat(n, 0.5) == -8.5
+    r.set(n, "abc")
+    with pytest.raises(redis.ResponseError, match="value is not an integer or out of range"):
+        r.incr(n)
+    with pytest.raises(redis.ResponseError, match="value is not a valid float"):
+        r.incrbyfloat(n, 1)
+
+
+def test_expiry(r):
+    a = k("e")
+    assert r.expire(a, 100) is False
+    r.set(a, "v")
+    assert r.ttl(a) == -1
+    assert r.expire(a, 100) is True
+    assert r.expire(a, 50, gt=True) is False
+    assert r.expire(a, 50, lt=True) is True
+    assert r.persist(a) is True
+    assert r.ttl(a) == -1
+    assert r.expireat(a, 4000000000) is True
+    assert r.expiretime(a) == 4000000000
+    assert r.getex(a, persist=True) == "v"
+    assert r.ttl(a) == -1
+    assert r.getex(a, ex=100) == "v"
+    assert 99 <= r.ttl(a) <= 100
+    assert r.pexpireat(a, 1000) is True
+    assert r.exists(a) == 0
+    assert r.ttl(a) == -2
+
+
+def test_strings(r):
+    s = k("s")
+    assert r.append(s, "abc") == 3
+    assert r.append(s, "def") == 6
+    assert r.strlen(s) == 6
+    assert r.getrange(s, 1, 2) == "bc"
+    assert r.getrange(s, -2, -1) == "ef"
+    assert r.setrange(s, 1, "ZZ") == 6
+    assert r.get(s) == "aZZdef"
+    assert r.type(s) == "string"
+    assert r.type(k("none")) == "none"
+    assert r.exists(s, s, k("none")) == 2
+    assert r.delete(s, k("none")) == 1
+    assert r.unlink(s) == 0
+
+
+def test_pipeline(r):
+    base = k("p")
+    p = r.pipeline(transaction=False)
+    for i in range(100):
+        p.set(f"{base}:{i}", i)
+    for i in range(100):
+        p.get(f"{base}:{i}")
+    got = p.execute()
+    assert got[:100] == [True] * 100
+    assert got[100:] == [str(i) for i in range(100)]
+
+
+def test_binary_values(rb):
+    a = k("bin")
+    v = b"a\r\nb\x00c\xff"
+    assert rb.set(a, v) is True
+    assert rb.get(a) == v
+    assert rb.mget([a, k("none")]) == [v, None]
+
+
+def test_server_commands(r):
+    a = k("i")
+    r.set(a, "v")
+    info = r.info()
+    assert "redis_version" in info and "connected_clients" in info
+    assert r.info("keyspace")["db0"]["keys"] >= 1
+    assert r.config_get("appendonly") == {"appendonly": "no"}
+    assert r.dbsize() >= 1
+    assert r.execute_command("SELECT", 0)
+    with pytest.raises(redis.ResponseError, match="unknown command 'NOSUCH'"):
+        r.execute_command("NOSUCH", "x")
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'get' command"):
+        r.execute_command("GET")
