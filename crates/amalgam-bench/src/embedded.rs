@@ -249,17 +249,37 @@ fn preload(c: &dyn Contender, keys: &Keys, value_bytes: usize, threads: usize) -
     n as f64 / t0.elapsed().as_secs_f64() / 1e6
 }
 
-/// Runs every thread's stream at once; returns Mops/s and the GETs that
-/// missed (every key is preloaded, so any miss is an eviction or a bug).
-fn timed(c: &dyn Contender, keys: &Keys, values: &[Vec<u8>], streams: &[Vec<Op>]) -> (f64, usize) {
+/// CPU time the calling thread has run, in ns: the first field of
+/// `/proc/thread-self/schedstat` (the scheduler's own account, ns
+/// resolution). None where the file is missing.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// One timed run: wall-clock Mops/s, CPU-normalized Mops/s (the sum over
+/// threads of each thread's operations per second of CPU it actually got,
+/// so time the machine gave to other processes does not count), and the
+/// GETs that missed (every key is preloaded, so any miss is an eviction or
+/// a bug).
+struct Timed {
+    mops: f64,
+    mops_cpu: f64,
+    misses: usize,
+}
+
+/// Runs every thread's stream at once.
+fn timed(c: &dyn Contender, keys: &Keys, values: &[Vec<u8>], streams: &[Vec<Op>]) -> Timed {
     let barrier = Barrier::new(streams.len() + 1);
     let mut start = Instant::now();
     let misses = AtomicU64::new(0);
+    // Sum over threads of ops per CPU-second.
+    let cpu_rate = std::sync::Mutex::new(0.0f64);
     std::thread::scope(|s| {
         for ops in streams {
-            let (barrier, misses) = (&barrier, &misses);
+            let (barrier, misses, cpu_rate) = (&barrier, &misses, &cpu_rate);
             s.spawn(move || {
                 barrier.wait();
+                let cpu0 = thread_cpu_ns();
                 let mut sink = 0usize;
                 let mut missed = 0u64;
                 for (i, op) in ops.iter().enumerate() {
@@ -273,15 +293,25 @@ fn timed(c: &dyn Contender, keys: &Keys, values: &[Vec<u8>], streams: &[Vec<Op>]
                         c.set(k, &values[i % values.len()]);
                     }
                 }
+                let cpu1 = thread_cpu_ns();
                 black_box(sink);
                 misses.fetch_add(missed, Ordering::Relaxed);
+                let rate = match (cpu0, cpu1) {
+                    (Some(a), Some(b)) if b > a => ops.len() as f64 / ((b - a) as f64 / 1e9),
+                    _ => f64::NAN,
+                };
+                *cpu_rate.lock().unwrap_or_else(|e| e.into_inner()) += rate;
             });
         }
         barrier.wait();
         start = Instant::now();
     });
     let secs = start.elapsed().as_secs_f64();
-    (streams.iter().map(Vec::len).sum::<usize>() as f64 / secs / 1e6, misses.into_inner() as usize)
+    Timed {
+        mops: streams.iter().map(Vec::len).sum::<usize>() as f64 / secs / 1e6,
+        mops_cpu: cpu_rate.into_inner().unwrap_or_else(|e| e.into_inner()) / 1e6,
+        misses: misses.into_inner() as usize,
+    }
 }
 
 /// The median of `v` (mean of the middle two for an even count).
@@ -310,17 +340,25 @@ fn child(args: &Args, w: &Workload, name: &str) -> Result<Value, String> {
     let mut per_threads = Vec::new();
     for &t in &args.threads {
         let mut mops = Vec::new();
+        let mut mops_cpu = Vec::new();
         for run in 0..args.runs {
             let streams: Vec<Vec<Op>> = (0..t)
                 .map(|i| op_stream(w, args.keys as u64, args.ops_per_thread, ((run * 64 + i) as u64 + 1) * 0x5851_F42D))
                 .collect();
-            let (m, misses) = timed(&*c, &keys, &values, &streams);
-            if misses != 0 {
-                return Err(format!("{name}: {misses} GETs of preloaded keys missed (evictions?)"));
+            let r = timed(&*c, &keys, &values, &streams);
+            if r.misses != 0 {
+                return Err(format!("{name}: {} GETs of preloaded keys missed (evictions?)", r.misses));
             }
-            mops.push(m);
+            mops.push(r.mops);
+            mops_cpu.push(r.mops_cpu);
         }
-        per_threads.push(json!({ "threads": t, "mops_runs": mops, "mops": median(&mops) }));
+        per_threads.push(json!({
+            "threads": t,
+            "mops_runs": mops,
+            "mops": median(&mops),
+            "mops_cpu_runs": mops_cpu,
+            "mops_cpu": median(&mops_cpu),
+        }));
     }
     // SETs only overwrite preloaded keys: a cache that lost any evicted.
     c.settle();
@@ -369,36 +407,48 @@ pub fn report(results: &[Value], threads: &[usize]) -> String {
         }
     }
     let find = |w: &str, c: &str| results.iter().find(|r| r["workload"] == w && r["contender"] == c);
-    out.push_str("Throughput, Mops/s (median of runs)\n\n| workload | threads |");
-    for c in &contenders {
-        out.push_str(&format!(" {c} |"));
-    }
-    out.push_str(" amalgam / best peer |\n|---|---|");
-    out.push_str(&"---|".repeat(contenders.len() + 1));
-    out.push('\n');
-    for w in &workloads {
-        for &t in threads {
-            out.push_str(&format!("| {w} | {t} |"));
-            let mut amalgam = f64::NAN;
-            let mut best_peer: Option<(f64, &str)> = None;
-            for c in &contenders {
-                let m = find(w, c)
-                    .and_then(|r| r["results"].as_array()?.iter().find(|x| x["threads"] == t)?["mops"].as_f64())
-                    .unwrap_or(f64::NAN);
-                out.push_str(&format!(" {m:.2} |"));
-                if *c == "amalgam" {
-                    amalgam = m;
-                } else if best_peer.is_none_or(|(b, _)| m > b) {
-                    best_peer = Some((m, c));
+    for (field, title) in [
+        ("mops", "Throughput, Mops/s of wall-clock time (median of runs)"),
+        (
+            "mops_cpu",
+            "Throughput per CPU-second the worker threads got, Mops/s (sum over threads of ops / thread CPU time, \
+             median of runs): the machine's other load does not count",
+        ),
+    ] {
+        out.push_str(&format!("{title}\n\n| workload | threads |"));
+        for c in &contenders {
+            out.push_str(&format!(" {c} |"));
+        }
+        out.push_str(" amalgam / best peer |\n|---|---|");
+        out.push_str(&"---|".repeat(contenders.len() + 1));
+        out.push('\n');
+        for w in &workloads {
+            for &t in threads {
+                out.push_str(&format!("| {w} | {t} |"));
+                let mut amalgam = f64::NAN;
+                let mut best_peer: Option<(f64, &str)> = None;
+                for c in &contenders {
+                    let m = find(w, c)
+                        .and_then(|r| r["results"].as_array()?.iter().find(|x| x["threads"] == t)?[field].as_f64())
+                        .unwrap_or(f64::NAN);
+                    out.push_str(&format!(" {m:.2} |"));
+                    if *c == "amalgam" {
+                        amalgam = m;
+                    } else if best_peer.is_none_or(|(b, _)| m > b) {
+                        best_peer = Some((m, c));
+                    }
+                }
+                match best_peer {
+                    Some((b, name)) if amalgam.is_finite() => {
+                        out.push_str(&format!(" {:.2}× ({name}) |\n", amalgam / b))
+                    }
+                    _ => out.push_str(" – |\n"),
                 }
             }
-            match best_peer {
-                Some((b, name)) if amalgam.is_finite() => out.push_str(&format!(" {:.2}× ({name}) |\n", amalgam / b)),
-                _ => out.push_str(" – |\n"),
-            }
         }
+        out.push('\n');
     }
-    out.push_str("\nPreload: Mops/s and resident bytes per item\n\n| workload | contender | load Mops/s | bytes/item |\n|---|---|---|---|\n");
+    out.push_str("Preload: Mops/s and resident bytes per item\n\n| workload | contender | load Mops/s | bytes/item |\n|---|---|---|---|\n");
     for w in &workloads {
         for c in &contenders {
             if let Some(r) = find(w, c) {
