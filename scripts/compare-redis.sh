@@ -51,7 +51,8 @@ REDIS_BENCHMARK=${REDIS_BENCHMARK:-$(command -v redis-benchmark || true)}
 command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
 
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-bench=target/release/amalgam-bench
+target_dir=${CARGO_TARGET_DIR:-target}
+bench=$target_dir/release/amalgam-bench
 
 pids=()
 cleanup() {
@@ -84,7 +85,7 @@ wait_port() { # port pid
   --maxmemory "${MEMORY_MB}mb" >/dev/null &
 redis_pid=$!
 pids+=("$redis_pid")
-target/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_MC_PORT" \
+"$target_dir"/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_MC_PORT" \
   --resp-port "$AMALGAM_PORT" &
 amalgam_pid=$!
 pids+=("$amalgam_pid")
