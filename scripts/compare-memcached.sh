@@ -95,47 +95,15 @@ port_of() { if [ "$1" = memcached ]; then echo "$MEMCACHED_PORT"; else echo "$AM
 pid_of() { if [ "$1" = memcached ]; then echo "$memcached_pid"; else echo "$amalgam_pid"; fi; }
 
 mkdir -p "$(dirname "$OUT")"
-: >"$OUT"
-tmp=$(mktemp)
-trap 'rm -f "$tmp"; cleanup' EXIT
-
-for s in memcached amalgam; do
-  "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --preload-only --label "$s" >&2
-done
-
-cases=("get100-p1 1.0 1" "get100-p16 1.0 16" "get90-p1 0.9 1" "get90-p16 0.9 16")
-for c in "${cases[@]}"; do
-  read -r name frac pipeline <<<"$c"
-  for run in $(seq 1 "$RUNS"); do
-    for s in memcached amalgam; do
-      kill -0 "$(pid_of $s)" 2>/dev/null || { echo "$s died" >&2; exit 1; }
-      "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --no-preload --get-fraction "$frac" \
-        --pipeline "$pipeline" --duration "$DURATION" --warmup "$WARMUP" --server-pid "$(pid_of $s)" \
-        --label "$s" --json "$tmp" >&2
-      jq -c --arg case "$name" --argjson run "$run" '. + {case: $case, run: $run}' "$tmp" >>"$OUT"
-    done
-  done
-done
+trap cleanup EXIT
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+compare_runs memcached "get100-p1 1.0 1" "get100-p16 1.0 16" "get90-p1 0.9 1" "get90-p16 0.9 16"
 
 echo "Amalgam vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): $PROTOCOL protocol, multiget $MULTIGET, 16 B keys / 32 B values," \
   "$DISTRIBUTION, $KEYS keys preloaded, $THREADS client threads x $CONNS conns, $SERVER_THREADS server threads," \
   "${DURATION} s runs (+${WARMUP} s warm-up), median of $RUNS alternating runs per server"
 echo
-jq -rs '
-  def median: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
-    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-  def f(d): if . == null then "-" else (. * pow(10; d) | round) / pow(10; d) | tostring end;
-  def stat(rows; s; p): [rows[] | select(.label == s) | p] | median;
-  "| case | memcached req/s | amalgam req/s | amalgam / memcached | memcached p99 us | amalgam p99 us"
-  + " | memcached CPU us/req | amalgam CPU us/req | errors |",
-  "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-  (group_by(.case) | sort_by(.[0].case)[] | . as $rows
-   | stat($rows; "memcached"; .requests_per_s) as $m | stat($rows; "amalgam"; .requests_per_s) as $a
-   | "| \($rows[0].case) | \($m | f(0)) | \($a | f(0)) | \(if $m > 0 then $a / $m | f(3) else "-" end)"
-     + " | \(stat($rows; "memcached"; .latency_us.p99) | f(1)) | \(stat($rows; "amalgam"; .latency_us.p99) | f(1))"
-     + " | \(stat($rows; "memcached"; .server_cpu_us_per_request) | f(2))"
-     + " | \(stat($rows; "amalgam"; .server_cpu_us_per_request) | f(2))"
-     + " | \([$rows[] | .errors.total] | add) |")
-' "$OUT"
+compare_table memcached
 echo
 echo "Per-run JSON lines: $OUT"

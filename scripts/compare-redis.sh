@@ -98,48 +98,16 @@ port_of() { if [ "$1" = redis ]; then echo "$REDIS_PORT"; else echo "$AMALGAM_PO
 pid_of() { if [ "$1" = redis ]; then echo "$redis_pid"; else echo "$amalgam_pid"; fi; }
 
 mkdir -p "$(dirname "$OUT")"
-: >"$OUT"
-tmp=$(mktemp)
-trap 'rm -f "$tmp"; cleanup' EXIT
-
-for s in redis amalgam; do
-  "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --preload-only --label "$s" >&2
-done
-
-cases=("get-p1 1.0 1" "get-p16 1.0 16" "set-p1 0.0 1" "set-p16 0.0 16")
-for c in "${cases[@]}"; do
-  read -r name frac pipeline <<<"$c"
-  for run in $(seq 1 "$RUNS"); do
-    for s in redis amalgam; do
-      kill -0 "$(pid_of $s)" 2>/dev/null || { echo "$s died" >&2; exit 1; }
-      "$bench" net "${common[@]}" --server "127.0.0.1:$(port_of $s)" --no-preload --get-fraction "$frac" \
-        --pipeline "$pipeline" --duration "$DURATION" --warmup "$WARMUP" --server-pid "$(pid_of $s)" \
-        --label "$s" --json "$tmp" >&2
-      jq -c --arg case "$name" --argjson run "$run" '. + {case: $case, run: $run}' "$tmp" >>"$OUT"
-    done
-  done
-done
+trap cleanup EXIT
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+compare_runs redis "get-p1 1.0 1" "get-p16 1.0 16" "set-p1 0.0 1" "set-p16 0.0 16"
 
 echo "Amalgam (RESP) vs Redis $("$REDIS" --version | grep -o 'v=[0-9.]*' | cut -d= -f2): 16 B keys / 32 B values," \
   "$DISTRIBUTION, $KEYS keys preloaded, $THREADS client threads x $CONNS conns, amalgam -t $SERVER_THREADS," \
   "${DURATION} s runs (+${WARMUP} s warm-up), median of $RUNS alternating runs per server (amalgam-bench net)"
 echo
-jq -rs '
-  def median: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
-    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-  def f(d): if . == null then "-" else (. * pow(10; d) | round) / pow(10; d) | tostring end;
-  def stat(rows; s; p): [rows[] | select(.label == s) | p] | median;
-  "| case | redis req/s | amalgam req/s | amalgam / redis | redis p99 us | amalgam p99 us"
-  + " | redis CPU us/req | amalgam CPU us/req | errors |",
-  "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-  (group_by(.case) | sort_by(.[0].case)[] | . as $rows
-   | stat($rows; "redis"; .requests_per_s) as $r | stat($rows; "amalgam"; .requests_per_s) as $a
-   | "| \($rows[0].case) | \($r | f(0)) | \($a | f(0)) | \(if $r > 0 then $a / $r | f(3) else "-" end)"
-     + " | \(stat($rows; "redis"; .latency_us.p99) | f(1)) | \(stat($rows; "amalgam"; .latency_us.p99) | f(1))"
-     + " | \(stat($rows; "redis"; .server_cpu_us_per_request) | f(2))"
-     + " | \(stat($rows; "amalgam"; .server_cpu_us_per_request) | f(2))"
-     + " | \([$rows[] | .errors.total] | add) |")
-' "$OUT"
+compare_table redis
 echo
 echo "Per-run JSON lines: $OUT"
 
