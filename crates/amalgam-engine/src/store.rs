@@ -248,12 +248,15 @@ pub struct Config {
     pub hash_seed: Option<u64>,
     /// Cache mode's eviction policy; [`Eviction::None`] is store mode (a
     /// full store refuses writes). In cache mode item memory is a log of
-    /// [`SEGMENT_BYTES`] segments and `item_size_max_bytes` may not exceed
-    /// one segment.
+    /// segments of [`SEGMENT_BYTES`], or of `item_size_max_bytes` rounded
+    /// up to a power of two if that is larger (as memcached's slab page
+    /// grows with `-I`), and the budget must hold
+    /// [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) of them.
     pub eviction: Eviction,
-    /// Segment size in cache mode. Tests only (small segments make the
-    /// engine's eviction order equal the item-granularity model's); the
-    /// default is [`SEGMENT_BYTES`]. Items above it are refused (TooLarge).
+    /// Segment size in cache mode; 0 (the default) chooses as described
+    /// under `eviction`. Tests set it small so the engine's eviction order
+    /// equals the item-granularity model's; items above it are refused
+    /// per request (TooLarge).
     #[doc(hidden)]
     pub segment_bytes: usize,
     /// Cache mode: whether the maintenance thread reclaims segments ahead
@@ -271,7 +274,7 @@ impl Default for Config {
             initial_buckets_log2: INITIAL_BUCKETS_LOG2_DEFAULT,
             hash_seed: None,
             eviction: Eviction::None,
-            segment_bytes: SEGMENT_BYTES,
+            segment_bytes: 0,
             background_eviction: true,
         }
     }
@@ -1249,14 +1252,17 @@ impl Store {
         let mut cache = None;
         let mut freq_max = 0;
         if let Some(policy) = config.eviction.policy(config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY) {
-            if config.item_size_max_bytes > SEGMENT_BYTES {
-                return Err(ConfigError(format!(
-                    "in cache mode (eviction {}) the item size max may be at most one segment, {} bytes; got {}",
-                    config.eviction, SEGMENT_BYTES, config.item_size_max_bytes
-                )));
-            }
-            shared.segments =
-                Some(Segments::new(config.memory_limit_bytes, config.segment_bytes).map_err(ConfigError)?);
+            let segment_bytes = match config.segment_bytes {
+                0 => SEGMENT_BYTES.max(config.item_size_max_bytes.next_power_of_two()),
+                n => n,
+            };
+            shared.segments = Some(Segments::new(config.memory_limit_bytes, segment_bytes).map_err(|e| {
+                ConfigError(format!(
+                    "{e} (eviction {}: the item size max, {} bytes, must fit one segment; give more memory, a \
+                     smaller item size max, or eviction none)",
+                    config.eviction, config.item_size_max_bytes
+                ))
+            })?);
             freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
             cache = Some(Cache {
                 policy,

@@ -138,9 +138,19 @@ fn segments_record_fill_live_bytes_and_creation_order() {
 
 #[test]
 fn cache_mode_refuses_what_it_cannot_do() {
-    let too_big = Config { eviction: Eviction::S3Fifo, item_size_max_bytes: SEGMENT_BYTES + 1, ..Config::default() };
-    let err = Store::new(too_big).unwrap_err().to_string();
-    assert!(err.contains("at most one segment"), "{err}");
+    // -I above a segment: segments grow to hold it (memcached's slab page
+    // grows with -I too), so the budget must hold SEGMENTS_MIN of those.
+    let big_items = Config {
+        eviction: Eviction::S3Fifo,
+        item_size_max_bytes: 2 * SEGMENT_BYTES,
+        memory_limit_bytes: 8 * SEGMENT_BYTES,
+        ..Config::default()
+    };
+    let err = Store::new(big_items.clone()).unwrap_err().to_string();
+    assert!(err.contains("must fit one segment"), "{err}");
+    let store = Store::new(Config { memory_limit_bytes: 16 * SEGMENT_BYTES, ..big_items }).unwrap();
+    store.set(b"big", &vec![1u8; SEGMENT_BYTES + 100], 0, Expiry::Never).unwrap();
+    assert_eq!(store.stats().segments, 8);
     let too_small = Config { eviction: Eviction::Clock, memory_limit_bytes: 2 * SEGMENT_BYTES, ..Config::default() };
     assert!(Store::new(too_small).unwrap_err().to_string().contains("at least"));
     // An item larger than the (test-sized) segment is refused per request.
