@@ -15,15 +15,20 @@
 //!        bit  3    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
 //!        bit  4    MARK_STALE       (meta protocol: invalidated, serve stale, `X`)
 //!        bit  5    MARK_TOKEN_SENT  (meta protocol: a recache win token went out, `Z`)
-//!        bits 6-7  reserved for the eviction policy's recency bits (cache mode)
+//!        bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
 //! ```
 //!
 //! The common memcached item (flags 0, no TTL, 8 B key, 8 B value) thus
 //! takes 11 + 16 = 27 bytes, which the pool serves from its 32-byte class: a
 //! 32-byte block never straddles a cache line, so a GET hit touches exactly
 //! one line of item (Mercury §2's "practical limit" of bucket + item).
-//! All multi-byte fields are read unaligned; nothing here is atomic because
-//! nothing here changes after publication.
+//! All multi-byte fields are read unaligned and never change after
+//! publication. The one exception is the meta byte's FREQ bits: in cache
+//! mode a GET hit raises them (see [`touch_freq`]), so every access to the
+//! meta byte of a published item is a relaxed atomic byte access (a plain
+//! `mov` on x86-64) and the concurrent write is not a data race.
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH` in memcached.h).
 ///
@@ -47,6 +52,19 @@ pub const MARK_STALE: u8 = 0b0001_0000;
 /// See [`MARK_STALE`].
 pub const MARK_TOKEN_SENT: u8 = 0b0010_0000;
 const META_MARKS_MASK: u8 = MARK_STALE | MARK_TOKEN_SENT;
+/// The eviction policy's frequency, bits 6-7 of the meta byte.
+const META_FREQ_SHIFT: u32 = 6;
+const META_FREQ_MASK: u8 = 0b1100_0000;
+/// Offset of the meta byte in an item.
+const META_AT: usize = 1;
+/// Largest frequency the meta byte holds.
+pub(crate) const FREQ_BITS_MAX: u8 = META_FREQ_MASK >> META_FREQ_SHIFT;
+
+const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
+const _: () = assert!(
+    META_FREQ_MASK & (META_VLEN_WIDTH_MASK | META_HAS_FLAGS | META_HAS_EXPIRY | META_MARKS_MASK) == 0,
+    "FREQ bits are free"
+);
 
 /// Largest value length the 4-byte vlen field can describe.
 pub(crate) const VALUE_BYTES_LIMIT: usize = u32::MAX as usize;
@@ -152,7 +170,7 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
     // below is inside its header, whose length the meta byte describes.
     unsafe {
         let klen = *ptr as usize;
-        let meta_bits = *ptr.add(1);
+        let meta_bits = meta_byte(ptr).load(Ordering::Relaxed);
         let cas = u64::from_le(std::ptr::read_unaligned(ptr.add(2) as *const u64));
         let width = (meta_bits & META_VLEN_WIDTH_MASK) as usize + 1;
         // Fixed-size reads per width: a variable-length copy here compiled
@@ -176,6 +194,77 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
             at += 4;
         }
         Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks: meta_bits & META_MARKS_MASK } }
+    }
+}
+
+/// The meta byte of the item at `ptr`, as the atomic it is once published.
+///
+/// # Safety
+/// `ptr` points to a live item (its meta byte lives as long as the
+/// returned reference is used).
+#[inline(always)]
+unsafe fn meta_byte<'a>(ptr: *const u8) -> &'a AtomicU8 {
+    // SAFETY: byte META_AT of a live item is in bounds (HEADER_FIXED_BYTES
+    // > META_AT); AtomicU8 has the size and alignment of u8. Before
+    // publication the writer initializes the byte with a plain store; the
+    // slot's release store (table.rs) orders it before any atomic access
+    // here, so plain and atomic accesses never overlap. After publication
+    // the byte is only accessed through this atomic (the FREQ writes in
+    // `touch_freq`, the loads in `layout` and `freq`, and `copy_with_freq`),
+    // so a GET raising the frequency while another GET or the reclaimer
+    // reads it is not a data race.
+    unsafe { AtomicU8::from_ptr(ptr.add(META_AT) as *mut u8) }
+}
+
+/// The eviction frequency of the item at `ptr` (0 in store mode).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn freq(ptr: *const u8) -> u8 {
+    // SAFETY: forwarded from the caller.
+    (unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_FREQ_MASK) >> META_FREQ_SHIFT
+}
+
+/// A GET hit: raises the item's frequency by one while it is below `max`
+/// (the policy's `freq_max`); at the cap it writes nothing, so a hot item's
+/// line is written at most `max` times per pass of the log and is then
+/// read-only (docs/cache-mode.md, "Recency without a shared write").
+///
+/// A plain load and store, not a read-modify-write: two GETs racing on the
+/// same item may both store the same raised value, losing one increment,
+/// which only makes the item look a little colder. The other bits of the
+/// byte never change after publication, so the store cannot clobber them.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn touch_freq(ptr: *const u8, max: u8) {
+    // SAFETY: forwarded from the caller.
+    let m = unsafe { meta_byte(ptr) };
+    let bits = m.load(Ordering::Relaxed);
+    if (bits & META_FREQ_MASK) >> META_FREQ_SHIFT < max {
+        m.store(bits + (1 << META_FREQ_SHIFT), Ordering::Relaxed);
+    }
+}
+
+/// Copies the published item at `src` (of `total` bytes) to the
+/// unpublished memory at `dst`, with frequency `freq` (the reclaimer's
+/// reinsertion). The meta byte is read atomically, since GETs may raise it
+/// while we copy; every other byte is immutable.
+///
+/// # Safety
+/// `src` is a live item of `total` bytes; `dst` is writable for `total`
+/// bytes, not published, and does not overlap `src`.
+pub(crate) unsafe fn copy_with_freq(src: *const u8, dst: *mut u8, total: usize, freq: u8) {
+    debug_assert!(freq <= FREQ_BITS_MAX && total > HEADER_FIXED_BYTES);
+    // SAFETY: forwarded from the caller: both ranges are valid for `total`
+    // bytes and disjoint; the meta byte of `src` is read through its atomic.
+    unsafe {
+        let bits = meta_byte(src).load(Ordering::Relaxed);
+        *dst = *src;
+        *dst.add(META_AT) = (bits & !META_FREQ_MASK) | (freq << META_FREQ_SHIFT);
+        std::ptr::copy_nonoverlapping(src.add(META_AT + 1), dst.add(META_AT + 1), total - META_AT - 1);
     }
 }
 
@@ -254,6 +343,31 @@ mod tests {
         assert_eq!(&buf[l.value_at()..], value);
         // SAFETY: as above.
         assert!(unsafe { key_eq(buf.as_ptr(), key) });
+    }
+
+    #[test]
+    fn freq_rises_to_its_cap_and_survives_a_copy() {
+        let meta = Meta { cas: 9, flags: 5, expiry: 0, marks: MARK_STALE };
+        let n = encoded_len(3, 4, &meta);
+        let mut buf = vec![0u8; n];
+        let at = write_header_and_key(&mut buf, b"key", 4, &meta);
+        buf[at..].copy_from_slice(b"vvvv");
+        let p = buf.as_ptr();
+        // SAFETY: buf holds a whole item; nothing else accesses it.
+        unsafe {
+            assert_eq!(freq(p), 0);
+            for want in [1, 2, 2] {
+                touch_freq(p, 2);
+                assert_eq!(freq(p), want);
+            }
+            assert_eq!(layout(p).meta, meta, "FREQ bits are invisible to the header's fields");
+            let mut copy = vec![0u8; n];
+            copy_with_freq(p, copy.as_mut_ptr(), n, 1);
+            assert_eq!(freq(copy.as_ptr()), 1);
+            assert_eq!(layout(copy.as_ptr()).meta, meta);
+            assert_eq!(&copy[at..], b"vvvv");
+            assert!(key_eq(copy.as_ptr(), b"key"));
+        }
     }
 
     #[test]

@@ -18,16 +18,23 @@
 //! * Small items: an 11-byte header for the common item; item memory from
 //!   per-thread pools of 2 MiB chunks (Mercury §3), reclaimed by epochs.
 //!
+//! * Cache mode (`Config::eviction`, issue 4, `docs/cache-mode.md`): a hard
+//!   memory budget divided into segments (Segcache, NSDI '21), items
+//!   appended to per-thread open segments, whole segments reclaimed oldest
+//!   first with the eviction policy deciding per live item (CLOCK, MemC3
+//!   §4; S3-FIFO, SOSP '23). GETs still take no lock; a hit raises the
+//!   item's 2-bit frequency only while it is below the policy's cap.
+//!
 //! ## Non-goals (here)
-//! No I/O, no protocol, no persistence: those crates wrap this one. Cache
-//! mode (eviction) is a later layer; the item header reserves its bits.
+//! No I/O, no protocol, no persistence: those crates wrap this one.
 //!
 //! ## Threads and ownership
 //! * Any number of worker threads share one [`Store`]. Each gets a
 //!   per-store `Local` (epoch mark, memory pool, CAS block, counters).
 //! * One maintenance thread per store ("amalgam-expand") doubles the table
 //!   when the mean load passes [`LOAD_PER_BUCKET_MAX`], runs delayed
-//!   flushes and sweeps flushed items.
+//!   flushes and sweeps flushed items; in cache mode it also reclaims
+//!   segments to keep [`EVICT_RESERVE_SEGMENTS`] free.
 //! * Items are immutable once published; writers replace slot pointers
 //!   under their bucket's lock; unlinked items and old tables are freed
 //!   after an epoch grace period (`local.rs`).
@@ -37,7 +44,8 @@
 //! |---|---|
 //! | `table.rs` | bucket layout, optimistic probe, bucket lock, migration |
 //! | `item.rs`  | item layout |
-//! | `pool.rs`  | chunks, size classes, per-thread pools |
+//! | `pool.rs`  | chunks, size classes, per-thread pools (store mode) |
+//! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
@@ -55,13 +63,16 @@ pub mod evict;
 mod item;
 mod local;
 mod pool;
+mod reclaim;
 mod scan;
+mod segment;
 mod store;
 mod sync;
 mod table;
 
 pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
+pub use segment::{EVICT_RESERVE_SEGMENTS, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use store::{
     Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
     INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX,

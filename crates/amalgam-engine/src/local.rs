@@ -37,6 +37,7 @@
 //! calling thread's bags.
 
 use crate::pool::{Block, LocalPool, SharedPool};
+use crate::segment::OpenSegments;
 use crate::table::Table;
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
@@ -59,6 +60,8 @@ const ACTIVE: u64 = 1;
 pub(crate) enum Garbage {
     Item(Block),
     Table(Box<Table>),
+    /// A reclaimed cache-mode segment (by id): freed to the segment log.
+    Segment(u32),
 }
 
 pub(crate) struct Bag {
@@ -73,6 +76,8 @@ pub(crate) struct Owned {
     pub bag: Vec<Garbage>,
     pub sealed: VecDeque<Bag>,
     pub pool: LocalPool,
+    /// Cache mode: this thread's open segment per queue (segment.rs).
+    pub open: OpenSegments,
     /// Next CAS value to hand out and the end of this thread's block.
     pub cas_next: u64,
     pub cas_end: u64,
@@ -113,6 +118,7 @@ impl Local {
                 bag: Vec::with_capacity(BAG_ITEMS_MAX),
                 sealed: VecDeque::new(),
                 pool: LocalPool::new(&shared.classes),
+                open: [None, None],
                 cas_next: 0,
                 cas_end: 0,
                 cas_generation: 0,
@@ -141,6 +147,8 @@ impl Local {
             match g {
                 Garbage::Item(b) => free(b),
                 Garbage::Table(t) => drop(t),
+                // The segment mapping is unmapped with the store.
+                Garbage::Segment(_) => {}
             }
         }
     }
@@ -314,6 +322,7 @@ impl Epochs {
                     // epoch, so no reader holds the item (module essay).
                     Garbage::Item(block) => unsafe { owned.pool.free(shared, block) },
                     Garbage::Table(t) => drop(t),
+                    Garbage::Segment(id) => shared.segments.as_ref().expect("segments exist in cache mode").release(id),
                 }
             }
         }

@@ -164,6 +164,9 @@ unsafe impl Send for Chunk {}
 /// of chunks (to unmap at drop) and the depot of free batches.
 pub(crate) struct SharedPool {
     pub(crate) classes: Classes,
+    /// Cache mode's segment log (segment.rs); None in store mode. Here so
+    /// the epoch scheme, which frees into the pool, frees segments too.
+    pub(crate) segments: Option<crate::segment::Segments>,
     budget_bytes: usize,
     /// Chunks plus large items, in bytes; never above `budget_bytes`.
     reserved_bytes: AtomicUsize,
@@ -175,7 +178,14 @@ impl SharedPool {
     pub(crate) fn new(budget_bytes: usize) -> SharedPool {
         let classes = Classes::new();
         let depot = (0..classes.count()).map(|_| Mutex::new(Vec::new())).collect();
-        SharedPool { classes, budget_bytes, reserved_bytes: AtomicUsize::new(0), chunks: Mutex::new(Vec::new()), depot }
+        SharedPool {
+            classes,
+            segments: None,
+            budget_bytes,
+            reserved_bytes: AtomicUsize::new(0),
+            chunks: Mutex::new(Vec::new()),
+            depot,
+        }
     }
 
     pub(crate) fn budget_bytes(&self) -> usize {

@@ -1,9 +1,11 @@
 //! The public store: memcached's item operations on the index, the pools
 //! and the epoch scheme, plus the dedicated expand (maintenance) thread.
 
+use crate::evict::{Eviction, Policy, Queue};
 use crate::item::{self, Meta, KEY_BYTES_MAX};
 use crate::local::{Epochs, Garbage, Local};
 use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
+use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT_BYTES};
 use crate::table::{self, prefetch_line, split_hash, Probe, Table, OPTIMISTIC_RETRIES_MAX, TABLE_LOG2_MAX};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
@@ -93,6 +95,28 @@ const EXPANSION_LOG2_STEP_MAX: u32 = 4;
 const MIGRATE_PREFETCH_AHEAD_BUCKETS: usize = 8;
 /// Epoch advances `reclaim` attempts.
 const RECLAIM_ROUNDS_MAX: usize = 64;
+/// Cache mode: budget bytes per S3-FIFO ghost entry, i.e. the ghost
+/// remembers about as many evicted keys as a budget of 64-byte items holds
+/// (the paper sizes the ghost like the main queue, in objects).
+const GHOST_BYTES_PER_ENTRY: usize = 64;
+/// Cache mode: free segments above the reserve at which writers start
+/// waking the eviction (maintenance) thread, so it reclaims ahead of them.
+const EVICT_WAKE_SLACK_SEGMENTS: usize = 2;
+/// Cache mode: segments the maintenance thread reclaims per wake-up before
+/// it looks at its other work (bounds one round).
+const EVICT_SEGMENTS_PER_WAKE_MAX: usize = 64;
+/// Cache mode: segments a writer reclaims itself before it gives up on
+/// keeping items and reclaims with forced eviction (every live item of the
+/// segment evicted, which always frees a whole segment). The contract's
+/// progress rule bounds honest passes by `freq_max + 1` per item; this
+/// caps the writer's work regardless of the queue's length (and is large
+/// enough that on the small caches of tests/cache.rs the engine never
+/// forces, so its order is exactly `evict::Model`'s).
+const WRITER_RECLAIMS_MAX: usize = 64;
+/// Cache mode: times a writer retries its epoch collection (yielding in
+/// between) waiting for a segment it reclaimed to pass its grace period;
+/// only a reader pinned for this long (a stuck `Reader`) exhausts it.
+const GRACE_WAIT_ROUNDS_MAX: usize = 100_000;
 
 /// Why an operation did not store, find or change an item. These map one
 /// to one onto memcached's replies (`NOT_STORED`, `EXISTS`, `NOT_FOUND`,
@@ -222,6 +246,24 @@ pub struct Config {
     pub initial_buckets_log2: u32,
     /// Hash seed; None draws one from the OS's randomness.
     pub hash_seed: Option<u64>,
+    /// Cache mode's eviction policy; [`Eviction::None`] is store mode (a
+    /// full store refuses writes). In cache mode item memory is a log of
+    /// segments of [`SEGMENT_BYTES`], or of `item_size_max_bytes` rounded
+    /// up to a power of two if that is larger (as memcached's slab page
+    /// grows with `-I`), and the budget must hold
+    /// [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) of them.
+    pub eviction: Eviction,
+    /// Segment size in cache mode; 0 (the default) chooses as described
+    /// under `eviction`. Tests set it small so the engine's eviction order
+    /// equals the item-granularity model's; items above it are refused
+    /// per request (TooLarge).
+    #[doc(hidden)]
+    pub segment_bytes: usize,
+    /// Cache mode: whether the maintenance thread reclaims segments ahead
+    /// of writers. Tests turn it off so only writers reclaim, synchronously
+    /// and deterministically.
+    #[doc(hidden)]
+    pub background_eviction: bool,
 }
 
 impl Default for Config {
@@ -231,6 +273,9 @@ impl Default for Config {
             item_size_max_bytes: ITEM_SIZE_MAX_BYTES_DEFAULT,
             initial_buckets_log2: INITIAL_BUCKETS_LOG2_DEFAULT,
             hash_seed: None,
+            eviction: Eviction::None,
+            segment_bytes: 0,
+            background_eviction: true,
         }
     }
 }
@@ -284,6 +329,19 @@ pub struct Stats {
     pub expansions: u64,
     /// True while an expansion is in flight.
     pub expanding: bool,
+    /// Cache mode: live items evicted to make room.
+    pub evictions: u64,
+    /// Cache mode: evicted items that no GET had read.
+    pub evicted_unfetched: u64,
+    /// Cache mode: expired items reclaimed (on access, by the sweep or by
+    /// segment reclamation) that no GET had read.
+    pub expired_unfetched: u64,
+    /// Cache mode: segments reclaimed.
+    pub reclaimed_segments: u64,
+    /// Cache mode: segments in the budget, and how many are free now.
+    pub segments: u64,
+    /// See `segments`.
+    pub free_segments: u64,
 }
 
 /// A read-only view of a stored item, valid while the callback that
@@ -385,6 +443,11 @@ impl<'a> ItemRef<'a> {
     pub fn marks(&self) -> u8 {
         self.layout.meta.marks
     }
+
+    /// The expiry as stored: unix seconds, 0 for never.
+    pub(crate) fn expiry_raw(&self) -> u32 {
+        self.layout.meta.expiry
+    }
 }
 
 /// The value a [`Store::update`] publishes.
@@ -446,14 +509,14 @@ impl std::fmt::Debug for Store {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     /// The table that owns keys not yet routed elsewhere; during an
     /// expansion its successor takes over bucket by bucket.
     current: AtomicPtr<Table>,
     seed: u64,
     item_size_max: usize,
-    shared: SharedPool,
-    epochs: Epochs,
+    pub(crate) shared: SharedPool,
+    pub(crate) epochs: Epochs,
     /// Next unreserved CAS value (CAS uniques start at 1).
     cas_counter: AtomicU64,
     /// Items with a CAS below this were flushed.
@@ -472,16 +535,38 @@ struct Inner {
     /// expansion due and everything it retired (old tables) freed.
     quiet: AtomicBool,
     maintenance_thread: std::sync::OnceLock<std::thread::Thread>,
+    /// Cache mode's state; None in store mode.
+    pub(crate) cache: Option<Cache>,
+    /// The policy's `freq_max` in cache mode, 0 in store mode: a GET hit
+    /// raises an item's frequency while it is below this (so 0 writes
+    /// nothing, with one load of a field read on every GET anyway).
+    freq_max: u8,
+}
+
+/// Cache mode's shared state (the segments themselves are in
+/// `SharedPool::segments`, where the epoch scheme frees into them).
+pub(crate) struct Cache {
+    pub(crate) policy: Box<dyn Policy>,
+    /// Serializes reclamation (the Policy contract: `reclaim` never runs
+    /// concurrently with itself) and owns the reclaimer's open segments,
+    /// into which kept items are copied.
+    pub(crate) reclaimer: std::sync::Mutex<crate::segment::OpenSegments>,
+    /// Whether the maintenance thread reclaims ahead of writers.
+    pub(crate) background: bool,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) evicted_unfetched: AtomicU64,
+    pub(crate) expired_unfetched: AtomicU64,
+    pub(crate) reclaimed_segments: AtomicU64,
 }
 
 /// RAII pin of the calling thread's epoch.
 pub(crate) struct Pinned<'s> {
     inner: &'s Inner,
-    local: &'s Local,
+    pub(crate) local: &'s Local,
 }
 
 impl<'s> Pinned<'s> {
-    fn new(inner: &'s Inner) -> Pinned<'s> {
+    pub(crate) fn new(inner: &'s Inner) -> Pinned<'s> {
         let local = inner.epochs.local(&inner.shared);
         inner.epochs.pin(local);
         Pinned { inner, local }
@@ -559,7 +644,7 @@ struct NewItem<'k> {
 }
 
 impl Inner {
-    fn hash(&self, key: &[u8]) -> u64 {
+    pub(crate) fn hash(&self, key: &[u8]) -> u64 {
         xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)
     }
 
@@ -584,12 +669,27 @@ impl Inner {
         let p = self.lookup(pin, self.hash(key), key)?;
         // SAFETY: p was found while pinned; the pin outlives `f`.
         let it = unsafe { ItemRef::new(p) };
-        self.is_live(&it, &mut None).then(|| f(it))
+        if !self.is_live(&it, &mut None) {
+            return None;
+        }
+        self.touched(p);
+        Some(f(it))
+    }
+
+    /// A GET hit in cache mode: raise the item's frequency while it is
+    /// below the policy's cap (no write at the cap; nothing in store mode).
+    /// No lock, and the only line possibly written is the item's own.
+    #[inline]
+    fn touched(&self, p: *const u8) {
+        if self.freq_max != 0 {
+            // SAFETY: the callers found p while pinned and still are.
+            unsafe { item::touch_freq(p, self.freq_max) };
+        }
     }
 
     /// True if the item may be returned: not expired, not flushed.
     #[inline]
-    fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
+    pub(crate) fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
         self.flush_if_due();
         if it.cas() < self.flush_cas.load(Ordering::Relaxed) {
             return false;
@@ -630,7 +730,7 @@ impl Inner {
     /// Finds the key's item pointer (live or not) by optimistic reads.
     /// Bounded: OPTIMISTIC_RETRIES_MAX retries, one step per table
     /// generation, then one locked lookup.
-    fn lookup(&self, pin: &Pinned<'_>, hash: u64, key: &[u8]) -> Option<*const u8> {
+    pub(crate) fn lookup(&self, pin: &Pinned<'_>, hash: u64, key: &[u8]) -> Option<*const u8> {
         let tag = split_hash(hash).1;
         let mut t = pin.current().route(hash);
         let mut retries = 0;
@@ -683,7 +783,10 @@ impl Inner {
         if len > limit {
             return Err(Error::TooLarge);
         }
-        let block = self.alloc(local, len)?;
+        let block = match &self.cache {
+            None => self.alloc(local, len)?,
+            Some(c) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
+        };
         // SAFETY: the block is fresh, at least `len` bytes, and ours.
         let dst = unsafe { std::slice::from_raw_parts_mut(block.ptr, len) };
         let at = item::write_header_and_key(dst, n.key, n.vlen, &meta);
@@ -707,8 +810,73 @@ impl Inner {
         Err(Error::OutOfMemory)
     }
 
+    /// Cache mode: `len` bytes at the end of this thread's open segment of
+    /// `queue`. Never reclaims (the caller may hold a bucket lock): writers
+    /// make room first, in `make_room`, before they lock anything.
+    fn alloc_in_segment(&self, local: &Local, queue: Queue, len: usize) -> Result<Block, Error> {
+        let segs = self.shared.segments.as_ref().expect("cache mode has segments");
+        if len > segs.segment_bytes() {
+            return Err(Error::TooLarge);
+        }
+        // SAFETY: our own Local; no other reference to its owned part is
+        // live (the reference ends with this statement).
+        let p = segs.bump(&mut unsafe { local.owned() }.open, queue, len, 0);
+        match p {
+            Some(ptr) => Ok(Block { ptr, bytes: len.next_multiple_of(ITEM_ALIGN_BYTES) }),
+            None => Err(Error::OutOfMemory),
+        }
+    }
+
+    /// Cache mode, at the start of every write, before any lock and before
+    /// the item is built: while free segments are at or below the reserve,
+    /// reclaim (bounded: WRITER_RECLAIMS_MAX segments, the last ones by
+    /// forced eviction, each followed by its grace period). With the
+    /// maintenance thread reclaiming ahead this is normally one load.
+    fn make_room(&self, local: &Local) {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
+        let free = segs.free_count();
+        if cache.background && free <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS {
+            if let Some(th) = self.maintenance_thread.get() {
+                th.unpark();
+            }
+        }
+        // SAFETY: own Local; the reference ends with this statement.
+        if free > EVICT_RESERVE_SEGMENTS || unsafe { local.owned() }.pin_depth != 0 {
+            // A pinned writer (inside a Reader) cannot wait for a grace
+            // period it is holding up; it takes from the reserve.
+            return;
+        }
+        for round in 0..WRITER_RECLAIMS_MAX {
+            if segs.free_count() > EVICT_RESERVE_SEGMENTS {
+                return;
+            }
+            let reclaimed = self.reclaim_segment(local, round + 1 == WRITER_RECLAIMS_MAX);
+            self.wait_grace(local);
+            if !reclaimed {
+                return; // nothing reclaimable: take from the reserve
+            }
+        }
+    }
+
+    /// Frees what this thread retired (its reclaimed segments), yielding
+    /// while another thread's pin holds the grace period. Bounded by
+    /// GRACE_WAIT_ROUNDS_MAX rounds. The caller is not pinned.
+    fn wait_grace(&self, local: &Local) {
+        for _ in 0..GRACE_WAIT_ROUNDS_MAX {
+            if self.epochs.reclaim(local, &self.shared, 4) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Frees a block that was never published.
     fn free_unpublished(&self, local: &Local, block: Block) {
+        if self.cache.is_some() {
+            // Cache mode: the bytes stay in their segment as garbage (not
+            // in the index, so dead) until the segment is reclaimed.
+            return;
+        }
         // SAFETY: own Local, no other owned reference live.
         let owned = unsafe { local.owned() };
         // SAFETY: never published, so no reader can hold it.
@@ -716,8 +884,34 @@ impl Inner {
         local.block_bytes.store(owned.pool.live_bytes as i64, Ordering::Relaxed);
     }
 
-    fn retire_item(&self, local: &Local, block: Block) {
-        self.epochs.retire(local, &self.shared, Garbage::Item(block));
+    /// An item just unlinked from the index (under its bucket lock, now
+    /// released): store mode frees it after the grace period; cache mode
+    /// leaves it in its segment and counts it out of the segment's live
+    /// bytes (and as expired-unfetched if it expired unread).
+    fn retire_item(&self, local: &Local, p: *const u8) {
+        match &self.shared.segments {
+            None => {
+                let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
+                self.epochs.retire(local, &self.shared, Garbage::Item(block));
+            }
+            Some(segs) => {
+                // SAFETY: p is unlinked but its segment cannot be reclaimed
+                // before our pin (or, for the sweep, the epoch) ends.
+                let (l, freq) = unsafe { (item::layout(p), item::freq(p)) };
+                segs.add_live(p, -(l.total().next_multiple_of(ITEM_ALIGN_BYTES) as i64));
+                self.count_expired_unfetched(l.meta.expiry, freq);
+            }
+        }
+    }
+
+    /// Counts an unlinked item as expired-unfetched if it had expired and
+    /// no GET read it (cache mode; store mode tracks no reads).
+    pub(crate) fn count_expired_unfetched(&self, expiry: u32, freq: u8) {
+        if let Some(c) = &self.cache {
+            if freq == 0 && expiry != 0 && expiry <= self.now() {
+                c.expired_unfetched.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The heart of every write: locks the key's bucket (following
@@ -767,6 +961,9 @@ impl Inner {
             }
             Decision::Put(block, r) => {
                 let new_bytes = old_bytes(block.ptr);
+                if let Some(segs) = &self.shared.segments {
+                    segs.add_live(block.ptr, block.bytes as i64);
+                }
                 match found {
                     Some((slot, p)) => {
                         guard.replace(slot, tag, block.ptr);
@@ -799,10 +996,7 @@ impl Inner {
         if let Some(p) = removed {
             local_add(&local.bytes, -old_bytes(p));
             local_add(&local.items, -1);
-            // SAFETY: p was unlinked above; it was allocated by some pool of
-            // this store with exactly the size its class gives.
-            let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
-            self.retire_item(local, block);
+            self.retire_item(local, p);
         }
         result
     }
@@ -932,13 +1126,38 @@ impl Inner {
                     let l = unsafe { item::layout(p) };
                     local_add(&local.bytes, -((l.klen + l.vlen) as i64));
                     local_add(&local.items, -1);
-                    let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
-                    self.retire_item(local, block);
+                    self.retire_item(local, p);
                 }
             }
             self.epochs.unpin(local, &self.shared);
             i = end;
         }
+    }
+
+    /// Cache mode, on the maintenance thread: reclaims segments until more
+    /// than EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS are free or
+    /// on their way (bounded: EVICT_SEGMENTS_PER_WAKE_MAX per call), so
+    /// writers find free segments without reclaiming themselves. Returns
+    /// true if it reclaimed anything.
+    fn evict_ahead(&self, local: &Local) -> bool {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
+        if !cache.background {
+            return false;
+        }
+        let mut reclaimed = false;
+        for _ in 0..EVICT_SEGMENTS_PER_WAKE_MAX {
+            if segs.free_or_pending() > EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS
+                || self.shutdown.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            if !self.reclaim_segment(local, false) {
+                break;
+            }
+            reclaimed = true;
+            self.epochs.reclaim(local, &self.shared, 1);
+        }
+        reclaimed
     }
 
     fn maintenance_loop(&self) {
@@ -961,7 +1180,8 @@ impl Inner {
             if self.sweep_requested.swap(false, Ordering::AcqRel) {
                 self.sweep();
             }
-            let clean = self.epochs.reclaim(local, &self.shared, 4);
+            let evicting = self.evict_ahead(local);
+            let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);
             let period = if clean { MAINTENANCE_PERIOD } else { Duration::from_millis(1) };
             std::thread::park_timeout(period);
@@ -978,7 +1198,7 @@ fn decide_oom<R>() -> R {
 
 /// Adds to a counter only the owner thread writes (no RMW needed).
 #[inline]
-fn local_add(c: &AtomicI64, delta: i64) {
+pub(crate) fn local_add(c: &AtomicI64, delta: i64) {
     c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
@@ -1028,6 +1248,32 @@ impl Store {
         if config.initial_buckets_log2 > TABLE_LOG2_MAX {
             return Err(ConfigError(format!("initial buckets log2 must be at most {TABLE_LOG2_MAX}")));
         }
+        let mut shared = SharedPool::new(config.memory_limit_bytes);
+        let mut cache = None;
+        let mut freq_max = 0;
+        if let Some(policy) = config.eviction.policy(config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY) {
+            let segment_bytes = match config.segment_bytes {
+                0 => SEGMENT_BYTES.max(config.item_size_max_bytes.next_power_of_two()),
+                n => n,
+            };
+            shared.segments = Some(Segments::new(config.memory_limit_bytes, segment_bytes).map_err(|e| {
+                ConfigError(format!(
+                    "{e} (eviction {}: the item size max, {} bytes, must fit one segment; give more memory, a \
+                     smaller item size max, or eviction none)",
+                    config.eviction, config.item_size_max_bytes
+                ))
+            })?);
+            freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
+            cache = Some(Cache {
+                policy,
+                reclaimer: std::sync::Mutex::new([None, None]),
+                background: config.background_eviction,
+                evictions: AtomicU64::new(0),
+                evicted_unfetched: AtomicU64::new(0),
+                expired_unfetched: AtomicU64::new(0),
+                reclaimed_segments: AtomicU64::new(0),
+            });
+        }
         let table = Table::new(config.initial_buckets_log2)
             .ok_or_else(|| ConfigError("could not map the initial hash table".into()))?;
         let seed = config.hash_seed.unwrap_or_else(random_seed);
@@ -1035,7 +1281,7 @@ impl Store {
             current: AtomicPtr::new(Box::into_raw(Box::new(table))),
             seed,
             item_size_max: config.item_size_max_bytes,
-            shared: SharedPool::new(config.memory_limit_bytes),
+            shared,
             epochs: Epochs::new(),
             cas_counter: AtomicU64::new(1),
             flush_cas: AtomicU64::new(0),
@@ -1047,6 +1293,8 @@ impl Store {
             shutdown: AtomicBool::new(false),
             quiet: AtomicBool::new(false),
             maintenance_thread: std::sync::OnceLock::new(),
+            cache,
+            freq_max,
         });
         let worker = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
@@ -1130,6 +1378,9 @@ impl Store {
                 let found = if check_key(key).is_ok() { inner.lookup(&pin, hashes[j], key) } else { None };
                 // SAFETY: found while pinned; the pin outlives `f`.
                 let it = found.map(|p| unsafe { ItemRef::new(p) }).filter(|it| inner.is_live(it, &mut now));
+                if let Some(it) = &it {
+                    inner.touched(it.ptr);
+                }
                 f(base + j, it);
             }
         }
@@ -1146,6 +1397,7 @@ impl Store {
         check_key(key)?;
         let inner = &*self.inner;
         let local = inner.epochs.local(&inner.shared);
+        inner.make_room(local);
         let cas = inner.next_cas(local);
         let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry, marks: 0 }, cas)?;
         fill(block, at, &[value]);
@@ -1220,6 +1472,7 @@ impl Store {
     fn concat(&self, key: &[u8], data: &[u8], append: bool) -> Result<u64, Error> {
         check_key(key)?;
         let inner = &*self.inner;
+        inner.make_room(inner.epochs.local(&inner.shared));
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
             let vlen = old.value().len() + data.len();
@@ -1266,6 +1519,7 @@ impl Store {
     fn delta(&self, key: &[u8], delta: u64, incr: bool) -> Result<(u64, u64), Error> {
         check_key(key)?;
         let inner = &*self.inner;
+        inner.make_room(inner.epochs.local(&inner.shared));
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
             let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
@@ -1347,6 +1601,7 @@ impl Store {
     ) -> Option<Result<R, Error>> {
         check_key(key).ok()?;
         let inner = &*self.inner;
+        inner.make_room(inner.epochs.local(&inner.shared));
         inner.mutate(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(None) };
             let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
@@ -1404,6 +1659,7 @@ impl Store {
     ) -> Result<(R, Option<u64>), Error> {
         check_key(key)?;
         let inner = &*self.inner;
+        inner.make_room(inner.epochs.local(&inner.shared));
         inner.mutate(key, |local, old| {
             let (update, r) = decide(old);
             match update {
@@ -1589,6 +1845,50 @@ impl Store {
         false
     }
 
+    /// Cache mode, for tests of the eviction order: the live items of
+    /// `queue`, oldest first (segments in queue order, items in log order
+    /// within a segment), with their frequencies. Found through the index
+    /// (a full scan), so it is safe while other threads run, but only a
+    /// quiet store gives a consistent picture. Empty in store mode.
+    #[doc(hidden)]
+    pub fn dump_queue(&self, queue: Queue) -> Vec<(Vec<u8>, u8)> {
+        let Some(segs) = &self.inner.shared.segments else { return Vec::new() };
+        let order: std::collections::HashMap<u32, usize> =
+            segs.queue_snapshot(queue).iter().enumerate().map(|(i, &(id, _))| (id, i)).collect();
+        let mut found = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = self.scan(cursor, |it| {
+                let id = segs.id_of(it.ptr);
+                if let Some(&pos) = order.get(&id) {
+                    let off = it.ptr as usize - segs.base_of(id) as usize;
+                    // SAFETY: `it` is live for this callback (scan's pin).
+                    let freq = unsafe { item::freq(it.ptr) };
+                    found.push((pos, off, it.key().to_vec(), freq));
+                }
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+        found.sort();
+        found.into_iter().map(|(_, _, k, f)| (k, f)).collect()
+    }
+
+    /// Cache mode, for tests: the segments of `queue` oldest first, as
+    /// (fill bytes, live bytes, creation sequence number).
+    #[doc(hidden)]
+    pub fn dump_segments(&self, queue: Queue) -> Vec<(usize, i64, u64)> {
+        let Some(segs) = &self.inner.shared.segments else { return Vec::new() };
+        segs.queue_snapshot(queue)
+            .into_iter()
+            .map(|(id, fill)| {
+                let (live, seq) = segs.live_and_seq(id);
+                (fill, live, seq)
+            })
+            .collect()
+    }
+
     /// A snapshot of the store's counters.
     ///
     /// ```
@@ -1610,6 +1910,15 @@ impl Store {
             ..Stats::default()
         };
         s.index_bytes = (s.buckets + s.overflow_nodes) * 64;
+        if let (Some(c), Some(segs)) = (&inner.cache, &inner.shared.segments) {
+            s.reserved_bytes = segs.touched_bytes() as u64;
+            s.evictions = c.evictions.load(Ordering::Relaxed);
+            s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
+            s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);
+            s.reclaimed_segments = c.reclaimed_segments.load(Ordering::Relaxed);
+            s.segments = segs.count() as u64;
+            s.free_segments = segs.free_count() as u64;
+        }
         for l in inner.epochs.all() {
             s.item_bytes = s.item_bytes.wrapping_add(l.bytes.load(Ordering::Relaxed) as u64);
             s.block_bytes += l.block_bytes.load(Ordering::Relaxed);
@@ -1631,11 +1940,12 @@ impl Drop for Store {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Only large items live outside the chunks the SharedPool unmaps.
+        let store_mode = self.shared.segments.is_none();
         let large = |p: *const u8| {
             // SAFETY: every pointer in the table is a live item; we are the
             // last owner of the store.
             let total = unsafe { item::layout(p) }.total();
-            if total > SMALL_ITEM_BYTES_MAX {
+            if store_mode && total > SMALL_ITEM_BYTES_MAX {
                 let bytes = total.next_multiple_of(4096);
                 let layout = std::alloc::Layout::from_size_align(bytes, 64).expect("layout");
                 // SAFETY: large items are allocated with exactly this layout.
@@ -1649,7 +1959,7 @@ impl Drop for Inner {
         drop(table);
         for local in self.epochs.locals_mut() {
             local.drain_garbage(|b| {
-                if b.bytes > SMALL_ITEM_BYTES_MAX {
+                if store_mode && b.bytes > SMALL_ITEM_BYTES_MAX {
                     let layout = std::alloc::Layout::from_size_align(b.bytes, 64).expect("layout");
                     // SAFETY: as above.
                     unsafe { std::alloc::dealloc(b.ptr, layout) };

@@ -163,6 +163,7 @@ fn run(ops: &[Op]) {
         item_size_max_bytes: ITEM_SIZE_MAX,
         initial_buckets_log2: 1,
         hash_seed: Some(7),
+        ..Config::default()
     })
     .unwrap();
     let mut m = Model { map: HashMap::new(), lingering: false };

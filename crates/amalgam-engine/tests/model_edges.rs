@@ -26,6 +26,7 @@ fn config() -> Config {
         item_size_max_bytes: ITEM_SIZE_MAX,
         initial_buckets_log2: 1,
         hash_seed: Some(11),
+        ..Config::default()
     }
 }
 

@@ -51,6 +51,12 @@ pub struct Args {
     #[arg(short = 'c', long = "conn-limit", default_value_t = CONNECTIONS_MAX_DEFAULT)]
     pub conn_limit: usize,
 
+    /// What a full cache does: evict with s3fifo (S3-FIFO, SOSP '23; the
+    /// default) or clock (MemC3's CLOCK), or none: refuse with
+    /// "SERVER_ERROR out of memory storing object" (memcached's -M).
+    #[arg(long = "eviction", default_value = "s3fifo")]
+    pub eviction: amalgam_engine::evict::Eviction,
+
     /// Largest item: key, value and header (memcached's -I), in bytes or
     /// with a k or m suffix: 1m, 512k.
     #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]

@@ -264,9 +264,9 @@ fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "bytes", engine.item_bytes);
     push_stat(out, "curr_items", engine.items);
     push_stat(out, "total_items", t.total_items);
-    push_stat(out, "expired_unfetched", 0);
-    push_stat(out, "evicted_unfetched", 0);
-    push_stat(out, "evictions", 0);
+    push_stat(out, "expired_unfetched", engine.expired_unfetched);
+    push_stat(out, "evicted_unfetched", engine.evicted_unfetched);
+    push_stat(out, "evictions", engine.evictions);
     push_stat(out, "hash_buckets", engine.buckets);
     push_stat(out, "hash_overflow_nodes", engine.overflow_nodes);
     push_stat(out, "hash_bytes", engine.index_bytes);
@@ -285,7 +285,8 @@ fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "num_threads", shared.workers.len());
     push_stat(out, "cas_enabled", "yes");
     push_stat(out, "item_size_max", a.max_item_size);
-    push_stat(out, "evictions", "off");
+    push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
+    push_stat(out, "eviction_policy", a.eviction);
     push_stat(out, "flush_enabled", "yes");
 }
 

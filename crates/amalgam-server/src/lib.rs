@@ -76,6 +76,7 @@ impl Shared {
         let store = Store::new(amalgam_engine::Config {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
+            eviction: args.eviction,
             ..amalgam_engine::Config::default()
         })
         .map_err(|e| e.to_string())?;

@@ -290,12 +290,12 @@ fn line_too_long_closes_silently() {
 }
 
 /// A full cache that may not evict answers a store with memcached's
-/// out-of-memory error and keeps what it has. (amalgam does not evict;
-/// memcached needs -M for this behaviour.)
+/// out-of-memory error and keeps what it has. (memcached needs -M for this
+/// behaviour, amalgam --eviction none.)
 #[test]
 fn out_of_memory() {
     let memcached = binary().contains("memcached");
-    let flags: &[&str] = if memcached { &["-m", "2", "-M"] } else { &["-m", "2"] };
+    let flags: &[&str] = if memcached { &["-m", "2", "-M"] } else { &["-m", "2", "--eviction", "none"] };
     let Some(s) = Server::with_flags(flags) else { return };
     let mut c = s.connect();
     let value = "x".repeat(100_000);

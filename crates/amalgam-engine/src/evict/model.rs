@@ -51,6 +51,8 @@ pub struct Model {
     evicted: Vec<u64>,
     hits: u64,
     misses: u64,
+    /// The key hash the policy sees (see [`Model::with_key_hash`]).
+    key_hash: fn(u64) -> u64,
 }
 
 /// The key hash a policy sees for a model key (SplitMix64's finalizer, so
@@ -81,7 +83,22 @@ impl Model {
             evicted: Vec::new(),
             hits: 0,
             misses: 0,
+            key_hash: hash,
         }
+    }
+
+    /// The same model with another key hash, so a test can give the policy
+    /// the hashes a real store computes for the same keys (S3-FIFO's ghost
+    /// then collides exactly where the store's does).
+    ///
+    /// ```
+    /// use amalgam_engine::evict::{Model, S3Fifo};
+    /// let m = Model::new(Box::new(S3Fifo::new(100)), 100).with_key_hash(|k| k * 7);
+    /// assert!(m.is_empty());
+    /// ```
+    pub fn with_key_hash(mut self, key_hash: fn(u64) -> u64) -> Model {
+        self.key_hash = key_hash;
+        self
     }
 
     /// A read: true on a hit, which raises the item's frequency.
@@ -131,7 +148,7 @@ impl Model {
             steps -= 1;
             self.reclaim_one();
         }
-        let queue = self.policy.admit(hash(key));
+        let queue = self.policy.admit((self.key_hash)(key));
         self.push(queue, key, bytes, 0);
     }
 
@@ -163,7 +180,7 @@ impl Model {
         self.bytes[queue.index()] -= e.bytes;
         let Some(l) = self.live.get(&e.key).copied().filter(|l| l.gen == e.gen) else { return };
         debug_assert_eq!(l.queue, queue);
-        match self.policy.reclaim(queue, l.freq, hash(e.key)) {
+        match self.policy.reclaim(queue, l.freq, (self.key_hash)(e.key)) {
             Verdict::Evict => {
                 self.live.remove(&e.key);
                 self.evicted.push(e.key);

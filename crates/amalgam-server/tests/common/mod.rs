@@ -259,6 +259,11 @@ impl Server {
         self.child.is_some()
     }
 
+    /// The server's pid, if this process started it.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|&(_, pid)| pid)
+    }
+
     /// A new connection with [`READ_TIMEOUT`] for reads and writes.
     pub fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap_or_else(|e| panic!("connect {}: {e}", self.addr));

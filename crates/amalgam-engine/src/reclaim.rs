@@ -1,0 +1,191 @@
+//! Cache mode's reclamation: freeing a whole segment while optimistic
+//! readers and writers run, with the eviction policy deciding per item.
+//!
+//! # HOW IT WORKS
+//!
+//! Segcache (Yang et al., NSDI '21) frees memory a segment at a time and
+//! decides per object whether to keep it (§4.3, merge-based eviction);
+//! MemC3 §4 and S3-FIFO (SOSP '23 §4) are per-item FIFO policies with
+//! reinsertion. On a log the two meet: [`Inner::reclaim_segment`]
+//!
+//! 1. asks the policy which queue's head goes (`Policy::victim`, from the
+//!    bytes per queue) and pops that queue's oldest SEALED segment
+//!    (`Segments::pop_victim`; it falls back to the other queue when that
+//!    one has none). The segment is now RECLAIMING: no writer owns it and
+//!    no one else will pop it.
+//! 2. walks its items in log order (they are self-describing). For each,
+//!    it computes the key's hash, locks the key's bucket (following MOVED
+//!    into the successor while an expansion runs, as every writer does),
+//!    and checks liveness against the index: is a slot pointing at *this
+//!    address*? If not, the item was overwritten, deleted, or abandoned
+//!    unpublished: skip. If the slot does point here but the item has
+//!    expired or was flushed, unlink it (never reinserted).
+//! 3. otherwise asks `Policy::reclaim(queue, freq, hash)`:
+//!    * `Evict`: unlink the slot; count `evictions`, and
+//!      `evicted_unfetched` when freq is 0;
+//!    * `Keep { queue, freq }`: copy the item into the reclaimer's open
+//!      segment of that queue with the new frequency and swap the slot's
+//!      pointer (one release store) — all under the bucket lock, so no
+//!      writer can replace the item between the check and the swap. If no
+//!      free segment is left for the copy, the item is evicted instead
+//!      (the progress rule in `docs/cache-mode.md`).
+//! 4. retires the segment through the epoch scheme (`Garbage::Segment`);
+//!    after the grace period the epoch collector returns it to the free
+//!    list (`Segments::release`).
+//!
+//! # WHY IT IS CORRECT UNDER CONCURRENCY
+//!
+//! * *Readers never see reused memory.* When step 4 runs, every slot that
+//!   pointed into the segment has been cleared or swapped (step 2 visits
+//!   every item; an item is in at most one slot, and only a bucket-lock
+//!   holder changes slots). A reader that loaded such a pointer was pinned
+//!   before the unlink; the segment is reused only after the global epoch
+//!   has advanced twice past the retirement (local.rs), i.e. after that
+//!   reader unpinned. Exactly the argument for a single item in store mode.
+//! * *No item is lost.* A writer publishes an item only into its own OPEN
+//!   segment, and an OPEN segment is never reclaimed; the owner seals it
+//!   only when its next allocation does not fit, i.e. after finishing (and
+//!   publishing or abandoning) every item in it. The seal is a release
+//!   store that the pop's acquire load pairs with, so the walk sees whole
+//!   headers. A writer that replaces an item concurrently holds the bucket
+//!   lock; either it runs first (the slot no longer points here: dead) or
+//!   after (it replaces the copy, or finds the key gone).
+//! * *A GET may raise the frequency during the copy.* The meta byte is
+//!   read atomically (`item::copy_with_freq`); the raise is lost, which
+//!   only makes the item a little colder.
+//! * *Deadlock.* The reclaimer holds the `Cache::reclaimer` mutex and then
+//!   one bucket lock at a time; writers never take the reclaimer mutex
+//!   while holding a bucket lock (they make room in `Inner::make_room`,
+//!   before locking anything). The segment free list and queue mutexes are
+//!   leaves.
+//!
+//! # LIMITS
+//!
+//! One call handles one segment: at most `segment_bytes / 8` items, one
+//! bucket lock each, plus one copy each (at most one segment of copies,
+//! since the copies are no larger than the segment). The order is exact
+//! at segment granularity: items of one segment are decided in log order,
+//! segments in queue order; with one item per segment it is the order of
+//! `evict::Model` (tests/cache.rs checks this).
+
+use crate::evict::{Queue, Verdict};
+use crate::item;
+use crate::local::{Garbage, Local};
+use crate::segment::ITEM_ALIGN_BYTES;
+use crate::store::{local_add, Inner, ItemRef, Pinned};
+use crate::table::{split_hash, TABLE_LOG2_MAX};
+use std::sync::atomic::Ordering;
+
+impl Inner {
+    /// Reclaims one segment (module essay). With `force`, every live item
+    /// is evicted whatever the policy says (the writer's bounded fallback:
+    /// it always frees a whole segment). Returns false if no queue had a
+    /// sealed segment. The caller must not hold a bucket lock; it may be
+    /// pinned (the maintenance thread is not; writers are not).
+    pub(crate) fn reclaim_segment(&self, local: &Local, force: bool) -> bool {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
+        let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
+        let first = cache.policy.victim(segs.queue_bytes());
+        let other = if first == Queue::Main { Queue::Small } else { Queue::Main };
+        let popped = {
+            // SAFETY: our own Local; `make_room` and the maintenance loop
+            // call us with no item of ours in progress and no other
+            // reference to the owned part live (this one ends here).
+            let mine = &mut unsafe { local.owned() }.open;
+            let mut own = [&mut *copies, mine];
+            segs.pop_victim(first, &mut own)
+                .map(|v| (v, first))
+                .or_else(|| segs.pop_victim(other, &mut own).map(|v| (v, other)))
+        };
+        let Some(((id, fill), queue)) = popped else { return false };
+
+        let pin = Pinned::new(self);
+        let mut now = None;
+        // SAFETY: the segment is RECLAIMING: sealed (every item in it up to
+        // `fill` written, made visible by the seal/pop release/acquire
+        // pair), owned by us, and freed only by the retirement below.
+        unsafe {
+            segs.walk(id, fill, |p, total| {
+                self.reclaim_item(&pin, &mut copies, queue, p, total, force, &mut now);
+            })
+        };
+        drop(pin);
+        self.epochs.retire(local, &self.shared, Garbage::Segment(id));
+        cache.reclaimed_segments.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Steps 2 and 3 of the essay for the item at `p` of `total` bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn reclaim_item(
+        &self,
+        pin: &Pinned<'_>,
+        copies: &mut crate::segment::OpenSegments,
+        queue: Queue,
+        p: *const u8,
+        total: usize,
+        force: bool,
+        now: &mut Option<u32>,
+    ) {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
+        // SAFETY: p is an item of the segment we own (reclaim_segment).
+        let key = unsafe { item::key(p) };
+        let hash = self.hash(key);
+        let tag = split_hash(hash).1;
+        let mut t = pin.current().route(hash);
+        let mut guard = None;
+        for _ in 0..=TABLE_LOG2_MAX {
+            match t.lock(t.index(hash)) {
+                Some(g) => {
+                    guard = Some(g);
+                    break;
+                }
+                None => t = t.successor().expect("MOVED implies a successor"),
+            }
+        }
+        let mut guard = guard.expect("routing is bounded by the table generations");
+        let Some((slot, found)) = guard.find(tag, key).filter(|&(_, q)| q == p) else {
+            return; // dead: overwritten, deleted or never published
+        };
+        // SAFETY: p is in a slot of the bucket we hold locked.
+        let it = unsafe { ItemRef::new(p) };
+        debug_assert_eq!(found, p);
+        // SAFETY: as above.
+        let freq = unsafe { item::freq(p) };
+        let local = pin.local;
+        let unlink_counts = || {
+            local_add(&local.items, -1);
+            local_add(&local.bytes, -((it.key().len() + it.value().len()) as i64));
+        };
+        if !self.is_live(&it, now) {
+            guard.remove(slot);
+            drop(guard);
+            unlink_counts();
+            self.count_expired_unfetched(it.expiry_raw(), freq);
+            return;
+        }
+        let verdict = match cache.policy.reclaim(queue, freq, hash) {
+            Verdict::Keep { .. } if force => Verdict::Evict,
+            v => v,
+        };
+        if let Verdict::Keep { queue: to, freq: f } = verdict {
+            debug_assert!(to != queue || f < freq, "Keep without progress breaks the Policy contract");
+            if let Some(dst) = segs.bump(copies, to, total, 0) {
+                // SAFETY: p is a live item of `total` bytes; dst is fresh,
+                // unpublished and `total` bytes long in another segment.
+                unsafe { item::copy_with_freq(p, dst, total, f) };
+                guard.replace(slot, tag, dst);
+                segs.add_live(dst, total.next_multiple_of(ITEM_ALIGN_BYTES) as i64);
+                return;
+            }
+            // No free segment for the copy: evict (progress rule).
+        }
+        guard.remove(slot);
+        drop(guard);
+        unlink_counts();
+        cache.evictions.fetch_add(1, Ordering::Relaxed);
+        if freq == 0 {
+            cache.evicted_unfetched.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! Cache mode's item memory: a log of fixed-size segments (Segcache,
+//! Yang et al., NSDI '21 §4.1–4.3), replacing the size classes of
+//! `pool.rs` when `Config::eviction` is not `None`.
+//!
+//! # Layout
+//!
+//! The budget (`memory_limit_bytes`) is one anonymous mapping of
+//! `count = budget / segment_bytes` segments, reserved at start and paged
+//! in by first touch, so resident item memory can never exceed it. Items
+//! are laid end to end in a segment, each starting 8-byte aligned, and are
+//! self-describing (`item::layout`), so a sealed segment is walked from
+//! offset 0 to its fill offset:
+//!
+//! ```text
+//!  segment id s: base + s * segment_bytes
+//!  +--------+--+--------------+---------+--+----- ... ----+-----------+
+//!  | item 0 |pad| item 1      | item 2  |pad|             | (unused)  |
+//!  +--------+--+--------------+---------+--+----- ... ----+-----------+
+//!  0                                                      fill        segment_bytes
+//! ```
+//!
+//! The header of a segment lives in a side table ([`SegmentMeta`], one
+//! cache line each, so the mapping holds nothing but items and an item may
+//! use all `segment_bytes`): state, queue, fill offset, live bytes and
+//! creation order.
+//!
+//! # Life of a segment
+//!
+//! ```text
+//!  FREE ──take──► OPEN (one owner bump-allocates; already at its queue's tail)
+//!                  │ owner takes its next segment: seal
+//!                  ▼
+//!                SEALED (immutable but for FREQ bits) ──pop_victim──► RECLAIMING
+//!                                                                       │ reclaimed (store.rs),
+//!                                                                       │ retired through the epochs
+//!                  FREE ◄──────────── release (after the grace period) ─┘
+//! ```
+//!
+//! A segment joins its queue when it is opened, so queue order is opening
+//! order, and only SEALED segments are reclaimed: every item in a sealed
+//! segment was written (and published or abandoned) by an operation that
+//! has finished, because the owner seals a segment only when its *next*
+//! allocation does not fit. An OPEN segment found at a queue's head (an
+//! idle thread's) is rotated to the tail instead.
+//!
+//! # Locks
+//!
+//! `free` and each queue are short `Mutex`es taken once per segment
+//! (1 MiB of items), never nested in each other, and never while a bucket
+//! lock is held *and* waiting is possible: they only guard a vector push or
+//! pop. Bump allocation inside an open segment takes no lock.
+
+use crate::evict::Queue;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Bytes in one segment: memcached's slab page size, so memcached's default
+/// largest item (`-I 1m`) fits one segment.
+///
+/// ```
+/// assert_eq!(amalgam_engine::SEGMENT_BYTES, 1 << 20);
+/// ```
+pub const SEGMENT_BYTES: usize = 1 << 20;
+/// Free segments the eviction thread keeps in reserve; a writer that finds
+/// no more than this many reclaims a segment itself before taking one. The
+/// reserve is what the reclaimer copies kept items into.
+///
+/// ```
+/// assert!(amalgam_engine::EVICT_RESERVE_SEGMENTS >= 1);
+/// ```
+pub const EVICT_RESERVE_SEGMENTS: usize = 2;
+/// Fewest segments a cache-mode budget may hold: the reserve, the
+/// reclaimer's two open segments, one writer's two, and two to reclaim.
+///
+/// ```
+/// assert!(amalgam_engine::SEGMENTS_MIN > amalgam_engine::EVICT_RESERVE_SEGMENTS);
+/// ```
+pub const SEGMENTS_MIN: usize = EVICT_RESERVE_SEGMENTS + 6;
+/// Smallest segment accepted (the hidden test knob `Config::segment_bytes`):
+/// room for one small item.
+pub const SEGMENT_BYTES_MIN: usize = 32;
+/// Items start at multiples of this in a segment.
+pub(crate) const ITEM_ALIGN_BYTES: usize = 8;
+/// Largest segment count (ids are u32).
+const SEGMENTS_MAX: usize = u32::MAX as usize;
+
+const _: () = assert!(SEGMENT_BYTES.is_power_of_two() && SEGMENT_BYTES % ITEM_ALIGN_BYTES == 0);
+const _: () = assert!(SEGMENT_BYTES_MIN % ITEM_ALIGN_BYTES == 0);
+
+/// `SegmentMeta::state` values.
+const FREE: u8 = 0;
+const OPEN: u8 = 1;
+const SEALED: u8 = 2;
+const RECLAIMING: u8 = 3;
+
+/// The side-table header of one segment.
+#[repr(align(64))]
+#[derive(Debug)]
+pub(crate) struct SegmentMeta {
+    /// FREE, OPEN, SEALED or RECLAIMING. The owner's release store of
+    /// SEALED pairs with the reclaimer's acquire load in `pop_victim`, so
+    /// the reclaimer sees every item byte the owner wrote.
+    state: AtomicU8,
+    /// `Queue::index` of the queue the segment belongs to.
+    queue: AtomicU8,
+    /// Bytes used from the start; final once SEALED.
+    fill: AtomicUsize,
+    /// Bytes of items the index points to (published minus unlinked);
+    /// approximate while writers run, for statistics and tests.
+    live_bytes: AtomicI64,
+    /// Creation order: a global counter taken when the segment was opened.
+    seq: AtomicU64,
+}
+
+/// An open segment as its single owner sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenSegment {
+    pub id: u32,
+    pub fill: usize,
+}
+
+/// Every thread's open segments, one per queue.
+pub(crate) type OpenSegments = [Option<OpenSegment>; 2];
+
+/// The segment log of one store.
+pub(crate) struct Segments {
+    base: *mut u8,
+    segment_bytes: usize,
+    count: usize,
+    metas: Box<[SegmentMeta]>,
+    /// Free segment ids (a stack: recently freed, likely cached, first).
+    free: Mutex<Vec<u32>>,
+    free_count: AtomicUsize,
+    /// Segments RECLAIMING: popped, waiting for their grace period.
+    reclaiming: AtomicUsize,
+    /// Per queue, segment ids oldest first (OPEN ones included).
+    queues: [Mutex<VecDeque<u32>>; 2],
+    queue_len: [AtomicUsize; 2],
+    next_seq: AtomicU64,
+    /// One past the highest id ever taken: segments paged in so far.
+    touched: AtomicUsize,
+}
+
+// SAFETY: `base` names the mapping this struct owns; all shared state is
+// atomic or behind a Mutex, and item bytes are accessed under the rules in
+// the module documentation.
+unsafe impl Send for Segments {}
+// SAFETY: as above.
+unsafe impl Sync for Segments {}
+
+impl std::fmt::Debug for Segments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segments").field("count", &self.count).field("free", &self.free_count()).finish()
+    }
+}
+
+impl Segments {
+    /// The log for a budget, or Err with what to change.
+    pub(crate) fn new(budget_bytes: usize, segment_bytes: usize) -> Result<Segments, String> {
+        if segment_bytes < SEGMENT_BYTES_MIN || segment_bytes % ITEM_ALIGN_BYTES != 0 {
+            return Err(format!(
+                "segment size must be a multiple of {ITEM_ALIGN_BYTES} of at least {SEGMENT_BYTES_MIN}"
+            ));
+        }
+        let count = budget_bytes / segment_bytes;
+        if !(SEGMENTS_MIN..=SEGMENTS_MAX).contains(&count) {
+            return Err(format!(
+                "cache mode needs a memory limit of at least {SEGMENTS_MIN} segments of {segment_bytes} bytes \
+                 ({} bytes); got {budget_bytes}",
+                SEGMENTS_MIN * segment_bytes
+            ));
+        }
+        let base = crate::pool::map_zeroed(count * segment_bytes)
+            .ok_or_else(|| format!("could not map {} bytes of segments", count * segment_bytes))?;
+        let metas = (0..count)
+            .map(|_| SegmentMeta {
+                state: AtomicU8::new(FREE),
+                queue: AtomicU8::new(0),
+                fill: AtomicUsize::new(0),
+                live_bytes: AtomicI64::new(0),
+                seq: AtomicU64::new(0),
+            })
+            .collect();
+        Ok(Segments {
+            base,
+            segment_bytes,
+            count,
+            metas,
+            free: Mutex::new((0..count as u32).rev().collect()),
+            free_count: AtomicUsize::new(count),
+            reclaiming: AtomicUsize::new(0),
+            queues: [Mutex::new(VecDeque::with_capacity(count)), Mutex::new(VecDeque::with_capacity(count))],
+            queue_len: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            next_seq: AtomicU64::new(0),
+            touched: AtomicUsize::new(0),
+        })
+    }
+
+    pub(crate) fn segment_bytes(&self) -> usize {
+        self.segment_bytes
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    pub(crate) fn free_count(&self) -> usize {
+        self.free_count.load(Ordering::Acquire)
+    }
+
+    /// Free segments plus those reclaimed and waiting for their grace
+    /// period (free soon, whatever anyone does).
+    pub(crate) fn free_or_pending(&self) -> usize {
+        self.free_count() + self.reclaiming.load(Ordering::Acquire)
+    }
+
+    /// Bytes of segments ever paged in (the resident item memory bound).
+    pub(crate) fn touched_bytes(&self) -> usize {
+        self.touched.load(Ordering::Relaxed) * self.segment_bytes
+    }
+
+    /// Bytes each queue holds, whole segments (open ones included), for
+    /// `Policy::victim`.
+    pub(crate) fn queue_bytes(&self) -> [usize; 2] {
+        [0, 1].map(|q| self.queue_len[q].load(Ordering::Relaxed) * self.segment_bytes)
+    }
+
+    fn meta(&self, id: u32) -> &SegmentMeta {
+        &self.metas[id as usize]
+    }
+
+    /// First byte of segment `id`.
+    pub(crate) fn base_of(&self, id: u32) -> *mut u8 {
+        assert!((id as usize) < self.count);
+        // SAFETY: id < count, so the offset is inside the mapping.
+        unsafe { self.base.add(id as usize * self.segment_bytes) }
+    }
+
+    /// The segment holding the item at `p` (an address inside the mapping).
+    pub(crate) fn id_of(&self, p: *const u8) -> u32 {
+        let off = (p as usize).wrapping_sub(self.base as usize);
+        assert!(off < self.count * self.segment_bytes, "item outside the segment log");
+        (off / self.segment_bytes) as u32
+    }
+
+    /// Counts `bytes` of item at `p` as pointed to (or, negative, no longer
+    /// pointed to) by the index.
+    pub(crate) fn add_live(&self, p: *const u8, bytes: i64) {
+        self.meta(self.id_of(p)).live_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Takes a free segment for `queue` if more than `floor` are free, and
+    /// appends it to the queue's tail as OPEN.
+    fn take(&self, queue: Queue, floor: usize) -> Option<u32> {
+        let id = {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            if free.len() <= floor {
+                return None;
+            }
+            let id = free.pop().expect("len > floor >= 0");
+            self.free_count.store(free.len(), Ordering::Release);
+            id
+        };
+        let m = self.meta(id);
+        debug_assert_eq!(m.state.load(Ordering::Relaxed), FREE);
+        m.queue.store(queue.index() as u8, Ordering::Relaxed);
+        m.fill.store(0, Ordering::Relaxed);
+        m.live_bytes.store(0, Ordering::Relaxed);
+        m.seq.store(self.next_seq.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        m.state.store(OPEN, Ordering::Relaxed);
+        self.touched.fetch_max(id as usize + 1, Ordering::Relaxed);
+        let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(id);
+        self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
+        Some(id)
+    }
+
+    /// Bump-allocates `len` bytes (rounded up to ITEM_ALIGN_BYTES) in the
+    /// owner's open segment of `queue`; when it is full, takes a free
+    /// segment (only if more than `floor` are free) and seals the old one.
+    /// None if `len` exceeds a segment or no segment could be taken.
+    ///
+    /// The caller owns `open` exclusively and must have finished (published
+    /// or abandoned) every item it allocated before this call.
+    pub(crate) fn bump(&self, open: &mut OpenSegments, queue: Queue, len: usize, floor: usize) -> Option<*mut u8> {
+        let len = len.checked_next_multiple_of(ITEM_ALIGN_BYTES)?;
+        if len > self.segment_bytes {
+            return None;
+        }
+        let slot = &mut open[queue.index()];
+        if let Some(o) = slot {
+            if o.fill + len <= self.segment_bytes {
+                // SAFETY: o.fill + len <= segment_bytes: inside segment o.id.
+                let p = unsafe { self.base_of(o.id).add(o.fill) };
+                o.fill += len;
+                self.meta(o.id).fill.store(o.fill, Ordering::Relaxed);
+                return Some(p);
+            }
+        }
+        let id = self.take(queue, floor)?;
+        if let Some(old) = slot.take() {
+            self.seal(old);
+        }
+        *slot = Some(OpenSegment { id, fill: len });
+        self.meta(id).fill.store(len, Ordering::Relaxed);
+        Some(self.base_of(id))
+    }
+
+    /// Makes an open segment reclaimable. Release: every item byte the owner
+    /// wrote is visible to the reclaimer's acquire load in `pop_victim`.
+    fn seal(&self, o: OpenSegment) {
+        let m = self.meta(o.id);
+        m.fill.store(o.fill, Ordering::Relaxed);
+        m.state.store(SEALED, Ordering::Release);
+    }
+
+    /// Removes the oldest SEALED segment of `queue` for reclamation.
+    /// An OPEN segment at the head is sealed first if it is one of `own`
+    /// (the caller's: it has no item in progress), else rotated to the tail
+    /// (another thread is filling it). Bounded by the queue's length.
+    /// Returns (id, fill).
+    pub(crate) fn pop_victim(&self, queue: Queue, own: &mut [&mut OpenSegments]) -> Option<(u32, usize)> {
+        let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..q.len() {
+            let id = *q.front().expect("non-empty");
+            let m = self.meta(id);
+            for open in own.iter_mut() {
+                let slot = &mut open[queue.index()];
+                if let Some(o) = slot.filter(|o| o.id == id) {
+                    *slot = None;
+                    self.seal(o);
+                }
+            }
+            if m.state.load(Ordering::Acquire) == SEALED {
+                q.pop_front();
+                self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
+                m.state.store(RECLAIMING, Ordering::Relaxed);
+                self.reclaiming.fetch_add(1, Ordering::AcqRel);
+                return Some((id, m.fill.load(Ordering::Relaxed)));
+            }
+            q.rotate_left(1);
+        }
+        None
+    }
+
+    /// Returns a reclaimed segment to the free list. Called only after the
+    /// epoch grace period that followed its reclamation, so no reader can
+    /// still hold a pointer into it.
+    pub(crate) fn release(&self, id: u32) {
+        let m = self.meta(id);
+        assert_eq!(m.state.load(Ordering::Relaxed), RECLAIMING, "only a reclaimed segment is freed");
+        m.state.store(FREE, Ordering::Relaxed);
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.push(id);
+        self.free_count.store(free.len(), Ordering::Release);
+        self.reclaiming.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The segment ids of `queue`, oldest first, with their fill offsets
+    /// (tests and dumps; the fill of an OPEN segment is its owner's last).
+    pub(crate) fn queue_snapshot(&self, queue: Queue) -> Vec<(u32, usize)> {
+        let q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+        q.iter().map(|&id| (id, self.meta(id).fill.load(Ordering::Acquire))).collect()
+    }
+
+    /// Live bytes and creation order of segment `id` (tests).
+    pub(crate) fn live_and_seq(&self, id: u32) -> (i64, u64) {
+        let m = self.meta(id);
+        (m.live_bytes.load(Ordering::Relaxed), m.seq.load(Ordering::Relaxed))
+    }
+
+    /// The items of segment `id` from 0 to `fill`, in log order. Bounded:
+    /// at most `fill / ITEM_ALIGN_BYTES` steps.
+    ///
+    /// # Safety
+    /// The segment's items up to `fill` are all written (it is SEALED or
+    /// RECLAIMING, or the caller is its owner) and it is not freed while
+    /// `f` runs.
+    pub(crate) unsafe fn walk(&self, id: u32, fill: usize, mut f: impl FnMut(*const u8, usize)) {
+        let base = self.base_of(id);
+        let mut at = 0;
+        for _ in 0..fill.div_ceil(ITEM_ALIGN_BYTES) {
+            if at >= fill {
+                return;
+            }
+            // SAFETY: at < fill <= segment_bytes; the caller guarantees a
+            // written item starts here (items are laid end to end).
+            let p = unsafe { base.add(at) };
+            // SAFETY: as above.
+            let total = unsafe { crate::item::layout(p) }.total();
+            f(p, total);
+            at += total.next_multiple_of(ITEM_ALIGN_BYTES);
+        }
+    }
+}
+
+impl Drop for Segments {
+    fn drop(&mut self) {
+        // SAFETY: base and count * segment_bytes are the mapping made in
+        // `new`; the store, and so every item reference, is gone.
+        unsafe { crate::pool::unmap(self.base, self.count * self.segment_bytes) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_is_one_line() {
+        assert_eq!(std::mem::size_of::<SegmentMeta>(), 64);
+    }
+
+    #[test]
+    fn bump_seals_on_full_and_victims_come_oldest_first() {
+        let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+        let mut open: OpenSegments = [None, None];
+        let a = s.bump(&mut open, Queue::Main, 30, 0).unwrap();
+        let b = s.bump(&mut open, Queue::Main, 30, 0).unwrap();
+        assert_eq!(b as usize - a as usize, 32, "8-byte aligned, end to end");
+        assert_eq!(s.id_of(a), s.id_of(b));
+        assert!(s.pop_victim(Queue::Main, &mut []).is_none(), "another thread's open segment is not reclaimable");
+        let c = s.bump(&mut open, Queue::Main, 8, 0).unwrap();
+        assert_ne!(s.id_of(c), s.id_of(a), "full: a new segment");
+        assert_eq!(s.queue_bytes(), [0, 128]);
+        assert_eq!(s.pop_victim(Queue::Main, &mut []), Some((s.id_of(a), 64)));
+        assert_eq!(s.free_count(), SEGMENTS_MIN - 2);
+        s.release(s.id_of(a));
+        assert_eq!(s.free_count(), SEGMENTS_MIN - 1);
+        assert!(s.bump(&mut open, Queue::Main, 65, 0).is_none(), "larger than a segment");
+        assert!(s.bump(&mut open, Queue::Main, 64, SEGMENTS_MIN).is_none(), "at the floor");
+        assert!(s.touched_bytes() <= SEGMENTS_MIN * 64);
+        // The caller's own open segment is sealed and reclaimed.
+        assert_eq!(s.pop_victim(Queue::Main, &mut [&mut open]), Some((s.id_of(c), 8)));
+        assert!(open[Queue::Main.index()].is_none());
+    }
+}

@@ -1,0 +1,65 @@
+//! Cache mode (issue 4), black box: a server with a small `-m` filled far
+//! beyond it keeps storing, stays within its memory, keeps the recent
+//! keys, and says so in `stats`.
+
+mod common;
+
+use common::*;
+
+/// Resident set of a process, from /proc (Linux).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+/// `-m 8`, 40 MB of 1 KB values: every SET is STORED, the last keys are
+/// readable, evictions are counted, and RSS grows by at most the budget,
+/// the index and a fixed allowance.
+#[test]
+fn small_cache_filled_far_beyond_its_budget_keeps_storing() {
+    let memcached = binary().contains("memcached");
+    for policy in ["s3fifo", "clock"] {
+        let flags: Vec<&str> =
+            if memcached { vec!["-m", "8", "-t", "2"] } else { vec!["-m", "8", "-t", "2", "--eviction", policy] };
+        let Some(s) = Server::with_flags(&flags) else { return };
+        let mut c = s.connect();
+        let rss_start = s.pid().map(rss_bytes);
+        let value = "v".repeat(1000);
+        const SETS: usize = 40_000;
+        for i in 0..SETS {
+            let got = line(&mut c, format!("set evict{i} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+            assert_eq!(got, "STORED\r\n", "set {i} with {policy}");
+        }
+        for i in SETS - 100..SETS {
+            let got = request(&mut c, format!("get evict{i}\r\n").as_bytes(), b"END\r\n");
+            assert_reply(&got, format!("VALUE evict{i} 0 {}\r\n{value}\r\nEND\r\n", value.len()).as_bytes());
+        }
+        let st = stats_map(&mut c, "");
+        assert!(num(&st, "evictions") > 0, "{policy}: no evictions counted");
+        assert!(num(&st, "evicted_unfetched") > 0);
+        assert!(num(&st, "curr_items") < SETS as u64);
+        if let (Some(pid), Some(start), false) = (s.pid(), rss_start, memcached) {
+            let grown = rss_bytes(pid).saturating_sub(start);
+            let allowance = (8 << 20) + num(&st, "hash_bytes") + (8 << 20);
+            assert!(grown <= allowance, "{policy}: RSS grew {grown} bytes (allowed {allowance})");
+        }
+    }
+}
+
+/// `--eviction` picks the policy, and `stats settings` reports it.
+#[test]
+fn eviction_flag_is_reported() {
+    if binary().contains("memcached") {
+        return;
+    }
+    let Some(s) = Server::with_flags(&["--eviction", "clock"]) else { return };
+    let mut c = s.connect();
+    let m = stats_map(&mut c, "settings");
+    assert_eq!(m["evictions"], "on");
+    assert_eq!(m["eviction_policy"], "clock");
+}
