@@ -393,32 +393,36 @@ fn b64_value(c: u8) -> Option<u32> {
     }
 }
 
-/// Standard base64 (with padding) into `out`; None if malformed, empty or
-/// too long for `out` (memcached's `base64_decode` returning 0).
+/// Base64 into `out` as memcached 1.6 decodes it (its `base64.c`): bytes
+/// outside the alphabet are skipped; the alphabet characters and `=` must
+/// count a non-zero multiple of 4; `=` counts as a zero digit, and the
+/// first 4-character block holding any `=` ends the decoding, dropping one
+/// output byte per `=` (three or more `=` in it is malformed). None where
+/// memcached's returns 0: malformed, empty, or too long for `out`.
 pub fn base64_decode(src: &[u8], out: &mut [u8]) -> Option<usize> {
-    if src.is_empty() || src.len() % 4 != 0 {
+    let digit = |c: u8| if c == b'=' { Some(0) } else { b64_value(c) };
+    let count = src.iter().filter(|&&c| digit(c).is_some()).count();
+    if count == 0 || count % 4 != 0 || count / 4 * 3 > out.len() {
         return None;
     }
-    let mut n = 0;
-    let quads = src.len() / 4;
-    for (qi, q) in src.chunks_exact(4).enumerate() {
-        let last = qi + 1 == quads;
-        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
-        if pad > 2 || (pad > 0 && !last) {
-            return None;
+    let (mut n, mut block, mut filled, mut pad) = (0usize, 0u32, 0, 0);
+    for &c in src {
+        let Some(v) = digit(c) else { continue };
+        pad += usize::from(c == b'=');
+        block = block << 6 | v;
+        filled += 1;
+        if filled == 4 {
+            out[n..n + 3].copy_from_slice(&[(block >> 16) as u8, (block >> 8) as u8, block as u8]);
+            n += 3;
+            (block, filled) = (0, 0);
+            if pad > 0 {
+                if pad > 2 {
+                    return None;
+                }
+                n -= pad;
+                break;
+            }
         }
-        let mut v = 0u32;
-        for &c in &q[..4 - pad] {
-            v = v << 6 | b64_value(c)?;
-        }
-        v <<= 6 * pad as u32;
-        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
-        let take = 3 - pad;
-        if n + take > out.len() {
-            return None;
-        }
-        out[n..n + take].copy_from_slice(&bytes[..take]);
-        n += take;
     }
     (n > 0).then_some(n)
 }
@@ -551,6 +555,14 @@ mod tests {
         assert_eq!(base64_decode(b"Zm9v=", &mut buf), None);
         assert_eq!(base64_decode(b"@@@@", &mut buf), None);
         assert_eq!(base64_decode(b"", &mut buf), None);
+        // memcached's decoder skips bytes outside the alphabet and stops
+        // after the first block with padding.
+        assert_eq!(base64_decode(b"Zm_9v", &mut buf), Some(3));
+        assert_eq!(&buf[..3], b"foo");
+        assert_eq!(base64_decode(b"t1241_5_me", &mut buf), Some(6));
+        assert_eq!(base64_decode(b"t12345_5_me", &mut buf), None);
+        assert_eq!(base64_decode(b"Zm8=Zm9v", &mut buf), Some(2));
+        assert_eq!(base64_decode(b"Z===", &mut buf), None);
         for n in 0..10usize {
             let src: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(37)).collect();
             let mut enc = Vec::new();
