@@ -193,8 +193,12 @@ impl Drop for BucketArray {
 /// node the writer has since re-linked, and the version check catches it.
 struct OverflowArena {
     segments: [AtomicPtr<Bucket>; ARENA_SEGMENTS],
-    /// Next unused index; index 0 means "no node".
-    next_free: AtomicU32,
+    /// Next unused index; index 0 means "no node". On a line of its own:
+    /// the expand thread bumps it for every overflow node it fills, and
+    /// readers of the successor read the Table's other fields on every GET
+    /// (sharing a line cost readers 63% of their throughput during a
+    /// doubling; docs/benchmarks.md § expansion).
+    next_free: crossbeam_utils::CachePadded<AtomicU32>,
     grow: std::sync::Mutex<()>,
 }
 
@@ -202,7 +206,7 @@ impl OverflowArena {
     fn new() -> OverflowArena {
         OverflowArena {
             segments: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
-            next_free: AtomicU32::new(1),
+            next_free: crossbeam_utils::CachePadded::new(AtomicU32::new(1)),
             grow: std::sync::Mutex::new(()),
         }
     }
@@ -305,7 +309,10 @@ pub struct Table {
     /// MOVED; never cleared (a late reader still follows it).
     successor: AtomicPtr<Table>,
     /// Mercury's progress counter: buckets below this index are migrated.
-    migrated: AtomicUsize,
+    /// On a line of its own, like the arena's `next_free`: the expand thread
+    /// writes it every PROGRESS_STRIDE_BUCKETS while every GET reads the
+    /// Table's other fields.
+    migrated: crossbeam_utils::CachePadded<AtomicUsize>,
 }
 
 /// What one optimistic search of one chain found.
@@ -328,7 +335,7 @@ impl Table {
             log2,
             overflow: OverflowArena::new(),
             successor: AtomicPtr::new(std::ptr::null_mut()),
-            migrated: AtomicUsize::new(0),
+            migrated: crossbeam_utils::CachePadded::new(AtomicUsize::new(0)),
         })
     }
 
