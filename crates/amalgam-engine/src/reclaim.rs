@@ -73,7 +73,7 @@ use crate::item;
 use crate::local::{Garbage, Local};
 use crate::segment::ITEM_ALIGN_BYTES;
 use crate::store::{local_add, Inner, ItemRef, Pinned};
-use crate::table::{split_hash, TABLE_LOG2_MAX};
+use crate::table::split_hash;
 use std::sync::atomic::Ordering;
 
 impl Inner {
@@ -132,18 +132,7 @@ impl Inner {
         let key = unsafe { item::key(p) };
         let hash = self.hash(key);
         let tag = split_hash(hash).1;
-        let mut t = pin.current().route(hash);
-        let mut guard = None;
-        for _ in 0..=TABLE_LOG2_MAX {
-            match t.lock(t.index(hash)) {
-                Some(g) => {
-                    guard = Some(g);
-                    break;
-                }
-                None => t = t.successor().expect("MOVED implies a successor"),
-            }
-        }
-        let mut guard = guard.expect("routing is bounded by the table generations");
+        let mut guard = pin.current().lock_routed(hash);
         let Some((slot, found)) = guard.find(tag, key).filter(|&(_, q)| q == p) else {
             return; // dead: overwritten, deleted or never published
         };

@@ -922,18 +922,8 @@ impl Inner {
         let pin = Pinned::new(self);
         let hash = self.hash(key);
         let tag = split_hash(hash).1;
-        let mut t = pin.current().route(hash);
-        let mut guard = None;
-        for _ in 0..=TABLE_LOG2_MAX {
-            match t.lock(t.index(hash)) {
-                Some(g) => {
-                    guard = Some(g);
-                    break;
-                }
-                None => t = t.successor().expect("MOVED implies a successor"),
-            }
-        }
-        let mut guard = guard.expect("routing is bounded by the table generations");
+        let mut guard = pin.current().lock_routed(hash);
+        let t = guard.table();
         let found = guard.find(tag, key);
         let mut now = None;
         let live = found.and_then(|(_, p)| {

@@ -498,6 +498,20 @@ impl Table {
         }
     }
 
+    /// Locks the bucket that owns `hash` now, following MOVED buckets into
+    /// the successor (the writers' and the reclaimer's way in). Bounded:
+    /// one step per table generation.
+    pub fn lock_routed(&self, hash: u64) -> BucketGuard<'_> {
+        let mut t = self.route(hash);
+        for _ in 0..=TABLE_LOG2_MAX {
+            match t.lock(t.index(hash)) {
+                Some(g) => return g,
+                None => t = t.successor().expect("MOVED implies a successor"),
+            }
+        }
+        unreachable!("routing is bounded by the table generations")
+    }
+
     /// Moves bucket `i`'s entries into the successor (Mercury's expand
     /// thread, one bucket at a time) and marks it MOVED.
     ///
@@ -630,6 +644,11 @@ impl<'t> BucketGuard<'t> {
                 n => node = self.table.overflow.node(n),
             }
         }
+    }
+
+    /// The table this bucket belongs to.
+    pub fn table(&self) -> &'t Table {
+        self.table
     }
 
     /// The slot holding `key`, with its item pointer.
