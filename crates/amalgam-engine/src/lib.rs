@@ -25,8 +25,14 @@
 //!   §4; S3-FIFO, SOSP '23). GETs still take no lock; a hit raises the
 //!   item's 2-bit frequency only while it is below the policy's cap.
 //!
+//! * Persistence hooks (issue 5, `journal.rs`): every change reaches a
+//!   [`Journal`] under its bucket lock; [`Store::snapshot`] writes a
+//!   point-in-time image without fork or copy (a writer serializes a
+//!   bucket the cursor has not reached before changing it).
+//!
 //! ## Non-goals (here)
-//! No I/O, no protocol, no persistence: those crates wrap this one.
+//! No I/O, no protocol, no files: `amalgam-persist` and the server wrap
+//! this crate.
 //!
 //! ## Threads and ownership
 //! * Any number of worker threads share one [`Store`]. Each gets a
@@ -48,6 +54,7 @@
 //! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
+//! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!
@@ -61,6 +68,7 @@
 
 pub mod evict;
 mod item;
+mod journal;
 mod local;
 mod pool;
 mod reclaim;
@@ -71,6 +79,7 @@ mod sync;
 mod table;
 
 pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
+pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use segment::{EVICT_RESERVE_SEGMENTS, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use store::{

@@ -62,6 +62,8 @@ pub(crate) enum Garbage {
     Table(Box<Table>),
     /// A reclaimed cache-mode segment (by id): freed to the segment log.
     Segment(u32),
+    /// A finished snapshot's state (writers may still hold its pointer).
+    Snapshot(crate::journal::SnapBox),
 }
 
 pub(crate) struct Bag {
@@ -149,6 +151,7 @@ impl Local {
                 Garbage::Table(t) => drop(t),
                 // The segment mapping is unmapped with the store.
                 Garbage::Segment(_) => {}
+                Garbage::Snapshot(s) => drop(s),
             }
         }
     }
@@ -323,6 +326,7 @@ impl Epochs {
                     Garbage::Item(block) => unsafe { owned.pool.free(shared, block) },
                     Garbage::Table(t) => drop(t),
                     Garbage::Segment(id) => shared.segments.as_ref().expect("segments exist in cache mode").release(id),
+                    Garbage::Snapshot(s) => drop(s),
                 }
             }
         }

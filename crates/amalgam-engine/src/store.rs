@@ -3,6 +3,7 @@
 
 use crate::evict::{Eviction, Policy, Queue};
 use crate::item::{self, Meta, KEY_BYTES_MAX};
+use crate::journal::Change;
 use crate::local::{Epochs, Garbage, Local};
 use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
 use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT_BYTES};
@@ -499,7 +500,7 @@ pub enum Update<'v> {
 /// assert!(store.get(b"from-thread", |_| ()).is_some());
 /// ```
 pub struct Store {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     maintenance: Option<JoinHandle<()>>,
 }
 
@@ -537,6 +538,13 @@ pub(crate) struct Inner {
     maintenance_thread: std::sync::OnceLock<std::thread::Thread>,
     /// Cache mode's state; None in store mode.
     pub(crate) cache: Option<Cache>,
+    /// Persistence's journal, if attached (journal.rs).
+    pub(crate) journal: std::sync::OnceLock<Arc<dyn crate::journal::Journal>>,
+    /// The running snapshot's state, null if none (journal.rs).
+    pub(crate) snapshot: AtomicPtr<crate::journal::SnapState>,
+    /// Held by the expand thread while it expands and by a snapshot while
+    /// it runs: the two exclude each other (journal.rs).
+    pub(crate) expand_gate: std::sync::Mutex<()>,
     /// The policy's `freq_max` in cache mode, 0 in store mode: a GET hit
     /// raises an item's frequency while it is below this (so 0 writes
     /// nothing, with one load of a field read on every GET anyway).
@@ -753,6 +761,23 @@ impl Inner {
         unreachable!("lookup exceeded its bound")
     }
 
+    /// Later CAS uniques are at least `floor` (recovery). Threads drop
+    /// their CAS blocks, which may lie below it.
+    pub(crate) fn raise_cas_counter(&self, floor: u64) {
+        if self.cas_counter.fetch_max(floor, Ordering::AcqRel) < floor {
+            self.flush_generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    pub(crate) fn cas_floor(&self) -> u64 {
+        self.cas_counter.load(Ordering::Acquire)
+    }
+
+    /// [`Inner::wait_grace`] for other modules.
+    pub(crate) fn wait_grace_public(&self, local: &Local) {
+        self.wait_grace(local);
+    }
+
     fn next_cas(&self, local: &Local) -> u64 {
         // A write after a delayed flush's time must not be flushed by it.
         self.flush_if_due();
@@ -923,6 +948,7 @@ impl Inner {
         let hash = self.hash(key);
         let tag = split_hash(hash).1;
         let mut guard = pin.current().lock_routed(hash);
+        self.snapshot_before_write(&guard, hash);
         let t = guard.table();
         let found = guard.find(tag, key);
         let mut now = None;
@@ -951,6 +977,11 @@ impl Inner {
             }
             Decision::Put(block, r) => {
                 let new_bytes = old_bytes(block.ptr);
+                if let Some(j) = self.journal.get() {
+                    // SAFETY: the block is a complete item, about to be
+                    // published under the lock we hold.
+                    j.record(Change::Put(unsafe { ItemRef::new(block.ptr) }));
+                }
                 if let Some(segs) = &self.shared.segments {
                     segs.add_live(block.ptr, block.bytes as i64);
                 }
@@ -976,6 +1007,9 @@ impl Inner {
             }
             Decision::Remove(r) => match found {
                 Some((slot, p)) => {
+                    if let (Some(j), Some(_)) = (self.journal.get(), live) {
+                        j.record(Change::Delete(key));
+                    }
                     guard.remove(slot);
                     (r, Some(p))
                 }
@@ -1076,6 +1110,14 @@ impl Inner {
 
     fn flush_now(&self) {
         let fence_cas = self.cas_counter.load(Ordering::SeqCst);
+        if let Some(j) = self.journal.get() {
+            j.record(Change::Flush { fence_cas });
+        }
+        self.flush_fence(fence_cas);
+    }
+
+    /// Items with a CAS below `fence_cas` are flushed from now on.
+    pub(crate) fn flush_fence(&self, fence_cas: u64) {
         self.flush_cas.fetch_max(fence_cas, Ordering::SeqCst);
         self.flush_generation.fetch_add(1, Ordering::SeqCst);
         self.sweep_requested.store(true, Ordering::Release);
@@ -1156,9 +1198,12 @@ impl Inner {
             // SAFETY: only this thread replaces and frees tables.
             let current = unsafe { &*self.current.load(Ordering::Acquire) };
             if self.needs_expansion(current) {
-                self.quiet.store(false, Ordering::Release);
-                self.expand();
-                continue;
+                // A running snapshot holds the gate: expand after it.
+                if let Ok(_gate) = self.expand_gate.try_lock() {
+                    self.quiet.store(false, Ordering::Release);
+                    self.expand();
+                    continue;
+                }
             }
             let due = self.flush_at.load(Ordering::Acquire);
             if due != 0
@@ -1284,6 +1329,9 @@ impl Store {
             quiet: AtomicBool::new(false),
             maintenance_thread: std::sync::OnceLock::new(),
             cache,
+            journal: std::sync::OnceLock::new(),
+            snapshot: crate::journal::no_snapshot(),
+            expand_gate: std::sync::Mutex::new(()),
             freq_max,
         });
         let worker = Arc::clone(&inner);
@@ -1384,11 +1432,39 @@ impl Store {
         expiry: Expiry,
         decide: impl FnOnce(Option<ItemRef<'_>>) -> Result<(), Error>,
     ) -> Result<u64, Error> {
+        self.store_new_cas(key, value, flags, expiry, None, decide)
+    }
+
+    /// Recovery's set (journal.rs): the item keeps the given CAS unique.
+    pub(crate) fn store_with_cas(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expiry: Expiry,
+        cas: u64,
+    ) -> Result<u64, Error> {
+        self.store_new_cas(key, value, flags, expiry, Some(cas), |_| Ok(()))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store_new_cas(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        flags: u32,
+        expiry: Expiry,
+        cas: Option<u64>,
+        decide: impl FnOnce(Option<ItemRef<'_>>) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
         check_key(key)?;
         let inner = &*self.inner;
         let local = inner.epochs.local(&inner.shared);
         inner.make_room(local);
-        let cas = inner.next_cas(local);
+        let cas = match cas {
+            Some(c) => c,
+            None => inner.next_cas(local),
+        };
         let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry, marks: 0 }, cas)?;
         fill(block, at, &[value]);
         // Ok(true): published; Ok(false): the expiry is already past, so
@@ -1735,6 +1811,9 @@ impl Store {
         // new one replaces it: memcached would let the new, later time
         // revive the items the old one already hid.
         self.inner.flush_if_due();
+        if let Some(j) = self.inner.journal.get() {
+            j.record(Change::FlushAt { at });
+        }
         self.inner.flush_at.store(at as u64, Ordering::Release);
     }
 

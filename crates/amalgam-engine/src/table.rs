@@ -646,6 +646,23 @@ impl<'t> BucketGuard<'t> {
         }
     }
 
+    /// Visits the chain's item pointers under the lock (snapshots).
+    pub fn for_each_item(&self, mut f: impl FnMut(*const u8)) {
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                let w = s.load(Ordering::Relaxed);
+                if w != 0 {
+                    f(slot_ptr(w));
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => return,
+                n => node = self.table.overflow.node(n),
+            }
+        }
+    }
+
     /// The table this bucket belongs to.
     pub fn table(&self) -> &'t Table {
         self.table
