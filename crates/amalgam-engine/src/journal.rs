@@ -257,10 +257,12 @@ impl Store {
             items: AtomicU64::new(0),
             by_writers: AtomicU64::new(0),
         });
+        // The table stays (the gate holds expansion off), so the pin can
+        // go before before_cut, which may do I/O.
+        drop(pin);
         before_cut();
         let state = Box::into_raw(state);
         inner.snapshot.store(state, Ordering::SeqCst);
-        drop(pin);
         // SAFETY: we free it only below, after unpublishing it.
         let s = unsafe { &*state };
         let mut i = 0;

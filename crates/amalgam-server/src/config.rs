@@ -14,6 +14,11 @@ pub const MEMORY_LIMIT_MB_DEFAULT: usize = 64;
 /// Smallest and largest `-I` memcached accepts.
 pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
 pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
+/// `--snapshot-every` default: Redis's `save 300 10` interval.
+pub const SNAPSHOT_EVERY_SECONDS_DEFAULT: u64 = 300;
+/// `--snapshot-after-writes` default: enough that a snapshot costs little
+/// next to the writes, few enough that the log stays about that long.
+pub const SNAPSHOT_AFTER_WRITES_DEFAULT: u64 = 1_000_000;
 /// Most worker threads accepted.
 pub const THREADS_MAX: usize = 256;
 
@@ -66,6 +71,28 @@ pub struct Args {
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,
 
+    /// Persistence: keep an append-only log and snapshots in this
+    /// directory and recover from it at start-up (off when not given).
+    #[arg(long = "dir")]
+    pub dir: Option<std::path::PathBuf>,
+
+    /// With --dir: when the log reaches the disk. always: before a write is
+    /// acknowledged (one fsync covers every write that arrived meanwhile);
+    /// everysec: written before the reply, fsynced every second; no: written
+    /// before the reply, fsynced by the OS.
+    #[arg(long = "fsync", default_value = "everysec")]
+    pub fsync: amalgam_persist::Fsync,
+
+    /// With --dir: write a snapshot this many seconds after the last if
+    /// anything changed (0: never by time). Snapshots bound the log.
+    #[arg(long = "snapshot-every", default_value_t = SNAPSHOT_EVERY_SECONDS_DEFAULT)]
+    pub snapshot_every: u64,
+
+    /// With --dir: write a snapshot after this many changes (0: never by
+    /// count).
+    #[arg(long = "snapshot-after-writes", default_value_t = SNAPSHOT_AFTER_WRITES_DEFAULT)]
+    pub snapshot_after_writes: u64,
+
     /// Verbose logging to stderr; repeat for more (memcached's -v, -vv).
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -112,6 +139,17 @@ impl Args {
             return Err("-m must be at least 1 (megabytes)".into());
         }
         Ok(())
+    }
+
+    /// Persistence's configuration, if `--dir` was given.
+    pub fn persistence(&self) -> Option<amalgam_persist::Config> {
+        let dir = self.dir.clone()?;
+        Some(amalgam_persist::Config {
+            dir,
+            fsync: self.fsync,
+            snapshot_every: (self.snapshot_every > 0).then(|| std::time::Duration::from_secs(self.snapshot_every)),
+            snapshot_after_writes: (self.snapshot_after_writes > 0).then_some(self.snapshot_after_writes),
+        })
     }
 
     /// Worker threads to run.

@@ -32,6 +32,15 @@
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
 //!
+//! ## Persistence (`--dir`, crate `amalgam-persist`)
+//! The engine journals each change under its bucket lock. A connection
+//! whose turn produced replies after its thread journaled something does
+//! not write them at once: it is parked until the worker has served every
+//! ready connection, then the worker commits the log once (write, and
+//! with `--fsync always` fdatasync) and sends all the parked replies. So
+//! a reply never acknowledges a write the policy has not secured, and
+//! one fsync covers a whole event-loop iteration of every worker.
+//!
 //! On the RESP port the same bounds hold, with Redis's limits and errors
 //! (`amalgam_protocol::resp`): a bulk string over `-I`, an array of more
 //! than 1 Mi elements, or 64 KiB without a line end answers
@@ -57,13 +66,17 @@ use std::time::Instant;
 /// State every worker shares.
 #[derive(Debug)]
 pub struct Shared {
-    pub store: Store,
+    pub store: Arc<Store>,
+    /// The log and snapshots (`--dir`), if on.
+    pub persist: Option<Arc<amalgam_persist::Persistence>>,
     pub args: Args,
     pub conn_limit: usize,
     pub curr_connections: AtomicUsize,
     pub rejected_connections: AtomicU64,
     pub workers: Vec<stats::WorkerStats>,
     pub started: Instant,
+    /// Unix time of the start (LASTSAVE before any save, as Redis).
+    pub started_unix: u64,
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
@@ -80,14 +93,44 @@ impl Shared {
             ..amalgam_engine::Config::default()
         })
         .map_err(|e| e.to_string())?;
+        let store = Arc::new(store);
+        let persist = match args.persistence() {
+            None => None,
+            Some(cfg) => {
+                let dir = cfg.dir.display().to_string();
+                let (p, rec) = amalgam_persist::Persistence::open(cfg, Arc::clone(&store))
+                    .map_err(|e| format!("cannot use --dir {dir}: {e}"))?;
+                let snap = match &rec.snapshot {
+                    Some((path, n)) => format!("snapshot {} ({n} items)", path.display()),
+                    None => "no snapshot".into(),
+                };
+                eprintln!(
+                    "amalgam: recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
+                    rec.replayed,
+                    store.len(),
+                    rec.elapsed.as_secs_f64(),
+                    if rec.warnings.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({} warnings above)", rec.warnings.len())
+                    }
+                );
+                Some(p)
+            }
+        };
         Ok(Arc::new(Shared {
             store,
+            persist,
             conn_limit: args.conn_limit,
             args,
             curr_connections: AtomicUsize::new(0),
             rejected_connections: AtomicU64::new(0),
             workers: (0..threads).map(|_| stats::WorkerStats::default()).collect(),
             started: Instant::now(),
+            started_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
         }))

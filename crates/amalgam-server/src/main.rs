@@ -99,6 +99,10 @@ fn run(args: Args) -> Result<(), String> {
     }
     signal_handle.close();
     let _ = signal_thread.join();
+    // Everything journaled reaches the disk, whatever the fsync policy.
+    if let Some(p) = &shared.persist {
+        p.shutdown();
+    }
     if verbose > 0 {
         eprintln!("amalgam: shut down");
     }

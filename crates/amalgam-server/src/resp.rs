@@ -340,7 +340,10 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello
-        | Cmd::Auth => return server::run(ctx, spec.cmd, args, out),
+        | Cmd::Auth
+        | Cmd::Save
+        | Cmd::Bgsave
+        | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

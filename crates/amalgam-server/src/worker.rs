@@ -183,6 +183,8 @@ struct Conn {
 enum Turn {
     /// Waiting for the socket to become readable or writable.
     Idle,
+    /// Replies wait for the log: commit, then serve again (see lib.rs).
+    Commit,
     /// Out of budget with work left: serve again after the others.
     Again,
     Closed,
@@ -245,16 +247,30 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
         }
         ready.sort_unstable();
         ready.dedup();
-        for key in ready {
-            let Some(conn) = conns.get_mut(key) else { continue };
-            let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
-            match conn.turn(shared, id, limits, max) {
-                Turn::Idle => {}
-                Turn::Again => again.push(key),
-                Turn::Closed => {
-                    let mut c = conns.remove(key);
-                    let _ = poll.registry().deregister(&mut c.sock);
-                    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+        let mut parked: Vec<usize> = Vec::new();
+        for pass in 0..2 {
+            if pass == 1 {
+                if parked.is_empty() {
+                    break;
+                }
+                // One commit for every parked reply of this iteration.
+                if let Some(p) = &shared.persist {
+                    p.commit();
+                }
+                ready = std::mem::take(&mut parked);
+            }
+            for &key in &ready {
+                let Some(conn) = conns.get_mut(key) else { continue };
+                let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
+                match conn.turn(shared, id, limits, max) {
+                    Turn::Idle => {}
+                    Turn::Commit if pass == 0 => parked.push(key),
+                    Turn::Again | Turn::Commit => again.push(key),
+                    Turn::Closed => {
+                        let mut c = conns.remove(key);
+                        let _ = poll.registry().deregister(&mut c.sock);
+                        shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                    }
                 }
             }
         }
@@ -268,6 +284,11 @@ impl Conn {
         let stats = &shared.workers[id];
         for _ in 0..ROUNDS_PER_TURN_MAX {
             if self.wpos < self.wbuf.len() {
+                // Replies may acknowledge writes this thread journaled: they
+                // leave only after the log has them (lib.rs § Persistence).
+                if shared.persist.as_ref().is_some_and(|p| p.needs_commit()) {
+                    return Turn::Commit;
+                }
                 match self.sock.write(&self.wbuf[self.wpos..]) {
                     Ok(0) => return Turn::Closed,
                     Ok(n) => {

@@ -49,6 +49,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Command => command(ctx, args, out),
         Cmd::Client => client(ctx, args, out),
         Cmd::Hello => hello(ctx, args, out),
+        Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
         Cmd::Auth => match args.len() {
             2 => push_error(out, err::AUTH_NO_PASSWORD.as_bytes()),
             3 => push_error(out, err::WRONGPASS.as_bytes()),
@@ -57,6 +58,36 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         _ => {}
     }
     After::Continue
+}
+
+/// SAVE, BGSAVE (its SCHEDULE option accepted: it starts now or reports
+/// the one running) and LASTSAVE, over `--dir`'s snapshots.
+fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
+    let Some(p) = &ctx.shared.persist else {
+        if cmd == Cmd::Lastsave {
+            push_int(out, ctx.shared.started_unix as i64);
+        } else {
+            push_error(out, b"ERR persistence is off: start amalgam with --dir to save");
+        }
+        return;
+    };
+    match cmd {
+        Cmd::Save => match p.snapshot() {
+            Ok(_) => push_simple(out, "OK"),
+            Err(e) => push_error(out, format!("ERR snapshot failed: {e}").as_bytes()),
+        },
+        Cmd::Bgsave => {
+            if p.snapshot_in_background() {
+                push_simple(out, "Background saving started");
+            } else {
+                push_error(out, b"ERR Background save already in progress");
+            }
+        }
+        _ => {
+            let last = p.stats().last_snapshot_unix;
+            push_int(out, if last == 0 { ctx.shared.started_unix as i64 } else { last as i64 });
+        }
+    }
 }
 
 /// The container's subcommand in `args[1]`, arity-checked; None after

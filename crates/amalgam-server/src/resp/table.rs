@@ -53,6 +53,9 @@ pub enum Cmd {
     Client,
     Hello,
     Auth,
+    Save,
+    Bgsave,
+    Lastsave,
 }
 
 /// One command's description.
@@ -102,7 +105,7 @@ macro_rules! spec {
 }
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 48] = [
+pub static COMMANDS: [Spec; 51] = [
     spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
     spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
     spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
@@ -277,6 +280,36 @@ pub static COMMANDS: [Spec; 48] = [
         "Remove all keys from the current database"
     ),
     spec!(Flushall, "flushall", -1, &["write"], (0, 0, 0), "server", "1.0.0", "Remove all keys from all databases"),
+    spec!(
+        Save,
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Synchronously save the dataset to disk"
+    ),
+    spec!(
+        Bgsave,
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Asynchronously save the dataset to disk"
+    ),
+    spec!(
+        Lastsave,
+        "lastsave",
+        1,
+        &["loading", "stale", "fast"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Get the UNIX time stamp of the last successful save to disk"
+    ),
     spec!(Echo, "echo", 2, &["fast"], (0, 0, 0), "connection", "1.0.0", "Echo the given string"),
     spec!(Quit, "quit", -1, CONN, (0, 0, 0), "connection", "1.0.0", "Close the connection"),
     spec!(

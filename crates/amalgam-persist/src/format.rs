@@ -1,0 +1,320 @@
+//! The on-disk format: file names, headers and records. Pinned by
+//! `tests/golden.rs`; a change here is a new `VERSION`.
+//!
+//! ```text
+//! files     log-<first_seq:020>.aml    log segment; records numbered
+//!                                      consecutively across segments
+//!           snap-<log_seq:020>.ams     complete snapshot (.ams.tmp while
+//!                                      being written, then renamed)
+//! log header (24 bytes)       magic "AMALGLOG" | u32 version | u32 flags=0 | u64 first_seq
+//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version | u32 flags=0 | u64 log_seq | u64 created (unix s)
+//! record      u32 len | u32 crc32c(body) | body = u8 type, payload   (len = body bytes)
+//!   1 PUT       u32 flags | u32 expiry (unix s, 0 never) | u64 cas | u8 klen | u32 vlen | key | value
+//!   2 DELETE    u8 klen | key
+//!   3 FLUSH     u64 fence_cas
+//!   4 FLUSH_AT  u32 at (unix s)
+//!   0x7F END    u64 items        (snapshot only: its last record; absent = incomplete)
+//! ```
+//! All integers little-endian. A record is accepted only whole and with a
+//! matching CRC, so a torn write is detected wherever it tore.
+
+use amalgam_engine::{ItemRef, KEY_BYTES_MAX};
+
+/// Format version of both file kinds.
+pub const VERSION: u32 = 1;
+/// Magic of a log segment.
+pub const LOG_MAGIC: &[u8; 8] = b"AMALGLOG";
+/// Magic of a snapshot.
+pub const SNAP_MAGIC: &[u8; 8] = b"AMALGSNP";
+/// Bytes of a log segment's header.
+pub const LOG_HEADER_BYTES: usize = 24;
+/// Bytes of a snapshot's header.
+pub const SNAP_HEADER_BYTES: usize = 32;
+/// Bytes before a record's body (len, crc).
+pub const RECORD_FRAME_BYTES: usize = 8;
+/// Largest record body: a PUT of the largest item the engine accepts
+/// (1 GiB values) plus its fixed fields. A longer length field is corrupt.
+pub const RECORD_BODY_BYTES_MAX: usize = 1 + PUT_FIXED_BYTES + KEY_BYTES_MAX + (1 << 30);
+/// PUT's fixed fields after the type byte.
+const PUT_FIXED_BYTES: usize = 4 + 4 + 8 + 1 + 4;
+
+/// Record type: the key now holds this item.
+pub const T_PUT: u8 = 1;
+/// Record type: the key was deleted.
+pub const T_DELETE: u8 = 2;
+/// Record type: flush_all took effect with this CAS fence.
+pub const T_FLUSH: u8 = 3;
+/// Record type: a delayed flush_all was scheduled.
+pub const T_FLUSH_AT: u8 = 4;
+/// Record type: end of a complete snapshot.
+pub const T_END: u8 = 0x7F;
+
+/// A log segment's file name.
+pub fn log_name(first_seq: u64) -> String {
+    format!("log-{first_seq:020}.aml")
+}
+
+/// A snapshot's file name.
+pub fn snap_name(log_seq: u64) -> String {
+    format!("snap-{log_seq:020}.ams")
+}
+
+/// Parses `log-<n>.aml` / `snap-<n>.ams` names: (is_log, n).
+pub fn parse_name(name: &str) -> Option<(bool, u64)> {
+    let (is_log, rest) = if let Some(r) = name.strip_prefix("log-") {
+        (true, r.strip_suffix(".aml")?)
+    } else {
+        (false, name.strip_prefix("snap-")?.strip_suffix(".ams")?)
+    };
+    if rest.len() != 20 || !rest.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((is_log, rest.parse().ok()?))
+}
+
+/// A log segment's header.
+pub fn log_header(first_seq: u64) -> [u8; LOG_HEADER_BYTES] {
+    let mut h = [0u8; LOG_HEADER_BYTES];
+    h[..8].copy_from_slice(LOG_MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&first_seq.to_le_bytes());
+    h
+}
+
+/// A snapshot's header.
+pub fn snap_header(log_seq: u64, created: u64) -> [u8; SNAP_HEADER_BYTES] {
+    let mut h = [0u8; SNAP_HEADER_BYTES];
+    h[..8].copy_from_slice(SNAP_MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&log_seq.to_le_bytes());
+    h[24..32].copy_from_slice(&created.to_le_bytes());
+    h
+}
+
+/// Checks a header: the magic, the version, and the u64 after the flags
+/// (first_seq or log_seq).
+pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
+    if h.len() < 24 || &h[..8] != magic {
+        return Err("bad magic".into());
+    }
+    let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(format!("unknown format version {version}"));
+    }
+    Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
+}
+
+/// Appends one framed record whose body is `ty` then `parts`.
+fn frame(out: &mut Vec<u8>, ty: u8, parts: &[&[u8]]) {
+    let len = 1 + parts.iter().map(|p| p.len()).sum::<usize>();
+    out.reserve(RECORD_FRAME_BYTES + len);
+    let at = out.len();
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.push(ty);
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    let crc = crc32c::crc32c(&out[at + RECORD_FRAME_BYTES..]);
+    out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Appends a PUT record of an item.
+pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
+    put_raw(out, it.key(), it.value(), it.flags(), expiry_raw(it), it.cas());
+}
+
+/// The item's expiry as stored: unix seconds, 0 for never.
+fn expiry_raw(it: &ItemRef<'_>) -> u32 {
+    match it.expiry() {
+        amalgam_engine::Expiry::Never => 0,
+        amalgam_engine::Expiry::At(t) => t.max(1),
+    }
+}
+
+/// Appends a PUT record from its fields.
+pub fn put_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry: u32, cas: u64) {
+    let mut fixed = [0u8; PUT_FIXED_BYTES];
+    fixed[0..4].copy_from_slice(&flags.to_le_bytes());
+    fixed[4..8].copy_from_slice(&expiry.to_le_bytes());
+    fixed[8..16].copy_from_slice(&cas.to_le_bytes());
+    fixed[16] = key.len() as u8;
+    fixed[17..21].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    frame(out, T_PUT, &[&fixed, key, value]);
+}
+
+/// Appends a DELETE record.
+pub fn delete(out: &mut Vec<u8>, key: &[u8]) {
+    frame(out, T_DELETE, &[&[key.len() as u8], key]);
+}
+
+/// Appends a FLUSH record.
+pub fn flush(out: &mut Vec<u8>, fence_cas: u64) {
+    frame(out, T_FLUSH, &[&fence_cas.to_le_bytes()]);
+}
+
+/// Appends a FLUSH_AT record.
+pub fn flush_at(out: &mut Vec<u8>, at: u32) {
+    frame(out, T_FLUSH_AT, &[&at.to_le_bytes()]);
+}
+
+/// Appends a snapshot's END record.
+pub fn end(out: &mut Vec<u8>, items: u64) {
+    frame(out, T_END, &[&items.to_le_bytes()]);
+}
+
+/// A decoded record, borrowing from the buffer it was read from.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// The key holds this item.
+    Put {
+        /// Key bytes.
+        key: &'a [u8],
+        /// Value bytes.
+        value: &'a [u8],
+        /// Client flags.
+        flags: u32,
+        /// Unix seconds, 0 for never.
+        expiry: u32,
+        /// CAS unique.
+        cas: u64,
+    },
+    /// The key was deleted.
+    Delete {
+        /// Key bytes.
+        key: &'a [u8],
+    },
+    /// flush_all with its CAS fence.
+    Flush {
+        /// Items with a CAS below this are gone.
+        fence_cas: u64,
+    },
+    /// A delayed flush_all.
+    FlushAt {
+        /// Unix seconds.
+        at: u32,
+    },
+    /// End of a snapshot.
+    End {
+        /// Items the snapshot holds.
+        items: u64,
+    },
+}
+
+/// Why a record could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Bad {
+    /// The buffer ends inside the record (a torn tail).
+    Torn,
+    /// The record is whole but wrong: CRC mismatch, impossible length,
+    /// unknown type or inconsistent fields.
+    Corrupt(&'static str),
+}
+
+/// Reads the record at the start of `buf`: the record and its framed
+/// length, or why not. `buf` empty is not a record (the caller checks).
+pub fn read_record(buf: &[u8]) -> Result<(Record<'_>, usize), Bad> {
+    if buf.len() < RECORD_FRAME_BYTES {
+        return Err(Bad::Torn);
+    }
+    let len = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
+    if len == 0 || len > RECORD_BODY_BYTES_MAX {
+        return Err(Bad::Corrupt("impossible record length"));
+    }
+    let Some(body) = buf.get(RECORD_FRAME_BYTES..RECORD_FRAME_BYTES + len) else {
+        return Err(Bad::Torn);
+    };
+    let crc = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+    if crc32c::crc32c(body) != crc {
+        return Err(Bad::Corrupt("checksum mismatch"));
+    }
+    let rec = decode_body(body)?;
+    Ok((rec, RECORD_FRAME_BYTES + len))
+}
+
+fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
+    let p = &body[1..];
+    let u32_at = |at: usize| u32::from_le_bytes(p[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |at: usize| u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"));
+    let bad = |what| Err(Bad::Corrupt(what));
+    match body[0] {
+        T_PUT => {
+            if p.len() < PUT_FIXED_BYTES {
+                return bad("short PUT");
+            }
+            let klen = p[16] as usize;
+            let vlen = u32_at(17) as usize;
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() != PUT_FIXED_BYTES + klen + vlen {
+                return bad("PUT lengths disagree");
+            }
+            let key = &p[PUT_FIXED_BYTES..PUT_FIXED_BYTES + klen];
+            Ok(Record::Put {
+                key,
+                value: &p[PUT_FIXED_BYTES + klen..],
+                flags: u32_at(0),
+                expiry: u32_at(4),
+                cas: u64_at(8),
+            })
+        }
+        T_DELETE => {
+            let klen = *p.first().unwrap_or(&0) as usize;
+            if klen == 0 || p.len() != 1 + klen {
+                return bad("DELETE lengths disagree");
+            }
+            Ok(Record::Delete { key: &p[1..] })
+        }
+        T_FLUSH if p.len() == 8 => Ok(Record::Flush { fence_cas: u64_at(0) }),
+        T_FLUSH_AT if p.len() == 4 => Ok(Record::FlushAt { at: u32_at(0) }),
+        T_END if p.len() == 8 => Ok(Record::End { items: u64_at(0) }),
+        T_FLUSH | T_FLUSH_AT | T_END => bad("wrong payload length"),
+        _ => bad("unknown record type"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let mut b = Vec::new();
+        put_raw(&mut b, b"key", b"value", 7, 1_800_000_000, 42);
+        delete(&mut b, b"key");
+        flush(&mut b, 99);
+        flush_at(&mut b, 1234);
+        end(&mut b, 3);
+        let mut at = 0;
+        let mut got = Vec::new();
+        while at < b.len() {
+            let (r, n) = read_record(&b[at..]).unwrap();
+            got.push(format!("{r:?}"));
+            at += n;
+        }
+        assert_eq!(got.len(), 5);
+        assert!(got[0].contains("cas: 42"));
+    }
+
+    #[test]
+    fn every_truncation_is_torn_and_every_flip_is_caught() {
+        let mut b = Vec::new();
+        put_raw(&mut b, b"k", b"v1", 0, 0, 1);
+        for cut in 0..b.len() {
+            assert_eq!(read_record(&b[..cut]).unwrap_err(), Bad::Torn, "cut at {cut}");
+        }
+        for i in 0..b.len() {
+            for bit in 0..8 {
+                let mut c = b.clone();
+                c[i] ^= 1 << bit;
+                assert!(read_record(&c).is_err(), "flip byte {i} bit {bit} accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn names_parse_back() {
+        assert_eq!(parse_name(&log_name(17)), Some((true, 17)));
+        assert_eq!(parse_name(&snap_name(u64::MAX)), Some((false, u64::MAX)));
+        assert_eq!(parse_name("snap-1.ams"), None);
+        assert_eq!(parse_name(&format!("{}.tmp", snap_name(3))), None);
+    }
+}

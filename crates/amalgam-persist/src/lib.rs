@@ -1,0 +1,314 @@
+//! # amalgam-persist
+//!
+//! Durability for Amalgam (issue 5): Redis's choices — an append-only log
+//! with `always` / `everysec` / `no` fsync, and point-in-time snapshots —
+//! without what the Redis/memcached study measured them to cost
+//! (`shared/papers/redis-memcached-study.txt` §4.2–4.3: the log's rewrite
+//! and the fork behind BGSAVE, with up to +209% memory from copy-on-write).
+//!
+//! ## Design
+//!
+//! * **The log** (`log.rs`). The engine hands every change to a
+//!   [`amalgam_engine::Journal`] under the key's bucket lock; here that is
+//!   a memcpy into a shared buffer. The server calls
+//!   [`Persistence::commit`] after each batch of requests and before their
+//!   replies: a group write (and, with `always`, a group fdatasync) covers
+//!   every thread's records that arrived meanwhile. Records carry length,
+//!   type and CRC32C (`format.rs`).
+//! * **Snapshots without fork** (`snapshot.rs` here, `journal.rs` in the
+//!   engine). A cursor serializes the table bucket by bucket; a writer that
+//!   is about to change a bucket the cursor has not reached serializes that
+//!   bucket first. The image is the store at the cut, and the extra memory
+//!   is a bitmap of one bit per bucket plus a write buffer.
+//! * **Snapshot + rotation instead of a log rewrite.** At the cut the log
+//!   rotates to a new segment; the snapshot's header names that segment's
+//!   first record. Once a snapshot is complete, segments older than the
+//!   previous snapshot are deleted (two snapshots are kept, so a corrupt
+//!   newest one falls back to the one before and its log). The log never
+//!   grows without bound and is never rewritten.
+//! * **Recovery** (`recover.rs`): the newest sound snapshot, then the log
+//!   from its cut; a torn tail is truncated with a warning.
+//!
+//! ## Failure handling
+//!
+//! A write error in `always` mode cannot be hidden (the reply would claim a
+//! durability that does not exist), so, like Redis with
+//! `appendfsync always`, the process exits with a message. In `everysec`
+//! and `no` the records stay buffered, the error is reported (once per
+//! RETRY_REPORT_PERIOD), and the next commit retries.
+//!
+//! ## Files
+//! | file | what |
+//! |---|---|
+//! | `format.rs` | names, headers, records (the on-disk format) |
+//! | `log.rs` | the log buffer, group commit, rotation |
+//! | `snapshot.rs` | writing a snapshot and retiring old files |
+//! | `recover.rs` | start-up: snapshot + log replay, damage handling |
+
+pub mod format;
+mod log;
+pub mod recover;
+mod snapshot;
+
+pub use log::{Fsync, Log, EVERYSEC_PERIOD};
+pub use recover::Recovered;
+pub use snapshot::SnapshotReport;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use amalgam_engine::{Change, Journal, Store};
+
+/// How often the background threads look at the clock and counters.
+const TICK: Duration = Duration::from_millis(100);
+/// At most one report of a failing log per this period.
+const RETRY_REPORT_PERIOD: Duration = Duration::from_secs(10);
+
+/// What persistence does, from the server's flags.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where the log and snapshots live (`--dir`).
+    pub dir: PathBuf,
+    /// `--fsync`.
+    pub fsync: Fsync,
+    /// `--snapshot-every`: a snapshot this often if anything changed.
+    pub snapshot_every: Option<Duration>,
+    /// `--snapshot-after-writes`: a snapshot after this many changes.
+    pub snapshot_after_writes: Option<u64>,
+}
+
+/// The journal the engine writes into.
+struct LogJournal(Arc<Log>);
+
+impl Journal for LogJournal {
+    fn record(&self, change: Change<'_>) {
+        self.0.append(|b| match change {
+            Change::Put(it) => format::put(b, &it),
+            Change::Delete(key) => format::delete(b, key),
+            Change::Flush { fence_cas } => format::flush(b, fence_cas),
+            Change::FlushAt { at } => format::flush_at(b, at),
+        });
+    }
+}
+
+/// Counters for `stats` / INFO.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PersistStats {
+    /// Log records appended in all (the last sequence number).
+    pub log_records: u64,
+    /// write(2) calls of the log.
+    pub log_writes: u64,
+    /// fdatasync calls of the log.
+    pub log_fsyncs: u64,
+    /// Changes since the last snapshot's cut.
+    pub changes_since_snapshot: u64,
+    /// Unix time of the last completed snapshot (0: none this run).
+    pub last_snapshot_unix: u64,
+    /// Snapshots completed this run.
+    pub snapshots: u64,
+    /// True while a snapshot is being written.
+    pub snapshot_in_progress: bool,
+    /// Items in the last completed snapshot.
+    pub last_snapshot_items: u64,
+    /// Seconds the last snapshot took.
+    pub last_snapshot_secs: f64,
+}
+
+/// Persistence for one store: see the crate notes.
+pub struct Persistence {
+    cfg: Config,
+    store: Arc<Store>,
+    log: Arc<Log>,
+    /// One snapshot at a time.
+    snapshot_lock: Mutex<()>,
+    snapshot_running: AtomicBool,
+    last_snapshot_unix: AtomicU64,
+    last_snapshot_items: AtomicU64,
+    last_snapshot_millis: AtomicU64,
+    snapshots: AtomicU64,
+    stop: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    last_error_report: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Persistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persistence").field("cfg", &self.cfg).finish()
+    }
+}
+
+impl Persistence {
+    /// Recovers `store` from `cfg.dir` (created if missing), attaches the
+    /// log as its journal, and starts the fsync and snapshot threads.
+    /// Call before the store serves anything.
+    pub fn open(cfg: Config, store: Arc<Store>) -> std::io::Result<(Arc<Persistence>, Recovered)> {
+        let recovered = recover::recover(&cfg.dir, &store)?;
+        let log = Arc::new(Log::create(&cfg.dir, cfg.fsync, recovered.next_seq)?);
+        if store.set_journal(Arc::new(LogJournal(Arc::clone(&log)))).is_err() {
+            return Err(std::io::Error::other("the store already has a journal"));
+        }
+        let p = Arc::new(Persistence {
+            cfg,
+            store,
+            log,
+            snapshot_lock: Mutex::new(()),
+            snapshot_running: AtomicBool::new(false),
+            last_snapshot_unix: AtomicU64::new(0),
+            last_snapshot_items: AtomicU64::new(0),
+            last_snapshot_millis: AtomicU64::new(0),
+            snapshots: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+            last_error_report: Mutex::new(None),
+        });
+        let mut threads = Vec::new();
+        if p.cfg.fsync == Fsync::EverySec {
+            let q = Arc::clone(&p);
+            threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
+        }
+        if p.cfg.snapshot_every.is_some() || p.cfg.snapshot_after_writes.is_some() {
+            let q = Arc::clone(&p);
+            threads.push(std::thread::Builder::new().name("amalgam-snapshot".into()).spawn(move || q.snapshot_loop())?);
+        }
+        *p.threads.lock().unwrap_or_else(|e| e.into_inner()) = threads;
+        Ok((p, recovered))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// True if the calling thread journaled changes that the policy has
+    /// not yet secured (its replies must wait for [`Persistence::commit`]).
+    #[inline]
+    pub fn needs_commit(&self) -> bool {
+        self.log.needs_commit()
+    }
+
+    /// Called by a worker after a batch of requests, before their replies
+    /// are sent: the calling thread's changes are written (and with
+    /// `always`, durable) when this returns. See the crate notes for
+    /// errors.
+    pub fn commit(&self) {
+        if let Err(e) = self.log.commit() {
+            if self.cfg.fsync == Fsync::Always {
+                eprintln!(
+                    "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than \
+                     acknowledge writes that are not durable",
+                    self.cfg.dir.display()
+                );
+                std::process::exit(1);
+            }
+            self.report_error(&e);
+        }
+    }
+
+    fn report_error(&self, e: &std::io::Error) {
+        let mut last = self.last_error_report.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_none_or(|t| t.elapsed() >= RETRY_REPORT_PERIOD) {
+            *last = Some(Instant::now());
+            eprintln!("amalgam: warning: writing the log in {} failed ({e}); retrying", self.cfg.dir.display());
+        }
+    }
+
+    /// Writes a snapshot now (Redis's SAVE), waiting for one already
+    /// running to finish first.
+    pub fn snapshot(&self) -> std::io::Result<SnapshotReport> {
+        let _one = self.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.snapshot_running.store(true, Ordering::Release);
+        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log);
+        self.snapshot_running.store(false, Ordering::Release);
+        if let Ok(rep) = &r {
+            self.last_snapshot_unix.store(unix_now(), Ordering::Relaxed);
+            self.last_snapshot_items.store(rep.items, Ordering::Relaxed);
+            self.last_snapshot_millis.store(rep.elapsed.as_millis() as u64, Ordering::Relaxed);
+            self.snapshots.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// Starts a snapshot on a thread of its own (Redis's BGSAVE); false if
+    /// one is running already.
+    pub fn snapshot_in_background(self: &Arc<Self>) -> bool {
+        if self.snapshot_running.load(Ordering::Acquire) {
+            return false;
+        }
+        let p = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("amalgam-bgsave".into())
+            .spawn(move || {
+                if let Err(e) = p.snapshot() {
+                    eprintln!("amalgam: snapshot failed: {e}");
+                }
+            })
+            .is_ok()
+    }
+
+    /// Counters for `stats` / INFO.
+    pub fn stats(&self) -> PersistStats {
+        PersistStats {
+            log_records: self.log.last_seq(),
+            log_writes: self.log.writes.load(Ordering::Relaxed),
+            log_fsyncs: self.log.fsyncs.load(Ordering::Relaxed),
+            changes_since_snapshot: self.log.appended_since_cut.load(Ordering::Relaxed),
+            last_snapshot_unix: self.last_snapshot_unix.load(Ordering::Relaxed),
+            snapshots: self.snapshots.load(Ordering::Relaxed),
+            snapshot_in_progress: self.snapshot_running.load(Ordering::Relaxed),
+            last_snapshot_items: self.last_snapshot_items.load(Ordering::Relaxed),
+            last_snapshot_secs: self.last_snapshot_millis.load(Ordering::Relaxed) as f64 / 1000.0,
+        }
+    }
+
+    /// Stops the background threads and makes everything logged durable
+    /// (a clean shutdown loses nothing under any policy).
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in &threads {
+            t.thread().unpark();
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        if let Err(e) = self.log.sync_now() {
+            eprintln!("amalgam: warning: the last log sync at shutdown failed: {e}");
+        }
+    }
+
+    fn fsync_loop(&self) {
+        let mut last = Instant::now();
+        while !self.stop.load(Ordering::Acquire) {
+            std::thread::park_timeout(TICK);
+            if last.elapsed() >= EVERYSEC_PERIOD {
+                last = Instant::now();
+                if let Err(e) = self.log.sync_now() {
+                    self.report_error(&e);
+                }
+            }
+        }
+    }
+
+    fn snapshot_loop(&self) {
+        let mut last = Instant::now();
+        while !self.stop.load(Ordering::Acquire) {
+            std::thread::park_timeout(TICK);
+            let changes = self.log.appended_since_cut.load(Ordering::Relaxed);
+            let by_count = self.cfg.snapshot_after_writes.is_some_and(|n| changes >= n);
+            let by_time = self.cfg.snapshot_every.is_some_and(|d| last.elapsed() >= d) && changes > 0;
+            if by_count || by_time {
+                last = Instant::now();
+                if let Err(e) = self.snapshot() {
+                    eprintln!("amalgam: snapshot failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}

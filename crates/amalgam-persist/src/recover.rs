@@ -1,0 +1,371 @@
+//! Start-up: the newest complete snapshot, then the log after it.
+//!
+//! 1. `*.tmp` files (a snapshot cut off by a crash) are removed.
+//! 2. Snapshots are tried newest first. A snapshot is used only if its
+//!    header, every record's CRC and its END record (with the right item
+//!    count) check out, which is verified in a first pass before anything
+//!    is loaded, so a corrupt snapshot costs a read, not a half-loaded
+//!    store; then the previous one is tried, then none (log only).
+//! 3. The log segments are replayed in order from the chosen snapshot's
+//!    `log_seq`. At the first bad record (torn or corrupt) the segment is
+//!    truncated there with a warning, and any later segments, which can no
+//!    longer be applied in order, are set aside as `*.discarded`. Recovery
+//!    never refuses to start over a damaged file and never panics on one.
+//! 4. Expired items are not restored (the engine drops them on restore).
+//!
+//! Progress (items per second) is printed every RECOVERY_REPORT_PERIOD.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use amalgam_engine::{Expiry, Store};
+
+use crate::format::{self, Bad, Record};
+
+/// How often recovery reports its progress.
+const RECOVERY_REPORT_PERIOD: Duration = Duration::from_secs(1);
+/// Read buffer of the record reader.
+const READ_BUF_BYTES: usize = 1 << 20;
+
+/// What recovery found and did.
+#[derive(Debug, Default, Clone)]
+pub struct Recovered {
+    /// The sequence number the next log record gets.
+    pub next_seq: u64,
+    /// The snapshot loaded, if any, and its item count.
+    pub snapshot: Option<(PathBuf, u64)>,
+    /// Log records replayed.
+    pub replayed: u64,
+    /// Warnings printed (damaged files and what was done about them).
+    pub warnings: Vec<String>,
+    /// Wall time of the whole recovery.
+    pub elapsed: Duration,
+}
+
+/// Reads framed records from a stream, one at a time.
+struct RecordReader<R> {
+    r: R,
+    body: Vec<u8>,
+    /// Offset of the next record in the stream.
+    offset: u64,
+}
+
+impl<R: Read> RecordReader<R> {
+    fn new(r: R, offset: u64) -> Self {
+        RecordReader { r, body: Vec::new(), offset }
+    }
+
+    /// The next record; Ok(None) at a clean end of the stream.
+    fn next(&mut self) -> Result<Option<Record<'_>>, Bad> {
+        let mut frame = [0u8; format::RECORD_FRAME_BYTES];
+        match read_full(&mut self.r, &mut frame) {
+            Ok(0) => return Ok(None),
+            Ok(n) if n < frame.len() => return Err(Bad::Torn),
+            Ok(_) => {}
+            Err(_) => return Err(Bad::Corrupt("read error")),
+        }
+        let len = u32::from_le_bytes(frame[0..4].try_into().expect("4 bytes")) as usize;
+        if len == 0 || len > format::RECORD_BODY_BYTES_MAX {
+            return Err(Bad::Corrupt("impossible record length"));
+        }
+        self.body.clear();
+        self.body.extend_from_slice(&frame);
+        self.body.resize(format::RECORD_FRAME_BYTES + len, 0);
+        match read_full(&mut self.r, &mut self.body[format::RECORD_FRAME_BYTES..]) {
+            Ok(n) if n == len => {}
+            Ok(_) => return Err(Bad::Torn),
+            Err(_) => return Err(Bad::Corrupt("read error")),
+        }
+        let (rec, n) = format::read_record(&self.body)?;
+        self.offset += n as u64;
+        Ok(Some(rec))
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read(&mut buf[at..]) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
+/// Files of one kind by number (first_seq or log_seq), ascending.
+type Numbered = Vec<(u64, PathBuf)>;
+
+/// The dir's log segments and snapshots, by number, ascending.
+fn list(dir: &Path) -> std::io::Result<(Numbered, Numbered)> {
+    let mut logs = Vec::new();
+    let mut snaps = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        match format::parse_name(name) {
+            Some((true, n)) => logs.push((n, e.path())),
+            Some((false, n)) => snaps.push((n, e.path())),
+            None => {}
+        }
+    }
+    logs.sort();
+    snaps.sort();
+    Ok((logs, snaps))
+}
+
+/// Lists the snapshots (log_seq, path), oldest first.
+pub(crate) fn snapshots(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    Ok(list(dir)?.1)
+}
+
+/// Lists the log segments (first_seq, path), oldest first.
+pub(crate) fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    Ok(list(dir)?.0)
+}
+
+struct Progress {
+    start: Instant,
+    last: Instant,
+    items: u64,
+}
+
+impl Progress {
+    fn tick(&mut self, what: &str) {
+        self.items += 1;
+        if self.items % 4096 == 0 && self.last.elapsed() >= RECOVERY_REPORT_PERIOD {
+            self.last = Instant::now();
+            let secs = self.start.elapsed().as_secs_f64();
+            eprintln!(
+                "amalgam: recovery: {} {what} so far, {:.0} per second",
+                self.items,
+                self.items as f64 / secs.max(1e-9)
+            );
+        }
+    }
+}
+
+/// Opens a snapshot and checks its header: (reader, log_seq).
+fn open_snapshot(path: &Path) -> Result<(RecordReader<BufReader<File>>, u64), String> {
+    let mut f = BufReader::with_capacity(READ_BUF_BYTES, File::open(path).map_err(|e| e.to_string())?);
+    let mut h = [0u8; format::SNAP_HEADER_BYTES];
+    if read_full(&mut f, &mut h).map_err(|e| e.to_string())? < h.len() {
+        return Err("shorter than its header".into());
+    }
+    let log_seq = format::parse_header(&h, format::SNAP_MAGIC)?;
+    Ok((RecordReader::new(f, h.len() as u64), log_seq))
+}
+
+/// First pass over a snapshot: every record sound, END present and
+/// agreeing. Returns its log_seq.
+fn verify_snapshot(path: &Path) -> Result<u64, String> {
+    let (mut rr, log_seq) = open_snapshot(path)?;
+    let mut items = 0u64;
+    loop {
+        let at = rr.offset;
+        match rr.next() {
+            Ok(Some(Record::Put { .. })) => items += 1,
+            Ok(Some(Record::End { items: n })) if n == items => {
+                return match rr.next() {
+                    Ok(None) => Ok(log_seq),
+                    _ => Err("data after its END record".into()),
+                };
+            }
+            Ok(Some(Record::End { items: n })) => return Err(format!("END says {n} items, found {items}")),
+            Ok(Some(_)) => return Err(format!("a non-item record at byte {at}")),
+            Ok(None) => return Err("no END record (incomplete)".into()),
+            Err(Bad::Torn) => return Err(format!("torn at byte {at}")),
+            Err(Bad::Corrupt(why)) => return Err(format!("{why} at byte {at}")),
+        }
+    }
+}
+
+fn load_snapshot(store: &Store, path: &Path, progress: &mut Progress) -> Result<u64, String> {
+    let (mut rr, _) = open_snapshot(path)?;
+    let mut n = 0;
+    while let Some(rec) = rr.next().map_err(|e| format!("{e:?} while loading (changed under us?)"))? {
+        if let Record::Put { key, value, flags, expiry, cas } = rec {
+            restore(store, key, value, flags, expiry, cas);
+            n += 1;
+            progress.tick("items");
+        }
+    }
+    Ok(n)
+}
+
+fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: u32, cas: u64) {
+    let expiry = if expiry == 0 { Expiry::Never } else { Expiry::At(expiry) };
+    if let Err(e) = store.restore(key, value, flags, expiry, cas) {
+        // Only possible when the store was started smaller than the data
+        // (item size max or, in store mode, the memory limit).
+        eprintln!("amalgam: recovery: could not restore a key of {} bytes: {e}", value.len());
+    }
+}
+
+/// Sets a damaged or unusable file aside under `<name>.discarded`.
+fn discard(path: &Path, warnings: &mut Vec<String>, why: &str) {
+    let mut to = path.as_os_str().to_owned();
+    to.push(".discarded");
+    let w = format!("{}: {why}; set aside as {}", path.display(), Path::new(&to).display());
+    eprintln!("amalgam: recovery: warning: {w}");
+    warnings.push(w);
+    let _ = std::fs::rename(path, &to);
+}
+
+/// Recovers `store` from `dir` (created if missing); see the module notes.
+pub fn recover(dir: &Path, store: &Store) -> std::io::Result<Recovered> {
+    let start = Instant::now();
+    std::fs::create_dir_all(dir)?;
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.extension().is_some_and(|x| x == "tmp") {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    let (logs, snaps) = list(dir)?;
+    let mut out = Recovered::default();
+    let mut progress = Progress { start, last: start, items: 0 };
+    let mut log_seq = 1;
+    for (_, path) in snaps.iter().rev() {
+        match verify_snapshot(path) {
+            Ok(seq) => match load_snapshot(store, path, &mut progress) {
+                Ok(n) => {
+                    out.snapshot = Some((path.clone(), n));
+                    log_seq = seq;
+                    break;
+                }
+                Err(e) => {
+                    // Verified a moment ago: only a concurrent change of
+                    // the file gets here. What was loaded stays; the log
+                    // replay below fixes up what it can.
+                    discard(path, &mut out.warnings, &e);
+                }
+            },
+            Err(e) => {
+                discard(path, &mut out.warnings, &format!("corrupt snapshot ({e}), falling back to an older one"));
+            }
+        }
+    }
+    if let Some((first, _)) = logs.first() {
+        if *first > log_seq {
+            let w = format!(
+                "the log starts at record {first} but replay should start at {log_seq}; records between are missing"
+            );
+            eprintln!("amalgam: recovery: warning: {w}");
+            out.warnings.push(w);
+        }
+    }
+    let mut next_seq = log_seq;
+    let mut pending_flush_at: Option<u32> = None;
+    let mut broken = false;
+    for (i, (_, path)) in logs.iter().enumerate() {
+        if broken {
+            discard(path, &mut out.warnings, "follows a damaged log segment");
+            continue;
+        }
+        let is_last = i + 1 == logs.len();
+        match replay_segment(store, path, log_seq, &mut out, &mut progress, &mut pending_flush_at) {
+            Ok(SegmentEnd::Clean(end_seq)) => next_seq = next_seq.max(end_seq),
+            Ok(SegmentEnd::Empty) => {
+                if !is_last {
+                    discard(path, &mut out.warnings, "an empty or headerless log segment");
+                } else {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            Ok(SegmentEnd::Damaged { end_seq, good_len, why }) => {
+                let w = format!(
+                    "{}: {why} at byte {good_len}; truncated to its last good record ({} records replayed in all)",
+                    path.display(),
+                    out.replayed
+                );
+                eprintln!("amalgam: recovery: warning: {w}");
+                out.warnings.push(w);
+                std::fs::OpenOptions::new().write(true).open(path)?.set_len(good_len)?;
+                next_seq = next_seq.max(end_seq);
+                broken = true;
+            }
+            Err(e) => {
+                discard(path, &mut out.warnings, &e);
+                broken = true;
+            }
+        }
+    }
+    match pending_flush_at {
+        Some(at) if at > store.now() => store.flush_all_at(at),
+        // The delayed flush's time came while we were down (had it come
+        // while up, a FLUSH record would have followed): everything
+        // restored was stored before it.
+        Some(_) => store.restore_flush(store.cas_floor()),
+        None => {}
+    }
+    out.next_seq = next_seq;
+    out.elapsed = start.elapsed();
+    Ok(out)
+}
+
+enum SegmentEnd {
+    /// Every record sound; the sequence number after the last.
+    Clean(u64),
+    /// No header (a crash right after creating it) or zero bytes.
+    Empty,
+    /// A torn or corrupt record at `good_len`.
+    Damaged { end_seq: u64, good_len: u64, why: String },
+}
+
+fn replay_segment(
+    store: &Store,
+    path: &Path,
+    from_seq: u64,
+    out: &mut Recovered,
+    progress: &mut Progress,
+    pending_flush_at: &mut Option<u32>,
+) -> Result<SegmentEnd, String> {
+    let mut f = BufReader::with_capacity(READ_BUF_BYTES, File::open(path).map_err(|e| e.to_string())?);
+    let mut h = [0u8; format::LOG_HEADER_BYTES];
+    let got = read_full(&mut f, &mut h).map_err(|e| e.to_string())?;
+    if got < h.len() {
+        return Ok(SegmentEnd::Empty);
+    }
+    let first_seq = format::parse_header(&h, format::LOG_MAGIC).map_err(|e| format!("bad log header: {e}"))?;
+    let mut rr = RecordReader::new(f, h.len() as u64);
+    let mut seq = first_seq;
+    loop {
+        let good_len = rr.offset;
+        let rec = match rr.next() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return Ok(SegmentEnd::Clean(seq)),
+            Err(Bad::Torn) => return Ok(SegmentEnd::Damaged { end_seq: seq, good_len, why: "a torn record".into() }),
+            Err(Bad::Corrupt(why)) => return Ok(SegmentEnd::Damaged { end_seq: seq, good_len, why: why.into() }),
+        };
+        if seq >= from_seq {
+            match rec {
+                Record::Put { key, value, flags, expiry, cas } => restore(store, key, value, flags, expiry, cas),
+                Record::Delete { key } => {
+                    let _ = store.delete(key);
+                }
+                Record::Flush { fence_cas } => {
+                    store.restore_flush(fence_cas);
+                    *pending_flush_at = None;
+                }
+                Record::FlushAt { at } => *pending_flush_at = Some(at),
+                Record::End { .. } => {
+                    return Ok(SegmentEnd::Damaged {
+                        end_seq: seq,
+                        good_len,
+                        why: "a snapshot record in the log".into(),
+                    })
+                }
+            }
+            out.replayed += 1;
+            progress.tick("records");
+        }
+        seq += 1;
+    }
+}
