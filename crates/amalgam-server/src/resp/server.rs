@@ -429,7 +429,7 @@ fn human(bytes: u64) -> String {
 }
 
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 5] = ["server", "clients", "memory", "stats", "keyspace"];
+const INFO_SECTIONS: [&str; 6] = ["server", "clients", "memory", "persistence", "stats", "keyspace"];
 
 fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let all = args.len() == 1 || args[1..].iter().any(|a| is(a, "all") || is(a, "everything") || is(a, "default"));
@@ -481,6 +481,29 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
                 field("maxmemory_policy", &"noeviction");
+            }
+            "persistence" => {
+                // Redis's names where they mean the same (the snapshot is
+                // its RDB, the log its AOF), then amalgam's own counters.
+                let p = shared.persist.as_ref().map(|p| (p.stats(), p.config().fsync));
+                let st = p.map(|p| p.0).unwrap_or_default();
+                field("loading", &0);
+                field("rdb_changes_since_last_save", &st.changes_since_snapshot);
+                field("rdb_bgsave_in_progress", &u8::from(st.snapshot_in_progress));
+                field(
+                    "rdb_last_save_time",
+                    &if st.last_snapshot_unix == 0 { shared.started_unix } else { st.last_snapshot_unix },
+                );
+                field("rdb_last_bgsave_status", &"ok");
+                field("rdb_saves", &st.snapshots);
+                field("aof_enabled", &u8::from(p.is_some()));
+                field("aof_rewrite_in_progress", &0);
+                field("amalgam_fsync", &p.map(|p| format!("{:?}", p.1).to_lowercase()).unwrap_or_else(|| "off".into()));
+                field("amalgam_log_records", &st.log_records);
+                field("amalgam_log_writes", &st.log_writes);
+                field("amalgam_log_fsyncs", &st.log_fsyncs);
+                field("amalgam_last_snapshot_items", &st.last_snapshot_items);
+                field("amalgam_last_snapshot_seconds", &st.last_snapshot_secs);
             }
             "stats" => {
                 field("total_connections_received", &t.total_connections);
