@@ -90,6 +90,11 @@ pub const BATCH_WINDOW_KEYS: usize = 16;
 const SWEEP_STEP_BUCKETS: usize = 4096;
 /// How often the maintenance thread wakes without being asked.
 const MAINTENANCE_PERIOD: Duration = Duration::from_millis(250);
+/// Buckets the background expiry sweep visits per maintenance wake (a
+/// bounded step: about 16 Ki bucket lines and their items, a few ms; a
+/// table of 2^24 buckets is swept in about 17 minutes). memcached's LRU
+/// crawler plays this part there.
+const EXPIRY_SWEEP_BUCKETS_PER_WAKE: usize = 16 * 1024;
 /// Most doublings one expansion may do at once (a 16x larger table).
 const EXPANSION_LOG2_STEP_MAX: u32 = 4;
 /// How far ahead of its position the expand thread prefetches items.
@@ -339,6 +344,10 @@ pub struct Stats {
     pub expired_unfetched: u64,
     /// Cache mode: segments reclaimed.
     pub reclaimed_segments: u64,
+    /// Expired or flushed items the background sweep removed.
+    pub swept_items: u64,
+    /// Full passes of the background expiry sweep over the table.
+    pub expiry_sweeps: u64,
     /// Cache mode: segments in the budget, and how many are free now.
     pub segments: u64,
     /// See `segments`.
@@ -528,6 +537,12 @@ pub(crate) struct Inner {
     flush_at: AtomicU64,
     /// Set when the maintenance thread should sweep flushed items.
     sweep_requested: AtomicBool,
+    /// Set by the first write of an item with an expiry: until then the
+    /// background expiry sweep has nothing to find and does not run.
+    ttl_seen: AtomicBool,
+    /// Items removed by the sweeps, and full expiry-sweep passes.
+    swept_items: AtomicU64,
+    expiry_sweeps: AtomicU64,
     expansions: AtomicU64,
     /// Seconds added to the system clock (tests of expiry).
     clock_offset: AtomicI64,
@@ -804,6 +819,10 @@ impl Inner {
     /// [`Inner::build`] with an explicit size limit (touch: see there).
     fn build_limited(&self, local: &Local, n: &NewItem<'_>, cas: u64, limit: usize) -> Result<(Block, usize), Error> {
         let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw(), marks: n.marks };
+        // Written once per store (a read first, so the line stays shared).
+        if meta.expiry != 0 && !self.ttl_seen.load(Ordering::Relaxed) {
+            self.ttl_seen.store(true, Ordering::Relaxed);
+        }
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         if len > limit {
             return Err(Error::TooLarge);
@@ -1130,17 +1149,56 @@ impl Inner {
     /// SWEEP_STEP_BUCKETS buckets per pin. Skipped while expanding (the
     /// maintenance thread runs the expansion itself, so this cannot race).
     fn sweep(&self) {
-        let local = self.epochs.local(&self.shared);
         // SAFETY: only this thread replaces `current`.
         let t = unsafe { &*self.current.load(Ordering::Acquire) };
         let mut i = 0;
         let n = t.bucket_count();
         while i < n && !self.shutdown.load(Ordering::Relaxed) {
-            self.epochs.pin(local);
             let end = (i + SWEEP_STEP_BUCKETS).min(n);
+            self.sweep_range(t, i, end);
+            i = end;
+        }
+    }
+
+    /// The background expiry sweep (issue 4 §3): one bounded step of
+    /// EXPIRY_SWEEP_BUCKETS_PER_WAKE buckets from `cursor` per maintenance
+    /// wake, wrapping around the table; no full-table pause, and nothing at
+    /// all until some item has had an expiry. A doubling restarts it at 0
+    /// (bucket i of the old table is buckets i, i + n, ... of the new).
+    fn expiry_sweep_step(&self, cursor: &mut (u32, usize)) {
+        if !self.ttl_seen.load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: only this thread replaces `current`.
+        let t = unsafe { &*self.current.load(Ordering::Acquire) };
+        if cursor.0 != t.log2() {
+            *cursor = (t.log2(), 0);
+        }
+        let n = t.bucket_count();
+        let mut i = cursor.1;
+        let end = (i + EXPIRY_SWEEP_BUCKETS_PER_WAKE).min(n);
+        while i < end && !self.shutdown.load(Ordering::Relaxed) {
+            let step_end = (i + SWEEP_STEP_BUCKETS).min(end);
+            self.sweep_range(t, i, step_end);
+            i = step_end;
+        }
+        if i >= n {
+            self.expiry_sweeps.fetch_add(1, Ordering::Relaxed);
+            i = 0;
+        }
+        cursor.1 = i;
+    }
+
+    /// Removes flushed and expired items from buckets `from..to` of `t`
+    /// (the current table, not expanding: only the maintenance thread
+    /// expands, and it is the caller), under one pin.
+    fn sweep_range(&self, t: &Table, from: usize, to: usize) {
+        let local = self.epochs.local(&self.shared);
+        {
+            self.epochs.pin(local);
             let now = self.now();
             let flush_cas = self.flush_cas.load(Ordering::Relaxed);
-            for b in i..end {
+            for b in from..to {
                 let Some(mut g) = t.lock(b) else { continue };
                 let mut dead = Vec::new();
                 g.retain(|p| {
@@ -1153,6 +1211,7 @@ impl Inner {
                     live
                 });
                 drop(g);
+                self.swept_items.fetch_add(dead.len() as u64, Ordering::Relaxed);
                 for p in dead {
                     // SAFETY: p is still allocated (just unlinked).
                     let l = unsafe { item::layout(p) };
@@ -1162,7 +1221,6 @@ impl Inner {
                 }
             }
             self.epochs.unpin(local, &self.shared);
-            i = end;
         }
     }
 
@@ -1194,6 +1252,8 @@ impl Inner {
 
     fn maintenance_loop(&self) {
         let local = self.epochs.local(&self.shared);
+        let mut expiry_cursor = (0u32, 0usize);
+        let mut last_expiry_step = std::time::Instant::now();
         while !self.shutdown.load(Ordering::Acquire) {
             // SAFETY: only this thread replaces and frees tables.
             let current = unsafe { &*self.current.load(Ordering::Acquire) };
@@ -1214,6 +1274,12 @@ impl Inner {
             }
             if self.sweep_requested.swap(false, Ordering::AcqRel) {
                 self.sweep();
+            }
+            // Time-gated: the loop wakes every millisecond while it has
+            // garbage to free, and the sweep is background work.
+            if last_expiry_step.elapsed() >= MAINTENANCE_PERIOD {
+                last_expiry_step = std::time::Instant::now();
+                self.expiry_sweep_step(&mut expiry_cursor);
             }
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
@@ -1323,6 +1389,9 @@ impl Store {
             flush_generation: AtomicU64::new(0),
             flush_at: AtomicU64::new(0),
             sweep_requested: AtomicBool::new(false),
+            ttl_seen: AtomicBool::new(false),
+            swept_items: AtomicU64::new(0),
+            expiry_sweeps: AtomicU64::new(0),
             expansions: AtomicU64::new(0),
             clock_offset: AtomicI64::new(0),
             shutdown: AtomicBool::new(false),
@@ -1988,6 +2057,8 @@ impl Store {
             s.segments = segs.count() as u64;
             s.free_segments = segs.free_count() as u64;
         }
+        s.swept_items = inner.swept_items.load(Ordering::Relaxed);
+        s.expiry_sweeps = inner.expiry_sweeps.load(Ordering::Relaxed);
         for l in inner.epochs.all() {
             s.item_bytes = s.item_bytes.wrapping_add(l.bytes.load(Ordering::Relaxed) as u64);
             s.block_bytes += l.block_bytes.load(Ordering::Relaxed);

@@ -26,3 +26,30 @@ fn many_keys_survive_expansions() {
     assert!(st.expansions > 0, "{st:?}");
     assert!(st.items as usize <= st.buckets as usize * amalgam_engine::LOAD_PER_BUCKET_MAX, "{st:?}");
 }
+
+/// Issue 4 §3: expired items nobody reads again are removed by the
+/// bounded background sweep (no access needed) and counted.
+#[test]
+fn the_background_sweep_removes_expired_items_nobody_reads() {
+    for eviction in [amalgam_engine::evict::Eviction::None, amalgam_engine::evict::Eviction::S3Fifo] {
+        let store = Store::new(Config { eviction, ..Config::default() }).unwrap();
+        let at = store.now() + 10;
+        for i in 0..1000 {
+            store.set(format!("ttl{i}").as_bytes(), b"v", 0, Expiry::At(at)).unwrap();
+        }
+        store.set(b"forever", b"v", 0, Expiry::Never).unwrap();
+        store.advance_clock(20);
+        // Bounded wait: the sweep takes a step every 250 ms.
+        for _ in 0..400 {
+            if store.len() == 1 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        assert_eq!(store.len(), 1, "{eviction}: the sweep did not remove the expired items");
+        let s = store.stats();
+        assert_eq!(s.swept_items, 1000);
+        assert!(s.expiry_sweeps >= 1);
+        assert!(store.get(b"forever", |_| ()).is_some());
+    }
+}

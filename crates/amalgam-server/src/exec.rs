@@ -267,6 +267,9 @@ fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "expired_unfetched", engine.expired_unfetched);
     push_stat(out, "evicted_unfetched", engine.evicted_unfetched);
     push_stat(out, "evictions", engine.evictions);
+    // memcached's LRU crawler counts what it reclaims here; the engine's
+    // background expiry sweep is the crawler's counterpart.
+    push_stat(out, "crawler_reclaimed", engine.swept_items);
     push_stat(out, "hash_buckets", engine.buckets);
     push_stat(out, "hash_overflow_nodes", engine.overflow_nodes);
     push_stat(out, "hash_bytes", engine.index_bytes);
