@@ -352,6 +352,8 @@ pub struct Stats {
     pub segments: u64,
     /// See `segments`.
     pub free_segments: u64,
+    /// Cache mode: bytes per segment (the largest item it can hold).
+    pub segment_bytes: u64,
 }
 
 /// A read-only view of a stored item, valid while the callback that
@@ -1290,6 +1292,39 @@ impl Inner {
     }
 }
 
+/// Cache mode's segment size when the configuration does not choose one:
+/// [`SEGMENT_BYTES`], or the item size max rounded up to a power of two if
+/// larger (as memcached's slab page grows with `-I`) — unless the budget
+/// would then hold fewer than [`SEGMENTS_MIN`](crate::SEGMENTS_MIN)
+/// segments. A tiny budget (`-m 2`) gets SMALL_BUDGET_SEGMENTS smaller
+/// segments instead (a power of two, at least
+/// SMALL_BUDGET_SEGMENT_BYTES_MIN), and items larger than one segment are
+/// refused as too large (memcached at such sizes cannot store them
+/// either: a 1 MiB item needs a 1 MiB slab page of its class).
+///
+/// ```
+/// # use amalgam_engine::{Config, Store, evict::Eviction};
+/// let s = Store::new(Config { memory_limit_bytes: 2 << 20, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+/// assert_eq!(s.stats().segment_bytes, 32 << 10);
+/// ```
+fn default_segment_bytes(budget: usize, item_size_max: usize) -> usize {
+    let natural = SEGMENT_BYTES.max(item_size_max.next_power_of_two());
+    if budget / natural >= crate::SEGMENTS_MIN {
+        return natural;
+    }
+    let fitting = (budget / SMALL_BUDGET_SEGMENTS).max(1);
+    let pow2 = 1usize << (usize::BITS - 1 - fitting.leading_zeros());
+    pow2.max(SMALL_BUDGET_SEGMENT_BYTES_MIN)
+}
+
+/// Segments a small budget is divided into (see `default_segment_bytes`):
+/// enough that the per-thread open segments and the reserve are a small
+/// part of it.
+const SMALL_BUDGET_SEGMENTS: usize = 64;
+/// The smallest segment a small budget gets: still hundreds of small items
+/// per segment.
+const SMALL_BUDGET_SEGMENT_BYTES_MIN: usize = 16 << 10;
+
 fn decide_oom<R>() -> R {
     // `mutate` is generic over R; its callers all return Result<_, Error>,
     // and OOM from the index (overflow arena exhausted) is reported through
@@ -1354,7 +1389,7 @@ impl Store {
         let mut freq_max = 0;
         if let Some(policy) = config.eviction.policy(config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY) {
             let segment_bytes = match config.segment_bytes {
-                0 => SEGMENT_BYTES.max(config.item_size_max_bytes.next_power_of_two()),
+                0 => default_segment_bytes(config.memory_limit_bytes, config.item_size_max_bytes),
                 n => n,
             };
             shared.segments = Some(Segments::new(config.memory_limit_bytes, segment_bytes).map_err(|e| {
@@ -2056,6 +2091,7 @@ impl Store {
             s.reclaimed_segments = c.reclaimed_segments.load(Ordering::Relaxed);
             s.segments = segs.count() as u64;
             s.free_segments = segs.free_count() as u64;
+            s.segment_bytes = segs.segment_bytes() as u64;
         }
         s.swept_items = inner.swept_items.load(Ordering::Relaxed);
         s.expiry_sweeps = inner.expiry_sweeps.load(Ordering::Relaxed);

@@ -139,20 +139,27 @@ fn segments_record_fill_live_bytes_and_creation_order() {
 #[test]
 fn cache_mode_refuses_what_it_cannot_do() {
     // -I above a segment: segments grow to hold it (memcached's slab page
-    // grows with -I too), so the budget must hold SEGMENTS_MIN of those.
+    // grows with -I too) when the budget holds SEGMENTS_MIN of those.
     let big_items = Config {
         eviction: Eviction::S3Fifo,
         item_size_max_bytes: 2 * SEGMENT_BYTES,
-        memory_limit_bytes: 8 * SEGMENT_BYTES,
+        memory_limit_bytes: 16 * SEGMENT_BYTES,
         ..Config::default()
     };
-    let err = Store::new(big_items.clone()).unwrap_err().to_string();
-    assert!(err.contains("must fit one segment"), "{err}");
-    let store = Store::new(Config { memory_limit_bytes: 16 * SEGMENT_BYTES, ..big_items }).unwrap();
+    let store = Store::new(big_items.clone()).unwrap();
     store.set(b"big", &vec![1u8; SEGMENT_BYTES + 100], 0, Expiry::Never).unwrap();
     assert_eq!(store.stats().segments, 8);
-    let too_small = Config { eviction: Eviction::Clock, memory_limit_bytes: 2 * SEGMENT_BYTES, ..Config::default() };
-    assert!(Store::new(too_small).unwrap_err().to_string().contains("at least"));
+    // A budget too small for SEGMENTS_MIN such segments is divided into
+    // smaller ones instead; an item larger than one is refused per request
+    // (as too large), everything smaller is cached and evicted as usual.
+    let small = Store::new(Config { memory_limit_bytes: 2 * SEGMENT_BYTES, ..big_items }).unwrap();
+    let seg = small.stats().segment_bytes as usize;
+    assert!(seg < SEGMENT_BYTES && small.stats().segments >= 32, "{:?}", small.stats());
+    assert_eq!(small.set(b"big", &vec![1u8; seg], 0, Expiry::Never), Err(Error::TooLarge));
+    for i in 0..10_000u32 {
+        small.set(&i.to_le_bytes(), &[7u8; 1000], 0, Expiry::Never).unwrap();
+    }
+    assert!(small.stats().evictions > 0);
     // An item larger than the (test-sized) segment is refused per request.
     let store = one_item_segments(Eviction::Clock, 8);
     assert_eq!(store.set(b"k", &[0u8; 64], 0, Expiry::Never), Err(Error::TooLarge));
