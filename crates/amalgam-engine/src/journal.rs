@@ -46,6 +46,32 @@
 //! replayed from the log either way; replay is idempotent. Recovery is
 //! therefore: load the snapshot, replay the log from L.
 //!
+//! ## The flush state
+//!
+//! The flush fence (items with a CAS unique below it are gone) and a
+//! pending delayed flush live in no bucket, so the argument above does not
+//! cover them. Fix (found by tests/persist_hooks.rs): they used to be
+//! neither in the snapshot nor ordered with the cut, and recovery went
+//! wrong three ways: a `flush_all` journaled before L whose fence the
+//! cursor did not see yet (it was applied after the record) left its items
+//! in the snapshot, and nothing after L removed them; a write that took
+//! its CAS unique before a flush and was journaled after L came back to
+//! life (the recovered store had no fence); and a `flush_all <delay>`
+//! journaled before L was lost. Also, a replayed Flush did not cancel a
+//! pending delayed flush as `flush_all` had, and two concurrent flushes
+//! could be journaled in the opposite order to their effects. Now
+//! * every change of the flush state and its record happen under one
+//!   mutex (`Inner::flush_lock`), so the journal's order of Flush and
+//!   FlushAt records is the order they took effect in, and after every
+//!   Flush no delayed flush is pending;
+//! * [`Store::snapshot`], after its cursor, journals the flush state under
+//!   that mutex: a Flush with the current fence and, if one is pending, a
+//!   FlushAt. These records come after L, so "load the snapshot, replay
+//!   the log from L" restores the state; flush records between L and them
+//!   are replayed too, which is harmless (a fence only ever rises and is
+//!   applied by CAS unique, whatever the order);
+//! * [`Store::restore_flush`] cancels a pending delayed flush.
+//!
 //! A writer reads the snapshot pointer after taking its bucket lock; with
 //! no snapshot running that is one load of a read-mostly line.
 
@@ -71,13 +97,16 @@ pub enum Change<'a> {
     /// past).
     Delete(&'a [u8]),
     /// A `flush_all` took effect: every item whose CAS is below
-    /// `fence_cas` is gone, whenever it was written.
+    /// `fence_cas` is gone, whenever it was written, and no delayed flush
+    /// is pending. [`Store::snapshot`] also journals the current fence
+    /// this way (see "The flush state" in the module notes).
     Flush {
         /// Items with a CAS below this are flushed.
         fence_cas: u64,
     },
     /// A delayed `flush_all` was scheduled for unix time `at` (a later
-    /// [`Change::Flush`] follows when it takes effect).
+    /// [`Change::Flush`] follows when it takes effect). [`Store::snapshot`]
+    /// also journals a pending one this way.
     FlushAt {
         /// Unix seconds.
         at: u32,
@@ -87,9 +116,9 @@ pub enum Change<'a> {
 /// Receives every change to the store (see the module notes for the
 /// ordering guarantee). Implemented by persistence.
 ///
-/// `record` is called under a bucket lock on the writer's thread: it must
-/// be short, must not block on I/O for long, and must not call back into
-/// the store.
+/// `record` is called under a bucket lock on the writer's thread (Flush
+/// and FlushAt under the store's flush lock instead): it must be short,
+/// must not block on I/O for long, and must not call back into the store.
 ///
 /// ```
 /// use amalgam_engine::{Change, Expiry, Journal, Store};
@@ -223,6 +252,9 @@ impl Store {
     /// module notes). `before_cut` runs just before the cut; persistence
     /// rotates its log there. Blocks the calling thread until every bucket
     /// is serialized; one snapshot at a time (a second caller waits).
+    /// With a journal attached, it then journals the store's flush state
+    /// (a [`Change::Flush`], and a [`Change::FlushAt`] if one is pending),
+    /// which replaying the log from the cut restores.
     ///
     /// ```
     /// use amalgam_engine::{ItemRef, SnapshotSink, Expiry, Store};
@@ -279,6 +311,12 @@ impl Store {
             drop(pin);
             i = end;
         }
+        // The flush state, which no bucket holds (module notes). After the
+        // cursor, so that a flusher stalled between its record and its
+        // effect delays only this step; any time after the cut is right.
+        if let Some(j) = inner.journal.get() {
+            inner.journal_flush_state(&**j);
+        }
         inner.snapshot.store(std::ptr::null_mut(), Ordering::SeqCst);
         let stats = SnapshotStats {
             items: s.items.load(Ordering::Relaxed),
@@ -312,8 +350,9 @@ impl Store {
     }
 
     /// Recovery: applies a journaled [`Change::Flush`]: every item whose
-    /// CAS is below `fence_cas` is gone, and later writes get CAS uniques
-    /// at or above it.
+    /// CAS is below `fence_cas` is gone, later writes get CAS uniques at or
+    /// above it, and a pending delayed flush is cancelled (as `flush_all`
+    /// cancels one; a delayed flush that ran cleared itself).
     ///
     /// ```
     /// use amalgam_engine::{Expiry, Store};
@@ -325,8 +364,7 @@ impl Store {
     /// assert!(store.get(b"new", |_| ()).is_some());
     /// ```
     pub fn restore_flush(&self, fence_cas: u64) {
-        self.inner.raise_cas_counter(fence_cas);
-        self.inner.flush_fence(fence_cas);
+        self.inner.restore_flush_state(fence_cas);
     }
 
     /// The CAS unique the next write would get at the earliest (recovery

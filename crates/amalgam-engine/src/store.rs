@@ -537,6 +537,12 @@ pub(crate) struct Inner {
     flush_generation: AtomicU64,
     /// Unix time of a delayed flush_all, 0 if none.
     flush_at: AtomicU64,
+    /// Held while the flush state (`flush_cas`, `flush_at`) changes and
+    /// the change is journaled, and while a snapshot journals that state
+    /// (journal.rs, "The flush state"). Lock order: a bucket lock, then
+    /// this (a liveness check under a bucket lock may run a due delayed
+    /// flush); its holder takes no bucket lock and calls only the journal.
+    flush_lock: std::sync::Mutex<()>,
     /// Set when the maintenance thread should sweep flushed items.
     sweep_requested: AtomicBool,
     /// Set by the first write of an item with an expiry: until then the
@@ -745,11 +751,54 @@ impl Inner {
     #[cold]
     #[inline(never)]
     fn flush_if_due_slow(&self, due: u64) {
-        if due <= self.now() as u64
-            && self.flush_at.compare_exchange(due, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-        {
+        if due <= self.now() as u64 {
+            let _flush = self.lock_flush();
+            self.flush_if_due_locked();
+        }
+    }
+
+    /// Runs a delayed flush whose time has come; the caller holds
+    /// `flush_lock` (so the check, the clearing of `flush_at` and the
+    /// journaled Flush are one step for every other flush path).
+    fn flush_if_due_locked(&self) {
+        let due = self.flush_at.load(Ordering::Acquire);
+        if due != 0 && due <= self.now() as u64 {
+            self.flush_at.store(0, Ordering::Release);
             self.flush_now();
         }
+    }
+
+    /// Takes `flush_lock` (a panic while holding it leaves nothing half
+    /// done that matters: the state is two atomics).
+    pub(crate) fn lock_flush(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.flush_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Journals the flush state as it is now, for a snapshot (journal.rs,
+    /// "The flush state"): the fence as a Flush, then a pending delayed
+    /// flush as a FlushAt. Replayed in order they leave a store with this
+    /// state (a replayed Flush cancels a delayed flush, as every Flush
+    /// did). Takes `flush_lock`.
+    pub(crate) fn journal_flush_state(&self, j: &dyn crate::journal::Journal) {
+        let _flush = self.lock_flush();
+        self.flush_if_due_locked();
+        let fence_cas = self.flush_cas.load(Ordering::SeqCst);
+        if fence_cas != 0 {
+            j.record(Change::Flush { fence_cas });
+        }
+        let at = self.flush_at.load(Ordering::Acquire);
+        if at != 0 {
+            j.record(Change::FlushAt { at: at as u32 });
+        }
+    }
+
+    /// Recovery's Flush (Store::restore_flush): the fence, and no delayed
+    /// flush pending, as after every journaled Flush.
+    pub(crate) fn restore_flush_state(&self, fence_cas: u64) {
+        let _flush = self.lock_flush();
+        self.flush_at.store(0, Ordering::Release);
+        self.raise_cas_counter(fence_cas);
+        self.flush_fence(fence_cas);
     }
 
     /// Finds the key's item pointer (live or not) by optimistic reads.
@@ -1129,6 +1178,8 @@ impl Inner {
         self.expansions.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Flushes everything now and journals it; the caller holds
+    /// `flush_lock`.
     fn flush_now(&self) {
         let fence_cas = self.cas_counter.load(Ordering::SeqCst);
         if let Some(j) = self.journal.get() {
@@ -1267,13 +1318,7 @@ impl Inner {
                     continue;
                 }
             }
-            let due = self.flush_at.load(Ordering::Acquire);
-            if due != 0
-                && due <= self.now() as u64
-                && self.flush_at.compare_exchange(due, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-            {
-                self.flush_now();
-            }
+            self.flush_if_due();
             if self.sweep_requested.swap(false, Ordering::AcqRel) {
                 self.sweep();
             }
@@ -1423,6 +1468,7 @@ impl Store {
             flush_cas: AtomicU64::new(0),
             flush_generation: AtomicU64::new(0),
             flush_at: AtomicU64::new(0),
+            flush_lock: std::sync::Mutex::new(()),
             sweep_requested: AtomicBool::new(false),
             ttl_seen: AtomicBool::new(false),
             swept_items: AtomicU64::new(0),
@@ -1895,6 +1941,7 @@ impl Store {
     /// assert!(store.get(b"k", |_| ()).is_none());
     /// ```
     pub fn flush_all(&self) {
+        let _flush = self.inner.lock_flush();
         self.inner.flush_at.store(0, Ordering::Release);
         self.inner.flush_now();
     }
@@ -1911,10 +1958,13 @@ impl Store {
         if at <= self.inner.now() {
             return self.flush_all();
         }
+        // Under flush_lock, so that the journal's order of Flush and
+        // FlushAt records is the order they took effect in (journal.rs).
+        let _flush = self.inner.lock_flush();
         // A pending flush whose time has come takes effect now, before the
         // new one replaces it: memcached would let the new, later time
         // revive the items the old one already hid.
-        self.inner.flush_if_due();
+        self.inner.flush_if_due_locked();
         if let Some(j) = self.inner.journal.get() {
             j.record(Change::FlushAt { at });
         }
