@@ -21,7 +21,7 @@ memcached_version=$("$memcached_bin" -V | cut -d' ' -f2)
 amalgam_bin=${AMALGAM-$target_dir/release/amalgam}
 [ -x "$amalgam_bin" ] || amalgam_bin=""
 
-[ -n "${NO_BUILD:-}" ] || nice -n 19 cargo build --release -q -p amalgam-bench
+[ -n "${NO_BUILD:-}" ] || nice -n 19 cargo build --release -q -p amalgam-bench -p amalgam-server
 [ -x "$bench" ] || { echo "$bench not built" >&2; exit 1; }
 
 server_pids=()
