@@ -265,6 +265,12 @@ pub fn recover(dir: &Path, store: &Store) -> std::io::Result<Recovered> {
     let mut pending_flush_at: Option<u32> = None;
     let mut broken = false;
     for (i, (_, path)) in logs.iter().enumerate() {
+        // A segment wholly before the cut (the next one starts at or
+        // before it) is kept only for a fallback to an older snapshot:
+        // not read, so damage in it costs nothing now.
+        if logs.get(i + 1).is_some_and(|(next_first, _)| *next_first <= log_seq) {
+            continue;
+        }
         if broken {
             discard(path, &mut out.warnings, "follows a damaged log segment");
             continue;

@@ -290,3 +290,37 @@ fn a_missing_snapshot_recovers_from_the_whole_log() {
     assert_eq!(keys_present(&store, 30), 30);
     p.shutdown();
 }
+
+#[test]
+fn damage_in_a_segment_before_the_newest_cut_costs_nothing() {
+    let d = TempDir::new("oldseg");
+    let (store, p, _) = open(&d.0, Fsync::No);
+    for i in 0..50u32 {
+        store.set(format!("key{i}").as_bytes(), b"first", 0, Expiry::Never).unwrap();
+    }
+    p.commit();
+    let older = p.snapshot().unwrap();
+    for i in 0..50u32 {
+        store.set(format!("key{i}").as_bytes(), b"second", 0, Expiry::Never).unwrap();
+    }
+    p.commit();
+    let newest = p.snapshot().unwrap();
+    store.set(b"after", b"cut", 0, Expiry::Never).unwrap();
+    p.commit();
+    let expected = dump(&store);
+    p.shutdown();
+    drop(store);
+    // The segment holding records [older.log_seq, newest.log_seq) is kept
+    // for a fallback only; damage it.
+    let seg = d.0.join(amalgam_persist::format::log_name(older.log_seq));
+    let mut bytes = std::fs::read(&seg).unwrap();
+    assert!(bytes.len() > 200);
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (store, p, rec) = open(&d.0, Fsync::No);
+    assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+    assert!(rec.snapshot.as_ref().is_some_and(|s| s.0.ends_with(amalgam_persist::format::snap_name(newest.log_seq))));
+    assert_eq!(dump(&store), expected);
+    p.shutdown();
+}
