@@ -16,6 +16,10 @@
 //! killed when the [`Server`] is dropped; an amalgam also gets a free
 //! `--resp-port` for Redis's protocol.
 //!
+//! Persistence tests ([`Server::spawn_with`], [`Server::kill9`]) start a
+//! server on chosen ports with its stderr in a file, SIGKILL it, and start
+//! it again on the same ports.
+//!
 //! RESP tests ([`resp_server`], [`resp_private`]):
 //! * `AMALGAM_TEST_RESP_ADDR=host:port` — an already-running RESP server:
 //!   Debian's `redis-server` in CI (proof that the expectations are Redis
@@ -191,18 +195,37 @@ impl Server {
     }
 
     fn spawn(args: &[&str]) -> Server {
+        Server::spawn_with(args, None, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts the binary with `args` on `ports` (memcached port, RESP
+    /// port; fresh ones if None) with its stderr appended to `stderr` (else
+    /// discarded). Err says why it did not start listening (it exited, or
+    /// timed out). With given ports a failed start is retried on the same
+    /// ports (a killed predecessor's sockets may take a moment to go).
+    pub fn spawn_with(
+        args: &[&str],
+        ports: Option<(u16, Option<u16>)>,
+        stderr: Option<&std::path::Path>,
+    ) -> Result<Server, String> {
         let bin = binary();
         let is_memcached =
             std::path::Path::new(&bin).file_name().is_some_and(|n| n.to_string_lossy().contains("memcached"));
         let mut why = String::new();
         // A free port can be taken between probing and the server's bind
         // (by another test's server, or anyone's): retry with another.
-        for _ in 0..10 {
-            let port = fresh_port();
-            let resp_port = (!is_memcached).then(fresh_port);
+        for attempt in 0..10 {
+            if ports.is_some() && attempt > 0 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let (port, resp_port) = match ports {
+                Some(p) => p,
+                None => (fresh_port(), (!is_memcached).then(fresh_port)),
+            };
+            let stderr_path = stderr.map_or_else(|| "/dev/null".into(), |p| p.to_string_lossy().into_owned());
             let mut cmd = Command::new("sh");
             cmd.arg("-c")
-                .arg(r#""$0" "$@" </dev/null >/dev/null 2>&1 & echo $!; read _; kill $! 2>/dev/null; wait"#)
+                .arg(r#""$0" "$@" </dev/null >/dev/null 2>>"$AMALGAM_HARNESS_STDERR" & echo $!; read _; kill $! 2>/dev/null; wait"#)
                 .arg(&bin)
                 .args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"]);
             // memcached refuses to run as root without -u.
@@ -212,7 +235,11 @@ impl Server {
             if let Some(p) = resp_port {
                 cmd.args(["--resp-port", &p.to_string()]);
             }
-            cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+            cmd.args(args)
+                .env("AMALGAM_HARNESS_STDERR", &stderr_path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
             let mut child = cmd.spawn().unwrap_or_else(|e| panic!("sh for {bin}: {e}"));
             let mut pid_line = String::new();
             if let Some(out) = child.stdout.take() {
@@ -236,17 +263,35 @@ impl Server {
                 // server may hold the port, and this child then exits.
                 if server_pid(addr) == Some(pid) {
                     let resp = resp_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
-                    return Server { addr, child: Some((child, pid)), is_memcached, resp, is_redis: false };
+                    return Ok(Server { addr, child: Some((child, pid)), is_memcached, resp, is_redis: false });
                 }
                 if t0.elapsed() > START_TIMEOUT {
                     drop(child.stdin.take());
                     let _ = child.wait();
-                    panic!("{bin} did not start listening on {addr}");
+                    return Err(format!("{bin} {args:?} did not start listening on {addr}"));
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        panic!("cannot start the server: {why}");
+        Err(format!("cannot start the server: {why}"))
+    }
+
+    /// Kills the server with SIGKILL (no shutdown code runs) and waits
+    /// until it is gone; its ports are then free for a successor. No-op for
+    /// an external server.
+    pub fn kill9(&mut self) {
+        let Some(pid) = self.pid() else { return };
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        let t0 = Instant::now();
+        while process_alive(pid) {
+            assert!(t0.elapsed() < START_TIMEOUT, "server {pid} still runs after SIGKILL");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The memcached port and the RESP port (if any).
+    pub fn ports(&self) -> (u16, Option<u16>) {
+        (self.addr.port(), self.resp.map(|a| a.port()))
     }
 
     /// The server's address.
