@@ -19,7 +19,7 @@
 
 mod common;
 
-use common::resp::Resp;
+use common::resp::{self, Resp};
 use common::*;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -31,9 +31,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Kill-and-restart rounds of the `--fsync always` harness in CI.
 const CRASH_ROUNDS_DEFAULT: usize = 50;
-/// Writer threads in the crash harness: the last one uses the `memcache`
-/// crate, the others raw pipelined text protocol.
-const WRITER_THREADS: usize = 4;
+/// Writer threads in the crash harness and how each talks to the server
+/// (see [`Proto`]).
+const WRITERS: [Proto; 4] = [Proto::Text, Proto::Text, Proto::Resp, Proto::Crate];
 /// Keys each writer overwrites again and again.
 const OVERWRITTEN_KEYS_PER_WRITER: usize = 48;
 /// Counter keys (incr) per writer.
@@ -50,9 +50,13 @@ const BATCHES_PER_ROUND_MAX: usize = 1_000_000;
 const KILL_DELAY_MS_MAX: u64 = 500;
 /// Keys per `get` when reading the state back.
 const KEYS_PER_GET: usize = 64;
+/// Keys of the larger-store crash test (each ~100 bytes).
+const PRELOAD_KEYS: usize = 60_000;
+/// Sets per pipelined batch when preloading.
+const PRELOAD_BATCH: usize = 256;
 /// Writes between snapshots in the crash harness: small, so snapshots and
 /// log rotation happen during the run.
-const SNAPSHOT_AFTER_WRITES: &str = "1000";
+const SNAPSHOT_AFTER_WRITES: &str = "500";
 
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
@@ -544,13 +548,23 @@ struct RoundReport {
 #[derive(Debug)]
 struct Writer {
     id: usize,
-    /// Uses the `memcache` crate (one request at a time) instead of raw
-    /// pipelined text.
-    crate_client: bool,
+    proto: Proto,
     rng: Rng,
     /// Overwritten keys, then counters, then distinct keys (appended).
     keys: Vec<KeyModel>,
     distinct_next: u64,
+}
+
+/// How a writer talks to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proto {
+    /// memcached's text protocol, raw, pipelined.
+    Text,
+    /// RESP (SET / DEL / INCRBY), raw, pipelined: its +OK and :n replies
+    /// acknowledge writes too.
+    Resp,
+    /// The `memcache` crate, one request at a time.
+    Crate,
 }
 
 /// An operation on one key.
@@ -562,7 +576,7 @@ enum Op {
 }
 
 impl Writer {
-    fn new(id: usize, seed: u64, crate_client: bool) -> Writer {
+    fn new(id: usize, seed: u64, proto: Proto) -> Writer {
         let mut keys = Vec::new();
         for i in 0..OVERWRITTEN_KEYS_PER_WRITER {
             keys.push(KeyModel::new(format!("w{id}o{i}")));
@@ -570,7 +584,7 @@ impl Writer {
         for i in 0..COUNTER_KEYS_PER_WRITER {
             keys.push(KeyModel::new(format!("w{id}c{i}")));
         }
-        Writer { id, crate_client, rng: Rng::new(seed), keys, distinct_next: 0 }
+        Writer { id, proto, rng: Rng::new(seed), keys, distinct_next: 0 }
     }
 
     fn is_counter(k: usize) -> bool {
@@ -584,8 +598,10 @@ impl Writer {
         m.next_version += 1;
         let big = self.rng.percent(1);
         let value = value_for(&m.name, version, big);
-        // The crate sets flags 0; raw sets vary them with the version.
-        let flags = if self.crate_client { 0 } else { (version as u32).wrapping_mul(2_654_435_761) ^ self.id as u32 };
+        // The crate and RESP set flags 0; text sets vary them with the
+        // version.
+        let flags =
+            if self.proto == Proto::Text { (version as u32).wrapping_mul(2_654_435_761) ^ self.id as u32 } else { 0 };
         let exptime = if self.rng.percent(20) { 2_000_000 } else { 0 };
         Op::Set { flags, exptime, value }
     }
@@ -614,7 +630,7 @@ impl Writer {
             65..=84 => match self.keys[counter].last() {
                 // The crate client only increments what exists (its error
                 // for NOT_FOUND would look like a broken connection).
-                None if self.crate_client => (counter, self.counter_set()),
+                None if self.proto == Proto::Crate => (counter, self.counter_set()),
                 _ => (counter, Op::Incr { delta: 1 + self.rng.below(1000) }),
             },
             85..=91 => (counter, self.counter_set()),
@@ -627,24 +643,30 @@ impl Writer {
     }
 
     fn counter_set(&mut self) -> Op {
-        let flags = if self.crate_client { 0 } else { 7 };
+        let flags = if self.proto == Proto::Text { 7 } else { 0 };
         Op::Set { flags, exptime: 0, value: self.rng.below(1_000_000).to_string().into_bytes() }
     }
 
     /// Appends the state after `op` to key k's history; returns the reply
     /// the server must give.
     fn apply(&mut self, k: usize, op: &Op) -> String {
+        let resp = self.proto == Proto::Resp;
         let m = &mut self.keys[k];
         let (next, reply) = match (op, m.last()) {
-            (Op::Set { flags, value, .. }, _) => (Some((*flags, value.clone())), "STORED".to_string()),
-            (Op::Delete, None) => (None, "NOT_FOUND".into()),
-            (Op::Delete, Some(_)) => (None, "DELETED".into()),
+            (Op::Set { flags, value, .. }, _) => {
+                (Some((*flags, value.clone())), if resp { "+OK" } else { "STORED" }.to_string())
+            }
+            (Op::Delete, None) => (None, if resp { ":0" } else { "NOT_FOUND" }.into()),
+            (Op::Delete, Some(_)) => (None, if resp { ":1" } else { "DELETED" }.into()),
+            // Redis's INCRBY starts a missing key at 0.
+            (Op::Incr { delta }, None) if resp => (Some((0, delta.to_string().into_bytes())), format!(":{delta}")),
             (Op::Incr { .. }, None) => (None, "NOT_FOUND".into()),
             (Op::Incr { delta }, Some((flags, v))) => {
                 assert!(Writer::is_counter(k), "incr of a non-counter");
                 let n: u64 = std::str::from_utf8(v).unwrap().parse().unwrap();
                 let n = n.wrapping_add(*delta).to_string();
-                (Some((*flags, n.clone().into_bytes())), n)
+                let reply = if resp { format!(":{n}") } else { n.clone() };
+                (Some((*flags, n.into_bytes())), reply)
             }
         };
         m.history.push(next);
@@ -653,11 +675,11 @@ impl Writer {
 
     /// Writes until the connection fails (the kill) or `killed` and the
     /// batch bound; records acknowledgements in the key models.
-    fn run(&mut self, addr: SocketAddr, killed: &AtomicBool) -> RoundReport {
-        if self.crate_client {
-            self.run_crate(addr, killed)
-        } else {
-            self.run_raw(addr, killed)
+    fn run(&mut self, addr: SocketAddr, resp_addr: SocketAddr, killed: &AtomicBool) -> RoundReport {
+        match self.proto {
+            Proto::Crate => self.run_crate(addr, killed),
+            Proto::Text => self.run_raw(addr, killed),
+            Proto::Resp => self.run_raw(resp_addr, killed),
         }
     }
 
@@ -677,15 +699,28 @@ impl Writer {
             let mut pending = Vec::new();
             for _ in 0..depth {
                 let (k, op) = self.pick();
-                let name = &self.keys[k].name;
-                match &op {
-                    Op::Set { flags, exptime, value } => {
+                let name = self.keys[k].name.as_bytes();
+                match (&op, self.proto) {
+                    (Op::Set { flags, exptime, value }, Proto::Text) => {
+                        let name = self.keys[k].name.as_str();
                         req.extend_from_slice(format!("set {name} {flags} {exptime} {}\r\n", value.len()).as_bytes());
                         req.extend_from_slice(value);
                         req.extend_from_slice(b"\r\n");
                     }
-                    Op::Delete => req.extend_from_slice(format!("delete {name}\r\n").as_bytes()),
-                    Op::Incr { delta } => req.extend_from_slice(format!("incr {name} {delta}\r\n").as_bytes()),
+                    (Op::Delete, Proto::Text) => {
+                        req.extend_from_slice(format!("delete {}\r\n", self.keys[k].name).as_bytes())
+                    }
+                    (Op::Incr { delta }, Proto::Text) => {
+                        req.extend_from_slice(format!("incr {} {delta}\r\n", self.keys[k].name).as_bytes())
+                    }
+                    (Op::Set { exptime: 0, value, .. }, _) => req.extend(resp::encode(&[b"SET", name, value])),
+                    (Op::Set { exptime, value, .. }, _) => {
+                        req.extend(resp::encode(&[b"SET", name, value, b"EX", exptime.to_string().as_bytes()]))
+                    }
+                    (Op::Delete, _) => req.extend(resp::encode(&[b"DEL", name])),
+                    (Op::Incr { delta }, _) => {
+                        req.extend(resp::encode(&[b"INCRBY", name, delta.to_string().as_bytes()]))
+                    }
                 }
                 let want = self.apply(k, &op);
                 pending.push((k, self.keys[k].history.len() - 1, want, op));
@@ -734,6 +769,11 @@ impl Writer {
             }
         };
         for _ in 0..BATCHES_PER_ROUND_MAX {
+            // Once the server is being killed, a new request would only
+            // make the pool wait out its connect_timeout.
+            if killed.load(Ordering::SeqCst) {
+                break;
+            }
             let (k, op) = self.pick();
             let want = self.apply(k, &op);
             let idx = self.keys[k].history.len() - 1;
@@ -805,36 +845,67 @@ impl Writer {
     }
 }
 
+/// One crash-harness run.
+#[derive(Debug)]
+struct Harness {
+    name: &'static str,
+    /// Server flags besides `--dir`.
+    flags: &'static [&'static str],
+    rounds: usize,
+    /// The longest a round writes before the kill.
+    kill_delay_ms_max: u64,
+    /// Fail unless some snapshot file was seen at a kill.
+    expect_snapshots: bool,
+    /// Keys `p0..` set before the first round, never changed, checked
+    /// every round (a bigger store makes snapshots take longer).
+    preload: usize,
+}
+
 /// The crash harness: `rounds` times, writers drive concurrent writes
 /// while recording what was acknowledged; the server is SIGKILLed after a
 /// random delay, started again on the same directory, and every key must
 /// be in a state its history allows (see [`KeyModel`]). Sometimes the
 /// restarted server is killed again at once, before any write (a crash
 /// during or right after recovery).
-fn crash_harness(name: &str, flags: &[&str], rounds: usize, expect_snapshots: bool) {
+fn crash_harness(h: Harness) {
+    let Harness { name, flags, rounds, kill_delay_ms_max, expect_snapshots, preload } = h;
     let Some(mut node) = Node::start(name, flags) else { return };
     let seed = seed(name);
+    if preload > 0 {
+        let mut c = node.text();
+        put_keys_pipelined(&mut c, "p", preload);
+    }
     let mut rng = Rng::new(seed);
     let mut writers: Vec<Writer> =
-        (0..WRITER_THREADS).map(|id| Writer::new(id, rng.next(), id == WRITER_THREADS - 1)).collect();
+        WRITERS.iter().enumerate().map(|(id, &proto)| Writer::new(id, rng.next(), proto)).collect();
     let (mut sent, mut acked, mut in_flight_kept, mut double_kills) = (0u64, 0u64, 0u64, 0usize);
+    let mut kills_mid_snapshot = 0usize;
     let mut snapshots_seen = std::collections::BTreeSet::new();
     let mut logs_max = 0;
     let t0 = Instant::now();
     for round in 0..rounds {
         let addr = node.server().addr();
+        let resp_addr = node.server().resp_addr();
         let killed = Arc::new(AtomicBool::new(false));
         let threads: Vec<_> = writers
             .drain(..)
             .map(|mut w| {
                 let killed = Arc::clone(&killed);
                 std::thread::spawn(move || {
-                    let r = w.run(addr, &killed);
+                    let r = w.run(addr, resp_addr, &killed);
                     (w, r)
                 })
             })
             .collect();
-        let delay_ms = if rng.percent(10) { rng.below(20) } else { 20 + rng.below(KILL_DELAY_MS_MAX - 20) };
+        let delay_ms = if rng.percent(10) { rng.below(20) } else { 20 + rng.below(kill_delay_ms_max - 20) };
+        if preload > 0 {
+            // A snapshot of the bigger store takes a while: start one now,
+            // so the kill below lands in it most rounds. (Its reply says
+            // "already in progress" when the writes triggered one.)
+            let mut r = Resp::new(node.server());
+            r.send(&["BGSAVE"]);
+            let _ = r.reply();
+        }
         std::thread::sleep(Duration::from_millis(delay_ms));
         killed.store(true, Ordering::SeqCst);
         node.kill();
@@ -850,6 +921,10 @@ fn crash_harness(name: &str, flags: &[&str], rounds: usize, expect_snapshots: bo
             snapshots_seen.insert(seq);
         }
         logs_max = logs_max.max(log_files(&node.dir()).len());
+        let snapshot_running = std::fs::read_dir(node.dir())
+            .map(|rd| rd.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().ends_with(".tmp")))
+            .unwrap_or(false);
+        kills_mid_snapshot += usize::from(snapshot_running);
         let files = listing(&node.dir());
         node.boot();
         if rng.percent(15) {
@@ -862,6 +937,7 @@ fn crash_harness(name: &str, flags: &[&str], rounds: usize, expect_snapshots: bo
         for w in &mut writers {
             lost.extend(w.verify(&mut c, &mut in_flight_kept));
         }
+        lost.extend(missing_keys(&mut c, "p", 0..preload));
         if !lost.is_empty() || !errors.is_empty() {
             let n = lost.len();
             lost.truncate(20);
@@ -878,7 +954,8 @@ fn crash_harness(name: &str, flags: &[&str], rounds: usize, expect_snapshots: bo
     }
     let keys: usize = writers.iter().map(|w| w.keys.len()).sum();
     eprintln!(
-        "{name}: {rounds} rounds ({double_kills} with a second kill right after restart) in {:.1} s: \
+        "{name}: {rounds} rounds ({double_kills} with a second kill right after restart, \
+         {kills_mid_snapshot} during a snapshot) in {:.1} s: \
          {sent} writes sent, {acked} acknowledged, all present; {in_flight_kept} unacknowledged ones survived; \
          {keys} keys; {} snapshots seen, at most {logs_max} log files; at the end: {}",
         t0.elapsed().as_secs_f64(),
@@ -900,12 +977,14 @@ fn crash_harness(name: &str, flags: &[&str], rounds: usize, expect_snapshots: bo
 fn crash_harness_fsync_always_loses_no_acknowledged_write() {
     let rounds =
         std::env::var("PERSIST_CRASH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(CRASH_ROUNDS_DEFAULT);
-    crash_harness(
-        "fsync-always",
-        &["--fsync", "always", "--snapshot-after-writes", SNAPSHOT_AFTER_WRITES, "--snapshot-every", "0"],
+    crash_harness(Harness {
+        name: "fsync-always",
+        flags: &["--fsync", "always", "--snapshot-after-writes", SNAPSHOT_AFTER_WRITES, "--snapshot-every", "0"],
         rounds,
-        rounds >= 10,
-    );
+        kill_delay_ms_max: KILL_DELAY_MS_MAX,
+        expect_snapshots: rounds >= 10,
+        preload: 0,
+    });
 }
 
 /// `--fsync everysec` writes each record to the file (write(2)) before the
@@ -913,18 +992,45 @@ fn crash_harness_fsync_always_loses_no_acknowledged_write() {
 /// Store mode (`--eviction none`).
 #[test]
 fn crash_harness_fsync_everysec_loses_nothing_on_sigkill() {
-    crash_harness(
-        "fsync-everysec",
-        &["--fsync", "everysec", "--eviction", "none", "--snapshot-after-writes", "3000"],
-        6,
-        false,
-    );
+    crash_harness(Harness {
+        name: "fsync-everysec",
+        flags: &["--fsync", "everysec", "--eviction", "none", "--snapshot-after-writes", "3000"],
+        rounds: 6,
+        kill_delay_ms_max: KILL_DELAY_MS_MAX,
+        expect_snapshots: false,
+        preload: 0,
+    });
 }
 
-/// `--fsync no` likewise, with time-driven snapshots every second.
+/// `--fsync no` likewise, with time-driven snapshots every second (rounds
+/// up to 2.5 s long, so they happen).
 #[test]
 fn crash_harness_fsync_no_loses_nothing_on_sigkill() {
-    crash_harness("fsync-no", &["--fsync", "no", "--snapshot-every", "1"], 4, false);
+    crash_harness(Harness {
+        name: "fsync-no",
+        flags: &["--fsync", "no", "--snapshot-every", "1"],
+        rounds: 4,
+        kill_delay_ms_max: 2500,
+        expect_snapshots: false,
+        preload: 0,
+    });
+}
+
+/// A store big enough that a snapshot takes a while ([`PRELOAD_KEYS`]
+/// keys that never change, checked every round), a BGSAVE at the start of
+/// every round and a snapshot after every 300 writes: the kills land in
+/// the middle of snapshots (and of the pre-image serialization by
+/// writers) much of the time.
+#[test]
+fn crash_harness_kills_during_snapshots_of_a_larger_store() {
+    crash_harness(Harness {
+        name: "big-store",
+        flags: &["--fsync", "always", "--snapshot-after-writes", "300", "--eviction", "none"],
+        rounds: 6,
+        kill_delay_ms_max: KILL_DELAY_MS_MAX,
+        expect_snapshots: true,
+        preload: PRELOAD_KEYS,
+    });
 }
 
 // ------------------------------------------------------------- corruption
@@ -943,6 +1049,38 @@ fn put_keys(c: &mut Text, prefix: &str, n: usize) {
         let k = format!("{prefix}{i}");
         c.set(&k, i as u32, 0, &val(&k, 1));
     }
+}
+
+/// Sets `prefix0..prefix{n}` to version 1, [`PRELOAD_BATCH`] at a time.
+fn put_keys_pipelined(c: &mut Text, prefix: &str, n: usize) {
+    for start in (0..n).step_by(PRELOAD_BATCH) {
+        let end = (start + PRELOAD_BATCH).min(n);
+        let mut req = Vec::new();
+        for i in start..end {
+            let k = format!("{prefix}{i}");
+            let v = val(&k, 1);
+            req.extend_from_slice(format!("set {k} {i} 0 {}\r\n", v.len()).as_bytes());
+            req.extend_from_slice(&v);
+            req.extend_from_slice(b"\r\n");
+        }
+        assert!(c.send(&req), "send preload");
+        for i in start..end {
+            assert_eq!(c.line().as_deref(), Some(&b"STORED"[..]), "preload {prefix}{i}");
+        }
+    }
+}
+
+/// The keys among `prefix{i}`, i in `range`, that do not hold version 1
+/// (flags i), as messages.
+fn missing_keys(c: &mut Text, prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+    let names: Vec<String> = range.clone().map(|i| format!("{prefix}{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let got = c.get_many(&refs);
+    range
+        .zip(&refs)
+        .filter(|(i, k)| got.get(**k) != Some(&(*i as u32, val(k, 1))))
+        .map(|(_, k)| format!("{k}: preloaded, unchanged since, now {:?}", got.get(*k).map(|(f, v)| (f, v.len()))))
+        .collect()
 }
 
 /// Asserts `prefix{i}` for i in `range` hold version 1 (flags i).
@@ -967,11 +1105,16 @@ fn assert_model(c: &mut Text, model: &HashMap<String, Option<Vec<u8>>>, why: &st
     for (k, want) in model {
         let now = got.get(k).map(|(_, v)| v.clone());
         if now != *want {
-            bad.push(format!("{k}: {} (want {})", now.is_some(), want.is_some()));
+            // Values begin "<key>.v<version>.": show that much.
+            let show = |v: &Option<Vec<u8>>| match v {
+                None => "absent".to_string(),
+                Some(v) => String::from_utf8_lossy(&v[..v.len().min(k.len() + 4)]).into_owned(),
+            };
+            bad.push(format!("{k}: {} (want {})", show(&now), show(want)));
         }
     }
     bad.sort();
-    assert!(bad.is_empty(), "{why}: {} keys wrong (key: present (want present)): {bad:?}", bad.len());
+    assert!(bad.is_empty(), "{why}: {} keys wrong: {bad:?}", bad.len());
 }
 
 /// After recovery from damage, new writes are durable too: the server
@@ -1131,9 +1274,10 @@ fn resp_save(node: &Node) {
     assert_eq!(r.reply(), "+OK\r\n", "SAVE");
 }
 
-/// Three phases with overwrites and deletes, a SAVE after each of the
-/// first two when `save`; returns the model of the final state.
-fn three_phases(node: &Node, save: bool) -> HashMap<String, Option<Vec<u8>>> {
+/// Three phases with overwrites and deletes, with a SAVE after the first
+/// when `saves` >= 1 and after the second when `saves` >= 2; returns the
+/// model of the final state.
+fn three_phases(node: &Node, saves: usize) -> HashMap<String, Option<Vec<u8>>> {
     let mut model = HashMap::new();
     let mut c = node.text();
     let set = |c: &mut Text, k: String, v: u64, model: &mut HashMap<String, Option<Vec<u8>>>| {
@@ -1148,7 +1292,7 @@ fn three_phases(node: &Node, save: bool) -> HashMap<String, Option<Vec<u8>>> {
     for i in 0..60 {
         set(&mut c, format!("a{i}"), 1, &mut model);
     }
-    if save {
+    if saves >= 1 {
         resp_save(node);
     }
     for i in 0..60 {
@@ -1160,7 +1304,7 @@ fn three_phases(node: &Node, save: bool) -> HashMap<String, Option<Vec<u8>>> {
     for i in 20..30 {
         del(&mut c, format!("a{i}"), &mut model);
     }
-    if save {
+    if saves >= 2 {
         resp_save(node);
     }
     for i in 0..60 {
@@ -1196,7 +1340,7 @@ enum SnapDamage {
 fn corrupt_newest_snapshot_falls_back_to_the_previous_one() {
     for damage in [SnapDamage::Flip, SnapDamage::Truncate, SnapDamage::BadMagic] {
         let Some(mut node) = Node::start("snapfallback", LOG_ONLY) else { return };
-        let model = three_phases(&node, true);
+        let model = three_phases(&node, 2);
         node.kill();
         let dir = node.dir();
         let snaps = snap_files(&dir);
@@ -1231,45 +1375,88 @@ fn corrupt_newest_snapshot_falls_back_to_the_previous_one() {
     }
 }
 
-/// A deleted snapshot, with the log still covering the whole history
-/// (snapshots off, no SAVE), recovers from the log alone.
+/// A deleted snapshot, with the log still covering the whole history,
+/// recovers from the log alone: with snapshots off and no SAVE (whatever
+/// snapshot exists goes), and after one SAVE (the server keeps the log
+/// from the start while it has only one snapshot, which is what a
+/// fallback to log-only needs).
 #[test]
 fn missing_snapshot_recovers_from_the_log_alone() {
-    let Some(mut node) = Node::start("nosnap", LOG_ONLY) else { return };
-    let model = three_phases(&node, false);
-    node.kill();
-    let dir = node.dir();
-    // Whatever snapshot exists (one written at start-up, say) goes.
-    for (_, p) in snap_files(&dir) {
-        std::fs::remove_file(p).unwrap();
+    for saves in [0, 1] {
+        let Some(mut node) = Node::start("nosnap", LOG_ONLY) else { return };
+        let model = three_phases(&node, saves);
+        node.kill();
+        let dir = node.dir();
+        let files = listing(&dir);
+        assert_eq!(snap_files(&dir).len(), saves, "snapshots after {saves} SAVEs: {files}");
+        for (_, p) in snap_files(&dir) {
+            std::fs::remove_file(p).unwrap();
+        }
+        node.boot();
+        let mut c = node.text();
+        assert_model(&mut c, &model, &format!("{saves} SAVEs, snapshots deleted; files before: {files}"));
+        assert_writes_after_recovery_survive(&mut node, "after");
+        node.stop();
     }
-    node.boot();
-    let mut c = node.text();
-    assert_model(&mut c, &model, &format!("log only; files {}", listing(&dir)));
-    node.stop();
+}
 
-    // The same after a SAVE, when the log before it is still on disk
-    // (what a fallback to log-only needs); noted, not asserted, when the
-    // server removed that log.
-    let Some(mut node) = Node::start("nosnap2", LOG_ONLY) else { return };
-    let first_log = log_files(&node.dir()).first().map(|(s, _)| *s);
-    let model = three_phases(&node, true);
+/// Both snapshots deleted after two SAVEs: the log before the older one's
+/// cut is gone (retired by design), so the data cannot all come back; the
+/// server still starts, warns and serves.
+#[test]
+fn all_snapshots_deleted_still_starts() {
+    let Some(mut node) = Node::start("nosnaps", LOG_ONLY) else { return };
+    let _ = three_phases(&node, 2);
     node.kill();
     let dir = node.dir();
-    let logs = log_files(&dir);
-    let covered = first_log.is_some() && logs.first().map(|(s, _)| *s) == first_log;
-    let files = listing(&dir);
     for (_, p) in snap_files(&dir) {
         std::fs::remove_file(p).unwrap();
     }
     node.boot();
     let mut c = node.text();
-    assert_eq!(c.call("version\r\n").split(' ').next(), Some("VERSION"), "serves after losing its snapshots");
-    if covered {
-        assert_model(&mut c, &model, &format!("snapshots deleted, log from the start kept; files {files}"));
-    } else {
-        eprintln!("note: the log before the snapshots was removed (files {files}): log-only recovery not checked");
-    }
+    assert!(c.call("version\r\n").starts_with("VERSION "), "serves after losing its snapshots");
+    eprintln!("stderr without snapshots:\n{}", node.stderr());
+    assert!(!node.stderr().trim().is_empty(), "no warning about the records missing before the log");
+    assert_writes_after_recovery_survive(&mut node, "after");
+    node.stop();
+}
+
+/// A corrupt record in a log segment that lies wholly before the newest
+/// (sound) snapshot's cut (kept only for a fallback to the older
+/// snapshot) is not needed: the newest snapshot plus the log after its cut
+/// still hold everything, and nothing acknowledged may be lost.
+///
+/// SERVER BUG (found by this test, at 8af6596): recovery loads the newest
+/// snapshot, then reads every segment in order, skipping records before
+/// the cut but still checking them; the damaged old segment sets `broken`
+/// and the segment after the cut, with every write since the last SAVE,
+/// is set aside as `.discarded`: 85 acknowledged changes lost although
+/// every file they need is sound. Deterministic; left failing for the
+/// lead to decide.
+#[test]
+fn corrupt_log_before_the_newest_snapshot_costs_nothing() {
+    let Some(mut node) = Node::start("oldseg", LOG_ONLY) else { return };
+    let model = three_phases(&node, 2);
+    node.kill();
+    let dir = node.dir();
+    let snaps = snap_files(&dir);
+    assert_eq!(snaps.len(), 2, "two SAVEs: {}", listing(&dir));
+    let newest_cut = snaps[1].0;
+    let (seq, old) = log_files(&dir)
+        .into_iter()
+        .find(|(seq, _)| *seq < newest_cut)
+        .unwrap_or_else(|| panic!("no log segment before the newest cut {newest_cut}: {}", listing(&dir)));
+    let mut bytes = std::fs::read(&old).unwrap();
+    let (recs, _) = records(&bytes, LOG_HEADER_BYTES);
+    assert!(seq + recs.len() as u64 <= newest_cut, "segment {seq} ends before the cut {newest_cut}");
+    let mid = &recs[recs.len() / 2];
+    bytes[mid.offset + RECORD_HEADER_BYTES + mid.body.len() / 2] ^= 0x04;
+    std::fs::write(&old, &bytes).unwrap();
+    let files = listing(&dir);
+    node.boot();
+    let mut c = node.text();
+    let why = format!("corrupt record in {}; files {files}; stderr:\n{}", old.display(), node.stderr());
+    assert_model(&mut c, &model, &why);
     node.stop();
 }
 
