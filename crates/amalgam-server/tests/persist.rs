@@ -16,6 +16,24 @@
 //!
 //! A failing test keeps its directory (data, stderr of every start) and
 //! prints where it is.
+//!
+//! What is here:
+//! * the crash harness ([`crash_harness`]): writers over memcached's text
+//!   protocol (pipelined), RESP (pipelined) and the `memcache` crate set,
+//!   overwrite, delete and incr while recording what was acknowledged;
+//!   SIGKILL at a random moment; restart; every key must be in a state its
+//!   history allows. With `--fsync always` (50 rounds), `everysec`, `no`,
+//!   and a larger store whose kills land inside snapshots;
+//! * damaged files: a torn or corrupt log tail, a corrupt record in the
+//!   middle, a corrupt record in a segment older than the newest snapshot,
+//!   empty log and snapshot files, a corrupt (flipped, truncated, bad
+//!   magic) newest snapshot, deleted snapshots;
+//! * expiry, flush_all (immediate, delayed, around snapshots), CAS
+//!   uniques, binary and large values, RESP SAVE / BGSAVE / LASTSAVE.
+//!
+//! Two tests fail at 8af6596 on purpose, each showing a server bug (see
+//! their notes): `corrupt_log_before_the_newest_snapshot_costs_nothing`
+//! and `delayed_flush_all_scheduled_before_a_snapshot_survives_a_restart`.
 
 mod common;
 
@@ -758,7 +776,7 @@ impl Writer {
         let mut rep = RoundReport::default();
         // connect_timeout bounds the pool's wait for a connection once the
         // server is gone (r2d2 retries until it).
-        let url = format!("memcache://{addr}?protocol=ascii&timeout=5&connect_timeout=0.5");
+        let url = format!("memcache://{addr}?protocol=ascii&timeout=5&connect_timeout=1");
         let client = match memcache::Client::connect(url.as_str()) {
             Ok(c) => c,
             Err(e) => {
@@ -1117,6 +1135,12 @@ fn assert_model(c: &mut Text, model: &HashMap<String, Option<Vec<u8>>>, why: &st
     assert!(bad.is_empty(), "{why}: {} keys wrong: {bad:?}", bad.len());
 }
 
+/// True if a server's stderr carries a warning (recovery prints
+/// "amalgam: recovery: warning: …" for each damaged file).
+fn warned(stderr: &str) -> bool {
+    stderr.to_ascii_lowercase().contains("warning")
+}
+
 /// After recovery from damage, new writes are durable too: the server
 /// must not append them behind the damaged bytes (where the next recovery
 /// would stop before them).
@@ -1176,7 +1200,7 @@ fn damaged_log_tail_is_cut_at_the_last_good_record() {
         assert_eq!(c.get("k99"), None, "{damage:?}: the damaged record's key");
         let err = node.stderr();
         eprintln!("{damage:?}: stderr of the recovery:\n{err}");
-        assert!(!err.trim().is_empty(), "{damage:?}: no warning on stderr about the damaged log tail");
+        assert!(warned(&err), "{damage:?}: no warning on stderr about the damaged log tail");
         assert_writes_after_recovery_survive(&mut node, "after");
         let mut c = node.text();
         assert_keys(&mut c, "k", 0..99, &format!("{damage:?}: records before the damage, after a second recovery"));
@@ -1203,6 +1227,7 @@ fn corrupt_record_in_the_middle_of_the_log_keeps_the_records_before() {
     let mut c = node.text();
     assert_keys(&mut c, "k", 0..50, "records before the corrupt one");
     eprintln!("stderr of the recovery:\n{}", node.stderr());
+    assert!(warned(&node.stderr()), "no warning on stderr about the corrupt record");
     assert_writes_after_recovery_survive(&mut node, "after");
     let mut c = node.text();
     assert_keys(&mut c, "k", 0..50, "records before the corrupt one, after a second recovery");
@@ -1367,7 +1392,7 @@ fn corrupt_newest_snapshot_falls_back_to_the_previous_one() {
         let why = format!("{damage:?} newest snapshot; files {files}; stderr:\n{}", node.stderr());
         assert_model(&mut c, &model, &why);
         eprintln!("{damage:?}: stderr of the recovery:\n{}", node.stderr());
-        assert!(!node.stderr().trim().is_empty(), "{damage:?}: no warning on stderr about the corrupt snapshot");
+        assert!(warned(&node.stderr()), "{damage:?}: no warning on stderr about the corrupt snapshot");
         assert_writes_after_recovery_survive(&mut node, "after");
         let mut c = node.text();
         assert_model(&mut c, &model, &format!("{damage:?}: after a second recovery"));
@@ -1416,7 +1441,7 @@ fn all_snapshots_deleted_still_starts() {
     let mut c = node.text();
     assert!(c.call("version\r\n").starts_with("VERSION "), "serves after losing its snapshots");
     eprintln!("stderr without snapshots:\n{}", node.stderr());
-    assert!(!node.stderr().trim().is_empty(), "no warning about the records missing before the log");
+    assert!(warned(&node.stderr()), "no warning about the records missing before the log");
     assert_writes_after_recovery_survive(&mut node, "after");
     node.stop();
 }
@@ -1476,8 +1501,9 @@ fn expired_items_are_not_restored() {
     assert_eq!(c.call("touch touched 2\r\n"), "TOUCHED");
     drop(c);
     node.kill();
-    // exptime 2 ends within 2 s (seconds granularity); wait past it.
-    let wait = Duration::from_millis(3500).saturating_sub(t_set.elapsed());
+    // exptime 2 ends within 2 s, 3 s with the clock's whole seconds; wait
+    // past that.
+    let wait = Duration::from_millis(4000).saturating_sub(t_set.elapsed());
     std::thread::sleep(wait);
     node.boot();
     let mut c = node.text();
