@@ -31,9 +31,8 @@
 //! * expiry, flush_all (immediate, delayed, around snapshots), CAS
 //!   uniques, binary and large values, RESP SAVE / BGSAVE / LASTSAVE.
 //!
-//! Two tests fail at 8af6596 on purpose, each showing a server bug (see
-//! their notes): `corrupt_log_before_the_newest_snapshot_costs_nothing`
-//! and `delayed_flush_all_scheduled_before_a_snapshot_survives_a_restart`.
+//! One test fails on purpose (at b37c64e), showing a server bug (see its
+//! notes): `corrupt_log_before_the_newest_snapshot_costs_nothing`.
 
 mod common;
 
@@ -1451,13 +1450,13 @@ fn all_snapshots_deleted_still_starts() {
 /// snapshot) is not needed: the newest snapshot plus the log after its cut
 /// still hold everything, and nothing acknowledged may be lost.
 ///
-/// SERVER BUG (found by this test, at 8af6596): recovery loads the newest
-/// snapshot, then reads every segment in order, skipping records before
-/// the cut but still checking them; the damaged old segment sets `broken`
-/// and the segment after the cut, with every write since the last SAVE,
-/// is set aside as `.discarded`: 85 acknowledged changes lost although
-/// every file they need is sound. Deterministic; left failing for the
-/// lead to decide.
+/// SERVER BUG (found by this test at 8af6596, still there at b37c64e):
+/// recovery loads the newest snapshot, then reads every segment in order,
+/// skipping records before the cut but still checking them; the damaged
+/// old segment sets `broken`, and the segment after the cut, holding every
+/// write since the last SAVE, is set aside as `.discarded`: 85
+/// acknowledged changes lost although every file they need is sound.
+/// Deterministic; left failing for the lead to decide.
 #[test]
 fn corrupt_log_before_the_newest_snapshot_costs_nothing() {
     let Some(mut node) = Node::start("oldseg", LOG_ONLY) else { return };
@@ -1636,10 +1635,9 @@ fn binary_large_values_and_longest_keys_survive() {
 /// replay skips it), and the snapshot holds only items. Both ways: the
 /// time passes while the server is down, or after it is back up.
 ///
-/// SERVER BUG (found by this test, at 8af6596): both ways the keys stay
-/// forever. Recovery learns of a pending delayed flush only from a
-/// FLUSH_AT record it replays, and the snapshot format has no place for
-/// one. Deterministic; left failing for the lead to decide.
+/// (At 8af6596 both ways the keys stayed forever: recovery learned of a
+/// pending delayed flush only from a FLUSH_AT record it replayed; fixed in
+/// 48549cc, where each snapshot's cut journals the flush state.)
 #[test]
 fn delayed_flush_all_scheduled_before_a_snapshot_survives_a_restart() {
     let mut failures = Vec::new();
