@@ -360,6 +360,37 @@ impl Node {
         }
     }
 
+    /// Starts the server on the directory and SIGKILLs it `after` later,
+    /// serving or not: a crash during recovery (which truncates, sets
+    /// files aside and creates the next log segment).
+    fn start_and_kill_after(&mut self, after: Duration) {
+        assert!(self.server.is_none(), "start while running");
+        let (port, resp_port) = self.ports.expect("booted once");
+        let stderr = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.stderr_path(self.starts))
+            .expect("stderr file");
+        self.starts += 1;
+        let mut args: Vec<String> = ["-l", "127.0.0.1", "-U", "0", "-p", &port.to_string()].map(String::from).to_vec();
+        if let Some(rp) = resp_port {
+            args.extend(["--resp-port".to_string(), rp.to_string()]);
+        }
+        args.extend(["--dir".to_string(), self.dir().to_string_lossy().into_owned(), "-t".into(), "2".into()]);
+        args.extend(self.flags.iter().cloned());
+        let mut child = std::process::Command::new(binary())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn the server");
+        std::thread::sleep(after);
+        let _ = child.kill();
+        let _ = child.wait();
+        self.assert_no_panic();
+    }
+
     fn server(&self) -> &Server {
         self.server.as_ref().expect("server running")
     }
@@ -862,6 +893,17 @@ impl Writer {
     }
 }
 
+/// The seconds the server's start-up line says recovery took
+/// ("amalgam: recovered from …, in 0.012 s"); 0 if there is none.
+fn recovery_secs(stderr: &str) -> f64 {
+    stderr
+        .lines()
+        .filter(|l| l.contains("recovered from"))
+        .filter_map(|l| l.rsplit_once(", in ").and_then(|(_, t)| t.split(' ').next()?.parse().ok()))
+        .next_back()
+        .unwrap_or(0.0)
+}
+
 /// One crash-harness run.
 #[derive(Debug)]
 struct Harness {
@@ -881,9 +923,9 @@ struct Harness {
 /// The crash harness: `rounds` times, writers drive concurrent writes
 /// while recording what was acknowledged; the server is SIGKILLed after a
 /// random delay, started again on the same directory, and every key must
-/// be in a state its history allows (see [`KeyModel`]). Sometimes the
-/// restarted server is killed again at once, before any write (a crash
-/// during or right after recovery).
+/// be in a state its history allows (see [`KeyModel`]). Sometimes a start
+/// is killed while it recovers, and sometimes the restarted server is
+/// killed again as soon as it serves, before any write.
 fn crash_harness(h: Harness) {
     let Harness { name, flags, rounds, kill_delay_ms_max, expect_snapshots, preload } = h;
     let Some(mut node) = Node::start(name, flags) else { return };
@@ -896,7 +938,8 @@ fn crash_harness(h: Harness) {
     let mut writers: Vec<Writer> =
         WRITERS.iter().enumerate().map(|(id, &proto)| Writer::new(id, rng.next(), proto)).collect();
     let (mut sent, mut acked, mut in_flight_kept, mut double_kills) = (0u64, 0u64, 0u64, 0usize);
-    let mut kills_mid_snapshot = 0usize;
+    let (mut kills_mid_snapshot, mut startup_kills) = (0usize, 0usize);
+    let mut recovery_secs_max = 0f64;
     let mut snapshots_seen = std::collections::BTreeSet::new();
     let mut logs_max = 0;
     let t0 = Instant::now();
@@ -943,7 +986,14 @@ fn crash_harness(h: Harness) {
             .unwrap_or(false);
         kills_mid_snapshot += usize::from(snapshot_running);
         let files = listing(&node.dir());
+        if rng.percent(20) {
+            startup_kills += 1;
+            // About the longest recovery seen of each kind (debug build).
+            let max_ms = if preload > 0 { 700 } else { 150 };
+            node.start_and_kill_after(Duration::from_millis(rng.below(max_ms)));
+        }
         node.boot();
+        recovery_secs_max = recovery_secs_max.max(recovery_secs(&node.stderr()));
         if rng.percent(15) {
             double_kills += 1;
             node.kill();
@@ -972,7 +1022,8 @@ fn crash_harness(h: Harness) {
     let keys: usize = writers.iter().map(|w| w.keys.len()).sum();
     eprintln!(
         "{name}: {rounds} rounds ({double_kills} with a second kill right after restart, \
-         {kills_mid_snapshot} during a snapshot) in {:.1} s: \
+         {startup_kills} with one during start-up, {kills_mid_snapshot} during a snapshot; recovery took up to \
+         {recovery_secs_max:.3} s) in {:.1} s: \
          {sent} writes sent, {acked} acknowledged, all present; {in_flight_kept} unacknowledged ones survived; \
          {keys} keys; {} snapshots seen, at most {logs_max} log files; at the end: {}",
         t0.elapsed().as_secs_f64(),
