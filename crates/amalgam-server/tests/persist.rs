@@ -31,8 +31,10 @@
 //! * expiry, flush_all (immediate, delayed, around snapshots), CAS
 //!   uniques, binary and large values, RESP SAVE / BGSAVE / LASTSAVE.
 //!
-//! One test fails on purpose (at b37c64e), showing a server bug (see its
-//! notes): `corrupt_log_before_the_newest_snapshot_costs_nothing`.
+//! Two server bugs were found here (see the notes of
+//! `corrupt_log_before_the_newest_snapshot_costs_nothing` and
+//! `delayed_flush_all_scheduled_before_a_snapshot_survives_a_restart`);
+//! both are fixed.
 
 mod common;
 
@@ -1501,13 +1503,11 @@ fn all_snapshots_deleted_still_starts() {
 /// snapshot) is not needed: the newest snapshot plus the log after its cut
 /// still hold everything, and nothing acknowledged may be lost.
 ///
-/// SERVER BUG (found by this test at 8af6596, still there at b37c64e):
-/// recovery loads the newest snapshot, then reads every segment in order,
-/// skipping records before the cut but still checking them; the damaged
-/// old segment sets `broken`, and the segment after the cut, holding every
-/// write since the last SAVE, is set aside as `.discarded`: 85
-/// acknowledged changes lost although every file they need is sound.
-/// Deterministic; left failing for the lead to decide.
+/// (Found a bug at 8af6596, fixed in 22dee85: recovery read every segment
+/// in order, checking records before the cut too, so the damaged old
+/// segment set aside the one after the cut, with every write since the
+/// last SAVE: 85 acknowledged changes lost although every file they need
+/// was sound.)
 #[test]
 fn corrupt_log_before_the_newest_snapshot_costs_nothing() {
     let Some(mut node) = Node::start("oldseg", LOG_ONLY) else { return };
