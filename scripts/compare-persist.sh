@@ -75,7 +75,7 @@
 # client shares the machine with the servers: on few cores the numbers are
 # noisy, and absolute req/s are the client's as much as the server's.
 #
-# Servers take consecutive free ports from PORT_BASE (8 + 2 + 1 at most).
+# Servers take consecutive free ports from PORT_BASE (about 20 in all).
 # Defaults take about 10 minutes on 2 cores (+ the build); the fills,
 # snapshots and loads of sections 3-4 take longer on a busy machine.
 # Usage: [SECTIONS="throughput fsync snapshot recovery"] [DURATION=4]
