@@ -274,6 +274,31 @@ impl Store {
     /// assert_eq!(*keys.0.lock().unwrap(), vec![b"a".to_vec()]);
     /// ```
     pub fn snapshot(&self, sink: Arc<dyn SnapshotSink>, before_cut: impl FnOnce()) -> SnapshotStats {
+        self.snapshot_paced(sink, before_cut, &mut || ())
+    }
+
+    /// [`Store::snapshot`], calling `between_steps` after each step of
+    /// SNAPSHOT_STEP_BUCKETS buckets, unpinned and holding no lock: a
+    /// background snapshot sleeps there to bound its share of the CPU.
+    ///
+    /// ```
+    /// use amalgam_engine::{ItemRef, SnapshotSink, Store};
+    /// use std::sync::Arc;
+    /// struct Nothing;
+    /// impl SnapshotSink for Nothing {
+    ///     fn item(&self, _: ItemRef<'_>) {}
+    /// }
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let mut steps = 0;
+    /// store.snapshot_paced(Arc::new(Nothing), || (), &mut || steps += 1);
+    /// assert!(steps >= 1);
+    /// ```
+    pub fn snapshot_paced(
+        &self,
+        sink: Arc<dyn SnapshotSink>,
+        before_cut: impl FnOnce(),
+        between_steps: &mut dyn FnMut(),
+    ) -> SnapshotStats {
         let inner = &*self.inner;
         // Excludes expansion: the table stays the same until we are done.
         let _gate = inner.expand_gate.lock().unwrap_or_else(|e| e.into_inner());
@@ -310,6 +335,7 @@ impl Store {
             }
             drop(pin);
             i = end;
+            between_steps();
         }
         // The flush state, which no bucket holds (module notes). After the
         // cursor, so that a flusher stalled between its record and its

@@ -125,6 +125,8 @@ pub struct Persistence {
     /// One snapshot at a time.
     snapshot_lock: Mutex<()>,
     snapshot_running: AtomicBool,
+    /// A BGSAVE has been accepted and its thread not yet finished.
+    bgsave_claimed: AtomicBool,
     last_snapshot_unix: AtomicU64,
     last_snapshot_items: AtomicU64,
     last_snapshot_millis: AtomicU64,
@@ -156,6 +158,7 @@ impl Persistence {
             log,
             snapshot_lock: Mutex::new(()),
             snapshot_running: AtomicBool::new(false),
+            bgsave_claimed: AtomicBool::new(false),
             last_snapshot_unix: AtomicU64::new(0),
             last_snapshot_items: AtomicU64::new(0),
             last_snapshot_millis: AtomicU64::new(0),
@@ -218,9 +221,16 @@ impl Persistence {
     /// Writes a snapshot now (Redis's SAVE), waiting for one already
     /// running to finish first.
     pub fn snapshot(&self) -> std::io::Result<SnapshotReport> {
+        self.snapshot_paced(false)
+    }
+
+    /// A snapshot; `paced`: in the background, yielding the CPU between
+    /// steps (snapshot.rs, SNAPSHOT_CPU_PERCENT) so serving goes on at
+    /// nearly full speed; SAVE runs unpaced, as fast as it can.
+    fn snapshot_paced(&self, paced: bool) -> std::io::Result<SnapshotReport> {
         let _one = self.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.snapshot_running.store(true, Ordering::Release);
-        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log);
+        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, paced);
         self.snapshot_running.store(false, Ordering::Release);
         if let Ok(rep) = &r {
             self.last_snapshot_unix.store(unix_now(), Ordering::Relaxed);
@@ -234,18 +244,25 @@ impl Persistence {
     /// Starts a snapshot on a thread of its own (Redis's BGSAVE); false if
     /// one is running already.
     pub fn snapshot_in_background(self: &Arc<Self>) -> bool {
-        if self.snapshot_running.load(Ordering::Acquire) {
+        // Claimed here, before the thread starts, so a second BGSAVE right
+        // behind this one is refused (and INFO says one is in progress).
+        if self.bgsave_claimed.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_err()
+            || self.snapshot_running.load(Ordering::Acquire)
+        {
+            self.bgsave_claimed.store(false, Ordering::Release);
             return false;
         }
         let p = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("amalgam-bgsave".into())
-            .spawn(move || {
-                if let Err(e) = p.snapshot() {
-                    eprintln!("amalgam: snapshot failed: {e}");
-                }
-            })
-            .is_ok()
+        let started = std::thread::Builder::new().name("amalgam-bgsave".into()).spawn(move || {
+            if let Err(e) = p.snapshot_paced(true) {
+                eprintln!("amalgam: snapshot failed: {e}");
+            }
+            p.bgsave_claimed.store(false, Ordering::Release);
+        });
+        if started.is_err() {
+            self.bgsave_claimed.store(false, Ordering::Release);
+        }
+        started.is_ok()
     }
 
     /// Counters for `stats` / INFO.
@@ -254,10 +271,11 @@ impl Persistence {
             log_records: self.log.last_seq(),
             log_writes: self.log.writes.load(Ordering::Relaxed),
             log_fsyncs: self.log.fsyncs.load(Ordering::Relaxed),
-            changes_since_snapshot: self.log.appended_since_cut.load(Ordering::Relaxed),
+            changes_since_snapshot: self.log.changes_since_cut(),
             last_snapshot_unix: self.last_snapshot_unix.load(Ordering::Relaxed),
             snapshots: self.snapshots.load(Ordering::Relaxed),
-            snapshot_in_progress: self.snapshot_running.load(Ordering::Relaxed),
+            snapshot_in_progress: self.snapshot_running.load(Ordering::Relaxed)
+                || self.bgsave_claimed.load(Ordering::Relaxed),
             last_snapshot_items: self.last_snapshot_items.load(Ordering::Relaxed),
             last_snapshot_secs: self.last_snapshot_millis.load(Ordering::Relaxed) as f64 / 1000.0,
         }
@@ -296,12 +314,12 @@ impl Persistence {
         let mut last = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
             std::thread::park_timeout(TICK);
-            let changes = self.log.appended_since_cut.load(Ordering::Relaxed);
+            let changes = self.log.changes_since_cut();
             let by_count = self.cfg.snapshot_after_writes.is_some_and(|n| changes >= n);
             let by_time = self.cfg.snapshot_every.is_some_and(|d| last.elapsed() >= d) && changes > 0;
             if by_count || by_time {
                 last = Instant::now();
-                if let Err(e) = self.snapshot() {
+                if let Err(e) = self.snapshot_paced(true) {
                     eprintln!("amalgam: snapshot failed: {e}");
                 }
             }

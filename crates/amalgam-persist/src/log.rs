@@ -105,8 +105,10 @@ pub struct Log {
     /// Records up to here are written / durable (mirrors for fast checks).
     written: AtomicU64,
     durable: AtomicU64,
-    /// Appends since the last snapshot's cut (its trigger).
-    pub(crate) appended_since_cut: AtomicU64,
+    /// The last sequence number before the last snapshot's cut (changes
+    /// since = last_seq - this: the snapshot trigger). Kept out of the
+    /// append path, which then touches one shared line (the buffer's).
+    cut_seq: AtomicU64,
     /// Set after an I/O error, cleared by the next success.
     failing: AtomicBool,
     /// Counters for INFO / stats.
@@ -160,7 +162,7 @@ impl Log {
             }),
             written: AtomicU64::new(last),
             durable: AtomicU64::new(last),
-            appended_since_cut: AtomicU64::new(0),
+            cut_seq: AtomicU64::new(last),
             failing: AtomicBool::new(false),
             fsyncs: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -180,7 +182,6 @@ impl Log {
             b.last_seq += 1;
             b.last_seq
         };
-        self.appended_since_cut.fetch_add(1, Ordering::Relaxed);
         LAST_APPENDED.with(|c| c.set(seq));
     }
 
@@ -289,8 +290,13 @@ impl Log {
         io.file = Arc::new(file);
         io.len = format::LOG_HEADER_BYTES as u64;
         self.durable.fetch_max(io.written_seq, Ordering::AcqRel);
-        self.appended_since_cut.store(0, Ordering::Relaxed);
+        self.cut_seq.store(io.written_seq, Ordering::Relaxed);
         Ok(next)
+    }
+
+    /// Changes appended since the last snapshot's cut.
+    pub fn changes_since_cut(&self) -> u64 {
+        self.last_seq().saturating_sub(self.cut_seq.load(Ordering::Relaxed))
     }
 
     /// The last sequence number appended by any thread.
