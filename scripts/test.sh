@@ -113,7 +113,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "cargo test (workspace: unit, integration, doc tests)"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 
-step "loom models of the bucket protocol and the expansion hand-off"
+step "loom models of the bucket protocol, the expansion hand-off and epoch reclamation"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p amalgam-engine --release --test loom 2>&1 | tee -a "$log" || status=1
 

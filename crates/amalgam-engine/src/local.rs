@@ -38,11 +38,17 @@
 
 use crate::pool::{Block, LocalPool, SharedPool};
 use crate::segment::OpenSegments;
+// The epoch words and fences come from `sync.rs`: std's in normal builds,
+// loom's under `cfg(loom)`, so the loom models explore the real protocol.
+use crate::sync::{fence, AtomicU64, Ordering};
 use crate::table::Table;
 use crossbeam_utils::CachePadded;
+#[cfg(loom)]
+use loom_locals::ThreadLocal;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::AtomicI64;
+#[cfg(not(loom))]
 use thread_local::ThreadLocal;
 
 /// Retired objects per bag before it is sealed (crossbeam-epoch uses 64).
@@ -64,6 +70,10 @@ pub(crate) enum Garbage {
     Segment(u32),
     /// A finished snapshot's state (writers may still hold its pointer).
     Snapshot(crate::journal::SnapBox),
+    /// loom models only: what "freeing" means for a model's block (the
+    /// model poisons it), run exactly where the collector frees garbage.
+    #[cfg(loom)]
+    Loom(Box<dyn FnOnce() + Send>),
 }
 
 pub(crate) struct Bag {
@@ -152,6 +162,8 @@ impl Local {
                 // The segment mapping is unmapped with the store.
                 Garbage::Segment(_) => {}
                 Garbage::Snapshot(s) => drop(s),
+                #[cfg(loom)]
+                Garbage::Loom(f) => drop(f),
             }
         }
     }
@@ -166,8 +178,10 @@ pub(crate) struct Epochs {
     id: u64,
 }
 
-/// Source of [`Epochs::id`]; 0 is never handed out.
-static EPOCHS_IDS: AtomicU64 = AtomicU64::new(1);
+/// Source of [`Epochs::id`]; 0 is never handed out. Always std's: a
+/// process-wide counter, not part of the protocol (and loom's atomics
+/// cannot be statics).
+static EPOCHS_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -201,7 +215,7 @@ impl Epochs {
             self.local_slow(shared)
         }
         #[cfg(loom)]
-        self.locals.get_or(|| Local::new(shared))
+        self.locals.get_or(self.id, || Local::new(shared))
     }
 
     /// The first use on this thread, or a switch between stores: out of
@@ -240,10 +254,14 @@ impl Epochs {
         // pinned section (pairs with the fences in `seal` and
         // `try_advance`). On x86-64 a SeqCst swap (one `xchg`, a full
         // barrier) is cheaper than store + `mfence`; crossbeam-epoch makes
-        // the same choice.
-        #[cfg(target_arch = "x86_64")]
+        // the same choice. Not under loom: loom checks the language's
+        // memory model, where a SeqCst RMW is no fence for the loads after
+        // it (that `xchg` is one is a hardware fact; crossbeam-epoch also
+        // takes the fence path under Miri), and loom models SeqCst
+        // accesses as AcqRel, so it would flag the swap.
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
         local.mark.swap((e << 1) | ACTIVE, Ordering::SeqCst);
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(any(not(target_arch = "x86_64"), loom))]
         {
             local.mark.store((e << 1) | ACTIVE, Ordering::Relaxed);
             fence(Ordering::SeqCst);
@@ -327,6 +345,8 @@ impl Epochs {
                     Garbage::Table(t) => drop(t),
                     Garbage::Segment(id) => shared.segments.as_ref().expect("segments exist in cache mode").release(id),
                     Garbage::Snapshot(s) => drop(s),
+                    #[cfg(loom)]
+                    Garbage::Loom(free) => free(),
                 }
             }
         }
@@ -348,5 +368,81 @@ impl Epochs {
             }
         }
         owned.sealed.is_empty()
+    }
+}
+
+/// The registry of Locals under loom. The `thread_local` crate keys its
+/// entries by OS thread, and loom runs every model thread as a coroutine
+/// on one OS thread, so under loom all threads would share one Local (and
+/// its entry's `present` flag, a std atomic, would be invisible to loom).
+/// This stand-in gives each loom thread its own Local and publishes it
+/// the way the crate does (a release store that `iter`'s acquire load
+/// pairs with), with loom's atomics, so the model explores a thread's
+/// first pin racing an advance. Normal builds never compile it.
+#[cfg(loom)]
+mod loom_locals {
+    use super::Local;
+    use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
+    use std::cell::RefCell;
+
+    /// Threads one model may register (loom allows 5 per model; the
+    /// models use 2); `get_or` panics beyond it.
+    const ENTRIES: usize = 4;
+
+    loom::thread_local! {
+        /// This loom thread's Locals, by `Epochs::id` (only the owner
+        /// reads it, so it carries nothing between threads).
+        static MINE: RefCell<Vec<(u64, *const Local)>> = RefCell::new(Vec::new());
+    }
+
+    pub(crate) struct ThreadLocal<T> {
+        entries: [AtomicPtr<T>; ENTRIES],
+        next: AtomicUsize,
+    }
+
+    impl ThreadLocal<Local> {
+        pub(crate) fn new() -> Self {
+            ThreadLocal {
+                entries: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+                next: AtomicUsize::new(0),
+            }
+        }
+
+        pub(crate) fn get_or(&self, id: u64, create: impl FnOnce() -> Local) -> &Local {
+            if let Some(p) = MINE.with(|m| m.borrow().iter().find(|e| e.0 == id).map(|e| e.1)) {
+                // SAFETY: published below by this thread; entries live as
+                // long as `self`.
+                return unsafe { &*p };
+            }
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            assert!(i < ENTRIES, "more threads than the loom registry holds");
+            let p = Box::into_raw(Box::new(create()));
+            self.entries[i].store(p, Ordering::Release);
+            MINE.with(|m| m.borrow_mut().push((id, p)));
+            // SAFETY: as above.
+            unsafe { &*p }
+        }
+
+        pub(crate) fn iter(&self) -> impl Iterator<Item = &Local> {
+            // SAFETY: a non-null entry is a published, never freed Box.
+            self.entries.iter().filter_map(|e| unsafe { e.load(Ordering::Acquire).as_ref() })
+        }
+
+        pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Local> {
+            // SAFETY: as above; `&mut self` excludes every other user.
+            self.entries.iter_mut().filter_map(|e| unsafe { e.with_mut(|p| (*p).as_mut()) })
+        }
+    }
+
+    impl<T> Drop for ThreadLocal<T> {
+        fn drop(&mut self) {
+            for e in &mut self.entries {
+                let p = e.with_mut(|p| *p);
+                if !p.is_null() {
+                    // SAFETY: made by Box::into_raw in `get_or`, dropped once.
+                    drop(unsafe { Box::from_raw(p) });
+                }
+            }
+        }
     }
 }

@@ -9,11 +9,18 @@
 //! 2. the expansion hand-off (Mercury §3): the expand thread publishes the
 //!    successor and migrates the bucket while a writer updates a key and a
 //!    reader looks it up; the update is never lost and the reader never
-//!    misses.
+//!    misses;
+//! 3. reclamation against optimistic readers (issue 4, "no reader ever
+//!    sees reused memory"): the segment reclaimer's copy-and-swap of an
+//!    item, then the real epoch code (`local.rs`) deciding when the old
+//!    block may be reused, while a pinned reader probes and reads it; and
+//!    two broken variants that loom must reject (no grace period, and a
+//!    reader that does not pin).
 #![cfg(loom)]
 
-use amalgam_engine::loom_api::{leak_item, split_hash, value_of, Probe, Table};
+use amalgam_engine::loom_api::{copy_item, encode_item, leak_item, split_hash, value_of, Epochs, Probe, Table};
 use loom::thread;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The model's hash: the key's first byte picks the bucket bits, tag 7.
@@ -124,4 +131,262 @@ fn expansion_hand_off() {
 /// The key of a leaked item, for the rehash callback.
 fn value_key(p: *const u8) -> Vec<u8> {
     amalgam_engine::loom_api::key_of(p)
+}
+
+// ---------------------------------------------------------------------
+// 3. Reclamation: the epoch grace period protects optimistic readers.
+//
+// The model runs the real `Table::probe`/`lock_routed`/`replace` and the
+// real `Epochs` (pin, unpin, retire, seal, try_advance, collect) with
+// loom's atomics; only the Local registry is a loom stand-in (local.rs,
+// `loom_locals`). What it does and does not pin down, checked by breaking
+// local.rs by hand (each break below makes the positive model fail with a
+// "Causality violation" in well under a second):
+// * caught: freeing one epoch behind (`bag.epoch + 1 <= g`); a Relaxed
+//   mark store in `unpin`; no Acquire fence in `try_advance`; no SeqCst
+//   fence after the mark store in `pin`.
+// * not caught: dropping the SeqCst fence in `seal`, or the one in
+//   `try_advance` (but not both): here one thread retires and advances,
+//   so each fence stands in for the other. A model with a separate
+//   advancing thread would be needed to check each alone.
+// * the x86-64 `swap` form of the pin is not checked: loom models SeqCst
+//   RMWs as AcqRel, so it would report it (it does, if enabled); under
+//   loom `pin` takes the portable store + fence path (local.rs).
+
+/// Room for the model's item (`"a"` -> `"v"`).
+const ITEM_BYTES: usize = 32;
+/// `Block::word` of the item the table starts with.
+const OLD: u64 = 1;
+/// `Block::word` of the reclaimer's copy.
+const NEW: u64 = 2;
+/// What "reuse" writes into a freed block (both into `word` and over the
+/// item's value bytes).
+const POISON: u64 = 0xdead_dead_dead_dead;
+const POISON_BYTE: u8 = 0xde;
+
+/// A block of item memory the model can reuse: the real item bytes the
+/// table's slot points at (offset 0), then a word loom watches. `word` is
+/// a loom cell: loom checks every pair of accesses to it from different
+/// threads for a happens-before order and panics ("Causality violation")
+/// on a pair with none, so a reader's access that races with the reuse is
+/// caught whichever of the two runs first, not only when the reader
+/// happens to read after the poison.
+#[repr(C, align(8))]
+struct Block {
+    item: [u8; ITEM_BYTES],
+    word: loom::cell::UnsafeCell<u64>,
+}
+
+impl Block {
+    /// A block holding `item`, leaked (freed at the end of the model).
+    fn leak(item: &[u8], word: u64) -> *mut Block {
+        let mut bytes = [0u8; ITEM_BYTES];
+        bytes[..item.len()].copy_from_slice(item);
+        Box::into_raw(Box::new(Block { item: bytes, word: loom::cell::UnsafeCell::new(word) }))
+    }
+}
+
+/// The model's item pointer: the block itself (its item is at offset 0).
+fn item_ptr(b: *mut Block) -> *const u8 {
+    b as *const u8
+}
+
+/// What reusing a freed block does: overwrite the value and the word.
+///
+/// # Safety
+/// `b` is a leaked Block holding the model's item.
+unsafe fn poison(b: *mut Block, item_len: usize, value_len: usize) {
+    // SAFETY: forwarded from the caller; loom checks the word's access.
+    unsafe {
+        let item = std::ptr::addr_of_mut!((*b).item) as *mut u8;
+        std::ptr::write_bytes(item.add(item_len - value_len), POISON_BYTE, value_len);
+        (*b).word.with_mut(|w| *w = POISON);
+    }
+}
+
+/// How the model's reclaimer and reader behave.
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    /// The engine's protocol: the reader pins; the reclaimer retires the
+    /// old block and the real epoch code decides when it is reused.
+    Epochs,
+    /// BROKEN: the reclaimer reuses the block right after the unlink.
+    NoGracePeriod,
+    /// BROKEN: the reclaimer is right, but the reader does not pin, so the
+    /// epoch code has no mark telling it to wait.
+    UnpinnedReader,
+}
+
+/// Counts over all the executions of one model (std atomics: bookkeeping
+/// that loom does not see).
+#[derive(Default)]
+struct Outcomes {
+    executions: AtomicUsize,
+    /// The reader read the old item, which was not reused.
+    old_kept: AtomicUsize,
+    /// The reader read the old item, and the reclaimer reused that very
+    /// block in the same execution (loom found the reuse ordered after
+    /// the read: the dangerous case, handled).
+    old_reused: AtomicUsize,
+    /// The reader read the copy; the old block was not reused / was.
+    new_kept: AtomicUsize,
+    new_reused: AtomicUsize,
+}
+
+/// One execution: the reader (the model's main thread) probes key "a"
+/// through the real `Table::probe` and reads the item it found; the
+/// reclaimer (reclaim.rs's `reclaim_item` then `reclaim_segment`, in
+/// little) locks the bucket, swaps the slot to a copy of the item,
+/// unlocks, retires the old block and runs the real collector, which
+/// "frees" it by poisoning it.
+fn reclaim_model(variant: Variant, outcomes: &Arc<Outcomes>) {
+    let key = b"a";
+    let value = b"v";
+    let item = encode_item(key, value, 1);
+    assert!(item.len() <= ITEM_BYTES);
+    let (item_len, value_len) = (item.len(), value.len());
+    let h = hash_of(key);
+    let tag = split_hash(h).1;
+
+    let t = Arc::new(Table::new(0).unwrap());
+    let epochs = Arc::new(Epochs::default());
+    let old = Block::leak(&item, OLD);
+    t.lock_routed(h).insert(tag, item_ptr(old)).expect("room");
+    // Set when the old block is reused (std: outside the model).
+    let reused = Arc::new(AtomicBool::new(false));
+
+    let reclaimer = {
+        let (t, epochs, reused) = (Arc::clone(&t), Arc::clone(&epochs), Arc::clone(&reused));
+        let old = old as usize;
+        thread::spawn(move || {
+            // reclaim_item: pinned, lock the key's bucket, check the slot
+            // still points at this block, copy, swap the slot, unlock.
+            epochs.pin();
+            let new = Block::leak(&[0u8; ITEM_BYTES], NEW);
+            {
+                let mut guard = t.lock_routed(h);
+                let (slot, found) = guard.find(tag, key).expect("a is present");
+                assert_eq!(found as usize, old);
+                // SAFETY: found is the live old item (we hold its bucket
+                // lock); new is fresh and unpublished.
+                unsafe { copy_item(found, std::ptr::addr_of_mut!((*new).item) as *mut u8) };
+                guard.replace(slot, tag, item_ptr(new));
+            }
+            epochs.unpin();
+            // reclaim_segment: retire the block, then collect (as the
+            // expand thread's next retire or `Store::reclaim` would).
+            let reuse = move || {
+                reused.store(true, Ordering::Relaxed);
+                // SAFETY: old is the model's leaked Block.
+                unsafe { poison(old as *mut Block, item_len, value_len) };
+            };
+            if variant == Variant::NoGracePeriod {
+                reuse();
+            } else {
+                epochs.retire(reuse);
+                // Two advances free a bag stamped with the current epoch.
+                epochs.reclaim(2);
+            }
+        })
+    };
+
+    // The reader: an optimistic GET.
+    if variant != Variant::UnpinnedReader {
+        epochs.pin();
+    }
+    let p = match t.probe(t.index(h), tag, key) {
+        Probe::Hit(p) => p,
+        // The key is present throughout (one slot store swaps it), so a
+        // probe never misses or retries here.
+        other => panic!("a must be found, probe gave {}", probe_name(&other)),
+    };
+    let seen = value_of(p);
+    // The reader's last access to the block: if loom finds it ordered
+    // before the reuse, every earlier one (the probe's key compare, the
+    // value above) is too.
+    // SAFETY: p is a Block's item (offset 0); the epoch guard keeps it.
+    let word = unsafe { (*(p as *const Block)).word.with(|w| *w) };
+    assert!(seen == value && word != POISON, "reader saw reused memory: value {seen:?}, word {word:#x}");
+    if variant != Variant::UnpinnedReader {
+        epochs.unpin();
+    }
+
+    reclaimer.join().unwrap();
+    let o = outcomes;
+    let count = match (word, reused.load(Ordering::Relaxed)) {
+        (OLD, false) => &o.old_kept,
+        (OLD, true) => &o.old_reused,
+        (NEW, false) => &o.new_kept,
+        (NEW, true) => &o.new_reused,
+        (w, _) => panic!("unexpected word {w:#x}"),
+    };
+    count.fetch_add(1, Ordering::Relaxed);
+    o.executions.fetch_add(1, Ordering::Relaxed);
+    // Teardown: both blocks are unreachable now.
+    let new = match t.probe(t.index(h), tag, key) {
+        Probe::Hit(p) => p as *mut Block,
+        _ => panic!("a must be found"),
+    };
+    assert_ne!(new, old, "the slot holds the copy");
+    // SAFETY: both were made by Block::leak; no thread is left to read them
+    // (the epoch bag may still hold the reuse closure, which only holds
+    // the address and is dropped with `epochs` without running).
+    unsafe {
+        (*new).word.with(|w| assert_eq!(*w, NEW));
+        drop(Box::from_raw(new));
+        drop(Box::from_raw(old));
+    }
+}
+
+fn probe_name(p: &Probe) -> &'static str {
+    match p {
+        Probe::Hit(_) => "Hit",
+        Probe::Miss => "Miss",
+        Probe::Retry => "Retry",
+        Probe::Moved => "Moved",
+    }
+}
+
+fn run_reclaim_model(variant: Variant) -> Arc<Outcomes> {
+    let outcomes = Arc::new(Outcomes::default());
+    let o = Arc::clone(&outcomes);
+    loom::model(move || reclaim_model(variant, &o));
+    outcomes
+}
+
+#[test]
+fn reclaimed_item_is_reused_only_after_readers_unpin() {
+    let o = run_reclaim_model(Variant::Epochs);
+    let n = |c: &AtomicUsize| c.load(Ordering::Relaxed);
+    eprintln!(
+        "epoch reclamation model: {} executions; the reader read the old item in {} ({} of them with \
+         the old block reused afterwards), the copy in {} ({} with the old block reused)",
+        n(&o.executions),
+        n(&o.old_kept) + n(&o.old_reused),
+        n(&o.old_reused),
+        n(&o.new_kept) + n(&o.new_reused),
+        n(&o.new_reused)
+    );
+    // Not vacuous: every combination of the reader's outcome and the
+    // reuse happened, including a reader of the old item whose block is
+    // reused in the same execution.
+    for c in [&o.old_kept, &o.old_reused, &o.new_kept, &o.new_reused] {
+        assert!(n(c) > 0);
+    }
+}
+
+/// The negative check: reusing the block as soon as it is unlinked lets a
+/// reader that found the old pointer read reused memory; loom must see it.
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn reuse_without_grace_period_is_caught() {
+    run_reclaim_model(Variant::NoGracePeriod);
+}
+
+/// The second negative check: the grace period protects only pinned
+/// readers (the epoch code waits on marks, not on readers it cannot see).
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn unpinned_reader_is_caught() {
+    run_reclaim_model(Variant::UnpinnedReader);
 }
