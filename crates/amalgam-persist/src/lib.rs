@@ -133,6 +133,13 @@ pub struct Persistence {
     snapshots: AtomicU64,
     stop: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// `always`: the highest sequence number a worker waits for; the
+    /// committer thread syncs while it is above the durable one.
+    requested: Mutex<u64>,
+    request_cv: std::sync::Condvar,
+    /// Called after every commit of the committer thread (the workers'
+    /// event-loop wakers).
+    wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
     last_error_report: Mutex<Option<Instant>>,
 }
 
@@ -166,11 +173,18 @@ impl Persistence {
             stop: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
             last_error_report: Mutex::new(None),
+            requested: Mutex::new(0),
+            request_cv: std::sync::Condvar::new(),
+            wakers: Mutex::new(Vec::new()),
         });
         let mut threads = Vec::new();
         if p.cfg.fsync == Fsync::EverySec {
             let q = Arc::clone(&p);
             threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
+        }
+        if p.cfg.fsync == Fsync::Always {
+            let q = Arc::clone(&p);
+            threads.push(std::thread::Builder::new().name("amalgam-commit".into()).spawn(move || q.commit_loop())?);
         }
         if p.cfg.snapshot_every.is_some() || p.cfg.snapshot_after_writes.is_some() {
             let q = Arc::clone(&p);
@@ -190,6 +204,73 @@ impl Persistence {
     #[inline]
     pub fn needs_commit(&self) -> bool {
         self.log.needs_commit()
+    }
+
+    /// The last sequence number the calling thread journaled: replies it
+    /// composes from now on wait until [`Persistence::committed`] reaches
+    /// it.
+    #[inline]
+    pub fn last_appended_here() -> u64 {
+        Log::last_appended_here()
+    }
+
+    /// Records secured as the policy promises (durable under `always`,
+    /// written otherwise).
+    #[inline]
+    pub fn committed(&self) -> u64 {
+        self.log.committed()
+    }
+
+    /// True under `--fsync always`: workers hand commits to the committer
+    /// thread ([`Persistence::request_commit`]) and serve on while it
+    /// syncs, instead of calling [`Persistence::commit`].
+    pub fn asynchronous(&self) -> bool {
+        self.cfg.fsync == Fsync::Always
+    }
+
+    /// Registers a function the committer thread calls after each commit
+    /// (a worker's event-loop waker).
+    pub fn register_waker(&self, wake: Arc<dyn Fn() + Send + Sync>) {
+        self.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(wake);
+    }
+
+    /// `always`: asks the committer thread to make records up to `target`
+    /// durable; the registered wakers run when it has (group commit: one
+    /// fdatasync covers every request that arrived while the last ran, and
+    /// workers keep serving meanwhile).
+    pub fn request_commit(&self, target: u64) {
+        let mut r = self.requested.lock().unwrap_or_else(|e| e.into_inner());
+        if *r < target {
+            *r = target;
+            self.request_cv.notify_one();
+        }
+    }
+
+    /// The committer thread (`always`): waits for a request above the
+    /// durable position, syncs everything buffered, wakes the workers.
+    fn commit_loop(&self) {
+        while !self.stop.load(Ordering::Acquire) {
+            {
+                let mut r = self.requested.lock().unwrap_or_else(|e| e.into_inner());
+                while *r <= self.log.committed() && !self.stop.load(Ordering::Acquire) {
+                    r = self.request_cv.wait_timeout(r, TICK).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            }
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            if let Err(e) = self.log.commit_all() {
+                eprintln!(
+                    "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than \
+                     acknowledge writes that are not durable",
+                    self.cfg.dir.display()
+                );
+                std::process::exit(1);
+            }
+            for w in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                w();
+            }
+        }
     }
 
     /// Called by a worker after a batch of requests, before their replies
@@ -289,6 +370,7 @@ impl Persistence {
         for t in &threads {
             t.thread().unpark();
         }
+        self.request_cv.notify_all();
         for t in threads {
             let _ = t.join();
         }

@@ -190,6 +190,23 @@ impl Log {
         LAST_APPENDED.with(|c| c.get())
     }
 
+    /// Records secured as the policy promises: durable (`always`) or
+    /// written (`everysec`, `no`). A reply that follows a record with a
+    /// higher sequence number must wait.
+    #[inline]
+    pub fn committed(&self) -> u64 {
+        let done = if self.policy == Fsync::Always { &self.durable } else { &self.written };
+        done.load(Ordering::Acquire)
+    }
+
+    /// Secures everything appended so far (the committer thread's step).
+    pub fn commit_all(&self) -> std::io::Result<()> {
+        let target = self.last_seq();
+        let r = self.write_out(target, self.policy == Fsync::Always);
+        self.failing.store(r.is_err(), Ordering::Relaxed);
+        r
+    }
+
     /// True if the calling thread appended records not yet written
     /// (`no`, `everysec`) or not yet durable (`always`).
     #[inline]

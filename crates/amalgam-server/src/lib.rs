@@ -33,13 +33,18 @@
 //! per turn so no client can starve the others on its worker.
 //!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
-//! The engine journals each change under its bucket lock. A connection
-//! whose turn produced replies after its thread journaled something does
-//! not write them at once: it is parked until the worker has served every
-//! ready connection, then the worker commits the log once (write, and
-//! with `--fsync always` fdatasync) and sends all the parked replies. So
-//! a reply never acknowledges a write the policy has not secured, and
-//! one fsync covers a whole event-loop iteration of every worker.
+//! The engine journals each change under its bucket lock. Replies carry
+//! the log position they depend on (the worker thread's last journaled
+//! record when they were made, `Conn::commit_target`) and are not written
+//! before the log has secured it: the connection is parked until the
+//! worker has served every ready connection. Under `everysec` and `no`
+//! the worker then commits once (one write(2) for the iteration) and sends
+//! the parked replies. Under `always` it asks the committer thread for an
+//! fdatasync up to the highest target and serves on; the committer wakes
+//! the workers after each fsync, and the parked replies whose targets it
+//! covered go out. So a reply never acknowledges a write the policy has
+//! not secured, and one fsync covers everything every worker executed
+//! while the previous one ran.
 //!
 //! On the RESP port the same bounds hold, with Redis's limits and errors
 //! (`amalgam_protocol::resp`): a bulk string over `-I`, an array of more

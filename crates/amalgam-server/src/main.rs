@@ -54,11 +54,12 @@ fn run(args: Args) -> Result<(), String> {
     let mut joins = Vec::with_capacity(threads);
     for id in 0..threads {
         let (poll, handle, inbox) = worker_poll().map_err(|e| e.to_string())?;
+        let waker = handle.waker_clone();
         handles.push(handle);
         let shared = Arc::clone(&shared);
         let join = std::thread::Builder::new()
             .name(format!("amalgam-worker-{id}"))
-            .spawn(move || run_worker(&shared, id, poll, inbox))
+            .spawn(move || run_worker(&shared, id, poll, inbox, waker))
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         joins.push(join);
     }

@@ -176,6 +176,10 @@ struct Conn {
     /// The RESP session of a connection from the RESP listener; None for
     /// memcached's protocol.
     resp: Option<Box<crate::resp::Session>>,
+    /// With persistence: the log position the pending replies depend on
+    /// (the worker thread's last journaled record when they were made);
+    /// they are sent once the log has secured it (lib.rs § Persistence).
+    commit_target: u64,
 }
 
 /// What a turn left the connection in.
@@ -191,7 +195,7 @@ enum Turn {
 }
 
 /// A worker: an event loop over its connections.
-pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
+pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, waker: Arc<Waker>) {
     let stats = &shared.workers[id];
     let mut conns: Slab<Conn> = Slab::new();
     let mut events = Events::with_capacity(EVENTS_PER_POLL);
@@ -199,6 +203,15 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
     let limits = Limits { value_bytes_max: shared.args.max_item_size };
     let rbuf_max = read_buffer_bytes_max(shared.args.max_item_size);
     let resp_rbuf_max = resp_read_buffer_bytes_max(shared.args.max_item_size);
+    // `--fsync always`: connections whose replies wait for the committer
+    // thread; it wakes this loop after each fsync (lib.rs § Persistence).
+    let mut waiting: Vec<usize> = Vec::new();
+    if let Some(p) = shared.persist.as_ref().filter(|p| p.asynchronous()) {
+        let waker = waker.clone();
+        p.register_waker(Arc::new(move || {
+            let _ = waker.wake();
+        }));
+    }
     while !shared.shutdown.load(Ordering::Acquire) {
         let timeout = if again.is_empty() { None } else { Some(std::time::Duration::ZERO) };
         if let Err(e) = poll.poll(&mut events, timeout) {
@@ -209,6 +222,17 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
             break;
         }
         let mut ready: Vec<usize> = std::mem::take(&mut again);
+        if !waiting.is_empty() {
+            let committed = shared.persist.as_ref().map_or(u64::MAX, |p| p.committed());
+            waiting.retain(|&key| match conns.get(key) {
+                Some(c) if c.commit_target > committed => true,
+                Some(_) => {
+                    ready.push(key);
+                    false
+                }
+                None => false,
+            });
+        }
         for ev in events.iter() {
             if ev.token() == WAKER {
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
@@ -233,6 +257,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
                         drained: false,
                         hup: false,
                         resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
+                        commit_target: 0,
                     });
                     ready.push(token.0);
                 }
@@ -253,8 +278,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox) {
                 if parked.is_empty() {
                     break;
                 }
-                // One commit for every parked reply of this iteration.
+                // One commit for every parked reply of this iteration:
+                // here (write(2), no fsync), or by the committer thread
+                // while this loop serves on (`always`).
                 if let Some(p) = &shared.persist {
+                    if p.asynchronous() {
+                        let target = parked.iter().filter_map(|&k| conns.get(k)).map(|c| c.commit_target).max();
+                        p.request_commit(target.unwrap_or(0));
+                        waiting.append(&mut parked);
+                        waiting.sort_unstable();
+                        waiting.dedup();
+                        break;
+                    }
                     p.commit();
                 }
                 ready = std::mem::take(&mut parked);
@@ -286,7 +321,7 @@ impl Conn {
             if self.wpos < self.wbuf.len() {
                 // Replies may acknowledge writes this thread journaled: they
                 // leave only after the log has them (lib.rs § Persistence).
-                if shared.persist.as_ref().is_some_and(|p| p.needs_commit()) {
+                if shared.persist.as_ref().is_some_and(|p| p.committed() < self.commit_target) {
                     return Turn::Commit;
                 }
                 match self.sock.write(&self.wbuf[self.wpos..]) {
@@ -311,6 +346,9 @@ impl Conn {
             }
             self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
+                if shared.persist.is_some() {
+                    self.commit_target = amalgam_persist::Persistence::last_appended_here();
+                }
                 continue;
             }
             if self.close_after_write {
