@@ -1013,7 +1013,7 @@ impl Inner {
     /// expansion), gives `decide` the key's live item if any, and applies
     /// its decision. Expired or flushed items are treated as absent and
     /// reclaimed on the way.
-    fn mutate<R>(&self, key: &[u8], decide: impl FnOnce(&Local, Option<ItemRef<'_>>) -> Decision<R>) -> R {
+    fn mutate<R: IndexFull>(&self, key: &[u8], decide: impl FnOnce(&Local, Option<ItemRef<'_>>) -> Decision<R>) -> R {
         let pin = Pinned::new(self);
         let hash = self.hash(key);
         let tag = split_hash(hash).1;
@@ -1047,33 +1047,36 @@ impl Inner {
             }
             Decision::Put(block, r) => {
                 let new_bytes = old_bytes(block.ptr);
+                let replaced = match found {
+                    Some((slot, p)) => {
+                        guard.replace(slot, tag, block.ptr);
+                        Some(p)
+                    }
+                    None => {
+                        if guard.insert(tag, block.ptr).is_err() {
+                            // The block is ours to free (IndexFull).
+                            drop(guard);
+                            self.free_unpublished(local, block);
+                            return R::index_full();
+                        }
+                        self.note_insert(local, t);
+                        None
+                    }
+                };
+                // Published: journaled and counted (still under the lock,
+                // so one key's records keep its order).
                 if let Some(j) = self.journal.get() {
-                    // SAFETY: the block is a complete item, about to be
-                    // published under the lock we hold.
+                    // SAFETY: the block is the item just published under
+                    // the lock we hold; nothing can unlink it before we
+                    // release the lock.
                     j.record(Change::Put(unsafe { ItemRef::new(block.ptr) }));
                 }
                 if let Some(segs) = &self.shared.segments {
                     segs.add_live(block.ptr, block.bytes as i64);
                 }
-                match found {
-                    Some((slot, p)) => {
-                        guard.replace(slot, tag, block.ptr);
-                        local_add(&local.bytes, new_bytes);
-                        local_add(&local.items, 1);
-                        (r, Some(p))
-                    }
-                    None => {
-                        if guard.insert(tag, block.ptr).is_err() {
-                            drop(guard);
-                            self.free_unpublished(local, block);
-                            return decide_oom();
-                        }
-                        local_add(&local.bytes, new_bytes);
-                        local_add(&local.items, 1);
-                        self.note_insert(local, t);
-                        (r, None)
-                    }
-                }
+                local_add(&local.bytes, new_bytes);
+                local_add(&local.items, 1);
+                (r, replaced)
             }
             Decision::Remove(r) => match found {
                 Some((slot, p)) => {
@@ -1370,11 +1373,26 @@ const SMALL_BUDGET_SEGMENTS: usize = 64;
 /// per segment.
 const SMALL_BUDGET_SEGMENT_BYTES_MIN: usize = 16 << 10;
 
-fn decide_oom<R>() -> R {
-    // `mutate` is generic over R; its callers all return Result<_, Error>,
-    // and OOM from the index (overflow arena exhausted) is reported through
-    // this panic-free path only in theory: the arena holds 2^32 nodes.
-    panic!("overflow arena exhausted (2^32 overflow nodes)")
+/// What a write answers when its key's chain is at CHAIN_NODES_MAX or the
+/// overflow arena is exhausted: out of memory, never a panic (`mutate`
+/// frees the block it was handed, and nothing is journaled). Unreachable
+/// in practice (the load factor keeps chains at about one node, and 1024
+/// nodes hold 7168 items), but a snapshot holds expansion off, so a huge
+/// insert burst during a long snapshot is bounded by this, not by luck.
+trait IndexFull {
+    fn index_full() -> Self;
+}
+
+impl<T> IndexFull for Result<T, Error> {
+    fn index_full() -> Self {
+        Err(Error::OutOfMemory)
+    }
+}
+
+impl<T> IndexFull for Option<Result<T, Error>> {
+    fn index_full() -> Self {
+        Some(Err(Error::OutOfMemory))
+    }
 }
 
 /// Adds to a counter only the owner thread writes (no RMW needed).
@@ -1619,12 +1637,18 @@ impl Store {
         fill(block, at, &[value]);
         // Ok(true): published; Ok(false): the expiry is already past, so
         // the store removes any old item and publishes nothing.
+        // Once handed to `mutate` in a Put the block is its to publish or
+        // (index full) to free; otherwise it is still ours.
+        let mut handed = false;
         let r = inner.mutate(key, |_, old| match decide(old) {
             Ok(()) if inner.expired_now(expiry) => Decision::Remove(Ok(false)),
-            Ok(()) => Decision::Put(block, Ok(true)),
+            Ok(()) => {
+                handed = true;
+                Decision::Put(block, Ok(true))
+            }
             Err(e) => Decision::Keep(Err(e)),
         });
-        if r != Ok(true) {
+        if !handed {
             inner.free_unpublished(local, block);
         }
         r.map(|_| cas)

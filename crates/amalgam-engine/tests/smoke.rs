@@ -53,3 +53,42 @@ fn the_background_sweep_removes_expired_items_nobody_reads() {
         assert!(store.get(b"forever", |_| ()).is_some());
     }
 }
+
+/// A chain at its bound answers out of memory, never panics: a snapshot
+/// holds expansion off (journal.rs), so a one-bucket table takes every
+/// insert made while the snapshot waits between its steps.
+#[test]
+fn a_full_chain_refuses_writes_instead_of_panicking() {
+    use amalgam_engine::{ItemRef, SnapshotSink};
+    use std::sync::Arc;
+    struct Nothing;
+    impl SnapshotSink for Nothing {
+        fn item(&self, _: ItemRef<'_>) {}
+    }
+    let store = Store::new(Config { initial_buckets_log2: 0, ..Config::default() }).unwrap();
+    let mut refused_at = None;
+    store.snapshot_paced(Arc::new(Nothing), || (), &mut || {
+        if refused_at.is_some() {
+            return;
+        }
+        // Inside the snapshot: the expand thread cannot double the table.
+        for i in 0..20_000u32 {
+            match store.set(&i.to_le_bytes(), b"v", 0, Expiry::Never) {
+                Ok(_) => {}
+                Err(amalgam_engine::Error::OutOfMemory) => {
+                    refused_at = Some(i);
+                    break;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let n = refused_at.expect("a one-bucket table cannot hold 20,000 items in one chain");
+    assert!(n > 1000, "refused after only {n} items");
+    // Nothing half-done: every accepted item is there, the refused one not.
+    assert_eq!(store.len(), n as usize);
+    assert!(store.get(&n.to_le_bytes(), |_| ()).is_none());
+    // After the snapshot the table grows and writes succeed again.
+    assert!(store.wait_for_expansion(std::time::Duration::from_secs(30)));
+    store.set(&n.to_le_bytes(), b"v", 0, Expiry::Never).unwrap();
+}
