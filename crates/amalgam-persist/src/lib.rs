@@ -52,7 +52,7 @@ mod snapshot;
 
 pub use log::{Fsync, Log, EVERYSEC_PERIOD};
 pub use recover::Recovered;
-pub use snapshot::SnapshotReport;
+pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,6 +78,10 @@ pub struct Config {
     pub snapshot_every: Option<Duration>,
     /// `--snapshot-after-writes`: a snapshot after this many changes.
     pub snapshot_after_writes: Option<u64>,
+    /// `--snapshot-cpu-percent`: the share of one core a background
+    /// snapshot uses (1–100; 100 is unpaced). See
+    /// [`SNAPSHOT_CPU_PERCENT_DEFAULT`].
+    pub snapshot_cpu_percent: u32,
 }
 
 /// The journal the engine writes into.
@@ -306,12 +310,13 @@ impl Persistence {
     }
 
     /// A snapshot; `paced`: in the background, yielding the CPU between
-    /// steps (snapshot.rs, SNAPSHOT_CPU_PERCENT) so serving goes on at
+    /// steps (`Config::snapshot_cpu_percent`) so serving goes on at
     /// nearly full speed; SAVE runs unpaced, as fast as it can.
     fn snapshot_paced(&self, paced: bool) -> std::io::Result<SnapshotReport> {
         let _one = self.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.snapshot_running.store(true, Ordering::Release);
-        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, paced);
+        let pct = if paced { self.cfg.snapshot_cpu_percent } else { 100 };
+        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, pct);
         self.snapshot_running.store(false, Ordering::Release);
         if let Ok(rep) = &r {
             self.last_snapshot_unix.store(unix_now(), Ordering::Relaxed);

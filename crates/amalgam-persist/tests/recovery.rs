@@ -29,7 +29,13 @@ impl Drop for TempDir {
 }
 
 fn cfg(dir: &Path, fsync: Fsync) -> amalgam_persist::Config {
-    amalgam_persist::Config { dir: dir.to_path_buf(), fsync, snapshot_every: None, snapshot_after_writes: None }
+    amalgam_persist::Config {
+        dir: dir.to_path_buf(),
+        fsync,
+        snapshot_every: None,
+        snapshot_after_writes: None,
+        snapshot_cpu_percent: amalgam_persist::SNAPSHOT_CPU_PERCENT_DEFAULT,
+    }
 }
 
 fn open(dir: &Path, fsync: Fsync) -> (Arc<Store>, Arc<Persistence>, amalgam_persist::Recovered) {

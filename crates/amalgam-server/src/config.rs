@@ -93,6 +93,14 @@ pub struct Args {
     #[arg(long = "snapshot-after-writes", default_value_t = SNAPSHOT_AFTER_WRITES_DEFAULT)]
     pub snapshot_after_writes: u64,
 
+    /// With --dir: the share of one core (1-100 percent) a background
+    /// snapshot may use; it sleeps between steps to stay under it, so
+    /// serving goes on at nearly full speed. 100: as fast as it can. SAVE
+    /// always runs at full speed.
+    #[arg(long = "snapshot-cpu-percent", default_value_t = amalgam_persist::SNAPSHOT_CPU_PERCENT_DEFAULT,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub snapshot_cpu_percent: u32,
+
     /// Verbose logging to stderr; repeat for more (memcached's -v, -vv).
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -149,6 +157,7 @@ impl Args {
             fsync: self.fsync,
             snapshot_every: (self.snapshot_every > 0).then(|| std::time::Duration::from_secs(self.snapshot_every)),
             snapshot_after_writes: (self.snapshot_after_writes > 0).then_some(self.snapshot_after_writes),
+            snapshot_cpu_percent: self.snapshot_cpu_percent,
         })
     }
 
