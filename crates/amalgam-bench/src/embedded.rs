@@ -220,13 +220,16 @@ impl Keys {
     }
 }
 
-/// Resident bytes of this process (`/proc/self/statm`, field 2 × page size).
+/// Resident bytes of this process: `VmRSS` of `/proc/self/status` (the
+/// same counter as `/proc/self/statm`'s second field, already in kB, so no
+/// page size is needed).
 pub fn resident_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * page.max(4096) as u64
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Loads keys `0..keys.len()` on `threads` threads, then lets the map
