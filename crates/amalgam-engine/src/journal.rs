@@ -354,7 +354,7 @@ impl Store {
         // it so the sink is dropped before we return.
         // SAFETY: unpublished above; the Box was leaked by us.
         inner.epochs.retire(local, &inner.shared, Garbage::Snapshot(unsafe { Box::from_raw(state) }));
-        inner.wait_grace_public(local);
+        inner.wait_grace(local);
         stats
     }
 

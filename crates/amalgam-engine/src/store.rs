@@ -839,11 +839,6 @@ impl Inner {
         self.cas_counter.load(Ordering::Acquire)
     }
 
-    /// [`Inner::wait_grace`] for other modules.
-    pub(crate) fn wait_grace_public(&self, local: &Local) {
-        self.wait_grace(local);
-    }
-
     fn next_cas(&self, local: &Local) -> u64 {
         // A write after a delayed flush's time must not be flushed by it.
         self.flush_if_due();
@@ -956,7 +951,7 @@ impl Inner {
     /// Frees what this thread retired (its reclaimed segments), yielding
     /// while another thread's pin holds the grace period. Bounded by
     /// GRACE_WAIT_ROUNDS_MAX rounds. The caller is not pinned.
-    fn wait_grace(&self, local: &Local) {
+    pub(crate) fn wait_grace(&self, local: &Local) {
         for _ in 0..GRACE_WAIT_ROUNDS_MAX {
             if self.epochs.reclaim(local, &self.shared, 4) {
                 return;

@@ -630,7 +630,7 @@ pub struct SlotRef<'t> {
 }
 
 impl<'t> BucketGuard<'t> {
-    fn for_each_entry(&mut self, mut f: impl FnMut(u16, *const u8)) {
+    fn for_each_entry(&self, mut f: impl FnMut(u16, *const u8)) {
         let mut node = self.bucket;
         for _ in 0..=CHAIN_NODES_MAX {
             for s in &node.slots {
@@ -648,19 +648,7 @@ impl<'t> BucketGuard<'t> {
 
     /// Visits the chain's item pointers under the lock (snapshots).
     pub fn for_each_item(&self, mut f: impl FnMut(*const u8)) {
-        let mut node = self.bucket;
-        for _ in 0..=CHAIN_NODES_MAX {
-            for s in &node.slots {
-                let w = s.load(Ordering::Relaxed);
-                if w != 0 {
-                    f(slot_ptr(w));
-                }
-            }
-            match node.next.load(Ordering::Relaxed) {
-                0 => return,
-                n => node = self.table.overflow.node(n),
-            }
-        }
+        self.for_each_entry(|_, p| f(p));
     }
 
     /// The table this bucket belongs to.

@@ -264,12 +264,7 @@ impl Persistence {
                 break;
             }
             if let Err(e) = self.log.commit_all() {
-                eprintln!(
-                    "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than \
-                     acknowledge writes that are not durable",
-                    self.cfg.dir.display()
-                );
-                std::process::exit(1);
+                self.exit_not_durable(&e);
             }
             for w in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 w();
@@ -284,15 +279,21 @@ impl Persistence {
     pub fn commit(&self) {
         if let Err(e) = self.log.commit() {
             if self.cfg.fsync == Fsync::Always {
-                eprintln!(
-                    "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than \
-                     acknowledge writes that are not durable",
-                    self.cfg.dir.display()
-                );
-                std::process::exit(1);
+                self.exit_not_durable(&e);
             }
             self.report_error(&e);
         }
+    }
+
+    /// A log write failed under `always`: exit rather than acknowledge
+    /// writes that are not durable (crate notes, "Failure handling").
+    fn exit_not_durable(&self, e: &std::io::Error) -> ! {
+        eprintln!(
+            "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than acknowledge \
+             writes that are not durable",
+            self.cfg.dir.display()
+        );
+        std::process::exit(1);
     }
 
     fn report_error(&self, e: &std::io::Error) {

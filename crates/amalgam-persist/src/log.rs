@@ -201,18 +201,14 @@ impl Log {
 
     /// Secures everything appended so far (the committer thread's step).
     pub fn commit_all(&self) -> std::io::Result<()> {
-        let target = self.last_seq();
-        let r = self.write_out(target, self.policy == Fsync::Always);
-        self.failing.store(r.is_err(), Ordering::Relaxed);
-        r
+        self.write_out(self.last_seq())
     }
 
     /// True if the calling thread appended records not yet written
     /// (`no`, `everysec`) or not yet durable (`always`).
     #[inline]
     pub fn needs_commit(&self) -> bool {
-        let done = if self.policy == Fsync::Always { &self.durable } else { &self.written };
-        done.load(Ordering::Acquire) < Self::last_appended_here()
+        self.committed() < Self::last_appended_here()
     }
 
     /// Makes the calling thread's appends as safe as the policy promises
@@ -220,23 +216,20 @@ impl Log {
     /// (`always`). Cheap when there is nothing to do.
     pub fn commit(&self) -> std::io::Result<()> {
         let target = Self::last_appended_here();
-        let sync = self.policy == Fsync::Always;
-        let done = if sync { &self.durable } else { &self.written };
-        if done.load(Ordering::Acquire) >= target {
+        if self.committed() >= target {
             return Ok(());
         }
-        self.write_out(target, sync)
+        self.write_out(target)
     }
 
-    /// Writes (and with `sync`, fdatasyncs) everything buffered, unless
-    /// another thread's write already covered `target`.
-    fn write_out(&self, target: u64, sync: bool) -> std::io::Result<()> {
+    /// Writes (and under `always` fdatasyncs) everything buffered, unless
+    /// another thread's commit already covered `target`.
+    fn write_out(&self, target: u64) -> std::io::Result<()> {
         let mut io = lock(&self.io);
-        let done = if sync { &self.durable } else { &self.written };
-        if done.load(Ordering::Acquire) >= target {
+        if self.committed() >= target {
             return Ok(());
         }
-        let r = self.write_locked(&mut io, sync);
+        let r = self.write_locked(&mut io, self.policy == Fsync::Always);
         self.failing.store(r.is_err(), Ordering::Relaxed);
         r
     }

@@ -102,7 +102,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 type Numbered = Vec<(u64, PathBuf)>;
 
 /// The dir's log segments and snapshots, by number, ascending.
-fn list(dir: &Path) -> std::io::Result<(Numbered, Numbered)> {
+pub(crate) fn list(dir: &Path) -> std::io::Result<(Numbered, Numbered)> {
     let mut logs = Vec::new();
     let mut snaps = Vec::new();
     for e in std::fs::read_dir(dir)? {
@@ -118,16 +118,6 @@ fn list(dir: &Path) -> std::io::Result<(Numbered, Numbered)> {
     logs.sort();
     snaps.sort();
     Ok((logs, snaps))
-}
-
-/// Lists the snapshots (log_seq, path), oldest first.
-pub(crate) fn snapshots(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
-    Ok(list(dir)?.1)
-}
-
-/// Lists the log segments (first_seq, path), oldest first.
-pub(crate) fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
-    Ok(list(dir)?.0)
 }
 
 struct Progress {

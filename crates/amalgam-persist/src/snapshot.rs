@@ -165,7 +165,7 @@ pub(crate) fn write_snapshot(
 /// Keeps the newest SNAPSHOTS_KEPT snapshots and the log segments from the
 /// oldest kept one's cut on; deletes the rest.
 fn retire_old_files(dir: &Path) -> std::io::Result<()> {
-    let snaps = recover::snapshots(dir)?;
+    let (segs, snaps) = recover::list(dir)?;
     if snaps.len() < SNAPSHOTS_KEPT {
         return Ok(());
     }
@@ -174,7 +174,6 @@ fn retire_old_files(dir: &Path) -> std::io::Result<()> {
     for (_, p) in &snaps[..keep_from] {
         std::fs::remove_file(p)?;
     }
-    let segs = recover::segments(dir)?;
     // Segment i holds records [first_i, first_{i+1}); it is obsolete when
     // the next segment starts at or before the oldest kept cut.
     for w in segs.windows(2) {
