@@ -22,7 +22,8 @@
 #   off here: --snapshot-every 0 --snapshot-after-writes 0), so both pay for
 #   the log alone. For each pipeline depth in PIPELINES, RUNS rounds; a
 #   round runs every mode on both servers (redis-off, amalgam-off,
-#   redis-no, ...), so slow drift hits every mode alike. Table: median
+#   redis-no, ...; even rounds in reverse order), so slow drift and what
+#   one run leaves behind hit every mode alike. Table: median
 #   req/s, each server's ratio to its own "off" (issue 5's target: Amalgam
 #   everysec >= 0.9), amalgam / redis, and Amalgam's log records per
 #   write(2) and per fdatasync over the run (INFO persistence deltas:
@@ -371,8 +372,15 @@ if has throughput || has fsync; then
   if has throughput; then
     for p in $PIPELINES; do
       for r in $(seq 1 "$RUNS"); do
-        for m in $MODES; do
-          for k in redis amalgam; do
+        # Even rounds run the modes (and the servers) in reverse order, so
+        # whatever one run leaves behind (dirty pages, a warm CPU) does not
+        # always precede the same mode.
+        order=$MODES servers="redis amalgam"
+        if [ $((r % 2)) = 0 ]; then
+          order=$(echo "$MODES" | tr ' ' '\n' | tac | tr '\n' ' ') servers="amalgam redis"
+        fi
+        for m in $order; do
+          for k in $servers; do
             run_logged "$k-$m" "{\"section\":\"throughput\",\"mode\":\"$m\",\"case\":\"ycsb50-p$p\",\"run\":$r}" \
               --keys "$KEYS" "${load[@]}" --pipeline "$p"
           done

@@ -4,9 +4,11 @@
 //!
 //! The engine calls [`Log::append`] (through the `Journal` impl in
 //! `lib.rs`) under the changed key's bucket lock, so one key's records
-//! enter the buffer in the order its changes were made. Appending is a
-//! memcpy into a shared buffer under a short mutex (`buf`) and assigns the
-//! record its sequence number; no I/O happens under a bucket lock.
+//! enter the buffer in the order its changes were made. The record is
+//! framed and checksummed in a per-thread scratch buffer first; appending
+//! is then one memcpy into a shared buffer under a short mutex (`buf`),
+//! which assigns the record its sequence number. No I/O happens under a
+//! bucket lock.
 //!
 //! # Group commit
 //!
@@ -35,7 +37,7 @@
 //! sequence number; that number is the snapshot's `log_seq`. Records
 //! appended while it runs stay in the buffer and go to the new segment.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,6 +51,9 @@ pub const EVERYSEC_PERIOD: std::time::Duration = std::time::Duration::from_secs(
 /// A buffer above this after a write is shrunk back (one burst must not
 /// pin its memory forever).
 const BUF_KEEP_BYTES: usize = 4 << 20;
+/// A thread's scratch buffer above this after a record (a large value) is
+/// freed rather than kept.
+const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 
 /// When the log reaches the disk (Redis's appendfsync).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +82,9 @@ thread_local! {
     /// The last sequence number this thread appended (what its commit
     /// must cover).
     static LAST_APPENDED: Cell<u64> = const { Cell::new(0) };
+    /// Where this thread frames a record before copying it into the
+    /// shared buffer.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 struct Buf {
@@ -174,15 +182,24 @@ impl Log {
         self.policy
     }
 
-    /// Appends one record, encoded by `encode` into the shared buffer.
+    /// Appends one record: `encode` frames it (and computes its CRC) in
+    /// this thread's scratch buffer, outside any lock; the shared buffer's
+    /// mutex is then held only for one memcpy and the sequence number.
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) {
-        let seq = {
-            let mut b = lock(&self.buf);
-            encode(&mut b.bytes);
-            b.last_seq += 1;
-            b.last_seq
-        };
-        LAST_APPENDED.with(|c| c.set(seq));
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            encode(scratch);
+            let seq = {
+                let mut b = lock(&self.buf);
+                b.bytes.extend_from_slice(scratch);
+                b.last_seq += 1;
+                b.last_seq
+            };
+            LAST_APPENDED.with(|c| c.set(seq));
+            if scratch.capacity() > SCRATCH_KEEP_BYTES {
+                *scratch = Vec::new();
+            }
+        });
     }
 
     /// The last sequence number appended by the calling thread.
