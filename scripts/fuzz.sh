@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the protocol parsers (cargo-fuzz + libFuzzer)
-# on stable Rust. scripts/test.sh runs it for 20 s per target; the
-# proptest counterparts (crates/amalgam-protocol/tests/parse_fuzz.rs and
-# meta_fuzz.rs) run in `cargo test` with the same invariants.
+# Coverage-guided fuzzing (cargo-fuzz + libFuzzer) on stable Rust of the
+# protocol parsers (text_parse, meta_parse, resp_parse) and of recovery
+# from damaged files (recover_files). scripts/test.sh runs it for 20 s per
+# target; the proptest counterparts (crates/amalgam-protocol/tests/
+# parse_fuzz.rs, meta_fuzz.rs, resp_fuzz.rs and crates/amalgam-persist/
+# tests/recover_fuzz.rs) run in `cargo test` with the same invariants.
 #
 #   FUZZ_SECONDS=60 bash scripts/fuzz.sh [target...]   (default: all targets)
 #
@@ -20,7 +22,10 @@
 # passes -Zsanitizer=address, which only nightly accepts; without it the
 # coverage instrumentation libFuzzer steers by (-Cpasses=sancov-module and
 # -Cllvm-args=-sanitizer-coverage-*) is all stable codegen flags. The
-# parsers are #![forbid(unsafe_code)], so a sanitizer would add little.
+# parsers are #![forbid(unsafe_code)], so a sanitizer would add little;
+# recover_files runs the engine, whose unsafe blocks it exercises but
+# cannot check for memory errors without one (it checks recovery's
+# results: see its invariants module).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -160,12 +160,13 @@ if [ -n "$memcached_bin" ]; then
 fi
 
 # ---------------------------------------------------------------- fuzz
-# A short cargo-fuzz run of the protocol parsers (text, meta, RESP) (scripts/fuzz.sh,
+# A short cargo-fuzz run of the protocol parsers (text, meta, RESP) and of
+# recovery from damaged files (scripts/fuzz.sh,
 # FUZZ_SECONDS per target, 20 by default): a target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped
 # with a notice only if cargo-fuzz is missing and cannot be installed.
 fuzz_passed=0 fuzz_failed=0
-step "cargo fuzz: each parser target for ${FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
+step "cargo fuzz: each target for ${FUZZ_SECONDS:-20}s (scripts/fuzz.sh)"
 mkdir -p fuzz/target
 fuzz_rc=0
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh 2>&1 | tee fuzz/target/test-step.log || fuzz_rc=$?

@@ -6,8 +6,10 @@
 //!                                      consecutively across segments
 //!           snap-<log_seq:020>.ams     complete snapshot (.ams.tmp while
 //!                                      being written, then renamed)
-//! log header (24 bytes)       magic "AMALGLOG" | u32 version | u32 flags=0 | u64 first_seq
-//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version | u32 flags=0 | u64 log_seq | u64 created (unix s)
+//! log header (24 bytes)       magic "AMALGLOG" | u32 version=2 | u32 hcrc | u64 first_seq
+//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version=2 | u32 hcrc | u64 log_seq | u64 created (unix s)
+//!             hcrc = crc32c of the header's other bytes (0..12 and 16..);
+//!             version 1, still read, had u32 flags=0 there and no check
 //! record      u32 len | u32 crc32c(body) | body = u8 type, payload   (len = body bytes)
 //!   1 PUT       u32 flags | u32 expiry (unix s, 0 never) | u64 cas | u8 klen | u32 vlen | key | value
 //!   2 DELETE    u8 klen | key
@@ -20,8 +22,13 @@
 
 use amalgam_engine::{ItemRef, KEY_BYTES_MAX};
 
-/// Format version of both file kinds.
-pub const VERSION: u32 = 1;
+/// Format version both file kinds are written in. Version 2 added the
+/// header checksum (version 1 headers were not covered by any CRC, so a
+/// flipped `log_seq` went unnoticed).
+pub const VERSION: u32 = 2;
+/// The first version, still read: the same records, headers without a
+/// checksum (flags, always 0, where version 2 has it).
+pub const VERSION_1: u32 = 1;
 /// Magic of a log segment.
 pub const LOG_MAGIC: &[u8; 8] = b"AMALGLOG";
 /// Magic of a snapshot.
@@ -78,6 +85,7 @@ pub fn log_header(first_seq: u64) -> [u8; LOG_HEADER_BYTES] {
     h[..8].copy_from_slice(LOG_MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
     h[16..24].copy_from_slice(&first_seq.to_le_bytes());
+    seal_header(&mut h);
     h
 }
 
@@ -88,18 +96,36 @@ pub fn snap_header(log_seq: u64, created: u64) -> [u8; SNAP_HEADER_BYTES] {
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
     h[16..24].copy_from_slice(&log_seq.to_le_bytes());
     h[24..32].copy_from_slice(&created.to_le_bytes());
+    seal_header(&mut h);
     h
 }
 
-/// Checks a header: the magic, the version, and the u64 after the flags
-/// (first_seq or log_seq).
+/// CRC32C of a header: every byte but the checksum field (12..16).
+fn header_crc(h: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&h[..12]), &h[16..])
+}
+
+fn seal_header(h: &mut [u8]) {
+    let crc = header_crc(h);
+    h[12..16].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Checks a whole header (`LOG_HEADER_BYTES` or `SNAP_HEADER_BYTES`):
+/// the magic, the version and, from version 2, the header's checksum;
+/// returns the u64 at 16 (first_seq or log_seq). Version 1 (no checksum:
+/// its u32 at 12 is flags, always 0) is still read.
 pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
     if h.len() < 24 || &h[..8] != magic {
         return Err("bad magic".into());
     }
     let version = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
-        return Err(format!("unknown format version {version}"));
+    let field = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+    match version {
+        VERSION_1 if field != 0 => return Err("version 1 header with nonzero flags".into()),
+        VERSION_1 => {}
+        VERSION if field != header_crc(h) => return Err("header checksum mismatch".into()),
+        VERSION => {}
+        _ => return Err(format!("unknown format version {version}")),
     }
     Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
 }

@@ -44,17 +44,21 @@ pub struct Recovered {
     pub elapsed: Duration,
 }
 
-/// Reads framed records from a stream, one at a time.
+/// Reads framed records from a file, one at a time.
 struct RecordReader<R> {
     r: R,
     body: Vec<u8>,
-    /// Offset of the next record in the stream.
+    /// Offset of the next record in the file.
     offset: u64,
+    /// The file's length when opened: a length field reaching past it is
+    /// a torn record, found without allocating the (maybe corrupt,
+    /// up to 1 GiB) length it claims.
+    file_len: u64,
 }
 
 impl<R: Read> RecordReader<R> {
-    fn new(r: R, offset: u64) -> Self {
-        RecordReader { r, body: Vec::new(), offset }
+    fn new(r: R, offset: u64, file_len: u64) -> Self {
+        RecordReader { r, body: Vec::new(), offset, file_len }
     }
 
     /// The next record; Ok(None) at a clean end of the stream.
@@ -69,6 +73,9 @@ impl<R: Read> RecordReader<R> {
         let len = u32::from_le_bytes(frame[0..4].try_into().expect("4 bytes")) as usize;
         if len == 0 || len > format::RECORD_BODY_BYTES_MAX {
             return Err(Bad::Corrupt("impossible record length"));
+        }
+        if self.offset + (format::RECORD_FRAME_BYTES + len) as u64 > self.file_len {
+            return Err(Bad::Torn);
         }
         self.body.clear();
         self.body.extend_from_slice(&frame);
@@ -143,13 +150,15 @@ impl Progress {
 
 /// Opens a snapshot and checks its header: (reader, log_seq).
 fn open_snapshot(path: &Path) -> Result<(RecordReader<BufReader<File>>, u64), String> {
-    let mut f = BufReader::with_capacity(READ_BUF_BYTES, File::open(path).map_err(|e| e.to_string())?);
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let file_len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut f = BufReader::with_capacity(READ_BUF_BYTES, file);
     let mut h = [0u8; format::SNAP_HEADER_BYTES];
     if read_full(&mut f, &mut h).map_err(|e| e.to_string())? < h.len() {
         return Err("shorter than its header".into());
     }
     let log_seq = format::parse_header(&h, format::SNAP_MAGIC)?;
-    Ok((RecordReader::new(f, h.len() as u64), log_seq))
+    Ok((RecordReader::new(f, h.len() as u64, file_len), log_seq))
 }
 
 /// First pass over a snapshot: every record sound, END present and
@@ -323,14 +332,16 @@ fn replay_segment(
     progress: &mut Progress,
     pending_flush_at: &mut Option<u32>,
 ) -> Result<SegmentEnd, String> {
-    let mut f = BufReader::with_capacity(READ_BUF_BYTES, File::open(path).map_err(|e| e.to_string())?);
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let file_len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut f = BufReader::with_capacity(READ_BUF_BYTES, file);
     let mut h = [0u8; format::LOG_HEADER_BYTES];
     let got = read_full(&mut f, &mut h).map_err(|e| e.to_string())?;
     if got < h.len() {
         return Ok(SegmentEnd::Empty);
     }
     let first_seq = format::parse_header(&h, format::LOG_MAGIC).map_err(|e| format!("bad log header: {e}"))?;
-    let mut rr = RecordReader::new(f, h.len() as u64);
+    let mut rr = RecordReader::new(f, h.len() as u64, file_len);
     let mut seq = first_seq;
     loop {
         let good_len = rr.offset;

@@ -80,9 +80,9 @@ const SNAPSHOT_AFTER_WRITES: &str = "500";
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
 
-/// Log segment header: magic, u32 version, u32 flags, u64 first_seq.
+/// Log segment header: magic, u32 version (2), u32 header CRC32C, u64 first_seq.
 const LOG_HEADER_BYTES: usize = 24;
-/// Snapshot header: magic, u32 version, u32 flags, u64 log_seq, u64 created.
+/// Snapshot header: magic, u32 version (2), u32 header CRC32C, u64 log_seq, u64 created.
 const SNAP_HEADER_BYTES: usize = 32;
 /// Record framing: u32 body length, u32 CRC32C of the body.
 const RECORD_HEADER_BYTES: usize = 8;
@@ -102,6 +102,13 @@ fn crc32c(bytes: &[u8]) -> u32 {
         }
     }
     !crc
+}
+
+/// A version 2 header's checksum: CRC32C of every byte but 12..16.
+fn header_crc(h: &[u8]) -> u32 {
+    let mut bytes = h[..12].to_vec();
+    bytes.extend_from_slice(&h[16..]);
+    crc32c(&bytes)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -201,7 +208,8 @@ fn last_log(dir: &Path) -> (PathBuf, u64, Vec<Record>) {
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.len() >= LOG_HEADER_BYTES, "{} is shorter than a log header", path.display());
     assert_eq!(&bytes[..8], LOG_MAGIC, "log magic of {}", path.display());
-    assert_eq!(u32_at(&bytes, 8), 1, "log version of {}", path.display());
+    assert_eq!(u32_at(&bytes, 8), 2, "log version of {}", path.display());
+    assert_eq!(u32_at(&bytes, 12), header_crc(&bytes[..LOG_HEADER_BYTES]), "header checksum of {}", path.display());
     assert_eq!(u64_at(&bytes, 16), seq, "first_seq in the header of {} and its name", path.display());
     let (recs, clean) = records(&bytes, LOG_HEADER_BYTES);
     assert!(clean, "{}: undamaged log does not end at a record boundary ({} records)", path.display(), recs.len());
@@ -1781,7 +1789,8 @@ fn resp_save_bgsave_lastsave() {
     let (seq, path) = snaps.last().unwrap_or_else(|| panic!("no snapshot after SAVE: {}", listing(&dir)));
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(&bytes[..8], SNAP_MAGIC);
-    assert_eq!(u32_at(&bytes, 8), 1, "snapshot version");
+    assert_eq!(u32_at(&bytes, 8), 2, "snapshot version");
+    assert_eq!(u32_at(&bytes, 12), header_crc(&bytes[..SNAP_HEADER_BYTES]), "snapshot header checksum");
     assert_eq!(u64_at(&bytes, 16), *seq, "log_seq in the header and the name");
     assert!(u64_at(&bytes, 24) >= before, "created");
     let (recs, clean) = records(&bytes, SNAP_HEADER_BYTES);
