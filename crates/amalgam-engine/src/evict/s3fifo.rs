@@ -29,7 +29,7 @@
 //! the reclaiming thread fills it; a ghost hit consumes the entry.
 
 use super::{Policy, Queue, Verdict, FREQ_LIMIT};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Small queue's share of the cache, in percent of bytes (the paper's 10%).
 pub const SMALL_QUEUE_PERCENT: usize = 10;
@@ -53,6 +53,11 @@ const GHOST_EMPTY: u32 = 0;
 pub struct S3Fifo {
     ghost: Box<[AtomicU32]>,
     mask: usize,
+    /// Set by the first eviction into the ghost (written once, read on
+    /// every admission): until then `admit` answers without touching the
+    /// ghost, whose random slot is a cache and TLB miss per write (it is
+    /// sized from the budget: up to 256 MiB, mostly never written).
+    used: AtomicBool,
 }
 
 impl S3Fifo {
@@ -64,7 +69,11 @@ impl S3Fifo {
     /// ```
     pub fn new(items_hint: usize) -> S3Fifo {
         let n = items_hint.clamp(GHOST_ENTRIES_MIN, GHOST_ENTRIES_MAX).next_power_of_two();
-        S3Fifo { ghost: (0..n).map(|_| AtomicU32::new(GHOST_EMPTY)).collect(), mask: n - 1 }
+        S3Fifo {
+            ghost: (0..n).map(|_| AtomicU32::new(GHOST_EMPTY)).collect(),
+            mask: n - 1,
+            used: AtomicBool::new(false),
+        }
     }
 
     fn slot(&self, key_hash: u64) -> (&AtomicU32, u32) {
@@ -74,12 +83,18 @@ impl S3Fifo {
 
     /// Remembers an evicted key hash.
     fn ghost_insert(&self, key_hash: u64) {
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
         let (slot, fp) = self.slot(key_hash);
         slot.store(fp, Ordering::Relaxed);
     }
 
     /// True (once) if the hash was remembered and not yet displaced.
     fn ghost_take(&self, key_hash: u64) -> bool {
+        if !self.used.load(Ordering::Relaxed) {
+            return false;
+        }
         let (slot, fp) = self.slot(key_hash);
         slot.load(Ordering::Relaxed) == fp
             && slot.compare_exchange(fp, GHOST_EMPTY, Ordering::Relaxed, Ordering::Relaxed).is_ok()
