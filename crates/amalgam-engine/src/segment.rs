@@ -344,6 +344,99 @@ impl Segments {
         None
     }
 
+    /// Removes, for merging, the first run of 2..=`run_max` consecutive
+    /// SEALED segments of `queue` within its first `scan` positions whose
+    /// live bytes add up to at most `live_max` (the run is as long as the
+    /// bound allows). Returns the run's position and its (id, fill)s, oldest
+    /// first; they are RECLAIMING. Bounded by `scan * run_max` steps.
+    pub(crate) fn pop_sparse_run(
+        &self,
+        queue: Queue,
+        scan: usize,
+        run_max: usize,
+        live_max: i64,
+    ) -> Option<(usize, Vec<(u32, usize)>)> {
+        let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+        let sealed_live = |id: u32| {
+            let m = self.meta(id);
+            (m.state.load(Ordering::Acquire) == SEALED).then(|| m.live_bytes.load(Ordering::Relaxed).max(0))
+        };
+        for start in 0..q.len().min(scan) {
+            let mut live = 0i64;
+            let mut n = 0;
+            while n < run_max && start + n < q.len() {
+                match sealed_live(q[start + n]) {
+                    Some(l) if live + l <= live_max => {
+                        live += l;
+                        n += 1;
+                    }
+                    _ => break,
+                }
+            }
+            if n >= 2 {
+                let run: Vec<(u32, usize)> = q
+                    .drain(start..start + n)
+                    .map(|id| {
+                        let m = self.meta(id);
+                        m.state.store(RECLAIMING, Ordering::Relaxed);
+                        (id, m.fill.load(Ordering::Relaxed))
+                    })
+                    .collect();
+                self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
+                self.reclaiming.fetch_add(run.len(), Ordering::AcqRel);
+                return Some((start, run));
+            }
+        }
+        None
+    }
+
+    /// Takes a free segment (if more than `floor` are free) as OPEN for
+    /// `queue` without putting it in the queue: a merge's output, placed
+    /// later with [`Segments::insert_sealed`] or handed back with
+    /// [`Segments::give_back`].
+    pub(crate) fn take_detached(&self, queue: Queue, floor: usize) -> Option<u32> {
+        let id = {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            if free.len() <= floor {
+                return None;
+            }
+            let id = free.pop().expect("len > floor >= 0");
+            self.free_count.store(free.len(), Ordering::Release);
+            id
+        };
+        let m = self.meta(id);
+        m.queue.store(queue.index() as u8, Ordering::Relaxed);
+        m.fill.store(0, Ordering::Relaxed);
+        m.live_bytes.store(0, Ordering::Relaxed);
+        m.seq.store(self.next_seq.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        m.state.store(OPEN, Ordering::Relaxed);
+        self.touched.fetch_max(id as usize + 1, Ordering::Relaxed);
+        Some(id)
+    }
+
+    /// Seals a detached segment holding `fill` bytes and inserts it at
+    /// position `at` of `queue` (clamped to its length). Release: as `seal`.
+    pub(crate) fn insert_sealed(&self, queue: Queue, at: usize, id: u32, fill: usize) {
+        let m = self.meta(id);
+        m.fill.store(fill, Ordering::Relaxed);
+        m.state.store(SEALED, Ordering::Release);
+        let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+        let at = at.min(q.len());
+        q.insert(at, id);
+        self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
+    }
+
+    /// Returns a detached segment nothing was ever published in straight
+    /// to the free list (no reader can hold a pointer into it).
+    pub(crate) fn give_back(&self, id: u32) {
+        let m = self.meta(id);
+        assert_eq!(m.state.load(Ordering::Relaxed), OPEN, "only a detached, unused segment is given back");
+        m.state.store(FREE, Ordering::Relaxed);
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.push(id);
+        self.free_count.store(free.len(), Ordering::Release);
+    }
+
     /// Returns a reclaimed segment to the free list. Called only after the
     /// epoch grace period that followed its reclamation, so no reader can
     /// still hold a pointer into it.

@@ -270,6 +270,12 @@ pub struct Config {
     /// and deterministically.
     #[doc(hidden)]
     pub background_eviction: bool,
+    /// Cache mode, experimental (off by default): before evicting, free
+    /// dead space by merging a run of consecutive mostly-dead segments into
+    /// one segment in the run's place in its queue (`reclaim.rs`, step 0).
+    /// Under overwrite-heavy loads most of the log is dead versions;
+    /// merging keeps more live items in the same budget.
+    pub merge_segments: bool,
 }
 
 impl Default for Config {
@@ -282,6 +288,7 @@ impl Default for Config {
             eviction: Eviction::None,
             segment_bytes: 0,
             background_eviction: true,
+            merge_segments: false,
         }
     }
 }
@@ -344,6 +351,9 @@ pub struct Stats {
     pub expired_unfetched: u64,
     /// Cache mode: segments reclaimed.
     pub reclaimed_segments: u64,
+    /// Cache mode: segments freed by merging sparse runs (their live items
+    /// packed into one segment in the run's place, nothing evicted).
+    pub merged_segments: u64,
     /// Expired or flushed items the background sweep removed.
     pub swept_items: u64,
     /// Full passes of the background expiry sweep over the table.
@@ -584,10 +594,13 @@ pub(crate) struct Cache {
     pub(crate) reclaimer: std::sync::Mutex<crate::segment::OpenSegments>,
     /// Whether the maintenance thread reclaims ahead of writers.
     pub(crate) background: bool,
+    /// [`Config::merge_segments`].
+    pub(crate) merge: bool,
     pub(crate) evictions: AtomicU64,
     pub(crate) evicted_unfetched: AtomicU64,
     pub(crate) expired_unfetched: AtomicU64,
     pub(crate) reclaimed_segments: AtomicU64,
+    pub(crate) merged_segments: AtomicU64,
 }
 
 /// RAII pin of the calling thread's epoch.
@@ -1462,10 +1475,12 @@ impl Store {
                 policy,
                 reclaimer: std::sync::Mutex::new([None, None]),
                 background: config.background_eviction,
+                merge: config.merge_segments,
                 evictions: AtomicU64::new(0),
                 evicted_unfetched: AtomicU64::new(0),
                 expired_unfetched: AtomicU64::new(0),
                 reclaimed_segments: AtomicU64::new(0),
+                merged_segments: AtomicU64::new(0),
             });
         }
         let table = Table::new(config.initial_buckets_log2)
@@ -2158,6 +2173,7 @@ impl Store {
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);
             s.reclaimed_segments = c.reclaimed_segments.load(Ordering::Relaxed);
+            s.merged_segments = c.merged_segments.load(Ordering::Relaxed);
             s.segments = segs.count() as u64;
             s.free_segments = segs.free_count() as u64;
             s.segment_bytes = segs.segment_bytes() as u64;

@@ -62,6 +62,13 @@ pub struct Args {
     #[arg(long = "eviction", default_value = "s3fifo")]
     pub eviction: amalgam_engine::evict::Eviction,
 
+    /// Cache mode, experimental: before evicting, free dead space by
+    /// merging runs of mostly-dead segments (dead versions of overwritten
+    /// keys) into one segment in their place. Holds more live items under
+    /// overwrite-heavy loads; off by default until measured more widely.
+    #[arg(long = "merge-segments")]
+    pub merge_segments: bool,
+
     /// Largest item: key, value and header (memcached's -I), in bytes or
     /// with a k or m suffix: 1m, 512k.
     #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]

@@ -95,6 +95,7 @@ impl Shared {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
             eviction: args.eviction,
+            merge_segments: args.merge_segments,
             ..amalgam_engine::Config::default()
         })
         .map_err(|e| e.to_string())?;
