@@ -253,23 +253,7 @@ impl Segments {
     /// Takes a free segment for `queue` if more than `floor` are free, and
     /// appends it to the queue's tail as OPEN.
     fn take(&self, queue: Queue, floor: usize) -> Option<u32> {
-        let id = {
-            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-            if free.len() <= floor {
-                return None;
-            }
-            let id = free.pop().expect("len > floor >= 0");
-            self.free_count.store(free.len(), Ordering::Release);
-            id
-        };
-        let m = self.meta(id);
-        debug_assert_eq!(m.state.load(Ordering::Relaxed), FREE);
-        m.queue.store(queue.index() as u8, Ordering::Relaxed);
-        m.fill.store(0, Ordering::Relaxed);
-        m.live_bytes.store(0, Ordering::Relaxed);
-        m.seq.store(self.next_seq.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
-        m.state.store(OPEN, Ordering::Relaxed);
-        self.touched.fetch_max(id as usize + 1, Ordering::Relaxed);
+        let id = self.take_detached(queue, floor)?;
         let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
         q.push_back(id);
         self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
@@ -405,6 +389,7 @@ impl Segments {
             id
         };
         let m = self.meta(id);
+        debug_assert_eq!(m.state.load(Ordering::Relaxed), FREE);
         m.queue.store(queue.index() as u8, Ordering::Relaxed);
         m.fill.store(0, Ordering::Relaxed);
         m.live_bytes.store(0, Ordering::Relaxed);
@@ -429,8 +414,13 @@ impl Segments {
     /// Returns a detached segment nothing was ever published in straight
     /// to the free list (no reader can hold a pointer into it).
     pub(crate) fn give_back(&self, id: u32) {
+        self.free_segment(id, OPEN, "only a detached, unused segment is given back");
+    }
+
+    /// `state` -> FREE, onto the free list.
+    fn free_segment(&self, id: u32, state: u8, why: &str) {
         let m = self.meta(id);
-        assert_eq!(m.state.load(Ordering::Relaxed), OPEN, "only a detached, unused segment is given back");
+        assert_eq!(m.state.load(Ordering::Relaxed), state, "{why}");
         m.state.store(FREE, Ordering::Relaxed);
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         free.push(id);
@@ -441,12 +431,7 @@ impl Segments {
     /// epoch grace period that followed its reclamation, so no reader can
     /// still hold a pointer into it.
     pub(crate) fn release(&self, id: u32) {
-        let m = self.meta(id);
-        assert_eq!(m.state.load(Ordering::Relaxed), RECLAIMING, "only a reclaimed segment is freed");
-        m.state.store(FREE, Ordering::Relaxed);
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.push(id);
-        self.free_count.store(free.len(), Ordering::Release);
+        self.free_segment(id, RECLAIMING, "only a reclaimed segment is freed");
         self.reclaiming.fetch_sub(1, Ordering::AcqRel);
     }
 
