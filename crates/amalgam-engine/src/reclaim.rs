@@ -109,41 +109,62 @@ struct MergeOut {
 
 impl Inner {
     /// Step 0 of the essay: merges a sparse run of `queue` into one
-    /// segment placed where the run was. False if there was none (or no
-    /// free segment for the output).
+    /// segment placed where the run was. False if there was none. If no
+    /// free segment is left for the output, the run is reclaimed as
+    /// victims are (the policy decides) instead.
     fn merge_sparse_run(&self, local: &Local, copies: &mut crate::segment::OpenSegments, queue: Queue) -> bool {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
         let live_max = (segs.segment_bytes() * MERGE_LIVE_PERCENT_MAX / 100) as i64;
-        let Some(out_id) = segs.take_detached(queue, 0) else { return false };
         let Some((at, run)) = segs.pop_sparse_run(queue, MERGE_SCAN_SEGMENTS, MERGE_RUN_SEGMENTS_MAX, live_max) else {
-            segs.give_back(out_id);
             return false;
         };
+        let Some(out_id) = segs.take_detached(queue, 0) else {
+            self.reclaim_run(local, copies, queue, &run, false, None);
+            return true;
+        };
         let mut out = MergeOut { id: out_id, base: segs.base_of(out_id), fill: 0, cap: segs.segment_bytes() };
-        let pin = Pinned::new(self);
-        let mut now = None;
-        for &(id, fill) in &run {
-            // SAFETY: every segment of the run is RECLAIMING: sealed, ours
-            // (popped under the queue's mutex), freed only below.
-            unsafe {
-                segs.walk(id, fill, |p, total| {
-                    self.reclaim_item(&pin, copies, queue, p, total, false, Some(&mut out), &mut now);
-                })
-            };
-        }
-        drop(pin);
+        self.reclaim_run(local, copies, queue, &run, false, Some(&mut out));
         if out.fill > 0 {
             segs.insert_sealed(queue, at, out.id, out.fill);
         } else {
             segs.give_back(out.id);
         }
-        for &(id, _) in &run {
-            self.epochs.retire(local, &self.shared, Garbage::Segment(id));
-        }
-        cache.reclaimed_segments.fetch_add(run.len() as u64, Ordering::Relaxed);
         let freed = run.len() - usize::from(out.fill > 0);
         cache.merged_segments.fetch_add(freed as u64, Ordering::Relaxed);
         true
+    }
+
+    /// Walks every segment of `run` (RECLAIMING, popped by the caller) in
+    /// order, deciding each item (steps 2-3, or the merge of step 0 with
+    /// `merge`), then retires the segments (step 4).
+    fn reclaim_run(
+        &self,
+        local: &Local,
+        copies: &mut crate::segment::OpenSegments,
+        queue: Queue,
+        run: &[(u32, usize)],
+        force: bool,
+        mut merge: Option<&mut MergeOut>,
+    ) {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
+        let pin = Pinned::new(self);
+        let mut now = None;
+        for &(id, fill) in run {
+            // SAFETY: the segment is RECLAIMING: sealed (every item in it up
+            // to `fill` written, made visible by the seal/pop
+            // release/acquire pair), owned by us, and freed only by the
+            // retirement below.
+            unsafe {
+                segs.walk(id, fill, |p, total| {
+                    self.reclaim_item(&pin, copies, queue, p, total, force, merge.as_deref_mut(), &mut now);
+                })
+            };
+        }
+        drop(pin);
+        for &(id, _) in run {
+            self.epochs.retire(local, &self.shared, Garbage::Segment(id));
+        }
+        cache.reclaimed_segments.fetch_add(run.len() as u64, Ordering::Relaxed);
     }
 
     /// Reclaims one segment (module essay). With `force`, every live item
@@ -172,21 +193,8 @@ impl Inner {
                 .map(|v| (v, first))
                 .or_else(|| segs.pop_victim(other, &mut own).map(|v| (v, other)))
         };
-        let Some(((id, fill), queue)) = popped else { return false };
-
-        let pin = Pinned::new(self);
-        let mut now = None;
-        // SAFETY: the segment is RECLAIMING: sealed (every item in it up to
-        // `fill` written, made visible by the seal/pop release/acquire
-        // pair), owned by us, and freed only by the retirement below.
-        unsafe {
-            segs.walk(id, fill, |p, total| {
-                self.reclaim_item(&pin, &mut copies, queue, p, total, force, None, &mut now);
-            })
-        };
-        drop(pin);
-        self.epochs.retire(local, &self.shared, Garbage::Segment(id));
-        cache.reclaimed_segments.fetch_add(1, Ordering::Relaxed);
+        let Some((victim, queue)) = popped else { return false };
+        self.reclaim_run(local, &mut copies, queue, &[victim], force, None);
         true
     }
 

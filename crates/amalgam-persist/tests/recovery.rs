@@ -4,7 +4,10 @@
 //! snapshots). The server's black-box crash harness is in
 //! amalgam-server's tests/persist.rs.
 
-use std::collections::BTreeMap;
+#[allow(dead_code)] // only its dump is used here
+mod recover_invariants;
+
+use recover_invariants::dump;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -42,21 +45,6 @@ fn open(dir: &Path, fsync: Fsync) -> (Arc<Store>, Arc<Persistence>, amalgam_pers
     let store = Arc::new(Store::new(Config::default()).unwrap());
     let (p, rec) = Persistence::open(cfg(dir, fsync), Arc::clone(&store)).unwrap();
     (store, p, rec)
-}
-
-/// Every live item: key -> (value, flags, cas).
-fn dump(store: &Store) -> BTreeMap<Vec<u8>, (Vec<u8>, u32, u64)> {
-    let mut out = BTreeMap::new();
-    let mut cursor = 0;
-    for _ in 0..10_000_000 {
-        cursor = store.scan(cursor, |it| {
-            out.insert(it.key().to_vec(), (it.value().to_vec(), it.flags(), it.cas()));
-        });
-        if cursor == 0 {
-            break;
-        }
-    }
-    out
 }
 
 fn logs(dir: &Path) -> Vec<PathBuf> {

@@ -57,7 +57,7 @@ enum Op {
 pub fn dump(store: &Store) -> State {
     let mut out = BTreeMap::new();
     let mut cursor = 0;
-    for _ in 0..1_000_000 {
+    for _ in 0..10_000_000 {
         cursor = store.scan(cursor, |it| {
             out.insert(it.key().to_vec(), (it.value().to_vec(), it.flags(), it.cas()));
         });
