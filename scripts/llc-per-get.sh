@@ -20,7 +20,7 @@
 # valgrind leaks into the difference (it has come out negative).
 #
 # Usage: KEYS=4194304 GETS=1048576 [METHOD=callgrind|cachegrind] \
-#          scripts/llc-per-get.sh [contender ...]
+#          [BENCH=path/to/amalgam-bench (skips the build)] scripts/llc-per-get.sh [contender ...]
 # Takes a few minutes per contender at the default sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +31,12 @@ METHOD=${METHOD:-callgrind}
 contenders=("$@")
 [ ${#contenders[@]} -gt 0 ] || contenders=(amalgam mutex-hashmap)
 
-cargo build --release -q -p amalgam-bench
-bin=target/release/amalgam-bench
+if [ -n "${BENCH:-}" ]; then
+  bin=$BENCH
+else
+  cargo build --release -q -p amalgam-bench
+  bin=${CARGO_TARGET_DIR:-target}/release/amalgam-bench
+fi
 
 ll_misses() { # contender [--llc-baseline] -> LL data misses (see METHOD)
   local out

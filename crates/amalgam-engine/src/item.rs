@@ -6,27 +6,33 @@
 //! reclaimed through the epoch scheme in `local.rs`.
 //!
 //! ```text
-//!  byte 0      1      2 ........ 9   10 ...... 10+w   +4        +4
-//!  +-------+-------+---------------+-------------+---------+---------+-----+-------+
-//!  | klen  | meta  | cas (u64 LE)  | vlen (w B)  | flags?  | expiry? | key | value |
-//!  +-------+-------+---------------+-------------+---------+---------+-----+-------+
-//!  meta: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
-//!        bit  2    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
-//!        bit  3    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
-//!        bit  4    MARK_STALE       (meta protocol: invalidated, serve stale, `X`)
-//!        bit  5    MARK_TOKEN_SENT  (meta protocol: a recache win token went out, `Z`)
-//!        bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
+//!  byte 0   1      2        3 ....... 3+c   ...... +w    +4        +4
+//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
+//!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry? | key | value |
+//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
+//!  meta:   bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
+//!          bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
+//!  layout: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
+//!          bits 2-4  cas width - 1    (c = 1..=8 bytes, little endian)
+//!          bit  5    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
+//!          bit  6    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
 //! ```
 //!
-//! The common memcached item (flags 0, no TTL, 8 B key, 8 B value) thus
-//! takes 11 + 16 = 27 bytes, which the pool serves from its 32-byte class: a
-//! 32-byte block never straddles a cache line, so a GET hit touches exactly
-//! one line of item (Mercury §2's "practical limit" of bucket + item).
+//! Every length field is as wide as its value needs. The CAS unique is a
+//! 64-bit counter, but a store hands out its values in order, so for the
+//! first 2^32 writes it takes 4 bytes or fewer: the common memcached item
+//! (flags 0, no TTL, 8 B key, 8 B value) takes 3 + 4 + 1 + 16 = 24 bytes
+//! and the pool serves it from its 24-byte class; a 16 B / 32 B item takes
+//! 56 bytes in a segment. The size limit (`-I`) is checked against
+//! [`limit_len`], the length with the CAS at its full 8 bytes, so which
+//! values fit does not depend on how many writes came before.
+//!
 //! All multi-byte fields are read unaligned and never change after
 //! publication. The one exception is the meta byte's FREQ bits: in cache
 //! mode a GET hit raises them (see [`touch_freq`]), so every access to the
 //! meta byte of a published item is a relaxed atomic byte access (a plain
-//! `mov` on x86-64) and the concurrent write is not a data race.
+//! `mov` on x86-64) and the concurrent write is not a data race. The
+//! immutable layout bits live in a byte of their own for that reason.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -40,12 +46,18 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// ```
 pub const KEY_BYTES_MAX: usize = 250;
 
-/// Bytes of the fixed part of the header: klen, meta, cas.
-pub(crate) const HEADER_FIXED_BYTES: usize = 10;
+/// Bytes of the fixed part of the header: klen, meta, layout.
+pub(crate) const HEADER_FIXED_BYTES: usize = 3;
+/// Bytes of the CAS field at its widest; [`limit_len`] counts this many.
+const CAS_BYTES_MAX: usize = 8;
+/// Bytes of the CAS field at its narrowest: with the value length (1 B or
+/// more) and the key (1 B or more) behind it, a 2-byte field always has 4
+/// item bytes from its start, so [`read_cas`] is one 4-byte load for every
+/// CAS below 2^32.
+const CAS_BYTES_MIN: usize = 2;
 
-const META_VLEN_WIDTH_MASK: u8 = 0b0000_0011;
-const META_HAS_FLAGS: u8 = 0b0000_0100;
-const META_HAS_EXPIRY: u8 = 0b0000_1000;
+// The meta byte: the mutable FREQ bits and the meta protocol's marks.
+
 /// The meta protocol's per-item marks (memcached's ITEM_STALE and
 /// ITEM_TOKEN_SENT), kept in the meta byte's bits 4-5.
 pub const MARK_STALE: u8 = 0b0001_0000;
@@ -60,10 +72,24 @@ const META_AT: usize = 1;
 /// Largest frequency the meta byte holds.
 pub(crate) const FREQ_BITS_MAX: u8 = META_FREQ_MASK >> META_FREQ_SHIFT;
 
+/// The layout byte: field widths and presence, immutable.
+const LAYOUT_AT: usize = 2;
+const LAYOUT_VLEN_WIDTH_MASK: u8 = 0b0000_0011;
+const LAYOUT_CAS_WIDTH_SHIFT: u32 = 2;
+const LAYOUT_CAS_WIDTH_MASK: u8 = 0b0001_1100;
+const LAYOUT_HAS_FLAGS: u8 = 0b0010_0000;
+const LAYOUT_HAS_EXPIRY: u8 = 0b0100_0000;
+
 const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
+const _: () = assert!(META_FREQ_MASK & META_MARKS_MASK == 0, "FREQ bits are free");
 const _: () = assert!(
-    META_FREQ_MASK & (META_VLEN_WIDTH_MASK | META_HAS_FLAGS | META_HAS_EXPIRY | META_MARKS_MASK) == 0,
-    "FREQ bits are free"
+    (LAYOUT_CAS_WIDTH_MASK >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1 == CAS_BYTES_MAX,
+    "the layout byte describes every CAS width"
+);
+const _: () = assert!(
+    LAYOUT_VLEN_WIDTH_MASK & LAYOUT_CAS_WIDTH_MASK == 0
+        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK) & (LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY) == 0,
+    "layout fields do not overlap"
 );
 
 /// Largest value length the 4-byte vlen field can describe.
@@ -92,14 +118,80 @@ fn vlen_width(vlen: usize) -> usize {
     }
 }
 
-/// Bytes an item with these fields occupies (before size-class rounding).
-pub(crate) fn encoded_len(klen: usize, vlen: usize, meta: &Meta) -> usize {
+/// Bytes the CAS unique takes: as many as its highest set byte, and at
+/// least [`CAS_BYTES_MIN`].
+fn cas_width(cas: u64) -> usize {
+    (((64 - cas.leading_zeros()) as usize).div_ceil(8)).max(CAS_BYTES_MIN)
+}
+
+/// Bytes of the header and key, and of the optional fields, but with the
+/// CAS `cas_bytes` wide.
+fn len_with_cas_width(klen: usize, vlen: usize, meta: &Meta, cas_bytes: usize) -> usize {
     HEADER_FIXED_BYTES
+        + cas_bytes
         + vlen_width(vlen)
         + if meta.flags != 0 { 4 } else { 0 }
         + if meta.expiry != 0 { 4 } else { 0 }
         + klen
         + vlen
+}
+
+/// Bytes an item with these fields occupies (before size-class rounding).
+pub(crate) fn encoded_len(klen: usize, vlen: usize, meta: &Meta) -> usize {
+    len_with_cas_width(klen, vlen, meta, cas_width(meta.cas))
+}
+
+/// The length the item size limit is checked against: [`encoded_len`] with
+/// the CAS at its widest, so whether a value fits does not change as the
+/// CAS counter grows.
+pub(crate) fn limit_len(klen: usize, vlen: usize, meta: &Meta) -> usize {
+    len_with_cas_width(klen, vlen, meta, CAS_BYTES_MAX)
+}
+
+/// Reads the `width`-byte little-endian CAS field at `p` (width
+/// [`CAS_BYTES_MIN`]..=8) with fixed-size loads: one 4-byte load, masked,
+/// up to 4 bytes (every CAS below 2^32, so the branch is settled for the
+/// first 2^32 writes), two overlapping ones above. A variable-length copy
+/// or a jump table here costs the GET path (every GET reads the CAS for
+/// the flush check).
+///
+/// # Safety
+/// `p..p + 4` and `p..p + width` are readable.
+#[inline(always)]
+unsafe fn read_cas(p: *const u8, width: usize) -> u64 {
+    debug_assert!((CAS_BYTES_MIN..=8).contains(&width));
+    // SAFETY: the caller guarantees both ranges; for widths 5..=8 the
+    // second load ends at p + width. The overlapping bytes of the two
+    // loads land at the same bit positions, so OR-ing them is exact.
+    unsafe {
+        let lo = u64::from(u32::from_le(std::ptr::read_unaligned(p as *const u32)));
+        if width <= 4 {
+            lo & (u64::MAX >> (64 - 8 * width))
+        } else {
+            let hi = u64::from(u32::from_le(std::ptr::read_unaligned(p.add(width - 4) as *const u32)));
+            lo | hi << (8 * (width - 4))
+        }
+    }
+}
+
+/// Reads the `width`-byte little-endian value length at `p` (width
+/// 1..=4): one 2-byte load, masked, up to 2 bytes (values under 64 KiB).
+///
+/// # Safety
+/// `p..p + 2` and `p..p + width` are readable.
+#[inline(always)]
+unsafe fn read_vlen(p: *const u8, width: usize) -> usize {
+    debug_assert!((1..=4).contains(&width));
+    // SAFETY: as the caller guarantees; the 3-byte case reads p..p + 3.
+    unsafe {
+        let short = u32::from(u16::from_le(std::ptr::read_unaligned(p as *const u16)));
+        (match width {
+            1 => short & 0xFF,
+            2 => short,
+            3 => short | u32::from(*p.add(2)) << 16,
+            _ => u32::from_le(std::ptr::read_unaligned(p as *const u32)),
+        }) as usize
+    }
 }
 
 /// Encodes an item into `dst` and returns the offset of its value, so the
@@ -115,18 +207,20 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     assert!(!key.is_empty() && key.len() <= KEY_BYTES_MAX);
     assert_eq!(dst.len(), encoded_len(key.len(), vlen, meta));
     let width = vlen_width(vlen);
-    let mut flags_bits = (width - 1) as u8;
+    let cas_bytes = cas_width(meta.cas);
+    let mut layout = (width - 1) as u8 | ((cas_bytes - 1) as u8) << LAYOUT_CAS_WIDTH_SHIFT;
     if meta.flags != 0 {
-        flags_bits |= META_HAS_FLAGS;
+        layout |= LAYOUT_HAS_FLAGS;
     }
     if meta.expiry != 0 {
-        flags_bits |= META_HAS_EXPIRY;
+        layout |= LAYOUT_HAS_EXPIRY;
     }
-    flags_bits |= meta.marks & META_MARKS_MASK;
     dst[0] = key.len() as u8;
-    dst[1] = flags_bits;
-    dst[2..10].copy_from_slice(&meta.cas.to_le_bytes());
+    dst[META_AT] = meta.marks & META_MARKS_MASK;
+    dst[LAYOUT_AT] = layout;
     let mut at = HEADER_FIXED_BYTES;
+    dst[at..at + cas_bytes].copy_from_slice(&meta.cas.to_le_bytes()[..cas_bytes]);
+    at += cas_bytes;
     dst[at..at + width].copy_from_slice(&(vlen as u32).to_le_bytes()[..width]);
     at += width;
     if meta.flags != 0 {
@@ -159,6 +253,20 @@ impl Layout {
     }
 }
 
+/// Offset of the key in an item whose layout byte is `bits`: the header's
+/// length, from the layout byte alone (no field is read), branch-free.
+#[inline(always)]
+fn key_at(bits: u8) -> usize {
+    let b = bits as usize;
+    HEADER_FIXED_BYTES
+        + ((b & LAYOUT_CAS_WIDTH_MASK as usize) >> LAYOUT_CAS_WIDTH_SHIFT)
+        + 1
+        + (b & LAYOUT_VLEN_WIDTH_MASK as usize)
+        + 1
+        + if bits & LAYOUT_HAS_FLAGS != 0 { 4 } else { 0 }
+        + if bits & LAYOUT_HAS_EXPIRY != 0 { 4 } else { 0 }
+}
+
 /// Decodes the header of the item at `ptr`.
 ///
 /// # Safety
@@ -167,33 +275,32 @@ impl Layout {
 #[inline]
 pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
     // SAFETY: the caller guarantees a whole item starts at `ptr`; every read
-    // below is inside its header, whose length the meta byte describes.
+    // below is inside its header, whose length the layout byte describes.
     unsafe {
         let klen = *ptr as usize;
-        let meta_bits = meta_byte(ptr).load(Ordering::Relaxed);
-        let cas = u64::from_le(std::ptr::read_unaligned(ptr.add(2) as *const u64));
-        let width = (meta_bits & META_VLEN_WIDTH_MASK) as usize + 1;
-        // Fixed-size reads per width: a variable-length copy here compiled
-        // to a libc memcpy call on every GET.
-        let v = ptr.add(HEADER_FIXED_BYTES);
-        let vlen = match width {
-            1 => u32::from(*v),
-            2 => u32::from(u16::from_le(std::ptr::read_unaligned(v as *const u16))),
-            3 => u32::from(u16::from_le(std::ptr::read_unaligned(v as *const u16))) | u32::from(*v.add(2)) << 16,
-            _ => u32::from_le(std::ptr::read_unaligned(v as *const u32)),
-        } as usize;
-        let mut at = HEADER_FIXED_BYTES + width;
+        let marks = meta_byte(ptr).load(Ordering::Relaxed) & META_MARKS_MASK;
+        let bits = *ptr.add(LAYOUT_AT);
+        let cas_bytes = ((bits & LAYOUT_CAS_WIDTH_MASK) >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1;
+        let width = (bits & LAYOUT_VLEN_WIDTH_MASK) as usize + 1;
+        // The CAS field is followed by at least the 1-byte value length
+        // and a 1-byte key, the value length by at least the key: the
+        // reads' bounds (read_cas, read_vlen).
+        let cas = read_cas(ptr.add(HEADER_FIXED_BYTES), cas_bytes);
+        let mut at = HEADER_FIXED_BYTES + cas_bytes;
+        let vlen = read_vlen(ptr.add(at), width);
+        at += width;
         let mut flags = 0;
-        if meta_bits & META_HAS_FLAGS != 0 {
+        if bits & LAYOUT_HAS_FLAGS != 0 {
             flags = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
         let mut expiry = 0;
-        if meta_bits & META_HAS_EXPIRY != 0 {
+        if bits & LAYOUT_HAS_EXPIRY != 0 {
             expiry = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
-        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks: meta_bits & META_MARKS_MASK } }
+        debug_assert_eq!(at, key_at(bits));
+        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks } }
     }
 }
 
@@ -275,11 +382,9 @@ pub(crate) unsafe fn copy_with_freq(src: *const u8, dst: *mut u8, total: usize, 
 /// protects the item.
 #[inline]
 pub(crate) unsafe fn key<'a>(ptr: *const u8) -> &'a [u8] {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        let l = layout(ptr);
-        std::slice::from_raw_parts(ptr.add(l.key_at), l.klen)
-    }
+    // SAFETY: the caller names a live item: byte 0 is its key length, the
+    // layout byte gives the header's length, and the key follows it.
+    unsafe { std::slice::from_raw_parts(ptr.add(key_at(*ptr.add(LAYOUT_AT))), *ptr as usize) }
 }
 
 /// Compares the key of the item at `ptr` with `key` without decoding the
@@ -371,9 +476,44 @@ mod tests {
     }
 
     #[test]
-    fn small_item_fits_a_32_byte_class() {
-        let meta = Meta { cas: 7, flags: 0, expiry: 0, marks: 0 };
-        assert_eq!(encoded_len(8, 8, &meta), 27);
+    fn small_item_fits_a_24_byte_class_for_the_first_2_pow_32_cas_values() {
+        for cas in [0, 7, u64::from(u32::MAX)] {
+            let meta = Meta { cas, flags: 0, expiry: 0, marks: 0 };
+            assert_eq!(encoded_len(8, 8, &meta), 3 + cas_width(cas) + 1 + 16);
+            assert!(encoded_len(8, 8, &meta) <= 24, "cas {cas}");
+            assert_eq!(limit_len(8, 8, &meta), 3 + 8 + 1 + 16);
+        }
+        let meta = Meta { cas: 1 << 32, flags: 0, expiry: 0, marks: 0 };
+        assert_eq!(encoded_len(8, 8, &meta), 25);
+    }
+
+    #[test]
+    fn cas_width_is_the_bytes_its_value_needs() {
+        assert_eq!(cas_width(0), 2);
+        assert_eq!(cas_width(0xFF), 2);
+        assert_eq!(cas_width(0x100), 2);
+        assert_eq!(cas_width(0x1_0000), 3);
+        assert_eq!(cas_width(u64::MAX >> 8), 7);
+        assert_eq!(cas_width(u64::MAX), 8);
+        for shift in 0..64 {
+            for cas in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 0x5A] {
+                let needed = cas.to_le_bytes().iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
+                assert_eq!(cas_width(cas), needed.max(CAS_BYTES_MIN));
+                roundtrip(b"key", b"v", Meta { cas, flags: 0, expiry: 0, marks: 0 });
+            }
+        }
+    }
+
+    #[test]
+    fn field_reads_stay_inside_the_smallest_items() {
+        // The smallest item of each CAS width and value-length width, in a
+        // buffer of exactly its length: a read past the item would panic
+        // in the slice indexing of `roundtrip` or be flagged by valgrind.
+        for cas in [0, 0xFF_FFFF, u64::from(u32::MAX), 1 << 32, u64::MAX] {
+            for vlen in [0usize, 255, 256, 0xFFFF, 0x1_0000] {
+                roundtrip(b"k", &vec![7u8; vlen], Meta { cas, flags: 0, expiry: 0, marks: 0 });
+            }
+        }
     }
 
     #[test]
@@ -381,7 +521,9 @@ mod tests {
         for vlen in [0usize, 1, 255, 256, 65535, 65536, 0x100_0000] {
             let value = vec![0xA5u8; vlen];
             for (flags, expiry) in [(0, 0), (1, 0), (0, 1), (u32::MAX, u32::MAX)] {
-                roundtrip(b"k", &value, Meta { cas: u64::MAX - 3, flags, expiry, marks: MARK_STALE });
+                for cas in [0, 0x1234, u64::MAX - 3] {
+                    roundtrip(b"k", &value, Meta { cas, flags, expiry, marks: MARK_STALE });
+                }
             }
         }
         roundtrip(

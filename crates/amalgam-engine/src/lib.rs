@@ -15,8 +15,10 @@
 //!   item), a miss one.
 //! * Batched lookups with software prefetch of buckets then items (MICA,
 //!   ISCA '15 §5.3) for multi-gets and pipelines.
-//! * Small items: an 11-byte header for the common item; item memory from
-//!   per-thread pools of 2 MiB chunks (Mercury §3), reclaimed by epochs.
+//! * Small items: a 7–8-byte header for the common item (every field as
+//!   wide as its value: `item.rs`), so an 8 B / 8 B item takes a 24-byte
+//!   block; item memory from per-thread pools of 2 MiB chunks (Mercury
+//!   §3), reclaimed by epochs.
 //!
 //! * Cache mode (`Config::eviction`, issue 4, `docs/cache-mode.md`): a hard
 //!   memory budget divided into segments (Segcache, NSDI '21), items
@@ -38,7 +40,7 @@
 //! * Any number of worker threads share one [`Store`]. Each gets a
 //!   per-store `Local` (epoch mark, memory pool, CAS block, counters).
 //! * One maintenance thread per store ("amalgam-expand") doubles the table
-//!   when the mean load passes [`LOAD_PER_BUCKET_MAX`], runs delayed
+//!   when the mean load passes [`LOAD_PER_BUCKET_MAX`] ([`CACHE_LOAD_PER_BUCKET_MAX`] in cache mode), runs delayed
 //!   flushes and sweeps flushed items; in cache mode it also reclaims
 //!   segments to keep [`EVICT_RESERVE_SEGMENTS`] free.
 //! * Items are immutable once published; writers replace slot pointers
@@ -84,8 +86,8 @@ pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use segment::{EVICT_RESERVE_SEGMENTS, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use store::{
     Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
-    INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX,
-    MEMORY_LIMIT_BYTES_DEFAULT, RELATIVE_EXPIRY_SECONDS_MAX,
+    CACHE_LOAD_PER_BUCKET_MAX, INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT,
+    LOAD_PER_BUCKET_MAX, MEMORY_LIMIT_BYTES_DEFAULT, RELATIVE_EXPIRY_SECONDS_MAX,
 };
 
 /// Low-level pieces exposed for the loom models in `tests/loom.rs` only.

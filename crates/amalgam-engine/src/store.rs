@@ -61,6 +61,26 @@ const _: () = assert!(ITEM_SIZE_MAX_BYTES_LIMIT <= item::VALUE_BYTES_LIMIT);
 /// assert!(st.items <= st.buckets * LOAD_PER_BUCKET_MAX as u64);
 /// ```
 pub const LOAD_PER_BUCKET_MAX: usize = 4;
+/// [`LOAD_PER_BUCKET_MAX`] in cache mode. A cache's item count is capped
+/// by its budget, so a doubling just past the point where the budget
+/// fills doubles the index for items that never come: 16 B / 32 B items
+/// fill `-m 64` at about 1.12 M items, 4.3 per bucket of a 2^18 table, and
+/// at a threshold of 4 the table doubled to 32 MiB for them. At a mean of
+/// 5, 13% of buckets need an overflow line and 95% of items sit in their
+/// bucket's own line (Poisson, seven slots); the server's `stats` report
+/// the overflow nodes (`hash_overflow_nodes`).
+///
+/// ```
+/// use amalgam_engine::{evict::Eviction, Config, Expiry, Store, CACHE_LOAD_PER_BUCKET_MAX};
+/// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+/// for i in 0..10_000u32 {
+///     store.set(&i.to_le_bytes(), b"v", 0, Expiry::Never).unwrap();
+/// }
+/// store.wait_for_expansion(std::time::Duration::from_secs(10));
+/// let st = store.stats();
+/// assert!(st.items <= st.buckets * CACHE_LOAD_PER_BUCKET_MAX as u64);
+/// ```
+pub const CACHE_LOAD_PER_BUCKET_MAX: usize = 5;
 /// Buckets of a new store's table, as a power of two.
 ///
 /// ```
@@ -466,6 +486,23 @@ impl<'a> ItemRef<'a> {
         self.layout.meta.marks
     }
 
+    /// Bytes the item occupies in the engine: header, key and value, before
+    /// the pool's size-class rounding (memcached's `me` reports this as
+    /// `size=`). The header's width depends on the fields (flags and an
+    /// expiry take 4 bytes each when set; lengths and the CAS take only the
+    /// bytes their values need), so two items with the same key and value
+    /// may differ by a few bytes.
+    ///
+    /// ```
+    /// # let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// store.set(b"key", b"value", 0, amalgam_engine::Expiry::Never).unwrap();
+    /// let size = store.get(b"key", |it| it.size()).unwrap();
+    /// assert!(size > 8 && size <= 8 + 3 + 8 + 1);
+    /// ```
+    pub fn size(&self) -> usize {
+        self.layout.total()
+    }
+
     /// The expiry as stored: unix seconds, 0 for never.
     pub(crate) fn expiry_raw(&self) -> u32 {
         self.layout.meta.expiry
@@ -537,6 +574,9 @@ pub(crate) struct Inner {
     current: AtomicPtr<Table>,
     seed: u64,
     item_size_max: usize,
+    /// The mean load above which the table doubles: LOAD_PER_BUCKET_MAX,
+    /// or CACHE_LOAD_PER_BUCKET_MAX in cache mode.
+    load_max: u64,
     pub(crate) shared: SharedPool,
     pub(crate) epochs: Epochs,
     /// Next unreserved CAS value (CAS uniques start at 1).
@@ -882,10 +922,10 @@ impl Inner {
         if meta.expiry != 0 && !self.ttl_seen.load(Ordering::Relaxed) {
             self.ttl_seen.store(true, Ordering::Relaxed);
         }
-        let len = item::encoded_len(n.key.len(), n.vlen, &meta);
-        if len > limit {
+        if item::limit_len(n.key.len(), n.vlen, &meta) > limit {
             return Err(Error::TooLarge);
         }
+        let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         let block = match &self.cache {
             None => self.alloc(local, len)?,
             Some(c) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
@@ -1116,7 +1156,7 @@ impl Inner {
     }
 
     /// Counts an insert and wakes the expand thread when the table's mean
-    /// load passes LOAD_PER_BUCKET_MAX (Mercury's aggressive expansion).
+    /// load passes `load_max` (Mercury's aggressive expansion).
     fn note_insert(&self, local: &Local, t: &Table) {
         // SAFETY: own Local, no other owned reference live.
         let owned = unsafe { local.owned() };
@@ -1137,18 +1177,18 @@ impl Inner {
     }
 
     /// True when `t` (the current table, held pinned or by the
-    /// maintenance thread) is loaded past LOAD_PER_BUCKET_MAX.
+    /// maintenance thread) is loaded past `load_max`.
     fn needs_expansion(&self, t: &Table) -> bool {
-        t.log2() < TABLE_LOG2_MAX && self.item_count() > (LOAD_PER_BUCKET_MAX as u64) << t.log2()
+        t.log2() < TABLE_LOG2_MAX && self.item_count() > self.load_max << t.log2()
     }
 
     /// The successor's size: double (Mercury), or more when inserts have
     /// outrun the expand thread, so that the new table holds the current
-    /// items at no more than LOAD_PER_BUCKET_MAX — a bulk load then pays a
+    /// items at no more than `load_max` — a bulk load then pays a
     /// few large expansions instead of a chain of back-to-back doublings. Bounded by EXPANSION_LOG2_STEP_MAX.
     fn expansion_target_log2(&self, old: &Table) -> u32 {
         let items = self.item_count().max(1);
-        let want = items.div_ceil(LOAD_PER_BUCKET_MAX as u64).next_power_of_two().trailing_zeros();
+        let want = items.div_ceil(self.load_max).next_power_of_two().trailing_zeros();
         want.clamp(old.log2() + 1, old.log2() + EXPANSION_LOG2_STEP_MAX).min(TABLE_LOG2_MAX)
     }
 
@@ -1490,6 +1530,7 @@ impl Store {
             current: AtomicPtr::new(Box::into_raw(Box::new(table))),
             seed,
             item_size_max: config.item_size_max_bytes,
+            load_max: if cache.is_some() { CACHE_LOAD_PER_BUCKET_MAX } else { LOAD_PER_BUCKET_MAX } as u64,
             shared,
             epochs: Epochs::new(),
             cas_counter: AtomicU64::new(1),

@@ -92,3 +92,39 @@ fn a_full_chain_refuses_writes_instead_of_panicking() {
     assert!(store.wait_for_expansion(std::time::Duration::from_secs(30)));
     store.set(&n.to_le_bytes(), b"v", 0, Expiry::Never).unwrap();
 }
+
+/// `ItemRef::size` is what the item really takes: for items small enough
+/// for the pool's 8-byte classes, the block a set takes is that size
+/// rounded up to 8. And the 8 B / 8 B item of the papers' micro-benchmark
+/// fits a 24-byte block (item.rs: a variable-width CAS).
+#[test]
+fn item_size_is_the_block_the_pool_hands_out() {
+    let cases: [(&[u8], &[u8], u32, i64); 7] = [
+        (b"k", b"", 0, 0),
+        (b"k", b"v", 0, 0),
+        (b"key", b"value", 7, 0),
+        (b"key", b"value", 0, 100),
+        (b"key", b"value", 7, 100),
+        (&[b'k'; 40], &[b'v'; 60], 1, 1000),
+        (b"8bytekey", b"8bytval!", 0, 0),
+    ];
+    for (key, value, flags, ttl) in cases {
+        let store = Store::new(Config::default()).unwrap();
+        let exp = Expiry::from_memcached(ttl, store.now());
+        let before = store.stats().block_bytes;
+        store.set(key, value, flags, exp).unwrap();
+        let block = store.stats().block_bytes - before;
+        let size = store.get(key, |it| it.size()).unwrap();
+        assert!(size <= 128, "case too large for the 8-byte classes");
+        assert_eq!(block as usize, size.next_multiple_of(8), "{key:?} {value:?} {flags} {ttl}");
+        if key.len() == 8 && value.len() == 8 {
+            assert_eq!(block, 24, "the 8 B / 8 B item takes a 24-byte block");
+        }
+    }
+    // Wider value lengths take more header bytes.
+    let store = Store::new(Config::default()).unwrap();
+    store.set(b"a", &[0; 255], 0, Expiry::Never).unwrap();
+    store.set(b"b", &[0; 256], 0, Expiry::Never).unwrap();
+    let (a, b) = (store.get(b"a", |it| it.size()).unwrap(), store.get(b"b", |it| it.size()).unwrap());
+    assert_eq!(b, a + 2);
+}

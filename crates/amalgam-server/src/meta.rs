@@ -32,7 +32,7 @@
 //!   size=<s>` in memcached's field order. `exp` (memcached's sign: now
 //!   minus the expiry, so -100 for an item 100 s from expiring; -1 for
 //!   never) and `cas` are the item's own; `size` is the bytes the item
-//!   takes in Amalgam ([`item_bytes`]: header, key and value; memcached's
+//!   takes in Amalgam (`ItemRef::size`: header, key and value; memcached's
 //!   `ITEM_ntotal` counts its own 48-byte header, the CAS, the key, its NUL,
 //!   the value and its CRLF, so the numbers differ by design). `la` (no
 //!   access time), `fetch` (no fetched bit) and `cls` (the pool's size
@@ -575,66 +575,12 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
             Expiry::Never => -1,
             Expiry::At(t) => i64::from(now) - i64::from(t),
         };
-        let size = item_bytes(it.key().len(), it.value().len(), it.flags(), it.expiry());
+        let size = it.size();
         l.extend_from_slice(format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", it.cas()).as_bytes());
         l
     });
     match line {
         Some(l) => out.extend_from_slice(&l),
         None => push_line(out, "EN"),
-    }
-}
-
-/// Bytes an item takes in the engine before size-class rounding, for
-/// `me`'s `size=`: the layout drawn in `amalgam_engine`'s `item.rs`
-/// (10 fixed header bytes, a 1-4 byte value length, 4 bytes of client
-/// flags unless 0, 4 bytes of expiry unless never, then key and value).
-/// The engine does not export it; `item_bytes_match_the_engines_blocks`
-/// pins it to the pool blocks the engine hands out.
-fn item_bytes(klen: usize, vlen: usize, flags: u32, expiry: Expiry) -> usize {
-    /// klen (1) + meta (1) + cas (8).
-    const HEADER_FIXED_BYTES: usize = 10;
-    let vlen_width = match vlen {
-        0..=0xFF => 1,
-        0x100..=0xFFFF => 2,
-        0x1_0000..=0xFF_FFFF => 3,
-        _ => 4,
-    };
-    let flags_bytes = if flags != 0 { 4 } else { 0 };
-    let expiry_bytes = if expiry == Expiry::Never { 0 } else { 4 };
-    HEADER_FIXED_BYTES + vlen_width + flags_bytes + expiry_bytes + klen + vlen
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use amalgam_engine::Config;
-
-    /// The engine hands out 8-byte size classes up to 128 bytes, so for an
-    /// item that small the pool block it takes is [`item_bytes`] rounded
-    /// up to 8: a layout change in the engine fails here.
-    #[test]
-    fn item_bytes_match_the_engines_blocks() {
-        let cases: [(&[u8], &[u8], u32, i64); 6] = [
-            (b"k", b"", 0, 0),
-            (b"k", b"v", 0, 0),
-            (b"key", b"value", 7, 0),
-            (b"key", b"value", 0, 100),
-            (b"key", b"value", 7, 100),
-            (&[b'k'; 40], &[b'v'; 60], 1, 1000),
-        ];
-        for (key, value, flags, ttl) in cases {
-            let store = Store::new(Config::default()).unwrap();
-            let exp = Expiry::from_memcached(ttl, store.now());
-            let before = store.stats().block_bytes;
-            store.set(key, value, flags, exp).unwrap();
-            let block = store.stats().block_bytes - before;
-            let bytes = item_bytes(key.len(), value.len(), flags, exp);
-            assert!(bytes <= 128, "case too large for the 8-byte classes");
-            assert_eq!(block as usize, bytes.next_multiple_of(8), "{key:?} {value:?} {flags} {ttl}");
-        }
-        // Wider value lengths take more header bytes.
-        assert_eq!(item_bytes(1, 256, 0, Expiry::Never), item_bytes(1, 255, 0, Expiry::Never) + 2);
-        assert_eq!(item_bytes(1, 1 << 16, 0, Expiry::Never), 10 + 3 + 1 + (1 << 16));
     }
 }
