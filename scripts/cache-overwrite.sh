@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Items held under an overwrite-heavy load: memcached vs amalgam vs amalgam
-# --merge-segments (docs/cache-mode.md § "Dead space under overwrites").
+# Items held under an overwrite-heavy load: memcached vs amalgam (merging
+# mostly-dead segments, the default) vs amalgam --merge-segments=false
+# (eviction alone) (docs/cache-mode.md § "Dead space under overwrites").
 #
 # For each of RUNS rounds, each server is started fresh with -m MEMORY_MB
 # -t 2 and driven for DURATION seconds by `amalgam-bench net --workload
@@ -27,11 +28,11 @@ user=(); [ "$(id -u)" -ne 0 ] || user=(-u nobody)
 pid=""
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true' EXIT
 for r in $(seq 1 "$RUNS"); do
-  for s in memcached amalgam amalgam-merge; do
+  for s in memcached amalgam amalgam-no-merge; do
     case $s in
       memcached) memcached "${user[@]}" -l 127.0.0.1 -p "$PORT" -t 2 -m "$MEMORY_MB" -c 4096 -U 0 >/dev/null 2>&1 & ;;
       amalgam) "$B/amalgam" -l 127.0.0.1 -p "$PORT" --resp-port 0 -t 2 -m "$MEMORY_MB" -c 4096 >/dev/null 2>&1 & ;;
-      amalgam-merge) "$B/amalgam" -l 127.0.0.1 -p "$PORT" --resp-port 0 -t 2 -m "$MEMORY_MB" -c 4096 --merge-segments >/dev/null 2>&1 & ;;
+      amalgam-no-merge) "$B/amalgam" -l 127.0.0.1 -p "$PORT" --resp-port 0 -t 2 -m "$MEMORY_MB" -c 4096 --merge-segments=false >/dev/null 2>&1 & ;;
     esac
     pid=$!
     sleep 1

@@ -290,11 +290,13 @@ pub struct Config {
     /// and deterministically.
     #[doc(hidden)]
     pub background_eviction: bool,
-    /// Cache mode, experimental (off by default): before evicting, free
-    /// dead space by merging a run of consecutive mostly-dead segments into
-    /// one segment in the run's place in its queue (`reclaim.rs`, step 0).
-    /// Under overwrite-heavy loads most of the log is dead versions;
-    /// merging keeps more live items in the same budget.
+    /// Cache mode: before evicting, free dead space by merging a run of
+    /// consecutive mostly-dead segments into one segment in the run's
+    /// place in its queue (`reclaim.rs`, step 0). Under overwrite-heavy
+    /// loads most of the log is dead versions; merging keeps more live
+    /// items in the same budget. Off in `Config::default()`, so the
+    /// policies' exact eviction order holds for embedders and tests; the
+    /// server turns it on (`--merge-segments`, default true).
     pub merge_segments: bool,
 }
 

@@ -62,11 +62,19 @@ pub struct Args {
     #[arg(long = "eviction", default_value = "s3fifo")]
     pub eviction: amalgam_engine::evict::Eviction,
 
-    /// Cache mode, experimental: before evicting, free dead space by
-    /// merging runs of mostly-dead segments (dead versions of overwritten
-    /// keys) into one segment in their place. Holds more live items under
-    /// overwrite-heavy loads; off by default until measured more widely.
-    #[arg(long = "merge-segments")]
+    /// Cache mode: before evicting, free dead space by merging runs of
+    /// mostly-dead segments (dead versions of overwritten keys) into one
+    /// segment in their place, keeping their order. Holds more live items
+    /// under overwrite-heavy loads. On by default; --merge-segments=false
+    /// evicts only.
+    #[arg(
+        long = "merge-segments",
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        value_name = "true|false"
+    )]
     pub merge_segments: bool,
 
     /// Largest item: key, value and header (memcached's -I), in bytes or
@@ -197,5 +205,17 @@ mod tests {
         assert!(Args::parse_from(["amalgam", "-p", "7000", "--resp-port", "7000"]).validate().is_err());
         assert!(a.validate().is_ok());
         assert!(Args::parse_from(["amalgam", "-U", "11211"]).validate().is_err());
+    }
+
+    #[test]
+    fn merge_segments_is_on_unless_turned_off() {
+        let merge = |argv: &[&str]| Args::parse_from(argv).merge_segments;
+        assert!(merge(&["amalgam"]));
+        assert!(merge(&["amalgam", "--merge-segments"]));
+        assert!(merge(&["amalgam", "--merge-segments", "-p", "7000"]));
+        assert!(merge(&["amalgam", "--merge-segments=true"]));
+        assert!(!merge(&["amalgam", "--merge-segments=false"]));
+        assert!(!merge(&["amalgam", "--merge-segments", "false"]));
+        assert!(Args::try_parse_from(["amalgam", "--merge-segments=maybe"]).is_err());
     }
 }
