@@ -27,8 +27,15 @@
 //! order; a false positive needs a 32-bit fingerprint match in that slot
 //! (about 2^-32 per lookup). Writers consult it concurrently from `admit`,
 //! the reclaiming thread fills it; a ghost hit consumes the entry.
+//!
+//! The table is sized from the budget (up to 256 MiB) and mapped on its
+//! own (`GhostTable`: anonymous zeroed memory, advised for hugepages from
+//! 2 MiB as the pool's chunks are): no page of it is resident until an
+//! eviction writes there, and a probe's random slot costs no 4 KiB TLB
+//! miss on top of its cache miss.
 
 use super::{Policy, Queue, Verdict, FREQ_LIMIT};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Small queue's share of the cache, in percent of bytes (the paper's 10%).
@@ -39,6 +46,53 @@ pub const GHOST_ENTRIES_MIN: usize = 1024;
 const GHOST_ENTRIES_MAX: usize = 1 << 26;
 /// An empty ghost slot. A hash whose fingerprint is 0 is stored as 1.
 const GHOST_EMPTY: u32 = 0;
+const _: () = assert!(GHOST_EMPTY == 0, "a zeroed mapping is an empty ghost");
+
+/// The ghost's slots in a mapping of their own (see the module docs).
+struct GhostTable {
+    slots: NonNull<AtomicU32>,
+    len: usize,
+}
+
+// SAFETY: the table is plain memory accessed only through atomics, owned
+// by the GhostTable until its drop.
+unsafe impl Send for GhostTable {}
+// SAFETY: as above: every shared access is an atomic operation.
+unsafe impl Sync for GhostTable {}
+
+impl GhostTable {
+    /// `len` zeroed (GHOST_EMPTY) slots. Running out of address space here
+    /// aborts, as a failed Box allocation would.
+    fn new(len: usize) -> GhostTable {
+        let layout = std::alloc::Layout::array::<AtomicU32>(len).expect("ghost size fits a layout");
+        let Some(p) = crate::pool::map_zeroed(layout.size()) else { std::alloc::handle_alloc_error(layout) };
+        // The mapping is page-aligned, so aligned for AtomicU32, and not null.
+        let slots = NonNull::new(p as *mut AtomicU32).expect("mmap never returns null on success");
+        GhostTable { slots, len }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &AtomicU32 {
+        assert!(i < self.len);
+        // SAFETY: i < len slots of the live mapping; zeroed memory is a valid
+        // AtomicU32 (0 = GHOST_EMPTY), and every access is atomic.
+        unsafe { &*self.slots.as_ptr().add(i) }
+    }
+}
+
+impl Drop for GhostTable {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping made in `new`; `&mut self` means no
+        // reference into it is live.
+        unsafe { crate::pool::unmap(self.slots.as_ptr() as *mut u8, self.len * std::mem::size_of::<AtomicU32>()) };
+    }
+}
+
+impl std::fmt::Debug for GhostTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GhostTable").field("len", &self.len).finish()
+    }
+}
 
 /// S3-FIFO with a 2-bit frequency.
 ///
@@ -51,7 +105,7 @@ const GHOST_EMPTY: u32 = 0;
 /// ```
 #[derive(Debug)]
 pub struct S3Fifo {
-    ghost: Box<[AtomicU32]>,
+    ghost: GhostTable,
     mask: usize,
     /// Set by the first eviction into the ghost (written once, read on
     /// every admission): until then `admit` answers without touching the
@@ -69,16 +123,12 @@ impl S3Fifo {
     /// ```
     pub fn new(items_hint: usize) -> S3Fifo {
         let n = items_hint.clamp(GHOST_ENTRIES_MIN, GHOST_ENTRIES_MAX).next_power_of_two();
-        S3Fifo {
-            ghost: (0..n).map(|_| AtomicU32::new(GHOST_EMPTY)).collect(),
-            mask: n - 1,
-            used: AtomicBool::new(false),
-        }
+        S3Fifo { ghost: GhostTable::new(n), mask: n - 1, used: AtomicBool::new(false) }
     }
 
     fn slot(&self, key_hash: u64) -> (&AtomicU32, u32) {
         let fp = ((key_hash >> 32) as u32).max(1);
-        (&self.ghost[key_hash as usize & self.mask], fp)
+        (self.ghost.get(key_hash as usize & self.mask), fp)
     }
 
     /// Remembers an evicted key hash.
