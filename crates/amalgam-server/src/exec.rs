@@ -290,6 +290,8 @@ fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "item_size_max", a.max_item_size);
     push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
     push_stat(out, "eviction_policy", a.eviction);
+    let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
+    push_stat(out, "merge_segments", if merging { "yes" } else { "no" });
     push_stat(out, "flush_enabled", "yes");
 }
 

@@ -62,4 +62,14 @@ fn eviction_flag_is_reported() {
     let m = stats_map(&mut c, "settings");
     assert_eq!(m["evictions"], "on");
     assert_eq!(m["eviction_policy"], "clock");
+    assert_eq!(m["merge_segments"], "yes", "merging is on by default");
+    for (flags, evictions, merging) in [
+        (&["--merge-segments=false"][..], "on", "no"),
+        (&["--eviction", "none"][..], "off", "no"),
+        (&["--merge-segments"][..], "on", "yes"),
+    ] {
+        let Some(s) = Server::with_flags(flags) else { return };
+        let m = stats_map(&mut s.connect(), "settings");
+        assert_eq!((m["evictions"].as_str(), m["merge_segments"].as_str()), (evictions, merging), "{flags:?}");
+    }
 }
