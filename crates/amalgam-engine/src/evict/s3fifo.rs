@@ -20,15 +20,15 @@
 //! # The ghost, without a lock
 //!
 //! The paper's ghost is a FIFO of as many key hashes as Main holds items.
-//! Here it is a direct-mapped table of 32-bit fingerprints
-//! (`AtomicU32`, relaxed): a hash selects a slot by its low bits and stores
-//! its high 32 bits there, overwriting whatever was there. A newer entry
+//! Here it is a direct-mapped table of 16-bit fingerprints
+//! (`AtomicU16`, relaxed): a hash selects a slot by its low bits and stores
+//! its high 16 bits there, overwriting whatever was there. A newer entry
 //! evicts an older one that maps to the same slot, which approximates FIFO
-//! order; a false positive needs a 32-bit fingerprint match in that slot
-//! (about 2^-32 per lookup). Writers consult it concurrently from `admit`,
+//! order; a false positive needs a 16-bit fingerprint match in that slot
+//! (about 2^-16 per lookup, and it only admits one item to Main). Writers consult it concurrently from `admit`,
 //! the reclaiming thread fills it; a ghost hit consumes the entry.
 //!
-//! The table is sized from the budget (up to 256 MiB) and mapped on its
+//! The table is sized from the budget (2 bytes per slot, up to 128 MiB) and mapped on its
 //! own (`GhostTable`: anonymous zeroed memory, advised for hugepages from
 //! 2 MiB as the pool's chunks are): no page of it is resident until an
 //! eviction writes there, and a probe's random slot costs no 4 KiB TLB
@@ -36,21 +36,21 @@
 
 use super::{Policy, Queue, Verdict, FREQ_LIMIT};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 /// Small queue's share of the cache, in percent of bytes (the paper's 10%).
 pub const SMALL_QUEUE_PERCENT: usize = 10;
 /// Fewest ghost entries, whatever the item-count hint.
 pub const GHOST_ENTRIES_MIN: usize = 1024;
-/// Most ghost entries (4 bytes each: 256 MiB).
+/// Most ghost entries (2 bytes each: 128 MiB).
 const GHOST_ENTRIES_MAX: usize = 1 << 26;
 /// An empty ghost slot. A hash whose fingerprint is 0 is stored as 1.
-const GHOST_EMPTY: u32 = 0;
+const GHOST_EMPTY: u16 = 0;
 const _: () = assert!(GHOST_EMPTY == 0, "a zeroed mapping is an empty ghost");
 
 /// The ghost's slots in a mapping of their own (see the module docs).
 struct GhostTable {
-    slots: NonNull<AtomicU32>,
+    slots: NonNull<AtomicU16>,
     len: usize,
 }
 
@@ -64,18 +64,18 @@ impl GhostTable {
     /// `len` zeroed (GHOST_EMPTY) slots. Running out of address space here
     /// aborts, as a failed Box allocation would.
     fn new(len: usize) -> GhostTable {
-        let layout = std::alloc::Layout::array::<AtomicU32>(len).expect("ghost size fits a layout");
+        let layout = std::alloc::Layout::array::<AtomicU16>(len).expect("ghost size fits a layout");
         let Some(p) = crate::pool::map_zeroed(layout.size()) else { std::alloc::handle_alloc_error(layout) };
-        // The mapping is page-aligned, so aligned for AtomicU32, and not null.
-        let slots = NonNull::new(p as *mut AtomicU32).expect("mmap never returns null on success");
+        // The mapping is page-aligned, so aligned for AtomicU16, and not null.
+        let slots = NonNull::new(p as *mut AtomicU16).expect("mmap never returns null on success");
         GhostTable { slots, len }
     }
 
     #[inline]
-    fn get(&self, i: usize) -> &AtomicU32 {
+    fn get(&self, i: usize) -> &AtomicU16 {
         assert!(i < self.len);
         // SAFETY: i < len slots of the live mapping; zeroed memory is a valid
-        // AtomicU32 (0 = GHOST_EMPTY), and every access is atomic.
+        // AtomicU16 (0 = GHOST_EMPTY), and every access is atomic.
         unsafe { &*self.slots.as_ptr().add(i) }
     }
 }
@@ -84,7 +84,7 @@ impl Drop for GhostTable {
     fn drop(&mut self) {
         // SAFETY: exactly the mapping made in `new`; `&mut self` means no
         // reference into it is live.
-        unsafe { crate::pool::unmap(self.slots.as_ptr() as *mut u8, self.len * std::mem::size_of::<AtomicU32>()) };
+        unsafe { crate::pool::unmap(self.slots.as_ptr() as *mut u8, self.len * std::mem::size_of::<AtomicU16>()) };
     }
 }
 
@@ -110,7 +110,7 @@ pub struct S3Fifo {
     /// Set by the first eviction into the ghost (written once, read on
     /// every admission): until then `admit` answers without touching the
     /// ghost, whose random slot is a cache and TLB miss per write (it is
-    /// sized from the budget: up to 256 MiB, mostly never written).
+    /// sized from the budget: up to 128 MiB, mostly never written).
     used: AtomicBool,
 }
 
@@ -126,8 +126,9 @@ impl S3Fifo {
         S3Fifo { ghost: GhostTable::new(n), mask: n - 1, used: AtomicBool::new(false) }
     }
 
-    fn slot(&self, key_hash: u64) -> (&AtomicU32, u32) {
-        let fp = ((key_hash >> 32) as u32).max(1);
+    fn slot(&self, key_hash: u64) -> (&AtomicU16, u16) {
+        // The top 16 bits: independent of the slot's (low, at most 26) bits.
+        let fp = ((key_hash >> 48) as u16).max(1);
         (self.ghost.get(key_hash as usize & self.mask), fp)
     }
 
