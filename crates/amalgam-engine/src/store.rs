@@ -1645,6 +1645,40 @@ impl Store {
         }
     }
 
+    /// Prefetches what writes of `keys` are about to touch (MICA §5.3's
+    /// two stages, as in [`Store::get_batch`], for the write path): each
+    /// key's bucket line, then the line of the item its tag points to (the
+    /// write compares that item's key and replaces it). A hint only: no
+    /// lock is taken and nothing is changed, so a caller about to run a
+    /// pipeline's SETs one by one can let their cache misses overlap.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let keys: [&[u8]; 2] = [b"a", b"b"];
+    /// store.prefetch_writes(&keys);
+    /// for k in keys {
+    ///     store.set(k, b"v", 0, Expiry::Never).unwrap();
+    /// }
+    /// ```
+    pub fn prefetch_writes<K: AsRef<[u8]>>(&self, keys: &[K]) {
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let t = pin.current();
+        let mut hashes = [0u64; BATCH_WINDOW_KEYS];
+        for window in keys.chunks(BATCH_WINDOW_KEYS) {
+            for (j, k) in window.iter().enumerate() {
+                hashes[j] = inner.hash(k.as_ref());
+                t.route(hashes[j]).prefetch(hashes[j]);
+            }
+            for h in &hashes[..window.len()] {
+                if let Some(p) = t.route(*h).peek_candidate(*h) {
+                    prefetch_line(p);
+                }
+            }
+        }
+    }
+
     fn store_new(
         &self,
         key: &[u8],

@@ -110,6 +110,10 @@ impl Ctx<'_> {
     }
 }
 
+/// SETs of a run prefetched at once (`Store::prefetch_writes`): the
+/// engine's batch window.
+const PREFETCH_SETS_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
+
 /// A GET or MGET waiting in the current run: the index of its first key
 /// in the batch's argument vector and its key count (None: a GET).
 #[derive(Clone, Copy, Debug)]
@@ -133,6 +137,8 @@ pub fn process(
     let limits = Limits::for_item_size(shared.args.max_item_size);
     let mut args: Vec<Arg<'_>> = Vec::new();
     let mut gets = std::mem::take(&mut session.gets);
+    // The run of SETs in progress: each one's argument range.
+    let mut sets: Vec<(usize, usize)> = Vec::new();
     let mut ctx = Ctx { shared, stats, session, limits };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
         if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
@@ -144,6 +150,7 @@ pub fn process(
             Parse::Empty { consumed } => *pos += consumed,
             Parse::Error(e) => {
                 run_gets(&mut ctx, &args, &mut gets, out);
+                run_sets(&mut ctx, &args, &mut sets, out);
                 if let Some(m) = e.message() {
                     push_error(out, &m);
                 }
@@ -155,19 +162,30 @@ pub fn process(
                 bump(&stats.resp_commands, 1);
                 let cmd = &args[start..];
                 let spec = table::lookup(&cmd[0]);
-                // GET and MGET join the run; anything else ends it.
+                // GET and MGET join the run of gets, SET the run of sets;
+                // anything else ends both. The runs never mix: a GET ends
+                // a run of sets and a SET a run of gets, so replies keep
+                // the commands' order.
                 match spec.map(|s| s.cmd) {
                     Some(Cmd::Get) if cmd.len() == 2 => {
+                        run_sets(&mut ctx, &args, &mut sets, out);
                         gets.push(PendingGet { first: start + 1, mget: None });
                         continue;
                     }
                     Some(Cmd::Mget) if cmd.len() >= 2 => {
+                        run_sets(&mut ctx, &args, &mut sets, out);
                         gets.push(PendingGet { first: start + 1, mget: Some(cmd.len() - 1) });
+                        continue;
+                    }
+                    Some(Cmd::Set) if cmd.len() >= 3 => {
+                        run_gets(&mut ctx, &args[..start], &mut gets, out);
+                        sets.push((start, args.len()));
                         continue;
                     }
                     _ => {}
                 }
                 run_gets(&mut ctx, &args[..start], &mut gets, out);
+                run_sets(&mut ctx, &args, &mut sets, out);
                 let after = run_command(&mut ctx, spec, &args[start..], out);
                 args.clear();
                 if after == After::Close {
@@ -178,9 +196,42 @@ pub fn process(
         }
     }
     run_gets(&mut ctx, &args, &mut gets, out);
+    run_sets(&mut ctx, &args, &mut sets, out);
     if gets.capacity() <= REQUESTS_PER_ROUND_MAX {
         ctx.session.gets = gets;
     }
+}
+
+/// Executes the pending run of SETs (each `args[start..end]`) in order,
+/// after prefetching the index lines their writes will touch
+/// (`Store::prefetch_writes`, MICA §5.3 on the write path): a pipeline's
+/// SETs then overlap their cache misses instead of taking them one by one.
+fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>, out: &mut Vec<u8>) {
+    if sets.is_empty() {
+        return;
+    }
+    if sets.len() > 1 {
+        let mut keys = [&[][..]; PREFETCH_SETS_MAX];
+        for chunk in sets.chunks(PREFETCH_SETS_MAX) {
+            for (k, &(start, _)) in keys.iter_mut().zip(chunk) {
+                *k = &args[start + 1];
+            }
+            ctx.shared.store.prefetch_writes(&keys[..chunk.len()]);
+            for &(start, end) in chunk {
+                run_set(ctx, &args[start..end], out);
+            }
+        }
+    } else {
+        let (start, end) = sets[0];
+        run_set(ctx, &args[start..end], out);
+    }
+    sets.clear();
+}
+
+/// One SET of a run (a SET never closes the connection).
+fn run_set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let after = run_command(ctx, table::lookup(&args[0]), args, out);
+    debug_assert!(after == After::Continue, "SET does not close the connection");
 }
 
 /// Executes the pending run of GETs and MGETs as one engine batch,

@@ -123,6 +123,53 @@ fn pipelined_commands_answer_in_order() {
     assert!(got == want, "pipelined replies differ");
 }
 
+/// SETs and GETs of one key interleaved in one write, with SET's options
+/// and its errors among them: every reply in order, and every GET sees
+/// the SETs before it (amalgam runs a pipeline's SETs as a prefetched run
+/// and its GETs as a batch; a run must end where the other kind starts).
+#[test]
+fn pipelined_sets_and_gets_of_one_key_answer_in_order() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("setget");
+    let other = key("setget-other");
+    let steps: Vec<(Vec<&str>, String)> = vec![
+        (vec!["SET", &k, "v1"], OK.into()),
+        (vec!["GET", &k], bulk("v1")),
+        (vec!["SET", &k, "v2"], OK.into()),
+        (vec!["SET", &k, "v3"], OK.into()),
+        (vec!["GET", &k], bulk("v3")),
+        (vec!["SET", &k, "v4", "NX"], NULL2.into()),
+        (vec!["SET", &k, "v5", "XX", "GET"], bulk("v3")),
+        (vec!["SET", &other, "o1"], OK.into()),
+        (vec!["MGET", &k, &other], format!("*2\r\n{}{}", bulk("v5"), bulk("o1"))),
+        (vec!["SET", &k], error("ERR wrong number of arguments for 'set' command")),
+        (vec!["SET", &k, "v6", "EX", "0"], error("ERR invalid expire time in 'set' command")),
+        (vec!["SET", &k, "v7", "BOGUS"], error("ERR syntax error")),
+        (vec!["GET", &k], bulk("v5")),
+        (vec!["SET", &k, "v8"], OK.into()),
+        (vec!["DEL", &other], int(1)),
+        (vec!["SET", &other, "o2"], OK.into()),
+        (vec!["SET", &k, "v9", "GET"], bulk("v8")),
+        (vec!["MGET", &other, &k], format!("*2\r\n{}{}", bulk("o2"), bulk("v9"))),
+    ];
+    let mut req = Vec::new();
+    let mut want = String::new();
+    for (args, reply) in &steps {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        req.extend_from_slice(&encode(&args));
+        want.push_str(reply);
+    }
+    c.send_raw(&req);
+    let mut got = String::new();
+    while got.len() < want.len() {
+        let r = c.reply();
+        assert!(!r.is_empty(), "no more replies after {got:?}");
+        got.push_str(&r);
+    }
+    assert_eq!(got, want);
+}
+
 #[test]
 fn a_request_split_into_single_bytes() {
     let Some(server) = resp_server() else { return };
