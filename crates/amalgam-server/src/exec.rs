@@ -56,6 +56,33 @@ pub fn run_gets(store: &Store, stats: &WorkerStats, gets: &[(Keys<'_>, bool)], o
     bump(&stats.get_misses, n - hits);
 }
 
+/// Storage commands of a run prefetched at once: the engine's batch
+/// window.
+const PREFETCH_STORES_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
+
+/// Executes a run of pipelined storage commands (set, add, replace,
+/// append, prepend, cas) in order, after prefetching the index lines
+/// their writes will touch (`Store::prefetch_writes`, MICA §5.3 on the
+/// write path), and empties the run. None of them closes the connection.
+pub fn run_stores(shared: &Shared, stats: &WorkerStats, stores: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
+    let mut keys = [&[][..]; PREFETCH_STORES_MAX];
+    for chunk in stores.chunks(PREFETCH_STORES_MAX) {
+        if stores.len() > 1 {
+            for (k, req) in keys.iter_mut().zip(chunk) {
+                if let Request::Store { key, .. } = req {
+                    *k = key;
+                }
+            }
+            shared.store.prefetch_writes(&keys[..chunk.len()]);
+        }
+        for &req in chunk {
+            let after = run_one(shared, stats, req, out);
+            debug_assert!(after == After::Continue, "a storage command does not close the connection");
+        }
+    }
+    stores.clear();
+}
+
 /// memcached's `realtime()` for a relative-or-absolute exptime.
 fn expiry(store: &Store, exptime: i64) -> Expiry {
     Expiry::from_memcached(exptime, store.now())

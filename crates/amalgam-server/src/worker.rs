@@ -6,7 +6,7 @@
 //! same for both up to parsing and executing, where a RESP connection goes
 //! to [`crate::resp::process`].
 
-use crate::exec::{run_gets, run_one, After};
+use crate::exec::{run_gets, run_one, run_stores, After};
 use crate::stats::bump;
 use crate::Shared;
 use amalgam_protocol::compose::push_line;
@@ -412,6 +412,9 @@ impl Conn {
         }
         let mut pos = *rstart;
         let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
+        // The run of storage commands in progress (see exec::run_stores);
+        // never both it and `gets` non-empty, so replies keep their order.
+        let mut stores: Vec<Request<'_>> = Vec::new();
         for _ in 0..REQUESTS_PER_ROUND_MAX {
             if *swallow > 0 {
                 let n = (*swallow).min(buf.len() - pos);
@@ -426,7 +429,16 @@ impl Conn {
             }
             match parse(&buf[pos..], limits) {
                 Parse::Done(Request::Get { keys, cas, touch: None }, n) => {
+                    run_stores(shared, stats, &mut stores, wbuf);
                     gets.push((keys, cas));
+                    pos += n;
+                }
+                Parse::Done(req @ Request::Store { .. }, n) => {
+                    if !gets.is_empty() {
+                        run_gets(&shared.store, stats, &gets, wbuf);
+                        gets.clear();
+                    }
+                    stores.push(req);
                     pos += n;
                 }
                 Parse::Done(req, n) => {
@@ -434,6 +446,7 @@ impl Conn {
                         run_gets(&shared.store, stats, &gets, wbuf);
                         gets.clear();
                     }
+                    run_stores(shared, stats, &mut stores, wbuf);
                     pos += n;
                     if run_one(shared, stats, req, wbuf) == After::Close {
                         *close_after_write = true;
@@ -446,6 +459,7 @@ impl Conn {
                         run_gets(&shared.store, stats, &gets, wbuf);
                         gets.clear();
                     }
+                    run_stores(shared, stats, &mut stores, wbuf);
                     if let Some(unlink) = f.unlink {
                         let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                         if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
@@ -467,6 +481,7 @@ impl Conn {
         if !gets.is_empty() {
             run_gets(&shared.store, stats, &gets, wbuf);
         }
+        run_stores(shared, stats, &mut stores, wbuf);
         *rstart = pos;
         if *swallow > 0 && *rstart == *rend {
             // Discard without keeping: the refused block never occupies

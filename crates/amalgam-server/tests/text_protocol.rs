@@ -71,6 +71,33 @@ fn multi_get_and_pipelining() {
     assert!(all.starts_with(&want), "{all:?}");
 }
 
+/// Storage commands and gets of one key interleaved in one write, with a
+/// refused data block among them: every reply in order, and every get sees
+/// the stores before it (amalgam runs a pipeline's storage commands as a
+/// prefetched run and its gets as a batch; a run must end where the other
+/// kind starts).
+#[test]
+fn pipelined_stores_and_gets_of_one_key_answer_in_order() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    let a = k("psg", "a");
+    let b = k("psg", "b");
+    let req = format!(
+        "set {a} 1 0 2\r\nv1\r\nget {a}\r\nset {a} 2 0 2\r\nv2\r\nset {a} 3 0 2\r\nv3\r\nget {a} {b}\r\n\
+         add {a} 0 0 2\r\nv4\r\nreplace {a} 4 0 2\r\nv5\r\nappend {a} 0 0 1\r\nx\r\nprepend {a} 0 0 1\r\ny\r\n\
+         set {b} 0 0 1\r\nb\r\nget {b} {a}\r\nset {a} 0 0 2\r\ntoolong\r\nget {a}\r\nset {a} 5 0 2\r\nv6\r\n\
+         delete {b}\r\nreplace {b} 0 0 1\r\nz\r\nget {a} {b}\r\n"
+    );
+    let want = format!(
+        "STORED\r\nVALUE {a} 1 2\r\nv1\r\nEND\r\nSTORED\r\nSTORED\r\nVALUE {a} 3 2\r\nv3\r\nEND\r\n\
+         NOT_STORED\r\nSTORED\r\nSTORED\r\nSTORED\r\n\
+         STORED\r\nVALUE {b} 0 1\r\nb\r\nVALUE {a} 4 4\r\nyv5x\r\nEND\r\nCLIENT_ERROR bad data chunk\r\n\
+         ERROR\r\nVALUE {a} 4 4\r\nyv5x\r\nEND\r\nSTORED\r\n\
+         DELETED\r\nNOT_STORED\r\nVALUE {a} 5 2\r\nv6\r\nEND\r\n"
+    );
+    exchange(&mut c, req.as_bytes(), want.as_bytes());
+}
+
 #[test]
 fn add_replace_append_prepend() {
     let s = Server::start(&[]);
