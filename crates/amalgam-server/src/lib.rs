@@ -20,8 +20,10 @@
 //! Read everything the socket has (bounded per turn), parse as many
 //! requests as the buffer holds, execute them as a batch — consecutive
 //! GETs, whether one multi-get or many pipelined gets, become one engine
-//! batch with prefetching (MICA §5.3) — and send every reply with one
-//! write. memcached 1.6 issues a `sendmsg` per GET reply; that is where a
+//! batch with prefetching (MICA §5.3), and consecutive storage commands
+//! have their index lines prefetched before they run one by one
+//! (`exec::run_stores`, `Store::prefetch_writes`) — and send every reply
+//! with one write. memcached 1.6 issues a `sendmsg` per GET reply; that is where a
 //! pipelined load loses most.
 //!
 //! ## Bounds (every one named in `worker.rs` or the protocol crate)

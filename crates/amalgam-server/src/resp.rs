@@ -10,7 +10,9 @@
 //! Every command parsed from the bytes one read brought executes in
 //! order, and all replies leave in one write. Runs of consecutive GETs and
 //! MGETs — pipelined or not — go through the engine's batched lookup
-//! (`Store::get_batch`, MICA §5.3) as one batch, as memcached's gets do.
+//! (`Store::get_batch`, MICA §5.3) as one batch, as memcached's gets do;
+//! runs of consecutive SETs have their index lines prefetched
+//! (`Store::prefetch_writes`) and then run one by one (`run_sets`).
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
