@@ -773,6 +773,22 @@ impl Inner {
         }
     }
 
+    /// MICA §5.3's two prefetch stages for one window of at most
+    /// BATCH_WINDOW_KEYS keys: hashes each key into `hashes` and prefetches
+    /// its bucket line, then the line of the item its tag points to. `t`
+    /// is the current table of the caller's pin.
+    fn hash_and_prefetch<K: AsRef<[u8]>>(&self, t: &Table, window: &[K], hashes: &mut [u64; BATCH_WINDOW_KEYS]) {
+        for (j, k) in window.iter().enumerate() {
+            hashes[j] = self.hash(k.as_ref());
+            t.route(hashes[j]).prefetch(hashes[j]);
+        }
+        for h in &hashes[..window.len()] {
+            if let Some(p) = t.route(*h).peek_candidate(*h) {
+                prefetch_line(p);
+            }
+        }
+    }
+
     /// True if the item may be returned: not expired, not flushed.
     #[inline]
     pub(crate) fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
@@ -1622,16 +1638,7 @@ impl Store {
         let mut now = None;
         for (w, window) in keys.chunks(BATCH_WINDOW_KEYS).enumerate() {
             let base = w * BATCH_WINDOW_KEYS;
-            let t = pin.current();
-            for (j, k) in window.iter().enumerate() {
-                hashes[j] = inner.hash(k.as_ref());
-                t.route(hashes[j]).prefetch(hashes[j]);
-            }
-            for h in &hashes[..window.len()] {
-                if let Some(p) = t.route(*h).peek_candidate(*h) {
-                    prefetch_line(p);
-                }
-            }
+            inner.hash_and_prefetch(pin.current(), window, &mut hashes);
             for (j, k) in window.iter().enumerate() {
                 let key = k.as_ref();
                 let found = if check_key(key).is_ok() { inner.lookup(&pin, hashes[j], key) } else { None };
@@ -1664,18 +1671,9 @@ impl Store {
     pub fn prefetch_writes<K: AsRef<[u8]>>(&self, keys: &[K]) {
         let inner = &*self.inner;
         let pin = Pinned::new(inner);
-        let t = pin.current();
         let mut hashes = [0u64; BATCH_WINDOW_KEYS];
         for window in keys.chunks(BATCH_WINDOW_KEYS) {
-            for (j, k) in window.iter().enumerate() {
-                hashes[j] = inner.hash(k.as_ref());
-                t.route(hashes[j]).prefetch(hashes[j]);
-            }
-            for h in &hashes[..window.len()] {
-                if let Some(p) = t.route(*h).peek_candidate(*h) {
-                    prefetch_line(p);
-                }
-            }
+            inner.hash_and_prefetch(pin.current(), window, &mut hashes);
         }
     }
 
