@@ -115,8 +115,49 @@ impl Classes {
     }
 }
 
-/// Maps `bytes` of zeroed memory, advised for transparent hugepages.
+/// Maps `bytes` of zeroed memory, advised for transparent hugepages when
+/// it is at least one chunk.
 pub(crate) fn map_zeroed(bytes: usize) -> Option<*mut u8> {
+    let p = map_anonymous(bytes)?;
+    if bytes >= CHUNK_BYTES {
+        advise_hugepages(p, bytes);
+    }
+    Some(p)
+}
+
+/// Maps `bytes` of zeroed memory on small pages only: for memory touched
+/// a line at a time and charged by the byte (the overflow arena), where a
+/// hugepage would make 2 MiB resident for one line.
+pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
+    map_anonymous(bytes)
+}
+
+/// Maps `bytes` of zeroed memory starting on a 2 MiB boundary, advised for
+/// hugepages: every aligned 2 MiB of it is one hugepage (or none), which
+/// is what cache mode's resident-segment account counts in
+/// (`segment.rs`). Unmap with [`unmap`]`(p, bytes)`.
+pub(crate) fn map_zeroed_aligned(bytes: usize) -> Option<*mut u8> {
+    let bytes = bytes.max(1);
+    // Over-map by one chunk and trim so the start is 2 MiB aligned.
+    let raw = map_anonymous(bytes.checked_add(CHUNK_BYTES)?)?;
+    let aligned = (raw as usize).next_multiple_of(CHUNK_BYTES) as *mut u8;
+    let head = aligned as usize - raw as usize;
+    // SAFETY: head and tail lie inside the mapping just made and outside
+    // [aligned, aligned + bytes), which we keep.
+    unsafe {
+        if head > 0 {
+            unmap(raw, head);
+        }
+        let tail = CHUNK_BYTES - head;
+        if tail > 0 {
+            unmap(aligned.add(bytes), tail);
+        }
+    }
+    advise_hugepages(aligned, bytes);
+    Some(aligned)
+}
+
+fn map_anonymous(bytes: usize) -> Option<*mut u8> {
     let bytes = bytes.max(1);
     // SAFETY: an anonymous private mapping with no address hint has no
     // preconditions; the result is checked for MAP_FAILED.
@@ -133,14 +174,15 @@ pub(crate) fn map_zeroed(bytes: usize) -> Option<*mut u8> {
     if p == libc::MAP_FAILED {
         return None;
     }
-    if bytes >= CHUNK_BYTES {
-        // SAFETY: p..p+bytes is the mapping just made; madvise is advice
-        // and its failure (no THP support) is harmless.
-        unsafe {
-            libc::madvise(p, bytes, libc::MADV_HUGEPAGE);
-        }
-    }
     Some(p as *mut u8)
+}
+
+fn advise_hugepages(p: *mut u8, bytes: usize) {
+    // SAFETY: p..p+bytes is a mapping of ours; madvise is advice and its
+    // failure (no THP support) is harmless.
+    unsafe {
+        libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+    }
 }
 
 /// Unmaps memory from [`map_zeroed`].
@@ -152,6 +194,23 @@ pub(crate) unsafe fn unmap(p: *mut u8, bytes: usize) {
     // SAFETY: forwarded from the caller.
     unsafe {
         libc::munmap(p as *mut libc::c_void, bytes.max(1));
+    }
+}
+
+/// Gives the pages of `p..p + bytes` (inside a [`map_zeroed`] mapping)
+/// back to the kernel; the range stays mapped and reads as zeros when next
+/// touched. Cache mode uses it for segments its memory account no longer
+/// covers (`segment.rs`).
+///
+/// # Safety
+/// The range lies inside one live `map_zeroed` mapping, and nothing in it
+/// is referenced (its contents are lost).
+pub(crate) unsafe fn discard(p: *mut u8, bytes: usize) {
+    // SAFETY: forwarded from the caller; MADV_DONTNEED on a private
+    // anonymous mapping only drops pages. Failure leaves them resident,
+    // which costs memory, not correctness.
+    unsafe {
+        libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_DONTNEED);
     }
 }
 
@@ -212,25 +271,10 @@ impl SharedPool {
         if !self.reserve(CHUNK_BYTES) {
             return None;
         }
-        // Over-map by one chunk and trim so the chunk is 2 MiB aligned.
-        let Some(raw) = map_zeroed(2 * CHUNK_BYTES) else {
+        let Some(aligned) = map_zeroed_aligned(CHUNK_BYTES) else {
             self.release(CHUNK_BYTES);
             return None;
         };
-        let aligned = ((raw as usize + CHUNK_BYTES - 1) & !(CHUNK_BYTES - 1)) as *mut u8;
-        let head = aligned as usize - raw as usize;
-        // SAFETY: head and tail lie inside the 2-chunk mapping just made and
-        // outside [aligned, aligned + CHUNK_BYTES), which we keep.
-        unsafe {
-            if head > 0 {
-                unmap(raw, head);
-            }
-            let tail = CHUNK_BYTES - head;
-            if tail > 0 {
-                unmap(aligned.add(CHUNK_BYTES), tail);
-            }
-            libc::madvise(aligned as *mut libc::c_void, CHUNK_BYTES, libc::MADV_HUGEPAGE);
-        }
         self.chunks.lock().unwrap_or_else(|e| e.into_inner()).push(Chunk(aligned));
         Some(aligned)
     }

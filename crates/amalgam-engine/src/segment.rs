@@ -43,6 +43,26 @@
 //! allocation does not fit. An OPEN segment found at a queue's head (an
 //! idle thread's) is rotated to the tail instead.
 //!
+//! # Resident segments and the memory account
+//!
+//! `-m` covers the items and the index (`store.rs`, "memory account"):
+//! the store sets a *limit* on resident segment memory, the budget minus
+//! what the index takes, and lowers it when the index grows. Residency is
+//! counted in *granules*: the mapping starts on a 2 MiB boundary and is
+//! advised for hugepages, so a granule is one hugepage (two 1 MiB
+//! segments), or one segment where segments are larger. A granule is
+//! either *cold* (never touched, or given back with `MADV_DONTNEED`: no
+//! page resident) or resident; the free segments of resident granules are
+//! *warm*. Writers take warm segments first; a cold granule is paged in
+//! (its segments all become warm) only while fewer than `limit` granules
+//! are resident; and a free segment that completes a wholly free granule
+//! while more than `limit` are resident sends that granule cold at once.
+//! So the segments available to writers (`free_count`) are the warm ones
+//! plus the room left under the limit, and when the limit drops below
+//! what is in use, `free_count` falls to the reserve and the usual
+//! reclamation evicts until it holds again. Cold granules are taken
+//! lowest first.
+//!
 //! # Locks
 //!
 //! `free` and each queue are short `Mutex`es taken once per segment
@@ -69,7 +89,7 @@ pub const SEGMENT_BYTES: usize = 1 << 20;
 /// ```
 /// assert!(amalgam_engine::EVICT_RESERVE_SEGMENTS >= 1);
 /// ```
-pub const EVICT_RESERVE_SEGMENTS: usize = 2;
+pub const EVICT_RESERVE_SEGMENTS: usize = 1;
 /// Fewest segments a cache-mode budget may hold: the reserve, the
 /// reclaimer's two open segments, one writer's two, and two to reclaim.
 ///
@@ -129,8 +149,10 @@ pub(crate) struct Segments {
     segment_bytes: usize,
     count: usize,
     metas: Box<[SegmentMeta]>,
-    /// Free segment ids (a stack: recently freed, likely cached, first).
-    free: Mutex<Vec<u32>>,
+    /// Free segment ids and the resident-segment account.
+    free: Mutex<FreeLists>,
+    /// Segments a writer may take now: warm ones plus the room under the
+    /// limit (`FreeLists::available`), published under `free`.
     free_count: AtomicUsize,
     /// Segments RECLAIMING: popped, waiting for their grace period.
     reclaiming: AtomicUsize,
@@ -138,8 +160,74 @@ pub(crate) struct Segments {
     queues: [Mutex<VecDeque<u32>>; 2],
     queue_len: [AtomicUsize; 2],
     next_seq: AtomicU64,
-    /// One past the highest id ever taken: segments paged in so far.
-    touched: AtomicUsize,
+    /// `FreeLists::resident`, published for statistics.
+    resident: AtomicUsize,
+    /// Segments taken and not yet free (`resident - warm`), published.
+    in_use: AtomicUsize,
+}
+
+/// The free segments, split by residency, and the account they obey.
+#[derive(Debug)]
+struct FreeLists {
+    /// Free segments of resident granules (a stack: recently freed, likely
+    /// cached, first).
+    warm: Vec<u32>,
+    /// Cold granules (no page resident, every segment free), lowest on top.
+    cold: Vec<u32>,
+    /// Granules that may hold resident pages: all but the cold ones.
+    resident: usize,
+    /// Most granules that may be resident (the store's memory account).
+    limit: usize,
+    /// Segments per granule.
+    per: usize,
+}
+
+impl FreeLists {
+    /// Segments a writer may take now, and where the next warm one is in
+    /// `warm` (if any may be taken).
+    ///
+    /// Free segments are the warm ones plus those of cold granules there
+    /// is room to page in; no more are available than the limit leaves
+    /// beside the segments in use. When the limit has dropped below the
+    /// resident granules, the `resident - limit` granules with the most
+    /// free segments are *draining*: their free segments are not handed
+    /// out, so as reclamation frees their other segments they become
+    /// wholly free and `trim` sends them cold. (Writers would otherwise
+    /// refill every hole as fast as reclamation makes it.) Among the rest,
+    /// the next segment taken fills the granule with the fewest free
+    /// segments (keeping free segments together), the most recently freed
+    /// first. Bounded by the warm list's length.
+    fn plan(&self, count: usize) -> (usize, Option<usize>) {
+        let per = self.per;
+        let room = self.limit.saturating_sub(self.resident).min(self.cold.len()) * per;
+        let left = (self.limit * per).min(count).saturating_sub(self.in_use(count));
+        if per == 1 || self.warm.is_empty() {
+            let next = self.warm.len().checked_sub(1);
+            return ((self.warm.len() + room).min(left), next);
+        }
+        let mut warm_in = std::collections::HashMap::<usize, usize>::new();
+        for &id in &self.warm {
+            *warm_in.entry(id as usize / per).or_default() += 1;
+        }
+        let mut draining: Vec<(usize, usize)> = warm_in.iter().map(|(&g, &n)| (n, g)).collect();
+        draining.sort_unstable_by(|a, b| b.cmp(a));
+        draining.truncate(self.resident.saturating_sub(self.limit));
+        let draining: std::collections::HashSet<usize> = draining.into_iter().map(|(_, g)| g).collect();
+        let takeable = |i: &usize| !draining.contains(&(self.warm[*i] as usize / per));
+        let next = (0..self.warm.len()).rev().filter(takeable).min_by_key(|&i| warm_in[&(self.warm[i] as usize / per)]);
+        let free = (0..self.warm.len()).filter(takeable).count() + room;
+        (free.min(left), next)
+    }
+
+    /// Segments resident (whole granules; the last may be partial).
+    fn resident_segments(&self, count: usize) -> usize {
+        (self.resident * self.per).min(count)
+    }
+
+    /// Segments taken and not yet free again.
+    fn in_use(&self, count: usize) -> usize {
+        self.resident_segments(count).saturating_sub(self.warm.len())
+    }
 }
 
 // SAFETY: `base` names the mapping this struct owns; all shared state is
@@ -171,8 +259,19 @@ impl Segments {
                 SEGMENTS_MIN * segment_bytes
             ));
         }
-        let base = crate::pool::map_zeroed(count * segment_bytes)
-            .ok_or_else(|| format!("could not map {} bytes of segments", count * segment_bytes))?;
+        // Segments of half a hugepage or more live on hugepages, counted
+        // in granules of one hugepage (segment sizes are powers of two,
+        // so granules tile hugepages exactly) or one segment where
+        // segments are larger. Smaller segments (small budgets, tests)
+        // live on small pages, a granule per segment, so the account is
+        // not rounded to 2 MiB for a budget of a few MiB.
+        let huge = segment_bytes * 2 >= crate::pool::CHUNK_BYTES;
+        let per = if huge { (crate::pool::CHUNK_BYTES / segment_bytes).max(1) } else { 1 };
+        let granules = count.div_ceil(per);
+        let bytes = count * segment_bytes;
+        let map =
+            if huge { crate::pool::map_zeroed_aligned(bytes) } else { crate::pool::map_zeroed_small_pages(bytes) };
+        let base = map.ok_or_else(|| format!("could not map {} bytes of segments", count * segment_bytes))?;
         let metas = (0..count)
             .map(|_| SegmentMeta {
                 state: AtomicU8::new(FREE),
@@ -187,13 +286,20 @@ impl Segments {
             segment_bytes,
             count,
             metas,
-            free: Mutex::new((0..count as u32).rev().collect()),
+            free: Mutex::new(FreeLists {
+                warm: Vec::with_capacity(count),
+                cold: (0..granules as u32).rev().collect(),
+                resident: 0,
+                limit: granules,
+                per,
+            }),
             free_count: AtomicUsize::new(count),
             reclaiming: AtomicUsize::new(0),
             queues: [Mutex::new(VecDeque::with_capacity(count)), Mutex::new(VecDeque::with_capacity(count))],
             queue_len: [AtomicUsize::new(0), AtomicUsize::new(0)],
             next_seq: AtomicU64::new(0),
-            touched: AtomicUsize::new(0),
+            resident: AtomicUsize::new(0),
+            in_use: AtomicUsize::new(0),
         })
     }
 
@@ -215,9 +321,94 @@ impl Segments {
         self.free_count() + self.reclaiming.load(Ordering::Acquire)
     }
 
-    /// Bytes of segments ever paged in (the resident item memory bound).
-    pub(crate) fn touched_bytes(&self) -> usize {
-        self.touched.load(Ordering::Relaxed) * self.segment_bytes
+    /// Bytes of segment memory that may be resident (resident granules):
+    /// the bound on resident item memory.
+    pub(crate) fn resident_bytes(&self) -> usize {
+        self.resident.load(Ordering::Relaxed) * self.segment_bytes
+    }
+
+    /// Sets the most segment bytes that may be resident (rounded down to
+    /// whole granules, at least SEGMENTS_MIN segments' worth, at most the
+    /// mapping), gives wholly free granules beyond it back to the kernel,
+    /// and returns the segments resident after that (more than `limit()`
+    /// while items still hold them: the reclaimer then evicts, since
+    /// `free_count` is at the reserve).
+    pub(crate) fn set_limit_bytes(&self, bytes: usize) -> usize {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let granule_bytes = free.per * self.segment_bytes;
+        let floor = SEGMENTS_MIN.div_ceil(free.per);
+        let granules = self.count.div_ceil(free.per);
+        let limit = (bytes / granule_bytes).clamp(floor.min(granules), granules);
+        if limit == free.limit && free.resident <= limit {
+            return free.resident_segments(self.count); // the common case: nothing to do
+        }
+        free.limit = limit;
+        self.trim(free)
+    }
+
+    /// The current limit, in segments.
+    pub(crate) fn limit(&self) -> usize {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        (free.limit * free.per).min(self.count)
+    }
+
+    /// Sends wholly free granules cold, discarding their pages, while more
+    /// than `limit` granules are resident; publishes the counts and
+    /// returns the resident segment count. The pages are discarded outside
+    /// the lock (segments on neither list are taken by no one meanwhile).
+    /// Bounded by the warm list's length.
+    fn trim(&self, mut free: std::sync::MutexGuard<'_, FreeLists>) -> usize {
+        let mut gone = Vec::new();
+        if free.resident > free.limit {
+            let per = free.per;
+            let granule_len = |g: usize| per.min(self.count - g * per);
+            let mut warm_in = std::collections::HashMap::<usize, usize>::new();
+            for &id in &free.warm {
+                *warm_in.entry(id as usize / per).or_default() += 1;
+            }
+            let mut whole: Vec<usize> =
+                warm_in.into_iter().filter(|&(g, n)| n == granule_len(g)).map(|(g, _)| g).collect();
+            whole.sort_unstable();
+            whole.truncate(free.resident - free.limit);
+            if !whole.is_empty() {
+                free.warm.retain(|&id| whole.binary_search(&(id as usize / per)).is_err());
+                free.resident -= whole.len();
+                gone = whole;
+            }
+        }
+        self.publish(&free);
+        let per = free.per;
+        drop(free);
+        if gone.is_empty() {
+            return self.resident.load(Ordering::Relaxed);
+        }
+        for &g in &gone {
+            let first = (g * per) as u32;
+            let bytes = per.min(self.count - g * per) * self.segment_bytes;
+            // SAFETY: every segment of the granule is FREE and on no list:
+            // nothing points into it (each was released after its grace
+            // period, or never used), and no one can take it until the
+            // granule is pushed below.
+            unsafe { crate::pool::discard(self.base_of(first), bytes) };
+        }
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.cold.extend(gone.iter().map(|&g| g as u32));
+        // Lowest on top again (trims are rare and the list is short).
+        free.cold.sort_unstable_by(|a, b| b.cmp(a));
+        self.publish(&free);
+        self.resident.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, free: &FreeLists) {
+        self.free_count.store(free.plan(self.count).0, Ordering::Release);
+        self.resident.store(free.resident_segments(self.count), Ordering::Relaxed);
+        self.in_use.store(free.in_use(self.count), Ordering::Relaxed);
+    }
+
+    /// Segments taken and not yet free again (open, sealed, or reclaimed
+    /// and waiting for their grace period).
+    pub(crate) fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Relaxed)
     }
 
     /// Bytes each queue holds, whole segments (open ones included), for
@@ -381,11 +572,22 @@ impl Segments {
     pub(crate) fn take_detached(&self, queue: Queue, floor: usize) -> Option<u32> {
         let id = {
             let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-            if free.len() <= floor {
+            let (available, mut next) = free.plan(self.count);
+            if available <= floor {
                 return None;
             }
-            let id = free.pop().expect("len > floor >= 0");
-            self.free_count.store(free.len(), Ordering::Release);
+            if next.is_none() {
+                // available > 0 with no takeable warm segment: room under
+                // the limit for a cold granule, whose segments all turn warm.
+                let g = free.cold.pop().expect("available > floor >= 0") as usize;
+                free.resident += 1;
+                let per = free.per;
+                let ids = g * per..(g * per + per).min(self.count);
+                free.warm.extend(ids.rev().map(|id| id as u32));
+                next = Some(free.warm.len() - 1);
+            }
+            let id = free.warm.remove(next.expect("available > 0: a takeable warm segment or room"));
+            self.publish(&free);
             id
         };
         let m = self.meta(id);
@@ -395,7 +597,6 @@ impl Segments {
         m.live_bytes.store(0, Ordering::Relaxed);
         m.seq.store(self.next_seq.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         m.state.store(OPEN, Ordering::Relaxed);
-        self.touched.fetch_max(id as usize + 1, Ordering::Relaxed);
         Some(id)
     }
 
@@ -423,8 +624,8 @@ impl Segments {
         assert_eq!(m.state.load(Ordering::Relaxed), state, "{why}");
         m.state.store(FREE, Ordering::Relaxed);
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.push(id);
-        self.free_count.store(free.len(), Ordering::Release);
+        free.warm.push(id);
+        self.trim(free);
     }
 
     /// Returns a reclaimed segment to the free list. Called only after the
@@ -508,9 +709,46 @@ mod tests {
         assert_eq!(s.free_count(), SEGMENTS_MIN - 1);
         assert!(s.bump(&mut open, Queue::Main, 65, 0).is_none(), "larger than a segment");
         assert!(s.bump(&mut open, Queue::Main, 64, SEGMENTS_MIN).is_none(), "at the floor");
-        assert!(s.touched_bytes() <= SEGMENTS_MIN * 64);
+        assert!(s.resident_bytes() <= SEGMENTS_MIN * 64);
         // The caller's own open segment is sealed and reclaimed.
         assert_eq!(s.pop_victim(Queue::Main, &mut [&mut open]), Some((s.id_of(c), 8)));
         assert!(open[Queue::Main.index()].is_none());
+    }
+
+    /// The resident limit, in 2 MiB granules of two 1 MiB segments: a
+    /// lower limit makes segments unavailable at once and sends wholly
+    /// free granules cold (their pages discarded) as they are released.
+    #[test]
+    fn limit_bounds_resident_granules() {
+        const MIB: usize = 1 << 20;
+        let s = Segments::new(32 * MIB, MIB).unwrap();
+        assert_eq!(s.set_limit_bytes(17 * MIB), 0, "nothing paged in yet");
+        assert_eq!(s.limit(), 16, "rounded down to whole granules");
+        assert_eq!(s.free_count(), 16);
+        let mut open: OpenSegments = [None, None];
+        let mut ids = Vec::new();
+        while let Some(p) = s.bump(&mut open, Queue::Main, MIB, 0) {
+            // SAFETY: p starts a fresh segment of MIB bytes we own.
+            unsafe { p.write(0xab) };
+            ids.push(s.id_of(p));
+        }
+        assert_eq!(ids, (0..16).collect::<Vec<u32>>(), "cold granules are taken lowest first, within the limit");
+        assert_eq!((s.resident_bytes(), s.free_count()), (16 * MIB, 0));
+        // Lower the limit: nothing is free to give back yet, and nothing
+        // may be taken until reclamation brings in-use segments under it.
+        assert_eq!(s.set_limit_bytes(12 * MIB), 16);
+        assert_eq!(s.free_count(), 0);
+        let mut own = [&mut open];
+        for expect_resident in [16, 14, 14, 12] {
+            let (id, _) = s.pop_victim(Queue::Main, &mut own).unwrap();
+            s.release(id);
+            assert_eq!(s.resident_bytes(), expect_resident * MIB, "a granule goes cold once both halves are free");
+        }
+        assert_eq!(s.free_count(), 0, "12 in use at a limit of 12");
+        // SAFETY: segment 0 is FREE and cold; reading it races with no one.
+        assert_eq!(unsafe { s.base_of(0).read() }, 0, "a cold granule's pages were discarded");
+        // Raise it again: the room comes back as cold granules to page in.
+        s.set_limit_bytes(32 * MIB);
+        assert_eq!(s.free_count(), 20);
     }
 }

@@ -61,26 +61,34 @@ const _: () = assert!(ITEM_SIZE_MAX_BYTES_LIMIT <= item::VALUE_BYTES_LIMIT);
 /// assert!(st.items <= st.buckets * LOAD_PER_BUCKET_MAX as u64);
 /// ```
 pub const LOAD_PER_BUCKET_MAX: usize = 4;
-/// [`LOAD_PER_BUCKET_MAX`] in cache mode. A cache's item count is capped
-/// by its budget, so a doubling just past the point where the budget
-/// fills doubles the index for items that never come: 16 B / 32 B items
-/// fill `-m 64` at about 1.12 M items, 4.3 per bucket of a 2^18 table, and
-/// at a threshold of 4 the table doubled to 32 MiB for them. At a mean of
-/// 5, 13% of buckets need an overflow line and 95% of items sit in their
-/// bucket's own line (Poisson, seven slots); the server's `stats` report
-/// the overflow nodes (`hash_overflow_nodes`).
+/// [`LOAD_PER_BUCKET_MAX`] in cache mode, where the index is charged to
+/// the memory budget (the memory account below): every byte the index
+/// takes is a byte fewer for items, so a cache keeps its table twice as
+/// dense as a store. At a mean of 7 per bucket 45% of buckets need an
+/// overflow line and 87% of items sit in their bucket's own line
+/// (Poisson, seven slots); the index then costs 9–18 bytes per item
+/// instead of 18–37 at a mean of 2–4. 16 B / 32 B items fill `-m 64`
+/// at about 0.9 M items, 6.8 per bucket of a 2^17 table. The server's
+/// `stats` report the overflow nodes (`hash_overflow_nodes`).
+///
+pub const CACHE_LOAD_PER_BUCKET_MAX: usize = 7;
+/// Cache mode: the bucket array may take at most this fraction (1/n) of
+/// the budget. Past it the table stops doubling and chains grow instead
+/// (overflow lines, charged to the budget as they are handed out): a
+/// cache of tiny items pays longer chains rather than an index that
+/// crowds out the items.
 ///
 /// ```
-/// use amalgam_engine::{evict::Eviction, Config, Expiry, Store, CACHE_LOAD_PER_BUCKET_MAX};
-/// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
-/// for i in 0..10_000u32 {
-///     store.set(&i.to_le_bytes(), b"v", 0, Expiry::Never).unwrap();
+/// # use amalgam_engine::{evict::Eviction, Config, Expiry, Store, CACHE_INDEX_BUDGET_SHARE};
+/// let budget = 2 << 20;
+/// let store = Store::new(Config { memory_limit_bytes: budget, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+/// for i in 0..200_000u32 {
+///     store.set(&i.to_le_bytes(), b"", 0, Expiry::Never).unwrap();
 /// }
 /// store.wait_for_expansion(std::time::Duration::from_secs(10));
-/// let st = store.stats();
-/// assert!(st.items <= st.buckets * CACHE_LOAD_PER_BUCKET_MAX as u64);
+/// assert!(store.stats().buckets * 64 <= (budget / CACHE_INDEX_BUDGET_SHARE) as u64);
 /// ```
-pub const CACHE_LOAD_PER_BUCKET_MAX: usize = 5;
+pub const CACHE_INDEX_BUDGET_SHARE: usize = 4;
 /// Buckets of a new store's table, as a power of two.
 ///
 /// ```
@@ -127,7 +135,7 @@ const RECLAIM_ROUNDS_MAX: usize = 64;
 const GHOST_BYTES_PER_ENTRY: usize = 64;
 /// Cache mode: free segments above the reserve at which writers start
 /// waking the eviction (maintenance) thread, so it reclaims ahead of them.
-const EVICT_WAKE_SLACK_SEGMENTS: usize = 2;
+const EVICT_WAKE_SLACK_SEGMENTS: usize = 1;
 /// Cache mode: segments the maintenance thread reclaims per wake-up before
 /// it looks at its other work (bounds one round).
 const EVICT_SEGMENTS_PER_WAKE_MAX: usize = 64;
@@ -350,7 +358,8 @@ pub struct Stats {
     pub item_bytes: u64,
     /// Bytes of pool blocks handed out and not yet freed.
     pub block_bytes: i64,
-    /// Chunk and large-item bytes reserved against the budget.
+    /// Chunk and large-item bytes reserved against the budget (store
+    /// mode); bytes of segments that may be resident (cache mode).
     pub reserved_bytes: u64,
     /// The budget (`memory_limit_bytes`).
     pub memory_limit_bytes: u64,
@@ -380,10 +389,14 @@ pub struct Stats {
     pub swept_items: u64,
     /// Full passes of the background expiry sweep over the table.
     pub expiry_sweeps: u64,
-    /// Cache mode: segments in the budget, and how many are free now.
+    /// Cache mode: segments in the budget, and how many a writer may take
+    /// now (free and paged in, or room under `segment_limit`).
     pub segments: u64,
     /// See `segments`.
     pub free_segments: u64,
+    /// Cache mode: most segments that may be resident, i.e. the budget
+    /// less the index and the policy's memory (the memory account).
+    pub segment_limit: u64,
     /// Cache mode: bytes per segment (the largest item it can hold).
     pub segment_bytes: u64,
 }
@@ -1197,7 +1210,41 @@ impl Inner {
     /// True when `t` (the current table, held pinned or by the
     /// maintenance thread) is loaded past `load_max`.
     fn needs_expansion(&self, t: &Table) -> bool {
-        t.log2() < TABLE_LOG2_MAX && self.item_count() > self.load_max << t.log2()
+        if t.log2() >= self.table_log2_max() {
+            return false;
+        }
+        let items = self.item_count();
+        items > self.load_max << t.log2()
+            && (self.cache.is_none() || items > (2 * self.load_max) << t.log2() || self.doubling_pays(t, items))
+    }
+
+    /// Cache mode: whether doubling `t` leaves room for more items than
+    /// the cache holds now. The budget pays for the index (the memory
+    /// account), so a cache at capacity that doubles evicts to make room
+    /// for the bigger table: with 16 B / 32 B items at `-m 64` a 2^18
+    /// table would hold ~830 k items where the 2^17 one holds ~900 k at a
+    /// mean of 7 per bucket. Estimated from the segments' current items
+    /// per segment and the successor's bucket array (its overflow lines
+    /// all but vanish at half the load). A chain twice
+    /// CACHE_LOAD_PER_BUCKET_MAX long doubles regardless (`needs_expansion`).
+    fn doubling_pays(&self, t: &Table, items: u64) -> bool {
+        let (Some(_), Some(segs)) = (&self.cache, &self.shared.segments) else { return true };
+        let in_use = segs.in_use().max(1) as u64;
+        let index_after = Table::bucket_bytes(t.log2() + 1);
+        let segments_after = (self.shared.budget_bytes().saturating_sub(index_after) / segs.segment_bytes())
+            .saturating_sub(EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS) as u64;
+        segments_after * items / in_use > items
+    }
+
+    /// The largest table: TABLE_LOG2_MAX, or in cache mode the largest
+    /// whose bucket array fits CACHE_INDEX_BUDGET_SHARE of the budget.
+    fn table_log2_max(&self) -> u32 {
+        if self.cache.is_none() {
+            return TABLE_LOG2_MAX;
+        }
+        let share = self.shared.budget_bytes() / CACHE_INDEX_BUDGET_SHARE;
+        let buckets = (share / Table::bucket_bytes(0)).max(1);
+        (usize::BITS - 1 - buckets.leading_zeros()).min(TABLE_LOG2_MAX)
     }
 
     /// The successor's size: double (Mercury), or more when inserts have
@@ -1207,7 +1254,52 @@ impl Inner {
     fn expansion_target_log2(&self, old: &Table) -> u32 {
         let items = self.item_count().max(1);
         let want = items.div_ceil(self.load_max).next_power_of_two().trailing_zeros();
-        want.clamp(old.log2() + 1, old.log2() + EXPANSION_LOG2_STEP_MAX).min(TABLE_LOG2_MAX)
+        want.clamp(old.log2() + 1, old.log2() + EXPANSION_LOG2_STEP_MAX).min(self.table_log2_max())
+    }
+
+    /// Cache mode's memory account: the budget covers the segments and
+    /// the index (bucket arrays and overflow lines of the current table
+    /// and, while expanding, its successor; plus `extra_index_bytes` about
+    /// to be mapped), the two parts that grow with the items held. The
+    /// policy's own memory (S3-FIFO's ghost, `Policy::memory_bytes`) is
+    /// sized from the budget when the store is made and is not charged:
+    /// it is the documented fixed overhead on top of the budget (1/32 of
+    /// it), like memcached's own fixed structures beside its `-m`. Sets
+    /// the segments' resident limit to what is left and returns the
+    /// segments resident after that and the limit, or None in store mode.
+    /// Called by the maintenance thread every round (overflow lines grow
+    /// between rounds by at most what a round's inserts hand out) and
+    /// around every doubling.
+    fn account_memory(&self, extra_index_bytes: usize) -> Option<(usize, usize)> {
+        let (Some(_), Some(segs)) = (&self.cache, &self.shared.segments) else { return None };
+        let index = {
+            let pin = Pinned::new(self);
+            let t = pin.current();
+            t.resident_bytes() + t.successor().map_or(0, |n| n.resident_bytes())
+        };
+        let charged = index + extra_index_bytes;
+        let resident = segs.set_limit_bytes(self.shared.budget_bytes().saturating_sub(charged));
+        Some((resident, segs.limit()))
+    }
+
+    /// Cache mode, on the maintenance thread, before a doubling to
+    /// `next_log2`: charges the successor's bucket array to the budget and
+    /// evicts until the segments fit what is left, so the table's growth
+    /// never takes the process past its budget. Bounded: at most one
+    /// reclamation per segment, each followed by its grace period.
+    fn make_room_for_table(&self, local: &Local, next_log2: u32) {
+        let Some(segs) = &self.shared.segments else { return };
+        for _ in 0..=segs.count() {
+            let Some((resident, limit)) = self.account_memory(Table::bucket_bytes(next_log2)) else { return };
+            if resident <= limit || self.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+            let reclaimed = self.reclaim_segment(local, false);
+            self.wait_grace(local);
+            if !reclaimed {
+                return;
+            }
+        }
     }
 
     /// Mercury §3's three phases, run by the maintenance thread.
@@ -1215,7 +1307,9 @@ impl Inner {
         let local = self.epochs.local(&self.shared);
         // SAFETY: only this thread replaces `current`.
         let old = unsafe { &*self.current.load(Ordering::Acquire) };
-        let Some(next) = Table::new(self.expansion_target_log2(old)) else {
+        let next_log2 = self.expansion_target_log2(old);
+        self.make_room_for_table(local, next_log2);
+        let Some(next) = Table::new(next_log2) else {
             return; // could not map the new table; try again later
         };
         // Initialization: publish the successor (workers start routing).
@@ -1245,6 +1339,12 @@ impl Inner {
         let old_box = unsafe { Box::from_raw(old as *const Table as *mut Table) };
         self.epochs.retire(local, &self.shared, Garbage::Table(old_box));
         self.expansions.fetch_add(1, Ordering::Relaxed);
+        if self.cache.is_some() {
+            // Free the old table now, so the account gives its bytes back
+            // to the segments without counting them twice.
+            self.wait_grace(local);
+            self.account_memory(0);
+        }
     }
 
     /// Flushes everything now and journals it; the caller holds
@@ -1397,6 +1497,7 @@ impl Inner {
                 last_expiry_step = std::time::Instant::now();
                 self.expiry_sweep_step(&mut expiry_cursor);
             }
+            self.account_memory(0);
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);
@@ -2243,7 +2344,8 @@ impl Store {
         };
         s.index_bytes = (s.buckets + s.overflow_nodes) * 64;
         if let (Some(c), Some(segs)) = (&inner.cache, &inner.shared.segments) {
-            s.reserved_bytes = segs.touched_bytes() as u64;
+            s.reserved_bytes = segs.resident_bytes() as u64;
+            s.segment_limit = segs.limit() as u64;
             s.evictions = c.evictions.load(Ordering::Relaxed);
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);

@@ -255,6 +255,20 @@ impl OverflowArena {
     fn nodes_allocated(&self) -> usize {
         self.next_free.load(Ordering::Relaxed) as usize - 1
     }
+
+    /// Bytes of the arena that may be resident: every node handed out,
+    /// to the end of its 4 KiB page (nodes are handed out in index order,
+    /// and segments are mapped on small pages, `alloc_nodes`).
+    fn resident_bytes(&self) -> usize {
+        let nodes = self.nodes_allocated().min(u32::MAX as usize - 1);
+        if nodes == 0 {
+            return 0;
+        }
+        let (seg, off) = Self::locate(nodes as u32);
+        let node = std::mem::size_of::<Bucket>();
+        let full: usize = (0..seg).map(|s| Self::segment_len(s) * node).sum();
+        full + ((off + 1) * node).next_multiple_of(4096)
+    }
 }
 
 impl Drop for OverflowArena {
@@ -271,10 +285,11 @@ impl Drop for OverflowArena {
 }
 
 /// Zeroed nodes for an overflow segment: mapped, not taken from the heap,
-/// so freed segments go back to the kernel (glibc would keep them).
+/// so freed segments go back to the kernel (glibc would keep them), and on
+/// small pages, so a node handed out makes 4 KiB resident, not 2 MiB.
 #[cfg(not(loom))]
 fn alloc_nodes(n: usize) -> Option<*mut Bucket> {
-    crate::pool::map_zeroed(n * std::mem::size_of::<Bucket>()).map(|p| p as *mut Bucket)
+    crate::pool::map_zeroed_small_pages(n * std::mem::size_of::<Bucket>()).map(|p| p as *mut Bucket)
 }
 
 #[cfg(loom)]
@@ -349,6 +364,17 @@ impl Table {
 
     pub fn overflow_nodes(&self) -> usize {
         self.overflow.nodes_allocated()
+    }
+
+    /// Bytes of this table that may be resident: the bucket array and the
+    /// overflow nodes handed out (cache mode charges them to its budget).
+    pub fn resident_bytes(&self) -> usize {
+        self.bucket_count() * std::mem::size_of::<Bucket>() + self.overflow.resident_bytes()
+    }
+
+    /// Bytes the bucket array of a table of 2^log2 buckets takes.
+    pub fn bucket_bytes(log2: u32) -> usize {
+        (1usize << log2) * std::mem::size_of::<Bucket>()
     }
 
     #[inline]

@@ -302,6 +302,15 @@ fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "hash_bytes", engine.index_bytes);
     push_stat(out, "hash_is_expanding", u8::from(engine.expanding));
     push_stat(out, "hash_expansions", engine.expansions);
+    if engine.segments > 0 {
+        // Cache mode's memory account (engine `segment.rs`): the budget
+        // less the index and S3-FIFO's ghost is what segments may use.
+        push_stat(out, "segment_size", engine.segment_bytes);
+        push_stat(out, "segments_total", engine.segments);
+        push_stat(out, "segments_limit", engine.segment_limit);
+        push_stat(out, "segments_free", engine.free_segments);
+        push_stat(out, "segments_resident_bytes", engine.reserved_bytes);
+    }
 }
 
 fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {

@@ -134,6 +134,17 @@ pub trait Policy: Send + Sync + fmt::Debug {
     /// The queue whose oldest segment is reclaimed next, given the bytes
     /// each queue holds (indexed by [`Queue::index`]).
     fn victim(&self, bytes: [usize; 2]) -> Queue;
+    /// Bytes of memory the policy itself may make resident (S3-FIFO's
+    /// ghost), charged to the cache's budget; 0 by default.
+    ///
+    /// ```
+    /// use amalgam_engine::evict::{Clock, Policy, S3Fifo};
+    /// assert_eq!(Clock::new().memory_bytes(), 0);
+    /// assert!(S3Fifo::new(1000).memory_bytes() >= 2000);
+    /// ```
+    fn memory_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// The `--eviction` choice.

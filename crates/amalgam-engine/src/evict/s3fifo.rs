@@ -157,6 +157,10 @@ impl Policy for S3Fifo {
         "s3fifo"
     }
 
+    fn memory_bytes(&self) -> usize {
+        self.ghost.len * std::mem::size_of::<AtomicU16>()
+    }
+
     fn freq_max(&self) -> u8 {
         FREQ_LIMIT
     }
