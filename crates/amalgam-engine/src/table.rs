@@ -21,7 +21,16 @@
 //! ```
 //!
 //! Overflow nodes are the same 64-byte struct (their lock word unused), so a
-//! chain is a list of cache lines of seven slots each. The key's hash picks
+//! chain is a list of cache lines of seven slots each. A node that a
+//! removal leaves empty at the chain's tail is unlinked and kept on its
+//! arena's free list for the next chain that grows, so a chain's memory
+//! follows its current length, not the longest it ever had (under churn
+//! every bucket's load sometimes peaks past seven, and without reuse the
+//! arena would grow to a node per bucket). A reader still walking a
+//! reused node is safe: nodes live as long as their table, a hit needs the
+//! key itself (and a reused node holds only its new chain's keys, or the
+//! key's own current item), and a miss is believed only if the bucket's
+//! version did not move, which the unlink (under the bucket lock) moves. The key's hash picks
 //! the bucket with bits 16.. and the tag with bits 0..16, so the two are
 //! independent and the tag survives a doubling unchanged.
 //!
@@ -200,6 +209,10 @@ struct OverflowArena {
     /// doubling; docs/benchmarks.md § expansion).
     next_free: crossbeam_utils::CachePadded<AtomicU32>,
     grow: std::sync::Mutex<()>,
+    /// Nodes unlinked from a chain's tail, empty, for reuse. Pushed by a
+    /// bucket-lock holder after its unlink (so its LOCKED store happens
+    /// before any reuse a reader could see); popped by the next `alloc`.
+    reusable: std::sync::Mutex<Vec<u32>>,
 }
 
 impl OverflowArena {
@@ -208,6 +221,7 @@ impl OverflowArena {
             segments: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             next_free: crossbeam_utils::CachePadded::new(AtomicU32::new(1)),
             grow: std::sync::Mutex::new(()),
+            reusable: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -232,8 +246,12 @@ impl OverflowArena {
         unsafe { &*base.add(off) }
     }
 
-    /// A fresh, empty node; None when the u32 index space is exhausted.
+    /// An empty node (a reused one first); None when the u32 index space
+    /// is exhausted.
     fn alloc(&self) -> Option<u32> {
+        if let Some(index) = self.reusable.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(index);
+        }
         let index = self.next_free.fetch_add(1, Ordering::Relaxed);
         if index == 0 || index == u32::MAX {
             return None;
@@ -254,6 +272,16 @@ impl OverflowArena {
 
     fn nodes_allocated(&self) -> usize {
         self.next_free.load(Ordering::Relaxed) as usize - 1
+    }
+
+    /// Takes back an empty node its chain no longer links to.
+    fn recycle(&self, index: u32) {
+        self.reusable.lock().unwrap_or_else(|e| e.into_inner()).push(index);
+    }
+
+    /// Nodes linked into chains now.
+    fn nodes_in_use(&self) -> usize {
+        self.nodes_allocated().saturating_sub(self.reusable.lock().unwrap_or_else(|e| e.into_inner()).len())
     }
 
     /// Bytes of the arena that may be resident: every node handed out,
@@ -362,8 +390,15 @@ impl Table {
         1 << self.log2
     }
 
+    /// Overflow nodes handed out so far (linked into chains, or empty and
+    /// kept for reuse): the arena's size.
     pub fn overflow_nodes(&self) -> usize {
         self.overflow.nodes_allocated()
+    }
+
+    /// Overflow nodes linked into chains now.
+    pub fn overflow_nodes_in_use(&self) -> usize {
+        self.overflow.nodes_in_use()
     }
 
     /// Bytes of this table that may be resident: the bucket array and the
@@ -710,9 +745,40 @@ impl<'t> BucketGuard<'t> {
         at.slot.store(slot_word(tag, p), Ordering::Release);
     }
 
-    /// Empties a slot found by [`find`](Self::find).
+    /// Empties a slot found by [`find`](Self::find), then gives back
+    /// overflow nodes left empty at the chain's tail.
     pub fn remove(&mut self, at: SlotRef<'t>) {
         at.slot.store(0, Ordering::Release);
+        self.trim_tail();
+    }
+
+    /// Unlinks empty overflow nodes from the chain's tail and recycles
+    /// them (module documentation: why a reader still walking one is
+    /// safe). Bounded: CHAIN_NODES_MAX nodes, each found by one walk.
+    fn trim_tail(&mut self) {
+        for _ in 0..CHAIN_NODES_MAX {
+            let mut prev = self.bucket;
+            let mut last = match prev.next.load(Ordering::Relaxed) {
+                0 => return,
+                n => n,
+            };
+            for _ in 0..CHAIN_NODES_MAX {
+                match self.table.overflow.node(last).next.load(Ordering::Relaxed) {
+                    0 => break,
+                    n => {
+                        prev = self.table.overflow.node(last);
+                        last = n;
+                    }
+                }
+            }
+            if self.table.overflow.node(last).slots.iter().any(|s| s.load(Ordering::Relaxed) != 0) {
+                return;
+            }
+            // Release: a reader that sees the link gone sees our LOCKED
+            // store too (and so retries a miss).
+            prev.next.store(0, Ordering::Release);
+            self.table.overflow.recycle(last);
+        }
     }
 
     /// Puts a new entry in the first empty slot of the chain, appending an
@@ -760,6 +826,9 @@ impl<'t> BucketGuard<'t> {
                 0 => break,
                 n => node = self.table.overflow.node(n),
             }
+        }
+        if removed > 0 {
+            self.trim_tail();
         }
         removed
     }

@@ -15,7 +15,10 @@
 //!    item, then the real epoch code (`local.rs`) deciding when the old
 //!    block may be reused, while a pinned reader probes and reads it; and
 //!    two broken variants that loom must reject (no grace period, and a
-//!    reader that does not pin).
+//!    reader that does not pin);
+//! 4. overflow-node reuse: a writer empties a bucket's overflow node
+//!    (unlinked and recycled) and another bucket's chain takes it while a
+//!    reader looks up keys of both buckets; no false hit, no false miss.
 #![cfg(loom)]
 
 use amalgam_engine::loom_api::{copy_item, encode_item, leak_item, split_hash, value_of, Epochs, Probe, Table};
@@ -71,9 +74,67 @@ fn set(t: &Table, key: &[u8], value: &[u8]) {
     panic!("set did not settle");
 }
 
+/// Runs a loom model and checks it explored more than one execution. The
+/// model's main thread yields right after spawning: loom starts its
+/// exploration from the schedule in which the spawned thread has not run
+/// yet, and a model whose main thread never yields was found to explore
+/// that one schedule only (its mutants passed).
+fn explore(f: impl Fn() + Sync + Send + 'static) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    loom::model(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f()
+    });
+    let runs = runs.load(Ordering::Relaxed);
+    assert!(runs > 1, "the model explored {runs} execution(s): it cannot fail");
+}
+
+/// Deletes `key` the way the store does (no expansion in these models).
+fn delete(t: &Table, key: &[u8]) {
+    let h = hash_of(key);
+    let tag = split_hash(h).1;
+    let mut g = t.lock(t.index(h)).expect("not moved");
+    if let Some((slot, _)) = g.find(tag, key) {
+        g.remove(slot);
+    }
+}
+
+#[test]
+fn overflow_node_reuse() {
+    explore(|| {
+        // Two buckets (a key's first byte's low bit picks one), every
+        // item tag 7: bucket 0's line holds 7 keys and its overflow node
+        // holds "p"; bucket 1's line is full.
+        let t = Arc::new(Table::new(1).unwrap());
+        for i in 0..7u8 {
+            set(&t, &[0x30 + 2 * i], b"0");
+            set(&t, &[0x31 + 2 * i], b"1");
+        }
+        set(&t, b"p", b"p");
+        let w = {
+            let t = Arc::clone(&t);
+            thread::spawn(move || {
+                delete(&t, b"p"); // empties and recycles bucket 0's node
+                set(&t, b"q", b"q"); // bucket 1 grows into it
+            })
+        };
+        thread::yield_now();
+        let p = lookup(&t, b"p");
+        assert!(p.is_none() || p.as_deref() == Some(b"p"), "{p:?}");
+        let q = lookup(&t, b"q");
+        assert!(q.is_none() || q.as_deref() == Some(b"q"), "{q:?}");
+        assert_eq!(lookup(&t, &[0x3c]).as_deref(), Some(&b"0"[..]), "a key present throughout is never missed");
+        w.join().unwrap();
+        assert_eq!(lookup(&t, b"p"), None);
+        assert_eq!(lookup(&t, b"q").as_deref(), Some(&b"q"[..]));
+        assert_eq!(t.overflow_nodes(), 1, "the node was reused, not a new one taken");
+    });
+}
+
 #[test]
 fn bucket_lock_and_version_protocol() {
-    loom::model(|| {
+    explore(|| {
         let t = Arc::new(Table::new(0).unwrap());
         set(&t, b"a", b"1");
         let w = {
@@ -83,6 +144,7 @@ fn bucket_lock_and_version_protocol() {
                 set(&t, b"b", b"x");
             })
         };
+        thread::yield_now();
         let a = lookup(&t, b"a");
         assert!(a.as_deref() == Some(b"1") || a.as_deref() == Some(b"2"), "{a:?}");
         let b = lookup(&t, b"b");
@@ -95,7 +157,7 @@ fn bucket_lock_and_version_protocol() {
 
 #[test]
 fn expansion_hand_off() {
-    loom::model(|| {
+    explore(|| {
         let old = Arc::new(Table::new(0).unwrap());
         // Key "a" (0x61) and "b" (0x62) split to different new buckets.
         set(&old, b"a", b"1");
@@ -113,6 +175,7 @@ fn expansion_hand_off() {
             let old = Arc::clone(&old);
             thread::spawn(move || set(&old, b"a", b"2"))
         };
+        thread::yield_now();
         let seen = lookup(&old, b"b");
         assert_eq!(seen.as_deref(), Some(&b"1"[..]), "b must never be missed");
         expander.join().unwrap();
