@@ -25,7 +25,11 @@
 //!   appended to per-thread open segments, whole segments reclaimed oldest
 //!   first with the eviction policy deciding per live item (CLOCK, MemC3
 //!   §4; S3-FIFO, SOSP '23). GETs still take no lock; a hit raises the
-//!   item's 2-bit frequency only while it is below the policy's cap.
+//!   item's 2-bit frequency only while it is below the policy's cap. The
+//!   budget covers the index too (the memory account: segments may be
+//!   resident only up to the budget less the index, `segment.rs`), and
+//!   the table stays dense (7 items per bucket, doubling only when that
+//!   makes room for more items).
 //!
 //! * Persistence hooks (issue 5, `journal.rs`): every change reaches a
 //!   [`Journal`] under its bucket lock; [`Store::snapshot`] writes a
@@ -42,7 +46,8 @@
 //! * One maintenance thread per store ("amalgam-expand") doubles the table
 //!   when the mean load passes [`LOAD_PER_BUCKET_MAX`] ([`CACHE_LOAD_PER_BUCKET_MAX`] in cache mode), runs delayed
 //!   flushes and sweeps flushed items; in cache mode it also reclaims
-//!   segments to keep [`EVICT_RESERVE_SEGMENTS`] free.
+//!   segments to keep [`EVICT_RESERVE_SEGMENTS`] free, and every round
+//!   sets the segments' resident limit from the index's size.
 //! * Items are immutable once published; writers replace slot pointers
 //!   under their bucket's lock; unlinked items and old tables are freed
 //!   after an epoch grace period (`local.rs`).
@@ -83,7 +88,7 @@ mod table;
 pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
-pub use segment::{EVICT_RESERVE_SEGMENTS, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
+pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use store::{
     Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
     CACHE_INDEX_BUDGET_SHARE, CACHE_LOAD_PER_BUCKET_MAX, INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT,

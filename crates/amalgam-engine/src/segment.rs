@@ -102,6 +102,14 @@ pub const SEGMENTS_MIN: usize = EVICT_RESERVE_SEGMENTS + 6;
 pub const SEGMENT_BYTES_MIN: usize = 32;
 /// Items start at multiples of this in a segment.
 pub(crate) const ITEM_ALIGN_BYTES: usize = 8;
+/// Smallest segment mapping put on hugepages (see `Segments::new`): from
+/// here on a 2 MiB granule is at most 0.4% of the budget, and hugepages
+/// save the TLB misses of gigabytes of items.
+///
+/// ```
+/// assert!(amalgam_engine::HUGEPAGE_BUDGET_MIN >= 256 * (2 << 20));
+/// ```
+pub const HUGEPAGE_BUDGET_MIN: usize = 512 << 20;
 /// Largest segment count (ids are u32).
 const SEGMENTS_MAX: usize = u32::MAX as usize;
 
@@ -259,13 +267,13 @@ impl Segments {
                 SEGMENTS_MIN * segment_bytes
             ));
         }
-        // Segments of half a hugepage or more live on hugepages, counted
-        // in granules of one hugepage (segment sizes are powers of two,
-        // so granules tile hugepages exactly) or one segment where
-        // segments are larger. Smaller segments (small budgets, tests)
-        // live on small pages, a granule per segment, so the account is
-        // not rounded to 2 MiB for a budget of a few MiB.
-        let huge = segment_bytes * 2 >= crate::pool::CHUNK_BYTES;
+        // Large budgets of segments of half a hugepage or more live on
+        // hugepages, counted in granules of one hugepage (segment sizes
+        // are powers of two, so granules tile hugepages exactly) or one
+        // segment where segments are larger. Smaller budgets live on small
+        // pages, a granule per segment: at `-m 64` rounding the account
+        // down to 2 MiB would cost up to 3% of the items.
+        let huge = segment_bytes * 2 >= crate::pool::CHUNK_BYTES && count * segment_bytes >= HUGEPAGE_BUDGET_MIN;
         let per = if huge { (crate::pool::CHUNK_BYTES / segment_bytes).max(1) } else { 1 };
         let granules = count.div_ceil(per);
         let bytes = count * segment_bytes;
@@ -318,7 +326,12 @@ impl Segments {
     /// Free segments plus those reclaimed and waiting for their grace
     /// period (free soon, whatever anyone does).
     pub(crate) fn free_or_pending(&self) -> usize {
-        self.free_count() + self.reclaiming.load(Ordering::Acquire)
+        self.free_count() + self.pending()
+    }
+
+    /// Segments reclaimed and waiting for their grace period.
+    pub(crate) fn pending(&self) -> usize {
+        self.reclaiming.load(Ordering::Acquire)
     }
 
     /// Bytes of segment memory that may be resident (resident granules):
@@ -721,7 +734,7 @@ mod tests {
     #[test]
     fn limit_bounds_resident_granules() {
         const MIB: usize = 1 << 20;
-        let s = Segments::new(32 * MIB, MIB).unwrap();
+        let s = Segments::new(HUGEPAGE_BUDGET_MIN, MIB).unwrap();
         assert_eq!(s.set_limit_bytes(17 * MIB), 0, "nothing paged in yet");
         assert_eq!(s.limit(), 16, "rounded down to whole granules");
         assert_eq!(s.free_count(), 16);

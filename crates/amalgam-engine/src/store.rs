@@ -1032,6 +1032,13 @@ impl Inner {
             // period it is holding up; it takes from the reserve.
             return;
         }
+        if free > 0 && segs.pending() > 0 {
+            // Another thread (normally the maintenance thread, woken above
+            // a segment earlier) has reclaimed a segment that is freed as
+            // soon as its grace period ends: take from the reserve rather
+            // than evict a second segment's items for the same room.
+            return;
+        }
         for round in 0..WRITER_RECLAIMS_MAX {
             if segs.free_count() > EVICT_RESERVE_SEGMENTS {
                 return;

@@ -47,7 +47,9 @@ pub struct Args {
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
 
-    /// Item memory in megabytes (memcached's -m); the index is extra.
+    /// Memory in megabytes (memcached's -m). In cache mode it covers the
+    /// items and the index (S3-FIFO's ghost, 1/32 of it, comes on top);
+    /// with --eviction none it bounds item memory and the index is extra.
     #[arg(short = 'm', long = "memory-limit", default_value_t = MEMORY_LIMIT_MB_DEFAULT)]
     pub memory_limit_mb: usize,
 
