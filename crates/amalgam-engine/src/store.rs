@@ -136,6 +136,15 @@ const GHOST_BYTES_PER_ENTRY: usize = 64;
 /// Cache mode: free segments above the reserve at which writers start
 /// waking the eviction (maintenance) thread, so it reclaims ahead of them.
 const EVICT_WAKE_SLACK_SEGMENTS: usize = 1;
+/// Cache mode: free segments (above the reserve and the wake slack) at or
+/// below which the maintenance thread runs its memory account every
+/// ACCOUNT_PERIOD_NEAR_FULL instead of every MAINTENANCE_PERIOD: as the
+/// segments near the limit, a limit lowered late (overflow lines handed
+/// out since the last account) would make the next reclamation evict
+/// several segments at once.
+const ACCOUNT_NEAR_FULL_SEGMENTS: usize = 4;
+/// See ACCOUNT_NEAR_FULL_SEGMENTS.
+const ACCOUNT_PERIOD_NEAR_FULL: Duration = Duration::from_millis(10);
 /// Cache mode: segments the maintenance thread reclaims per wake-up before
 /// it looks at its other work (bounds one round).
 const EVICT_SEGMENTS_PER_WAKE_MAX: usize = 64;
@@ -1523,7 +1532,14 @@ impl Inner {
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);
-            let period = if clean { MAINTENANCE_PERIOD } else { Duration::from_millis(1) };
+            let near_full = self.shared.segments.as_ref().is_some_and(|segs| {
+                segs.free_count() <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS + ACCOUNT_NEAR_FULL_SEGMENTS
+            });
+            let period = match (clean, near_full) {
+                (false, _) => Duration::from_millis(1),
+                (true, true) => ACCOUNT_PERIOD_NEAR_FULL,
+                (true, false) => MAINTENANCE_PERIOD,
+            };
             std::thread::park_timeout(period);
         }
     }
