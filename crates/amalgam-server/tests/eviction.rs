@@ -51,6 +51,49 @@ fn small_cache_filled_far_beyond_its_budget_keeps_storing() {
     }
 }
 
+/// `-m` covers the index too (engine `segment.rs`, the memory account):
+/// `-m 16` filled with 800 k tiny items (a 2-byte value each), whose index
+/// alone would take about half the budget, keeps storing, and RSS grows by
+/// at most the budget, S3-FIFO's ghost (1/32 of it) and a fixed allowance
+/// for the process, not by the budget plus the index. `stats` shows the
+/// segments' limit below the budget by at least the index.
+#[test]
+fn tiny_items_do_not_take_the_index_past_the_budget() {
+    if binary().contains("memcached") {
+        return;
+    }
+    const MB: u64 = 1 << 20;
+    let Some(s) = Server::with_flags(&["-m", "16", "-t", "2"]) else { return };
+    let mut c = s.connect();
+    let rss_start = s.pid().map(rss_bytes);
+    const SETS: usize = 800_000;
+    const BATCH: usize = 4096;
+    for first in (0..SETS).step_by(BATCH) {
+        let mut buf = Vec::with_capacity(BATCH * 32);
+        for i in first..(first + BATCH).min(SETS) {
+            buf.extend_from_slice(format!("set t{i} 0 0 2 noreply\r\nvv\r\n").as_bytes());
+        }
+        send(&mut c, &buf);
+        // A round trip per batch keeps the pipeline bounded.
+        assert_eq!(line(&mut c, b"mn\r\n"), "MN\r\n");
+    }
+    let got = request(&mut c, format!("get t{}\r\n", SETS - 1).as_bytes(), b"END\r\n");
+    assert_reply(&got, format!("VALUE t{} 0 2\r\nvv\r\nEND\r\n", SETS - 1).as_bytes());
+    // Let the maintenance thread finish its account and reclamation.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let st = stats_map(&mut c, "");
+    assert!(num(&st, "evictions") > 0, "the fill went past the budget: {st:?}");
+    let index = num(&st, "hash_bytes");
+    let limit = num(&st, "segments_limit") * num(&st, "segment_size");
+    assert!(index > 4 * MB, "the index is a large part of this budget: {st:?}");
+    assert!(limit + index <= 16 * MB, "segments limited to the budget less the index: {st:?}");
+    if let (Some(pid), Some(start)) = (s.pid(), rss_start) {
+        let grown = rss_bytes(pid).saturating_sub(start);
+        let allowance = 16 * MB + 16 * MB / 32 + 4 * MB;
+        assert!(grown <= allowance, "RSS grew {grown} bytes (allowed {allowance}; index {index}): {st:?}");
+    }
+}
+
 /// `--eviction` picks the policy, and `stats settings` reports it.
 #[test]
 fn eviction_flag_is_reported() {
