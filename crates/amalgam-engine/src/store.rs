@@ -414,8 +414,11 @@ pub struct Stats {
     /// See `segments`.
     pub free_segments: u64,
     /// Cache mode: most segments that may be resident, i.e. the budget
-    /// less the index and the policy's memory (the memory account).
+    /// less the index (the memory account).
     pub segment_limit: u64,
+    /// Cache mode: bytes the eviction policy's own structures may make
+    /// resident (S3-FIFO's ghost), on top of the budget.
+    pub policy_bytes: u64,
     /// Cache mode: bytes per segment (the largest item it can hold).
     pub segment_bytes: u64,
 }
@@ -2386,6 +2389,7 @@ impl Store {
         if let (Some(c), Some(segs)) = (&inner.cache, &inner.shared.segments) {
             s.reserved_bytes = segs.resident_bytes() as u64;
             s.segment_limit = segs.limit() as u64;
+            s.policy_bytes = c.policy.memory_bytes() as u64;
             s.evictions = c.evictions.load(Ordering::Relaxed);
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);

@@ -310,6 +310,7 @@ fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
         push_stat(out, "segments_limit", engine.segment_limit);
         push_stat(out, "segments_free", engine.free_segments);
         push_stat(out, "segments_resident_bytes", engine.reserved_bytes);
+        push_stat(out, "eviction_policy_bytes", engine.policy_bytes);
     }
 }
 

@@ -87,6 +87,7 @@ fn tiny_items_do_not_take_the_index_past_the_budget() {
     let limit = num(&st, "segments_limit") * num(&st, "segment_size");
     assert!(index > 4 * MB, "the index is a large part of this budget: {st:?}");
     assert!(limit + index <= 16 * MB, "segments limited to the budget less the index: {st:?}");
+    assert_eq!(num(&st, "eviction_policy_bytes"), 16 * MB / 32, "S3-FIFO's ghost: 2 bytes per 64 of budget");
     if let (Some(pid), Some(start)) = (s.pid(), rss_start) {
         let grown = rss_bytes(pid).saturating_sub(start);
         let allowance = 16 * MB + 16 * MB / 32 + 4 * MB;

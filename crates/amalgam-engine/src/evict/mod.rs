@@ -135,7 +135,9 @@ pub trait Policy: Send + Sync + fmt::Debug {
     /// each queue holds (indexed by [`Queue::index`]).
     fn victim(&self, bytes: [usize; 2]) -> Queue;
     /// Bytes of memory the policy itself may make resident (S3-FIFO's
-    /// ghost), charged to the cache's budget; 0 by default.
+    /// ghost); 0 by default. Sized from the budget when the store is made
+    /// and not charged to it: the fixed overhead on top of `-m`
+    /// (`Stats::policy_bytes`, the server's `eviction_policy_bytes`).
     ///
     /// ```
     /// use amalgam_engine::evict::{Clock, Policy, S3Fifo};
