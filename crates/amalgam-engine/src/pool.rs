@@ -118,18 +118,11 @@ impl Classes {
 /// Maps `bytes` of zeroed memory, advised for transparent hugepages when
 /// it is at least one chunk.
 pub(crate) fn map_zeroed(bytes: usize) -> Option<*mut u8> {
-    let p = map_anonymous(bytes)?;
+    let p = map_zeroed_small_pages(bytes)?;
     if bytes >= CHUNK_BYTES {
         advise_hugepages(p, bytes);
     }
     Some(p)
-}
-
-/// Maps `bytes` of zeroed memory on small pages only: for memory touched
-/// a line at a time and charged by the byte (the overflow arena), where a
-/// hugepage would make 2 MiB resident for one line.
-pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
-    map_anonymous(bytes)
 }
 
 /// Maps `bytes` of zeroed memory starting on a 2 MiB boundary, advised for
@@ -139,7 +132,7 @@ pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
 pub(crate) fn map_zeroed_aligned(bytes: usize) -> Option<*mut u8> {
     let bytes = bytes.max(1);
     // Over-map by one chunk and trim so the start is 2 MiB aligned.
-    let raw = map_anonymous(bytes.checked_add(CHUNK_BYTES)?)?;
+    let raw = map_zeroed_small_pages(bytes.checked_add(CHUNK_BYTES)?)?;
     let aligned = (raw as usize).next_multiple_of(CHUNK_BYTES) as *mut u8;
     let head = aligned as usize - raw as usize;
     // SAFETY: head and tail lie inside the mapping just made and outside
@@ -157,7 +150,11 @@ pub(crate) fn map_zeroed_aligned(bytes: usize) -> Option<*mut u8> {
     Some(aligned)
 }
 
-fn map_anonymous(bytes: usize) -> Option<*mut u8> {
+/// Maps `bytes` of zeroed memory on small pages only: for memory touched
+/// a line at a time and charged by the byte (the overflow arena), where a
+/// hugepage would make 2 MiB resident for one line; and the base of the
+/// two mappings above.
+pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
     let bytes = bytes.max(1);
     // SAFETY: an anonymous private mapping with no address hint has no
     // preconditions; the result is checked for MAP_FAILED.

@@ -216,10 +216,7 @@ impl FreeLists {
             let next = self.warm.len().checked_sub(1);
             return ((self.warm.len() + room).min(left), next);
         }
-        let mut warm_in = std::collections::HashMap::<usize, usize>::new();
-        for &id in &self.warm {
-            *warm_in.entry(id as usize / per).or_default() += 1;
-        }
+        let warm_in = self.warm_per_granule();
         let mut draining: Vec<(usize, usize)> = warm_in.iter().map(|(&g, &n)| (n, g)).collect();
         draining.sort_unstable_by(|a, b| b.cmp(a));
         draining.truncate(self.resident.saturating_sub(self.limit));
@@ -228,6 +225,15 @@ impl FreeLists {
         let next = (0..self.warm.len()).rev().filter(takeable).min_by_key(|&i| warm_in[&(self.warm[i] as usize / per)]);
         let free = (0..self.warm.len()).filter(takeable).count() + room;
         (free.min(left), next)
+    }
+
+    /// Free segments of each resident granule that has any.
+    fn warm_per_granule(&self) -> std::collections::HashMap<usize, usize> {
+        let mut warm_in = std::collections::HashMap::new();
+        for &id in &self.warm {
+            *warm_in.entry(id as usize / self.per).or_default() += 1;
+        }
+        warm_in
     }
 
     /// Segments resident (whole granules; the last may be partial).
@@ -378,10 +384,7 @@ impl Segments {
         if free.resident > free.limit {
             let per = free.per;
             let granule_len = |g: usize| per.min(self.count - g * per);
-            let mut warm_in = std::collections::HashMap::<usize, usize>::new();
-            for &id in &free.warm {
-                *warm_in.entry(id as usize / per).or_default() += 1;
-            }
+            let warm_in = free.warm_per_granule();
             let mut whole: Vec<usize> =
                 warm_in.into_iter().filter(|&(g, n)| n == granule_len(g)).map(|(g, _)| g).collect();
             whole.sort_unstable();

@@ -30,9 +30,11 @@
 //! reused node is safe: nodes live as long as their table, a hit needs the
 //! key itself (and a reused node holds only its new chain's keys, or the
 //! key's own current item), and a miss is believed only if the bucket's
-//! version did not move, which the unlink (under the bucket lock) moves. The key's hash picks
-//! the bucket with bits 16.. and the tag with bits 0..16, so the two are
-//! independent and the tag survives a doubling unchanged.
+//! version did not move, which the unlink (under the bucket lock) moves.
+//!
+//! The key's hash picks the bucket with bits 16.. and the tag with bits
+//! 0..16, so the two are independent and the tag survives a doubling
+//! unchanged.
 //!
 //! # Reads (no lock, no shared write)
 //!
