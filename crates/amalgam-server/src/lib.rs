@@ -24,7 +24,11 @@
 //! have their index lines prefetched before they run one by one
 //! (`exec::run_stores`, `Store::prefetch_writes`) — and send every reply
 //! with one write. memcached 1.6 issues a `sendmsg` per GET reply; that is where a
-//! pipelined load loses most.
+//! pipelined load loses most. After each round over its ready connections
+//! a worker yields its CPU (`worker::YIELD_AFTER_ROUND`): a loaded worker
+//! never sleeps in `epoll_wait`, and without the yield the scheduler would
+//! switch only at timer ticks, leaving every connection of a runnable but
+//! descheduled worker waiting milliseconds.
 //!
 //! ## Bounds (every one named in `worker.rs` or the protocol crate)
 //! A command line without `\n` past 2048 bytes (1 MiB for multi-gets), a
