@@ -15,11 +15,15 @@
 //!   memcached-protocol server: items a memory budget holds (`fill`) and
 //!   the miss ratio of a self-filling Zipf stream, with or without scans
 //!   (`replay`).
+//! * **floor** (`floor.rs`): a GET-only server that does nothing but socket
+//!   I/O in the server's event-loop shape; `net` against it measures what
+//!   the kernel alone costs per request, the floor under any server.
 //!
 //! Key streams are generated before the timed loop (`workload.rs`).
 
 pub mod cache;
 pub mod embedded;
+pub mod floor;
 pub mod net;
 pub mod peers;
 pub mod workload;

@@ -1,5 +1,5 @@
 //! `amalgam-bench`: see the crate documentation in `lib.rs`.
-use amalgam_bench::{cache, embedded, net};
+use amalgam_bench::{cache, embedded, floor, net};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -13,6 +13,8 @@ enum Cli {
     Fill(cache::fill::Args),
     /// A self-filling Zipf GET/SET stream (MemC3 §5.3); the miss ratio.
     Replay(cache::replay::Args),
+    /// A GET-only server doing nothing but socket I/O: the network stack's floor.
+    Floor(floor::Args),
 }
 
 fn main() {
@@ -21,6 +23,7 @@ fn main() {
         Cli::Net(a) => net::run(&a),
         Cli::Fill(a) => cache::fill::run(&a),
         Cli::Replay(a) => cache::replay::run(&a),
+        Cli::Floor(a) => floor::run(&a),
     };
     if let Err(e) = result {
         eprintln!("amalgam-bench: {e}");
