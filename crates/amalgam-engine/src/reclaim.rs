@@ -100,6 +100,9 @@ pub(crate) const MERGE_LIVE_PERCENT_MAX: usize = 90;
 pub(crate) const MERGE_SCAN_SEGMENTS: usize = 64;
 /// Most segments merged at once.
 pub(crate) const MERGE_RUN_SEGMENTS_MAX: usize = 16;
+/// Items of a reclaimed segment hashed and prefetched together before each
+/// is decided (the engine's batch window, MICA §5.3).
+const RECLAIM_WINDOW_ITEMS: usize = crate::store::BATCH_WINDOW_KEYS;
 
 /// A merge's output segment as the reclaimer fills it.
 struct MergeOut {
@@ -149,20 +152,33 @@ impl Inner {
         mut merge: Option<&mut MergeOut>,
     ) {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
-        let pin = Pinned::new(self);
         let mut now = None;
+        let mut items: Vec<(*const u8, usize)> = Vec::new();
         for &(id, fill) in run {
+            items.clear();
             // SAFETY: the segment is RECLAIMING: sealed (every item in it up
             // to `fill` written, made visible by the seal/pop
             // release/acquire pair), owned by us, and freed only by the
             // retirement below.
-            unsafe {
-                segs.walk(id, fill, |p, total| {
-                    self.reclaim_item(&pin, copies, queue, p, total, force, merge.as_deref_mut(), &mut now);
-                })
-            };
+            unsafe { segs.walk(id, fill, |p, total| items.push((p, total))) };
+            // MICA §5.3's batching, applied to the walk: hash a window of
+            // items and prefetch their buckets, then decide each. Pinned
+            // per window, so a long run (a merge walks up to
+            // MERGE_RUN_SEGMENTS_MAX segments) never holds the epoch back.
+            let mut hashes = [0u64; RECLAIM_WINDOW_ITEMS];
+            for window in items.chunks(RECLAIM_WINDOW_ITEMS) {
+                let pin = Pinned::new(self);
+                let t = pin.current();
+                for (h, &(p, _)) in hashes.iter_mut().zip(window) {
+                    // SAFETY: p is an item of a segment we own (above).
+                    *h = self.hash(unsafe { item::key(p) });
+                    t.route(*h).prefetch(*h);
+                }
+                for (&h, &(p, total)) in hashes.iter().zip(window) {
+                    self.reclaim_item(&pin, copies, queue, p, h, total, force, merge.as_deref_mut(), &mut now);
+                }
+            }
         }
-        drop(pin);
         for &(id, _) in run {
             self.epochs.retire(local, &self.shared, Garbage::Segment(id));
         }
@@ -208,23 +224,20 @@ impl Inner {
         copies: &mut crate::segment::OpenSegments,
         queue: Queue,
         p: *const u8,
+        hash: u64,
         total: usize,
         force: bool,
         merge: Option<&mut MergeOut>,
         now: &mut Option<u32>,
     ) {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
-        // SAFETY: p is an item of the segment we own (reclaim_segment).
-        let key = unsafe { item::key(p) };
-        let hash = self.hash(key);
         let tag = split_hash(hash).1;
         let mut guard = pin.current().lock_routed(hash);
-        let Some((slot, found)) = guard.find(tag, key).filter(|&(_, q)| q == p) else {
+        let Some(slot) = guard.find_ptr(tag, p) else {
             return; // dead: overwritten, deleted or never published
         };
         // SAFETY: p is in a slot of the bucket we hold locked.
         let it = unsafe { ItemRef::new(p) };
-        debug_assert_eq!(found, p);
         // SAFETY: as above.
         let freq = unsafe { item::freq(p) };
         let local = pin.local;

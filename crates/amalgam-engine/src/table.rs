@@ -742,6 +742,27 @@ impl<'t> BucketGuard<'t> {
         None
     }
 
+    /// The slot pointing at exactly the item `p` (with tag `tag`), if
+    /// any: what [`find`](Self::find) returns for `p`'s key when the slot
+    /// holds `p` (a key is in at most one slot), but without reading any
+    /// item, so a slot holding a newer version of the key costs no miss.
+    pub fn find_ptr(&self, tag: u16, p: *const u8) -> Option<SlotRef<'t>> {
+        let want = slot_word(tag, p);
+        let mut node = self.bucket;
+        for _ in 0..=CHAIN_NODES_MAX {
+            for s in &node.slots {
+                if s.load(Ordering::Relaxed) == want {
+                    return Some(SlotRef { slot: s });
+                }
+            }
+            match node.next.load(Ordering::Relaxed) {
+                0 => return None,
+                n => node = self.table.overflow.node(n),
+            }
+        }
+        None
+    }
+
     /// Replaces the item in a slot found by [`find`](Self::find).
     pub fn replace(&mut self, at: SlotRef<'t>, tag: u16, p: *const u8) {
         at.slot.store(slot_word(tag, p), Ordering::Release);
@@ -885,6 +906,25 @@ mod tests {
                 expect = (expect.0 + 1, 0);
             }
         }
+    }
+
+    #[test]
+    fn find_ptr_matches_only_the_exact_slot_word() {
+        let t = Table::new(4).expect("a small table maps");
+        let mut g = t.lock(0).expect("bucket 0 exists and is not moved");
+        // More entries than one line holds, so the chain's overflow node is
+        // searched too. The pointers are never dereferenced.
+        let ptr = |i: usize| (0x10_0000 + i * 64) as *const u8;
+        for i in 0..12 {
+            g.insert(i as u16, ptr(i)).expect("the arena has nodes");
+        }
+        for i in 0..12 {
+            let slot = g.find_ptr(i as u16, ptr(i)).expect("each inserted entry is found");
+            assert_eq!(slot_word(i as u16, ptr(i)), slot.slot.load(Ordering::Relaxed));
+        }
+        assert!(g.find_ptr(3, ptr(4)).is_none(), "same tag as an entry, other item");
+        assert!(g.find_ptr(4, ptr(3)).is_none(), "same item as an entry, other tag");
+        assert!(g.find_ptr(0, ptr(12)).is_none());
     }
 
     #[test]
