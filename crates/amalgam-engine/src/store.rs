@@ -70,7 +70,6 @@ pub const LOAD_PER_BUCKET_MAX: usize = 4;
 /// instead of 18–37 at a mean of 2–4. 16 B / 32 B items fill `-m 64`
 /// at about 0.9 M items, 6.8 per bucket of a 2^17 table. The server's
 /// `stats` report the overflow nodes (`hash_overflow_nodes`).
-///
 pub const CACHE_LOAD_PER_BUCKET_MAX: usize = 7;
 /// Cache mode: the bucket array may take at most this fraction (1/n) of
 /// the budget. Past it the table stops doubling and chains grow instead

@@ -721,25 +721,13 @@ impl<'t> BucketGuard<'t> {
 
     /// The slot holding `key`, with its item pointer.
     pub fn find(&self, tag: u16, key: &[u8]) -> Option<(SlotRef<'t>, *const u8)> {
-        let mut node = self.bucket;
-        for _ in 0..=CHAIN_NODES_MAX {
-            for s in &node.slots {
-                let w = s.load(Ordering::Relaxed);
-                if w != 0 && slot_tag(w) == tag {
-                    let p = slot_ptr(w);
-                    // SAFETY: we hold the bucket lock, so the item in the slot
-                    // is live (only a lock holder unlinks and retires it).
-                    if unsafe { item::key_eq(p, key) } {
-                        return Some((SlotRef { slot: s }, p));
-                    }
-                }
-            }
-            match node.next.load(Ordering::Relaxed) {
-                0 => return None,
-                n => node = self.table.overflow.node(n),
-            }
-        }
-        None
+        let at = self.find_slot(|w| {
+            // SAFETY: we hold the bucket lock, so the item in the slot is
+            // live (only a lock holder unlinks and retires it).
+            slot_tag(w) == tag && unsafe { item::key_eq(slot_ptr(w), key) }
+        })?;
+        let p = slot_ptr(at.slot.load(Ordering::Relaxed));
+        Some((at, p))
     }
 
     /// The slot pointing at exactly the item `p` (with tag `tag`), if
@@ -748,10 +736,18 @@ impl<'t> BucketGuard<'t> {
     /// item, so a slot holding a newer version of the key costs no miss.
     pub fn find_ptr(&self, tag: u16, p: *const u8) -> Option<SlotRef<'t>> {
         let want = slot_word(tag, p);
+        self.find_slot(|w| w == want)
+    }
+
+    /// The first non-empty slot of the chain whose word satisfies `hit`.
+    /// Bounded: CHAIN_NODES_MAX nodes.
+    #[inline]
+    fn find_slot(&self, mut hit: impl FnMut(u64) -> bool) -> Option<SlotRef<'t>> {
         let mut node = self.bucket;
         for _ in 0..=CHAIN_NODES_MAX {
             for s in &node.slots {
-                if s.load(Ordering::Relaxed) == want {
+                let w = s.load(Ordering::Relaxed);
+                if w != 0 && hit(w) {
                     return Some(SlotRef { slot: s });
                 }
             }

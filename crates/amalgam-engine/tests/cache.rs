@@ -15,6 +15,9 @@ use amalgam_engine::{Config, Error, Expiry, Store, EVICT_RESERVE_SEGMENTS, SEGME
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+mod common;
+use common::rss_bytes;
+
 const SEED: u64 = 0x5eed_cafe_f00d_0001;
 /// Every exact-order item: 10 B header + 1 B vlen + 8 B key + 13 B value.
 const ITEM_BYTES: usize = 32;
@@ -205,12 +208,6 @@ fn expired_items_are_reclaimed_not_kept() {
     assert!(engine_dump(&store, Queue::Main).iter().all(|&(k, _)| k >= 100));
     assert_eq!(st.expired_unfetched, 0, "they were fetched");
     assert_eq!(st.evictions, 12 - 8, "only live items count as evictions");
-}
-
-fn rss_bytes() -> usize {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = s.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
 }
 
 /// Memory follows the sizes: 64 B values, then 4 KiB, then 64 B again,

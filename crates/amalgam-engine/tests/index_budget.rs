@@ -6,11 +6,8 @@
 use amalgam_engine::evict::Eviction;
 use amalgam_engine::{Config, Expiry, Store, CACHE_INDEX_BUDGET_SHARE, SEGMENT_BYTES};
 
-fn rss_bytes() -> usize {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = s.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
-}
+mod common;
+use common::rss_bytes;
 
 /// Tiny items push the table to
 /// its cap (CACHE_INDEX_BUDGET_SHARE of the budget) and then grow chains;

@@ -304,7 +304,8 @@ fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "hash_expansions", engine.expansions);
     if engine.segments > 0 {
         // Cache mode's memory account (engine `segment.rs`): the budget
-        // less the index and S3-FIFO's ghost is what segments may use.
+        // less the index is what segments may use; S3-FIFO's ghost comes
+        // on top of the budget (eviction_policy_bytes).
         push_stat(out, "segment_size", engine.segment_bytes);
         push_stat(out, "segments_total", engine.segments);
         push_stat(out, "segments_limit", engine.segment_limit);

@@ -25,7 +25,7 @@
 //! (`exec::run_stores`, `Store::prefetch_writes`) — and send every reply
 //! with one write. memcached 1.6 issues a `sendmsg` per GET reply; that is where a
 //! pipelined load loses most. After each round over its ready connections
-//! a worker yields its CPU (`worker::YIELD_AFTER_ROUND`): a loaded worker
+//! a worker yields its CPU (`worker.rs`, the end of `run_worker`'s loop): a loaded worker
 //! never sleeps in `epoll_wait`, and without the yield the scheduler would
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.

@@ -36,24 +36,6 @@ const WRITE_BUFFER_KEEP_BYTES: usize = 256 * 1024;
 pub const ROUNDS_PER_TURN_MAX: usize = 16;
 /// Requests parsed per round (bounds the batch and its key list).
 pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
-/// Whether a worker calls `sched_yield(2)` after each round of its event
-/// loop that served a connection.
-///
-/// Why: a worker under load always finds a ready connection, so it never
-/// sleeps in `epoll_wait`, and neither do the clients it keeps busy. With
-/// every thread runnable and fewer CPUs than threads, the scheduler
-/// switches only when a slice ends at a timer tick (4 ms on a
-/// `CONFIG_HZ=250` kernel), and every connection of a worker that is
-/// runnable but not running waits one or two ticks: measured on this
-/// project's 2-vCPU machine at pipeline 1, p50 84–108 µs but p99 ≈ 8 ms
-/// in about half the runs (docs/benchmarks.md § Why pipeline 1 falls
-/// short). Yielding at the end of each round lets whichever thread is
-/// waiting on this CPU run next, so the interleaving follows the requests
-/// instead of the tick: in 12 runs after this change p99 was 0.52–1.16 ms
-/// and never bimodal. The cost is one syscall per round (a round serves
-/// every ready connection); when nothing else is runnable on the CPU the
-/// call returns at once.
-const YIELD_AFTER_ROUND: bool = true;
 /// Connections accepted per listener event before the acceptor looks at
 /// its other events.
 const ACCEPTS_PER_EVENT_MAX: usize = 256;
@@ -327,7 +309,20 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 }
             }
         }
-        if YIELD_AFTER_ROUND && !ready.is_empty() {
+        // Yield the CPU after each round that served a connection. A worker
+        // under load always finds a ready connection, so it never sleeps in
+        // `epoll_wait`, and neither do the clients it keeps busy. With every
+        // thread runnable and fewer CPUs than threads, the scheduler switches
+        // only when a slice ends at a timer tick (4 ms on a `CONFIG_HZ=250`
+        // kernel), and every connection of a worker that is runnable but not
+        // running waits one or two ticks: measured on this project's 2-vCPU
+        // machine at pipeline 1, p50 84–108 µs but p99 ≈ 8 ms in about half
+        // the runs (docs/benchmarks.md § Why pipeline 1 falls short).
+        // Yielding lets whichever thread waits on this CPU run next, so the
+        // interleaving follows the requests instead of the tick (no bimodal
+        // run since). One syscall per round (a round serves every ready
+        // connection); it returns at once when nothing else is runnable.
+        if !ready.is_empty() {
             std::thread::yield_now();
         }
     }
