@@ -70,8 +70,10 @@
 //! * *Deadlock.* The reclaimer holds the `Cache::reclaimer` mutex and then
 //!   one bucket lock at a time; writers never take the reclaimer mutex
 //!   while holding a bucket lock (they make room in `Inner::make_room`,
-//!   before locking anything). The segment free list and queue mutexes are
-//!   leaves.
+//!   before locking anything, and a write whose allocation under a bucket
+//!   lock found no free segment gives the lock up, reports out of memory
+//!   to `Inner::with_room`, which makes room and runs it again). The
+//!   segment free list and queue mutexes are leaves.
 //!
 //! # LIMITS
 //!

@@ -159,6 +159,10 @@ const WRITER_RECLAIMS_MAX: usize = 64;
 /// between) waiting for a segment it reclaimed to pass its grace period;
 /// only a reader pinned for this long (a stuck `Reader`) exhausts it.
 const GRACE_WAIT_ROUNDS_MAX: usize = 100_000;
+/// Cache mode: times a write that found no free segment makes room by
+/// force and tries again (`Inner::with_room`). One normally suffices; the
+/// bound only stops a writer racing others for the same freed segments.
+const ROOM_RETRIES_MAX: usize = 4;
 
 /// Why an operation did not store, find or change an item. These map one
 /// to one onto memcached's replies (`NOT_STORED`, `EXISTS`, `NOT_FOUND`,
@@ -1062,6 +1066,72 @@ impl Inner {
         }
     }
 
+    /// Cache mode: runs the write `op`, and when it failed because no
+    /// segment was free (`out_of_memory`), makes room by force and runs it
+    /// again, up to ROOM_RETRIES_MAX times. `op` must have changed nothing
+    /// when it reports out of memory (its decision was Keep, or it failed
+    /// before locking anything).
+    ///
+    /// Why `make_room` alone is not enough: it leaves at least one free
+    /// segment (the reserve) for the moment it looks, but every writer past
+    /// it may take one, and a writer whose open segment is full takes a new
+    /// one. Two writers past `make_room` at once, or one racing a reclaimer
+    /// whose segment waits for its grace period, can find the free list
+    /// empty when they allocate (found by tests/cache.rs's concurrent test
+    /// run twice at once on 2 vCPUs: 1 run in 7 failed a SET). Allocation
+    /// may happen under a bucket lock, where nothing can be reclaimed, so
+    /// the write reports out of memory and is retried from the top here,
+    /// where it holds no lock.
+    fn with_room<T>(&self, mut op: impl FnMut() -> T, out_of_memory: impl Fn(&T) -> bool) -> T {
+        let local = self.epochs.local(&self.shared);
+        self.make_room(local);
+        let mut r = op();
+        for _ in 0..ROOM_RETRIES_MAX {
+            if !out_of_memory(&r) || !self.make_room_now(local) {
+                break;
+            }
+            r = op();
+        }
+        r
+    }
+
+    /// Cache mode, after a write found no free segment: reclaims (the last
+    /// round by forced eviction) until more than the reserve is free, or,
+    /// when nothing is left that this thread could reclaim, waits (yielding,
+    /// bounded by GRACE_WAIT_ROUNDS_MAX) for segments other threads
+    /// reclaimed to pass their grace period. Returns whether a segment is
+    /// free; false in store mode, for a pinned caller (it cannot wait for a
+    /// grace period it holds up) and when the cache has nothing to give.
+    fn make_room_now(&self, local: &Local) -> bool {
+        let (Some(_), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
+        // SAFETY: own Local; the reference ends with this statement.
+        if unsafe { local.owned() }.pin_depth != 0 {
+            return false;
+        }
+        for round in 0..WRITER_RECLAIMS_MAX {
+            if segs.free_count() > EVICT_RESERVE_SEGMENTS {
+                return true;
+            }
+            if !self.reclaim_segment(local, round + 1 == WRITER_RECLAIMS_MAX) {
+                break;
+            }
+            self.wait_grace(local);
+        }
+        for _ in 0..GRACE_WAIT_ROUNDS_MAX {
+            if segs.free_count() > 0 || segs.pending() == 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        segs.free_count() > 0
+    }
+
+    /// [`Inner::build`] for a write that holds no lock yet: on out of
+    /// memory it makes room by force and tries again (see `with_room`).
+    fn build_unlocked(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
+        self.with_room(|| self.build(local, n, cas), |r| matches!(r, Err(Error::OutOfMemory)))
+    }
+
     /// Frees what this thread retired (its reclaimed segments), yielding
     /// while another thread's pin holds the grace period. Bounded by
     /// GRACE_WAIT_ROUNDS_MAX rounds. The caller is not pinned.
@@ -1855,12 +1925,12 @@ impl Store {
         check_key(key)?;
         let inner = &*self.inner;
         let local = inner.epochs.local(&inner.shared);
-        inner.make_room(local);
         let cas = match cas {
             Some(c) => c,
             None => inner.next_cas(local),
         };
-        let (block, at) = inner.build(local, &NewItem { key, vlen: value.len(), flags, expiry, marks: 0 }, cas)?;
+        let (block, at) =
+            inner.build_unlocked(local, &NewItem { key, vlen: value.len(), flags, expiry, marks: 0 }, cas)?;
         fill(block, at, &[value]);
         // Ok(true): published; Ok(false): the expiry is already past, so
         // the store removes any old item and publishes nothing.
@@ -1939,21 +2009,23 @@ impl Store {
     fn concat(&self, key: &[u8], data: &[u8], append: bool) -> Result<u64, Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        inner.make_room(inner.epochs.local(&inner.shared));
-        inner.mutate(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
-            let vlen = old.value().len() + data.len();
-            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
-            let cas = inner.next_cas(local);
-            match inner.build(local, &n, cas) {
-                Ok((block, at)) => {
-                    let parts: [&[u8]; 2] = if append { [old.value(), data] } else { [data, old.value()] };
-                    fill(block, at, &parts);
-                    Decision::Put(block, Ok(cas))
+        let op = || {
+            inner.mutate(key, |local, old| {
+                let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
+                let vlen = old.value().len() + data.len();
+                let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
+                let cas = inner.next_cas(local);
+                match inner.build(local, &n, cas) {
+                    Ok((block, at)) => {
+                        let parts: [&[u8]; 2] = if append { [old.value(), data] } else { [data, old.value()] };
+                        fill(block, at, &parts);
+                        Decision::Put(block, Ok(cas))
+                    }
+                    Err(e) => Decision::Keep(Err(e)),
                 }
-                Err(e) => Decision::Keep(Err(e)),
-            }
-        })
+            })
+        };
+        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Appends `data` to the value of a present key (flags and expiry
@@ -1986,26 +2058,28 @@ impl Store {
     fn delta(&self, key: &[u8], delta: u64, incr: bool) -> Result<(u64, u64), Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        inner.make_room(inner.epochs.local(&inner.shared));
-        inner.mutate(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
-            let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
-            let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
-            let digits = new.to_string();
-            // memcached rewrites in place when the new number is no longer
-            // than the old value, padding with spaces; we keep that shape.
-            let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
-            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: old.marks() };
-            let cas = inner.next_cas(local);
-            match inner.build(local, &n, cas) {
-                Ok((block, at)) => {
-                    let pad = vec![b' '; vlen - digits.len()];
-                    fill(block, at, &[digits.as_bytes(), &pad]);
-                    Decision::Put(block, Ok((new, cas)))
+        let op = || {
+            inner.mutate(key, |local, old| {
+                let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
+                let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
+                let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
+                let digits = new.to_string();
+                // memcached rewrites in place when the new number is no longer
+                // than the old value, padding with spaces; we keep that shape.
+                let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
+                let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: old.marks() };
+                let cas = inner.next_cas(local);
+                match inner.build(local, &n, cas) {
+                    Ok((block, at)) => {
+                        let pad = vec![b' '; vlen - digits.len()];
+                        fill(block, at, &[digits.as_bytes(), &pad]);
+                        Decision::Put(block, Ok((new, cas)))
+                    }
+                    Err(e) => Decision::Keep(Err(e)),
                 }
-                Err(e) => Decision::Keep(Err(e)),
-            }
-        })
+            })
+        };
+        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Adds `delta` to a decimal u64 value, wrapping at 2^64 as memcached
@@ -2068,36 +2142,44 @@ impl Store {
     ) -> Option<Result<R, Error>> {
         check_key(key).ok()?;
         let inner = &*self.inner;
-        inner.make_room(inner.epochs.local(&inner.shared));
-        inner.mutate(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(None) };
-            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
-            // Fix (found by tests/model_edges.rs): memcached's touch never
-            // fails for size, but adding an expiry grows the header by 4
-            // bytes, so an item at the size limit used to get TooLarge.
-            // The limit applies to what clients store, not to this copy.
-            match inner.build_limited(local, &n, old.cas(), inner.item_size_max + 4) {
-                Ok((block, at)) => {
-                    fill(block, at, &[old.value()]);
-                    // SAFETY: the block holds the item just built, not yet
-                    // published, so nothing can free it during `f`.
-                    let r = f(unsafe { ItemRef::new(block.ptr) });
-                    if inner.expired_now(expiry) {
-                        inner.free_unpublished(local, block);
-                        Decision::Remove(Some(Ok(r)))
-                    } else {
-                        Decision::Put(block, Some(Ok(r)))
+        // `f` runs only once the copy is built, so a retry still has it.
+        let mut f = Some(f);
+        let op = || {
+            inner.mutate(key, |local, old| {
+                let Some(old) = old else { return Decision::Keep(None) };
+                let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
+                // Fix (found by tests/model_edges.rs): memcached's touch never
+                // fails for size, but adding an expiry grows the header by 4
+                // bytes, so an item at the size limit used to get TooLarge.
+                // The limit applies to what clients store, not to this copy.
+                match inner.build_limited(local, &n, old.cas(), inner.item_size_max + 4) {
+                    Ok((block, at)) => {
+                        fill(block, at, &[old.value()]);
+                        let f = f.take().expect("f runs at most once: only a failed build retries");
+                        // SAFETY: the block holds the item just built, not yet
+                        // published, so nothing can free it during `f`.
+                        let r = f(unsafe { ItemRef::new(block.ptr) });
+                        if inner.expired_now(expiry) {
+                            inner.free_unpublished(local, block);
+                            Decision::Remove(Some(Ok(r)))
+                        } else {
+                            Decision::Put(block, Some(Ok(r)))
+                        }
                     }
+                    Err(e) => Decision::Keep(Some(Err(e))),
                 }
-                Err(e) => Decision::Keep(Some(Err(e))),
-            }
-        })
+            })
+        };
+        inner.with_room(op, |r| matches!(r, Some(Err(Error::OutOfMemory))))
     }
 
     /// The general read-modify-write behind memcached's meta commands:
     /// under the key's bucket lock, `decide` sees the live item (if any)
     /// and says what to do; returns its result and, when an item was
-    /// published, that item's CAS unique.
+    /// published, that item's CAS unique. In cache mode `decide` may run
+    /// again, with the item as it is then, when its new item found no free
+    /// segment (see `Inner::with_room`); only the last run's decision takes
+    /// effect.
     ///
     /// ```
     /// use amalgam_engine::{Expiry, NewValue, Store, Update, MARK_STALE};
@@ -2122,46 +2204,48 @@ impl Store {
     pub fn update<'v, R>(
         &self,
         key: &[u8],
-        decide: impl FnOnce(Option<ItemRef<'_>>) -> (Update<'v>, R),
+        mut decide: impl FnMut(Option<ItemRef<'_>>) -> (Update<'v>, R),
     ) -> Result<(R, Option<u64>), Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        inner.make_room(inner.epochs.local(&inner.shared));
-        inner.mutate(key, |local, old| {
-            let (update, r) = decide(old);
-            match update {
-                Update::Keep => Decision::Keep(Ok((r, None))),
-                Update::Remove => Decision::Remove(Ok((r, None))),
-                Update::Put { value, flags, expiry, fresh_cas, marks } => {
-                    let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
-                    let parts: [&[u8]; 2] = match &value {
-                        NewValue::Same => [old_value, b""],
-                        NewValue::Bytes(b) => [b, b""],
-                        NewValue::Concat(b, true) => [old_value, b],
-                        NewValue::Concat(b, false) => [b, old_value],
-                        NewValue::Owned(v) => [v.as_slice(), b""],
-                    };
-                    let vlen = parts[0].len() + parts[1].len();
-                    let cas = match old {
-                        Some(o) if !fresh_cas => o.cas(),
-                        _ => inner.next_cas(local),
-                    };
-                    let n = NewItem { key, vlen, flags, expiry, marks };
-                    match inner.build(local, &n, cas) {
-                        Ok((block, at)) => {
-                            fill(block, at, &parts);
-                            if inner.expired_now(expiry) {
-                                inner.free_unpublished(local, block);
-                                Decision::Remove(Ok((r, None)))
-                            } else {
-                                Decision::Put(block, Ok((r, Some(cas))))
+        let op = || {
+            inner.mutate(key, |local, old| {
+                let (update, r) = decide(old);
+                match update {
+                    Update::Keep => Decision::Keep(Ok((r, None))),
+                    Update::Remove => Decision::Remove(Ok((r, None))),
+                    Update::Put { value, flags, expiry, fresh_cas, marks } => {
+                        let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
+                        let parts: [&[u8]; 2] = match &value {
+                            NewValue::Same => [old_value, b""],
+                            NewValue::Bytes(b) => [b, b""],
+                            NewValue::Concat(b, true) => [old_value, b],
+                            NewValue::Concat(b, false) => [b, old_value],
+                            NewValue::Owned(v) => [v.as_slice(), b""],
+                        };
+                        let vlen = parts[0].len() + parts[1].len();
+                        let cas = match old {
+                            Some(o) if !fresh_cas => o.cas(),
+                            _ => inner.next_cas(local),
+                        };
+                        let n = NewItem { key, vlen, flags, expiry, marks };
+                        match inner.build(local, &n, cas) {
+                            Ok((block, at)) => {
+                                fill(block, at, &parts);
+                                if inner.expired_now(expiry) {
+                                    inner.free_unpublished(local, block);
+                                    Decision::Remove(Ok((r, None)))
+                                } else {
+                                    Decision::Put(block, Ok((r, Some(cas))))
+                                }
                             }
+                            Err(e) => Decision::Keep(Err(e)),
                         }
-                        Err(e) => Decision::Keep(Err(e)),
                     }
                 }
-            }
-        })
+            })
+        };
+        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Removes a key.
