@@ -15,10 +15,15 @@
 //!    they are (same frequency, no policy decision, nothing evicted), into
 //!    one fresh segment that takes the run's place in the queue, so queue
 //!    order, and with it the policy's eviction order, is kept; the run is
-//!    retired as in step 4. Under overwrite-heavy loads most of the log is
-//!    dead versions of hot keys, which otherwise wait for their segment to
-//!    reach the head while live items are evicted (Segcache's merge, §4.3,
-//!    without its eviction part). Measured (`docs/benchmarks.md`): at
+//!    retired as in step 4. A merge holds the reclaimer mutex only per
+//!    window of items (`Copies::PerWindow`; it needs it only to ask the
+//!    policy once its output is full), so writers reclaiming a victim
+//!    meanwhile do not wait for a run of 16 segments; the output goes in
+//!    after the segment that preceded the run (`RunPlace`), wherever
+//!    concurrent pops and pushes have moved it. Under overwrite-heavy
+//!    loads most of the log is dead versions of hot keys, which otherwise
+//!    wait for their segment to reach the head while live items are
+//!    evicted (Segcache's merge, §4.3, without its eviction part). Measured (`docs/benchmarks.md`): at
 //!    `-m 64` under 50% SET Zipf, 404-519 k live items become 655-740 k
 //!    (memcached: 559 k), and the MemC3 replay's miss ratios stay within
 //!    0.08 points at every size.
@@ -67,8 +72,9 @@
 //! * *A GET may raise the frequency during the copy.* The meta byte is
 //!   read atomically (`item::copy_with_freq`); the raise is lost, which
 //!   only makes the item a little colder.
-//! * *Deadlock.* The reclaimer holds the `Cache::reclaimer` mutex and then
-//!   one bucket lock at a time; writers never take the reclaimer mutex
+//! * *Deadlock.* The reclaimer holds the `Cache::reclaimer` mutex (for a
+//!   victim's whole walk, or a merge's window) and then one bucket lock at
+//!   a time; writers never take the reclaimer mutex
 //!   while holding a bucket lock (they make room in `Inner::make_room`,
 //!   before locking anything, and a write whose allocation under a bucket
 //!   lock found no free segment gives the lock up, reports out of memory
@@ -87,7 +93,7 @@
 use crate::evict::{Queue, Verdict};
 use crate::item;
 use crate::local::{Garbage, Local};
-use crate::segment::ITEM_ALIGN_BYTES;
+use crate::segment::{OpenSegments, ITEM_ALIGN_BYTES};
 use crate::store::{local_add, Inner, ItemRef, Pinned};
 use crate::table::split_hash;
 use std::sync::atomic::Ordering;
@@ -106,6 +112,48 @@ pub(crate) const MERGE_RUN_SEGMENTS_MAX: usize = 16;
 /// is decided (the engine's batch window, MICA §5.3).
 const RECLAIM_WINDOW_ITEMS: usize = crate::store::BATCH_WINDOW_KEYS;
 
+/// How a reclamation reaches the reclaimer's open segments (where kept
+/// items are copied) and with them the right to ask the policy.
+enum Copies<'a> {
+    /// Locked for the whole walk: a victim's reclamation, so that
+    /// reclamations, and the policy's decisions with them, follow the
+    /// queues' order exactly (tests/cache.rs compares it with
+    /// `evict::Model`). One segment: the hold is bounded by its items.
+    Held(&'a mut OpenSegments),
+    /// Locked per window of RECLAIM_WINDOW_ITEMS items: a merge, which
+    /// may walk MERGE_RUN_SEGMENTS_MAX segments and needs the policy only
+    /// when its output is full. Holding the mutex for the whole run kept
+    /// writers that reached the free-segment reserve waiting for it (the
+    /// tail measured in docs/benchmarks.md § Reclaiming in prefetched
+    /// windows).
+    PerWindow(&'a std::sync::Mutex<OpenSegments>),
+}
+
+/// Who reclaims, and how ([`Inner::reclaim_segment`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reclaim {
+    /// The maintenance thread, ahead of the writers: merges first.
+    Background,
+    /// A writer at the reserve (or the expand thread making room for a
+    /// table): one victim's walk, merging only if no maintenance thread
+    /// reclaims.
+    Writer,
+    /// A writer's bounded fallback: every live item of the victim is
+    /// evicted whatever the policy says, which always frees a segment.
+    Force,
+}
+
+impl Reclaim {
+    /// A writer's reclamation, forced on its last round.
+    pub(crate) fn writer(last_round: bool) -> Reclaim {
+        if last_round {
+            Reclaim::Force
+        } else {
+            Reclaim::Writer
+        }
+    }
+}
+
 /// A merge's output segment as the reclaimer fills it.
 struct MergeOut {
     id: u32,
@@ -119,12 +167,15 @@ impl Inner {
     /// segment placed where the run was. False if there was none. If no
     /// free segment is left for the output, the run is reclaimed as
     /// victims are (the policy decides) instead.
-    fn merge_sparse_run(&self, local: &Local, copies: &mut crate::segment::OpenSegments, queue: Queue) -> bool {
+    /// The caller holds no lock: the reclaimer mutex is taken per window.
+    fn merge_sparse_run(&self, local: &Local, queue: Queue) -> bool {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
         let live_max = (segs.segment_bytes() * MERGE_LIVE_PERCENT_MAX / 100) as i64;
-        let Some((at, run)) = segs.pop_sparse_run(queue, MERGE_SCAN_SEGMENTS, MERGE_RUN_SEGMENTS_MAX, live_max) else {
+        let Some((place, run)) = segs.pop_sparse_run(queue, MERGE_SCAN_SEGMENTS, MERGE_RUN_SEGMENTS_MAX, live_max)
+        else {
             return false;
         };
+        let copies = Copies::PerWindow(&cache.reclaimer);
         let Some(out_id) = segs.take_detached(queue, 0) else {
             self.reclaim_run(local, copies, queue, &run, false, None);
             return true;
@@ -132,7 +183,7 @@ impl Inner {
         let mut out = MergeOut { id: out_id, base: segs.base_of(out_id), fill: 0, cap: segs.segment_bytes() };
         self.reclaim_run(local, copies, queue, &run, false, Some(&mut out));
         if out.fill > 0 {
-            segs.insert_sealed(queue, at, out.id, out.fill);
+            segs.insert_sealed(queue, place, out.id, out.fill);
         } else {
             segs.give_back(out.id);
         }
@@ -147,7 +198,7 @@ impl Inner {
     fn reclaim_run(
         &self,
         local: &Local,
-        copies: &mut crate::segment::OpenSegments,
+        mut copies: Copies<'_>,
         queue: Queue,
         run: &[(u32, usize)],
         force: bool,
@@ -176,6 +227,14 @@ impl Inner {
                     *h = self.hash(unsafe { item::key(p) });
                     t.route(*h).prefetch(*h);
                 }
+                let mut locked;
+                let copies: &mut OpenSegments = match &mut copies {
+                    Copies::Held(c) => c,
+                    Copies::PerWindow(m) => {
+                        locked = m.lock().unwrap_or_else(|e| e.into_inner());
+                        &mut locked
+                    }
+                };
                 for (&h, &(p, total)) in hashes.iter().zip(window) {
                     self.reclaim_item(&pin, copies, queue, p, h, total, force, merge.as_deref_mut(), &mut now);
                 }
@@ -187,22 +246,32 @@ impl Inner {
         cache.reclaimed_segments.fetch_add(run.len() as u64, Ordering::Relaxed);
     }
 
-    /// Reclaims one segment (module essay). With `force`, every live item
-    /// is evicted whatever the policy says (the writer's bounded fallback:
-    /// it always frees a whole segment). Returns false if no queue had a
+    /// Reclaims one segment (module essay), or merges a sparse run first
+    /// as [`Reclaim`] allows. With [`Reclaim::Force`], every live item is
+    /// evicted whatever the policy says (the writer's bounded fallback: it
+    /// always frees a whole segment). Returns false if no queue had a
     /// sealed segment. The caller must not hold a bucket lock; it may be
     /// pinned (the maintenance thread is not; writers are not).
-    pub(crate) fn reclaim_segment(&self, local: &Local, force: bool) -> bool {
+    pub(crate) fn reclaim_segment(&self, local: &Local, how: Reclaim) -> bool {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
-        let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
         let first = cache.policy.victim(segs.queue_bytes());
         let other = if first == Queue::Main { Queue::Small } else { Queue::Main };
-        if !force
-            && cache.merge
-            && (self.merge_sparse_run(local, &mut copies, first) || self.merge_sparse_run(local, &mut copies, other))
-        {
+        let force = how == Reclaim::Force;
+        let merge = match how {
+            Reclaim::Background => true,
+            // A writer merges only when no maintenance thread does: a merge
+            // walks up to MERGE_RUN_SEGMENTS_MAX segments, and a writer's
+            // connections wait for whatever it walks (measured: max latency
+            // 23-44 ms with writers merging, SET at pipeline 16 on a full
+            // cache; docs/benchmarks.md § Writers leave merging to the
+            // maintenance thread).
+            Reclaim::Writer => !cache.background,
+            Reclaim::Force => false,
+        };
+        if merge && cache.merge && (self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other)) {
             return true;
         }
+        let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
         let popped = {
             // SAFETY: our own Local; `make_room` and the maintenance loop
             // call us with no item of ours in progress and no other
@@ -214,7 +283,7 @@ impl Inner {
                 .or_else(|| segs.pop_victim(other, &mut own).map(|v| (v, other)))
         };
         let Some((victim, queue)) = popped else { return false };
-        self.reclaim_run(local, &mut copies, queue, &[victim], force, None);
+        self.reclaim_run(local, Copies::Held(&mut copies), queue, &[victim], force, None);
         true
     }
 

@@ -154,6 +154,17 @@ pub(crate) struct OpenSegment {
 /// Every thread's open segments, one per queue.
 pub(crate) type OpenSegments = [Option<OpenSegment>; 2];
 
+/// Where a run popped for merging stood in its queue, so the merged
+/// segment can take its place (`Segments::insert_sealed`) even though other
+/// reclaimers popped from the head, and writers pushed at the tail, while
+/// it was merged: the segment just before the run, as (id, seq) so that a
+/// segment freed and reused in the meantime is not mistaken for it. None
+/// when the run was at the head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunPlace {
+    after: Option<(u32, u64)>,
+}
+
 /// The segment log of one store.
 pub(crate) struct Segments {
     base: *mut u8,
@@ -541,7 +552,7 @@ impl Segments {
     /// Removes, for merging, the first run of 2..=`run_max` consecutive
     /// SEALED segments of `queue` within its first `scan` positions whose
     /// live bytes add up to at most `live_max` (the run is as long as the
-    /// bound allows). Returns the run's position and its (id, fill)s, oldest
+    /// bound allows). Returns the run's place and its (id, fill)s, oldest
     /// first; they are RECLAIMING. Bounded by `scan * run_max` steps.
     pub(crate) fn pop_sparse_run(
         &self,
@@ -549,7 +560,7 @@ impl Segments {
         scan: usize,
         run_max: usize,
         live_max: i64,
-    ) -> Option<(usize, Vec<(u32, usize)>)> {
+    ) -> Option<(RunPlace, Vec<(u32, usize)>)> {
         let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
         let sealed_live = |id: u32| {
             let m = self.meta(id);
@@ -578,7 +589,8 @@ impl Segments {
                     .collect();
                 self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
                 self.reclaiming.fetch_add(run.len(), Ordering::AcqRel);
-                return Some((start, run));
+                let after = start.checked_sub(1).map(|i| (q[i], self.meta(q[i]).seq.load(Ordering::Relaxed)));
+                return Some((RunPlace { after }, run));
             }
         }
         None
@@ -619,14 +631,23 @@ impl Segments {
         Some(id)
     }
 
-    /// Seals a detached segment holding `fill` bytes and inserts it at
-    /// position `at` of `queue` (clamped to its length). Release: as `seal`.
-    pub(crate) fn insert_sealed(&self, queue: Queue, at: usize, id: u32, fill: usize) {
+    /// Seals a detached segment holding `fill` bytes and inserts it in
+    /// `queue` at `place`: right after the segment that preceded the run,
+    /// if that segment is still in the queue, else at the head (it was
+    /// reclaimed, so everything older than the run has gone too).
+    /// Release: as `seal`. Bounded by the queue's length.
+    pub(crate) fn insert_sealed(&self, queue: Queue, place: RunPlace, id: u32, fill: usize) {
         let m = self.meta(id);
         m.fill.store(fill, Ordering::Relaxed);
         m.state.store(SEALED, Ordering::Release);
         let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
-        let at = at.min(q.len());
+        let at = place
+            .after
+            .and_then(|(prev, seq)| {
+                let i = q.iter().position(|&x| x == prev)?;
+                (self.meta(prev).seq.load(Ordering::Relaxed) == seq).then_some(i + 1)
+            })
+            .unwrap_or(0);
         q.insert(at, id);
         self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
     }
@@ -732,6 +753,49 @@ mod tests {
         // The caller's own open segment is sealed and reclaimed.
         assert_eq!(s.pop_victim(Queue::Main, &mut [&mut open]), Some((s.id_of(c), 8)));
         assert!(open[Queue::Main.index()].is_none());
+    }
+
+    /// A merged run's segment goes back after the segment that preceded
+    /// the run, wherever that has moved; at the head when that segment
+    /// was reclaimed meanwhile, even if its id was reused since.
+    #[test]
+    fn merged_run_goes_back_after_its_predecessor() {
+        let setup = || {
+            let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+            let mut open: OpenSegments = [None, None];
+            let ids: Vec<u32> = (0..5).map(|_| s.id_of(s.bump(&mut open, Queue::Main, 64, 0).unwrap())).collect();
+            s.add_live(s.base_of(ids[0]), 64); // dense: not part of a sparse run
+            let (place, run) = s.pop_sparse_run(Queue::Main, 8, 2, 10).expect("ids 1 and 2 are sparse");
+            assert_eq!(run.iter().map(|r| r.0).collect::<Vec<_>>(), ids[1..3]);
+            assert_eq!(place, RunPlace { after: Some((ids[0], s.live_and_seq(ids[0]).1)) });
+            let out = s.take_detached(Queue::Main, 0).unwrap();
+            (s, open, ids, place, out)
+        };
+        let queue = |s: &Segments| s.queue_snapshot(Queue::Main).iter().map(|q| q.0).collect::<Vec<_>>();
+        // Nothing moved.
+        let (s, _open, ids, place, out) = setup();
+        s.insert_sealed(Queue::Main, place, out, 8);
+        assert_eq!(queue(&s), [ids[0], out, ids[3], ids[4]]);
+        // The predecessor was reclaimed meanwhile.
+        let (s, _open, ids, place, out) = setup();
+        assert_eq!(s.pop_victim(Queue::Main, &mut []).map(|v| v.0), Some(ids[0]));
+        s.insert_sealed(Queue::Main, place, out, 8);
+        assert_eq!(queue(&s), [out, ids[3], ids[4]]);
+        // ... and its id reused at the tail.
+        let (s, mut open, ids, place, out) = setup();
+        assert_eq!(s.pop_victim(Queue::Main, &mut []).map(|v| v.0), Some(ids[0]));
+        s.release(ids[0]);
+        let mut reused = None;
+        for _ in 0..SEGMENTS_MIN {
+            let id = s.id_of(s.bump(&mut open, Queue::Main, 64, 0).unwrap());
+            if id == ids[0] {
+                reused = Some(id);
+                break;
+            }
+        }
+        assert_eq!(reused, Some(ids[0]), "the free list hands the id out again");
+        s.insert_sealed(Queue::Main, place, out, 8);
+        assert_eq!(queue(&s)[0], out);
     }
 
     /// The resident limit, in 2 MiB granules of two 1 MiB segments: a

@@ -6,6 +6,7 @@ use crate::item::{self, Meta, KEY_BYTES_MAX};
 use crate::journal::Change;
 use crate::local::{Epochs, Garbage, Local};
 use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
+use crate::reclaim::Reclaim;
 use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT_BYTES};
 use crate::table::{self, prefetch_line, split_hash, Probe, Table, OPTIMISTIC_RETRIES_MAX, TABLE_LOG2_MAX};
 use std::marker::PhantomData;
@@ -668,9 +669,10 @@ pub(crate) struct Inner {
 /// `SharedPool::segments`, where the epoch scheme frees into them).
 pub(crate) struct Cache {
     pub(crate) policy: Box<dyn Policy>,
-    /// Serializes reclamation (the Policy contract: `reclaim` never runs
-    /// concurrently with itself) and owns the reclaimer's open segments,
-    /// into which kept items are copied.
+    /// Serializes the policy's decisions (the Policy contract: `reclaim`
+    /// never runs concurrently with itself) and owns the reclaimer's open
+    /// segments, into which kept items are copied. A victim's reclamation
+    /// holds it throughout; a merge per window (reclaim.rs, `Copies`).
     pub(crate) reclaimer: std::sync::Mutex<crate::segment::OpenSegments>,
     /// Whether the maintenance thread reclaims ahead of writers.
     pub(crate) background: bool,
@@ -1058,7 +1060,7 @@ impl Inner {
             if segs.free_count() > EVICT_RESERVE_SEGMENTS {
                 return;
             }
-            let reclaimed = self.reclaim_segment(local, round + 1 == WRITER_RECLAIMS_MAX);
+            let reclaimed = self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX));
             self.wait_grace(local);
             if !reclaimed {
                 return; // nothing reclaimable: take from the reserve
@@ -1112,7 +1114,7 @@ impl Inner {
             if segs.free_count() > EVICT_RESERVE_SEGMENTS {
                 return true;
             }
-            if !self.reclaim_segment(local, round + 1 == WRITER_RECLAIMS_MAX) {
+            if !self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX)) {
                 break;
             }
             self.wait_grace(local);
@@ -1397,7 +1399,7 @@ impl Inner {
             if resident <= limit || self.shutdown.load(Ordering::Relaxed) {
                 return;
             }
-            let reclaimed = self.reclaim_segment(local, false);
+            let reclaimed = self.reclaim_segment(local, Reclaim::Writer);
             self.wait_grace(local);
             if !reclaimed {
                 return;
@@ -1566,7 +1568,7 @@ impl Inner {
             {
                 break;
             }
-            if !self.reclaim_segment(local, false) {
+            if !self.reclaim_segment(local, Reclaim::Background) {
                 break;
             }
             reclaimed = true;
