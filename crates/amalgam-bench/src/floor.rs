@@ -1,12 +1,15 @@
-//! `amalgam-bench floor`: the fastest a GET server can be over the sockets
-//! API on this machine, to measure what the network stack alone costs.
+//! `amalgam-bench floor`: the fastest a GET or SET server can be over the
+//! sockets API on this machine, to measure what the network stack alone
+//! costs.
 //!
-//! It serves GETs with the cheapest work that still answers correctly: no
-//! store, no general parser. Every `get <key>\r\n` (memcached text) or
-//! `*2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n` (RESP) is answered with a hit of
-//! `--value-bytes` bytes for that key, so `amalgam-bench net --no-preload
-//! --get-fraction 1` runs against it unchanged and checks every reply's
-//! key. The event loop has the server's shape (an acceptor dealing
+//! It serves GETs and SETs with the cheapest work that still answers
+//! correctly: no store, no general parser. Every `get <key>\r\n`
+//! (memcached text) or `*2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n` (RESP) is
+//! answered with a hit of `--value-bytes` bytes for that key, and every
+//! `set <key> <flags> <exptime> <bytes>\r\n<data>\r\n` or RESP `SET key
+//! value` with `STORED` / `+OK` (the value is dropped), so `amalgam-bench
+//! net --no-preload --get-fraction F` runs against it unchanged and checks
+//! every reply. The event loop has the server's shape (an acceptor dealing
 //! connections round-robin to `--threads` mio workers, edge-triggered,
 //! one read and one write per round, the same drained-socket rule and the
 //! same yield after each round), so its CPU per request is the floor for
@@ -14,8 +17,8 @@
 //! scheduler cost, with the application's work taken out. Anything else a
 //! client sends closes the connection.
 //!
-//! This is a measuring instrument, not a server: it answers only GETs,
-//! keeps no data and has no limits beyond its buffers.
+//! This is a measuring instrument, not a server: it answers only GETs and
+//! plain SETs, keeps no data and has no limits beyond its buffers.
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -67,7 +70,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         std::thread::spawn(move || worker(poll, &w_inbox, &value, resp));
         handles.push((inbox, waker));
     }
-    eprintln!("amalgam-bench floor: serving GETs ({}) on {}", args.protocol, args.listen);
+    eprintln!("amalgam-bench floor: serving GETs and SETs ({}) on {}", args.protocol, args.listen);
     for (i, sock) in listener.incoming().enumerate() {
         let Ok(sock) = sock else { continue };
         let _ = sock.set_nodelay(true);
@@ -89,12 +92,14 @@ struct Conn {
     drained: bool,
 }
 
-/// A reply is `head`, (text: the key and `mid`), the value, `tail`.
+/// A GET's reply is `head`, (text: the key and `mid`), the value, `tail`;
+/// a SET's is `stored`.
 struct Reply {
     head: Vec<u8>,
     mid: Vec<u8>,
     value: Vec<u8>,
     tail: &'static [u8],
+    stored: &'static [u8],
 }
 
 fn worker(mut poll: Poll, inbox: &Mutex<Vec<TcpStream>>, value: &[u8], resp: bool) {
@@ -104,10 +109,11 @@ fn worker(mut poll: Poll, inbox: &Mutex<Vec<TcpStream>>, value: &[u8], resp: boo
             mid: Vec::new(),
             value: value.to_vec(),
             tail: b"\r\n",
+            stored: b"+OK\r\n",
         }
     } else {
         let mid = format!(" 0 {}\r\n", value.len()).into_bytes();
-        Reply { head: b"VALUE ".to_vec(), mid, value: value.to_vec(), tail: b"\r\nEND\r\n" }
+        Reply { head: b"VALUE ".to_vec(), mid, value: value.to_vec(), tail: b"\r\nEND\r\n", stored: b"STORED\r\n" }
     };
     let mut conns: Slab<Conn> = Slab::new();
     let mut events = Events::with_capacity(EVENTS_PER_POLL);
@@ -163,15 +169,20 @@ fn serve(c: &mut Conn, reply: &Reply, resp: bool) -> bool {
         c.drained = c.rlen + n < c.rbuf.len();
         c.rlen += n;
         let mut pos = 0;
-        while let Some((key, used)) = next_get(&c.rbuf[pos..c.rlen], resp) {
-            let Some(key) = key else { return false };
-            c.wbuf.extend_from_slice(&reply.head);
-            if !resp {
-                c.wbuf.extend_from_slice(&c.rbuf[pos + key.0..pos + key.1]);
-                c.wbuf.extend_from_slice(&reply.mid);
+        while let Some((request, used)) = next_request(&c.rbuf[pos..c.rlen], resp) {
+            match request {
+                Request::Get(start, end) => {
+                    c.wbuf.extend_from_slice(&reply.head);
+                    if !resp {
+                        c.wbuf.extend_from_slice(&c.rbuf[pos + start..pos + end]);
+                        c.wbuf.extend_from_slice(&reply.mid);
+                    }
+                    c.wbuf.extend_from_slice(&reply.value);
+                    c.wbuf.extend_from_slice(reply.tail);
+                }
+                Request::Set => c.wbuf.extend_from_slice(reply.stored),
+                Request::Other => return false,
             }
-            c.wbuf.extend_from_slice(&reply.value);
-            c.wbuf.extend_from_slice(reply.tail);
             pos += used;
         }
         c.rbuf.copy_within(pos..c.rlen, 0);
@@ -188,53 +199,105 @@ fn serve(c: &mut Conn, reply: &Reply, resp: bool) -> bool {
     true
 }
 
-/// The next whole GET in `buf`: `Some((Some((key_start, key_end)), bytes))`,
-/// `Some((None, _))` for anything that is not a GET, `None` if incomplete.
-#[allow(clippy::type_complexity)]
-fn next_get(buf: &[u8], resp: bool) -> Option<(Option<(usize, usize)>, usize)> {
+/// A request the floor answers.
+#[derive(Debug, PartialEq, Eq)]
+enum Request {
+    /// A GET of the key at `buf[start..end]`.
+    Get(usize, usize),
+    /// A SET (its value is dropped).
+    Set,
+    /// Anything else: the connection is closed.
+    Other,
+}
+
+/// The next whole request in `buf` and the bytes it takes, or None if it
+/// is incomplete.
+fn next_request(buf: &[u8], resp: bool) -> Option<(Request, usize)> {
     let line_end = |from: usize| buf[from..].windows(2).position(|w| w == b"\r\n").map(|i| from + i);
+    let number = |b: &[u8]| std::str::from_utf8(b).ok().and_then(|s| s.parse::<usize>().ok());
     if !resp {
         let end = line_end(0)?;
-        let ok = buf.starts_with(b"get ") && end - 4 <= KEY_BYTES_MAX && end > 4;
-        return Some((ok.then_some((4, end)), end + 2));
+        if buf.starts_with(b"get ") {
+            let ok = end > 4 && end - 4 <= KEY_BYTES_MAX;
+            return Some((if ok { Request::Get(4, end) } else { Request::Other }, end + 2));
+        }
+        // set <key> <flags> <exptime> <bytes>\r\n<data>\r\n
+        let words: Vec<&[u8]> = buf[..end].split(|&b| b == b' ').collect();
+        let Some(n) = (words.len() == 5 && words[0] == b"set").then(|| number(words[4])).flatten() else {
+            return Some((Request::Other, end + 2));
+        };
+        let total = end + 2 + n + 2;
+        if buf.len() < total {
+            return None;
+        }
+        let ok = &buf[total - 2..total] == b"\r\n";
+        return Some((if ok { Request::Set } else { Request::Other }, total));
     }
-    // *2\r\n$3\r\nGET\r\n$<n>\r\n<key>\r\n
-    const HEAD: &[u8] = b"*2\r\n$3\r\nGET\r\n$";
-    if buf.len() < HEAD.len() {
+    // *<k>\r\n then k bulk strings $<n>\r\n<bytes>\r\n: GET key or SET key value.
+    if buf.is_empty() {
         return None;
     }
-    if !buf.starts_with(HEAD) && !buf.starts_with(b"*2\r\n$3\r\nget\r\n$") {
-        return Some((None, 0));
+    if buf[0] != b'*' {
+        return Some((Request::Other, 0));
     }
-    let len_end = line_end(HEAD.len())?;
-    let n: usize = match std::str::from_utf8(&buf[HEAD.len()..len_end]).ok().and_then(|s| s.parse().ok()) {
-        Some(n) if n <= KEY_BYTES_MAX => n,
-        _ => return Some((None, 0)),
+    let head_end = line_end(1)?;
+    let k = match number(&buf[1..head_end]) {
+        Some(k @ 2..=3) => k,
+        _ => return Some((Request::Other, 0)),
     };
-    let start = len_end + 2;
-    if buf.len() < start + n + 2 {
-        return None;
+    let mut at = head_end + 2;
+    let mut parts = [(0, 0); 3];
+    for part in parts.iter_mut().take(k) {
+        if buf.len() <= at {
+            return None;
+        }
+        if buf[at] != b'$' {
+            return Some((Request::Other, 0));
+        }
+        let len_end = line_end(at + 1)?;
+        let Some(n) = number(&buf[at + 1..len_end]) else { return Some((Request::Other, 0)) };
+        let start = len_end + 2;
+        if buf.len() < start + n + 2 {
+            return None;
+        }
+        *part = (start, start + n);
+        at = start + n + 2;
     }
-    Some((Some((start, start + n)), start + n + 2))
+    let name = &buf[parts[0].0..parts[0].1];
+    let request = match k {
+        2 if name.eq_ignore_ascii_case(b"GET") && parts[1].1 - parts[1].0 <= KEY_BYTES_MAX => {
+            Request::Get(parts[1].0, parts[1].1)
+        }
+        3 if name.eq_ignore_ascii_case(b"SET") => Request::Set,
+        _ => Request::Other,
+    };
+    Some((request, at))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::next_get;
+    use super::{next_request, Request};
 
     #[test]
-    fn text_gets_are_found_whole() {
-        assert_eq!(next_get(b"get abc\r\nget", false), Some((Some((4, 7)), 9)));
-        assert_eq!(next_get(b"get abc", false), None);
-        assert_eq!(next_get(b"set a 0 0 1\r\n", false), Some((None, 13)));
-        assert_eq!(next_get(b"get \r\n", false), Some((None, 6)));
+    fn text_requests_are_found_whole() {
+        assert_eq!(next_request(b"get abc\r\nget", false), Some((Request::Get(4, 7), 9)));
+        assert_eq!(next_request(b"get abc", false), None);
+        assert_eq!(next_request(b"get \r\n", false), Some((Request::Other, 6)));
+        assert_eq!(next_request(b"set a 0 0 1\r\nx\r\nget", false), Some((Request::Set, 16)));
+        assert_eq!(next_request(b"set a 0 0 1\r\nx", false), None);
+        assert_eq!(next_request(b"set a 0 0 1\r\nxyz\r\n", false), Some((Request::Other, 16)));
+        assert_eq!(next_request(b"delete a\r\n", false), Some((Request::Other, 10)));
     }
 
     #[test]
-    fn resp_gets_are_found_whole() {
-        let req = b"*2\r\n$3\r\nGET\r\n$3\r\nabc\r\n";
-        assert_eq!(next_get(req, true), Some((Some((17, 20)), req.len())));
-        assert_eq!(next_get(&req[..req.len() - 1], true), None);
-        assert_eq!(next_get(b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n", true), Some((None, 0)));
+    fn resp_requests_are_found_whole() {
+        let get = b"*2\r\n$3\r\nGET\r\n$3\r\nabc\r\n";
+        assert_eq!(next_request(get, true), Some((Request::Get(17, 20), get.len())));
+        assert_eq!(next_request(&get[..get.len() - 1], true), None);
+        let set = b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$2\r\nvv\r\n";
+        assert_eq!(next_request(set, true), Some((Request::Set, set.len())));
+        assert_eq!(next_request(&set[..set.len() - 3], true), None);
+        assert_eq!(next_request(b"*1\r\n$4\r\nPING\r\n", true), Some((Request::Other, 0)));
+        assert_eq!(next_request(b"*2\r\n$3\r\nDEL\r\n$1\r\na\r\n", true).map(|r| r.0), Some(Request::Other));
     }
 }

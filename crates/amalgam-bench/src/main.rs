@@ -13,7 +13,7 @@ enum Cli {
     Fill(cache::fill::Args),
     /// A self-filling Zipf GET/SET stream (MemC3 §5.3); the miss ratio.
     Replay(cache::replay::Args),
-    /// A GET-only server doing nothing but socket I/O: the network stack's floor.
+    /// A GET/SET server doing nothing but socket I/O: the network stack's floor.
     Floor(floor::Args),
 }
 
