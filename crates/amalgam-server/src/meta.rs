@@ -233,6 +233,9 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
     let mut answer = Vec::new();
     let r = store.update(key, |old| match old {
         Some(it) => {
+            // `update` may run this again (a retry after the cache found no
+            // free segment): only the last run's answer stays.
+            answer.clear();
             let (exp, won) = compose_mg_hit(&mut answer, req, &hit_of(&it), store);
             if exp == it.expiry() && !won {
                 return (Update::Keep, true);

@@ -222,6 +222,9 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
     let r = store.update(key, |old| {
+        // `update` may run this again (a retry after the cache found no
+        // free segment): only the last run's reply stays.
+        out.truncate(mark);
         if o.get {
             match old {
                 Some(it) => push_bulk(out, it.value()),
@@ -251,6 +254,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let mark = out.len();
     let value: &[u8] = &args[2];
     let r = ctx.shared.store.update(&args[1], |old| {
+        out.truncate(mark); // may run again: see `set`
         match old {
             Some(it) => push_bulk(out, it.value()),
             None => push_null(out, proto),
@@ -265,14 +269,18 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
-    let r = ctx.shared.store.update(&args[1], |old| match old {
-        Some(it) => {
-            push_bulk(out, it.value());
-            (Update::Remove, ())
-        }
-        None => {
-            push_null(out, proto);
-            (Update::Keep, ())
+    let mark = out.len();
+    let r = ctx.shared.store.update(&args[1], |old| {
+        out.truncate(mark); // may run again: see `set`
+        match old {
+            Some(it) => {
+                push_bulk(out, it.value());
+                (Update::Remove, ())
+            }
+            None => {
+                push_null(out, proto);
+                (Update::Keep, ())
+            }
         }
     });
     if r.is_err() {
@@ -299,6 +307,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     let mark = out.len();
     let r = store.update(&args[1], |old| {
+        out.truncate(mark); // may run again: see `set`
         let Some(it) = old else {
             push_null(out, proto);
             return (Update::Keep, ());
