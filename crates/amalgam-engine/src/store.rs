@@ -1084,8 +1084,7 @@ impl Inner {
     /// may happen under a bucket lock, where nothing can be reclaimed, so
     /// the write reports out of memory and is retried from the top here,
     /// where it holds no lock.
-    fn with_room<T>(&self, mut op: impl FnMut() -> T, out_of_memory: impl Fn(&T) -> bool) -> T {
-        let local = self.epochs.local(&self.shared);
+    fn with_room<T>(&self, local: &Local, mut op: impl FnMut() -> T, out_of_memory: impl Fn(&T) -> bool) -> T {
         self.make_room(local);
         let mut r = op();
         for _ in 0..ROOM_RETRIES_MAX {
@@ -1131,7 +1130,7 @@ impl Inner {
     /// [`Inner::build`] for a write that holds no lock yet: on out of
     /// memory it makes room by force and tries again (see `with_room`).
     fn build_unlocked(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
-        self.with_room(|| self.build(local, n, cas), |r| matches!(r, Err(Error::OutOfMemory)))
+        self.with_room(local, || self.build(local, n, cas), |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Frees what this thread retired (its reclaimed segments), yielding
@@ -2027,7 +2026,7 @@ impl Store {
                 }
             })
         };
-        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
+        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Appends `data` to the value of a present key (flags and expiry
@@ -2081,7 +2080,7 @@ impl Store {
                 }
             })
         };
-        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
+        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Adds `delta` to a decimal u64 value, wrapping at 2^64 as memcached
@@ -2172,7 +2171,7 @@ impl Store {
                 }
             })
         };
-        inner.with_room(op, |r| matches!(r, Some(Err(Error::OutOfMemory))))
+        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Some(Err(Error::OutOfMemory))))
     }
 
     /// The general read-modify-write behind memcached's meta commands:
@@ -2247,7 +2246,7 @@ impl Store {
                 }
             })
         };
-        inner.with_room(op, |r| matches!(r, Err(Error::OutOfMemory)))
+        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
     }
 
     /// Removes a key.
