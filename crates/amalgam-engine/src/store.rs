@@ -680,6 +680,10 @@ pub(crate) struct Cache {
     pub(crate) index_in_budget: bool,
     /// [`Config::merge_segments`].
     pub(crate) merge: bool,
+    /// Unit tests: the next this many segment allocations fail as if the
+    /// free list were empty (`Inner::alloc_in_segment`).
+    #[cfg(test)]
+    alloc_failures: std::sync::atomic::AtomicU32,
     pub(crate) evictions: AtomicU64,
     pub(crate) evicted_unfetched: AtomicU64,
     pub(crate) expired_unfetched: AtomicU64,
@@ -1020,6 +1024,12 @@ impl Inner {
         let segs = self.shared.segments.as_ref().expect("cache mode has segments");
         if len > segs.segment_bytes() {
             return Err(Error::TooLarge);
+        }
+        #[cfg(test)]
+        if self.cache.as_ref().is_some_and(|c| {
+            c.alloc_failures.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+        }) {
+            return Err(Error::OutOfMemory);
         }
         // SAFETY: our own Local; no other reference to its owned part is
         // live (the reference ends with this statement).
@@ -1747,6 +1757,8 @@ impl Store {
                 background: config.background_eviction,
                 index_in_budget: config.index_in_budget,
                 merge: config.merge_segments,
+                #[cfg(test)]
+                alloc_failures: std::sync::atomic::AtomicU32::new(0),
                 evictions: AtomicU64::new(0),
                 evicted_unfetched: AtomicU64::new(0),
                 expired_unfetched: AtomicU64::new(0),
@@ -2540,4 +2552,66 @@ fn random_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(std::process::id() as u64);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Inner::with_room`, deterministically: allocations made to fail as
+    /// if other writers had just taken every free segment. Each kind of
+    /// write is retried after making room and succeeds, an update's
+    /// decision runs again on the retry (and only the last run counts),
+    /// and past ROOM_RETRIES_MAX the write answers out of memory having
+    /// changed nothing.
+    #[test]
+    fn writes_that_find_no_free_segment_retry_after_making_room() {
+        let config = Config { eviction: Eviction::S3Fifo, memory_limit_bytes: 16 * SEGMENT_BYTES, ..Config::default() };
+        let store = Store::new(config).unwrap();
+        let cache = store.inner.cache.as_ref().unwrap();
+        let fail_next = |n: usize| cache.alloc_failures.store(n as u32, Ordering::Relaxed);
+        let value = |k: &[u8]| store.get(k, |it| it.value().to_vec());
+        store.set(b"n", b"1", 0, Expiry::Never).unwrap();
+        store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+
+        fail_next(1);
+        store.set(b"s", b"x", 0, Expiry::Never).unwrap();
+        assert_eq!(value(b"s").as_deref(), Some(&b"x"[..]));
+        fail_next(1);
+        store.append(b"k", b"w").unwrap();
+        assert_eq!(value(b"k").as_deref(), Some(&b"vw"[..]));
+        fail_next(1);
+        assert_eq!(store.incr(b"n", 2), Ok(3));
+        fail_next(1);
+        store.touch(b"k", Expiry::At(u32::MAX)).unwrap();
+        assert_eq!(store.get(b"k", |it| it.expiry()), Some(Expiry::At(u32::MAX)));
+        fail_next(1);
+        let mut runs = 0;
+        let (seen, cas) = store
+            .update(b"k", |old| {
+                runs += 1;
+                let put = Update::Put {
+                    value: NewValue::Bytes(b"u"),
+                    flags: 3,
+                    expiry: Expiry::Never,
+                    fresh_cas: true,
+                    marks: 0,
+                };
+                (put, (runs, old.map(|it| it.value().to_vec())))
+            })
+            .unwrap();
+        assert_eq!(seen, (2, Some(b"vw".to_vec())), "decided again on the retry, seeing the item as it was");
+        assert!(cas.is_some());
+        assert_eq!(store.get(b"k", |it| (it.value().to_vec(), it.flags())), Some((b"u".to_vec(), 3)));
+        assert_eq!(cache.alloc_failures.load(Ordering::Relaxed), 0);
+
+        // One more failure than retries: out of memory, nothing changed.
+        fail_next(ROOM_RETRIES_MAX + 1);
+        assert_eq!(store.set(b"s", b"y", 0, Expiry::Never), Err(Error::OutOfMemory));
+        assert_eq!(value(b"s").as_deref(), Some(&b"x"[..]));
+        fail_next(ROOM_RETRIES_MAX + 1);
+        assert_eq!(store.append(b"s", b"z"), Err(Error::OutOfMemory));
+        assert_eq!(value(b"s").as_deref(), Some(&b"x"[..]));
+        fail_next(0);
+    }
 }
