@@ -157,9 +157,9 @@ pub(crate) type OpenSegments = [Option<OpenSegment>; 2];
 /// Where a run popped for merging stood in its queue, so the merged
 /// segment can take its place (`Segments::insert_sealed`) even though other
 /// reclaimers popped from the head, and writers pushed at the tail, while
-/// it was merged: the segment just before the run, as (id, seq) so that a
-/// segment freed and reused in the meantime is not mistaken for it. None
-/// when the run was at the head.
+/// it was merged: the nearest SEALED segment before the run, as (id, seq)
+/// so that a segment freed and reused in the meantime is not mistaken for
+/// it. None when there is none (the run was at the head).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RunPlace {
     after: Option<(u32, u64)>,
@@ -589,7 +589,15 @@ impl Segments {
                     .collect();
                 self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
                 self.reclaiming.fetch_add(run.len(), Ordering::AcqRel);
-                let after = start.checked_sub(1).map(|i| (q[i], self.meta(q[i]).seq.load(Ordering::Relaxed)));
+                // The nearest SEALED segment before the run: sealed segments
+                // leave the queue only by being popped, while an OPEN one at
+                // the head is rotated to the tail (`pop_victim`), which would
+                // carry the merged run to the tail with it.
+                let after = q
+                    .range(..start)
+                    .rev()
+                    .find(|&&id| self.meta(id).state.load(Ordering::Acquire) == SEALED)
+                    .map(|&id| (id, self.meta(id).seq.load(Ordering::Relaxed)));
                 return Some((RunPlace { after }, run));
             }
         }
@@ -796,6 +804,18 @@ mod tests {
         assert_eq!(reused, Some(ids[0]), "the free list hands the id out again");
         s.insert_sealed(Queue::Main, place, out, 8);
         assert_eq!(queue(&s)[0], out);
+        // An OPEN segment before the run (another writer's, which
+        // `pop_victim` rotates to the tail) is not a place: the head is.
+        let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+        let (mut idle, mut busy): (OpenSegments, OpenSegments) = ([None, None], [None, None]);
+        let open_id = s.id_of(s.bump(&mut idle, Queue::Main, 8, 0).unwrap());
+        let ids: Vec<u32> = (0..4).map(|_| s.id_of(s.bump(&mut busy, Queue::Main, 64, 0).unwrap())).collect();
+        let (place, run) = s.pop_sparse_run(Queue::Main, 8, 2, 10).expect("ids 0 and 1 are sparse");
+        assert_eq!(run.iter().map(|r| r.0).collect::<Vec<_>>(), ids[..2]);
+        assert_eq!(place, RunPlace { after: None });
+        let out = s.take_detached(Queue::Main, 0).unwrap();
+        s.insert_sealed(Queue::Main, place, out, 8);
+        assert_eq!(queue(&s), [out, open_id, ids[2], ids[3]]);
     }
 
     /// The resident limit, in 2 MiB granules of two 1 MiB segments: a
