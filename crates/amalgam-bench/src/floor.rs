@@ -222,8 +222,11 @@ fn next_request(buf: &[u8], resp: bool) -> Option<(Request, usize)> {
             return Some((if ok { Request::Get(4, end) } else { Request::Other }, end + 2));
         }
         // set <key> <flags> <exptime> <bytes>\r\n<data>\r\n
-        let words: Vec<&[u8]> = buf[..end].split(|&b| b == b' ').collect();
-        let Some(n) = (words.len() == 5 && words[0] == b"set").then(|| number(words[4])).flatten() else {
+        let mut words = buf[..end].split(|&b| b == b' ');
+        let set = words.next() == Some(&b"set"[..]);
+        // Key, flags and exptime skipped; the byte count last.
+        let bytes = words.nth(3).filter(|_| set && words.next().is_none()).and_then(number);
+        let Some(n) = bytes else {
             return Some((Request::Other, end + 2));
         };
         let total = end + 2 + n + 2;

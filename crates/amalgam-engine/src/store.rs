@@ -1066,20 +1066,31 @@ impl Inner {
             // than evict a second segment's items for the same room.
             return;
         }
+        // Whatever it reaches, the write goes on: with nothing reclaimable
+        // it takes from the reserve.
+        self.reclaim_above_reserve(local, segs);
+    }
+
+    /// A writer's reclamation: reclaims one segment at a time (the last of
+    /// WRITER_RECLAIMS_MAX rounds by forced eviction), each followed by its
+    /// grace period, until more than the reserve is free. Returns whether
+    /// it got there; false when nothing was left to reclaim.
+    fn reclaim_above_reserve(&self, local: &Local, segs: &Segments) -> bool {
         for round in 0..WRITER_RECLAIMS_MAX {
             if segs.free_count() > EVICT_RESERVE_SEGMENTS {
-                return;
+                return true;
             }
             let reclaimed = self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX));
             self.wait_grace(local);
             if !reclaimed {
-                return; // nothing reclaimable: take from the reserve
+                return false;
             }
         }
+        segs.free_count() > EVICT_RESERVE_SEGMENTS
     }
 
     /// Cache mode: runs the write `op`, and when it failed because no
-    /// segment was free (`out_of_memory`), makes room by force and runs it
+    /// segment was free (out of memory), makes room by force and runs it
     /// again, up to ROOM_RETRIES_MAX times. `op` must have changed nothing
     /// when it reports out of memory (its decision was Keep, or it failed
     /// before locking anything).
@@ -1094,16 +1105,28 @@ impl Inner {
     /// may happen under a bucket lock, where nothing can be reclaimed, so
     /// the write reports out of memory and is retried from the top here,
     /// where it holds no lock.
-    fn with_room<T>(&self, local: &Local, mut op: impl FnMut() -> T, out_of_memory: impl Fn(&T) -> bool) -> T {
+    fn with_room<T: IndexFull>(&self, local: &Local, mut op: impl FnMut() -> T) -> T {
         self.make_room(local);
         let mut r = op();
         for _ in 0..ROOM_RETRIES_MAX {
-            if !out_of_memory(&r) || !self.make_room_now(local) {
+            if !r.is_out_of_memory() || !self.make_room_now(local) {
                 break;
             }
             r = op();
         }
         r
+    }
+
+    /// [`Inner::mutate`] for a write that builds its item under the bucket
+    /// lock: `decide` runs again after making room when the build found no
+    /// free segment (out of memory, with the decision Keep); see
+    /// `with_room`.
+    fn mutate_with_room<R: IndexFull>(
+        &self,
+        key: &[u8],
+        mut decide: impl FnMut(&Local, Option<ItemRef<'_>>) -> Decision<R>,
+    ) -> R {
+        self.with_room(self.epochs.local(&self.shared), || self.mutate(key, &mut decide))
     }
 
     /// Cache mode, after a write found no free segment: reclaims (the last
@@ -1119,14 +1142,8 @@ impl Inner {
         if unsafe { local.owned() }.pin_depth != 0 {
             return false;
         }
-        for round in 0..WRITER_RECLAIMS_MAX {
-            if segs.free_count() > EVICT_RESERVE_SEGMENTS {
-                return true;
-            }
-            if !self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX)) {
-                break;
-            }
-            self.wait_grace(local);
+        if self.reclaim_above_reserve(local, segs) {
+            return true;
         }
         for _ in 0..GRACE_WAIT_ROUNDS_MAX {
             if segs.free_count() > 0 || segs.pending() == 0 {
@@ -1140,7 +1157,7 @@ impl Inner {
     /// [`Inner::build`] for a write that holds no lock yet: on out of
     /// memory it makes room by force and tries again (see `with_room`).
     fn build_unlocked(&self, local: &Local, n: &NewItem<'_>, cas: u64) -> Result<(Block, usize), Error> {
-        self.with_room(local, || self.build(local, n, cas), |r| matches!(r, Err(Error::OutOfMemory)))
+        self.with_room(local, || self.build(local, n, cas))
     }
 
     /// Frees what this thread retired (its reclaimed segments), yielding
@@ -1661,25 +1678,39 @@ const SMALL_BUDGET_SEGMENTS: usize = 64;
 /// per segment.
 const SMALL_BUDGET_SEGMENT_BYTES_MIN: usize = 16 << 10;
 
-/// What a write answers when its key's chain is at CHAIN_NODES_MAX or the
-/// overflow arena is exhausted: out of memory, never a panic (`mutate`
-/// frees the block it was handed, and nothing is journaled). Unreachable
-/// in practice (the load factor keeps chains at about one node, and 1024
-/// nodes hold 7168 items), but a snapshot holds expansion off, so a huge
-/// insert burst during a long snapshot is bounded by this, not by luck.
+/// A write's result type, as far as memory goes.
+///
+/// `index_full` is what a write answers when its key's chain is at
+/// CHAIN_NODES_MAX or the overflow arena is exhausted: out of memory,
+/// never a panic (`mutate` frees the block it was handed, and nothing is
+/// journaled). Unreachable in practice (the load factor keeps chains at
+/// about one node, and 1024 nodes hold 7168 items), but a snapshot holds
+/// expansion off, so a huge insert burst during a long snapshot is bounded
+/// by this, not by luck.
+///
+/// `is_out_of_memory` is what `Inner::with_room` retries on (index_full's
+/// answer included: retrying it is useless but bounded, and it does not
+/// happen in practice).
 trait IndexFull {
     fn index_full() -> Self;
+    fn is_out_of_memory(&self) -> bool;
 }
 
 impl<T> IndexFull for Result<T, Error> {
     fn index_full() -> Self {
         Err(Error::OutOfMemory)
     }
+    fn is_out_of_memory(&self) -> bool {
+        matches!(self, Err(Error::OutOfMemory))
+    }
 }
 
 impl<T> IndexFull for Option<Result<T, Error>> {
     fn index_full() -> Self {
         Some(Err(Error::OutOfMemory))
+    }
+    fn is_out_of_memory(&self) -> bool {
+        self.as_ref().is_some_and(IndexFull::is_out_of_memory)
     }
 }
 
@@ -2022,23 +2053,20 @@ impl Store {
     fn concat(&self, key: &[u8], data: &[u8], append: bool) -> Result<u64, Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        let op = || {
-            inner.mutate(key, |local, old| {
-                let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
-                let vlen = old.value().len() + data.len();
-                let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
-                let cas = inner.next_cas(local);
-                match inner.build(local, &n, cas) {
-                    Ok((block, at)) => {
-                        let parts: [&[u8]; 2] = if append { [old.value(), data] } else { [data, old.value()] };
-                        fill(block, at, &parts);
-                        Decision::Put(block, Ok(cas))
-                    }
-                    Err(e) => Decision::Keep(Err(e)),
+        inner.mutate_with_room(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
+            let vlen = old.value().len() + data.len();
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
+            let cas = inner.next_cas(local);
+            match inner.build(local, &n, cas) {
+                Ok((block, at)) => {
+                    let parts: [&[u8]; 2] = if append { [old.value(), data] } else { [data, old.value()] };
+                    fill(block, at, &parts);
+                    Decision::Put(block, Ok(cas))
                 }
-            })
-        };
-        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
+                Err(e) => Decision::Keep(Err(e)),
+            }
+        })
     }
 
     /// Appends `data` to the value of a present key (flags and expiry
@@ -2071,28 +2099,25 @@ impl Store {
     fn delta(&self, key: &[u8], delta: u64, incr: bool) -> Result<(u64, u64), Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        let op = || {
-            inner.mutate(key, |local, old| {
-                let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
-                let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
-                let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
-                let digits = new.to_string();
-                // memcached rewrites in place when the new number is no longer
-                // than the old value, padding with spaces; we keep that shape.
-                let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
-                let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: old.marks() };
-                let cas = inner.next_cas(local);
-                match inner.build(local, &n, cas) {
-                    Ok((block, at)) => {
-                        let pad = vec![b' '; vlen - digits.len()];
-                        fill(block, at, &[digits.as_bytes(), &pad]);
-                        Decision::Put(block, Ok((new, cas)))
-                    }
-                    Err(e) => Decision::Keep(Err(e)),
+        inner.mutate_with_room(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
+            let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
+            let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
+            let digits = new.to_string();
+            // memcached rewrites in place when the new number is no longer
+            // than the old value, padding with spaces; we keep that shape.
+            let vlen = if digits.len() <= old.value().len() { old.value().len() } else { digits.len() };
+            let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: old.marks() };
+            let cas = inner.next_cas(local);
+            match inner.build(local, &n, cas) {
+                Ok((block, at)) => {
+                    let pad = vec![b' '; vlen - digits.len()];
+                    fill(block, at, &[digits.as_bytes(), &pad]);
+                    Decision::Put(block, Ok((new, cas)))
                 }
-            })
-        };
-        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
+                Err(e) => Decision::Keep(Err(e)),
+            }
+        })
     }
 
     /// Adds `delta` to a decimal u64 value, wrapping at 2^64 as memcached
@@ -2157,33 +2182,30 @@ impl Store {
         let inner = &*self.inner;
         // `f` runs only once the copy is built, so a retry still has it.
         let mut f = Some(f);
-        let op = || {
-            inner.mutate(key, |local, old| {
-                let Some(old) = old else { return Decision::Keep(None) };
-                let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
-                // Fix (found by tests/model_edges.rs): memcached's touch never
-                // fails for size, but adding an expiry grows the header by 4
-                // bytes, so an item at the size limit used to get TooLarge.
-                // The limit applies to what clients store, not to this copy.
-                match inner.build_limited(local, &n, old.cas(), inner.item_size_max + 4) {
-                    Ok((block, at)) => {
-                        fill(block, at, &[old.value()]);
-                        let f = f.take().expect("f runs at most once: only a failed build retries");
-                        // SAFETY: the block holds the item just built, not yet
-                        // published, so nothing can free it during `f`.
-                        let r = f(unsafe { ItemRef::new(block.ptr) });
-                        if inner.expired_now(expiry) {
-                            inner.free_unpublished(local, block);
-                            Decision::Remove(Some(Ok(r)))
-                        } else {
-                            Decision::Put(block, Some(Ok(r)))
-                        }
+        inner.mutate_with_room(key, |local, old| {
+            let Some(old) = old else { return Decision::Keep(None) };
+            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
+            // Fix (found by tests/model_edges.rs): memcached's touch never
+            // fails for size, but adding an expiry grows the header by 4
+            // bytes, so an item at the size limit used to get TooLarge.
+            // The limit applies to what clients store, not to this copy.
+            match inner.build_limited(local, &n, old.cas(), inner.item_size_max + 4) {
+                Ok((block, at)) => {
+                    fill(block, at, &[old.value()]);
+                    let f = f.take().expect("f runs at most once: only a failed build retries");
+                    // SAFETY: the block holds the item just built, not yet
+                    // published, so nothing can free it during `f`.
+                    let r = f(unsafe { ItemRef::new(block.ptr) });
+                    if inner.expired_now(expiry) {
+                        inner.free_unpublished(local, block);
+                        Decision::Remove(Some(Ok(r)))
+                    } else {
+                        Decision::Put(block, Some(Ok(r)))
                     }
-                    Err(e) => Decision::Keep(Some(Err(e))),
                 }
-            })
-        };
-        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Some(Err(Error::OutOfMemory))))
+                Err(e) => Decision::Keep(Some(Err(e))),
+            }
+        })
     }
 
     /// The general read-modify-write behind memcached's meta commands:
@@ -2221,44 +2243,41 @@ impl Store {
     ) -> Result<(R, Option<u64>), Error> {
         check_key(key)?;
         let inner = &*self.inner;
-        let op = || {
-            inner.mutate(key, |local, old| {
-                let (update, r) = decide(old);
-                match update {
-                    Update::Keep => Decision::Keep(Ok((r, None))),
-                    Update::Remove => Decision::Remove(Ok((r, None))),
-                    Update::Put { value, flags, expiry, fresh_cas, marks } => {
-                        let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
-                        let parts: [&[u8]; 2] = match &value {
-                            NewValue::Same => [old_value, b""],
-                            NewValue::Bytes(b) => [b, b""],
-                            NewValue::Concat(b, true) => [old_value, b],
-                            NewValue::Concat(b, false) => [b, old_value],
-                            NewValue::Owned(v) => [v.as_slice(), b""],
-                        };
-                        let vlen = parts[0].len() + parts[1].len();
-                        let cas = match old {
-                            Some(o) if !fresh_cas => o.cas(),
-                            _ => inner.next_cas(local),
-                        };
-                        let n = NewItem { key, vlen, flags, expiry, marks };
-                        match inner.build(local, &n, cas) {
-                            Ok((block, at)) => {
-                                fill(block, at, &parts);
-                                if inner.expired_now(expiry) {
-                                    inner.free_unpublished(local, block);
-                                    Decision::Remove(Ok((r, None)))
-                                } else {
-                                    Decision::Put(block, Ok((r, Some(cas))))
-                                }
+        inner.mutate_with_room(key, |local, old| {
+            let (update, r) = decide(old);
+            match update {
+                Update::Keep => Decision::Keep(Ok((r, None))),
+                Update::Remove => Decision::Remove(Ok((r, None))),
+                Update::Put { value, flags, expiry, fresh_cas, marks } => {
+                    let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
+                    let parts: [&[u8]; 2] = match &value {
+                        NewValue::Same => [old_value, b""],
+                        NewValue::Bytes(b) => [b, b""],
+                        NewValue::Concat(b, true) => [old_value, b],
+                        NewValue::Concat(b, false) => [b, old_value],
+                        NewValue::Owned(v) => [v.as_slice(), b""],
+                    };
+                    let vlen = parts[0].len() + parts[1].len();
+                    let cas = match old {
+                        Some(o) if !fresh_cas => o.cas(),
+                        _ => inner.next_cas(local),
+                    };
+                    let n = NewItem { key, vlen, flags, expiry, marks };
+                    match inner.build(local, &n, cas) {
+                        Ok((block, at)) => {
+                            fill(block, at, &parts);
+                            if inner.expired_now(expiry) {
+                                inner.free_unpublished(local, block);
+                                Decision::Remove(Ok((r, None)))
+                            } else {
+                                Decision::Put(block, Ok((r, Some(cas))))
                             }
-                            Err(e) => Decision::Keep(Err(e)),
                         }
+                        Err(e) => Decision::Keep(Err(e)),
                     }
                 }
-            })
-        };
-        inner.with_room(inner.epochs.local(&inner.shared), op, |r| matches!(r, Err(Error::OutOfMemory)))
+            }
+        })
     }
 
     /// Removes a key.
