@@ -183,14 +183,17 @@ unsafe fn read_cas(p: *const u8, width: usize) -> u64 {
 unsafe fn read_vlen(p: *const u8, width: usize) -> usize {
     debug_assert!((1..=4).contains(&width));
     // SAFETY: as the caller guarantees; the 3-byte case reads p..p + 3.
+    // No jump table: a masked load for the common widths, one branch that
+    // is settled for values under 64 KiB (the GET path's length counts).
     unsafe {
-        let short = u32::from(u16::from_le(std::ptr::read_unaligned(p as *const u16)));
-        (match width {
-            1 => short & 0xFF,
-            2 => short,
-            3 => short | u32::from(*p.add(2)) << 16,
-            _ => u32::from_le(std::ptr::read_unaligned(p as *const u32)),
-        }) as usize
+        if width <= 2 {
+            let short = u32::from(u16::from_le(std::ptr::read_unaligned(p as *const u16)));
+            (short & (u32::MAX >> (32 - 8 * width))) as usize
+        } else if width == 3 {
+            (u32::from(u16::from_le(std::ptr::read_unaligned(p as *const u16))) | u32::from(*p.add(2)) << 16) as usize
+        } else {
+            u32::from_le(std::ptr::read_unaligned(p as *const u32)) as usize
+        }
     }
 }
 
@@ -254,9 +257,29 @@ impl Layout {
 }
 
 /// Offset of the key in an item whose layout byte is `bits`: the header's
-/// length, from the layout byte alone (no field is read), branch-free.
+/// length, from the layout byte alone (no field is read): one load from
+/// [`HEADER_BYTES`], which stays in L1 (the GET path decodes it twice).
 #[inline(always)]
 fn key_at(bits: u8) -> usize {
+    HEADER_BYTES[(bits & LAYOUT_BITS_MASK) as usize] as usize
+}
+
+/// The layout byte's used bits.
+const LAYOUT_BITS_MASK: u8 = LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK | LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY;
+
+/// The header's length for every layout byte, [`header_bytes`] tabulated.
+static HEADER_BYTES: [u8; LAYOUT_BITS_MASK as usize + 1] = {
+    let mut t = [0u8; LAYOUT_BITS_MASK as usize + 1];
+    let mut b = 0;
+    while b < t.len() {
+        t[b] = header_bytes(b as u8) as u8;
+        b += 1;
+    }
+    t
+};
+
+/// The header's length for layout byte `bits`.
+const fn header_bytes(bits: u8) -> usize {
     let b = bits as usize;
     HEADER_FIXED_BYTES
         + ((b & LAYOUT_CAS_WIDTH_MASK as usize) >> LAYOUT_CAS_WIDTH_SHIFT)
@@ -302,6 +325,110 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
         debug_assert_eq!(at, key_at(bits));
         Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks } }
     }
+}
+
+// Single fields of a published item, each decoded from the layout byte
+// alone: a GET hit reads only the fields it uses (its liveness check and
+// its value), not the whole header as `layout` does. The GET path's length
+// in instructions is its speed (store.rs, `Inner::lookup`).
+
+/// The layout byte and the offset of the CAS field's end (where the value
+/// length starts).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+unsafe fn layout_bits(ptr: *const u8) -> u8 {
+    // SAFETY: forwarded from the caller: byte LAYOUT_AT is in the header.
+    unsafe { *ptr.add(LAYOUT_AT) }
+}
+
+#[inline(always)]
+fn cas_bytes(bits: u8) -> usize {
+    ((bits & LAYOUT_CAS_WIDTH_MASK) >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1
+}
+
+#[inline(always)]
+fn vlen_bytes(bits: u8) -> usize {
+    (bits & LAYOUT_VLEN_WIDTH_MASK) as usize + 1
+}
+
+/// The item's CAS unique.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn cas_of(ptr: *const u8) -> u64 {
+    // SAFETY: as in `layout`.
+    unsafe { read_cas(ptr.add(HEADER_FIXED_BYTES), cas_bytes(layout_bits(ptr))) }
+}
+
+/// The item's value length.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn vlen_of(ptr: *const u8) -> usize {
+    // SAFETY: as in `layout`.
+    unsafe {
+        let bits = layout_bits(ptr);
+        read_vlen(ptr.add(HEADER_FIXED_BYTES + cas_bytes(bits)), vlen_bytes(bits))
+    }
+}
+
+/// The item's client flags (0 when absent).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn flags_of(ptr: *const u8) -> u32 {
+    // SAFETY: as in `layout`: the flags field is present when its bit says.
+    unsafe {
+        let bits = layout_bits(ptr);
+        if bits & LAYOUT_HAS_FLAGS == 0 {
+            return 0;
+        }
+        let at = HEADER_FIXED_BYTES + cas_bytes(bits) + vlen_bytes(bits);
+        u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32))
+    }
+}
+
+/// The item's expiry in unix seconds (0 = never).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn expiry_of(ptr: *const u8) -> u32 {
+    // SAFETY: as in `layout`: the expiry field is present when its bit
+    // says, after the flags when they are present.
+    unsafe {
+        let bits = layout_bits(ptr);
+        if bits & LAYOUT_HAS_EXPIRY == 0 {
+            return 0;
+        }
+        let at = key_at(bits) - 4;
+        u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32))
+    }
+}
+
+/// The offset of the item's key (its header's length).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn key_at_of(ptr: *const u8) -> usize {
+    // SAFETY: forwarded from the caller.
+    key_at(unsafe { layout_bits(ptr) })
+}
+
+/// The item's meta-protocol marks.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn marks_of(ptr: *const u8) -> u8 {
+    // SAFETY: forwarded from the caller.
+    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_MARKS_MASK
 }
 
 /// The meta byte of the item at `ptr`, as the atomic it is once published.

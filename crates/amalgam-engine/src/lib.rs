@@ -13,6 +13,15 @@
 //!   16-bit tags in the bucket line so only a matching item is fetched, and
 //!   version-checked optimistic reads. A hit costs two cache lines (bucket,
 //!   item), a miss one.
+//! * A GET hit short in instructions, because its length is its speed: its
+//!   two misses depend on each other, so one GET's misses can overlap only
+//!   with the next GET's, and the CPU reaches the next GET's loads only if
+//!   the instructions between fit its reorder window (about 100–150 on
+//!   this machine's Zen 3; `docs/benchmarks.md` § Why a GET is short). The
+//!   common case (table quiet or one doubling in progress, key in its
+//!   bucket's own line) is one inlined path (`Table::probe_quiet`); the
+//!   item's fields are decoded only as they are read (`item.rs`, "Single
+//!   fields"); the key hash is foldhash.
 //! * Batched lookups with software prefetch of buckets then items (MICA,
 //!   ISCA '15 §5.3) for multi-gets and pipelines.
 //! * Small items: a 7–8-byte header for the common item (every field as

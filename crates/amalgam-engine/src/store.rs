@@ -443,8 +443,9 @@ pub struct Stats {
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ItemRef<'a> {
+    /// The item; each accessor decodes its own field (a GET reads only the
+    /// fields it uses: item.rs, "Single fields").
     ptr: *const u8,
-    layout: item::Layout,
     _guard: PhantomData<&'a [u8]>,
 }
 
@@ -452,9 +453,7 @@ impl<'a> ItemRef<'a> {
     /// # Safety
     /// `ptr` is a live item protected for 'a by an epoch guard.
     pub(crate) unsafe fn new(ptr: *const u8) -> ItemRef<'a> {
-        // SAFETY: forwarded from the caller.
-        let layout = unsafe { item::layout(ptr) };
-        ItemRef { ptr, layout, _guard: PhantomData }
+        ItemRef { ptr, _guard: PhantomData }
     }
 
     /// The key.
@@ -465,8 +464,9 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.key().to_vec()).unwrap(), b"k");
     /// ```
     pub fn key(&self) -> &'a [u8] {
-        // SAFETY: the item is live for 'a and the layout came from it.
-        unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.key_at), self.layout.klen) }
+        // SAFETY: the item is live for 'a (every accessor below relies on
+        // this); its header describes where the key is.
+        unsafe { item::key(self.ptr) }
     }
 
     /// The value bytes.
@@ -478,7 +478,10 @@ impl<'a> ItemRef<'a> {
     /// ```
     pub fn value(&self) -> &'a [u8] {
         // SAFETY: as for key.
-        unsafe { std::slice::from_raw_parts(self.ptr.add(self.layout.value_at()), self.layout.vlen) }
+        unsafe {
+            let at = item::key_at_of(self.ptr) + *self.ptr as usize;
+            std::slice::from_raw_parts(self.ptr.add(at), item::vlen_of(self.ptr))
+        }
     }
 
     /// The 32-bit client flags.
@@ -489,7 +492,8 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.flags()), Some(0xDEAD));
     /// ```
     pub fn flags(&self) -> u32 {
-        self.layout.meta.flags
+        // SAFETY: as for key.
+        unsafe { item::flags_of(self.ptr) }
     }
 
     /// The CAS unique of this version of the item.
@@ -500,7 +504,8 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.cas()), Some(cas));
     /// ```
     pub fn cas(&self) -> u64 {
-        self.layout.meta.cas
+        // SAFETY: as for key.
+        unsafe { item::cas_of(self.ptr) }
     }
 
     /// When the item expires.
@@ -512,7 +517,7 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.expiry()), Some(Expiry::At(4_000_000_000)));
     /// ```
     pub fn expiry(&self) -> Expiry {
-        Expiry::from_raw(self.layout.meta.expiry)
+        Expiry::from_raw(self.expiry_raw())
     }
 
     /// The meta protocol's marks: [`MARK_STALE`](crate::MARK_STALE) and [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT)
@@ -524,7 +529,8 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.marks()), Some(0));
     /// ```
     pub fn marks(&self) -> u8 {
-        self.layout.meta.marks
+        // SAFETY: as for key.
+        unsafe { item::marks_of(self.ptr) }
     }
 
     /// Bytes the item occupies in the engine: header, key and value, before
@@ -541,12 +547,14 @@ impl<'a> ItemRef<'a> {
     /// assert!(size > 8 && size <= 8 + 3 + 8 + 1);
     /// ```
     pub fn size(&self) -> usize {
-        self.layout.total()
+        // SAFETY: as for key.
+        unsafe { item::key_at_of(self.ptr) + *self.ptr as usize + item::vlen_of(self.ptr) }
     }
 
     /// The expiry as stored: unix seconds, 0 for never.
     pub(crate) fn expiry_raw(&self) -> u32 {
-        self.layout.meta.expiry
+        // SAFETY: as for key.
+        unsafe { item::expiry_of(self.ptr) }
     }
 }
 
@@ -613,7 +621,8 @@ pub(crate) struct Inner {
     /// The table that owns keys not yet routed elsewhere; during an
     /// expansion its successor takes over bucket by bucket.
     current: AtomicPtr<Table>,
-    seed: u64,
+    /// The key hash, seeded per store (Config::hash_seed or random).
+    hasher: foldhash::quality::FixedState,
     item_size_max: usize,
     /// The mean load above which the table doubles: LOAD_PER_BUCKET_MAX,
     /// or CACHE_LOAD_PER_BUCKET_MAX in cache mode.
@@ -777,7 +786,13 @@ struct NewItem<'k> {
 
 impl Inner {
     pub(crate) fn hash(&self, key: &[u8]) -> u64 {
-        xxhash_rust::xxh3::xxh3_64_with_seed(key, self.seed)
+        use std::hash::{BuildHasher, Hasher};
+        // `write` alone, not `hash_one`: a slice's Hash impl would also
+        // hash its length, a second round of mixing that a key of known
+        // bytes does not need (foldhash's `write` folds the length in).
+        let mut h = self.hasher.build_hasher();
+        h.write(key);
+        h.finish()
     }
 
     fn now(&self) -> u32 {
@@ -839,10 +854,13 @@ impl Inner {
     #[inline]
     pub(crate) fn is_live(&self, it: &ItemRef<'_>, now: &mut Option<u32>) -> bool {
         self.flush_if_due();
-        if it.cas() < self.flush_cas.load(Ordering::Relaxed) {
+        // The CAS is read only while a flush fence is set (0 = none: every
+        // CAS unique is at least 1).
+        let fence = self.flush_cas.load(Ordering::Relaxed);
+        if fence != 0 && it.cas() < fence {
             return false;
         }
-        let exp = it.layout.meta.expiry;
+        let exp = it.expiry_raw();
         exp == 0 || exp > *now.get_or_insert_with(|| self.now())
     }
 
@@ -921,7 +939,19 @@ impl Inner {
     /// Finds the key's item pointer (live or not) by optimistic reads.
     /// Bounded: OPTIMISTIC_RETRIES_MAX retries, one step per table
     /// generation, then one locked lookup.
+    #[inline(always)]
     pub(crate) fn lookup(&self, pin: &Pinned<'_>, hash: u64, key: &[u8]) -> Option<*const u8> {
+        match pin.current().probe_quiet(hash, split_hash(hash).1, key) {
+            Some(Probe::Hit(p)) => Some(p),
+            Some(_) => None,
+            None => self.lookup_routed(pin, hash, key),
+        }
+    }
+
+    /// [`Inner::lookup`]'s general path: routing while the table expands,
+    /// overflow chains, and misses that raced with a writer.
+    #[inline(never)]
+    fn lookup_routed(&self, pin: &Pinned<'_>, hash: u64, key: &[u8]) -> Option<*const u8> {
         let tag = split_hash(hash).1;
         let mut t = pin.current().route(hash);
         let mut retries = 0;
@@ -1802,7 +1832,7 @@ impl Store {
         let seed = config.hash_seed.unwrap_or_else(random_seed);
         let inner = Arc::new(Inner {
             current: AtomicPtr::new(Box::into_raw(Box::new(table))),
-            seed,
+            hasher: foldhash::quality::FixedState::with_seed(seed),
             item_size_max: config.item_size_max_bytes,
             load_max: if cache.is_some() { CACHE_LOAD_PER_BUCKET_MAX } else { LOAD_PER_BUCKET_MAX } as u64,
             shared,

@@ -130,7 +130,9 @@ impl Bucket {
 /// Splits a hash into (bucket bits, tag).
 #[inline]
 pub fn split_hash(hash: u64) -> (u64, u16) {
-    (hash >> INDEX_SHIFT, hash as u16)
+    // Tag 0 is never used, so an empty slot (word 0) never matches a tag
+    // and the readers' scan needs no emptiness test.
+    (hash >> INDEX_SHIFT, (hash as u16).max(1))
 }
 
 #[inline]
@@ -179,6 +181,16 @@ impl BucketArray {
         assert!(i < self.len);
         // SAFETY: i < len, and the array lives as long as &self.
         unsafe { &*self.ptr.add(i) }
+    }
+
+    /// The bucket at `hash_bits & (len - 1)`: any bits name a bucket (len
+    /// is a power of two), so no bounds check is needed.
+    #[inline(always)]
+    fn get_masked(&self, hash_bits: usize) -> &Bucket {
+        debug_assert!(self.len.is_power_of_two());
+        // SAFETY: the mask keeps the index below len, and the array lives
+        // as long as &self.
+        unsafe { &*self.ptr.add(hash_bits & (self.len - 1)) }
     }
 }
 
@@ -499,6 +511,71 @@ impl Table {
             }
         }
         Err(())
+    }
+
+    /// The common lookup in one step, or None when it needs [`probe`]'s
+    /// general path: the key's bucket is in this table or (while it
+    /// expands) in its successor, not MOVED, and its chain is the bucket's
+    /// own line (no overflow node). A hit found here is
+    /// returned without the version check, as in `probe` (a pointer read
+    /// from a slot was the key's current item when it was read); a miss is
+    /// believed only if the version did not move.
+    ///
+    /// Why a separate path: a GET's time is its two dependent cache misses
+    /// (bucket, then item), and the CPU overlaps one GET's misses with the
+    /// next GET's only if the instructions between them fit its reorder
+    /// window (about 150 on this machine's Zen 3: docs/benchmarks.md §
+    /// "Why a GET is short"). The general loop (routing by progress,
+    /// retries, chains) is kept out of this path's instruction stream.
+    ///
+    /// [`probe`]: Table::probe
+    #[inline(always)]
+    pub fn probe_quiet(&self, hash: u64, tag: u16, key: &[u8]) -> Option<Probe> {
+        let next = self.successor.load(Ordering::Acquire);
+        if next.is_null() {
+            return self.probe_line(hash, tag, key);
+        }
+        // Expanding: one step of `route` (a GET during a doubling must not
+        // lose the short path either: docs/benchmarks.md § GET throughput
+        // while the table doubles). Deeper routing is the general path's.
+        let mut t = self;
+        if self.index(hash) < self.migrated.load(Ordering::Acquire) {
+            // SAFETY: as in `successor`.
+            t = unsafe { &*next };
+            if !t.successor.load(Ordering::Acquire).is_null() {
+                return None;
+            }
+        }
+        t.probe_line(hash, tag, key)
+    }
+
+    /// [`Table::probe_quiet`]'s search of one bucket line of this table.
+    #[inline(always)]
+    fn probe_line(&self, hash: u64, tag: u16, key: &[u8]) -> Option<Probe> {
+        let b = self.buckets.get_masked(split_hash(hash).0 as usize);
+        let before = b.lock.load(Ordering::Acquire);
+        if before & MOVED != 0 {
+            return None;
+        }
+        debug_assert_ne!(tag, 0, "split_hash never makes tag 0");
+        for s in &b.slots {
+            // Acquire: as in `scan`. An empty slot's tag, 0, matches none.
+            let w = s.load(Ordering::Acquire);
+            if slot_tag(w) == tag {
+                let p = slot_ptr(w);
+                // SAFETY: as in `scan`: the caller is pinned.
+                if unsafe { item::key_eq(p, key) } {
+                    return Some(Probe::Hit(p));
+                }
+            }
+        }
+        if b.next.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        // The seqlock reader's check, as in `probe`.
+        fence(Ordering::Acquire);
+        let after = b.lock.load(Ordering::Acquire);
+        (before == after && before & LOCKED == 0).then_some(Probe::Miss)
     }
 
     /// One optimistic lookup of `key` in bucket `i` (MemC3 §3.2.1).
@@ -921,6 +998,69 @@ mod tests {
         assert!(g.find_ptr(3, ptr(4)).is_none(), "same tag as an entry, other item");
         assert!(g.find_ptr(4, ptr(3)).is_none(), "same item as an entry, other tag");
         assert!(g.find_ptr(0, ptr(12)).is_none());
+    }
+
+    /// An item for `key` with an empty value, in a buffer of its own.
+    fn item_for(key: &[u8]) -> Vec<u8> {
+        let meta = item::Meta { cas: 1, flags: 0, expiry: 0, marks: 0 };
+        let mut v = vec![0u8; item::encoded_len(key.len(), 0, &meta)];
+        item::write_header_and_key(&mut v, key, 0, &meta);
+        v
+    }
+
+    #[test]
+    fn probe_quiet_answers_only_for_a_quiet_line() {
+        let t = Table::new(4).expect("a small table maps");
+        let keys: Vec<Vec<u8>> = (0..12).map(|i| format!("key{i}").into_bytes()).collect();
+        let items: Vec<Vec<u8>> = keys.iter().map(|k| item_for(k)).collect();
+        // Hash i: bucket 0, tag i + 1. Twelve entries: seven in the line,
+        // five in an overflow node.
+        let hash = |i: usize| (i + 1) as u64;
+        {
+            let mut g = t.lock(0).expect("bucket 0 exists and is not moved");
+            for (i, it) in items.iter().enumerate() {
+                g.insert(split_hash(hash(i)).1, it.as_ptr()).expect("the arena has nodes");
+            }
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let got = t.probe_quiet(hash(i), split_hash(hash(i)).1, k);
+            if i < SLOTS_PER_BUCKET {
+                assert_eq!(got, Some(Probe::Hit(items[i].as_ptr())), "key {i} is in the line");
+            } else {
+                assert_eq!(got, None, "key {i} is in the overflow node: the general path's");
+            }
+        }
+        // Same tag as key 0, another key: not a hit, and with a chain
+        // behind the line not a miss either.
+        assert_eq!(t.probe_quiet(hash(0), split_hash(hash(0)).1, b"other"), None);
+        // Bucket 1 is empty and has no chain: a believed miss.
+        let h1 = (1u64 << INDEX_SHIFT) | 5;
+        assert_eq!(t.probe_quiet(h1, split_hash(h1).1, b"absent"), Some(Probe::Miss));
+        // A writer holds bucket 1: its miss is not believed.
+        let g1 = t.lock(1).expect("bucket 1 exists");
+        assert_eq!(t.probe_quiet(h1, split_hash(h1).1, b"absent"), None);
+        drop(g1);
+        // Expanding, nothing migrated yet: the old table still answers.
+        let next = Box::into_raw(Box::new(Table::new(5).expect("maps")));
+        t.set_successor(next);
+        assert_eq!(t.probe_quiet(hash(0), split_hash(hash(0)).1, &keys[0]), Some(Probe::Hit(items[0].as_ptr())));
+        assert_eq!(t.probe_quiet(h1, split_hash(h1).1, b"absent"), Some(Probe::Miss));
+        // Bucket 1 marked migrated by the progress counter: the lookup goes
+        // to the successor, whose bucket 1 is empty (a believed miss there,
+        // even for a key the old bucket would have held).
+        t.set_migrated(2);
+        assert_eq!(t.probe_quiet(hash(0), split_hash(hash(0)).1, &keys[0]), Some(Probe::Miss));
+        // A successor that expands in turn: the general path's.
+        let next2 = Box::into_raw(Box::new(Table::new(6).expect("maps")));
+        // SAFETY: `next` is live until the Box::from_raw below.
+        unsafe { &*next }.set_successor(next2);
+        assert_eq!(t.probe_quiet(hash(0), split_hash(hash(0)).1, &keys[0]), None);
+        // SAFETY: `next` and `next2` came from Box::into_raw above and
+        // nothing else frees them; neither they nor `t` are used after this.
+        unsafe {
+            drop(Box::from_raw(next2));
+            drop(Box::from_raw(next));
+        }
     }
 
     #[test]

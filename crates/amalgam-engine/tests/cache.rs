@@ -27,8 +27,12 @@ fn key(k: u64) -> Vec<u8> {
     format!("k{k:07}").into_bytes()
 }
 
+/// The engine's key hash (store.rs, `Inner::hash`) under SEED.
 fn engine_hash(k: u64) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(&key(k), SEED)
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = foldhash::quality::FixedState::with_seed(SEED).build_hasher();
+    h.write(&key(k));
+    h.finish()
 }
 
 fn one_item_segments(eviction: Eviction, capacity_items: usize) -> Store {
