@@ -1766,8 +1766,11 @@ fn check_key(key: &[u8]) -> Result<(), Error> {
 fn fill(block: Block, at: usize, parts: &[&[u8]]) {
     let mut at = at;
     for part in parts {
-        // SAFETY: the block was sized by encoded_len for exactly these parts.
-        unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), block.ptr.add(at), part.len()) };
+        // SAFETY: the block was sized by encoded_len for exactly these
+        // parts, and it is ours (unpublished): no other reference to
+        // these bytes exists.
+        let dst = unsafe { std::slice::from_raw_parts_mut(block.ptr.add(at), part.len()) };
+        item::copy_short(dst, part);
         at += part.len();
     }
 }
