@@ -310,12 +310,9 @@ static HEADER_BYTES: [u8; LAYOUT_BITS_MASK as usize + 1] = {
 
 /// The header's length for layout byte `bits`.
 const fn header_bytes(bits: u8) -> usize {
-    let b = bits as usize;
     HEADER_FIXED_BYTES
-        + ((b & LAYOUT_CAS_WIDTH_MASK as usize) >> LAYOUT_CAS_WIDTH_SHIFT)
-        + 1
-        + (b & LAYOUT_VLEN_WIDTH_MASK as usize)
-        + 1
+        + cas_bytes(bits)
+        + vlen_bytes(bits)
         + if bits & LAYOUT_HAS_FLAGS != 0 { 4 } else { 0 }
         + if bits & LAYOUT_HAS_EXPIRY != 0 { 4 } else { 0 }
 }
@@ -332,9 +329,9 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
     unsafe {
         let klen = *ptr as usize;
         let marks = meta_byte(ptr).load(Ordering::Relaxed) & META_MARKS_MASK;
-        let bits = *ptr.add(LAYOUT_AT);
-        let cas_bytes = ((bits & LAYOUT_CAS_WIDTH_MASK) >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1;
-        let width = (bits & LAYOUT_VLEN_WIDTH_MASK) as usize + 1;
+        let bits = layout_bits(ptr);
+        let cas_bytes = cas_bytes(bits);
+        let width = vlen_bytes(bits);
         // The CAS field is followed by at least the 1-byte value length
         // and a 1-byte key, the value length by at least the key: the
         // reads' bounds (read_cas, read_vlen).
@@ -362,8 +359,7 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
 // its value), not the whole header as `layout` does. The GET path's length
 // in instructions is its speed (store.rs, `Inner::lookup`).
 
-/// The layout byte and the offset of the CAS field's end (where the value
-/// length starts).
+/// The layout byte.
 ///
 /// # Safety
 /// As for [`layout`].
@@ -373,13 +369,15 @@ unsafe fn layout_bits(ptr: *const u8) -> u8 {
     unsafe { *ptr.add(LAYOUT_AT) }
 }
 
+/// The CAS field's width for layout byte `bits`.
 #[inline(always)]
-fn cas_bytes(bits: u8) -> usize {
+const fn cas_bytes(bits: u8) -> usize {
     ((bits & LAYOUT_CAS_WIDTH_MASK) >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1
 }
 
+/// The value length field's width for layout byte `bits`.
 #[inline(always)]
-fn vlen_bytes(bits: u8) -> usize {
+const fn vlen_bytes(bits: u8) -> usize {
     (bits & LAYOUT_VLEN_WIDTH_MASK) as usize + 1
 }
 
@@ -441,14 +439,14 @@ pub(crate) unsafe fn expiry_of(ptr: *const u8) -> u32 {
     }
 }
 
-/// The offset of the item's key (its header's length).
+/// The offset of the item's value (header and key lengths).
 ///
 /// # Safety
 /// As for [`layout`].
 #[inline(always)]
-pub(crate) unsafe fn key_at_of(ptr: *const u8) -> usize {
-    // SAFETY: forwarded from the caller.
-    key_at(unsafe { layout_bits(ptr) })
+pub(crate) unsafe fn value_at_of(ptr: *const u8) -> usize {
+    // SAFETY: forwarded from the caller: byte 0 is the key length.
+    unsafe { key_at(layout_bits(ptr)) + *ptr as usize }
 }
 
 /// The item's meta-protocol marks.
@@ -541,7 +539,7 @@ pub(crate) unsafe fn copy_with_freq(src: *const u8, dst: *mut u8, total: usize, 
 pub(crate) unsafe fn key<'a>(ptr: *const u8) -> &'a [u8] {
     // SAFETY: the caller names a live item: byte 0 is its key length, the
     // layout byte gives the header's length, and the key follows it.
-    unsafe { std::slice::from_raw_parts(ptr.add(key_at(*ptr.add(LAYOUT_AT))), *ptr as usize) }
+    unsafe { std::slice::from_raw_parts(ptr.add(key_at(layout_bits(ptr))), *ptr as usize) }
 }
 
 /// Compares the key of the item at `ptr` with `key` without decoding the
@@ -577,6 +575,8 @@ fn short_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn copy_short_copies_every_length() {
         let src: Vec<u8> = (1..=40).collect();
@@ -586,8 +586,6 @@ mod tests {
             assert_eq!(dst, &src[..n], "length {n}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn short_eq_matches_slice_eq() {

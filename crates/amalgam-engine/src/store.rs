@@ -478,10 +478,7 @@ impl<'a> ItemRef<'a> {
     /// ```
     pub fn value(&self) -> &'a [u8] {
         // SAFETY: as for key.
-        unsafe {
-            let at = item::key_at_of(self.ptr) + *self.ptr as usize;
-            std::slice::from_raw_parts(self.ptr.add(at), item::vlen_of(self.ptr))
-        }
+        unsafe { std::slice::from_raw_parts(self.ptr.add(item::value_at_of(self.ptr)), item::vlen_of(self.ptr)) }
     }
 
     /// The 32-bit client flags.
@@ -548,7 +545,7 @@ impl<'a> ItemRef<'a> {
     /// ```
     pub fn size(&self) -> usize {
         // SAFETY: as for key.
-        unsafe { item::key_at_of(self.ptr) + *self.ptr as usize + item::vlen_of(self.ptr) }
+        unsafe { item::value_at_of(self.ptr) + item::vlen_of(self.ptr) }
     }
 
     /// The expiry as stored: unix seconds, 0 for never.
