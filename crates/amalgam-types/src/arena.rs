@@ -43,6 +43,9 @@
 //! or 65,536 dedicated ones, per arena (per collection). `alloc` panics
 //! beyond that, as a `Vec` does beyond `isize::MAX`.
 
+pub mod table;
+pub use table::Table;
+
 /// Bytes a page holds at most (the 16-bit offset addresses it).
 pub const PAGE_BYTES: usize = 64 * 1024;
 /// An open page's first capacity; it doubles up to [`PAGE_BYTES`] so a
@@ -100,6 +103,8 @@ struct Page {
     bytes: Vec<u8>,
     /// Bytes (headers included) of freed elements in `bytes`.
     dead: usize,
+    /// Live elements in `bytes` (for uniform random picks).
+    live: u32,
     /// Position order; 0 while the page slot is released.
     seq: u32,
     /// True while the page is in `Arena::sparse` (queued once).
@@ -196,6 +201,7 @@ impl Arena {
         let page = &mut self.pages[idx];
         page.bytes = Vec::with_capacity(capacity);
         page.dead = 0;
+        page.live = 0;
         page.seq = seq;
         page.queued = false;
         page.dedicated = dedicated;
@@ -211,6 +217,7 @@ impl Arena {
         page.bytes = Vec::new();
         page.seq = 0;
         page.dead = 0;
+        page.live = 0;
         page.queued = false;
         page.dedicated = false;
         if self.open == Some(idx as u16) {
@@ -276,11 +283,12 @@ impl Arena {
             }
             (idx, len)
         };
-        let page = &mut self.pages[idx].bytes;
-        crate::varint::put(page, hdr);
+        let page = &mut self.pages[idx];
+        page.live += 1;
+        crate::varint::put(&mut page.bytes, hdr);
         // Bounded by parts.len().
         for p in parts {
-            page.extend_from_slice(p);
+            page.bytes.extend_from_slice(p);
         }
         self.live += 1;
         Handle::new(idx, offset)
@@ -307,6 +315,7 @@ impl Arena {
         // The dead bit is bit 0 of the varint's first byte.
         page.bytes[h.offset()] |= DEAD_BIT as u8;
         page.dead += n + len;
+        page.live -= 1;
         self.live -= 1;
         if page.dead == page.bytes.len() {
             if self.open == Some(idx as u16) {
@@ -372,6 +381,34 @@ impl Arena {
         // `old` was taken out; restore it so release() accounts for it.
         self.pages[idx].bytes = old;
         self.release(idx);
+    }
+
+    /// A uniformly random live element, chosen by `r` (a random word), or
+    /// None if the arena is empty. O(pages + one page's elements): the
+    /// per-page live counts pick the page, a walk picks the element.
+    pub fn random(&self, r: u64) -> Option<Handle> {
+        if self.live == 0 {
+            return None;
+        }
+        let mut k = (r % self.live as u64) as usize;
+        // Bounded by the pages (≤ PAGES_MAX), then one page's elements.
+        for &idx in &self.order {
+            let page = &self.pages[idx as usize];
+            if k >= page.live as usize {
+                k -= page.live as usize;
+                continue;
+            }
+            for (at, _, dead) in (PageIter { bytes: &page.bytes, at: 0 }) {
+                if !dead {
+                    if k == 0 {
+                        return Some(Handle::new(idx as usize, at));
+                    }
+                    k -= 1;
+                }
+            }
+        }
+        debug_assert!(false, "arena live counts disagree");
+        None
     }
 
     /// Every live element in position order (handle, bytes).
@@ -554,6 +591,11 @@ mod tests {
                     });
                 }
                 assert_eq!(a.len(), model.len());
+                if let Some(h) = a.random(r()) {
+                    let id = u64::from_le_bytes(a.get(h)[..8].try_into().unwrap());
+                    assert_eq!(model[&id].0, h, "random picks a live element");
+                }
+                assert_eq!(a.random(r()).is_none(), model.is_empty());
             }
             // Drain the queue, then the bound holds.
             for _ in 0..PAGES_MAX {
