@@ -10,7 +10,8 @@
 //!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
 //!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry? | key | value |
 //!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
-//!  meta:   bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
+//!  meta:   bits 0-2  the value tag (object.rs: bytes, packed kinds, object)
+//!          bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
 //!          bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
 //!  layout: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
 //!          bits 2-4  cas width - 1    (c = 1..=8 bytes, little endian)
@@ -64,6 +65,11 @@ pub const MARK_STALE: u8 = 0b0001_0000;
 /// See [`MARK_STALE`].
 pub const MARK_TOKEN_SENT: u8 = 0b0010_0000;
 const META_MARKS_MASK: u8 = MARK_STALE | MARK_TOKEN_SENT;
+/// The value tag (object.rs), bits 0-2 of the meta byte: immutable once
+/// published, carried with the marks through `Meta::marks`.
+const META_TAG_MASK: u8 = crate::object::TAG_MASK;
+/// What `Meta::marks` carries: the marks and the value tag.
+const META_KEPT_MASK: u8 = META_MARKS_MASK | META_TAG_MASK;
 /// The eviction policy's frequency, bits 6-7 of the meta byte.
 const META_FREQ_SHIFT: u32 = 6;
 const META_FREQ_MASK: u8 = 0b1100_0000;
@@ -82,6 +88,7 @@ const LAYOUT_HAS_EXPIRY: u8 = 0b0100_0000;
 
 const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
 const _: () = assert!(META_FREQ_MASK & META_MARKS_MASK == 0, "FREQ bits are free");
+const _: () = assert!(META_TAG_MASK & (META_MARKS_MASK | META_FREQ_MASK) == 0, "tag bits are free");
 const _: () = assert!(
     (LAYOUT_CAS_WIDTH_MASK >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1 == CAS_BYTES_MAX,
     "the layout byte describes every CAS width"
@@ -105,7 +112,8 @@ pub(crate) struct Meta {
     pub flags: u32,
     /// Absolute unix seconds; 0 means never.
     pub expiry: u32,
-    /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] bits (others ignored).
+    /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] bits and the value tag
+    /// (object.rs) in bits 0-2 (others ignored).
     pub marks: u8,
 }
 
@@ -249,7 +257,7 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
         layout |= LAYOUT_HAS_EXPIRY;
     }
     dst[0] = key.len() as u8;
-    dst[META_AT] = meta.marks & META_MARKS_MASK;
+    dst[META_AT] = meta.marks & META_KEPT_MASK;
     dst[LAYOUT_AT] = layout;
     let mut at = HEADER_FIXED_BYTES;
     copy_short(&mut dst[at..at + cas_bytes], &meta.cas.to_le_bytes()[..cas_bytes]);
@@ -328,7 +336,7 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
     // below is inside its header, whose length the layout byte describes.
     unsafe {
         let klen = *ptr as usize;
-        let marks = meta_byte(ptr).load(Ordering::Relaxed) & META_MARKS_MASK;
+        let marks = meta_byte(ptr).load(Ordering::Relaxed) & META_KEPT_MASK;
         let bits = layout_bits(ptr);
         let cas_bytes = cas_bytes(bits);
         let width = vlen_bytes(bits);
@@ -449,14 +457,24 @@ pub(crate) unsafe fn value_at_of(ptr: *const u8) -> usize {
     unsafe { key_at(layout_bits(ptr)) + *ptr as usize }
 }
 
-/// The item's meta-protocol marks.
+/// The item's meta-protocol marks and its value tag (bits 0-2).
 ///
 /// # Safety
 /// As for [`layout`].
 #[inline(always)]
 pub(crate) unsafe fn marks_of(ptr: *const u8) -> u8 {
     // SAFETY: forwarded from the caller.
-    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_MARKS_MASK
+    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_KEPT_MASK
+}
+
+/// The item's value tag (object.rs).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn tag_of(ptr: *const u8) -> u8 {
+    // SAFETY: forwarded from the caller.
+    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_TAG_MASK
 }
 
 /// The meta byte of the item at `ptr`, as the atomic it is once published.

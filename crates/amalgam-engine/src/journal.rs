@@ -111,6 +111,15 @@ pub enum Change<'a> {
         /// Unix seconds.
         at: u32,
     },
+    /// The object of this object item (object.rs) was changed in place;
+    /// `record` is the change in the writer's own encoding
+    /// (`Update::InPlace`). The item's other fields are unchanged.
+    Op {
+        /// The item, for its key (and kind, through its object).
+        item: ItemRef<'a>,
+        /// The change, as the writer encoded it.
+        record: &'a [u8],
+    },
 }
 
 /// Receives every change to the store (see the module notes for the

@@ -70,6 +70,7 @@
 //! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
+//! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
@@ -86,6 +87,7 @@ pub mod evict;
 mod item;
 mod journal;
 mod local;
+mod object;
 mod pool;
 mod reclaim;
 mod scan;
@@ -96,6 +98,7 @@ mod table;
 
 pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
+pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use store::{

@@ -70,6 +70,8 @@ pub(crate) enum Garbage {
     Segment(u32),
     /// A finished snapshot's state (writers may still hold its pointer).
     Snapshot(crate::journal::SnapBox),
+    /// An object whose item left the index (object.rs); dropping frees it.
+    Object(crate::object::RetiredCell),
     /// loom models only: what "freeing" means for a model's block (the
     /// model poisons it), run exactly where the collector frees garbage.
     #[cfg(loom)]
@@ -110,6 +112,9 @@ pub(crate) struct Local {
     pub bytes: AtomicI64,
     /// Bytes of pool blocks this thread allocated minus those it freed.
     pub block_bytes: AtomicI64,
+    /// Bytes charged for objects (object.rs) this thread stored, grew or
+    /// retired, same convention.
+    pub object_bytes: AtomicI64,
     owned: UnsafeCell<Owned>,
 }
 
@@ -124,6 +129,7 @@ impl Local {
             items: AtomicI64::new(0),
             bytes: AtomicI64::new(0),
             block_bytes: AtomicI64::new(0),
+            object_bytes: AtomicI64::new(0),
             owned: UnsafeCell::new(Owned {
                 pin_depth: 0,
                 pins: 0,
@@ -162,6 +168,7 @@ impl Local {
                 // The segment mapping is unmapped with the store.
                 Garbage::Segment(_) => {}
                 Garbage::Snapshot(s) => drop(s),
+                Garbage::Object(o) => drop(o),
                 #[cfg(loom)]
                 Garbage::Loom(f) => drop(f),
             }
@@ -345,6 +352,7 @@ impl Epochs {
                     Garbage::Table(t) => drop(t),
                     Garbage::Segment(id) => shared.segments.as_ref().expect("segments exist in cache mode").release(id),
                     Garbage::Snapshot(s) => drop(s),
+                    Garbage::Object(o) => drop(o),
                     #[cfg(loom)]
                     Garbage::Loom(free) => free(),
                 }

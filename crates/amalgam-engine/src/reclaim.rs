@@ -314,12 +314,16 @@ impl Inner {
         let local = pin.local;
         let unlink_counts = || {
             local_add(&local.items, -1);
-            local_add(&local.bytes, -((it.key().len() + it.value().len()) as i64));
+            local_add(
+                &local.bytes,
+                -((it.key().len() + it.value().len() + it.object().map_or(0, |c| c.charged())) as i64),
+            );
         };
         if !self.is_live(&it, now) {
             guard.remove(slot);
             drop(guard);
             unlink_counts();
+            self.retire_object(local, p);
             self.count_expired_unfetched(it.expiry_raw(), freq);
             return;
         }
@@ -361,6 +365,7 @@ impl Inner {
         guard.remove(slot);
         drop(guard);
         unlink_counts();
+        self.retire_object(local, p);
         cache.evictions.fetch_add(1, Ordering::Relaxed);
         if freq == 0 {
             cache.evicted_unfetched.fetch_add(1, Ordering::Relaxed);

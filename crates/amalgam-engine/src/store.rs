@@ -5,6 +5,7 @@ use crate::evict::{Eviction, Policy, Queue};
 use crate::item::{self, Meta, KEY_BYTES_MAX};
 use crate::journal::Change;
 use crate::local::{Epochs, Garbage, Local};
+use crate::object::{self, Object, ObjectCell, RetiredCell, TAG_BYTES, TAG_OBJECT};
 use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
 use crate::reclaim::Reclaim;
 use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT_BYTES};
@@ -374,8 +375,11 @@ impl std::error::Error for ConfigError {}
 pub struct Stats {
     /// Items in the index (expired ones not yet reclaimed included).
     pub items: u64,
-    /// Bytes of those items' keys and values.
+    /// Bytes of those items' keys and values, and their objects' charges
+    /// (object.rs).
     pub item_bytes: u64,
+    /// Bytes charged for objects (object.rs), included in `item_bytes`.
+    pub object_bytes: i64,
     /// Bytes of pool blocks handed out and not yet freed.
     pub block_bytes: i64,
     /// Chunk and large-item bytes reserved against the budget (store
@@ -530,6 +534,40 @@ impl<'a> ItemRef<'a> {
         unsafe { item::marks_of(self.ptr) }
     }
 
+    /// The item's value tag (`object.rs`): [`TAG_BYTES`] for plain bytes
+    /// (every memcached item, every Redis string), a packed kind, or
+    /// [`TAG_OBJECT`]. [`ItemRef::marks`] carries it too, so a rewrite
+    /// that passes the marks back keeps the kind.
+    ///
+    /// ```
+    /// use amalgam_engine::{Expiry, Store, TAG_BYTES};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.tag()), Some(TAG_BYTES));
+    /// ```
+    #[inline(always)]
+    pub fn tag(&self) -> u8 {
+        // SAFETY: as for key.
+        unsafe { item::tag_of(self.ptr) }
+    }
+
+    /// The object an object item ([`TAG_OBJECT`]) holds, valid as long as
+    /// this reference (the lookup's epoch pin keeps a retired cell alive);
+    /// None for any other item. Read it with [`ObjectCell::read`]; write
+    /// it only inside [`Store::update`]'s closure, answering
+    /// [`Update::InPlace`].
+    pub fn object(&self) -> Option<&'a ObjectCell> {
+        if self.tag() != TAG_OBJECT {
+            return None;
+        }
+        let cell = object::cell_addr(self.value());
+        // SAFETY: an object item's value is the address of a live cell it
+        // owns (object.rs, WHO OWNS AN OBJECT); a cell is retired through
+        // the epoch scheme when its item leaves the index, and this
+        // reference lives inside the pin that found the item.
+        Some(unsafe { &*cell })
+    }
+
     /// Bytes the item occupies in the engine: header, key and value, before
     /// the pool's size-class rounding (memcached's `me` reports this as
     /// `size=`). The header's width depends on the fields (flags and an
@@ -556,7 +594,7 @@ impl<'a> ItemRef<'a> {
 }
 
 /// The value a [`Store::update`] publishes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum NewValue<'v> {
     /// The current item's value, unchanged.
     Same,
@@ -566,10 +604,13 @@ pub enum NewValue<'v> {
     Concat(&'v [u8], bool),
     /// A value computed by the caller (a counter's digits).
     Owned(Vec<u8>),
+    /// A value that lives outside the item (object.rs): the item holds
+    /// its address and the tag [`TAG_OBJECT`] whatever `marks` says.
+    Object(Box<dyn Object>),
 }
 
 /// What [`Store::update`] does with the key, decided from its live item.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Update<'v> {
     /// Leave the key as it is.
     Keep,
@@ -583,8 +624,20 @@ pub enum Update<'v> {
         /// True: a fresh CAS unique; false: keep the current item's (a
         /// metadata-only change, like touch).
         fresh_cas: bool,
-        /// [`MARK_STALE`](crate::MARK_STALE) | [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT).
+        /// [`MARK_STALE`](crate::MARK_STALE) | [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT),
+        /// and the value tag in bits 0-2 (object.rs; [`ItemRef::marks`]
+        /// carries both).
         marks: u8,
+    },
+    /// The closure changed the live item's object in place (it holds
+    /// the bucket lock; [`ObjectCell::write`]); the item stays. The
+    /// engine re-measures the object for the memory account and hands
+    /// `record` (the change, in the caller's encoding) to the journal as
+    /// [`Change::Op`]. Answered for anything but an object item, it is
+    /// [`Update::Keep`].
+    InPlace {
+        /// The change as the journal records it.
+        record: Vec<u8>,
     },
 }
 
@@ -769,6 +822,9 @@ enum Decision<R> {
     Keep(R),
     Put(Block, R),
     Remove(R),
+    /// The live item's object was changed in place (`Update::InPlace`):
+    /// re-measure it and journal the record.
+    InPlace(R, Vec<u8>),
 }
 
 /// The size and fields of the item a write will build.
@@ -1237,6 +1293,19 @@ impl Inner {
         }
     }
 
+    /// Retires the object an unlinked item held, if it is an object item
+    /// (object.rs, WHO OWNS AN OBJECT): freed after the grace period, as
+    /// the item is. The caller has checked that no new item holds it.
+    pub(crate) fn retire_object(&self, local: &Local, p: *const u8) {
+        // SAFETY: p was just unlinked under our pin: still allocated.
+        let it = unsafe { ItemRef::new(p) };
+        if let Some(cell) = it.object() {
+            local_add(&local.object_bytes, -(cell.charged() as i64));
+            let owned = RetiredCell(cell as *const ObjectCell as *mut ObjectCell);
+            self.epochs.retire(local, &self.shared, Garbage::Object(owned));
+        }
+    }
+
     /// Counts an unlinked item as expired-unfetched if it had expired and
     /// no GET read it (cache mode; store mode tracks no reads).
     pub(crate) fn count_expired_unfetched(&self, expiry: u32, freq: u8) {
@@ -1266,12 +1335,14 @@ impl Inner {
             self.is_live(&it, &mut now).then_some(it)
         });
         let old_bytes = |p: *const u8| {
-            // SAFETY: p is in a slot of the locked bucket.
-            let l = unsafe { item::layout(p) };
-            (l.klen + l.vlen) as i64
+            // SAFETY: p is in a slot of the locked bucket (or the block
+            // about to be published).
+            unsafe { counted_bytes(p) }
         };
         let decision = decide(pin.local, live);
         let local = pin.local;
+        // The item this write published, if any.
+        let mut result_block = None;
         let (result, removed) = match decision {
             Decision::Keep(r) => {
                 // A dead item the decision did not replace is reclaimed now.
@@ -1292,8 +1363,12 @@ impl Inner {
                     }
                     None => {
                         if guard.insert(tag, block.ptr).is_err() {
-                            // The block is ours to free (IndexFull).
+                            // The block is ours to free (IndexFull), and
+                            // so is a new object it holds (no old item
+                            // here could have held it).
                             drop(guard);
+                            // SAFETY: the block is unpublished and ours.
+                            unsafe { drop_unpublished_object(block.ptr) };
                             self.free_unpublished(local, block);
                             return R::index_full();
                         }
@@ -1314,6 +1389,16 @@ impl Inner {
                 }
                 local_add(&local.bytes, new_bytes);
                 local_add(&local.items, 1);
+                // A new object starts counting (one the old item held is
+                // counted already, and stays if the new item keeps it).
+                if !replaced.is_some_and(|p| same_object(p, block.ptr)) {
+                    // SAFETY: the block is the item just published; we
+                    // hold its bucket lock.
+                    if let Some(cell) = unsafe { ItemRef::new(block.ptr) }.object() {
+                        local_add(&local.object_bytes, cell.charged() as i64);
+                    }
+                }
+                result_block = Some(block);
                 (r, replaced)
             }
             Decision::Remove(r) => match found {
@@ -1326,11 +1411,32 @@ impl Inner {
                 }
                 None => (r, None),
             },
+            Decision::InPlace(r, record) => {
+                // update() answers InPlace only for a live object item.
+                let it = live.expect("InPlace needs the live item");
+                let cell = it.object().expect("InPlace needs an object item");
+                let delta = cell.recharge();
+                local_add(&local.bytes, delta);
+                local_add(&local.object_bytes, delta);
+                if let Some(j) = self.journal.get() {
+                    j.record(Change::Op { item: it, record: &record });
+                }
+                (r, None)
+            }
+        };
+        // The object of a replaced item goes with it, unless the new item
+        // holds the same cell (a rewrite that kept the value).
+        let kept_cell = match (removed, &result_block) {
+            (Some(p), Some(b)) => same_object(p, b.ptr),
+            _ => false,
         };
         drop(guard);
         if let Some(p) = removed {
             local_add(&local.bytes, -old_bytes(p));
             local_add(&local.items, -1);
+            if !kept_cell {
+                self.retire_object(local, p);
+            }
             self.retire_item(local, p);
         }
         result
@@ -1598,9 +1704,9 @@ impl Inner {
                 self.swept_items.fetch_add(dead.len() as u64, Ordering::Relaxed);
                 for p in dead {
                     // SAFETY: p is still allocated (just unlinked).
-                    let l = unsafe { item::layout(p) };
-                    local_add(&local.bytes, -((l.klen + l.vlen) as i64));
+                    local_add(&local.bytes, -unsafe { counted_bytes(p) });
                     local_add(&local.items, -1);
+                    self.retire_object(local, p);
                     self.retire_item(local, p);
                 }
             }
@@ -1769,6 +1875,46 @@ fn fill(block: Block, at: usize, parts: &[&[u8]]) {
         let dst = unsafe { std::slice::from_raw_parts_mut(block.ptr.add(at), part.len()) };
         item::copy_short(dst, part);
         at += part.len();
+    }
+}
+
+/// Bytes an item counts for in the `bytes` statistic: its key and value,
+/// and for an object item its object's charge (object.rs, MEMORY).
+///
+/// # Safety
+/// `p` is an item still allocated (locked, pinned, or ours unpublished).
+unsafe fn counted_bytes(p: *const u8) -> i64 {
+    // SAFETY: forwarded from the caller.
+    let it = unsafe { ItemRef::new(p) };
+    let object = it.object().map_or(0, |c| c.charged());
+    (it.key().len() + it.value().len() + object) as i64
+}
+
+/// True if `old` and `new` are object items holding the same cell (a
+/// rewrite that kept the value: the cell moves, it is not retired).
+fn same_object(old: *const u8, new: *const u8) -> bool {
+    // SAFETY: both are items the caller holds under the bucket lock.
+    let (old, new) = unsafe { (ItemRef::new(old), ItemRef::new(new)) };
+    match (old.object(), new.object()) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b),
+        _ => false,
+    }
+}
+
+/// Frees the new object an unpublished item holds, if it is an object
+/// item.
+///
+/// # Safety
+/// `p` is an unpublished item built by this write, whose cell (if any)
+/// was created by this write, or the store is being dropped and `p` is
+/// in its index: either way nothing else owns or reads the cell.
+unsafe fn drop_unpublished_object(p: *const u8) {
+    // SAFETY: forwarded from the caller.
+    let it = unsafe { ItemRef::new(p) };
+    if let Some(cell) = it.object() {
+        // SAFETY: the cell came from Box::into_raw in this write and was
+        // never published.
+        drop(unsafe { Box::from_raw(cell as *const ObjectCell as *mut ObjectCell) });
     }
 }
 
@@ -2088,7 +2234,9 @@ impl Store {
         check_key(key)?;
         let inner = &*self.inner;
         inner.mutate_with_room(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(Err(Error::NotStored)) };
+            // A typed value (object.rs) is not bytes to extend: memcached
+            // sees it as absent.
+            let Some(old) = old.filter(|o| o.tag() == TAG_BYTES) else { return Decision::Keep(Err(Error::NotStored)) };
             let vlen = old.value().len() + data.len();
             let n = NewItem { key, vlen, flags: old.flags(), expiry: old.expiry(), marks: 0 };
             let cas = inner.next_cas(local);
@@ -2134,7 +2282,8 @@ impl Store {
         check_key(key)?;
         let inner = &*self.inner;
         inner.mutate_with_room(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(Err(Error::NotFound)) };
+            // A typed value (object.rs) is not a counter: absent to memcached.
+            let Some(old) = old.filter(|o| o.tag() == TAG_BYTES) else { return Decision::Keep(Err(Error::NotFound)) };
             let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
             let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
             let digits = new.to_string();
@@ -2282,14 +2431,42 @@ impl Store {
             match update {
                 Update::Keep => Decision::Keep(Ok((r, None))),
                 Update::Remove => Decision::Remove(Ok((r, None))),
-                Update::Put { value, flags, expiry, fresh_cas, marks } => {
+                Update::InPlace { record } => match old.and_then(|o| o.object()) {
+                    Some(_) => Decision::InPlace(Ok((r, None)), record),
+                    None => Decision::Keep(Ok((r, None))),
+                },
+                Update::Put { value, flags, expiry, fresh_cas, mut marks } => {
                     let old_value: &[u8] = old.map(|o| o.value()).unwrap_or(b"");
-                    let parts: [&[u8]; 2] = match &value {
-                        NewValue::Same => [old_value, b""],
+                    // A new object: its cell is ours until the item that
+                    // holds its address is published (freed below on
+                    // every path that does not publish it).
+                    let mut cell = None;
+                    let addr;
+                    let parts: [&[u8]; 2] = match value {
+                        NewValue::Same => {
+                            // The value keeps its kind, whatever `marks`
+                            // says: an object's address is never bytes.
+                            marks = (marks & !object::TAG_MASK) | old.map_or(TAG_BYTES, |o| o.tag());
+                            [old_value, b""]
+                        }
                         NewValue::Bytes(b) => [b, b""],
                         NewValue::Concat(b, true) => [old_value, b],
                         NewValue::Concat(b, false) => [b, old_value],
-                        NewValue::Owned(v) => [v.as_slice(), b""],
+                        NewValue::Owned(ref v) => [v.as_slice(), b""],
+                        NewValue::Object(o) => {
+                            let c = Box::into_raw(ObjectCell::new(o));
+                            cell = Some(c);
+                            addr = object::addr_value(c);
+                            marks = (marks & !object::TAG_MASK) | TAG_OBJECT;
+                            [&addr[..], b""]
+                        }
+                    };
+                    let drop_cell = |cell: Option<*mut ObjectCell>| {
+                        if let Some(c) = cell {
+                            // SAFETY: from Box::into_raw above, never
+                            // published: we are its only owner.
+                            drop(unsafe { Box::from_raw(c) });
+                        }
                     };
                     let vlen = parts[0].len() + parts[1].len();
                     let cas = match old {
@@ -2302,12 +2479,16 @@ impl Store {
                             fill(block, at, &parts);
                             if inner.expired_now(expiry) {
                                 inner.free_unpublished(local, block);
+                                drop_cell(cell);
                                 Decision::Remove(Ok((r, None)))
                             } else {
                                 Decision::Put(block, Ok((r, Some(cas))))
                             }
                         }
-                        Err(e) => Decision::Keep(Err(e)),
+                        Err(e) => {
+                            drop_cell(cell);
+                            Decision::Keep(Err(e))
+                        }
                     }
                 }
             }
@@ -2553,6 +2734,7 @@ impl Store {
         for l in inner.epochs.all() {
             s.item_bytes = s.item_bytes.wrapping_add(l.bytes.load(Ordering::Relaxed) as u64);
             s.block_bytes += l.block_bytes.load(Ordering::Relaxed);
+            s.object_bytes += l.object_bytes.load(Ordering::Relaxed);
         }
         s
     }
@@ -2573,8 +2755,12 @@ impl Drop for Inner {
         // Only large items live outside the chunks the SharedPool unmaps.
         let store_mode = self.shared.segments.is_none();
         let large = |p: *const u8| {
+            // An object item owns its cell (object.rs): drop it with the
+            // store.
             // SAFETY: every pointer in the table is a live item; we are the
-            // last owner of the store.
+            // last owner of the store, so no reader holds the cell.
+            unsafe { drop_unpublished_object(p) };
+            // SAFETY: as above.
             let total = unsafe { item::layout(p) }.total();
             if store_mode && total > SMALL_ITEM_BYTES_MAX {
                 let bytes = total.next_multiple_of(4096);

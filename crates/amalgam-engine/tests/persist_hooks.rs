@@ -77,6 +77,8 @@ enum Rec {
     Delete(Vec<u8>),
     Flush(u64),
     FlushAt(u32),
+    /// An object changed in place: key and record (tests/objects.rs).
+    Op(Vec<u8>, Vec<u8>),
 }
 
 type Hook = Box<dyn Fn(&Rec) + Send + Sync>;
@@ -98,6 +100,7 @@ impl Journal for VecJournal {
             Change::Delete(k) => Rec::Delete(k.to_vec()),
             Change::Flush { fence_cas } => Rec::Flush(fence_cas),
             Change::FlushAt { at } => Rec::FlushAt(at),
+            Change::Op { item, record } => Rec::Op(item.key().to_vec(), record.to_vec()),
         };
         if let Some(h) = &self.before_append {
             h(&rec);
@@ -228,6 +231,7 @@ fn apply(store: &Store, rec: &Rec) {
         Rec::Delete(k) => assert!(matches!(store.delete(k), Ok(()) | Err(Error::NotFound))),
         Rec::Flush(fence) => store.restore_flush(*fence),
         Rec::FlushAt(at) => store.flush_all_at(*at),
+        Rec::Op(..) => unreachable!("these tests store no objects"),
     }
 }
 
