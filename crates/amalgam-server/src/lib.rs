@@ -91,6 +91,8 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
+    /// When collections change form (CONFIG SET hash-max-listpack-entries …).
+    pub thresholds: resp::typed::LiveThresholds,
 }
 
 impl Shared {
@@ -156,6 +158,7 @@ impl Shared {
                 .unwrap_or(0),
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
+            thresholds: resp::typed::LiveThresholds::default(),
         }))
     }
 }

@@ -48,10 +48,12 @@
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod glob;
+mod hash;
 mod keys;
 mod server;
 mod strings;
 mod table;
+pub mod typed;
 
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
@@ -397,6 +399,22 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
         | Cmd::Save
         | Cmd::Bgsave
         | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
+        Cmd::Hset
+        | Cmd::Hsetnx
+        | Cmd::Hget
+        | Cmd::Hmget
+        | Cmd::Hmset
+        | Cmd::Hdel
+        | Cmd::Hlen
+        | Cmd::Hstrlen
+        | Cmd::Hexists
+        | Cmd::Hkeys
+        | Cmd::Hvals
+        | Cmd::Hgetall
+        | Cmd::Hincrby
+        | Cmd::Hincrbyfloat
+        | Cmd::Hrandfield
+        | Cmd::Hscan => hash::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

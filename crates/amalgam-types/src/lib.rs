@@ -2,7 +2,9 @@
 //!
 //! Redis's collection types — hash, list, set and sorted set — as plain
 //! Rust values: their compact and large representations and every
-//! operation Redis 7 defines on them. No I/O, no protocol, no engine: the
+//! operation Redis 7 defines on them. No I/O, no protocol; of the engine
+//! only its `Object` trait (value.rs), so a large collection can be an
+//! object an item points to. The
 //! server stores these values in the engine's items and adapts RESP
 //! arguments to these methods; each type is tested alone against a model
 //! (`tests/`).
@@ -58,6 +60,7 @@
 //! | `set.rs` | set (intset, pack, tables) |
 //! | `zset.rs` | sorted set |
 //! | `list.rs` | list |
+//! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 #![forbid(unsafe_code)]
 
 pub mod arena;
@@ -65,6 +68,7 @@ pub mod hash;
 pub mod list;
 pub mod pack;
 pub mod set;
+pub mod value;
 pub mod varint;
 pub mod zset;
 

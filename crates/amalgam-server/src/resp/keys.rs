@@ -80,8 +80,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             }
         }
         Cmd::Type => {
-            let found = store.get(&args[1], |_| ()).is_some();
-            push_simple(out, if found { "string" } else { "none" });
+            let name = store.get(&args[1], |it| super::typed::type_name(&it));
+            push_simple(out, name.unwrap_or("none"));
         }
         Cmd::Keys => match one_key(&args[1]) {
             Some(k) => push_keys(ctx, k, out),
@@ -263,7 +263,8 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         // One key: a lookup answers the whole iteration.
         push_array(out, 2);
         push_bulk(out, b"0");
-        if type_filter.is_some_and(|t| !is(t, "string")) {
+        let kind = ctx.shared.store.get(key, |it| super::typed::type_name(&it));
+        if type_filter.is_some_and(|t| kind.is_some_and(|k| !is(t, k))) {
             push_array(out, 0);
         } else {
             push_keys(ctx, key, out);
@@ -271,16 +272,24 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return;
     }
     let mut found: Vec<Vec<u8>> = Vec::new();
+    // Each key's TYPE name, when TYPE filters (after the steps, as Redis
+    // does: a reply may be short of COUNT).
+    let mut kinds: Vec<&'static str> = Vec::new();
     let steps = count.saturating_mul(SCAN_STEPS_PER_KEY);
     for _ in 0..steps {
-        cursor = ctx.shared.store.scan(cursor, |it| found.push(it.key().to_vec()));
+        cursor = ctx.shared.store.scan(cursor, |it| {
+            found.push(it.key().to_vec());
+            if type_filter.is_some() {
+                kinds.push(super::typed::type_name(&it));
+            }
+        });
         if cursor == 0 || found.len() >= count {
             break;
         }
     }
-    // Every key is a string until other types arrive.
-    if type_filter.is_some_and(|t| !is(t, "string")) {
-        found.clear();
+    if let Some(t) = type_filter {
+        let mut kind = kinds.iter();
+        found.retain(|_| kind.next().is_some_and(|k| is(t, k)));
     }
     if let Some(p) = pattern {
         found.retain(|k| matches(p, k, false));

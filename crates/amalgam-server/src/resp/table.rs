@@ -56,6 +56,22 @@ pub enum Cmd {
     Save,
     Bgsave,
     Lastsave,
+    Hset,
+    Hsetnx,
+    Hget,
+    Hmget,
+    Hmset,
+    Hdel,
+    Hlen,
+    Hstrlen,
+    Hexists,
+    Hkeys,
+    Hvals,
+    Hgetall,
+    Hincrby,
+    Hincrbyfloat,
+    Hrandfield,
+    Hscan,
 }
 
 /// One command's description.
@@ -84,6 +100,7 @@ const R: &[&str] = &["readonly", "fast"];
 const W: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "denyoom", "fast"];
 const WX: &[&str] = &["write", "fast"];
+const RO: &[&str] = &["readonly"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"];
 
 macro_rules! spec {
@@ -105,7 +122,7 @@ macro_rules! spec {
 }
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 51] = [
+pub static COMMANDS: [Spec; 67] = [
     spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
     spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
     spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
@@ -373,11 +390,72 @@ pub static COMMANDS: [Spec; 51] = [
     },
     spec!(Hello, "hello", -1, CONN, (0, 0, 0), "connection", "6.0.0", "Handshake with Redis"),
     spec!(Auth, "auth", -2, CONN, (0, 0, 0), "connection", "1.0.0", "Authenticate to the server"),
+    spec!(Hset, "hset", -4, WF, (1, 1, 1), "hash", "2.0.0", "Set the string value of a hash field"),
+    spec!(
+        Hsetnx,
+        "hsetnx",
+        4,
+        WF,
+        (1, 1, 1),
+        "hash",
+        "2.0.0",
+        "Set the value of a hash field, only if the field does not exist"
+    ),
+    spec!(Hget, "hget", 3, R, (1, 1, 1), "hash", "2.0.0", "Get the value of a hash field"),
+    spec!(Hmget, "hmget", -3, R, (1, 1, 1), "hash", "2.0.0", "Get the values of all the given hash fields"),
+    spec!(Hmset, "hmset", -4, WF, (1, 1, 1), "hash", "2.0.0", "Set multiple hash fields to multiple values"),
+    spec!(Hdel, "hdel", -3, WX, (1, 1, 1), "hash", "2.0.0", "Delete one or more hash fields"),
+    spec!(Hlen, "hlen", 2, R, (1, 1, 1), "hash", "2.0.0", "Get the number of fields in a hash"),
+    spec!(Hstrlen, "hstrlen", 3, R, (1, 1, 1), "hash", "3.2.0", "Get the length of the value of a hash field"),
+    spec!(Hexists, "hexists", 3, R, (1, 1, 1), "hash", "2.0.0", "Determine if a hash field exists"),
+    spec!(Hkeys, "hkeys", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the fields in a hash"),
+    spec!(Hvals, "hvals", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the values in a hash"),
+    spec!(Hgetall, "hgetall", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the fields and values in a hash"),
+    spec!(
+        Hincrby,
+        "hincrby",
+        4,
+        WF,
+        (1, 1, 1),
+        "hash",
+        "2.0.0",
+        "Increment the integer value of a hash field by the given number"
+    ),
+    spec!(
+        Hincrbyfloat,
+        "hincrbyfloat",
+        4,
+        WF,
+        (1, 1, 1),
+        "hash",
+        "2.6.0",
+        "Increment the float value of a hash field by the given amount"
+    ),
+    spec!(
+        Hrandfield,
+        "hrandfield",
+        -2,
+        RO,
+        (1, 1, 1),
+        "hash",
+        "6.2.0",
+        "Get one or multiple random fields from a hash"
+    ),
+    spec!(
+        Hscan,
+        "hscan",
+        -3,
+        RO,
+        (1, 1, 1),
+        "hash",
+        "2.8.0",
+        "Incrementally iterate hash fields and associated values"
+    ),
 ];
 
 /// Longest command name in the table (a longer name is unknown without
 /// comparing).
-const NAME_BYTES_MAX: usize = 11;
+const NAME_BYTES_MAX: usize = 12;
 
 /// The command named `name`, in any case.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {

@@ -1,0 +1,376 @@
+//! Collections on the engine: how a RESP command reads and writes a key
+//! that holds a hash, list, set or sorted set (issue 19).
+//!
+//! ## Where a collection lives
+//! A small collection is an item whose value is its compact bytes, with
+//! its kind's value tag (`amalgam_types::value::tag_of`); a large one is
+//! an item holding an engine object, an [`amalgam_types::value::Value`]
+//! (engine `object.rs`). A plain string is tag 0. So every command finds
+//! the kind in the item it already looked up, and a key of another kind
+//! answers Redis's `WRONGTYPE`.
+//!
+//! ## Reads ([`read`])
+//! A lookup as GET does it — optimistic, no lock. A compact value is read
+//! in place from the item's bytes; a large one under its object's read
+//! lock, inside the lookup's epoch pin, so a reader never waits for
+//! another reader and never sees a half-done write.
+//!
+//! ## Writes ([`write`])
+//! One `Store::update`: under the key's bucket lock, the command's
+//! operation runs on the live value. A compact value is decoded, changed
+//! and published as a new item (at most the threshold's entries: the
+//! bounded copy Redis's listpack makes too) — or, past a threshold, as a
+//! new object; a large value is changed in place under the object's write
+//! lock (`Update::InPlace`). A write that empties a collection deletes the
+//! key, as Redis does. `Store::update` may run the closure a second time
+//! when a cache-mode write had to make room (the engine's `with_room`):
+//! each run starts again from the unchanged old value, and replies are
+//! composed only from the result of the run that took effect.
+
+use super::glob::matches;
+use super::{int_arg, is, Arg, Ctx};
+use amalgam_engine::{ItemRef, NewValue, Update, TAG_BYTES, TAG_OBJECT};
+use amalgam_protocol::resp::err;
+use amalgam_protocol::resp::push_error;
+use amalgam_types::value::{kind_of_tag, tag_of, Value};
+use amalgam_types::{Kind, Thresholds};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+/// Redis's reply to a command on a key of another kind.
+pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// What a key holds, as TYPE names it.
+pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
+    match it.tag() {
+        TAG_BYTES => "string",
+        TAG_OBJECT => match it.object() {
+            Some(cell) => match cell.read().as_any().downcast_ref::<Value>() {
+                Some(v) => v.kind().type_name(),
+                None => "none",
+            },
+            None => "none",
+        },
+        t => kind_of_tag(t).map_or("none", Kind::type_name),
+    }
+}
+
+/// A collection found by a read.
+pub(crate) enum Found<'a> {
+    /// Compact: the item's bytes, in the kind's packed encoding.
+    Packed(&'a [u8]),
+    /// Large: the object, read-locked for the duration of the call.
+    Large(&'a Value),
+}
+
+/// The outcome of a read or write on a key that should hold `kind`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Access<R> {
+    /// No such key (or it expired).
+    Absent,
+    /// The key holds another kind.
+    WrongType,
+    Done(R),
+}
+
+/// Reads the `kind` collection at `key` with `f`, lock-free for a compact
+/// value, under the object's read lock for a large one.
+pub(crate) fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) -> R) -> Access<R> {
+    let r = ctx.shared.store.get(key, |it| {
+        let tag = it.tag();
+        if tag == tag_of(kind) {
+            return Access::Done(f(Found::Packed(it.value())));
+        }
+        if tag != TAG_OBJECT {
+            return Access::WrongType;
+        }
+        let Some(cell) = it.object() else { return Access::WrongType };
+        let guard = cell.read();
+        match guard.as_any().downcast_ref::<Value>() {
+            Some(v) if v.kind() == kind => Access::Done(f(Found::Large(v))),
+            _ => Access::WrongType,
+        }
+    });
+    r.unwrap_or(Access::Absent)
+}
+
+/// What a write's operation did to the value it was given.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Changed {
+    /// Nothing: the key stays as it was (no new item, nothing journaled).
+    No,
+    /// The value changed.
+    Yes,
+}
+
+/// Runs `op` on the `kind` collection at `key` under its bucket lock.
+/// With `create`, an absent key starts as an empty collection (a write
+/// that leaves it empty stores nothing); without, an absent key answers
+/// [`Access::Absent`] and `op` does not run. `op` may run more than once
+/// (module notes); only the last run's result is returned.
+pub(crate) fn write<R>(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    kind: Kind,
+    create: bool,
+    mut op: impl FnMut(&mut Value, &Thresholds) -> (Changed, R),
+) -> Result<Access<R>, amalgam_engine::Error> {
+    let t = ctx.shared.thresholds.load();
+    let r = ctx.shared.store.update(key, |old| {
+        let Some(it) = old else {
+            if !create {
+                return (Update::Keep, Access::Absent);
+            }
+            let mut v = Value::new(kind, &t);
+            let (changed, r) = op(&mut v, &t);
+            if changed == Changed::No || v.is_empty() {
+                return (Update::Keep, Access::Done(r));
+            }
+            return (publish(v, None), Access::Done(r));
+        };
+        let tag = it.tag();
+        if tag == tag_of(kind) {
+            let Ok(mut v) = Value::from_packed(kind, it.value(), &t) else {
+                // A packed value this build cannot read: never written by
+                // it; leave it alone rather than guess.
+                return (Update::Keep, Access::WrongType);
+            };
+            let (changed, r) = op(&mut v, &t);
+            if changed == Changed::No {
+                return (Update::Keep, Access::Done(r));
+            }
+            if v.is_empty() {
+                return (Update::Remove, Access::Done(r));
+            }
+            return (publish(v, Some(&it)), Access::Done(r));
+        }
+        if tag != TAG_OBJECT {
+            return (Update::Keep, Access::WrongType);
+        }
+        let Some(cell) = it.object() else { return (Update::Keep, Access::WrongType) };
+        let mut guard = cell.write();
+        let Some(v) = guard.as_any_mut().downcast_mut::<Value>() else { return (Update::Keep, Access::WrongType) };
+        if v.kind() != kind {
+            return (Update::Keep, Access::WrongType);
+        }
+        let (changed, r) = op(v, &t);
+        if changed == Changed::No {
+            return (Update::Keep, Access::Done(r));
+        }
+        if v.is_empty() {
+            return (Update::Remove, Access::Done(r));
+        }
+        (Update::InPlace { record: Vec::new() }, Access::Done(r))
+    });
+    r.map(|(access, _)| access)
+}
+
+/// The update that stores `v` as the key's new value: its packed bytes
+/// while compact, else an object. Keeps the old item's expiry and flags.
+fn publish(v: Value, old: Option<&ItemRef<'_>>) -> Update<'static> {
+    let kind = v.kind();
+    let value = match v.packed() {
+        Some(bytes) => NewValue::Owned(bytes.to_vec()),
+        None => NewValue::Object(Box::new(v)),
+    };
+    Update::Put {
+        value,
+        flags: old.map_or(0, |o| o.flags()),
+        expiry: old.map_or(amalgam_engine::Expiry::Never, |o| o.expiry()),
+        fresh_cas: true,
+        // The engine forces TAG_OBJECT for an object.
+        marks: tag_of(kind),
+    }
+}
+
+/// Answers an [`Access`] that did not reach the command's own reply:
+/// WRONGTYPE, or `absent` for a missing key. Returns the result otherwise.
+pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
+    match a {
+        Access::Done(r) => Some(r),
+        Access::WrongType => {
+            push_error(out, WRONGTYPE.as_bytes());
+            None
+        }
+        Access::Absent => {
+            absent(out);
+            None
+        }
+    }
+}
+
+/// The collection thresholds, settable at run time (CONFIG SET): one
+/// atomic per parameter, read with relaxed loads by every write (no lock,
+/// no shared write on the request path).
+#[derive(Debug)]
+pub struct LiveThresholds {
+    hash_max_listpack_entries: AtomicUsize,
+    hash_max_listpack_value: AtomicUsize,
+    set_max_intset_entries: AtomicUsize,
+    set_max_listpack_entries: AtomicUsize,
+    set_max_listpack_value: AtomicUsize,
+    zset_max_listpack_entries: AtomicUsize,
+    zset_max_listpack_value: AtomicUsize,
+    list_max_listpack_size: AtomicI64,
+}
+
+impl Default for LiveThresholds {
+    fn default() -> Self {
+        let t = Thresholds::default();
+        LiveThresholds {
+            hash_max_listpack_entries: AtomicUsize::new(t.hash_max_listpack_entries),
+            hash_max_listpack_value: AtomicUsize::new(t.hash_max_listpack_value),
+            set_max_intset_entries: AtomicUsize::new(t.set_max_intset_entries),
+            set_max_listpack_entries: AtomicUsize::new(t.set_max_listpack_entries),
+            set_max_listpack_value: AtomicUsize::new(t.set_max_listpack_value),
+            zset_max_listpack_entries: AtomicUsize::new(t.zset_max_listpack_entries),
+            zset_max_listpack_value: AtomicUsize::new(t.zset_max_listpack_value),
+            list_max_listpack_size: AtomicI64::new(t.list_max_listpack_size),
+        }
+    }
+}
+
+impl LiveThresholds {
+    /// The current values.
+    pub fn load(&self) -> Thresholds {
+        let l = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        Thresholds {
+            hash_max_listpack_entries: l(&self.hash_max_listpack_entries),
+            hash_max_listpack_value: l(&self.hash_max_listpack_value),
+            set_max_intset_entries: l(&self.set_max_intset_entries),
+            set_max_listpack_entries: l(&self.set_max_listpack_entries),
+            set_max_listpack_value: l(&self.set_max_listpack_value),
+            zset_max_listpack_entries: l(&self.zset_max_listpack_entries),
+            zset_max_listpack_value: l(&self.zset_max_listpack_value),
+            list_max_listpack_size: self.list_max_listpack_size.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The parameters by their Redis names (and 7.0's legacy aliases),
+    /// for CONFIG GET and CONFIG SET.
+    pub const NAMES: [(&'static str, &'static str); 8] = [
+        ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
+        ("hash-max-listpack-value", "hash-max-ziplist-value"),
+        ("set-max-intset-entries", "set-max-intset-entries"),
+        ("set-max-listpack-entries", "set-max-listpack-entries"),
+        ("set-max-listpack-value", "set-max-listpack-value"),
+        ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
+        ("zset-max-listpack-value", "zset-max-ziplist-value"),
+        ("list-max-listpack-size", "list-max-ziplist-size"),
+    ];
+
+    /// The current value of the parameter `name` (either of its names).
+    pub fn get(&self, name: &str) -> Option<i64> {
+        let i = Self::index(name)?;
+        Some(match i {
+            7 => self.list_max_listpack_size.load(Ordering::Relaxed),
+            _ => self.usize_at(i).load(Ordering::Relaxed) as i64,
+        })
+    }
+
+    /// Sets the parameter `name` (either of its names); Err with Redis's
+    /// reason when the value is out of its range.
+    pub fn set(&self, name: &str, value: i64) -> Result<(), &'static str> {
+        let i = Self::index(name).ok_or("Unknown option or number of arguments")?;
+        if i == 7 {
+            // Redis: list-max-listpack-size is an int, -5..=INT_MAX
+            // (negatives are the byte-size classes).
+            if !(-5..=i32::MAX as i64).contains(&value) {
+                return Err("argument must be between -5 and 2147483647 inclusive");
+            }
+            self.list_max_listpack_size.store(value, Ordering::Relaxed);
+            return Ok(());
+        }
+        if !(0..=i64::MAX).contains(&value) {
+            return Err("argument must be between 0 and 9223372036854775807 inclusive");
+        }
+        self.usize_at(i).store(value as usize, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn index(name: &str) -> Option<usize> {
+        Self::NAMES.iter().position(|(n, alias)| name.eq_ignore_ascii_case(n) || name.eq_ignore_ascii_case(alias))
+    }
+
+    fn usize_at(&self, i: usize) -> &AtomicUsize {
+        match i {
+            0 => &self.hash_max_listpack_entries,
+            1 => &self.hash_max_listpack_value,
+            2 => &self.set_max_intset_entries,
+            3 => &self.set_max_listpack_entries,
+            4 => &self.set_max_listpack_value,
+            5 => &self.zset_max_listpack_entries,
+            _ => &self.zset_max_listpack_value,
+        }
+    }
+}
+
+/// A random word for the types' random picks (HRANDFIELD, SPOP, …):
+/// a per-thread SplitMix64 stream seeded from the clock and the thread,
+/// so workers share nothing. Not for secrets.
+pub(crate) fn random() -> u64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            let here = &t as *const u64 as u64;
+            t ^ here.rotate_left(32)
+        });
+    }
+    STATE.with(|s| {
+        let x = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        s.set(x);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+/// COUNT of HSCAN, SSCAN and ZSCAN when none is given (Redis's default).
+const SCAN_COUNT_DEFAULT: usize = 10;
+
+/// The arguments of HSCAN, SSCAN and ZSCAN (`key cursor [MATCH pattern]
+/// [COUNT count]`), parsed as Redis's `scanGenericCommand` does.
+#[derive(Debug)]
+pub(crate) struct ScanArgs<'a> {
+    pub cursor: u64,
+    pub count: usize,
+    pattern: Option<&'a [u8]>,
+}
+
+impl ScanArgs<'_> {
+    /// True if `element` passes MATCH (always, without one).
+    pub fn matches(&self, element: &[u8]) -> bool {
+        self.pattern.is_none_or(|p| matches(p, element, false))
+    }
+}
+
+/// Parses `args` (the command, the key, the cursor, options); Err holds
+/// Redis's error text.
+pub(crate) fn scan_args<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
+    // parseScanCursorOrReply: strtoull of the whole argument.
+    let c = &args[2];
+    let cursor = (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
+        .then(|| std::str::from_utf8(c).ok()?.parse::<u64>().ok())
+        .flatten()
+        .ok_or(err::INVALID_CURSOR)?;
+    let mut o = ScanArgs { cursor, count: SCAN_COUNT_DEFAULT, pattern: None };
+    let mut j = 3;
+    // Bounded: j advances by 2 each round.
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        if is(&args[j], "count") && more >= 1 {
+            match int_arg(&args[j + 1]) {
+                None => return Err(err::NOT_INTEGER),
+                Some(n) if n < 1 => return Err(err::SYNTAX),
+                Some(n) => o.count = usize::try_from(n).unwrap_or(usize::MAX),
+            }
+        } else if is(&args[j], "match") && more >= 1 {
+            o.pattern = Some(&args[j + 1]);
+        } else {
+            return Err(err::SYNTAX);
+        }
+        j += 2;
+    }
+    Ok(o)
+}

@@ -1,0 +1,131 @@
+//! A collection as the engine stores it (engine `object.rs`): small ones
+//! as an item's packed bytes under their kind's tag, large ones as an
+//! [`Object`] the item points to. [`Value`] is that object, and the
+//! bridge between an item's tag and bytes and this crate's types.
+
+use crate::hash::Hash;
+use crate::list::List;
+use crate::{Corrupt, Kind, Thresholds};
+use amalgam_engine::{Object, TAG_PACKED_MAX, TAG_PACKED_MIN};
+use std::any::Any;
+
+/// The engine's value tag of a packed (compact) value of each kind; an
+/// object of that kind reports the same number as [`Object::kind`].
+/// Persisted in snapshots and logs: never renumber.
+pub const fn tag_of(kind: Kind) -> u8 {
+    match kind {
+        Kind::Hash => 1,
+        Kind::List => 2,
+        Kind::Set => 3,
+        Kind::ZSet => 4,
+    }
+}
+
+const _: () = assert!(tag_of(Kind::Hash) >= TAG_PACKED_MIN && tag_of(Kind::ZSet) <= TAG_PACKED_MAX);
+
+/// The kind whose packed values carry `tag`, if any.
+pub fn kind_of_tag(tag: u8) -> Option<Kind> {
+    [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet].into_iter().find(|&k| tag_of(k) == tag)
+}
+
+/// A collection of any kind and size.
+#[derive(Debug)]
+pub enum Value {
+    Hash(Hash),
+    List(List),
+}
+
+impl Value {
+    /// An empty collection of `kind`.
+    ///
+    /// # Panics
+    /// For a kind not served yet (sets and sorted sets come next).
+    pub fn new(kind: Kind, t: &Thresholds) -> Value {
+        match kind {
+            Kind::Hash => Value::Hash(Hash::new()),
+            Kind::List => Value::List(List::new(t)),
+            Kind::Set | Kind::ZSet => panic!("{kind:?} is not served yet"),
+        }
+    }
+
+    /// The value a packed item of `kind` holds.
+    pub fn from_packed(kind: Kind, bytes: &[u8], t: &Thresholds) -> Result<Value, Corrupt> {
+        match kind {
+            Kind::Hash => Hash::from_packed(bytes).map(Value::Hash),
+            Kind::List => List::from_packed(bytes.to_vec(), t).map(Value::List),
+            Kind::Set | Kind::ZSet => Err(Corrupt),
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Value::Hash(_) => Kind::Hash,
+            Value::List(_) => Kind::List,
+        }
+    }
+
+    /// The compact bytes while the value is compact (an item's value).
+    pub fn packed(&self) -> Option<&[u8]> {
+        match self {
+            Value::Hash(h) => h.packed(),
+            Value::List(l) => l.packed(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Hash(h) => h.len(),
+            Value::List(l) => l.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// OBJECT ENCODING's name.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Hash(h) => h.encoding(),
+            Value::List(l) => l.encoding(),
+        }
+    }
+
+    /// The snapshot encoding of the value (its kind is stored beside it).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Hash(h) => h.encode(out),
+            Value::List(l) => l.encode(out),
+        }
+    }
+
+    /// Reads [`Value::encode`]'s bytes for `kind`; never panics.
+    pub fn decode(kind: Kind, bytes: &[u8], t: &Thresholds) -> Result<Value, Corrupt> {
+        match kind {
+            Kind::Hash => Hash::decode(bytes).map(Value::Hash),
+            Kind::List => List::decode(bytes, t).map(Value::List),
+            Kind::Set | Kind::ZSet => Err(Corrupt),
+        }
+    }
+}
+
+impl Object for Value {
+    fn mem_bytes(&self) -> usize {
+        match self {
+            Value::Hash(h) => h.mem_bytes(),
+            Value::List(l) => l.mem_bytes(),
+        }
+    }
+    fn kind(&self) -> u8 {
+        tag_of(Value::kind(self))
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        Value::encode(self, out)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
