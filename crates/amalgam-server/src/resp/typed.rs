@@ -39,6 +39,11 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 /// Redis's reply to a command on a key of another kind.
 pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+/// The reply to a collection write on a server that persists (`--dir`):
+/// collections are not in the log and snapshots yet.
+pub(crate) const NOT_PERSISTED: &str =
+    "ERR hash, list, set and sorted set writes are refused with --dir: Amalgam does not persist them yet";
+
 /// What a key holds, as TYPE names it.
 pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
     match it.tag() {
@@ -70,6 +75,9 @@ pub(crate) enum Access<R> {
     /// The key holds another kind.
     WrongType,
     Done(R),
+    /// A write refused: the server persists (`--dir`) and collections
+    /// are not persisted yet.
+    NotPersisted,
 }
 
 /// Reads the `kind` collection at `key` with `f`, lock-free for a compact
@@ -114,6 +122,12 @@ pub(crate) fn write<R>(
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds) -> (Changed, R),
 ) -> Result<Access<R>, amalgam_engine::Error> {
+    if ctx.shared.persist.is_some() {
+        // Collections are not in the log and snapshots yet (engine
+        // object.rs journals their changes as records persistence does
+        // not write yet): refuse rather than lose them at a restart.
+        return Ok(Access::NotPersisted);
+    }
     let t = ctx.shared.thresholds.load();
     let r = ctx.shared.store.update(key, |old| {
         let Some(it) = old else {
@@ -193,6 +207,10 @@ pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&
         }
         Access::Absent => {
             absent(out);
+            None
+        }
+        Access::NotPersisted => {
+            push_error(out, NOT_PERSISTED.as_bytes());
             None
         }
     }
