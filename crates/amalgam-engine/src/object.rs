@@ -42,10 +42,15 @@
 //! # MEMORY
 //!
 //! An object's bytes ([`Object::mem_bytes`], the allocator's bytes it
-//! holds) count in the store's `bytes` statistic with the item's own, and
-//! against the memory budget (`Store::object_bytes`). The cell remembers
-//! what it was charged, so an in-place write charges only the
-//! difference.
+//! holds, plus its cell) count in the store's `bytes` statistic with the
+//! item's own (`Stats::object_bytes` alone), and against the memory
+//! budget: in cache mode the maintenance thread charges them with the
+//! index (`Inner::account_memory`), so segments shrink and the reclaimer
+//! evicts until items and objects fit together; in store mode a caller
+//! asks `Store::objects_over_budget` before a write that grows an object
+//! and refuses it, as Redis's `noeviction` refuses `denyoom` commands.
+//! The cell remembers what it was charged, so an in-place write charges
+//! only the difference.
 //!
 //! # LIMITATIONS
 //!

@@ -1468,6 +1468,12 @@ impl Inner {
         }
     }
 
+    /// Bytes charged for objects now (object.rs, MEMORY): the sum of the
+    /// threads' counters (one relaxed load each).
+    fn object_bytes(&self) -> usize {
+        self.epochs.all().map(|l| l.object_bytes.load(Ordering::Relaxed)).sum::<i64>().max(0) as usize
+    }
+
     fn item_count(&self) -> u64 {
         self.epochs.all().map(|l| l.items.load(Ordering::Relaxed)).sum::<i64>().max(0) as u64
     }
@@ -1545,7 +1551,10 @@ impl Inner {
             let t = pin.current();
             t.resident_bytes() + t.successor().map_or(0, |n| n.resident_bytes())
         };
-        let charged = index + extra_index_bytes;
+        // Objects (object.rs) live outside the segments: charging them
+        // here shrinks what segments may hold, so the reclaimer evicts
+        // until items and objects fit the budget together.
+        let charged = index + extra_index_bytes + self.object_bytes();
         let resident = segs.set_limit_bytes(self.shared.budget_bytes().saturating_sub(charged));
         Some((resident, segs.limit()))
     }
@@ -2551,6 +2560,24 @@ impl Store {
             j.record(Change::FlushAt { at });
         }
         self.inner.flush_at.store(at as u64, Ordering::Release);
+    }
+
+    /// True when a write that grows a value outside the items (an object,
+    /// object.rs) should be refused: store mode, with the pool's reserved
+    /// memory and the objects' bytes together at or past the budget.
+    /// Cache mode never refuses: its reclaimer evicts until items and
+    /// objects fit (objects are charged to the budget there). Redis's
+    /// `maxmemory` with `noeviction` refuses such writes the same way,
+    /// before they run.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(!store.objects_over_budget());
+    /// ```
+    pub fn objects_over_budget(&self) -> bool {
+        let inner = &*self.inner;
+        inner.cache.is_none()
+            && inner.shared.reserved_bytes().saturating_add(inner.object_bytes()) >= inner.shared.budget_bytes()
     }
 
     /// The store's clock: unix seconds, as used for expiry.

@@ -251,3 +251,50 @@ fn readers_and_in_place_writers_on_one_object() {
     writer.join().unwrap();
     assert_eq!(read(&store, b"k").map(|v| v.len() as u64), Some(PUSHES));
 }
+
+#[test]
+fn objects_count_against_the_budget() {
+    // Store mode: writes that grow objects are refused past the budget.
+    let store = Store::new(Config { memory_limit_bytes: 8 << 20, ..Config::default() }).unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    assert!(!store.objects_over_budget());
+    put(&store, b"small", numbers(vec![1; 1000], &drops), Expiry::Never);
+    assert!(!store.objects_over_budget());
+    put(&store, b"big", numbers(vec![1; 2 << 20], &drops), Expiry::Never); // 16 MiB
+    assert!(store.objects_over_budget());
+    store.delete(b"big").unwrap();
+    wait_drops(&store, &drops, 1);
+    assert!(!store.objects_over_budget());
+
+    // Cache mode: never refused; the reclaimer evicts items until items
+    // and objects fit the budget together.
+    let budget = 32 << 20;
+    let store =
+        Store::new(Config { memory_limit_bytes: budget, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    let value = [7u8; 100];
+    let keys = 200_000u64; // about 24 MB of items
+    for i in 0..keys {
+        store.set(format!("s:{i:08}").as_bytes(), &value, 0, Expiry::Never).unwrap();
+    }
+    let live_strings =
+        |store: &Store| (0..keys).filter(|i| store.get(format!("s:{i:08}").as_bytes(), |_| ()).is_some()).count();
+    let before = live_strings(&store);
+    put(&store, b"big", numbers(vec![1; 2 << 20], &drops), Expiry::Never); // 16 MiB
+    assert!(!store.objects_over_budget());
+    // The maintenance thread re-accounts every round; writes make it
+    // reclaim. Bounded wait for the segments to shrink below the budget
+    // less the object.
+    let mut fits = false;
+    for round in 0..2000u64 {
+        store.set(format!("t:{round}").as_bytes(), &value, 0, Expiry::Never).unwrap();
+        let s = store.stats();
+        if s.reserved_bytes as usize + s.object_bytes as usize <= budget {
+            fits = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(fits, "segments shrink to leave room for the object: {:?}", store.stats());
+    assert!(live_strings(&store) < before, "items were evicted to make room");
+    assert!(read(&store, b"big").is_some_and(|v| v.len() == 2 << 20));
+}
