@@ -29,7 +29,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             });
             match r {
                 Access::Done(true) => {}
-                Access::Done(false) | Access::Absent | Access::NotPersisted => null(ctx, out),
+                Access::Done(false) | Access::Absent | Access::NotPersisted | Access::OutOfMemory => null(ctx, out),
                 Access::WrongType => push_error(out, typed::WRONGTYPE.as_bytes()),
             }
         }
@@ -233,7 +233,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         });
         match r {
             Access::Done(Some(f)) => push_bulk(out, &f),
-            Access::Done(None) | Access::Absent | Access::NotPersisted => null(ctx, out),
+            Access::Done(None) | Access::Absent | Access::NotPersisted | Access::OutOfMemory => null(ctx, out),
             Access::WrongType => push_error(out, typed::WRONGTYPE.as_bytes()),
         }
         return;

@@ -44,6 +44,10 @@ pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding th
 pub(crate) const NOT_PERSISTED: &str =
     "ERR hash, list, set and sorted set writes are refused with --dir: Amalgam does not persist them yet";
 
+/// Redis's reply to a `denyoom` command past `maxmemory` under
+/// `noeviction`.
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
 /// What a key holds, as TYPE names it.
 pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
     match it.tag() {
@@ -78,6 +82,9 @@ pub(crate) enum Access<R> {
     /// A write refused: the server persists (`--dir`) and collections
     /// are not persisted yet.
     NotPersisted,
+    /// A write that may grow a collection, refused: store mode, and
+    /// items and objects fill the budget (`Store::objects_over_budget`).
+    OutOfMemory,
 }
 
 /// Reads the `kind` collection at `key` with `f`, lock-free for a compact
@@ -127,6 +134,10 @@ pub(crate) fn write<R>(
         // object.rs journals their changes as records persistence does
         // not write yet): refuse rather than lose them at a restart.
         return Ok(Access::NotPersisted);
+    }
+    if create && ctx.shared.store.objects_over_budget() {
+        // Store mode, full: Redis's noeviction refuses denyoom commands.
+        return Ok(Access::OutOfMemory);
     }
     let t = ctx.shared.thresholds.load();
     let r = ctx.shared.store.update(key, |old| {
@@ -211,6 +222,10 @@ pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&
         }
         Access::NotPersisted => {
             push_error(out, NOT_PERSISTED.as_bytes());
+            None
+        }
+        Access::OutOfMemory => {
+            push_error(out, OOM.as_bytes());
             None
         }
     }
