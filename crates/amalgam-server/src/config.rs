@@ -29,7 +29,9 @@ pub const THREADS_MAX: usize = 256;
 /// protocol (Mercury's hash table, MemC3's optimistic reads, MICA's
 /// batching).
 #[derive(Parser, Debug, Clone)]
-#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true)]
+// args_override_self: a repeated flag takes its last value, as memcached's
+// getopt loop does (wrappers append to a base command line).
+#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true, args_override_self = true)]
 pub struct Args {
     /// TCP port to listen on (memcached's -p).
     #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
