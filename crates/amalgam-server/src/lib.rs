@@ -10,7 +10,8 @@
 //!             │  round-robin hand-off: inbox + Waker per worker
 //!             ▼
 //!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
-//!   signals (SIGINT/SIGTERM) ── sets `shutdown`, wakes everyone
+//!   signals (SIGINT/SIGTERM, `shutdown` with -A) ── sets `shutdown`, wakes everyone
+//!           (SIGHUP: logged with -v, never stops the server)
 //! ```
 //! One epoll loop per worker thread (`-t`, default: one per core); a
 //! connection lives on one worker for its whole life. No lock is taken on
@@ -37,6 +38,14 @@
 //! does not read its replies stops being read from once its pending output
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
+//!
+//! ## Operator commands (`admin.rs`)
+//! The `stats` groups (one composing function each), `lru_crawler
+//! metadump` (streamed by the worker a bucket at a time under the output
+//! high-water mark), `shutdown` and `verbosity`. Amalgam has no slabs: the
+//! groups report the slab classes memcached would put the same items in
+//! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
+//! checks are in `config.rs` and `main.rs`.
 //!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
