@@ -253,6 +253,7 @@ pub fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
     push_stat(out, "merge_segments", yes_no(merging));
     push_stat(out, "flush_enabled", yes_no(!a.disable_flush_all));
+    push_stat(out, "dump_enabled", yes_no(!a.disable_dumping));
     push_stat(out, "track_sizes", yes_no(a.track_sizes()));
 }
 
@@ -330,9 +331,13 @@ pub fn conns_stats(shared: &Shared, out: &mut Vec<u8>) {
 /// worker streams ([`metadump_step`]); anything else is `ERROR` (the
 /// crawler's tuning has no counterpart; the background expiry sweep runs
 /// on its own).
-pub fn lru_crawler(args: Keys<'_>, out: &mut Vec<u8>) -> After {
+pub fn lru_crawler(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
     let mut it = args.iter();
     match (it.next(), it.next()) {
+        (Some(b"metadump"), Some(_)) if shared.args.disable_dumping => {
+            push_line(out, "ERROR metadump not allowed");
+            After::Continue
+        }
         (Some(b"metadump"), Some(_)) => After::MetaDump,
         _ => {
             push_line(out, reply::ERROR);

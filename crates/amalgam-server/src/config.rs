@@ -157,6 +157,11 @@ pub struct Args {
     #[arg(short = 'o', long = "extended", value_name = "opt[,opt...]")]
     pub extended: Vec<String>,
 
+    /// Refuse `lru_crawler metadump` with "ERROR metadump not allowed"
+    /// (memcached's -X).
+    #[arg(short = 'X', long = "disable-dumping")]
+    pub disable_dumping: bool,
+
     /// Run in the background (memcached's -d): the command returns once
     /// the server listens, or fails with the reason if it could not start.
     #[arg(short = 'd', long = "daemon")]

@@ -236,7 +236,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         Request::Quit => return After::Close,
         Request::Stats { args } => crate::admin::stats_command(shared, args, out),
         Request::Shutdown { args } => return crate::admin::shutdown(shared, args, out),
-        Request::LruCrawler { args } => return crate::admin::lru_crawler(args, out),
+        Request::LruCrawler { args } => return crate::admin::lru_crawler(shared, args, out),
         Request::Meta { cmd, line, data } => return crate::meta::run(shared, stats, cmd, line, data, out),
     }
     After::Continue

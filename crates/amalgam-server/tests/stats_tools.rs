@@ -241,3 +241,12 @@ fn memcached_tool_display_stats_and_dump_work() {
         format!("VALUE flagged 7 3\r\nabc\r\nVALUE c 0 100\r\n{hundred}\r\nEND\r\n").as_bytes(),
     );
 }
+
+#[test]
+fn dumping_can_be_disabled() {
+    let Some(s) = Server::with_flags(&["-X"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    exchange(&mut c, b"lru_crawler metadump all\r\n", b"ERROR metadump not allowed\r\n");
+    assert_eq!(stats_map(&mut c, "settings").get("dump_enabled").map(String::as_str), Some("no"));
+}
