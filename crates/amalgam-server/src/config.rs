@@ -162,6 +162,36 @@ pub struct Args {
     #[arg(short = 'X', long = "disable-dumping")]
     pub disable_dumping: bool,
 
+    /// Refuse to evict when full (memcached's -M): the same as
+    /// `--eviction none`.
+    #[arg(short = 'M', long = "disable-evictions")]
+    pub disable_evictions: bool,
+
+    /// memcached's -k (lock all memory with mlockall): accepted with a
+    /// warning; Amalgam does not lock its memory.
+    #[arg(short = 'k', long = "lock-memory")]
+    pub lock_memory: bool,
+
+    /// memcached's tuning flags with no counterpart in Amalgam, accepted
+    /// and ignored so its command lines start unchanged: -r (core file
+    /// limit), -L (large pages: the engine puts large budgets on
+    /// hugepages by itself), -R (requests per event: a connection's turn
+    /// is bounded by ROUNDS_PER_TURN_MAX), -b (listen backlog: 1024, as
+    /// memcached's default), -f and -n (slab growth factor and minimum
+    /// size: there are no slabs).
+    #[arg(short = 'r', long = "enable-coredumps", hide = true)]
+    pub ignored_coredumps: bool,
+    #[arg(short = 'L', long = "enable-largepages", hide = true)]
+    pub ignored_largepages: bool,
+    #[arg(short = 'R', long = "max-reqs-per-event", hide = true)]
+    pub ignored_reqs_per_event: Option<u32>,
+    #[arg(short = 'b', long = "listen-backlog", hide = true)]
+    pub ignored_backlog: Option<u32>,
+    #[arg(short = 'f', long = "slab-growth-factor", hide = true)]
+    pub ignored_growth_factor: Option<f64>,
+    #[arg(short = 'n', long = "slab-min-size", hide = true)]
+    pub ignored_slab_min_size: Option<u32>,
+
     /// Run in the background (memcached's -d): the command returns once
     /// the server listens, or fails with the reason if it could not start.
     #[arg(short = 'd', long = "daemon")]
@@ -274,6 +304,9 @@ impl Args {
 
     fn from_matches(m: clap::ArgMatches) -> Args {
         let mut a = Args::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
+        if a.disable_evictions {
+            a.eviction = amalgam_engine::evict::Eviction::None;
+        }
         a.resp_port_explicit = m.value_source("resp_port") == Some(clap::parser::ValueSource::CommandLine);
         a
     }
@@ -496,5 +529,9 @@ mod memcached_flags {
         let a = Args::parse_from(["amalgam", "-A", "-F", "-C", "-d", "-P", "/tmp/p", "-u", "memcache"]);
         assert!(a.enable_shutdown && a.disable_flush_all && a.disable_cas && a.daemon);
         assert_eq!(a.user.as_deref(), Some("memcache"));
+        let argv = ["amalgam", "-M", "-k", "-r", "-L", "-R", "20", "-b", "1024", "-f", "1.25", "-n", "48"];
+        let a = Args::try_parse_all(argv).unwrap();
+        assert_eq!(a.eviction, amalgam_engine::evict::Eviction::None);
+        assert!(a.lock_memory);
     }
 }

@@ -49,6 +49,9 @@ fn main() -> ExitCode {
             Ok(_) => {}
         }
     }
+    if args.lock_memory {
+        eprintln!("amalgam: warning: -k is not implemented: memory is not locked (mlockall)");
+    }
     if let Err(e) = args.validate() {
         eprintln!("amalgam: {e}");
         return ExitCode::from(EXIT_USAGE);

@@ -378,3 +378,24 @@ fn start_up_errors_say_what_to_do() {
         }
     }
 }
+
+#[test]
+fn disable_evictions_refuses_instead_of_evicting() {
+    let Some(s) = Server::with_flags(&["-M", "-m", "4"]) else { return };
+    let mut c = s.connect();
+    let value = "v".repeat(100 * 1024);
+    let mut refused = false;
+    for i in 0..200 {
+        let reply = line(&mut c, format!("set big{i} 0 0 {}\r\n{value}\r\n", value.len()).as_bytes());
+        if reply == "SERVER_ERROR out of memory storing object\r\n" {
+            refused = true;
+            break;
+        }
+        assert_eq!(reply, "STORED\r\n", "set big{i}");
+    }
+    assert!(refused, "20 MB into -m 4 without a refusal");
+    // Nothing was evicted to make room.
+    let first = request(&mut c, b"get big0\r\n", b"END\r\n");
+    assert!(first.starts_with(b"VALUE big0 0 102400\r\n"), "{}", show(&first));
+    assert_eq!(stat(&mut c, "evictions"), 0);
+}
