@@ -10,7 +10,8 @@
 //!             │  round-robin hand-off: inbox + Waker per worker
 //!             ▼
 //!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
-//!   signals (SIGINT/SIGTERM) ── sets `shutdown`, wakes everyone
+//!   signals (SIGINT/SIGTERM, `shutdown` with -A) ── sets `shutdown`, wakes everyone
+//!           (SIGHUP: logged with -v, never stops the server)
 //! ```
 //! One epoll loop per worker thread (`-t`, default: one per core); a
 //! connection lives on one worker for its whole life. No lock is taken on
@@ -38,6 +39,14 @@
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
 //!
+//! ## Operator commands (`admin.rs`)
+//! The `stats` groups (one composing function each), `lru_crawler
+//! metadump` (streamed by the worker a bucket at a time under the output
+//! high-water mark), `shutdown` and `verbosity`. Amalgam has no slabs: the
+//! groups report the slab classes memcached would put the same items in
+//! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
+//! checks are in `config.rs` and `main.rs`.
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled
@@ -61,6 +70,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod config;
 pub mod exec;
 pub mod meta;
@@ -70,8 +80,10 @@ pub mod worker;
 
 use amalgam_engine::Store;
 use config::Args;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// State every worker shares.
@@ -91,12 +103,32 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
+    /// memcached's verbosity: `-v` at start, then the `verbosity` command.
+    pub verbosity: AtomicU32,
+    /// Listeners and open connections for `stats conns` (written at
+    /// accept and close only, never per request).
+    pub conns: Mutex<ConnRegistry>,
+}
+
+/// What `stats conns` lists, by file descriptor.
+#[derive(Debug, Default)]
+pub struct ConnRegistry {
+    pub listeners: BTreeMap<i32, SocketAddr>,
+    pub open: BTreeMap<i32, OpenConn>,
+}
+
+/// One open connection's addresses.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenConn {
+    pub peer: SocketAddr,
+    pub listen: SocketAddr,
 }
 
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
         let threads = args.worker_threads();
+        let args_verbose = args.verbose;
         let store = Store::new(amalgam_engine::Config {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
@@ -104,7 +136,20 @@ impl Shared {
             merge_segments: args.merge_segments,
             ..amalgam_engine::Config::default()
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("could not map") {
+                // The engine's advice covers a budget too small for its
+                // segments; a map refused outright means too large.
+                format!(
+                    "-m {} asks for more memory than this machine can reserve ({}): give a smaller -m",
+                    args.memory_limit_mb,
+                    e.split(" (").next().unwrap_or(&e)
+                )
+            } else {
+                e
+            }
+        })?;
         let seg = store.stats().segment_bytes as usize;
         if seg > 0 && seg < args.max_item_size {
             eprintln!(
@@ -156,6 +201,22 @@ impl Shared {
                 .unwrap_or(0),
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
+            verbosity: AtomicU32::new(u32::from(args_verbose)),
+            conns: Mutex::new(ConnRegistry::default()),
         }))
+    }
+
+    /// False with `-C`: every CAS reads 0 (config.rs).
+    pub fn cas_enabled(&self) -> bool {
+        !self.args.disable_cas
+    }
+
+    /// The CAS a client sees for an item whose CAS is `cas`.
+    pub fn visible_cas(&self, cas: u64) -> u64 {
+        if self.cas_enabled() {
+            cas
+        } else {
+            0
+        }
     }
 }
