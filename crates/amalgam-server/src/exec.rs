@@ -225,7 +225,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
     After::Continue
 }
 
-fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
+pub(crate) fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
     let mut it = args.iter();
     match it.next() {
         None => general_stats(shared, out),

@@ -61,6 +61,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod binary;
 pub mod config;
 pub mod exec;
 pub mod meta;

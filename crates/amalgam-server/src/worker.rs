@@ -176,6 +176,10 @@ struct Conn {
     /// The RESP session of a connection from the RESP listener; None for
     /// memcached's protocol.
     resp: Option<Box<crate::resp::Session>>,
+    /// memcached's binary protocol: decided by the first byte a memcached
+    /// connection sends (`0x80`), as memcached's `try_read_command_negotiate`
+    /// does, and kept for the connection's life; None until a byte came.
+    binary: Option<bool>,
     /// With persistence: the log position the pending replies depend on
     /// (the worker thread's last journaled record when they were made);
     /// they are sent once the log has secured it (lib.rs § Persistence).
@@ -257,6 +261,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         drained: false,
                         hup: false,
                         resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
+                        binary: None,
                         commit_target: 0,
                     });
                     ready.push(token.0);
@@ -421,10 +426,16 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, binary, .. } = self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
             return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+        }
+        if binary.is_none() && *rstart < buf.len() {
+            *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
+        }
+        if *binary == Some(true) {
+            return crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits);
         }
         let mut pos = *rstart;
         let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
