@@ -537,3 +537,178 @@ pub fn request(opcode: u8, key: &[u8], extras: &[u8], value: &[u8], opaque: u32,
 const _: () = assert!(HEADER_BYTES + u8::MAX as usize + KEY_BYTES_MAX < crate::LINE_BYTES_MAX);
 // A head the parser waits for fits the read buffer's floor.
 const _: () = assert!(HEAD_BYTES_MAX < crate::GET_LINE_BYTES_MAX);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits { value_bytes_max: 16 };
+
+    fn done(p: &[u8]) -> (Request<'_>, usize) {
+        match parse(p, LIMITS) {
+            Parse::Done(r, n) => (r, n),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn failure(p: &[u8]) -> Failure {
+        match parse(p, LIMITS) {
+            Parse::Fail(f) => f,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn header_fields() {
+        let p = request(opcode::GETKQ, b"key", &[], b"", 0x0102_0304, 0x1122_3344_5566_7788);
+        assert_eq!(&p[..12], &[0x80, 0x0d, 0, 3, 0, 0, 0, 0, 0, 0, 0, 3]);
+        let (r, n) = done(&p);
+        assert_eq!(n, p.len());
+        assert_eq!((r.opcode, r.opaque, r.cas), (opcode::GETKQ, 0x0102_0304, 0x1122_3344_5566_7788));
+        assert_eq!(r.command, Command::Get { key: b"key", quiet: true, with_key: true });
+    }
+
+    /// Parses `p` whole and compares its command with `want`.
+    #[track_caller]
+    fn check(p: Vec<u8>, want: Command<'_>) {
+        let (r, n) = done(&p);
+        assert_eq!((r.command, n), (want, p.len()));
+    }
+
+    #[test]
+    fn every_command_shape() {
+        let set_extras = [0, 0, 0, 7, 0, 0, 0, 60];
+        check(
+            request(opcode::ADDQ, b"k", &set_extras, b"val", 1, 5),
+            Command::Store { op: StoreOp::Add, key: b"k", flags: 7, exptime: 60, value: b"val", quiet: true },
+        );
+        check(
+            request(opcode::PREPEND, b"k", &[], b"v", 1, 0),
+            Command::Store { op: StoreOp::Prepend, key: b"k", flags: 0, exptime: 0, value: b"v", quiet: false },
+        );
+        let mut ext = Vec::new();
+        ext.extend_from_slice(&3u64.to_be_bytes());
+        ext.extend_from_slice(&9u64.to_be_bytes());
+        ext.extend_from_slice(&ARITH_NO_CREATE.to_be_bytes());
+        check(
+            request(opcode::DECREMENTQ, b"n", &ext, b"", 1, 0),
+            Command::Arith { incr: false, key: b"n", delta: 3, initial: 9, exptime: ARITH_NO_CREATE, quiet: true },
+        );
+        check(
+            request(opcode::GATK, b"k", &100u32.to_be_bytes(), b"", 1, 0),
+            Command::Gat { key: b"k", exptime: 100, quiet: false, with_key: true },
+        );
+        check(request(opcode::TOUCH, b"k", &5u32.to_be_bytes(), b"", 1, 0), Command::Touch { key: b"k", exptime: 5 });
+        check(
+            request(opcode::FLUSHQ, b"", &10u32.to_be_bytes(), b"", 1, 0),
+            Command::Flush { exptime: 10, quiet: true },
+        );
+        check(request(opcode::FLUSH, b"", &[], b"", 1, 0), Command::Flush { exptime: 0, quiet: false });
+        check(request(opcode::DELETEQ, b"k", &[], b"", 1, 0), Command::Delete { key: b"k", quiet: true });
+        check(request(opcode::QUITQ, b"", &[], b"", 1, 0), Command::Quit { quiet: true });
+        check(request(opcode::NOOP, b"", &[], b"", 1, 0), Command::Noop);
+        check(request(opcode::VERSION, b"", &[], b"", 1, 0), Command::Version);
+        check(request(opcode::STAT, b"items", &[], b"", 1, 0), Command::Stat { group: b"items" });
+    }
+
+    #[test]
+    fn every_prefix_is_incomplete() {
+        let p = request(opcode::SET, b"key", &[0; 8], b"value", 1, 0);
+        for cut in 0..p.len() {
+            assert_eq!(parse(&p[..cut], LIMITS), Parse::Incomplete, "cut {cut}");
+        }
+        // A pipelined next request is not read into this one.
+        let mut two = p.clone();
+        two.extend_from_slice(&request(opcode::NOOP, b"", &[], b"", 2, 0));
+        assert_eq!(done(&two).1, p.len());
+    }
+
+    #[test]
+    fn touch_and_stat_leave_extra_body_bytes_unread() {
+        // memcached reads only header, extras and key for these.
+        let mut p = request(opcode::TOUCH, b"k", &[0; 4], b"", 1, 0);
+        let head = p.len();
+        p[8..12].copy_from_slice(&(5 + 24u32).to_be_bytes());
+        assert_eq!(done(&p).1, head);
+        let mut p = request(opcode::STAT, b"", &[], b"", 1, 0);
+        p[8..12].copy_from_slice(&24u32.to_be_bytes());
+        assert_eq!(done(&p).1, HEADER_BYTES);
+    }
+
+    #[test]
+    fn malformed_headers() {
+        // Bad magic: close without a reply.
+        let mut p = request(opcode::NOOP, b"", &[], b"", 1, 0);
+        p[0] = 0x81;
+        let f = failure(&p);
+        assert_eq!((f.reply, f.close), (None, true));
+        // Key and extras longer than the body: Unknown command, close.
+        let mut p = request(opcode::GET, b"abc", &[], b"", 9, 0);
+        p[8..12].copy_from_slice(&2u32.to_be_bytes());
+        let f = failure(&p);
+        assert_eq!(f.reply, Some(ErrorReply { opcode: opcode::GET, status: status::UNKNOWN_COMMAND, opaque: 9 }));
+        assert!(f.close);
+        // A key over 250 bytes: Invalid arguments, close.
+        let f = failure(&request(opcode::GET, &[b'k'; 251], &[], b"", 1, 0));
+        assert_eq!((f.reply.map(|r| r.status), f.close), (Some(status::EINVAL), true));
+        // Wrong lengths for the command.
+        for p in [
+            request(opcode::GET, b"", &[], b"", 1, 0),
+            request(opcode::SET, b"k", &[0; 4], b"v", 1, 0),
+            request(opcode::INCREMENT, b"k", &[0; 20], b"v", 1, 0),
+            request(opcode::NOOP, b"", &[], b"x", 1, 0),
+            request(opcode::FLUSH, b"", &[0; 2], b"", 1, 0),
+            request(opcode::SASL_AUTH, b"", &[], b"", 1, 0),
+        ] {
+            let f = failure(&p);
+            assert_eq!((f.reply.map(|r| r.status), f.close), (Some(status::EINVAL), true), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_commands_swallow_their_body_after_the_key() {
+        let f = failure(&request(0x50, b"abc", &[0; 2], b"xyz", 4, 0));
+        assert_eq!(f.reply, Some(ErrorReply { opcode: 0x50, status: status::UNKNOWN_COMMAND, opaque: 4 }));
+        assert_eq!((f.consumed, f.swallow, f.close), (HEADER_BYTES + 5, 8, false));
+        let f = failure(&request(opcode::SASL_AUTH, b"PLAIN", &[], b"data", 4, 0));
+        assert_eq!((f.consumed, f.swallow, f.close), (HEADER_BYTES + 5, 4, false));
+        let f = failure(&request(opcode::VERBOSITY, b"", &[0; 4], b"", 4, 0));
+        assert_eq!(f.reply.map(|r| r.status), Some(status::UNKNOWN_COMMAND));
+    }
+
+    #[test]
+    fn too_large_is_decided_from_the_head() {
+        let p = request(opcode::SET, b"key", &[0; 8], &[b'v'; 17], 3, 0);
+        let head = HEADER_BYTES + 8 + 3;
+        let f = failure(&p[..head]);
+        assert_eq!(f.reply, Some(ErrorReply { opcode: opcode::SET, status: status::E2BIG, opaque: 3 }));
+        assert_eq!((f.consumed, f.swallow, f.close), (head, 17, false));
+        assert_eq!(f.unlink, Some(Unlink { start: HEADER_BYTES + 8, end: head, base64: false }));
+        // Only a set unlinks the old value.
+        let f = failure(&request(opcode::ADD, b"key", &[0; 8], &[b'v'; 17], 3, 0));
+        assert_eq!(f.unlink, None);
+        // At the limit is fine.
+        assert!(matches!(parse(&request(opcode::SET, b"key", &[0; 8], &[b'v'; 16], 3, 0), LIMITS), Parse::Done(..)));
+    }
+
+    #[test]
+    fn responses() {
+        let mut out = Vec::new();
+        push_response(&mut out, opcode::GETK, status::SUCCESS, 0x0a0b_0c0d, 2, &[0, 0, 0, 9], b"k", b"vv");
+        assert_eq!(
+            out,
+            [
+                &[0x81, 0x0c, 0, 1, 4, 0, 0, 0, 0, 0, 0, 7, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 0, 0, 0, 0, 2][..],
+                &[0, 0, 0, 9],
+                b"k",
+                b"vv"
+            ]
+            .concat()
+        );
+        out.clear();
+        push_error(&mut out, ErrorReply { opcode: opcode::INCREMENT, status: status::DELTA_BADVAL, opaque: 1 });
+        assert_eq!(&out[6..8], &[0, 6]);
+        assert_eq!(&out[24..], b"Non-numeric server-side value for incr or decr");
+        assert_eq!(u32::from_be_bytes([out[8], out[9], out[10], out[11]]) as usize, out.len() - 24);
+    }
+}
