@@ -562,3 +562,35 @@ fn protocol_is_chosen_by_the_first_byte() {
     assert!(v.starts_with(b"VERSION 1.6."), "{}", show(&v));
     exchange(&mut t, &noop(1), b"ERROR\r\n");
 }
+
+/// A full cache that may not evict answers a store with memcached's
+/// out-of-memory status and keeps what it has (memcached needs -M for
+/// this, amalgam --eviction none).
+#[test]
+fn out_of_memory() {
+    let memcached = common::binary().contains("memcached");
+    let flags: &[&str] = if memcached { &["-m", "2", "-M"] } else { &["-m", "2", "--eviction", "none"] };
+    let Some(s) = Server::with_flags(flags) else { return };
+    let mut c = s.connect();
+    let value = vec![b'x'; 100_000];
+    let mut stored = 0u32;
+    let refused = loop {
+        let p =
+            call(&mut c, &request(op::SET, format!("oom{stored}").as_bytes(), &store_extras(0, 0), &value, stored, 0));
+        if p.status != status::SUCCESS {
+            break p;
+        }
+        stored += 1;
+        assert!(stored < 1000, "2 MB held {stored} values of 100 kB");
+    };
+    assert_error(&refused, op::SET, stored, status::ENOMEM, "Out of memory allocating item");
+    assert!(stored >= 5, "only {stored} values of 100 kB fit in 2 MB");
+    let p = call(&mut c, &request(op::GET, b"oom0", &[], b"", 1, 0));
+    assert_eq!((p.status, p.value.len()), (status::SUCCESS, value.len()));
+    // Quiet or not, the error is answered; the connection goes on.
+    let mut req = request(op::SETQ, b"oomq", &store_extras(0, 0), &value, 2, 0);
+    req.extend_from_slice(&noop(3));
+    send(&mut c, &req);
+    assert_error(&read_packet(&mut c), op::SETQ, 2, status::ENOMEM, "Out of memory allocating item");
+    assert_ok(&read_packet(&mut c), op::NOOP, 3);
+}
