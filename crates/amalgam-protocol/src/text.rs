@@ -40,6 +40,13 @@ pub enum StoreOp {
 pub struct Keys<'a>(&'a [u8]);
 
 impl<'a> Keys<'a> {
+    /// Keys split from `line` (space-separated), as a get line's are: for
+    /// callers that name keys or `stats` arguments without a text line
+    /// (the binary protocol's `stat` group).
+    pub fn new(line: &'a [u8]) -> Keys<'a> {
+        Keys(line)
+    }
+
     /// The keys in order.
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.0.split(|&b| b == b' ').filter(|t| !t.is_empty())

@@ -3,6 +3,8 @@
 //! The `amalgam` binary: memcached's text protocol served from the Amalgam
 //! engine, a drop-in for memcached (same flags, same defaults, same replies),
 //! and Redis's RESP on a second port over the same keyspace (`resp.rs`).
+//! memcached's binary protocol shares the memcached port: a connection
+//! whose first byte is `0x80` is served by `binary.rs` for its life.
 //!
 //! ## Threads
 //! ```text
@@ -71,6 +73,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod binary;
 pub mod config;
 pub mod exec;
 pub mod meta;

@@ -458,7 +458,7 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
 
 /// memcached's incr/decr parse of a stored value: digits, optionally
 /// padded with spaces (what an in-place decr leaves).
-fn counter_value(v: &[u8]) -> Option<u64> {
+pub(crate) fn counter_value(v: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;

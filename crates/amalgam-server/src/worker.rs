@@ -193,6 +193,10 @@ struct Conn {
     /// An `lru_crawler metadump` in progress: the scan cursor it goes on
     /// from once the output drains (admin.rs).
     dump: Option<u64>,
+    /// memcached's binary protocol: decided by the first byte a memcached
+    /// connection sends (`0x80`), as memcached's `try_read_command_negotiate`
+    /// does, and kept for the connection's life; None until a byte came.
+    binary: Option<bool>,
     /// With persistence: the log position the pending replies depend on
     /// (the worker thread's last journaled record when they were made);
     /// they are sent once the log has secured it (lib.rs § Persistence).
@@ -276,6 +280,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         hup: false,
                         resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
                         dump: None,
+                        binary: None,
                         commit_target: 0,
                     });
                     ready.push(token.0);
@@ -450,10 +455,16 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, .. } = self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
             return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+        }
+        if binary.is_none() && *rstart < buf.len() {
+            *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
+        }
+        if *binary == Some(true) {
+            return crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits);
         }
         // A metadump streams before any later request is parsed, so
         // replies keep their order; it stops at the high-water mark and
