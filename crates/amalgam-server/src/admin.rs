@@ -357,6 +357,10 @@ pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_b
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     loop {
         cursor = shared.store.scan(cursor, |it| {
+            // Collections (engine object.rs) are not memcached items.
+            if it.tag() != amalgam_engine::TAG_BYTES {
+                return;
+            }
             out.extend_from_slice(b"key=");
             uri_encode(it.key(), out);
             let exp = match it.expiry() {

@@ -144,7 +144,8 @@ fn run_gets(store: &Store, stats: &WorkerStats, gets: &mut Vec<Request<'_>>, out
     store.get_batch(&keys, |i, item| {
         let req = &gets[i];
         let Command::Get { key, quiet, with_key } = req.command else { return };
-        match item {
+        // A collection (engine object.rs) is not a memcached item.
+        match item.filter(|it| it.tag() == amalgam_engine::TAG_BYTES) {
             Some(it) => {
                 hits += 1;
                 let k = if with_key { it.key() } else { &[][..] };

@@ -5,7 +5,7 @@
 
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, Store};
+use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
 use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
 
@@ -44,7 +44,9 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
             out.extend_from_slice(b"END\r\n");
             ended += 1;
         }
-        if let Some(it) = item {
+        // A collection (a RESP hash, list, set or sorted set: engine
+        // object.rs) is not a memcached item: absent here.
+        if let Some(it) = item.filter(|it| it.tag() == TAG_BYTES) {
             hits += 1;
             push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| shared.visible_cas(it.cas())));
         }
