@@ -61,6 +61,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod meta;
@@ -91,6 +92,8 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
+    /// Every RESP connection, for CLIENT LIST/KILL and MONITOR.
+    pub clients: clients::Registry,
 }
 
 impl Shared {
@@ -156,6 +159,7 @@ impl Shared {
                 .unwrap_or(0),
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
+            clients: clients::Registry::new(threads),
         }))
     }
 }

@@ -64,6 +64,8 @@ fn run(args: Args) -> Result<(), String> {
         joins.push(join);
     }
 
+    shared.clients.set_wakers(handles.iter().map(|h| h.waker_clone()).collect());
+
     // SIGINT / SIGTERM: stop accepting, stop the workers, exit 0.
     let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;

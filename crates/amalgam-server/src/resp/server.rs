@@ -11,9 +11,10 @@
 //! server with no password; a user and password get WRONGPASS, where
 //! Redis would let its password-less `default` user in).
 
+use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::{self, Cmd, Spec, COMMANDS};
-use super::{arity_ok, int_arg, is, null, wrong_arity, Arg, Ctx};
+use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, push_verbatim, Proto,
@@ -47,7 +48,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
         Cmd::Command => command(ctx, args, out),
-        Cmd::Client => client(ctx, args, out),
+        Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
+        Cmd::Client => {}
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
         Cmd::Auth => match args.len() {
@@ -92,7 +94,7 @@ fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
 
 /// The container's subcommand in `args[1]`, arity-checked; None after
 /// answering Redis's error.
-fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str> {
+pub(crate) fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str> {
     let spec: &Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
     let upper = spec.name.to_ascii_uppercase();
     let Some((name, arity)) = table::subcommand(spec, &args[1]) else {
@@ -110,7 +112,7 @@ fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str
     Some(name)
 }
 
-fn help(lines: &[&str], out: &mut Vec<u8>) {
+pub(crate) fn help(lines: &[&str], out: &mut Vec<u8>) {
     push_array(out, lines.len());
     for l in lines {
         push_simple(out, l);
@@ -154,10 +156,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if !valid_attribute(n) {
             return push_error(out, err::CLIENT_NAME.as_bytes());
         }
-        ctx.session.name = (!n.is_empty()).then(|| n.to_vec());
+        ctx.session.client.attrs().name = (!n.is_empty()).then(|| n.to_vec());
     }
     if let Some(p) = proto {
         ctx.session.proto = p;
+        ctx.session.client.resp.store(if p == Proto::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
     }
     let p = ctx.proto();
     push_map(out, 7, p);
@@ -177,77 +180,17 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     push_array(out, 0);
 }
 
-/// Redis's `validateClientAttr`: printable ASCII without spaces.
-fn valid_attribute(v: &[u8]) -> bool {
-    v.iter().all(|&b| (b'!'..=b'~').contains(&b))
-}
-
-fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let Some(name) = sub(Cmd::Client, args, out) else { return };
-    let s = &mut *ctx.session;
-    match name {
-        "id" => push_int(out, s.id as i64),
-        "getname" => match &s.name {
-            Some(n) => push_bulk(out, n),
-            None => null(ctx, out),
-        },
-        "setname" => {
-            if !valid_attribute(&args[2]) {
-                return push_error(out, err::CLIENT_NAME.as_bytes());
-            }
-            s.name = (!args[2].is_empty()).then(|| args[2].to_vec());
-            push_simple(out, "OK");
-        }
-        "setinfo" => {
-            let attr: &[u8] = &args[2];
-            let slot = if is(attr, "lib-name") {
-                &mut s.lib_name
-            } else if is(attr, "lib-ver") {
-                &mut s.lib_ver
-            } else {
-                let mut m = b"ERR Unrecognized option '".to_vec();
-                m.extend_from_slice(attr.split(|&b| b == 0).next().unwrap_or(b""));
-                m.push(b'\'');
-                return push_error(out, &m);
-            };
-            if !valid_attribute(&args[3]) {
-                let mut m = attr.to_vec();
-                m.extend_from_slice(b" cannot contain spaces, newlines or special characters.");
-                let mut e = b"ERR ".to_vec();
-                e.extend_from_slice(&m);
-                return push_error(out, &e);
-            }
-            *slot = (!args[3].is_empty()).then(|| args[3].to_vec());
-            push_simple(out, "OK");
-        }
-        _ => help(
-            &[
-                "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "ID",
-                "    Return the ID of the current connection.",
-                "GETNAME",
-                "    Return the name of the current connection.",
-                "SETNAME <name>",
-                "    Assign the name <name> to the current connection.",
-                "SETINFO <option> <value>",
-                "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-                "HELP",
-                "    Print this help.",
-            ],
-            out,
-        ),
-    }
-}
-
 /// The parameters CONFIG GET knows, with their values.
 fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let a = &ctx.shared.args;
     let engine = ctx.shared.store.stats();
     vec![
         ("save", String::new()),
-        ("appendonly", "no".into()),
+        ("appendonly", if ctx.shared.persist.is_some() { "yes" } else { "no" }.into()),
+        ("appendfsync", format!("{:?}", a.fsync).to_lowercase()),
+        ("dir", a.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()),
         ("maxmemory", engine.memory_limit_bytes.to_string()),
-        ("maxmemory-policy", "noeviction".into()),
+        ("maxmemory-policy", maxmemory_policy(a.eviction).into()),
         ("maxclients", a.conn_limit.to_string()),
         ("databases", "1".into()),
         ("port", a.resp_port.to_string()),
@@ -428,10 +371,45 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// Redis's name for the eviction policy in force: Redis has no S3-FIFO
+/// or CLOCK, and the closest of its names for a policy that evicts any
+/// key (TTL or not) by recency of use is `allkeys-lru` (CLOCK approximates
+/// LRU; S3-FIFO is a recency policy with a probationary queue). Store mode
+/// (`--eviction none`) is Redis's `noeviction`: a full store refuses
+/// writes with OOM. INFO's `amalgam_eviction` names the real policy.
+pub(crate) fn maxmemory_policy(e: amalgam_engine::evict::Eviction) -> &'static str {
+    match e {
+        amalgam_engine::evict::Eviction::None => "noeviction",
+        _ => "allkeys-lru",
+    }
+}
+
+/// The process's CPU time as Redis's INFO prints it (`%ld.%06ld`
+/// seconds): (system, user, children's system, children's user), from
+/// `/proc/self/stat` (Linux's USER_HZ of 100 ticks a second, so 10 ms
+/// resolution; the server crate calls no libc, so no getrusage).
+fn cpu_seconds() -> [String; 4] {
+    /// `/proc/<pid>/stat` counts in USER_HZ, 100 on every Linux (proc(5)).
+    const TICKS_PER_SECOND: u64 = 100;
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces, so split at
+    // its closing parenthesis): state is field 3, utime 14, stime 15,
+    // cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    let at = |field: usize| f.get(field - 3).copied().unwrap_or(0);
+    let secs =
+        |t: u64| format!("{}.{:06}", t / TICKS_PER_SECOND, (t % TICKS_PER_SECOND) * (1_000_000 / TICKS_PER_SECOND));
+    [secs(at(15)), secs(at(14)), secs(at(17)), secs(at(16))]
+}
+
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 6] = ["server", "clients", "memory", "persistence", "stats", "keyspace"];
+const INFO_SECTIONS: [&str; 9] =
+    ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace"];
 
 fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // `default`, `all` and `everything` differ in Redis by sections
+    // Amalgam does not have (commandstats, latencystats, modules).
     let all = args.len() == 1 || args[1..].iter().any(|a| is(a, "all") || is(a, "everything") || is(a, "default"));
     let wanted: Vec<&str> =
         INFO_SECTIONS.iter().copied().filter(|s| all || args[1..].iter().any(|a| is(a, s))).collect();
@@ -447,7 +425,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             text.push_str("\r\n");
         }
         let mut title = section.to_string();
-        title[..1].make_ascii_uppercase();
+        if *section == "cpu" {
+            title.make_ascii_uppercase();
+        } else {
+            title[..1].make_ascii_uppercase();
+        }
         let _ = write!(text, "# {title}\r\n");
         let mut field = |name: &str, value: &dyn std::fmt::Display| {
             let _ = write!(text, "{name}:{value}\r\n");
@@ -480,7 +462,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_memory_human", &human(used));
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
-                field("maxmemory_policy", &"noeviction");
+                field("maxmemory_policy", &maxmemory_policy(shared.args.eviction));
+                field("amalgam_eviction", &shared.args.eviction);
             }
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
@@ -514,6 +497,18 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("keyspace_hits", &t.get_hits);
                 field("keyspace_misses", &t.get_misses);
             }
+            "replication" => {
+                field("role", &"master");
+                field("connected_slaves", &0);
+            }
+            "cpu" => {
+                let [sys, user, sys_children, user_children] = cpu_seconds();
+                field("used_cpu_sys", &sys);
+                field("used_cpu_user", &user);
+                field("used_cpu_sys_children", &sys_children);
+                field("used_cpu_user_children", &user_children);
+            }
+            "cluster" => field("cluster_enabled", &0),
             _ => {
                 // Redis lists only non-empty databases; the expiry count
                 // is not tracked by the engine.

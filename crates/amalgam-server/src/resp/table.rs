@@ -56,6 +56,7 @@ pub enum Cmd {
     Save,
     Bgsave,
     Lastsave,
+    Monitor,
 }
 
 /// One command's description.
@@ -105,7 +106,7 @@ macro_rules! spec {
 }
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 51] = [
+pub static COMMANDS: [Spec; 52] = [
     spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
     spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
     spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
@@ -359,7 +360,19 @@ pub static COMMANDS: [Spec; 51] = [
         )
     },
     Spec {
-        subcommands: &[("id", 2), ("getname", 2), ("setname", 3), ("setinfo", 4), ("help", 2)],
+        subcommands: &[
+            ("id", 2),
+            ("getname", 2),
+            ("setname", 3),
+            ("setinfo", 4),
+            ("info", 2),
+            ("list", -2),
+            ("kill", -3),
+            ("reply", 3),
+            ("no-evict", 3),
+            ("no-touch", 3),
+            ("help", 2),
+        ],
         ..spec!(
             Client,
             "client",
@@ -371,6 +384,16 @@ pub static COMMANDS: [Spec; 51] = [
             "A container for client connection commands"
         )
     },
+    spec!(
+        Monitor,
+        "monitor",
+        1,
+        &["admin", "noscript", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Listen for all requests received by the server in real time"
+    ),
     spec!(Hello, "hello", -1, CONN, (0, 0, 0), "connection", "6.0.0", "Handshake with Redis"),
     spec!(Auth, "auth", -2, CONN, (0, 0, 0), "connection", "1.0.0", "Authenticate to the server"),
 ];
@@ -385,6 +408,11 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
         return None;
     }
     COMMANDS.iter().find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
+}
+
+/// `spec`'s position in [`COMMANDS`].
+pub fn index_of(spec: &Spec) -> usize {
+    (spec as *const Spec as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Spec>()
 }
 
 /// A container command's subcommand and its arity.
