@@ -47,12 +47,18 @@
 //! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND HELLO AUTH SAVE |
 //! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
 //! | `resp/monitor.rs` | MONITOR |
+//! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `resp/object.rs` | TIME TOUCH OBJECT |
+//! | `resp/lcs.rs` | LCS |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
+mod bits;
 mod client;
 mod glob;
 mod keys;
+mod lcs;
 mod monitor;
+mod object;
 mod server;
 mod strings;
 mod table;
@@ -466,6 +472,11 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Bgsave
         | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
         Cmd::Monitor => monitor::monitor(ctx, out),
+        Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
+            bits::run(ctx, spec.cmd, args, out)
+        }
+        Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
+        Cmd::Lcs => lcs::lcs(ctx, args, out),
     }
     After::Continue
 }

@@ -57,6 +57,17 @@ pub enum Cmd {
     Bgsave,
     Lastsave,
     Monitor,
+    Setbit,
+    Getbit,
+    Bitcount,
+    Bitpos,
+    Bitop,
+    Bitfield,
+    BitfieldRo,
+    Time,
+    Touch,
+    Object,
+    Lcs,
 }
 
 /// One command's description.
@@ -106,7 +117,7 @@ macro_rules! spec {
 }
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 52] = [
+pub static COMMANDS: [Spec; 63] = [
     spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
     spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
     spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
@@ -394,6 +405,83 @@ pub static COMMANDS: [Spec; 52] = [
         "1.0.0",
         "Listen for all requests received by the server in real time"
     ),
+    spec!(
+        Setbit,
+        "setbit",
+        4,
+        W,
+        (1, 1, 1),
+        "bitmap",
+        "2.2.0",
+        "Sets or clears the bit at offset in the string value stored at key"
+    ),
+    spec!(
+        Getbit,
+        "getbit",
+        3,
+        R,
+        (1, 1, 1),
+        "bitmap",
+        "2.2.0",
+        "Returns the bit value at offset in the string value stored at key"
+    ),
+    spec!(Bitcount, "bitcount", -2, &["readonly"], (1, 1, 1), "bitmap", "2.6.0", "Count set bits in a string"),
+    spec!(Bitpos, "bitpos", -3, &["readonly"], (1, 1, 1), "bitmap", "2.8.7", "Find first bit set or clear in a string"),
+    spec!(Bitop, "bitop", -4, W, (2, -1, 1), "bitmap", "2.6.0", "Perform bitwise operations between strings"),
+    spec!(
+        Bitfield,
+        "bitfield",
+        -2,
+        W,
+        (1, 1, 1),
+        "bitmap",
+        "3.2.0",
+        "Perform arbitrary bitfield integer operations on strings"
+    ),
+    spec!(
+        BitfieldRo,
+        "bitfield_ro",
+        -2,
+        R,
+        (1, 1, 1),
+        "bitmap",
+        "6.0.0",
+        "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"
+    ),
+    spec!(
+        Time,
+        "time",
+        1,
+        &["loading", "stale", "fast"],
+        (0, 0, 0),
+        "server",
+        "2.6.0",
+        "Return the current server time"
+    ),
+    spec!(
+        Touch,
+        "touch",
+        -2,
+        R,
+        (1, -1, 1),
+        "generic",
+        "3.2.1",
+        "Alters the last access time of a key(s). Returns the number of existing keys specified."
+    ),
+    Spec {
+        subcommands: &[("encoding", 3), ("freq", 3), ("idletime", 3), ("refcount", 3), ("help", 2)],
+        ..spec!(
+            Object,
+            "object",
+            -2,
+            &[],
+            (0, 0, 0),
+            "generic",
+            "2.2.3",
+            "A container for object introspection commands"
+        )
+    },
+    spec!(Lcs, "lcs", -3, &["readonly"], (1, 2, 1), "string", "7.0.0", "Find longest common substring"),
     spec!(Hello, "hello", -1, CONN, (0, 0, 0), "connection", "6.0.0", "Handshake with Redis"),
     spec!(Auth, "auth", -2, CONN, (0, 0, 0), "connection", "1.0.0", "Authenticate to the server"),
 ];
