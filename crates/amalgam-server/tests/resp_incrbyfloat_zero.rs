@@ -15,7 +15,9 @@ fn incrbyfloat_never_answers_negative_zero() {
         assert_eq!(c.call(&["INCRBYFLOAT", &k, inc]), bulk("0"), "missing key + {inc}");
         assert_eq!(c.call(&["GET", &k]), bulk("0"), "stored as 0 after {inc}");
     }
-    for (start, inc) in [("-0", "-0.0"), ("1", "-1"), ("0.1", "-0.1"), ("3.0", "-3"), ("-1e-400", "0"), ("1e-30", "-1e-30")] {
+    for (start, inc) in
+        [("-0", "-0.0"), ("1", "-1"), ("0.1", "-0.1"), ("3.0", "-3"), ("-1e-400", "0"), ("1e-30", "-1e-30")]
+    {
         assert_eq!(c.call(&["SET", &k, start]), OK);
         assert_eq!(c.call(&["INCRBYFLOAT", &k, inc]), bulk("0"), "{start} + {inc}");
     }

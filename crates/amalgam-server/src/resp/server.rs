@@ -201,6 +201,163 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// How CONFIG SET checks a parameter's value (Redis's config types).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// An integer in [min, max].
+    Int(i64, i64),
+    /// A memory value (`10mb`, `1gb`, bytes).
+    Memory,
+    /// `yes` or `no`.
+    Bool,
+    /// One of the names.
+    Enum(&'static [&'static str]),
+    /// Any text.
+    Text,
+    /// Immutable in Redis too.
+    Immutable,
+}
+
+/// The type of each CONFIG GET parameter, as Redis 7.0 declares it.
+fn config_kind(name: &str) -> Kind {
+    match name {
+        "maxclients" => Kind::Int(1, u32::MAX as i64),
+        "timeout" => Kind::Int(0, i32::MAX as i64),
+        "port" => Kind::Int(0, 65535),
+        "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
+        "appendonly" => Kind::Bool,
+        "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
+        "maxmemory-policy" => Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
+        "databases" | "io-threads" => Kind::Immutable,
+        _ => Kind::Text,
+    }
+}
+
+/// Redis's `memtoull`: digits with an optional unit (k = 1000, kb =
+/// 1024, m, mb, g, gb), case-insensitive.
+fn memory_value(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Checks `v` against `kind` and compares it with `current`: Ok(true) if
+/// it is the current value.
+fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
+    let same = match kind {
+        Kind::Int(min, max) => {
+            let n = int_arg(v).ok_or("argument couldn't be parsed into an integer")?;
+            if n < min || n > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            current.parse() == Ok(n)
+        }
+        Kind::Memory => memory_value(v).ok_or("argument must be a memory value")? == current.parse().unwrap_or(0),
+        Kind::Bool => {
+            if !is(v, "yes") && !is(v, "no") {
+                return Err("argument must be 'yes' or 'no'".into());
+            }
+            v.eq_ignore_ascii_case(current.as_bytes())
+        }
+        Kind::Enum(names) => {
+            if !names.iter().any(|n| is(v, n)) {
+                return Err(format!("argument(s) must be one of the following: {}", names.join(", ")));
+            }
+            v.eq_ignore_ascii_case(current.as_bytes())
+        }
+        Kind::Text => v == current.as_bytes(),
+        Kind::Immutable => return Err("can't set immutable config".into()),
+    };
+    Ok(same)
+}
+
+/// CONFIG SET name value [name value ...], Redis 7.0's `configSetCommand`:
+/// every pair is looked up and checked before anything is applied, and
+/// the first failure (in Redis's order: unknown name, immutable,
+/// duplicate, then each value's check) answers its error with nothing
+/// changed. Amalgam changes none of these at run time: a value equal to
+/// the current one is accepted (so `CONFIG SET save ""` and friends from
+/// tools succeed), any other gets "can't set immutable config" — restart
+/// with the flag instead. With no parameter changed, there is nothing to
+/// roll back; one that becomes settable applies only after every check.
+fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if args.len() % 2 == 1 {
+        return push_error(out, err::SYNTAX.as_bytes());
+    }
+    let params = config_params(ctx);
+    let c_str = |a: &[u8]| String::from_utf8_lossy(a.split(|&b| b == 0).next().unwrap_or(b"")).into_owned();
+    let mut unknown: Option<String> = None;
+    let mut failed: Option<(String, String)> = None;
+    let mut chosen: Vec<(usize, &[u8])> = Vec::new();
+    for pair in args[2..].chunks_exact(2) {
+        let Some(i) = params.iter().position(|(n, _)| is(&pair[0], n)) else {
+            if failed.is_none() && unknown.is_none() {
+                unknown = Some(c_str(&pair[0]));
+            }
+            continue;
+        };
+        if failed.is_some() || unknown.is_some() {
+            continue;
+        }
+        if matches!(config_kind(params[i].0), Kind::Immutable) {
+            failed = Some((c_str(&pair[0]), "can't set immutable config".into()));
+        } else if chosen.iter().any(|&(j, _)| j == i) {
+            failed = Some((c_str(&pair[0]), "duplicate parameter".into()));
+        } else {
+            chosen.push((i, &pair[1]));
+        }
+    }
+    if let Some(name) = unknown {
+        return push_error(
+            out,
+            format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'").as_bytes(),
+        );
+    }
+    // Every value's check first (Redis sets them in order and rolls back
+    // at the first it refuses), then whether Amalgam can change it.
+    let mut changed: Option<&str> = None;
+    for &(i, v) in &chosen {
+        if failed.is_some() {
+            break;
+        }
+        let (name, current) = &params[i];
+        match config_check(config_kind(name), v, current) {
+            Ok(true) => {}
+            Ok(false) => changed = changed.or(Some(name)),
+            Err(e) => failed = Some((name.to_string(), e)),
+        }
+    }
+    if let (None, Some(name)) = (&failed, changed) {
+        failed = Some((name.to_string(), "can't set immutable config".into()));
+    }
+    match failed {
+        Some((name, why)) => {
+            push_error(out, format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes())
+        }
+        None => push_simple(out, "OK"),
+    }
+}
+
 fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let Some(name) = sub(Cmd::Config, args, out) else { return };
     match name {
@@ -214,13 +371,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 push_bulk(out, v.as_bytes());
             }
         }
-        "set" => {
-            // Nothing is settable at run time (yet).
-            let mut m = b"ERR Unknown option or number of arguments for CONFIG SET - '".to_vec();
-            m.extend_from_slice(args[2].split(|&b| b == 0).next().unwrap_or(b""));
-            m.push(b'\'');
-            push_error(out, &m);
-        }
+        "set" => config_set(ctx, args, out),
         "resetstat" => {
             for w in ctx.shared.workers.iter() {
                 w.reset();
@@ -232,6 +383,8 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "GET <pattern>",
                 "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
                 "HELP",
