@@ -54,6 +54,7 @@
 
 mod bits;
 mod client;
+mod command;
 mod glob;
 mod keys;
 mod lcs;
@@ -410,10 +411,13 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     let sub = if spec.subcommands.is_empty() || args.len() < 2 {
         None
     } else {
-        spec.subcommands.iter().position(|(n, _)| is(&args[1], n))
+        spec.subcommands.iter().position(|s| is(&args[1], table::short_name(s)))
     };
     ctx.session.client.set_last_cmd(table::index_of(spec), sub);
-    if ctx.shared.clients.monitoring() && !spec.flags.contains(&"admin") {
+    // Redis does not show admin commands (CONFIG SET, CLIENT KILL …) to
+    // monitors: a subcommand's own flags decide.
+    let own = sub.map_or(spec, |i| &spec.subcommands[i]);
+    if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
     match spec.cmd {

@@ -59,10 +59,7 @@ fn line(c: &Client, line: &mut String) {
         None => "NULL".to_string(),
         Some((i, sub)) => {
             let spec = &COMMANDS[i];
-            match sub.and_then(|s| spec.subcommands.get(s)) {
-                Some((s, _)) => format!("{}|{s}", spec.name),
-                None => spec.name.to_string(),
-            }
+            sub.and_then(|s| spec.subcommands.get(s)).unwrap_or(spec).name.to_string()
         }
     };
     let _ = writeln!(

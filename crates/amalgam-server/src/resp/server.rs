@@ -17,7 +17,7 @@ use super::table::{self, Cmd, Spec, COMMANDS};
 use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{
-    err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, push_verbatim, Proto,
+    err, push_array, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim, Proto,
 };
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -47,7 +47,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
-        Cmd::Command => command(ctx, args, out),
+        Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}
         Cmd::Hello => hello(ctx, args, out),
@@ -94,10 +94,10 @@ fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
 
 /// The container's subcommand in `args[1]`, arity-checked; None after
 /// answering Redis's error.
-pub(crate) fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str> {
-    let spec: &Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
+pub(crate) fn sub(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'static str> {
+    let spec: &'static Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
     let upper = spec.name.to_ascii_uppercase();
-    let Some((name, arity)) = table::subcommand(spec, &args[1]) else {
+    let Some(sub) = table::subcommand(spec, &args[1]) else {
         let mut m = b"ERR unknown subcommand '".to_vec();
         let a = args[1].split(|&b| b == 0).next().unwrap_or(b"");
         m.extend_from_slice(&a[..a.len().min(128)]);
@@ -105,11 +105,11 @@ pub(crate) fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Opt
         push_error(out, &m);
         return None;
     };
-    if !arity_ok(arity, args.len()) {
-        wrong_arity(&format!("{}|{name}", spec.name), out);
+    if !arity_ok(sub.arity, args.len()) {
+        wrong_arity(sub.name, out);
         return None;
     }
-    Some(name)
+    Some(table::short_name(sub))
 }
 
 pub(crate) fn help(lines: &[&str], out: &mut Vec<u8>) {
@@ -387,124 +387,6 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "    Set the configuration <directive> to <value>.",
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
-                "HELP",
-                "    Print this help.",
-            ],
-            out,
-        ),
-    }
-}
-
-/// One command's COMMAND INFO entry (Redis 7's ten fields).
-fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
-    push_array(out, 10);
-    push_bulk(out, spec.name.as_bytes());
-    push_int(out, spec.arity.into());
-    push_set(out, spec.flags.len(), proto);
-    for f in spec.flags {
-        push_simple(out, f);
-    }
-    push_int(out, spec.first_key);
-    push_int(out, spec.last_key);
-    push_int(out, spec.key_step);
-    // In Redis's order of ACL categories.
-    let mut cats: Vec<&str> = Vec::new();
-    if spec.group == "generic" {
-        cats.push("@keyspace");
-    }
-    if spec.flags.contains(&"readonly") {
-        cats.push("@read");
-    }
-    if spec.flags.contains(&"write") {
-        cats.push("@write");
-    }
-    if spec.group == "string" {
-        cats.push("@string");
-    }
-    cats.push(if spec.flags.contains(&"fast") { "@fast" } else { "@slow" });
-    if spec.group == "connection" {
-        cats.push("@connection");
-    }
-    push_set(out, cats.len(), proto);
-    for c in &cats {
-        push_simple(out, c);
-    }
-    push_set(out, 0, proto);
-    push_array(out, 0);
-    push_array(out, 0);
-}
-
-/// One command's COMMAND DOCS entry: summary, since, group, complexity,
-/// arguments (left empty).
-fn command_docs(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
-    push_bulk(out, spec.name.as_bytes());
-    push_map(out, 5, proto);
-    for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
-        push_bulk(out, k.as_bytes());
-        push_bulk(out, v.as_bytes());
-    }
-    push_bulk(out, b"complexity");
-    push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
-    push_bulk(out, b"arguments");
-    push_array(out, 0);
-}
-
-fn command(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let proto = ctx.proto();
-    if args.len() == 1 {
-        push_array(out, COMMANDS.len());
-        for s in COMMANDS.iter() {
-            command_info(s, proto, out);
-        }
-        return;
-    }
-    let Some(name) = sub(Cmd::Command, args, out) else { return };
-    match name {
-        "count" => push_int(out, COMMANDS.len() as i64),
-        "info" => {
-            let wanted: Vec<Option<&Spec>> = if args.len() == 2 {
-                COMMANDS.iter().map(Some).collect()
-            } else {
-                args[2..].iter().map(|a| table::lookup(a)).collect()
-            };
-            push_array(out, wanted.len());
-            for w in wanted {
-                match w {
-                    Some(s) => command_info(s, proto, out),
-                    None => super::null(ctx, out),
-                }
-            }
-        }
-        "docs" => {
-            let wanted: Vec<&Spec> = if args.len() == 2 {
-                COMMANDS.iter().collect()
-            } else {
-                args[2..].iter().filter_map(|a| table::lookup(a)).collect()
-            };
-            push_map(out, wanted.len(), proto);
-            for s in wanted {
-                command_docs(s, proto, out);
-            }
-        }
-        "list" => {
-            push_array(out, COMMANDS.len());
-            for s in COMMANDS.iter() {
-                push_bulk(out, s.name.as_bytes());
-            }
-        }
-        _ => help(
-            &[
-                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
                 "HELP",
                 "    Print this help.",
             ],
