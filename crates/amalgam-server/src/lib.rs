@@ -38,6 +38,15 @@
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
 //!
+//! ## RESP clients (`clients.rs`)
+//! Each RESP connection registers what other threads may see of it (address,
+//! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,
+//! CLIENT KILL asks the owning worker to close a connection through its kill
+//! inbox and waker (a worker never touches another's connections), and
+//! MONITOR's lines reach each monitor through a bounded queue its own worker
+//! drains. The request path writes only its own client's atomics and, with no
+//! monitor attached, pays one relaxed load for MONITOR.
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled

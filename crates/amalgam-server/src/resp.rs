@@ -216,6 +216,11 @@ pub fn process(
                 // attached, runs each command alone (`run_command` drops
                 // replies and feeds monitors).
                 let batch = ctx.session.reply == Reply::On && !shared.clients.monitoring();
+                if let (Some(s), true) = (spec, batch) {
+                    // CLIENT LIST's cmd= for a batched command (the
+                    // others are recorded at dispatch).
+                    ctx.session.client.set_last_cmd(table::index_of(s), None);
+                }
                 match spec.map(|s| s.cmd).filter(|_| batch) {
                     Some(Cmd::Get) if cmd.len() == 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);

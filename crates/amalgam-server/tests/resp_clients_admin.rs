@@ -107,6 +107,9 @@ fn client_list_shows_every_connection() {
     assert_eq!(field(only_d.trim_end(), "name"), "listed-d");
     assert_eq!(c.call(&["CLIENT", "LIST", "TYPE", "pubsub"]), bulk(""));
     assert!(text(&c.call(&["CLIENT", "LIST", "TYPE", "normal"])).contains("name=listed-d "));
+    assert_eq!(d.call(&["GET", &key("listed")]), NULL2);
+    let after_get = text(&c.call(&["CLIENT", "LIST", "ID", &d_id.to_string()]));
+    assert_eq!(field(after_get.trim_end(), "cmd"), "get", "a batched GET is recorded too");
     assert_eq!(c.call(&["CLIENT", "LIST", "TYPE", "foo"]), error("ERR Unknown client type 'foo'"));
     assert_eq!(c.call(&["CLIENT", "LIST", "ID", "x"]), error("ERR Invalid client ID"));
     assert_eq!(c.call(&["CLIENT", "LIST", "ID"]), error("ERR syntax error"));

@@ -480,13 +480,21 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, mode: Overflow) -> Option<O
     }
 }
 
+/// A GET's value.
+fn get_field(v: &[u8], f: &Field) -> i64 {
+    if f.signed {
+        get_signed(v, f.offset, f.bits)
+    } else {
+        get_unsigned(v, f.offset, f.bits) as i64
+    }
+}
+
 /// Runs one operation on `v` (grown to hold every write already): the
 /// reply value, None for a write OVERFLOW FAIL refused.
 fn apply(v: &mut [u8], f: &Field) -> Option<i64> {
     let (offset, bits) = (f.offset, f.bits);
     match f.op {
-        FieldOp::Get if f.signed => Some(get_signed(v, offset, bits)),
-        FieldOp::Get => Some(get_unsigned(v, offset, bits) as i64),
+        FieldOp::Get => Some(get_field(v, f)),
         FieldOp::Set(n) | FieldOp::Incrby(n) => {
             let incr = matches!(f.op, FieldOp::Incrby(_));
             if f.signed {
@@ -539,17 +547,8 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], read_only: bool, out: &mut Vec<
         .max();
     let Some(len) = len else {
         // Only GETs: a read, no key created.
-        let mut scratch = Vec::new();
-        let results: Vec<Option<i64>> = ctx
-            .shared
-            .store
-            .get(&args[1], |it| {
-                scratch.extend_from_slice(it.value());
-            })
-            .map_or_else(
-                || ops.iter().map(|f| apply(&mut [], f)).collect(),
-                |()| ops.iter().map(|f| apply(&mut scratch, f)).collect(),
-            );
+        let read = |v: &[u8]| ops.iter().map(|f| Some(get_field(v, f))).collect::<Vec<_>>();
+        let results = ctx.shared.store.get(&args[1], |it| read(it.value())).unwrap_or_else(|| read(&[]));
         return push_results(&results, proto, out);
     };
     match modify(ctx, &args[1], len, |v| ops.iter().map(|f| apply(v, f)).collect::<Vec<_>>()) {
