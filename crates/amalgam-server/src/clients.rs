@@ -306,3 +306,57 @@ impl Registry {
         ms.iter().filter(|m| m.client.worker == worker).cloned().collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(id: u64) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: 0,
+            worker: 0,
+            token: 0,
+            created: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            last_cmd: AtomicU32::new(0),
+            flags: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            attrs: Mutex::new(Attrs::default()),
+        })
+    }
+
+    #[test]
+    fn last_command_round_trips() {
+        let c = client(1);
+        assert_eq!(c.last_cmd(), None);
+        c.set_last_cmd(0, None);
+        assert_eq!(c.last_cmd(), Some((0, None)));
+        c.set_last_cmd(41, Some(3));
+        assert_eq!(c.last_cmd(), Some((41, Some(3))));
+    }
+
+    #[test]
+    fn a_monitor_past_its_bound_is_dropped_not_grown() {
+        let r = Registry::new(1);
+        assert!(!r.monitoring());
+        let c = client(7);
+        r.clients.lock().unwrap().insert(7, Arc::clone(&c));
+        let m = r.monitor(&c);
+        assert!(r.monitoring() && c.has(flag::MONITOR));
+        let line = vec![b'x'; 1 << 20];
+        for _ in 0..MONITOR_QUEUE_BYTES_MAX / line.len() {
+            r.feed(&line);
+        }
+        assert!(!m.dropped.load(Ordering::Relaxed));
+        r.feed(&line);
+        assert!(m.dropped.load(Ordering::Relaxed));
+        let mut out = Vec::new();
+        m.drain_into(&mut out);
+        assert!(out.is_empty(), "the queue was released");
+        r.remove(7);
+        assert!(!r.monitoring(), "the last monitor gone, the request path is free again");
+    }
+}

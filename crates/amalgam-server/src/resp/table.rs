@@ -379,4 +379,40 @@ mod tests {
         assert_eq!(idx("lcs a b idx"), [1, 2]);
         assert_eq!(idx("ping"), Vec::<usize>::new());
     }
+
+    #[test]
+    fn keynum_and_keyword_specifications() {
+        // ZUNIONSTORE-like: destination at 1, the key count at 2, keys after
+        // it; MIGRATE-like: keys after the KEYS keyword.
+        static NUMKEYS: Spec = Spec {
+            keys: &[
+                range(&["OW", "update"], 1, 0, 1),
+                KeySpec {
+                    notes: "",
+                    flags: &["RO", "access"],
+                    begin: Begin::Index(2),
+                    find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 },
+                },
+            ],
+            ..spec!(Get, "zunionstore", -4, &["write"], (1, 1, 1), "sorted-set", "2.0.0", "")
+        };
+        static KEYWORD: Spec = Spec {
+            keys: &[KeySpec {
+                notes: "",
+                flags: &["RW"],
+                begin: Begin::Keyword("KEYS", -2),
+                find: Find::Range { lastkey: -1, keystep: 1, limit: 0 },
+            }],
+            ..spec!(Get, "migrate", -6, &["write"], (3, 3, 1), "generic", "2.6.0", "")
+        };
+        let idx = |spec: &'static Spec, cmd: &str| {
+            let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+            keys_of(spec, &args).iter().map(|k| k.0).collect::<Vec<_>>()
+        };
+        assert_eq!(idx(&NUMKEYS, "zunionstore d 2 a b weights 1 2"), [1, 3, 4]);
+        assert_eq!(idx(&NUMKEYS, "zunionstore d 0"), [1]);
+        assert_eq!(idx(&NUMKEYS, "zunionstore d x a"), [1], "a bad count finds no keys");
+        assert_eq!(idx(&KEYWORD, "migrate h p \"\" 0 5 keys a b"), [7, 8]);
+        assert_eq!(idx(&KEYWORD, "migrate h p k 0 5"), Vec::<usize>::new());
+    }
 }
