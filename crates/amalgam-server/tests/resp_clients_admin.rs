@@ -250,6 +250,10 @@ fn monitor_sees_every_client() {
     assert_monitor_line(&mine(), &ba, &format!("\"get\" \"{k}\""));
     let mut c = Resp::new(&server);
     assert_eq!(c.call(&["MONITOR", "x"]), error("ERR wrong number of arguments for 'monitor' command"));
+    let ma = m.s.local_addr().unwrap().to_string();
+    let all = text(&c.call(&["CLIENT", "LIST"]));
+    let line = all.lines().find(|l| field(l, "addr") == ma).expect("the monitor is listed");
+    assert_eq!((field(line, "flags"), field(line, "cmd")), ("O", "monitor"));
 }
 
 #[test]

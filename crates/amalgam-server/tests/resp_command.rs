@@ -43,6 +43,18 @@ fn command_info_with_key_specs() {
 }
 
 #[test]
+fn command_docs_of_a_container() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let docs = c.call(&["COMMAND", "DOCS", "object"]);
+    assert!(docs.starts_with("*2\r\n$6\r\nobject\r\n"), "{docs}");
+    assert!(docs.contains("$11\r\nsubcommands\r\n*10\r\n"), "a map of five subcommands: {docs}");
+    assert!(docs.contains("$11\r\nobject|freq\r\n") && docs.contains("$15\r\nobject|encoding\r\n"), "{docs}");
+    let sub = c.call(&["COMMAND", "DOCS", "client|kill"]);
+    assert!(sub.starts_with("*2\r\n$11\r\nclient|kill\r\n"), "{sub}");
+}
+
+#[test]
 fn command_list_filters() {
     let Some(server) = resp_server() else { return };
     let mut c = Resp::new(&server);
