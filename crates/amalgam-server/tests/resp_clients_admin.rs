@@ -80,6 +80,9 @@ fn client_info_is_redis_line() {
     assert_eq!(c.call(&["CLIENT", "NO-EVICT", "maybe"]), error("ERR syntax error"));
     assert_eq!(c.call(&["CLIENT", "NO-EVICT"]), error("ERR wrong number of arguments for 'client|no-evict' command"));
     assert_eq!(c.call(&["CLIENT", "INFO", "x"]), error("ERR wrong number of arguments for 'client|info' command"));
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    let r3 = c.call(&["CLIENT", "INFO"]);
+    assert!(r3.starts_with('=') && r3.contains("\r\ntxt:id=") && r3.contains(" resp=3"), "RESP3: verbatim: {r3}");
 }
 
 #[test]
