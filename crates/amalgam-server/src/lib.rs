@@ -49,6 +49,15 @@
 //! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
 //! checks are in `config.rs` and `main.rs`.
 //!
+//! ## RESP clients (`clients.rs`)
+//! Each RESP connection registers what other threads may see of it (address,
+//! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,
+//! CLIENT KILL asks the owning worker to close a connection through its kill
+//! inbox and waker (a worker never touches another's connections), and
+//! MONITOR's lines reach each monitor through a bounded queue its own worker
+//! drains. The request path writes only its own client's atomics and, with no
+//! monitor attached, pays one relaxed load for MONITOR.
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled
@@ -74,6 +83,7 @@
 
 pub mod admin;
 pub mod binary;
+pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod meta;
@@ -106,6 +116,8 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
+    /// Every RESP connection, for CLIENT LIST/KILL and MONITOR.
+    pub clients: clients::Registry,
     /// memcached's verbosity: `-v` at start, then the `verbosity` command.
     pub verbosity: AtomicU32,
     /// Listeners and open connections for `stats conns` (written at
@@ -206,6 +218,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             verbosity: AtomicU32::new(u32::from(args_verbose)),
             conns: Mutex::new(ConnRegistry::default()),
+            clients: clients::Registry::new(threads),
         }))
     }
 

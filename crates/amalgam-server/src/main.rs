@@ -194,6 +194,8 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         joins.push(join);
     }
 
+    shared.clients.set_wakers(handles.iter().map(|h| h.waker_clone()).collect());
+
     // SIGINT / SIGTERM: stop accepting, stop the workers, exit 0. SIGHUP:
     // carry on (module notes).
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};

@@ -266,6 +266,8 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         continue;
                     }
                     bump(&stats.total_connections, 1);
+                    let resp = (protocol == Protocol::Resp)
+                        .then(|| Box::new(crate::resp::Session::new(shared, &sock, id, token.0)));
                     entry.insert(Conn {
                         sock,
                         rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
@@ -278,12 +280,33 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         eof: false,
                         drained: false,
                         hup: false,
-                        resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
+                        resp,
                         dump: None,
                         binary: None,
                         commit_target: 0,
                     });
                     ready.push(token.0);
+                }
+                // CLIENT KILL from any worker, and MONITOR lines queued
+                // for this worker's monitors (clients.rs).
+                for (client, key) in shared.clients.take_kills(id) {
+                    if conns.get(key).is_some_and(|c| c.client_id() == Some(client)) {
+                        close_conn(shared, &poll, &mut conns, key);
+                    }
+                }
+                if shared.clients.monitoring() {
+                    for m in shared.clients.monitors_of(id) {
+                        let key = m.client.token;
+                        if conns.get(key).is_none_or(|c| c.client_id() != Some(m.client.id)) {
+                            continue;
+                        }
+                        if m.dropped.load(Ordering::Relaxed) {
+                            close_conn(shared, &poll, &mut conns, key);
+                        } else {
+                            // Its turn moves the queued lines to its socket.
+                            ready.push(key);
+                        }
+                    }
                 }
             } else {
                 let key = ev.token().0;
@@ -325,12 +348,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     Turn::Idle => {}
                     Turn::Commit if pass == 0 => parked.push(key),
                     Turn::Again | Turn::Commit => again.push(key),
-                    Turn::Closed => {
-                        let mut c = conns.remove(key);
-                        let _ = poll.registry().deregister(&mut c.sock);
-                        unlist(shared, &c.sock);
-                        shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                    }
+                    Turn::Closed => close_conn(shared, &poll, &mut conns, key),
                 }
             }
         }
@@ -355,6 +373,23 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         unlist(shared, &c.sock);
     }
     shared.curr_connections.fetch_sub(conns.len(), Ordering::Relaxed);
+    for (_, c) in conns.iter() {
+        if let Some(id) = c.client_id() {
+            shared.clients.remove(id);
+        }
+    }
+}
+
+/// Closes connection `key` of this worker: out of the poll, `stats conns`'
+/// list, the count and the client registry.
+fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
+    let Some(mut c) = conns.try_remove(key) else { return };
+    let _ = poll.registry().deregister(&mut c.sock);
+    unlist(shared, &c.sock);
+    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+    if let Some(id) = c.client_id() {
+        shared.clients.remove(id);
+    }
 }
 
 /// Takes a connection off `stats conns`' list; called before its socket
@@ -364,6 +399,11 @@ fn unlist(shared: &Shared, sock: &TcpStream) {
 }
 
 impl Conn {
+    /// The RESP client id, for a RESP connection.
+    fn client_id(&self) -> Option<u64> {
+        self.resp.as_ref().map(|s| s.id())
+    }
+
     /// One bounded turn: flush, parse and execute, read; repeat.
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
