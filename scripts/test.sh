@@ -9,9 +9,10 @@
 # tests again against Debian's memcached (proof that their expectations are
 # memcached's), the RESP black-box tests against Debian's redis-server 7
 # (proof that theirs are Redis's), the Python client tests against amalgam,
-# memcached and redis-server, and libmemcached's memccapable against
-# amalgam. Ends with one summary line "tests: N passed, N failed" that
-# counts cargo's tests, pytest's and memccapable's cases.
+# memcached and redis-server, and libmemcached's memccapable (ascii and
+# binary protocols) against amalgam. Ends with one summary line "tests: N
+# passed, N failed" that counts cargo's tests, pytest's and memccapable's
+# cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,10 @@ command -v memccapable >/dev/null 2>&1 || apt_missing+=(libmemcached-tools)
 command -v redis-server >/dev/null 2>&1 || apt_missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || apt_missing+=(redis-tools)
 python3 -m pip --version >/dev/null 2>&1 || apt_missing+=(python3-pip)
+# pylibmc (tests/python/test_pylibmc_binary.py): Debian's build; pip's
+# needs a compiler and libmemcached-dev.
+[ -d /usr/lib/python3/dist-packages/pylibmc ] || python3 -c 'import pylibmc' >/dev/null 2>&1 ||
+  apt_missing+=(python3-pylibmc)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   step "installing ${apt_missing[*]} (apt)"
   if command -v apt-get >/dev/null 2>&1; then
@@ -149,6 +154,9 @@ if [ -n "$memccapable_bin" ]; then
   step "memccapable -a (libmemcached's ascii conformance) against amalgam"
   start_server "$amalgam_bin"
   "$memccapable_bin" -a -h 127.0.0.1 -p "$port" 2>&1 | tee "$capable_log" || status=1
+  step "memccapable -b (libmemcached's binary-protocol conformance) against amalgam"
+  start_server "$amalgam_bin"
+  "$memccapable_bin" -b -h 127.0.0.1 -p "$port" 2>&1 | tee -a "$capable_log" || status=1
 else
   echo "note: memccapable not installed: skipped"
 fi
@@ -160,7 +168,7 @@ if [ -n "$memcached_bin" ]; then
 fi
 
 # ---------------------------------------------------------------- fuzz
-# A short cargo-fuzz run of the protocol parsers (text, meta, RESP) and of
+# A short cargo-fuzz run of the protocol parsers (text, meta, binary, RESP) and of
 # recovery from damaged files (scripts/fuzz.sh,
 # FUZZ_SECONDS per target, 20 by default): a target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped

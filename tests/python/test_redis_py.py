@@ -171,3 +171,48 @@ def test_server_commands(r):
         r.execute_command("NOSUCH", "x")
     with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'get' command"):
         r.execute_command("GET")
+
+
+def test_client_list_info_kill(r):
+    """redis-py parses CLIENT LIST / INFO lines into dicts."""
+    host, port = _addr()
+    other = redis.Redis(host=host, port=port, socket_timeout=5, decode_responses=True)
+    other.client_setname("py-victim")
+    victim = other.client_id()
+    me = r.client_info()
+    assert int(me["id"]) == r.client_id()
+    assert me["cmd"] == "client|info" and int(me["db"]) == 0 and me["flags"] == "N"
+    listed = {int(c["id"]): c for c in r.client_list()}
+    assert listed[victim]["name"] == "py-victim"
+    assert r.client_kill_filter(_id=victim) == 1
+    # redis-py reconnects: the killed connection is replaced by a new one.
+    assert other.client_id() != victim
+    assert victim not in {int(c["id"]) for c in r.client_list()}
+    other.close()
+
+
+def test_monitor(r):
+    """redis-py's Monitor reads the lines a MONITOR connection gets."""
+    host, port = _addr()
+    watcher = redis.Redis(host=host, port=port, socket_timeout=5)
+    a = k("mon")
+    with watcher.monitor() as m:
+        r.set(a, "v 1")
+        for _ in range(1000):
+            ev = m.next_command()
+            if a in ev["command"]:
+                break
+        assert ev["command"] == f"SET {a} v 1"
+        assert ev["db"] == 0 and ev["client_type"] == "tcp"
+    watcher.close()
+
+
+def test_bits_and_lcs(r):
+    a, b = k("bits"), k("bits2")
+    assert r.setbit(a, 7, 1) == 0
+    assert r.getbit(a, 7) == 1
+    assert r.bitcount(a) == 1
+    assert r.bitpos(a, 1) == 7
+    assert r.bitfield(a).incrby("u8", 0, 10).get("u4", 0).execute() == [11, 0]
+    assert r.set(b, "ohmytext") and r.set(a, "mynewtext")
+    assert r.lcs(b, a) == "mytext"

@@ -2375,7 +2375,10 @@ impl Store {
         // `f` runs only once the copy is built, so a retry still has it.
         let mut f = Some(f);
         inner.mutate_with_room(key, |local, old| {
-            let Some(old) = old else { return Decision::Keep(None) };
+            // memcached's touch and gat: a typed value (object.rs) is not
+            // a memcached item, absent here (RESP's EXPIRE family uses
+            // `update`, which keeps a collection's value).
+            let Some(old) = old.filter(|o| o.tag() == TAG_BYTES) else { return Decision::Keep(None) };
             let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
             // Fix (found by tests/model_edges.rs): memcached's touch never
             // fails for size, but adding an expiry grows the header by 4

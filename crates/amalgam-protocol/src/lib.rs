@@ -1,7 +1,7 @@
 //! # amalgam-protocol
 //!
-//! memcached's text protocol and Redis's RESP, parsed from and composed
-//! into byte buffers.
+//! memcached's text, meta and binary protocols and Redis's RESP, parsed
+//! from and composed into byte buffers.
 //! No I/O, no engine: the server hands this crate the bytes it has read and
 //! gets back requests that borrow from them (no copy of keys or values),
 //! and composes replies into its write buffer with the functions here.
@@ -20,6 +20,17 @@
 //! memcached's meta commands (mn/mg/ms/md/ma/me) are parsed in [`meta`],
 //! reached from [`text::parse`] for any two-letter command starting `m`.
 //!
+//! ## Binary protocol
+//! memcached's deprecated binary protocol (24-byte headers, opcodes,
+//! statuses) is in [`binary`]: [`binary::parse`] has the same shape as
+//! [`text::parse`] (a request borrowing the buffer, `Incomplete`, or a
+//! failure saying what to answer, what to swallow and whether to close),
+//! and the composers write responses with memcached 1.6.18's statuses and
+//! error bodies. A connection is binary when its first byte is
+//! [`binary::MAGIC_REQUEST`]; the server decides that once, as memcached
+//! does. SASL is not implemented: its opcodes answer `Unknown command`,
+//! as memcached started without `-S` does.
+//!
 //! ## RESP
 //! Redis's protocol (RESP2 and RESP3: multibulk and inline requests,
 //! Redis 7's protocol errors and limits) is in [`resp`], with the same
@@ -27,6 +38,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod binary;
 pub mod compose;
 pub mod meta;
 pub mod resp;

@@ -40,6 +40,13 @@ pub enum StoreOp {
 pub struct Keys<'a>(&'a [u8]);
 
 impl<'a> Keys<'a> {
+    /// Keys split from `line` (space-separated), as a get line's are: for
+    /// callers that name keys or `stats` arguments without a text line
+    /// (the binary protocol's `stat` group).
+    pub fn new(line: &'a [u8]) -> Keys<'a> {
+        Keys(line)
+    }
+
     /// The keys in order.
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.0.split(|&b| b == b' ').filter(|t| !t.is_empty())
@@ -86,12 +93,23 @@ pub enum Request<'a> {
         noreply: bool,
     },
     Version,
+    /// verbosity with its level (memcached keeps it for `stats settings`).
     Verbosity {
+        level: u32,
         noreply: bool,
     },
     Quit,
     /// stats with its arguments (empty for plain `stats`).
     Stats {
+        args: Keys<'a>,
+    },
+    /// shutdown with its arguments (`graceful`, or none); the server
+    /// decides (memcached allows it only with `-A`).
+    Shutdown {
+        args: Keys<'a>,
+    },
+    /// lru_crawler with its arguments (`metadump all`, ...).
+    LruCrawler {
         args: Keys<'a>,
     },
     /// A meta command (`mn mg ms md ma me`) that [`crate::meta::parse`]
@@ -308,6 +326,8 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
         b"quit" => Parse::Done(Request::Quit, consumed),
         b"verbosity" => parse_verbosity(rest, consumed),
         b"stats" => Parse::Done(Request::Stats { args: Keys(rest) }, consumed),
+        b"shutdown" => Parse::Done(Request::Shutdown { args: Keys(rest) }, consumed),
+        b"lru_crawler" => Parse::Done(Request::LruCrawler { args: Keys(rest) }, consumed),
         _ => {
             // memcached closes on what looks like an HTTP request line.
             let last = body.rsplit(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"");
@@ -518,7 +538,7 @@ fn parse_verbosity(rest: &[u8], consumed: usize) -> Parse<'_> {
         return fail(reply::ERROR, consumed);
     }
     let noreply = w[n - 1] == b"noreply";
-    if parse_u32(w[0]).is_none() {
+    let Some(level) = parse_u32(w[0]) else {
         return Parse::Fail(Failure {
             reply: Some(reply::BAD_FORMAT),
             noreply,
@@ -527,8 +547,8 @@ fn parse_verbosity(rest: &[u8], consumed: usize) -> Parse<'_> {
             close: false,
             unlink: None,
         });
-    }
-    Parse::Done(Request::Verbosity { noreply }, consumed)
+    };
+    Parse::Done(Request::Verbosity { level, noreply }, consumed)
 }
 
 #[cfg(test)]
@@ -637,7 +657,7 @@ mod tests {
         assert_eq!(done(b"flush_all 10 noreply\r\n").0, Request::FlushAll { delay: 10, noreply: true });
         assert_eq!(done(b"flush_all noreply\r\n").0, Request::FlushAll { delay: 0, noreply: true });
         assert_eq!(done(b"version\r\n").0, Request::Version);
-        assert_eq!(done(b"verbosity 1\r\n").0, Request::Verbosity { noreply: false });
+        assert_eq!(done(b"verbosity 1\r\n").0, Request::Verbosity { level: 1, noreply: false });
         assert_eq!(done(b"quit\r\n").0, Request::Quit);
         assert_eq!(failure(b"bogus\r\n").reply, Some(reply::ERROR));
         assert_eq!(failure(b"\r\n").reply, Some(reply::ERROR));

@@ -1,7 +1,7 @@
 //! Command-line configuration: memcached's flags and defaults, so Amalgam
 //! drops in where memcached runs.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// memcached's default TCP port.
 pub const PORT_DEFAULT: u16 = 11211;
@@ -11,6 +11,9 @@ pub const RESP_PORT_DEFAULT: u16 = 6379;
 pub const CONNECTIONS_MAX_DEFAULT: usize = 1024;
 /// memcached's default memory limit in megabytes (`-m`).
 pub const MEMORY_LIMIT_MB_DEFAULT: usize = 64;
+/// Largest `-m`: 2^44 bytes (16 TiB) in megabytes, above any machine's
+/// memory and below what the address arithmetic could overflow.
+pub const MEMORY_LIMIT_MB_MAX: usize = 1 << 24;
 /// Smallest and largest `-I` memcached accepts.
 pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
 pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
@@ -26,16 +29,25 @@ pub const THREADS_MAX: usize = 256;
 /// protocol (Mercury's hash table, MemC3's optimistic reads, MICA's
 /// batching).
 #[derive(Parser, Debug, Clone)]
-#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true)]
+// args_override_self: a repeated flag takes its last value, as memcached's
+// getopt loop does (wrappers append to a base command line).
+#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true, args_override_self = true)]
 pub struct Args {
     /// TCP port to listen on (memcached's -p).
     #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
     pub port: u16,
 
     /// TCP port for Redis's protocol (RESP2/RESP3) on the same address and
-    /// workers, over the same keys; 0 turns it off.
+    /// workers, over the same keys; 0 turns it off. Default 6379; when it
+    /// is left at the default and 6379 is taken (a Redis, another
+    /// Amalgam), a warning says so and memcached's protocol is served
+    /// alone. A port given here that cannot be bound stops the start.
     #[arg(long = "resp-port", default_value_t = RESP_PORT_DEFAULT)]
     pub resp_port: u16,
+
+    /// True if `--resp-port` was on the command line (set by [`Args::parse_all`]).
+    #[arg(skip)]
+    pub resp_port_explicit: bool,
 
     /// Interface to listen on (memcached's -l). The default serves this
     /// machine only; give 0.0.0.0 to serve the network.
@@ -50,7 +62,8 @@ pub struct Args {
     /// Memory in megabytes (memcached's -m). In cache mode it covers the
     /// items and the index (S3-FIFO's ghost, 1/32 of it, comes on top);
     /// with --eviction none it bounds item memory and the index is extra.
-    #[arg(short = 'm', long = "memory-limit", default_value_t = MEMORY_LIMIT_MB_DEFAULT)]
+    #[arg(short = 'm', long = "memory-limit", default_value_t = MEMORY_LIMIT_MB_DEFAULT,
+          allow_hyphen_values = true, value_parser = parse_megabytes)]
     pub memory_limit_mb: usize,
 
     /// Simultaneous connections (memcached's -c); more are answered
@@ -122,9 +135,94 @@ pub struct Args {
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// Allow the `shutdown` command (memcached's -A); without it
+    /// `shutdown` answers "ERROR: shutdown not enabled".
+    #[arg(short = 'A', long = "enable-shutdown")]
+    pub enable_shutdown: bool,
+
+    /// Refuse flush_all with "CLIENT_ERROR flush_all not allowed"
+    /// (memcached's -F).
+    #[arg(short = 'F', long = "disable-flush-all")]
+    pub disable_flush_all: bool,
+
+    /// No CAS (memcached's -C): every item's CAS reads 0 (gets, gats, mg
+    /// c, me), so `cas` and `ms ... C` answer EXISTS when the key exists,
+    /// and `ms ... E` is refused. Items still carry their CAS internally.
+    #[arg(short = 'C', long = "disable-cas")]
+    pub disable_cas: bool,
+
+    /// memcached's extended options, comma-separated and repeatable
+    /// (`-o modern,track_sizes`). See `ExtendedOption` for which are
+    /// honoured, accepted and ignored, or refused.
+    #[arg(short = 'o', long = "extended", value_name = "opt[,opt...]")]
+    pub extended: Vec<String>,
+
+    /// Refuse `lru_crawler metadump` with "ERROR metadump not allowed"
+    /// (memcached's -X).
+    #[arg(short = 'X', long = "disable-dumping")]
+    pub disable_dumping: bool,
+
+    /// Refuse to evict when full (memcached's -M): the same as
+    /// `--eviction none`.
+    #[arg(short = 'M', long = "disable-evictions")]
+    pub disable_evictions: bool,
+
+    /// memcached's -k (lock all memory with mlockall): accepted with a
+    /// warning; Amalgam does not lock its memory.
+    #[arg(short = 'k', long = "lock-memory")]
+    pub lock_memory: bool,
+
+    /// memcached's tuning flags with no counterpart in Amalgam, accepted
+    /// and ignored so its command lines start unchanged: -r (core file
+    /// limit), -L (large pages: the engine puts large budgets on
+    /// hugepages by itself), -R (requests per event: a connection's turn
+    /// is bounded by ROUNDS_PER_TURN_MAX), -b (listen backlog: 1024, as
+    /// memcached's default), -f and -n (slab growth factor and minimum
+    /// size: there are no slabs).
+    #[arg(short = 'r', long = "enable-coredumps", hide = true)]
+    pub ignored_coredumps: bool,
+    #[arg(short = 'L', long = "enable-largepages", hide = true)]
+    pub ignored_largepages: bool,
+    #[arg(short = 'R', long = "max-reqs-per-event", hide = true)]
+    pub ignored_reqs_per_event: Option<u32>,
+    #[arg(short = 'b', long = "listen-backlog", hide = true)]
+    pub ignored_backlog: Option<u32>,
+    #[arg(short = 'f', long = "slab-growth-factor", hide = true)]
+    pub ignored_growth_factor: Option<f64>,
+    #[arg(short = 'n', long = "slab-min-size", hide = true)]
+    pub ignored_slab_min_size: Option<u32>,
+
+    /// Run in the background (memcached's -d): the command returns once
+    /// the server listens, or fails with the reason if it could not start.
+    #[arg(short = 'd', long = "daemon")]
+    pub daemon: bool,
+
+    /// Write the server's pid to this file (memcached's -P); with -d it
+    /// is removed again at a clean exit.
+    #[arg(short = 'P', long = "pidfile")]
+    pub pidfile: Option<std::path::PathBuf>,
+
+    /// memcached's -u (the user to run as when started as root). Accepted
+    /// so memcached's command lines run; Amalgam does not switch users
+    /// (start it as the user it should run as).
+    #[arg(short = 'u', long = "user")]
+    pub user: Option<String>,
+
     /// Print this help.
     #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// Parses `-m`: a whole number of megabytes, at least 1.
+pub fn parse_megabytes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("-m must be at least 1 (megabytes)".into()),
+        Ok(n) if n <= MEMORY_LIMIT_MB_MAX => Ok(n),
+        _ if s.starts_with('-') || s.parse::<i128>().is_ok() => {
+            Err(format!("-m takes megabytes, a whole number from 1 to {MEMORY_LIMIT_MB_MAX}; '{s}' is not one"))
+        }
+        _ => Err(format!("-m takes megabytes as a whole number, no unit (64 for 64 MiB); '{s}' is not one")),
+    }
 }
 
 /// Parses `-I`: a byte count with an optional k/K or m/M suffix.
@@ -163,7 +261,64 @@ impl Args {
         if self.memory_limit_mb == 0 {
             return Err("-m must be at least 1 (megabytes)".into());
         }
+        if let Some(dir) = &self.dir {
+            if dir.exists() && !dir.is_dir() {
+                return Err(format!(
+                    "--dir {} is a file, not a directory: give a directory for the log and snapshots (it is \
+                     created if missing)",
+                    dir.display()
+                ));
+            }
+        }
+        for o in self.extended_options() {
+            o?;
+        }
         Ok(())
+    }
+
+    /// memcached's own refusals, with its texts; the caller exits with
+    /// [`EXIT_USAGE`] as memcached does.
+    pub fn validate_memcached(&self) -> Result<(), String> {
+        // memcached: settings.item_size_max > settings.maxbytes / 2.
+        if self.max_item_size > self.memory_limit_mb.saturating_mul(1 << 20) / 2 {
+            return Err("Cannot set item size limit higher than 1/2 of memory max.".into());
+        }
+        Ok(())
+    }
+
+    /// Parses the command line, noting whether `--resp-port` was given
+    /// (an explicit port that cannot be bound stops the start; the default
+    /// falls back to memcached's protocol alone).
+    pub fn parse_all() -> Args {
+        Args::from_matches(Args::command().get_matches())
+    }
+
+    /// As [`Args::parse_all`], from `argv`.
+    pub fn try_parse_all<I, T>(argv: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Ok(Args::from_matches(Args::command().try_get_matches_from(argv)?))
+    }
+
+    fn from_matches(m: clap::ArgMatches) -> Args {
+        let mut a = Args::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
+        if a.disable_evictions {
+            a.eviction = amalgam_engine::evict::Eviction::None;
+        }
+        a.resp_port_explicit = m.value_source("resp_port") == Some(clap::parser::ValueSource::CommandLine);
+        a
+    }
+
+    /// `-o` options, each parsed (Err: memcached's refusal text).
+    pub fn extended_options(&self) -> impl Iterator<Item = Result<ExtendedOption, String>> + '_ {
+        self.extended.iter().flat_map(|o| o.split(',')).filter(|o| !o.is_empty()).map(ExtendedOption::parse)
+    }
+
+    /// True if `-o track_sizes` was given (`stats sizes` answers).
+    pub fn track_sizes(&self) -> bool {
+        self.extended_options().any(|o| matches!(o, Ok(ExtendedOption::Honoured("track_sizes", _))))
     }
 
     /// Persistence's configuration, if `--dir` was given.
@@ -181,6 +336,115 @@ impl Args {
     /// Worker threads to run.
     pub fn worker_threads(&self) -> usize {
         self.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4))
+    }
+}
+
+/// memcached's exit status for a command-line error (sysexits' EX_USAGE),
+/// as it exits for `-I` above half of `-m`.
+pub const EXIT_USAGE: u8 = 64;
+
+/// `-o` options Amalgam honours.
+const EXTENDED_HONOURED: &[&str] = &["track_sizes", "modern", "no_modern"];
+/// `-o` options memcached knows that tune what Amalgam does not have (its
+/// slab allocator, LRU threads, hash function, logging buffers, extstore's
+/// and TLS's tuning): accepted and ignored, so memcached's command lines
+/// start unchanged. docs/memcached-ops.md lists them.
+pub const EXTENDED_IGNORED: &[&str] = &[
+    "maxconns_fast",
+    "no_maxconns_fast",
+    "hashpower",
+    "slab_reassign",
+    "no_slab_reassign",
+    "slab_automove",
+    "slab_automove_ratio",
+    "slab_automove_window",
+    "slab_automove_freeratio",
+    "slab_sizes",
+    "slab_chunk_max",
+    "tail_repair_time",
+    "hash_algorithm",
+    "lru_crawler",
+    "no_lru_crawler",
+    "lru_crawler_sleep",
+    "lru_crawler_tocrawl",
+    "lru_maintainer",
+    "no_lru_maintainer",
+    "hot_lru_pct",
+    "warm_lru_pct",
+    "hot_max_factor",
+    "warm_max_factor",
+    "temporary_ttl",
+    "watcher_logbuf_size",
+    "worker_logbuf_size",
+    "read_buf_mem_limit",
+    "resp_obj_mem_limit",
+    "no_hashexpand",
+    "inline_ascii_resp",
+    "no_inline_ascii_resp",
+    "sock_cookie_id",
+    "drop_privileges",
+    "no_drop_privileges",
+    "ext_page_size",
+    "ext_wbuf_size",
+    "ext_threads",
+    "ext_io_depth",
+    "ext_item_size",
+    "ext_item_age",
+    "ext_low_ttl",
+    "ext_drop_unread",
+    "ext_recache_rate",
+    "ext_compact_under",
+    "ext_drop_under",
+    "ext_max_frag",
+    "ext_max_sleep",
+    "ssl_chain_cert",
+    "ssl_key",
+    "ssl_keyformat",
+    "ssl_verify_mode",
+    "ssl_ciphers",
+    "ssl_ca_cert",
+    "ssl_wbuf_size",
+    "ssl_session_cache",
+    "ssl_kernel_tls",
+    "ssl_min_version",
+];
+/// `-o` options memcached knows that would change what the server does
+/// in ways Amalgam does not implement: accepted with a warning that says
+/// what is not done (refusing them would stop a drop-in start).
+const EXTENDED_WARNED: &[(&str, &str)] = &[
+    ("idle_timeout", "idle connections are not closed"),
+    ("ext_path", "there is no external storage (extstore): items live in memory only"),
+];
+
+/// One `-o` option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExtendedOption {
+    /// Done as memcached does it: the name and its value.
+    Honoured(&'static str, Option<String>),
+    /// Known to memcached, meaningless for Amalgam: accepted, ignored.
+    Ignored(String),
+    /// Known to memcached, not implemented: accepted with this warning.
+    Warned(String, &'static str),
+}
+
+impl ExtendedOption {
+    /// Parses `name` or `name=value`; an unknown name is refused with
+    /// memcached's text.
+    pub fn parse(o: &str) -> Result<ExtendedOption, String> {
+        let (name, value) = match o.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (o, None),
+        };
+        if let Some(&n) = EXTENDED_HONOURED.iter().find(|&&n| n == name) {
+            return Ok(ExtendedOption::Honoured(n, value));
+        }
+        if EXTENDED_IGNORED.contains(&name) {
+            return Ok(ExtendedOption::Ignored(name.to_string()));
+        }
+        if let Some(&(n, why)) = EXTENDED_WARNED.iter().find(|(n, _)| *n == name) {
+            return Ok(ExtendedOption::Warned(n.to_string(), why));
+        }
+        Err(format!("Illegal suboption \"{o}\""))
     }
 }
 
@@ -203,7 +467,11 @@ mod tests {
         let a = Args::parse_from(["amalgam"]);
         assert_eq!((a.port, a.listen.as_str(), a.memory_limit_mb, a.conn_limit), (11211, "127.0.0.1", 64, 1024));
         assert_eq!(a.max_item_size, 1 << 20);
-        assert_eq!(a.resp_port, 6379);
+        assert_eq!((a.resp_port, a.resp_port_explicit), (6379, false));
+        let given = |argv: &[&str]| Args::try_parse_all(argv).map(|a| (a.resp_port, a.resp_port_explicit)).unwrap();
+        assert_eq!(given(&["amalgam"]), (6379, false));
+        assert_eq!(given(&["amalgam", "--resp-port", "6379"]), (6379, true));
+        assert_eq!(given(&["amalgam", "--resp-port=6380"]), (6380, true));
         assert!(Args::parse_from(["amalgam", "-p", "7000", "--resp-port", "7000"]).validate().is_err());
         assert!(a.validate().is_ok());
         assert!(Args::parse_from(["amalgam", "-U", "11211"]).validate().is_err());
@@ -219,5 +487,51 @@ mod tests {
         assert!(!merge(&["amalgam", "--merge-segments=false"]));
         assert!(!merge(&["amalgam", "--merge-segments", "false"]));
         assert!(Args::try_parse_from(["amalgam", "--merge-segments=maybe"]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod memcached_flags {
+    use super::*;
+
+    #[test]
+    fn item_size_above_half_the_memory_is_refused_as_memcached_does() {
+        let check = |argv: &[&str]| Args::parse_from(argv).validate_memcached();
+        assert!(check(&["amalgam", "-m", "64", "-I", "32m"]).is_ok());
+        assert_eq!(
+            check(&["amalgam", "-m", "64", "-I", "33m"]),
+            Err("Cannot set item size limit higher than 1/2 of memory max.".into())
+        );
+        assert!(check(&["amalgam", "-m", "1", "-I", "1m"]).is_err());
+    }
+
+    #[test]
+    fn negative_or_unit_memory_says_what_m_takes() {
+        let e = Args::try_parse_from(["amalgam", "-m", "-1"]).unwrap_err().to_string();
+        assert!(e.contains("-m takes megabytes"), "{e}");
+        let e = Args::try_parse_from(["amalgam", "-m", "1g"]).unwrap_err().to_string();
+        assert!(e.contains("no unit"), "{e}");
+    }
+
+    #[test]
+    fn extended_options_the_memcached_way() {
+        let opts = |o: &str| Args::parse_from(["amalgam", "-o", o]).validate();
+        assert!(opts("modern,hashpower=20,no_lru_crawler,slab_reassign").is_ok());
+        assert!(opts("idle_timeout=5").is_ok());
+        assert_eq!(opts("foo_bar"), Err("Illegal suboption \"foo_bar\"".into()));
+        assert_eq!(opts("modern,napi_ids=1"), Err("Illegal suboption \"napi_ids=1\"".into()));
+        assert!(Args::parse_from(["amalgam", "-o", "modern", "-o", "track_sizes"]).track_sizes());
+        assert!(!Args::parse_from(["amalgam", "-o", "modern"]).track_sizes());
+    }
+
+    #[test]
+    fn memcached_switches_parse() {
+        let a = Args::parse_from(["amalgam", "-A", "-F", "-C", "-d", "-P", "/tmp/p", "-u", "memcache"]);
+        assert!(a.enable_shutdown && a.disable_flush_all && a.disable_cas && a.daemon);
+        assert_eq!(a.user.as_deref(), Some("memcache"));
+        let argv = ["amalgam", "-M", "-k", "-r", "-L", "-R", "20", "-b", "1024", "-f", "1.25", "-n", "48"];
+        let a = Args::try_parse_all(argv).unwrap();
+        assert_eq!(a.eviction, amalgam_engine::evict::Eviction::None);
+        assert!(a.lock_memory);
     }
 }

@@ -5,16 +5,18 @@
 
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, Store};
-use amalgam_protocol::compose::{push_line, push_stat, push_u64, push_value};
+use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
+use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
-use std::sync::atomic::Ordering;
 
 /// What the connection does after a request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum After {
     Continue,
     Close,
+    /// `lru_crawler metadump`: stream the dump (admin.rs) before parsing
+    /// further requests.
+    MetaDump,
 }
 
 /// The server's version line. memcached clients parse the leading
@@ -24,7 +26,8 @@ pub const VERSION_LINE: &str = concat!("VERSION 1.6.0-amalgam-", env!("CARGO_PKG
 /// Executes a run of plain get/gets requests as one engine batch,
 /// appending each request's VALUE lines and END in order. Every request
 /// has at least one key (the parser answers `ERROR` otherwise).
-pub fn run_gets(store: &Store, stats: &WorkerStats, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
+pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
+    let store = &shared.store;
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut owner: Vec<usize> = Vec::new();
     for (r, (k, _)) in gets.iter().enumerate() {
@@ -41,9 +44,11 @@ pub fn run_gets(store: &Store, stats: &WorkerStats, gets: &[(Keys<'_>, bool)], o
             out.extend_from_slice(b"END\r\n");
             ended += 1;
         }
-        if let Some(it) = item {
+        // A collection (a RESP hash, list, set or sorted set: engine
+        // object.rs) is not a memcached item: absent here.
+        if let Some(it) = item.filter(|it| it.tag() == TAG_BYTES) {
             hits += 1;
-            push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| it.cas()));
+            push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| shared.visible_cas(it.cas())));
         }
     });
     while ended < gets.len() {
@@ -103,7 +108,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             for key in keys.iter() {
                 bump(&stats.cmd_touch, 1);
                 let hit = store.touch_and_get(key, e, |it| {
-                    push_value(out, it.key(), it.flags(), it.value(), cas.then(|| it.cas()))
+                    push_value(out, it.key(), it.flags(), it.value(), cas.then(|| shared.visible_cas(it.cas())))
                 });
                 match hit {
                     Some(Ok(())) => bump(&stats.touch_hits, 1),
@@ -113,7 +118,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             out.extend_from_slice(b"END\r\n");
         }
         Request::Get { keys, cas, touch: None } => {
-            run_gets(store, stats, &[(keys, cas)], out);
+            run_gets(shared, stats, &[(keys, cas)], out);
         }
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
             bump(&stats.cmd_set, 1);
@@ -124,7 +129,10 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
                 StoreOp::Replace => store.replace(key, data, flags, e),
                 StoreOp::Append => store.append(key, data),
                 StoreOp::Prepend => store.prepend(key, data),
-                StoreOp::Cas => store.cas(key, data, flags, e, cas_unique),
+                // -C: memcached ignores the given unique (the item keeps
+                // none), and a unique of 0 never matches: EXISTS if the key
+                // is there, NOT_FOUND if not.
+                StoreOp::Cas => store.cas(key, data, flags, e, shared.visible_cas(cas_unique)),
             };
             if op == StoreOp::Cas {
                 match r {
@@ -205,6 +213,12 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
                 }
             }
         }
+        Request::FlushAll { noreply, .. } if shared.args.disable_flush_all => {
+            // -F: memcached counts the refused flush, and noreply silences
+            // the refusal too.
+            bump(&stats.cmd_flush, 1);
+            reply_line("CLIENT_ERROR flush_all not allowed", noreply);
+        }
         Request::FlushAll { delay, noreply } => {
             bump(&stats.cmd_flush, 1);
             // memcached sets oldest_live = realtime(delay) - 1: a delayed
@@ -217,129 +231,15 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             reply_line("OK", noreply);
         }
         Request::Version => push_line(out, VERSION_LINE),
-        Request::Verbosity { noreply } => reply_line("OK", noreply),
+        Request::Verbosity { level, noreply } => {
+            crate::admin::verbosity(shared, level);
+            reply_line("OK", noreply)
+        }
         Request::Quit => return After::Close,
-        Request::Stats { args } => stats_command(shared, args, out),
+        Request::Stats { args } => crate::admin::stats_command(shared, args, out),
+        Request::Shutdown { args } => return crate::admin::shutdown(shared, args, out),
+        Request::LruCrawler { args } => return crate::admin::lru_crawler(shared, args, out),
         Request::Meta { cmd, line, data } => return crate::meta::run(shared, stats, cmd, line, data, out),
     }
     After::Continue
-}
-
-fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
-    let mut it = args.iter();
-    match it.next() {
-        None => general_stats(shared, out),
-        Some(b"settings") => settings_stats(shared, out),
-        Some(b"reset") => {
-            for w in shared.workers.iter() {
-                w.reset();
-            }
-            shared.rejected_connections.store(0, Ordering::Relaxed);
-            push_line(out, "RESET");
-            return;
-        }
-        Some(_) => {
-            push_line(out, reply::ERROR);
-            return;
-        }
-    }
-    out.extend_from_slice(b"END\r\n");
-}
-
-fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
-    let mut t = crate::stats::Totals::default();
-    for w in shared.workers.iter() {
-        w.add_to(&mut t);
-    }
-    let engine = shared.store.stats();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (user, system) = rusage();
-    push_stat(out, "pid", std::process::id());
-    push_stat(out, "uptime", shared.started.elapsed().as_secs());
-    push_stat(out, "time", now);
-    push_stat(out, "version", &VERSION_LINE["VERSION ".len()..]);
-    push_stat(out, "pointer_size", usize::BITS);
-    push_stat(out, "rusage_user", format_args!("{:.6}", user));
-    push_stat(out, "rusage_system", format_args!("{:.6}", system));
-    push_stat(out, "max_connections", shared.conn_limit);
-    push_stat(out, "curr_connections", shared.curr_connections.load(Ordering::Relaxed));
-    push_stat(out, "total_connections", t.total_connections);
-    push_stat(out, "rejected_connections", shared.rejected_connections.load(Ordering::Relaxed));
-    push_stat(out, "cmd_get", t.cmd_get);
-    push_stat(out, "cmd_set", t.cmd_set);
-    push_stat(out, "cmd_flush", t.cmd_flush);
-    push_stat(out, "cmd_touch", t.cmd_touch);
-    push_stat(out, "get_hits", t.get_hits);
-    push_stat(out, "get_misses", t.get_misses);
-    push_stat(out, "get_expired", t.get_expired);
-    push_stat(out, "get_flushed", t.get_flushed);
-    push_stat(out, "delete_misses", t.delete_misses);
-    push_stat(out, "delete_hits", t.delete_hits);
-    push_stat(out, "incr_misses", t.incr_misses);
-    push_stat(out, "incr_hits", t.incr_hits);
-    push_stat(out, "decr_misses", t.decr_misses);
-    push_stat(out, "decr_hits", t.decr_hits);
-    push_stat(out, "cas_misses", t.cas_misses);
-    push_stat(out, "cas_hits", t.cas_hits);
-    push_stat(out, "cas_badval", t.cas_badval);
-    push_stat(out, "touch_hits", t.touch_hits);
-    push_stat(out, "touch_misses", t.touch_misses);
-    push_stat(out, "bytes_read", t.bytes_read);
-    push_stat(out, "bytes_written", t.bytes_written);
-    push_stat(out, "limit_maxbytes", engine.memory_limit_bytes);
-    push_stat(out, "threads", shared.workers.len());
-    push_stat(out, "bytes", engine.item_bytes);
-    push_stat(out, "curr_items", engine.items);
-    push_stat(out, "total_items", t.total_items);
-    push_stat(out, "expired_unfetched", engine.expired_unfetched);
-    push_stat(out, "evicted_unfetched", engine.evicted_unfetched);
-    push_stat(out, "evictions", engine.evictions);
-    // memcached's LRU crawler counts what it reclaims here; the engine's
-    // background expiry sweep is the crawler's counterpart.
-    push_stat(out, "crawler_reclaimed", engine.swept_items);
-    push_stat(out, "hash_buckets", engine.buckets);
-    push_stat(out, "hash_overflow_nodes", engine.overflow_nodes);
-    push_stat(out, "hash_bytes", engine.index_bytes);
-    push_stat(out, "hash_is_expanding", u8::from(engine.expanding));
-    push_stat(out, "hash_expansions", engine.expansions);
-    if engine.segments > 0 {
-        // Cache mode's memory account (engine `segment.rs`): the budget
-        // less the index is what segments may use; S3-FIFO's ghost comes
-        // on top of the budget (eviction_policy_bytes).
-        push_stat(out, "segment_size", engine.segment_bytes);
-        push_stat(out, "segments_total", engine.segments);
-        push_stat(out, "segments_limit", engine.segment_limit);
-        push_stat(out, "segments_free", engine.free_segments);
-        push_stat(out, "segments_resident_bytes", engine.reserved_bytes);
-        push_stat(out, "eviction_policy_bytes", engine.policy_bytes);
-    }
-}
-
-fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
-    let a = &shared.args;
-    push_stat(out, "maxbytes", a.memory_limit_mb << 20);
-    push_stat(out, "maxconns", a.conn_limit);
-    push_stat(out, "tcpport", a.port);
-    push_stat(out, "udpport", a.udp_port);
-    push_stat(out, "inter", &a.listen);
-    push_stat(out, "verbosity", a.verbose);
-    push_stat(out, "num_threads", shared.workers.len());
-    push_stat(out, "cas_enabled", "yes");
-    push_stat(out, "item_size_max", a.max_item_size);
-    push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
-    push_stat(out, "eviction_policy", a.eviction);
-    let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
-    push_stat(out, "merge_segments", if merging { "yes" } else { "no" });
-    push_stat(out, "flush_enabled", "yes");
-}
-
-/// User and system CPU seconds of this process.
-fn rusage() -> (f64, f64) {
-    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks.
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = 100.0; // USER_HZ on Linux
-    let get = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / ticks;
-    (get(11), get(12))
 }

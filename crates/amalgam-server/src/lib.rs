@@ -3,6 +3,8 @@
 //! The `amalgam` binary: memcached's text protocol served from the Amalgam
 //! engine, a drop-in for memcached (same flags, same defaults, same replies),
 //! and Redis's RESP on a second port over the same keyspace (`resp.rs`).
+//! memcached's binary protocol shares the memcached port: a connection
+//! whose first byte is `0x80` is served by `binary.rs` for its life.
 //!
 //! ## Threads
 //! ```text
@@ -10,7 +12,8 @@
 //!             │  round-robin hand-off: inbox + Waker per worker
 //!             ▼
 //!   worker 0..t-1 (mio Poll each: its connections + waker)   ──►  Store (shared, lock-free reads)
-//!   signals (SIGINT/SIGTERM) ── sets `shutdown`, wakes everyone
+//!   signals (SIGINT/SIGTERM, `shutdown` with -A) ── sets `shutdown`, wakes everyone
+//!           (SIGHUP: logged with -v, never stops the server)
 //! ```
 //! One epoll loop per worker thread (`-t`, default: one per core); a
 //! connection lives on one worker for its whole life. No lock is taken on
@@ -38,6 +41,23 @@
 //! passes a high-water mark; each connection gets a bounded amount of work
 //! per turn so no client can starve the others on its worker.
 //!
+//! ## Operator commands (`admin.rs`)
+//! The `stats` groups (one composing function each), `lru_crawler
+//! metadump` (streamed by the worker a bucket at a time under the output
+//! high-water mark), `shutdown` and `verbosity`. Amalgam has no slabs: the
+//! groups report the slab classes memcached would put the same items in
+//! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
+//! checks are in `config.rs` and `main.rs`.
+//!
+//! ## RESP clients (`clients.rs`)
+//! Each RESP connection registers what other threads may see of it (address,
+//! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,
+//! CLIENT KILL asks the owning worker to close a connection through its kill
+//! inbox and waker (a worker never touches another's connections), and
+//! MONITOR's lines reach each monitor through a bounded queue its own worker
+//! drains. The request path writes only its own client's atomics and, with no
+//! monitor attached, pays one relaxed load for MONITOR.
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled
@@ -61,6 +81,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod binary;
+pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod meta;
@@ -70,8 +93,10 @@ pub mod worker;
 
 use amalgam_engine::Store;
 use config::Args;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// State every worker shares.
@@ -91,14 +116,36 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
+    /// Every RESP connection, for CLIENT LIST/KILL and MONITOR.
+    pub clients: clients::Registry,
+    /// memcached's verbosity: `-v` at start, then the `verbosity` command.
+    pub verbosity: AtomicU32,
+    /// Listeners and open connections for `stats conns` (written at
+    /// accept and close only, never per request).
+    pub conns: Mutex<ConnRegistry>,
     /// When collections change form (CONFIG SET hash-max-listpack-entries …).
     pub thresholds: resp::typed::LiveThresholds,
+}
+
+/// What `stats conns` lists, by file descriptor.
+#[derive(Debug, Default)]
+pub struct ConnRegistry {
+    pub listeners: BTreeMap<i32, SocketAddr>,
+    pub open: BTreeMap<i32, OpenConn>,
+}
+
+/// One open connection's addresses.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenConn {
+    pub peer: SocketAddr,
+    pub listen: SocketAddr,
 }
 
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
         let threads = args.worker_threads();
+        let args_verbose = args.verbose;
         let store = Store::new(amalgam_engine::Config {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
@@ -106,7 +153,20 @@ impl Shared {
             merge_segments: args.merge_segments,
             ..amalgam_engine::Config::default()
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| {
+            let e = e.to_string();
+            if e.contains("could not map") {
+                // The engine's advice covers a budget too small for its
+                // segments; a map refused outright means too large.
+                format!(
+                    "-m {} asks for more memory than this machine can reserve ({}): give a smaller -m",
+                    args.memory_limit_mb,
+                    e.split(" (").next().unwrap_or(&e)
+                )
+            } else {
+                e
+            }
+        })?;
         let seg = store.stats().segment_bytes as usize;
         if seg > 0 && seg < args.max_item_size {
             eprintln!(
@@ -159,6 +219,23 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
             thresholds: resp::typed::LiveThresholds::default(),
+            verbosity: AtomicU32::new(u32::from(args_verbose)),
+            conns: Mutex::new(ConnRegistry::default()),
+            clients: clients::Registry::new(threads),
         }))
+    }
+
+    /// False with `-C`: every CAS reads 0 (config.rs).
+    pub fn cas_enabled(&self) -> bool {
+        !self.args.disable_cas
+    }
+
+    /// The CAS a client sees for an item whose CAS is `cas`.
+    pub fn visible_cas(&self, cas: u64) -> u64 {
+        if self.cas_enabled() {
+            cas
+        } else {
+            0
+        }
     }
 }

@@ -1,24 +1,66 @@
 //! `amalgam`: start-up and shutdown. See the crate's `lib.rs` for the design.
+//!
+//! Start-up refuses what memcached refuses, with memcached's text and exit
+//! status (`-I` above half of `-m`: 64; an unknown `-o` option: 1), and
+//! says for every other failure what is wrong and what to do. `-d` runs
+//! the server as a child process in its own process group (no `fork`: the
+//! server forbids `unsafe`); the command returns 0 once the child listens,
+//! or the child's status and its error when it could not start.
+//!
+//! Signals: SIGINT and SIGTERM stop the server cleanly (the `shutdown`
+//! command raises SIGTERM); SIGHUP never stops it: memcached ignores it and
+//! Redis's users send it to make a server reopen its logs. Amalgam logs to
+//! stderr and reads no configuration file, so there is nothing to reopen
+//! or reload; with `-v` it says so.
 
 #![forbid(unsafe_code)]
 
-use amalgam_server::config::Args;
+use amalgam_server::config::{Args, ExtendedOption, EXIT_USAGE};
 use amalgam_server::worker::{run_acceptor, run_worker, worker_poll, Protocol};
 use amalgam_server::Shared;
-use clap::Parser;
 use mio::{Poll, Token, Waker};
-use std::net::ToSocketAddrs;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Set in a `-d` child's environment: it serves, and reports readiness on
+/// its stdout (a pipe to the parent).
+const DAEMON_CHILD_ENV: &str = "AMALGAM_DAEMON_CHILD";
+/// What a `-d` child writes to its parent once it listens.
+const DAEMON_READY: &[u8] = b"ready\n";
+/// memcached's exit status for an illegal `-o` suboption.
+const EXIT_ILLEGAL_SUBOPTION: u8 = 1;
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Args::parse_all();
+    if let Err(e) = args.validate_memcached() {
+        eprintln!("{e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    for o in args.extended_options() {
+        match o {
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(EXIT_ILLEGAL_SUBOPTION);
+            }
+            Ok(ExtendedOption::Warned(name, why)) => eprintln!("amalgam: warning: -o {name} is not implemented: {why}"),
+            Ok(_) => {}
+        }
+    }
+    if args.lock_memory {
+        eprintln!("amalgam: warning: -k is not implemented: memory is not locked (mlockall)");
+    }
     if let Err(e) = args.validate() {
         eprintln!("amalgam: {e}");
-        return ExitCode::from(64);
+        return ExitCode::from(EXIT_USAGE);
     }
-    match run(args) {
+    let child = std::env::var_os(DAEMON_CHILD_ENV).is_some();
+    if args.daemon && !child {
+        return daemonize(&args);
+    }
+    match run(args, child) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("amalgam: {e}");
@@ -27,25 +69,113 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Args) -> Result<(), String> {
+/// `-d`: starts this program again as the server, in its own process
+/// group with stdin and stdout detached (stderr too unless `-v`, as
+/// memcached keeps it only when verbose), and returns once it listens.
+/// Until then its stderr goes to a file the parent shows if it fails.
+fn daemonize(args: &Args) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let fail = |e: String| {
+        eprintln!("amalgam: -d: {e}");
+        ExitCode::FAILURE
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => return fail(format!("cannot find my own executable: {e}")),
+    };
+    let err_path = std::env::temp_dir().join(format!("amalgam-daemon-{}.stderr", std::process::id()));
+    let stderr = if args.verbose > 0 {
+        std::process::Stdio::inherit()
+    } else {
+        match std::fs::File::create(&err_path) {
+            Ok(f) => f.into(),
+            Err(e) => return fail(format!("cannot create {}: {e}", err_path.display())),
+        }
+    };
+    let spawned = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(DAEMON_CHILD_ENV, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start the server process: {e}")),
+    };
+    let mut ready = [0u8; DAEMON_READY.len()];
+    let ok = child.stdout.take().is_some_and(|mut out| out.read_exact(&mut ready).is_ok() && ready == DAEMON_READY);
+    let errors = std::fs::read_to_string(&err_path).unwrap_or_default();
+    // The child keeps writing to the file it holds; the name goes now.
+    let _ = std::fs::remove_file(&err_path);
+    if ok {
+        eprint!("{errors}");
+        return ExitCode::SUCCESS;
+    }
+    eprint!("{errors}");
+    match child.wait() {
+        Ok(status) => ExitCode::from(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1)),
+        Err(e) => fail(format!("the server process did not start: {e}")),
+    }
+}
+
+/// Binds a listener, saying what is wrong and what to do when it cannot.
+fn listen(addr: SocketAddr, what: &str, fix: &str) -> Result<mio::net::TcpListener, (ErrorKind, String)> {
+    mio::net::TcpListener::bind(addr).map_err(|e| {
+        let advice = match e.kind() {
+            ErrorKind::AddrInUse => format!("another server holds port {}: {fix}", addr.port()),
+            ErrorKind::AddrNotAvailable => format!(
+                "{} is not an address of this machine: give one of its addresses with -l (127.0.0.1 for this \
+                 machine only, 0.0.0.0 for every interface)",
+                addr.ip()
+            ),
+            ErrorKind::PermissionDenied => {
+                format!("ports below 1024 need root or CAP_NET_BIND_SERVICE: {fix}")
+            }
+            _ => format!("check -l and {fix}"),
+        };
+        (e.kind(), format!("cannot listen {what}on {addr}: {e}; {advice}"))
+    })
+}
+
+fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     let addr = (args.listen.as_str(), args.port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve listen address {}: {e}", args.listen))?
+        .map_err(|e| {
+            format!(
+                "-l {}: not an address or a name that resolves ({e}); give an address such as 127.0.0.1",
+                args.listen
+            )
+        })?
         .next()
-        .ok_or_else(|| format!("no address for {}", args.listen))?;
-    let listener = mio::net::TcpListener::bind(addr)
-        .map_err(|e| format!("cannot listen on {addr}: {e} (is another server on that port? try -p)"))?;
+        .ok_or_else(|| format!("-l {}: the name has no address; give an address such as 127.0.0.1", args.listen))?;
+    let listener = listen(addr, "", "give another port with -p").map_err(|(_, e)| e)?;
     let mut listeners = vec![(listener, Protocol::Memcached)];
     if args.resp_port != 0 {
-        let resp_addr = std::net::SocketAddr::new(addr.ip(), args.resp_port);
-        let resp = mio::net::TcpListener::bind(resp_addr).map_err(|e| {
-            format!("cannot listen for RESP on {resp_addr}: {e} (is Redis on that port? try --resp-port, or 0 to turn RESP off)")
-        })?;
-        listeners.push((resp, Protocol::Resp));
+        let resp_addr = SocketAddr::new(addr.ip(), args.resp_port);
+        let fix = "give another with --resp-port, or --resp-port 0 to turn RESP off";
+        match listen(resp_addr, "for RESP ", fix) {
+            Ok(resp) => listeners.push((resp, Protocol::Resp)),
+            // Left at its default, RESP must not stop a memcached-only
+            // start where Redis (or another Amalgam) holds 6379.
+            Err((ErrorKind::AddrInUse, e)) if !args.resp_port_explicit => {
+                eprintln!("amalgam: warning: {e}; serving memcached's protocol only");
+                args.resp_port = 0;
+            }
+            Err((_, e)) => return Err(e),
+        }
     }
     let verbose = args.verbose;
+    let pidfile = args.pidfile.clone();
+    let daemon = args.daemon;
     let shared = Shared::new(args)?;
     let threads = shared.workers.len();
+    if let Some(p) = &pidfile {
+        // memcached writes it with or without -d.
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| format!("-P {}: cannot write the pid file: {e}; give a writable path", p.display()))?;
+    }
 
     let acceptor_poll = Poll::new().map_err(|e| e.to_string())?;
     let acceptor_waker = Arc::new(Waker::new(acceptor_poll.registry(), Token(usize::MAX)).map_err(|e| e.to_string())?);
@@ -64,8 +194,12 @@ fn run(args: Args) -> Result<(), String> {
         joins.push(join);
     }
 
-    // SIGINT / SIGTERM: stop accepting, stop the workers, exit 0.
-    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+    shared.clients.set_wakers(handles.iter().map(|h| h.waker_clone()).collect());
+
+    // SIGINT / SIGTERM: stop accepting, stop the workers, exit 0. SIGHUP:
+    // carry on (module notes).
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let signal_handle = signals.handle();
     let wakers: Vec<_> = handles.iter().map(|h| h.waker_clone()).collect();
@@ -74,12 +208,19 @@ fn run(args: Args) -> Result<(), String> {
     let signal_thread = std::thread::Builder::new()
         .name("amalgam-signals".into())
         .spawn(move || {
-            if signals.forever().next().is_some() {
+            for sig in signals.forever() {
+                if sig == SIGHUP {
+                    if sig_shared.verbosity.load(Ordering::Relaxed) > 0 {
+                        eprintln!("amalgam: SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
+                    }
+                    continue;
+                }
                 sig_shared.shutdown.store(true, Ordering::Release);
                 let _ = sig_acceptor.wake();
                 for w in &wakers {
                     let _ = w.wake();
                 }
+                break;
             }
         })
         .map_err(|e| format!("cannot start signal thread: {e}"))?;
@@ -89,6 +230,12 @@ fn run(args: Args) -> Result<(), String> {
         if let Some((l, _)) = listeners.get(1) {
             eprintln!("amalgam: RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         }
+    }
+    if daemon_child {
+        // Listening: let the parent return. It may be gone; nothing else is
+        // ever written to this pipe.
+        let _ = std::io::stdout().write_all(DAEMON_READY);
+        let _ = std::io::stdout().flush();
     }
     run_acceptor(&shared, listeners, acceptor_poll, &handles);
     shared.shutdown.store(true, Ordering::Release);
@@ -103,6 +250,10 @@ fn run(args: Args) -> Result<(), String> {
     // Everything journaled reaches the disk, whatever the fsync policy.
     if let Some(p) = &shared.persist {
         p.shutdown();
+    }
+    if let (Some(p), true) = (&pidfile, daemon) {
+        // memcached removes its pid file at exit in daemon mode.
+        let _ = std::fs::remove_file(p);
     }
     if verbose > 0 {
         eprintln!("amalgam: shut down");

@@ -75,13 +75,14 @@ pub fn run(shared: &Shared, stats: &WorkerStats, cmd: MetaCmd, line: &[u8], data
         return After::Continue;
     };
     let store = &shared.store;
+    let cas_on = shared.cas_enabled();
     match cmd {
         MetaCmd::Noop => push_line(out, "MN"),
-        MetaCmd::Get => meta_get(store, stats, &req, out),
-        MetaCmd::Set => meta_set(store, stats, &req, data, out),
-        MetaCmd::Delete => meta_delete(store, stats, &req, out),
-        MetaCmd::Arith => meta_arith(store, stats, &req, out),
-        MetaCmd::Debug => meta_debug(store, &req, out),
+        MetaCmd::Get => meta_get(store, stats, &req, out, cas_on),
+        MetaCmd::Set => meta_set(store, stats, &req, data, out, cas_on),
+        MetaCmd::Delete => meta_delete(store, stats, &req, out, cas_on),
+        MetaCmd::Arith => meta_arith(store, stats, &req, out, cas_on),
+        MetaCmd::Debug => meta_debug(store, &req, out, cas_on),
     }
     After::Continue
 }
@@ -184,8 +185,24 @@ fn compose_mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, hit: &Hit<'_>, store
     (exp, won)
 }
 
-fn hit_of<'v>(it: &ItemRef<'v>) -> Hit<'v> {
-    Hit { value: it.value(), flags: it.flags(), cas: it.cas(), expiry: it.expiry(), marks: it.marks(), created: false }
+/// The CAS a client sees: the item's, or 0 with `-C` (memcached keeps none).
+fn visible(it: &ItemRef<'_>, cas_on: bool) -> u64 {
+    if cas_on {
+        it.cas()
+    } else {
+        0
+    }
+}
+
+fn hit_of<'v>(it: &ItemRef<'v>, cas_on: bool) -> Hit<'v> {
+    Hit {
+        value: it.value(),
+        flags: it.flags(),
+        cas: visible(it, cas_on),
+        expiry: it.expiry(),
+        marks: it.marks(),
+        created: false,
+    }
 }
 
 fn mg_miss(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
@@ -207,7 +224,7 @@ fn count_get(stats: &WorkerStats, req: &MetaRequest<'_>, hit: bool) {
     }
 }
 
-fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let key = req.key();
     if f.ttl.is_none() && f.vivify.is_none() && f.recache.is_none() {
@@ -217,7 +234,7 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
             if it.marks() & (MARK_STALE | MARK_TOKEN_SENT) == MARK_STALE {
                 return false;
             }
-            compose_mg_hit(out, req, &hit_of(&it), store);
+            compose_mg_hit(out, req, &hit_of(&it, cas_on), store);
             true
         });
         match r {
@@ -236,7 +253,7 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
             // `update` may run this again (a retry after the cache found no
             // free segment): only the last run's answer stays.
             answer.clear();
-            let (exp, won) = compose_mg_hit(&mut answer, req, &hit_of(&it), store);
+            let (exp, won) = compose_mg_hit(&mut answer, req, &hit_of(&it, cas_on), store);
             if exp == it.expiry() && !won {
                 return (Update::Keep, true);
             }
@@ -297,7 +314,7 @@ impl Code {
     }
 }
 
-fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>) {
+fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
     bump(&stats.cmd_set, 1);
     let f = &req.flags;
     let mode = req.set_mode();
@@ -316,6 +333,9 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
             let want = f.cas.unwrap_or(0);
             return match old {
                 None => (Update::Keep, Code::Nf),
+                // -C: memcached drops the request's CAS, and a CAS store
+                // without one never matches.
+                Some(_) if !cas_on => (Update::Keep, Code::Ex),
                 Some(it) if it.cas() == want => (put(0), Code::Hd),
                 // I: a CAS older than the item's stores a stale value that
                 // keeps the item's TTL and token.
@@ -339,7 +359,7 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
             (SetMode::Append | SetMode::Prepend, None) => (Update::Keep, Code::Ns),
             (SetMode::Append | SetMode::Prepend, Some(it)) => {
                 // memcached's simplified CAS check for append/prepend.
-                if matches!(f.cas, Some(c) if c != 0 && c != it.cas()) {
+                if matches!(f.cas, Some(c) if c != 0 && c != visible(&it, cas_on)) {
                     return (Update::Keep, Code::Ex);
                 }
                 let p = Update::Put {
@@ -354,7 +374,7 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
         }
     });
     let (code, cas) = match r {
-        Ok((code, cas)) => (code, cas.unwrap_or(0)),
+        Ok((code, cas)) => (code, if cas_on { cas.unwrap_or(0) } else { 0 }),
         Err(Error::TooLarge) if matches!(mode, SetMode::Append | SetMode::Prepend) => (Code::Ns, 0),
         Err(Error::TooLarge) => {
             let _ = store.delete(req.key());
@@ -399,12 +419,12 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
     out.extend_from_slice(b"\r\n");
 }
 
-fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let new_ttl = f.ttl.map(|t| expiry(store, t));
     let r = store.update(req.key(), |old| match old {
         None => (Update::Keep, Code::Nf),
-        Some(it) if matches!(f.cas, Some(c) if c != it.cas()) => (Update::Keep, Code::Ex),
+        Some(it) if matches!(f.cas, Some(c) if c != visible(&it, cas_on)) => (Update::Keep, Code::Ex),
         Some(it) if f.invalidate => {
             // Mark stale, bump the CAS, clear the token so the next
             // client can win it; a T sets a new TTL.
@@ -438,7 +458,7 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
 
 /// memcached's incr/decr parse of a stored value: digits, optionally
 /// padded with spaces (what an in-place decr leaves).
-fn counter_value(v: &[u8]) -> Option<u64> {
+pub(crate) fn counter_value(v: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -453,7 +473,7 @@ enum ArithOutcome {
     NonNumeric,
 }
 
-fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let incr = req.incr();
     // The TTL the token loop leaves: T always, N only on a created item.
@@ -483,7 +503,9 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
             }
             None => (Update::Keep, ArithOutcome::Miss),
         },
-        Some(it) if matches!(f.cas, Some(c) if c != 0 && c != it.cas()) => (Update::Keep, ArithOutcome::CasMismatch),
+        Some(it) if matches!(f.cas, Some(c) if c != 0 && c != visible(&it, cas_on)) => {
+            (Update::Keep, ArithOutcome::CasMismatch)
+        }
         Some(it) => {
             let Some(v) = counter_value(it.value()) else { return (Update::Keep, ArithOutcome::NonNumeric) };
             let number = if incr { v.wrapping_add(f.delta) } else { v.saturating_sub(f.delta) };
@@ -541,7 +563,7 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
                 match t[0] {
                     b'c' => {
                         out.extend_from_slice(b" c");
-                        push_u64(out, cas.unwrap_or(0));
+                        push_u64(out, if cas_on { cas.unwrap_or(0) } else { 0 });
                     }
                     b't' => push_ttl(out, e, now),
                     b'T' => e = expiry(store, f.ttl.unwrap_or(0)),
@@ -565,7 +587,7 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
 
 /// `me`: memcached's debug line. Fields the engine does not keep are
 /// reported as constants (see the module doc).
-fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
+fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let now = store.now();
     let line = store.get(req.key(), |it| {
         let mut l = b"ME ".to_vec();
@@ -579,7 +601,9 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
             Expiry::At(t) => i64::from(now) - i64::from(t),
         };
         let size = it.size();
-        l.extend_from_slice(format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", it.cas()).as_bytes());
+        l.extend_from_slice(
+            format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", visible(&it, cas_on)).as_bytes(),
+        );
         l
     });
     match line {

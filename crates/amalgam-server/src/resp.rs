@@ -13,6 +13,10 @@
 //! (`Store::get_batch`, MICA §5.3) as one batch, as memcached's gets do;
 //! runs of consecutive SETs have their index lines prefetched
 //! (`Store::prefetch_writes`) and then run one by one (`run_sets`).
+//! A connection under CLIENT REPLY OFF or SKIP, and every connection while
+//! a MONITOR is attached, runs each command alone through `run_command`,
+//! which drops the replies the client asked not to get and feeds the
+//! monitors; without either, the batch pays one relaxed load for them.
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
@@ -44,28 +48,52 @@
 //! | `resp/table.rs` | the command table: names, arity, flags, docs |
 //! | `resp/strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
-//! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND CLIENT HELLO AUTH |
+//! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND HELLO AUTH SAVE |
+//! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
+//! | `resp/monitor.rs` | MONITOR |
+//! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `resp/object.rs` | TIME TOUCH OBJECT |
+//! | `resp/lcs.rs` | LCS |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
+mod bits;
+mod client;
+mod command;
 mod glob;
 mod hash;
 mod keys;
+mod lcs;
+mod monitor;
+mod object;
 mod server;
 mod strings;
 mod table;
 pub mod typed;
 
+use crate::clients::Client;
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
 use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
 use std::borrow::Cow;
+use std::sync::Arc;
 use table::{Cmd, Spec};
 
 /// One argument of a command, borrowed from the read buffer (or owned,
 /// for an inline command's escaped quotes).
 pub type Arg<'a> = Cow<'a, [u8]>;
+
+/// CLIENT REPLY's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reply {
+    On,
+    Off,
+    /// CLIENT REPLY SKIP is running: the next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped.
+    Skip,
+}
 
 /// The RESP state of one connection.
 #[derive(Debug)]
@@ -74,29 +102,37 @@ pub struct Session {
     proto: Proto,
     /// CLIENT ID: unique among this server's RESP connections.
     id: u64,
-    /// CLIENT SETNAME (validated: printable ASCII, no spaces).
-    name: Option<Vec<u8>>,
-    /// CLIENT SETINFO LIB-NAME / LIB-VER.
-    lib_name: Option<Vec<u8>>,
-    lib_ver: Option<Vec<u8>>,
+    /// What CLIENT LIST and KILL see of this connection (clients.rs); the
+    /// name and library attributes live there.
+    client: Arc<Client>,
+    /// CLIENT REPLY.
+    reply: Reply,
+    /// MONITOR attached this connection.
+    monitor: Option<Arc<crate::clients::Monitor>>,
     /// The run of GETs and MGETs of the batch in progress (kept to reuse
     /// its allocation; empty between batches).
     gets: Vec<PendingGet>,
 }
 
 impl Session {
-    /// A new connection's session: RESP2, the next client id.
-    pub fn new(shared: &Shared) -> Session {
+    /// A new connection's session: RESP2, the next client id, registered
+    /// as `token` of `worker`.
+    pub fn new(shared: &Shared, sock: &mio::net::TcpStream, worker: usize, token: usize) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             parser: Parser::new(),
             proto: Proto::Resp2,
             id,
-            name: None,
-            lib_name: None,
-            lib_ver: None,
+            client: shared.clients.add(id, sock, worker, token),
+            reply: Reply::On,
+            monitor: None,
             gets: Vec::new(),
         }
+    }
+
+    /// CLIENT ID.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 }
 
@@ -143,6 +179,18 @@ pub fn process(
     let mut gets = std::mem::take(&mut session.gets);
     // The run of SETs in progress: each one's argument range.
     let mut sets: Vec<(usize, usize)> = Vec::new();
+    session.client.touch();
+    if let Some(m) = &session.monitor {
+        // Lines other workers queued for this monitor, while the socket
+        // keeps up; past the queue's bound the monitor is dropped.
+        if m.dropped.load(std::sync::atomic::Ordering::Relaxed) {
+            *close = true;
+            return;
+        }
+        if out.len() < WRITE_BUFFER_HIGH_BYTES {
+            m.drain_into(out);
+        }
+    }
     let mut ctx = Ctx { shared, stats, session, limits };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
         if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
@@ -169,8 +217,17 @@ pub fn process(
                 // GET and MGET join the run of gets, SET the run of sets;
                 // anything else ends both. The runs never mix: a GET ends
                 // a run of sets and a SET a run of gets, so replies keep
-                // the commands' order.
-                match spec.map(|s| s.cmd) {
+                // the commands' order. A connection under CLIENT REPLY OFF
+                // or SKIP, and every connection while a MONITOR is
+                // attached, runs each command alone (`run_command` drops
+                // replies and feeds monitors).
+                let batch = ctx.session.reply == Reply::On && !shared.clients.monitoring();
+                if let (Some(s), true) = (spec, batch) {
+                    // CLIENT LIST's cmd= for a batched command (the
+                    // others are recorded at dispatch).
+                    ctx.session.client.set_last_cmd(table::index_of(s), None);
+                }
+                match spec.map(|s| s.cmd).filter(|_| batch) {
                     Some(Cmd::Get) if cmd.len() == 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         gets.push(PendingGet { first: start + 1, mget: None });
@@ -335,7 +392,25 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
     }
 }
 
+/// Runs one command, then applies CLIENT REPLY: a reply the client asked
+/// not to get is dropped, and SKIP lasts one command.
 fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    let before = ctx.session.reply;
+    let mark = out.len();
+    let after = dispatch(ctx, spec, args, out);
+    let now = ctx.session.reply;
+    if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On {
+        out.truncate(mark);
+    }
+    ctx.session.reply = match now {
+        Reply::SkipNext => Reply::Skip,
+        Reply::Skip if before == Reply::Skip => Reply::On,
+        r => r,
+    };
+    after
+}
+
+fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     let Some(spec) = spec else {
         unknown_command(args, out);
         return After::Continue;
@@ -343,6 +418,18 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
     if !arity_ok(spec.arity, args.len()) {
         wrong_arity(spec.name, out);
         return After::Continue;
+    }
+    let sub = if spec.subcommands.is_empty() || args.len() < 2 {
+        None
+    } else {
+        spec.subcommands.iter().position(|s| is(&args[1], table::short_name(s)))
+    };
+    ctx.session.client.set_last_cmd(table::index_of(spec), sub);
+    // Redis does not show admin commands (CONFIG SET, CLIENT KILL …) to
+    // monitors: a subcommand's own flags decide.
+    let own = sub.map_or(spec, |i| &spec.subcommands[i]);
+    if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
+        monitor::feed(ctx, args);
     }
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
@@ -399,6 +486,12 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
         | Cmd::Save
         | Cmd::Bgsave
         | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
+        Cmd::Monitor => monitor::monitor(ctx, out),
+        Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
+            bits::run(ctx, spec.cmd, args, out)
+        }
+        Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
+        Cmd::Lcs => lcs::lcs(ctx, args, out),
         Cmd::Hset
         | Cmd::Hsetnx
         | Cmd::Hget

@@ -16,6 +16,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
@@ -100,11 +101,15 @@ pub fn run_acceptor(
     mut poll: Poll,
     workers: &[WorkerHandle],
 ) {
+    let mut listen_addrs = Vec::with_capacity(listeners.len());
     for (i, (listener, _)) in listeners.iter_mut().enumerate() {
         if let Err(e) = poll.registry().register(listener, Token(i), Interest::READABLE) {
             eprintln!("amalgam: cannot watch the listening socket: {e}");
             return;
         }
+        let addr = listener.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+        listen_addrs.push(addr);
+        shared.conns.lock().unwrap_or_else(|e| e.into_inner()).listeners.insert(listener.as_raw_fd(), addr);
     }
     let mut events = Events::with_capacity(64);
     let mut next = 0;
@@ -118,9 +123,10 @@ pub fn run_acceptor(
         }
         for ev in events.iter() {
             let Some((listener, protocol)) = listeners.get(ev.token().0) else { continue };
+            let listen = listen_addrs[ev.token().0];
             for _ in 0..ACCEPTS_PER_EVENT_MAX {
                 match listener.accept() {
-                    Ok((mut sock, _)) => {
+                    Ok((mut sock, peer)) => {
                         if shared.curr_connections.load(Ordering::Relaxed) >= shared.conn_limit {
                             let _ = sock.write(match protocol {
                                 Protocol::Memcached => TOO_MANY_CONNECTIONS,
@@ -131,6 +137,14 @@ pub fn run_acceptor(
                         }
                         let _ = sock.set_nodelay(true);
                         shared.curr_connections.fetch_add(1, Ordering::Relaxed);
+                        // Listed until the worker closes it (before the fd
+                        // can be reused).
+                        shared
+                            .conns
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .open
+                            .insert(sock.as_raw_fd(), crate::OpenConn { peer, listen });
                         let w = &workers[next % workers.len()];
                         next += 1;
                         w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push((sock, *protocol));
@@ -176,6 +190,13 @@ struct Conn {
     /// The RESP session of a connection from the RESP listener; None for
     /// memcached's protocol.
     resp: Option<Box<crate::resp::Session>>,
+    /// An `lru_crawler metadump` in progress: the scan cursor it goes on
+    /// from once the output drains (admin.rs).
+    dump: Option<u64>,
+    /// memcached's binary protocol: decided by the first byte a memcached
+    /// connection sends (`0x80`), as memcached's `try_read_command_negotiate`
+    /// does, and kept for the connection's life; None until a byte came.
+    binary: Option<bool>,
     /// With persistence: the log position the pending replies depend on
     /// (the worker thread's last journaled record when they were made);
     /// they are sent once the log has secured it (lib.rs § Persistence).
@@ -240,10 +261,13 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     let entry = conns.vacant_entry();
                     let token = Token(entry.key());
                     if poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+                        unlist(shared, &sock);
                         shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
                         continue;
                     }
                     bump(&stats.total_connections, 1);
+                    let resp = (protocol == Protocol::Resp)
+                        .then(|| Box::new(crate::resp::Session::new(shared, &sock, id, token.0)));
                     entry.insert(Conn {
                         sock,
                         rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
@@ -256,10 +280,33 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         eof: false,
                         drained: false,
                         hup: false,
-                        resp: (protocol == Protocol::Resp).then(|| Box::new(crate::resp::Session::new(shared))),
+                        resp,
+                        dump: None,
+                        binary: None,
                         commit_target: 0,
                     });
                     ready.push(token.0);
+                }
+                // CLIENT KILL from any worker, and MONITOR lines queued
+                // for this worker's monitors (clients.rs).
+                for (client, key) in shared.clients.take_kills(id) {
+                    if conns.get(key).is_some_and(|c| c.client_id() == Some(client)) {
+                        close_conn(shared, &poll, &mut conns, key);
+                    }
+                }
+                if shared.clients.monitoring() {
+                    for m in shared.clients.monitors_of(id) {
+                        let key = m.client.token;
+                        if conns.get(key).is_none_or(|c| c.client_id() != Some(m.client.id)) {
+                            continue;
+                        }
+                        if m.dropped.load(Ordering::Relaxed) {
+                            close_conn(shared, &poll, &mut conns, key);
+                        } else {
+                            // Its turn moves the queued lines to its socket.
+                            ready.push(key);
+                        }
+                    }
                 }
             } else {
                 let key = ev.token().0;
@@ -301,11 +348,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     Turn::Idle => {}
                     Turn::Commit if pass == 0 => parked.push(key),
                     Turn::Again | Turn::Commit => again.push(key),
-                    Turn::Closed => {
-                        let mut c = conns.remove(key);
-                        let _ = poll.registry().deregister(&mut c.sock);
-                        shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
-                    }
+                    Turn::Closed => close_conn(shared, &poll, &mut conns, key),
                 }
             }
         }
@@ -326,10 +369,41 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             std::thread::yield_now();
         }
     }
+    for (_, c) in conns.iter() {
+        unlist(shared, &c.sock);
+    }
     shared.curr_connections.fetch_sub(conns.len(), Ordering::Relaxed);
+    for (_, c) in conns.iter() {
+        if let Some(id) = c.client_id() {
+            shared.clients.remove(id);
+        }
+    }
+}
+
+/// Closes connection `key` of this worker: out of the poll, `stats conns`'
+/// list, the count and the client registry.
+fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
+    let Some(mut c) = conns.try_remove(key) else { return };
+    let _ = poll.registry().deregister(&mut c.sock);
+    unlist(shared, &c.sock);
+    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+    if let Some(id) = c.client_id() {
+        shared.clients.remove(id);
+    }
+}
+
+/// Takes a connection off `stats conns`' list; called before its socket
+/// closes, so its fd cannot be listed for a newer connection meanwhile.
+fn unlist(shared: &Shared, sock: &TcpStream) {
+    shared.conns.lock().unwrap_or_else(|e| e.into_inner()).open.remove(&sock.as_raw_fd());
 }
 
 impl Conn {
+    /// The RESP client id, for a RESP connection.
+    fn client_id(&self) -> Option<u64> {
+        self.resp.as_ref().map(|s| s.id())
+    }
+
     /// One bounded turn: flush, parse and execute, read; repeat.
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
@@ -421,10 +495,25 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, .. } = self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
             return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+        }
+        if binary.is_none() && *rstart < buf.len() {
+            *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
+        }
+        if *binary == Some(true) {
+            return crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits);
+        }
+        // A metadump streams before any later request is parsed, so
+        // replies keep their order; it stops at the high-water mark and
+        // goes on when this buffer has been written.
+        if let Some(cursor) = *dump {
+            *dump = crate::admin::metadump_step(shared, cursor, wbuf, WRITE_BUFFER_HIGH_BYTES);
+            if dump.is_some() {
+                return;
+            }
         }
         let mut pos = *rstart;
         let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
@@ -451,7 +540,7 @@ impl Conn {
                 }
                 Parse::Done(req @ Request::Store { .. }, n) => {
                     if !gets.is_empty() {
-                        run_gets(&shared.store, stats, &gets, wbuf);
+                        run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
                     stores.push(req);
@@ -459,20 +548,29 @@ impl Conn {
                 }
                 Parse::Done(req, n) => {
                     if !gets.is_empty() {
-                        run_gets(&shared.store, stats, &gets, wbuf);
+                        run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
                     run_stores(shared, stats, &mut stores, wbuf);
                     pos += n;
-                    if run_one(shared, stats, req, wbuf) == After::Close {
-                        *close_after_write = true;
-                        break;
+                    match run_one(shared, stats, req, wbuf) {
+                        After::Continue => {}
+                        After::Close => {
+                            *close_after_write = true;
+                            break;
+                        }
+                        After::MetaDump => {
+                            *dump = crate::admin::metadump_step(shared, 0, wbuf, WRITE_BUFFER_HIGH_BYTES);
+                            if dump.is_some() {
+                                break;
+                            }
+                        }
                     }
                 }
                 Parse::Incomplete => break,
                 Parse::Fail(f) => {
                     if !gets.is_empty() {
-                        run_gets(&shared.store, stats, &gets, wbuf);
+                        run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
                     run_stores(shared, stats, &mut stores, wbuf);
@@ -495,7 +593,7 @@ impl Conn {
             }
         }
         if !gets.is_empty() {
-            run_gets(&shared.store, stats, &gets, wbuf);
+            run_gets(shared, stats, &gets, wbuf);
         }
         run_stores(shared, stats, &mut stores, wbuf);
         *rstart = pos;

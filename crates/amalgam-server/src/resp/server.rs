@@ -11,12 +11,13 @@
 //! server with no password; a user and password get WRONGPASS, where
 //! Redis would let its password-less `default` user in).
 
+use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::{self, Cmd, Spec, COMMANDS};
-use super::{arity_ok, int_arg, is, null, wrong_arity, Arg, Ctx};
+use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{
-    err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, push_verbatim, Proto,
+    err, push_array, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim, Proto,
 };
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -46,8 +47,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
-        Cmd::Command => command(ctx, args, out),
-        Cmd::Client => client(ctx, args, out),
+        Cmd::Command => super::command::command(ctx, args, out),
+        Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
+        Cmd::Client => {}
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
         Cmd::Auth => match args.len() {
@@ -92,10 +94,10 @@ fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
 
 /// The container's subcommand in `args[1]`, arity-checked; None after
 /// answering Redis's error.
-fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str> {
-    let spec: &Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
+pub(crate) fn sub(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'static str> {
+    let spec: &'static Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
     let upper = spec.name.to_ascii_uppercase();
-    let Some((name, arity)) = table::subcommand(spec, &args[1]) else {
+    let Some(sub) = table::subcommand(spec, &args[1]) else {
         let mut m = b"ERR unknown subcommand '".to_vec();
         let a = args[1].split(|&b| b == 0).next().unwrap_or(b"");
         m.extend_from_slice(&a[..a.len().min(128)]);
@@ -103,14 +105,14 @@ fn sub<'s>(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'s str
         push_error(out, &m);
         return None;
     };
-    if !arity_ok(arity, args.len()) {
-        wrong_arity(&format!("{}|{name}", spec.name), out);
+    if !arity_ok(sub.arity, args.len()) {
+        wrong_arity(sub.name, out);
         return None;
     }
-    Some(name)
+    Some(table::short_name(sub))
 }
 
-fn help(lines: &[&str], out: &mut Vec<u8>) {
+pub(crate) fn help(lines: &[&str], out: &mut Vec<u8>) {
     push_array(out, lines.len());
     for l in lines {
         push_simple(out, l);
@@ -154,10 +156,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if !valid_attribute(n) {
             return push_error(out, err::CLIENT_NAME.as_bytes());
         }
-        ctx.session.name = (!n.is_empty()).then(|| n.to_vec());
+        ctx.session.client.attrs().name = (!n.is_empty()).then(|| n.to_vec());
     }
     if let Some(p) = proto {
         ctx.session.proto = p;
+        ctx.session.client.resp.store(if p == Proto::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
     }
     let p = ctx.proto();
     push_map(out, 7, p);
@@ -177,77 +180,17 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     push_array(out, 0);
 }
 
-/// Redis's `validateClientAttr`: printable ASCII without spaces.
-fn valid_attribute(v: &[u8]) -> bool {
-    v.iter().all(|&b| (b'!'..=b'~').contains(&b))
-}
-
-fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let Some(name) = sub(Cmd::Client, args, out) else { return };
-    let s = &mut *ctx.session;
-    match name {
-        "id" => push_int(out, s.id as i64),
-        "getname" => match &s.name {
-            Some(n) => push_bulk(out, n),
-            None => null(ctx, out),
-        },
-        "setname" => {
-            if !valid_attribute(&args[2]) {
-                return push_error(out, err::CLIENT_NAME.as_bytes());
-            }
-            s.name = (!args[2].is_empty()).then(|| args[2].to_vec());
-            push_simple(out, "OK");
-        }
-        "setinfo" => {
-            let attr: &[u8] = &args[2];
-            let slot = if is(attr, "lib-name") {
-                &mut s.lib_name
-            } else if is(attr, "lib-ver") {
-                &mut s.lib_ver
-            } else {
-                let mut m = b"ERR Unrecognized option '".to_vec();
-                m.extend_from_slice(attr.split(|&b| b == 0).next().unwrap_or(b""));
-                m.push(b'\'');
-                return push_error(out, &m);
-            };
-            if !valid_attribute(&args[3]) {
-                let mut m = attr.to_vec();
-                m.extend_from_slice(b" cannot contain spaces, newlines or special characters.");
-                let mut e = b"ERR ".to_vec();
-                e.extend_from_slice(&m);
-                return push_error(out, &e);
-            }
-            *slot = (!args[3].is_empty()).then(|| args[3].to_vec());
-            push_simple(out, "OK");
-        }
-        _ => help(
-            &[
-                "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "ID",
-                "    Return the ID of the current connection.",
-                "GETNAME",
-                "    Return the name of the current connection.",
-                "SETNAME <name>",
-                "    Assign the name <name> to the current connection.",
-                "SETINFO <option> <value>",
-                "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-                "HELP",
-                "    Print this help.",
-            ],
-            out,
-        ),
-    }
-}
-
 /// The parameters CONFIG GET knows, with their values.
 fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let a = &ctx.shared.args;
     let engine = ctx.shared.store.stats();
     vec![
         ("save", String::new()),
-        ("appendonly", "no".into()),
+        ("appendonly", if ctx.shared.persist.is_some() { "yes" } else { "no" }.into()),
+        ("appendfsync", format!("{:?}", a.fsync).to_lowercase()),
+        ("dir", a.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()),
         ("maxmemory", engine.memory_limit_bytes.to_string()),
-        ("maxmemory-policy", "noeviction".into()),
+        ("maxmemory-policy", maxmemory_policy(a.eviction).into()),
         ("maxclients", a.conn_limit.to_string()),
         ("databases", "1".into()),
         ("port", a.resp_port.to_string()),
@@ -256,6 +199,163 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
     ]
+}
+
+/// How CONFIG SET checks a parameter's value (Redis's config types).
+#[derive(Clone, Copy)]
+enum Kind {
+    /// An integer in [min, max].
+    Int(i64, i64),
+    /// A memory value (`10mb`, `1gb`, bytes).
+    Memory,
+    /// `yes` or `no`.
+    Bool,
+    /// One of the names.
+    Enum(&'static [&'static str]),
+    /// Any text.
+    Text,
+    /// Immutable in Redis too.
+    Immutable,
+}
+
+/// The type of each CONFIG GET parameter, as Redis 7.0 declares it.
+fn config_kind(name: &str) -> Kind {
+    match name {
+        "maxclients" => Kind::Int(1, u32::MAX as i64),
+        "timeout" => Kind::Int(0, i32::MAX as i64),
+        "port" => Kind::Int(0, 65535),
+        "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
+        "appendonly" => Kind::Bool,
+        "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
+        "maxmemory-policy" => Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
+        "databases" | "io-threads" => Kind::Immutable,
+        _ => Kind::Text,
+    }
+}
+
+/// Redis's `memtoull`: digits with an optional unit (k = 1000, kb =
+/// 1024, m, mb, g, gb), case-insensitive.
+fn memory_value(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Checks `v` against `kind` and compares it with `current`: Ok(true) if
+/// it is the current value.
+fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
+    let same = match kind {
+        Kind::Int(min, max) => {
+            let n = int_arg(v).ok_or("argument couldn't be parsed into an integer")?;
+            if n < min || n > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            current.parse() == Ok(n)
+        }
+        Kind::Memory => memory_value(v).ok_or("argument must be a memory value")? == current.parse().unwrap_or(0),
+        Kind::Bool => {
+            if !is(v, "yes") && !is(v, "no") {
+                return Err("argument must be 'yes' or 'no'".into());
+            }
+            v.eq_ignore_ascii_case(current.as_bytes())
+        }
+        Kind::Enum(names) => {
+            if !names.iter().any(|n| is(v, n)) {
+                return Err(format!("argument(s) must be one of the following: {}", names.join(", ")));
+            }
+            v.eq_ignore_ascii_case(current.as_bytes())
+        }
+        Kind::Text => v == current.as_bytes(),
+        Kind::Immutable => return Err("can't set immutable config".into()),
+    };
+    Ok(same)
+}
+
+/// CONFIG SET name value [name value ...], Redis 7.0's `configSetCommand`:
+/// every pair is looked up and checked before anything is applied, and
+/// the first failure (in Redis's order: unknown name, immutable,
+/// duplicate, then each value's check) answers its error with nothing
+/// changed. Amalgam changes none of these at run time: a value equal to
+/// the current one is accepted (so `CONFIG SET save ""` and friends from
+/// tools succeed), any other gets "can't set immutable config" — restart
+/// with the flag instead. With no parameter changed, there is nothing to
+/// roll back; one that becomes settable applies only after every check.
+fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if args.len() % 2 == 1 {
+        return push_error(out, err::SYNTAX.as_bytes());
+    }
+    let params = config_params(ctx);
+    let c_str = |a: &[u8]| String::from_utf8_lossy(a.split(|&b| b == 0).next().unwrap_or(b"")).into_owned();
+    let mut unknown: Option<String> = None;
+    let mut failed: Option<(String, String)> = None;
+    let mut chosen: Vec<(usize, &[u8])> = Vec::new();
+    for pair in args[2..].chunks_exact(2) {
+        let Some(i) = params.iter().position(|(n, _)| is(&pair[0], n)) else {
+            if failed.is_none() && unknown.is_none() {
+                unknown = Some(c_str(&pair[0]));
+            }
+            continue;
+        };
+        if failed.is_some() || unknown.is_some() {
+            continue;
+        }
+        if matches!(config_kind(params[i].0), Kind::Immutable) {
+            failed = Some((c_str(&pair[0]), "can't set immutable config".into()));
+        } else if chosen.iter().any(|&(j, _)| j == i) {
+            failed = Some((c_str(&pair[0]), "duplicate parameter".into()));
+        } else {
+            chosen.push((i, &pair[1]));
+        }
+    }
+    if let Some(name) = unknown {
+        return push_error(
+            out,
+            format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'").as_bytes(),
+        );
+    }
+    // Every value's check first (Redis sets them in order and rolls back
+    // at the first it refuses), then whether Amalgam can change it.
+    let mut changed: Option<&str> = None;
+    for &(i, v) in &chosen {
+        if failed.is_some() {
+            break;
+        }
+        let (name, current) = &params[i];
+        match config_check(config_kind(name), v, current) {
+            Ok(true) => {}
+            Ok(false) => changed = changed.or(Some(name)),
+            Err(e) => failed = Some((name.to_string(), e)),
+        }
+    }
+    if let (None, Some(name)) = (&failed, changed) {
+        failed = Some((name.to_string(), "can't set immutable config".into()));
+    }
+    match failed {
+        Some((name, why)) => {
+            push_error(out, format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes())
+        }
+        None => push_simple(out, "OK"),
+    }
 }
 
 fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
@@ -271,13 +371,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 push_bulk(out, v.as_bytes());
             }
         }
-        "set" => {
-            // Nothing is settable at run time (yet).
-            let mut m = b"ERR Unknown option or number of arguments for CONFIG SET - '".to_vec();
-            m.extend_from_slice(args[2].split(|&b| b == 0).next().unwrap_or(b""));
-            m.push(b'\'');
-            push_error(out, &m);
-        }
+        "set" => config_set(ctx, args, out),
         "resetstat" => {
             for w in ctx.shared.workers.iter() {
                 w.reset();
@@ -289,126 +383,10 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "GET <pattern>",
                 "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
-                "HELP",
-                "    Print this help.",
-            ],
-            out,
-        ),
-    }
-}
-
-/// One command's COMMAND INFO entry (Redis 7's ten fields).
-fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
-    push_array(out, 10);
-    push_bulk(out, spec.name.as_bytes());
-    push_int(out, spec.arity.into());
-    push_set(out, spec.flags.len(), proto);
-    for f in spec.flags {
-        push_simple(out, f);
-    }
-    push_int(out, spec.first_key);
-    push_int(out, spec.last_key);
-    push_int(out, spec.key_step);
-    // In Redis's order of ACL categories.
-    let mut cats: Vec<&str> = Vec::new();
-    if spec.group == "generic" {
-        cats.push("@keyspace");
-    }
-    if spec.flags.contains(&"readonly") {
-        cats.push("@read");
-    }
-    if spec.flags.contains(&"write") {
-        cats.push("@write");
-    }
-    if spec.group == "string" {
-        cats.push("@string");
-    }
-    cats.push(if spec.flags.contains(&"fast") { "@fast" } else { "@slow" });
-    if spec.group == "connection" {
-        cats.push("@connection");
-    }
-    push_set(out, cats.len(), proto);
-    for c in &cats {
-        push_simple(out, c);
-    }
-    push_set(out, 0, proto);
-    push_array(out, 0);
-    push_array(out, 0);
-}
-
-/// One command's COMMAND DOCS entry: summary, since, group, complexity,
-/// arguments (left empty).
-fn command_docs(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
-    push_bulk(out, spec.name.as_bytes());
-    push_map(out, 5, proto);
-    for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
-        push_bulk(out, k.as_bytes());
-        push_bulk(out, v.as_bytes());
-    }
-    push_bulk(out, b"complexity");
-    push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
-    push_bulk(out, b"arguments");
-    push_array(out, 0);
-}
-
-fn command(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let proto = ctx.proto();
-    if args.len() == 1 {
-        push_array(out, COMMANDS.len());
-        for s in COMMANDS.iter() {
-            command_info(s, proto, out);
-        }
-        return;
-    }
-    let Some(name) = sub(Cmd::Command, args, out) else { return };
-    match name {
-        "count" => push_int(out, COMMANDS.len() as i64),
-        "info" => {
-            let wanted: Vec<Option<&Spec>> = if args.len() == 2 {
-                COMMANDS.iter().map(Some).collect()
-            } else {
-                args[2..].iter().map(|a| table::lookup(a)).collect()
-            };
-            push_array(out, wanted.len());
-            for w in wanted {
-                match w {
-                    Some(s) => command_info(s, proto, out),
-                    None => super::null(ctx, out),
-                }
-            }
-        }
-        "docs" => {
-            let wanted: Vec<&Spec> = if args.len() == 2 {
-                COMMANDS.iter().collect()
-            } else {
-                args[2..].iter().filter_map(|a| table::lookup(a)).collect()
-            };
-            push_map(out, wanted.len(), proto);
-            for s in wanted {
-                command_docs(s, proto, out);
-            }
-        }
-        "list" => {
-            push_array(out, COMMANDS.len());
-            for s in COMMANDS.iter() {
-                push_bulk(out, s.name.as_bytes());
-            }
-        }
-        _ => help(
-            &[
-                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
                 "HELP",
                 "    Print this help.",
             ],
@@ -428,10 +406,45 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// Redis's name for the eviction policy in force: Redis has no S3-FIFO
+/// or CLOCK, and the closest of its names for a policy that evicts any
+/// key (TTL or not) by recency of use is `allkeys-lru` (CLOCK approximates
+/// LRU; S3-FIFO is a recency policy with a probationary queue). Store mode
+/// (`--eviction none`) is Redis's `noeviction`: a full store refuses
+/// writes with OOM. INFO's `amalgam_eviction` names the real policy.
+pub(crate) fn maxmemory_policy(e: amalgam_engine::evict::Eviction) -> &'static str {
+    match e {
+        amalgam_engine::evict::Eviction::None => "noeviction",
+        _ => "allkeys-lru",
+    }
+}
+
+/// The process's CPU time as Redis's INFO prints it (`%ld.%06ld`
+/// seconds): (system, user, children's system, children's user), from
+/// `/proc/self/stat` (Linux's USER_HZ of 100 ticks a second, so 10 ms
+/// resolution; the server crate calls no libc, so no getrusage).
+fn cpu_seconds() -> [String; 4] {
+    /// `/proc/<pid>/stat` counts in USER_HZ, 100 on every Linux (proc(5)).
+    const TICKS_PER_SECOND: u64 = 100;
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces, so split at
+    // its closing parenthesis): state is field 3, utime 14, stime 15,
+    // cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    let at = |field: usize| f.get(field - 3).copied().unwrap_or(0);
+    let secs =
+        |t: u64| format!("{}.{:06}", t / TICKS_PER_SECOND, (t % TICKS_PER_SECOND) * (1_000_000 / TICKS_PER_SECOND));
+    [secs(at(15)), secs(at(14)), secs(at(17)), secs(at(16))]
+}
+
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 6] = ["server", "clients", "memory", "persistence", "stats", "keyspace"];
+const INFO_SECTIONS: [&str; 9] =
+    ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace"];
 
 fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // `default`, `all` and `everything` differ in Redis by sections
+    // Amalgam does not have (commandstats, latencystats, modules).
     let all = args.len() == 1 || args[1..].iter().any(|a| is(a, "all") || is(a, "everything") || is(a, "default"));
     let wanted: Vec<&str> =
         INFO_SECTIONS.iter().copied().filter(|s| all || args[1..].iter().any(|a| is(a, s))).collect();
@@ -447,7 +460,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             text.push_str("\r\n");
         }
         let mut title = section.to_string();
-        title[..1].make_ascii_uppercase();
+        if *section == "cpu" {
+            title.make_ascii_uppercase();
+        } else {
+            title[..1].make_ascii_uppercase();
+        }
         let _ = write!(text, "# {title}\r\n");
         let mut field = |name: &str, value: &dyn std::fmt::Display| {
             let _ = write!(text, "{name}:{value}\r\n");
@@ -480,7 +497,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_memory_human", &human(used));
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
-                field("maxmemory_policy", &"noeviction");
+                field("maxmemory_policy", &maxmemory_policy(shared.args.eviction));
+                field("amalgam_eviction", &shared.args.eviction);
             }
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
@@ -514,6 +532,18 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("keyspace_hits", &t.get_hits);
                 field("keyspace_misses", &t.get_misses);
             }
+            "replication" => {
+                field("role", &"master");
+                field("connected_slaves", &0);
+            }
+            "cpu" => {
+                let [sys, user, sys_children, user_children] = cpu_seconds();
+                field("used_cpu_sys", &sys);
+                field("used_cpu_user", &user);
+                field("used_cpu_sys_children", &sys_children);
+                field("used_cpu_user_children", &user_children);
+            }
+            "cluster" => field("cluster_enabled", &0),
             _ => {
                 // Redis lists only non-empty databases; the expiry count
                 // is not tracked by the engine.

@@ -1,6 +1,17 @@
-//! The command table: every command served, with Redis 7.0's arity, flags,
-//! key positions and docs (what COMMAND, COMMAND COUNT and COMMAND DOCS
-//! report, and what dispatch checks the arity against).
+//! The command table: every command served, with Redis 7.0's arity,
+//! flags, key positions, ACL categories, command tips, key specifications
+//! and docs — what dispatch checks the arity against, what COMMAND (COUNT,
+//! LIST, INFO, DOCS, GETKEYS, GETKEYSANDFLAGS) reports, what CLIENT LIST's
+//! `cmd=` and MONITOR read. A container (CONFIG, CLIENT, COMMAND, OBJECT)
+//! lists its subcommands as rows of their own, named `container|sub`, with
+//! their own arity, flags and keys, as Redis's `commands/*.json` do.
+//!
+//! The rows were taken from Redis 7.0.15's `COMMAND INFO` and `COMMAND
+//! DOCS` (CLIENT SETINFO and NO-TOUCH from Redis 7.2). A new row needs:
+//! the `spec!` core (name, arity, flags, legacy first/last/step, group,
+//! since, summary) and, as Redis declares them, `acl` (the categories the
+//! flags do not imply: [`acl_categories`] adds @read @write @fast @slow
+//! @admin @dangerous …), `tips` and `keys`.
 
 /// The commands served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +67,18 @@ pub enum Cmd {
     Save,
     Bgsave,
     Lastsave,
+    Monitor,
+    Setbit,
+    Getbit,
+    Bitcount,
+    Bitpos,
+    Bitop,
+    Bitfield,
+    BitfieldRo,
+    Time,
+    Touch,
+    Object,
+    Lcs,
     Hset,
     Hsetnx,
     Hget,
@@ -78,30 +101,78 @@ pub enum Cmd {
 #[derive(Debug)]
 pub struct Spec {
     pub cmd: Cmd,
-    /// Lower case, as Redis reports it.
+    /// Lower case, as Redis reports it; a subcommand is `container|sub`.
     pub name: &'static str,
     /// Redis's convention: n > 0 exactly n arguments (name included),
     /// n < 0 at least -n.
     pub arity: i32,
     pub flags: &'static [&'static str],
+    /// Redis's legacy key positions (COMMAND INFO's fields 4-6).
     pub first_key: i64,
     pub last_key: i64,
     pub key_step: i64,
+    /// ACL categories beyond those the flags imply (Redis's
+    /// `acl_categories`), e.g. `@string`, `@keyspace`, `@dangerous`.
+    pub acl: &'static [&'static str],
+    /// Command tips (`nondeterministic_output`, `request_policy:…`).
+    pub tips: &'static [&'static str],
+    /// Key specifications (Redis 7's `key_specs`).
+    pub keys: &'static [KeySpec],
     /// COMMAND DOCS `group`.
     pub group: &'static str,
     /// The Redis version that introduced it.
     pub since: &'static str,
     pub summary: &'static str,
-    /// Container commands: (subcommand, arity) pairs.
-    pub subcommands: &'static [(&'static str, i32)],
+    /// A container's subcommands, each a full row.
+    pub subcommands: &'static [Spec],
 }
 
-const R: &[&str] = &["readonly", "fast"];
-const W: &[&str] = &["write", "denyoom"];
-const WF: &[&str] = &["write", "denyoom", "fast"];
-const WX: &[&str] = &["write", "fast"];
-const RO: &[&str] = &["readonly"];
-const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"];
+/// One key specification: where the keys begin and how to find them.
+#[derive(Debug)]
+pub struct KeySpec {
+    pub notes: &'static str,
+    /// `RW`/`RO`/`OW`/`RM` and `access`, `update`, `insert`, `delete` …
+    pub flags: &'static [&'static str],
+    pub begin: Begin,
+    pub find: Find,
+}
+
+/// Where a key specification's keys begin.
+#[derive(Debug, Clone, Copy)]
+pub enum Begin {
+    /// At this argument (0 is the command name).
+    Index(i64),
+    /// After the first `keyword` found searching from `startfrom`
+    /// (negative: from the end, backwards). No served command needs it
+    /// yet (Redis's MIGRATE, XREAD … do).
+    #[allow(dead_code)]
+    Keyword(&'static str, i64),
+}
+
+/// How many keys follow the beginning.
+#[derive(Debug, Clone, Copy)]
+pub enum Find {
+    /// Up to `lastkey` (relative to the beginning; negative: from the
+    /// end), every `keystep`; `limit` > 1 keeps 1/limit of what is left.
+    Range { lastkey: i64, keystep: i64, limit: i64 },
+    /// The key count is at `keynumidx`, the keys from `firstkey` (both
+    /// relative to the beginning). No served command needs it yet
+    /// (Redis's ZUNIONSTORE, EVAL … do).
+    #[allow(dead_code)]
+    Keynum { keynumidx: i64, firstkey: i64, keystep: i64 },
+}
+
+impl KeySpec {
+    const fn notes(self, notes: &'static str) -> KeySpec {
+        KeySpec { notes, ..self }
+    }
+}
+
+/// The common key specification: keys from argument `index` to `lastkey`
+/// past it, every `keystep`.
+const fn range(flags: &'static [&'static str], index: i64, lastkey: i64, keystep: i64) -> KeySpec {
+    KeySpec { notes: "", flags, begin: Begin::Index(index), find: Find::Range { lastkey, keystep, limit: 0 } }
+}
 
 macro_rules! spec {
     ($cmd:ident, $name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $group:literal, $since:literal, $summary:literal) => {
@@ -113,6 +184,9 @@ macro_rules! spec {
             first_key: $f,
             last_key: $l,
             key_step: $s,
+            acl: &[],
+            tips: &[],
+            keys: &[],
             group: $group,
             since: $since,
             summary: $summary,
@@ -121,341 +195,12 @@ macro_rules! spec {
     };
 }
 
-/// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 67] = [
-    spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
-    spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
-    spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
-    spec!(Mset, "mset", -3, W, (1, -1, 2), "string", "1.0.1", "Set multiple keys to multiple values"),
-    spec!(Incr, "incr", 2, WF, (1, 1, 1), "string", "1.0.0", "Increment the integer value of a key by one"),
-    spec!(Del, "del", -2, &["write"], (1, -1, 1), "generic", "1.0.0", "Delete a key"),
-    spec!(Exists, "exists", -2, R, (1, -1, 1), "generic", "1.0.0", "Determine if a key exists"),
-    spec!(Expire, "expire", -3, WX, (1, 1, 1), "generic", "1.0.0", "Set a key's time to live in seconds"),
-    spec!(Ttl, "ttl", 2, R, (1, 1, 1), "generic", "1.0.0", "Get the time to live for a key in seconds"),
-    spec!(Ping, "ping", -1, &["fast"], (0, 0, 0), "connection", "1.0.0", "Ping the server"),
-    spec!(
-        Setnx,
-        "setnx",
-        3,
-        WF,
-        (1, 1, 1),
-        "string",
-        "1.0.0",
-        "Set the value of a key, only if the key does not exist"
-    ),
-    spec!(Setex, "setex", 4, W, (1, 1, 1), "string", "2.0.0", "Set the value and expiration of a key"),
-    spec!(
-        Psetex,
-        "psetex",
-        4,
-        W,
-        (1, 1, 1),
-        "string",
-        "2.6.0",
-        "Set the value and expiration in milliseconds of a key"
-    ),
-    spec!(
-        Getset,
-        "getset",
-        3,
-        WF,
-        (1, 1, 1),
-        "string",
-        "1.0.0",
-        "Set the string value of a key and return its old value"
-    ),
-    spec!(Getdel, "getdel", 2, WX, (1, 1, 1), "string", "6.2.0", "Get the value of a key and delete the key"),
-    spec!(
-        Getex,
-        "getex",
-        -2,
-        WX,
-        (1, 1, 1),
-        "string",
-        "6.2.0",
-        "Get the value of a key and optionally set its expiration"
-    ),
-    spec!(
-        Msetnx,
-        "msetnx",
-        -3,
-        W,
-        (1, -1, 2),
-        "string",
-        "1.0.1",
-        "Set multiple keys to multiple values, only if none of the keys exist"
-    ),
-    spec!(Decr, "decr", 2, WF, (1, 1, 1), "string", "1.0.0", "Decrement the integer value of a key by one"),
-    spec!(
-        Incrby,
-        "incrby",
-        3,
-        WF,
-        (1, 1, 1),
-        "string",
-        "1.0.0",
-        "Increment the integer value of a key by the given amount"
-    ),
-    spec!(
-        Decrby,
-        "decrby",
-        3,
-        WF,
-        (1, 1, 1),
-        "string",
-        "1.0.0",
-        "Decrement the integer value of a key by the given number"
-    ),
-    spec!(
-        Incrbyfloat,
-        "incrbyfloat",
-        3,
-        WF,
-        (1, 1, 1),
-        "string",
-        "2.6.0",
-        "Increment the float value of a key by the given amount"
-    ),
-    spec!(Append, "append", 3, W, (1, 1, 1), "string", "2.0.0", "Append a value to a key"),
-    spec!(Strlen, "strlen", 2, R, (1, 1, 1), "string", "2.2.0", "Get the length of the value stored in a key"),
-    spec!(
-        Getrange,
-        "getrange",
-        4,
-        &["readonly"],
-        (1, 1, 1),
-        "string",
-        "2.4.0",
-        "Get a substring of the string stored at a key"
-    ),
-    spec!(
-        Setrange,
-        "setrange",
-        4,
-        W,
-        (1, 1, 1),
-        "string",
-        "2.2.0",
-        "Overwrite part of a string at key starting at the specified offset"
-    ),
-    spec!(
-        Unlink,
-        "unlink",
-        -2,
-        WX,
-        (1, -1, 1),
-        "generic",
-        "4.0.0",
-        "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking."
-    ),
-    spec!(Pexpire, "pexpire", -3, WX, (1, 1, 1), "generic", "2.6.0", "Set a key's time to live in milliseconds"),
-    spec!(
-        Expireat,
-        "expireat",
-        -3,
-        WX,
-        (1, 1, 1),
-        "generic",
-        "1.2.0",
-        "Set the expiration for a key as a UNIX timestamp"
-    ),
-    spec!(
-        Pexpireat,
-        "pexpireat",
-        -3,
-        WX,
-        (1, 1, 1),
-        "generic",
-        "2.6.0",
-        "Set the expiration for a key as a UNIX timestamp specified in milliseconds"
-    ),
-    spec!(Pttl, "pttl", 2, R, (1, 1, 1), "generic", "2.6.0", "Get the time to live for a key in milliseconds"),
-    spec!(Expiretime, "expiretime", 2, R, (1, 1, 1), "generic", "7.0.0", "Get the expiration Unix timestamp for a key"),
-    spec!(
-        Pexpiretime,
-        "pexpiretime",
-        2,
-        R,
-        (1, 1, 1),
-        "generic",
-        "7.0.0",
-        "Get the expiration Unix timestamp for a key in milliseconds"
-    ),
-    spec!(Persist, "persist", 2, WX, (1, 1, 1), "generic", "2.2.0", "Remove the expiration from a key"),
-    spec!(Type, "type", 2, R, (1, 1, 1), "generic", "1.0.0", "Determine the type stored at key"),
-    spec!(Scan, "scan", -2, &["readonly"], (0, 0, 0), "generic", "2.8.0", "Incrementally iterate the keys space"),
-    spec!(Keys, "keys", 2, &["readonly"], (0, 0, 0), "generic", "1.0.0", "Find all keys matching the given pattern"),
-    spec!(Dbsize, "dbsize", 1, R, (0, 0, 0), "server", "1.0.0", "Return the number of keys in the selected database"),
-    spec!(
-        Flushdb,
-        "flushdb",
-        -1,
-        &["write"],
-        (0, 0, 0),
-        "server",
-        "1.0.0",
-        "Remove all keys from the current database"
-    ),
-    spec!(Flushall, "flushall", -1, &["write"], (0, 0, 0), "server", "1.0.0", "Remove all keys from all databases"),
-    spec!(
-        Save,
-        "save",
-        1,
-        &["admin", "noscript", "no_async_loading", "no_multi"],
-        (0, 0, 0),
-        "server",
-        "1.0.0",
-        "Synchronously save the dataset to disk"
-    ),
-    spec!(
-        Bgsave,
-        "bgsave",
-        -1,
-        &["admin", "noscript", "no_async_loading", "no_multi"],
-        (0, 0, 0),
-        "server",
-        "1.0.0",
-        "Asynchronously save the dataset to disk"
-    ),
-    spec!(
-        Lastsave,
-        "lastsave",
-        1,
-        &["loading", "stale", "fast"],
-        (0, 0, 0),
-        "server",
-        "1.0.0",
-        "Get the UNIX time stamp of the last successful save to disk"
-    ),
-    spec!(Echo, "echo", 2, &["fast"], (0, 0, 0), "connection", "1.0.0", "Echo the given string"),
-    spec!(Quit, "quit", -1, CONN, (0, 0, 0), "connection", "1.0.0", "Close the connection"),
-    spec!(
-        Select,
-        "select",
-        2,
-        &["loading", "stale", "fast"],
-        (0, 0, 0),
-        "connection",
-        "1.0.0",
-        "Change the selected database for the current connection"
-    ),
-    spec!(
-        Info,
-        "info",
-        -1,
-        &["loading", "stale"],
-        (0, 0, 0),
-        "server",
-        "1.0.0",
-        "Get information and statistics about the server"
-    ),
-    Spec {
-        subcommands: &[("get", -3), ("set", -4), ("resetstat", 2), ("help", 2)],
-        ..spec!(
-            Config,
-            "config",
-            -2,
-            &[],
-            (0, 0, 0),
-            "server",
-            "2.0.0",
-            "A container for server configuration commands"
-        )
-    },
-    Spec {
-        subcommands: &[("count", 2), ("docs", -2), ("info", -2), ("list", -2), ("help", 2)],
-        ..spec!(
-            Command,
-            "command",
-            -1,
-            &["loading", "stale"],
-            (0, 0, 0),
-            "server",
-            "2.8.13",
-            "Get array of Redis command details"
-        )
-    },
-    Spec {
-        subcommands: &[("id", 2), ("getname", 2), ("setname", 3), ("setinfo", 4), ("help", 2)],
-        ..spec!(
-            Client,
-            "client",
-            -2,
-            &[],
-            (0, 0, 0),
-            "connection",
-            "2.4.0",
-            "A container for client connection commands"
-        )
-    },
-    spec!(Hello, "hello", -1, CONN, (0, 0, 0), "connection", "6.0.0", "Handshake with Redis"),
-    spec!(Auth, "auth", -2, CONN, (0, 0, 0), "connection", "1.0.0", "Authenticate to the server"),
-    spec!(Hset, "hset", -4, WF, (1, 1, 1), "hash", "2.0.0", "Set the string value of a hash field"),
-    spec!(
-        Hsetnx,
-        "hsetnx",
-        4,
-        WF,
-        (1, 1, 1),
-        "hash",
-        "2.0.0",
-        "Set the value of a hash field, only if the field does not exist"
-    ),
-    spec!(Hget, "hget", 3, R, (1, 1, 1), "hash", "2.0.0", "Get the value of a hash field"),
-    spec!(Hmget, "hmget", -3, R, (1, 1, 1), "hash", "2.0.0", "Get the values of all the given hash fields"),
-    spec!(Hmset, "hmset", -4, WF, (1, 1, 1), "hash", "2.0.0", "Set multiple hash fields to multiple values"),
-    spec!(Hdel, "hdel", -3, WX, (1, 1, 1), "hash", "2.0.0", "Delete one or more hash fields"),
-    spec!(Hlen, "hlen", 2, R, (1, 1, 1), "hash", "2.0.0", "Get the number of fields in a hash"),
-    spec!(Hstrlen, "hstrlen", 3, R, (1, 1, 1), "hash", "3.2.0", "Get the length of the value of a hash field"),
-    spec!(Hexists, "hexists", 3, R, (1, 1, 1), "hash", "2.0.0", "Determine if a hash field exists"),
-    spec!(Hkeys, "hkeys", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the fields in a hash"),
-    spec!(Hvals, "hvals", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the values in a hash"),
-    spec!(Hgetall, "hgetall", 2, RO, (1, 1, 1), "hash", "2.0.0", "Get all the fields and values in a hash"),
-    spec!(
-        Hincrby,
-        "hincrby",
-        4,
-        WF,
-        (1, 1, 1),
-        "hash",
-        "2.0.0",
-        "Increment the integer value of a hash field by the given number"
-    ),
-    spec!(
-        Hincrbyfloat,
-        "hincrbyfloat",
-        4,
-        WF,
-        (1, 1, 1),
-        "hash",
-        "2.6.0",
-        "Increment the float value of a hash field by the given amount"
-    ),
-    spec!(
-        Hrandfield,
-        "hrandfield",
-        -2,
-        RO,
-        (1, 1, 1),
-        "hash",
-        "6.2.0",
-        "Get one or multiple random fields from a hash"
-    ),
-    spec!(
-        Hscan,
-        "hscan",
-        -3,
-        RO,
-        (1, 1, 1),
-        "hash",
-        "2.8.0",
-        "Incrementally iterate hash fields and associated values"
-    ),
-];
+mod rows;
+pub use rows::COMMANDS;
 
 /// Longest command name in the table (a longer name is unknown without
 /// comparing).
-const NAME_BYTES_MAX: usize = 12;
+const NAME_BYTES_MAX: usize = 16;
 
 /// The command named `name`, in any case.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
@@ -465,9 +210,151 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     COMMANDS.iter().find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
 }
 
-/// A container command's subcommand and its arity.
-pub fn subcommand(spec: &Spec, name: &[u8]) -> Option<(&'static str, i32)> {
-    spec.subcommands.iter().copied().find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
+/// A command or `container|sub` subcommand by name (COMMAND INFO, DOCS).
+pub fn lookup_full(name: &[u8]) -> Option<&'static Spec> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name),
+        Some(i) => subcommand(lookup(&name[..i])?, &name[i + 1..]),
+    }
+}
+
+/// `spec`'s position in [`COMMANDS`].
+pub fn index_of(spec: &Spec) -> usize {
+    (spec as *const Spec as usize - COMMANDS.as_ptr() as usize) / std::mem::size_of::<Spec>()
+}
+
+/// The part of a subcommand's name after `|` (the whole name otherwise).
+pub fn short_name(spec: &Spec) -> &'static str {
+    spec.name.rsplit('|').next().unwrap_or(spec.name)
+}
+
+/// A container command's subcommand.
+pub fn subcommand(spec: &'static Spec, name: &[u8]) -> Option<&'static Spec> {
+    spec.subcommands.iter().find(|s| name.eq_ignore_ascii_case(short_name(s).as_bytes()))
+}
+
+/// Redis's ACL categories, in the order it lists them.
+pub const ACL_CATEGORIES: [&str; 21] = [
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// The command's ACL categories as Redis reports them: the declared ones
+/// plus those its flags imply (Redis's `setImplicitACLCategories`), in
+/// [`ACL_CATEGORIES`] order, each with its `@`.
+pub fn acl_categories(spec: &Spec) -> Vec<&'static str> {
+    let has = |f: &str| spec.flags.contains(&f);
+    let implied = |c: &str| match c {
+        "write" => has("write"),
+        "read" => has("readonly"),
+        "admin" | "dangerous" => has("admin"),
+        "pubsub" => has("pubsub"),
+        "fast" => has("fast"),
+        "blocking" => has("blocking"),
+        "slow" => !has("fast") && !spec.acl.contains(&"@fast"),
+        _ => false,
+    };
+    ACL_CATEGORIES
+        .iter()
+        .filter(|c| implied(c) || spec.acl.iter().any(|a| a.strip_prefix('@') == Some(**c)))
+        .map(|c| spec.acl.iter().copied().find(|a| a.strip_prefix('@') == Some(*c)).unwrap_or(acl_name(c)))
+        .collect()
+}
+
+/// `@category` for a category name of [`ACL_CATEGORIES`].
+fn acl_name(c: &str) -> &'static str {
+    const NAMES: [&str; 21] = [
+        "@keyspace",
+        "@read",
+        "@write",
+        "@set",
+        "@sortedset",
+        "@list",
+        "@hash",
+        "@string",
+        "@bitmap",
+        "@hyperloglog",
+        "@geo",
+        "@stream",
+        "@pubsub",
+        "@admin",
+        "@fast",
+        "@slow",
+        "@blocking",
+        "@dangerous",
+        "@connection",
+        "@transaction",
+        "@scripting",
+    ];
+    ACL_CATEGORIES.iter().position(|n| *n == c).map_or("", |i| NAMES[i])
+}
+
+/// The keys of `args` (a whole command, name first) by `spec`'s key
+/// specifications, as Redis's `getKeysUsingKeySpecs`: each key's argument
+/// index and the specification that found it. Bounded by the argument
+/// count per specification.
+pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
+    let argc = args.len() as i64;
+    let mut found = Vec::new();
+    for ks in spec.keys {
+        let first = match ks.begin {
+            Begin::Index(i) => i,
+            Begin::Keyword(word, from) => {
+                let hit = |i: &i64| args[*i as usize].as_ref().eq_ignore_ascii_case(word.as_bytes());
+                let at = if from >= 0 {
+                    (from.max(1)..argc).find(hit)
+                } else {
+                    (1..=(argc + from).min(argc - 1)).rev().find(hit)
+                };
+                match at {
+                    Some(i) => i + 1,
+                    None => continue,
+                }
+            }
+        };
+        if first < 1 || first >= argc {
+            continue;
+        }
+        let (start, last, step) = match ks.find {
+            Find::Range { lastkey, keystep, limit } => {
+                let last = if lastkey >= 0 { first + lastkey } else { argc + lastkey };
+                let last = if limit > 1 && lastkey < 0 { first + (last - first) / limit } else { last };
+                (first, last.min(argc - 1), keystep.max(1))
+            }
+            Find::Keynum { keynumidx, firstkey, keystep } => {
+                let at = first + keynumidx;
+                let n = (at < argc).then(|| super::int_arg(args[at as usize].as_ref())).flatten().unwrap_or(0);
+                let start = first + firstkey;
+                let step = keystep.max(1);
+                (start, (start + (n.max(0) - 1).max(-1) * step).min(argc - 1), step)
+            }
+        };
+        let mut i = start;
+        while i <= last {
+            found.push((i as usize, ks));
+            i += step;
+        }
+    }
+    found
 }
 
 #[cfg(test)]
@@ -481,7 +368,67 @@ mod tests {
             assert!(s.name.len() <= NAME_BYTES_MAX, "{}", s.name);
             assert!(COMMANDS[..i].iter().all(|t| t.name != s.name && t.cmd != s.cmd), "{}", s.name);
             assert!(std::ptr::eq(lookup(s.name.to_ascii_uppercase().as_bytes()).unwrap(), s));
+            for sub in s.subcommands {
+                assert!(sub.name.starts_with(&format!("{}|", s.name)), "{}", sub.name);
+                assert!(std::ptr::eq(lookup_full(sub.name.as_bytes()).unwrap(), sub));
+            }
         }
         assert!(lookup(b"nosuch").is_none());
+    }
+
+    #[test]
+    fn categories_follow_redis() {
+        assert_eq!(acl_categories(lookup(b"set").unwrap()), ["@write", "@string", "@slow"]);
+        assert_eq!(acl_categories(lookup(b"touch").unwrap()), ["@keyspace", "@read", "@fast"]);
+        assert_eq!(acl_categories(lookup(b"monitor").unwrap()), ["@admin", "@slow", "@dangerous"]);
+    }
+
+    #[test]
+    fn keys_by_specification() {
+        let idx = |cmd: &str| {
+            let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+            keys_of(lookup(args[0]).unwrap(), &args).iter().map(|k| k.0).collect::<Vec<_>>()
+        };
+        assert_eq!(idx("mset a 1 b 2"), [1, 3]);
+        assert_eq!(idx("del a b c"), [1, 2, 3]);
+        assert_eq!(idx("bitop and d a b"), [2, 3, 4]);
+        assert_eq!(idx("lcs a b idx"), [1, 2]);
+        assert_eq!(idx("ping"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn keynum_and_keyword_specifications() {
+        // ZUNIONSTORE-like: destination at 1, the key count at 2, keys after
+        // it; MIGRATE-like: keys after the KEYS keyword.
+        static NUMKEYS: Spec = Spec {
+            keys: &[
+                range(&["OW", "update"], 1, 0, 1),
+                KeySpec {
+                    notes: "",
+                    flags: &["RO", "access"],
+                    begin: Begin::Index(2),
+                    find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 },
+                },
+            ],
+            ..spec!(Get, "zunionstore", -4, &["write"], (1, 1, 1), "sorted-set", "2.0.0", "")
+        };
+        static KEYWORD: Spec = Spec {
+            keys: &[KeySpec {
+                notes: "",
+                flags: &["RW"],
+                begin: Begin::Keyword("KEYS", -2),
+                find: Find::Range { lastkey: -1, keystep: 1, limit: 0 },
+            }],
+            ..spec!(Get, "migrate", -6, &["write"], (3, 3, 1), "generic", "2.6.0", "")
+        };
+        let idx = |spec: &'static Spec, cmd: &str| {
+            let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+            keys_of(spec, &args).iter().map(|k| k.0).collect::<Vec<_>>()
+        };
+        assert_eq!(idx(&NUMKEYS, "zunionstore d 2 a b weights 1 2"), [1, 3, 4]);
+        assert_eq!(idx(&NUMKEYS, "zunionstore d 0"), [1]);
+        assert_eq!(idx(&NUMKEYS, "zunionstore d x a"), [1], "a bad count finds no keys");
+        assert_eq!(idx(&KEYWORD, "migrate h p \"\" 0 5 keys a b"), [7, 8]);
+        assert_eq!(idx(&KEYWORD, "migrate h p k 0 5"), Vec::<usize>::new());
     }
 }

@@ -1,0 +1,472 @@
+//! memcached's operator commands: the `stats` groups, `lru_crawler
+//! metadump`, `shutdown` and `verbosity`: what `memcached-tool`, cache
+//! warmers and operators touch first. Each stats group's text is composed
+//! by one function (`*_stats`) so another protocol front end can reuse it.
+//!
+//! # Slab classes on an engine without slabs
+//! memcached sorts items into slab classes by size: class 1 holds items up
+//! to 96 bytes, each next class 1.25 times larger (8-byte aligned), the
+//! last one 512 KiB (`-f 1.25 -n 48`, its defaults). Amalgam has no slabs
+//! (items live in segments or pool chunks of the engine), so `stats items`,
+//! `stats slabs` and `lru_crawler metadump` report the classes memcached
+//! would put the same items in: an item's class is the smallest whose chunk
+//! holds its size counted as memcached counts it (`memcached_item_bytes`:
+//! its 48-byte header, key and NUL, value and CRLF, the CAS unless `-C`,
+//! and 4 bytes of client flags when they are not 0). What is real:
+//! `number` (items in the band), `mem_requested` (their bytes); `stats
+//! slabs`' `used_chunks` is `number`, and its pages and chunks are what
+//! memcached's 1 MiB pages would need for them, so `free_chunks` is the
+//! slack of the last page; `total_malloced` is the engine's real resident
+//! item memory. What memcached counts per class and Amalgam does not
+//! (hot/warm/cold queues, ages, evictions, per-class hits) is left out,
+//! not reported as zero.
+//!
+//! These groups walk the whole keyspace with the engine's scan cursor
+//! (`Store::scan`): one step per bucket, a full walk per command (bounded
+//! by the table's size, as memcached's own `stats sizes` walks). The worker
+//! that runs one serves nothing else meanwhile: they are operator
+//! commands, not something to poll every second on a large cache.
+//!
+//! `lru_crawler metadump` streams instead: it walks a bucket step at a
+//! time while the connection's output stays under its high-water mark
+//! (`worker.rs`), so a dump of any size takes bounded memory.
+
+use crate::exec::{After, VERSION_LINE};
+use crate::Shared;
+use amalgam_engine::{Expiry, ItemRef, Store};
+use amalgam_protocol::compose::{push_line, push_stat};
+use amalgam_protocol::text::{reply, Keys};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+/// memcached's item header (`sizeof(item)` on 64-bit).
+pub const MEMCACHED_ITEM_HEADER_BYTES: usize = 48;
+/// memcached's per-item CAS field (absent with `-C`).
+pub const MEMCACHED_CAS_BYTES: usize = 8;
+/// memcached's stored client flags (only when not 0).
+pub const MEMCACHED_FLAGS_BYTES: usize = 4;
+/// memcached's slab page (`slab_page_size`).
+pub const SLAB_PAGE_BYTES: usize = 1 << 20;
+/// memcached's largest chunk (`slab_chunk_max`, half a page).
+pub const SLAB_CHUNK_BYTES_MAX: usize = SLAB_PAGE_BYTES / 2;
+/// memcached's smallest chunk: the header plus `-n 48`.
+const SLAB_CHUNK_BYTES_MIN: usize = MEMCACHED_ITEM_HEADER_BYTES + 48;
+/// memcached's chunk alignment.
+const SLAB_CHUNK_ALIGN_BYTES: usize = 8;
+/// memcached's most slab classes (`MAX_NUMBER_OF_SLAB_CLASSES` less 1).
+const SLAB_CLASSES_MAX: usize = 63;
+/// `stats sizes` buckets are this wide (memcached's 32).
+const SIZES_BUCKET_BYTES: usize = 32;
+/// `verbosity` above this is stored as this (memcached's
+/// `MAX_VERBOSITY_LEVEL`).
+pub const VERBOSITY_MAX: u32 = 2;
+
+/// The size memcached would account an item at (`ITEM_ntotal`).
+pub fn memcached_item_bytes(key_len: usize, value_len: usize, flags: u32, cas_enabled: bool) -> usize {
+    MEMCACHED_ITEM_HEADER_BYTES
+        + key_len
+        + 1
+        + value_len
+        + 2
+        + if cas_enabled { MEMCACHED_CAS_BYTES } else { 0 }
+        + if flags != 0 { MEMCACHED_FLAGS_BYTES } else { 0 }
+}
+
+/// memcached's chunk sizes for its default `-f 1.25 -n 48` (slabs_init):
+/// 96, 120, 152, ... 394840, then 524288.
+pub fn slab_chunk_sizes() -> Vec<usize> {
+    let mut sizes = Vec::new();
+    let mut size = SLAB_CHUNK_BYTES_MIN;
+    while sizes.len() < SLAB_CLASSES_MAX - 1 {
+        if size % SLAB_CHUNK_ALIGN_BYTES != 0 {
+            size += SLAB_CHUNK_ALIGN_BYTES - size % SLAB_CHUNK_ALIGN_BYTES;
+        }
+        // memcached: stop once the next class would pass the largest
+        // chunk over the growth factor (size > max / 1.25).
+        if size * 5 > SLAB_CHUNK_BYTES_MAX * 4 {
+            break;
+        }
+        sizes.push(size);
+        size = size * 5 / 4;
+    }
+    sizes.push(SLAB_CHUNK_BYTES_MAX);
+    sizes
+}
+
+/// The class (1-based) of an item of `bytes`: the first chunk that holds
+/// it; larger items are memcached's chunked items, counted in the last.
+fn class_of(chunks: &[usize], bytes: usize) -> usize {
+    chunks.partition_point(|&c| c < bytes).min(chunks.len() - 1) + 1
+}
+
+/// One band's count and bytes.
+#[derive(Clone, Copy, Default)]
+struct Band {
+    items: u64,
+    bytes: u64,
+}
+
+/// Walks every live item once (the engine's scan cursor: one bucket per
+/// step, the whole table bounds the walk).
+fn walk(store: &Store, mut f: impl FnMut(ItemRef<'_>)) {
+    let mut cursor = 0;
+    loop {
+        cursor = store.scan(cursor, &mut f);
+        if cursor == 0 {
+            break;
+        }
+    }
+}
+
+/// The per-class bands of the whole keyspace.
+fn bands(shared: &Shared, chunks: &[usize]) -> Vec<Band> {
+    let cas = shared.cas_enabled();
+    let mut bands = vec![Band::default(); chunks.len()];
+    walk(&shared.store, |it| {
+        let bytes = memcached_item_bytes(it.key().len(), it.value().len(), it.flags(), cas);
+        let b = &mut bands[class_of(chunks, bytes) - 1];
+        b.items += 1;
+        b.bytes += bytes as u64;
+    });
+    bands
+}
+
+/// `stats <group>`: answers the group, `RESET` for `reset`, `ERROR` for
+/// an unknown group.
+pub fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
+    let mut it = args.iter();
+    match it.next() {
+        None => general_stats(shared, out),
+        Some(b"settings") => settings_stats(shared, out),
+        Some(b"items") => items_stats(shared, out),
+        Some(b"slabs") => slabs_stats(shared, out),
+        Some(b"sizes") => sizes_stats(shared, out),
+        Some(b"conns") => conns_stats(shared, out),
+        Some(b"reset") => {
+            for w in shared.workers.iter() {
+                w.reset();
+            }
+            shared.rejected_connections.store(0, Ordering::Relaxed);
+            push_line(out, "RESET");
+            return;
+        }
+        Some(_) => {
+            push_line(out, reply::ERROR);
+            return;
+        }
+    }
+    out.extend_from_slice(b"END\r\n");
+}
+
+/// `stats`: the general group (without its END).
+pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
+    let mut t = crate::stats::Totals::default();
+    for w in shared.workers.iter() {
+        w.add_to(&mut t);
+    }
+    let engine = shared.store.stats();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (user, system) = rusage();
+    push_stat(out, "pid", std::process::id());
+    push_stat(out, "uptime", shared.started.elapsed().as_secs());
+    push_stat(out, "time", now);
+    push_stat(out, "version", &VERSION_LINE["VERSION ".len()..]);
+    push_stat(out, "pointer_size", usize::BITS);
+    push_stat(out, "rusage_user", format_args!("{:.6}", user));
+    push_stat(out, "rusage_system", format_args!("{:.6}", system));
+    push_stat(out, "max_connections", shared.conn_limit);
+    push_stat(out, "curr_connections", shared.curr_connections.load(Ordering::Relaxed));
+    push_stat(out, "total_connections", t.total_connections);
+    push_stat(out, "rejected_connections", shared.rejected_connections.load(Ordering::Relaxed));
+    push_stat(out, "cmd_get", t.cmd_get);
+    push_stat(out, "cmd_set", t.cmd_set);
+    push_stat(out, "cmd_flush", t.cmd_flush);
+    push_stat(out, "cmd_touch", t.cmd_touch);
+    push_stat(out, "get_hits", t.get_hits);
+    push_stat(out, "get_misses", t.get_misses);
+    push_stat(out, "get_expired", t.get_expired);
+    push_stat(out, "get_flushed", t.get_flushed);
+    push_stat(out, "delete_misses", t.delete_misses);
+    push_stat(out, "delete_hits", t.delete_hits);
+    push_stat(out, "incr_misses", t.incr_misses);
+    push_stat(out, "incr_hits", t.incr_hits);
+    push_stat(out, "decr_misses", t.decr_misses);
+    push_stat(out, "decr_hits", t.decr_hits);
+    push_stat(out, "cas_misses", t.cas_misses);
+    push_stat(out, "cas_hits", t.cas_hits);
+    push_stat(out, "cas_badval", t.cas_badval);
+    push_stat(out, "touch_hits", t.touch_hits);
+    push_stat(out, "touch_misses", t.touch_misses);
+    // Network bytes, as memcached: what the sockets read and wrote.
+    push_stat(out, "bytes_read", t.bytes_read);
+    push_stat(out, "bytes_written", t.bytes_written);
+    push_stat(out, "limit_maxbytes", engine.memory_limit_bytes);
+    push_stat(out, "threads", shared.workers.len());
+    // memcached's `bytes` counts each item at ITEM_ntotal (header, key and
+    // NUL, value and CRLF, CAS): the engine's key and value bytes plus the
+    // rest per item. memcached's 4 bytes of non-zero client flags are not
+    // counted (the engine keeps no count of such items).
+    let per_item = memcached_item_bytes(0, 0, 0, shared.cas_enabled()) as u64;
+    push_stat(out, "bytes", engine.item_bytes.saturating_add(engine.items.saturating_mul(per_item)));
+    push_stat(out, "curr_items", engine.items);
+    push_stat(out, "total_items", t.total_items);
+    push_stat(out, "expired_unfetched", engine.expired_unfetched);
+    push_stat(out, "evicted_unfetched", engine.evicted_unfetched);
+    push_stat(out, "evictions", engine.evictions);
+    // memcached's LRU crawler counts what it reclaims here; the engine's
+    // background expiry sweep is the crawler's counterpart.
+    push_stat(out, "crawler_reclaimed", engine.swept_items);
+    push_stat(out, "hash_buckets", engine.buckets);
+    push_stat(out, "hash_overflow_nodes", engine.overflow_nodes);
+    push_stat(out, "hash_bytes", engine.index_bytes);
+    push_stat(out, "hash_is_expanding", u8::from(engine.expanding));
+    push_stat(out, "hash_expansions", engine.expansions);
+    if engine.segments > 0 {
+        // Cache mode's memory account (engine `segment.rs`): the budget
+        // less the index is what segments may use; S3-FIFO's ghost comes
+        // on top of the budget (eviction_policy_bytes).
+        push_stat(out, "segment_size", engine.segment_bytes);
+        push_stat(out, "segments_total", engine.segments);
+        push_stat(out, "segments_limit", engine.segment_limit);
+        push_stat(out, "segments_free", engine.free_segments);
+        push_stat(out, "segments_resident_bytes", engine.reserved_bytes);
+        push_stat(out, "eviction_policy_bytes", engine.policy_bytes);
+    }
+}
+
+/// `stats settings` (without its END).
+pub fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
+    let a = &shared.args;
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    push_stat(out, "maxbytes", a.memory_limit_mb << 20);
+    push_stat(out, "maxconns", a.conn_limit);
+    push_stat(out, "tcpport", a.port);
+    push_stat(out, "udpport", a.udp_port);
+    push_stat(out, "inter", &a.listen);
+    push_stat(out, "verbosity", shared.verbosity.load(Ordering::Relaxed));
+    push_stat(out, "shutdown_command", yes_no(a.enable_shutdown));
+    push_stat(out, "num_threads", shared.workers.len());
+    push_stat(out, "cas_enabled", yes_no(shared.cas_enabled()));
+    push_stat(out, "item_size_max", a.max_item_size);
+    push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
+    push_stat(out, "eviction_policy", a.eviction);
+    let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
+    push_stat(out, "merge_segments", yes_no(merging));
+    push_stat(out, "flush_enabled", yes_no(!a.disable_flush_all));
+    push_stat(out, "dump_enabled", yes_no(!a.disable_dumping));
+    push_stat(out, "track_sizes", yes_no(a.track_sizes()));
+}
+
+/// `stats items` (without its END): per class with items, its count and
+/// bytes (module notes).
+pub fn items_stats(shared: &Shared, out: &mut Vec<u8>) {
+    let chunks = slab_chunk_sizes();
+    for (i, b) in bands(shared, &chunks).iter().enumerate().filter(|(_, b)| b.items > 0) {
+        let class = i + 1;
+        push_stat(out, &format!("items:{class}:number"), b.items);
+        push_stat(out, &format!("items:{class}:mem_requested"), b.bytes);
+    }
+}
+
+/// `stats slabs` (without its END): per class with items, memcached's
+/// page and chunk arithmetic for them (module notes).
+pub fn slabs_stats(shared: &Shared, out: &mut Vec<u8>) {
+    let chunks = slab_chunk_sizes();
+    let mut active = 0;
+    for (i, b) in bands(shared, &chunks).iter().enumerate().filter(|(_, b)| b.items > 0) {
+        let class = i + 1;
+        let per_page = (SLAB_PAGE_BYTES / chunks[i]) as u64;
+        let pages = b.items.div_ceil(per_page);
+        let total = pages * per_page;
+        push_stat(out, &format!("{class}:chunk_size"), chunks[i]);
+        push_stat(out, &format!("{class}:chunks_per_page"), per_page);
+        push_stat(out, &format!("{class}:total_pages"), pages);
+        push_stat(out, &format!("{class}:total_chunks"), total);
+        push_stat(out, &format!("{class}:used_chunks"), b.items);
+        push_stat(out, &format!("{class}:free_chunks"), total - b.items);
+        push_stat(out, &format!("{class}:free_chunks_end"), 0);
+        active += 1;
+    }
+    push_stat(out, "active_slabs", active);
+    push_stat(out, "total_malloced", shared.store.stats().reserved_bytes);
+}
+
+/// `stats sizes` (without its END): with `-o track_sizes`, items per
+/// 32-byte band of their memcached size, as memcached; otherwise
+/// memcached's `sizes_status disabled`.
+pub fn sizes_stats(shared: &Shared, out: &mut Vec<u8>) {
+    if !shared.args.track_sizes() {
+        push_stat(out, "sizes_status", "disabled");
+        return;
+    }
+    let cas = shared.cas_enabled();
+    let mut sizes = std::collections::BTreeMap::<usize, u64>::new();
+    walk(&shared.store, |it| {
+        let bytes = memcached_item_bytes(it.key().len(), it.value().len(), it.flags(), cas);
+        *sizes.entry(bytes.div_ceil(SIZES_BUCKET_BYTES) * SIZES_BUCKET_BYTES).or_default() += 1;
+    });
+    for (size, n) in sizes {
+        push_stat(out, &size.to_string(), n);
+    }
+}
+
+/// `stats conns` (without its END): the listeners, then each open
+/// connection, by file descriptor as memcached numbers them. Amalgam keeps
+/// no per-connection state name or last-command time (that would be a
+/// shared write per request), so only addresses are listed.
+pub fn conns_stats(shared: &Shared, out: &mut Vec<u8>) {
+    let reg = shared.conns.lock().unwrap_or_else(|e| e.into_inner());
+    for (fd, addr) in &reg.listeners {
+        push_stat(out, &format!("{fd}:addr"), format_args!("tcp:{addr}"));
+        push_stat(out, &format!("{fd}:state"), "conn_listening");
+    }
+    for (fd, c) in &reg.open {
+        push_stat(out, &format!("{fd}:addr"), format_args!("tcp:{}", c.peer));
+        push_stat(out, &format!("{fd}:listen_addr"), format_args!("tcp:{}", c.listen));
+    }
+}
+
+/// `lru_crawler <args>`: `metadump all` (or class numbers, or `hash`:
+/// every item either way, since there is one keyspace) starts a dump the
+/// worker streams ([`metadump_step`]); anything else is `ERROR` (the
+/// crawler's tuning has no counterpart; the background expiry sweep runs
+/// on its own).
+pub fn lru_crawler(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
+    let mut it = args.iter();
+    match (it.next(), it.next()) {
+        (Some(b"metadump"), Some(_)) if shared.args.disable_dumping => {
+            push_line(out, "ERROR metadump not allowed");
+            After::Continue
+        }
+        (Some(b"metadump"), Some(_)) => After::MetaDump,
+        _ => {
+            push_line(out, reply::ERROR);
+            After::Continue
+        }
+    }
+}
+
+/// Appends a dump's lines from `cursor` until `out` reaches `high_bytes`
+/// or the walk ends; returns the next cursor, or None after the final
+/// `END`. Each line is memcached's: `key=<uri-encoded> exp=<unix time, -1
+/// for never> la=<now: no access time is kept> cas=<cas> fetch=no
+/// cls=<class> size=<memcached bytes>`.
+pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_bytes: usize) -> Option<u64> {
+    let chunks = slab_chunk_sizes();
+    let cas_enabled = shared.cas_enabled();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    loop {
+        cursor = shared.store.scan(cursor, |it| {
+            // Collections (engine object.rs) are not memcached items.
+            if it.tag() != amalgam_engine::TAG_BYTES {
+                return;
+            }
+            out.extend_from_slice(b"key=");
+            uri_encode(it.key(), out);
+            let exp = match it.expiry() {
+                Expiry::Never => -1,
+                Expiry::At(t) => i64::from(t),
+            };
+            let bytes = memcached_item_bytes(it.key().len(), it.value().len(), it.flags(), cas_enabled);
+            let cas = if cas_enabled { it.cas() } else { 0 };
+            let mut line = String::new();
+            let _ = write!(
+                line,
+                " exp={exp} la={now} cas={cas} fetch=no cls={} size={bytes}\r\n",
+                class_of(&chunks, bytes)
+            );
+            out.extend_from_slice(line.as_bytes());
+        });
+        if cursor == 0 {
+            out.extend_from_slice(b"END\r\n");
+            return None;
+        }
+        if out.len() >= high_bytes {
+            return Some(cursor);
+        }
+    }
+}
+
+/// memcached's `uriencode`: bytes other than letters, digits and `-_.~`
+/// as `%XX`.
+fn uri_encode(key: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+/// `shutdown [graceful]`: memcached's replies; with `-A` it closes the
+/// connection without a reply and the server stops (both modes stop the
+/// way SIGTERM does: every connection closed, the log flushed).
+pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
+    if !shared.args.enable_shutdown {
+        push_line(out, "ERROR: shutdown not enabled");
+        return After::Continue;
+    }
+    let mut it = args.iter();
+    match (it.next(), it.next()) {
+        (None, _) | (Some(b"graceful"), None) => {
+            // The signal thread runs the one shutdown path (main.rs).
+            if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTERM) {
+                eprintln!("amalgam: shutdown: cannot signal myself: {e}");
+            }
+            After::Close
+        }
+        _ => {
+            push_line(out, "CLIENT_ERROR invalid shutdown mode");
+            After::Continue
+        }
+    }
+}
+
+/// `verbosity <level>`: stored (capped at memcached's 2) for `stats
+/// settings`.
+pub fn verbosity(shared: &Shared, level: u32) {
+    shared.verbosity.store(level.min(VERBOSITY_MAX), Ordering::Relaxed);
+}
+
+/// User and system CPU seconds of this process.
+fn rusage() -> (f64, f64) {
+    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = 100.0; // USER_HZ on Linux
+    let get = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / ticks;
+    (get(11), get(12))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_sizes_are_memcacheds() {
+        let c = slab_chunk_sizes();
+        assert_eq!(&c[..8], &[96, 120, 152, 192, 240, 304, 384, 480]);
+        assert_eq!(c[c.len() - 2..], [394840, 524288]);
+        assert_eq!(c.len(), 39);
+        // memcached's `me` sizes on the same items: a 1-byte key with a
+        // 1-byte value is 61 bytes, class 1; with flags 65.
+        assert_eq!(memcached_item_bytes(1, 1, 0, true), 61);
+        assert_eq!(memcached_item_bytes(1, 1, 5, true), 65);
+        assert_eq!(memcached_item_bytes(1, 1, 0, false), 53);
+        assert_eq!(class_of(&c, 61), 1);
+        assert_eq!(class_of(&c, 96), 1);
+        assert_eq!(class_of(&c, 97), 2);
+        assert_eq!(class_of(&c, 160), 4);
+        assert_eq!(class_of(&c, 2 << 20), 39);
+    }
+
+    #[test]
+    fn keys_are_uri_encoded() {
+        let mut out = Vec::new();
+        uri_encode(b"a b%c~_.-Z9\xff", &mut out);
+        assert_eq!(out, b"a%20b%25c~_.-Z9%FF");
+    }
+}

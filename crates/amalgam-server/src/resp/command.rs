@@ -1,0 +1,262 @@
+//! COMMAND: (all), COUNT, LIST [FILTERBY MODULE|ACLCAT|PATTERN], INFO,
+//! DOCS, GETKEYS, GETKEYSANDFLAGS, HELP — every answer read from the
+//! command table (`table.rs`), with Redis 7.0's reply shapes: COMMAND INFO's
+//! ten fields (flags, ACL categories, tips, key specifications,
+//! subcommands), COUNT of top-level commands, LIST of commands and
+//! subcommands.
+//!
+//! DOCS gives summary, since, group, a complexity (`O(1)`, or `O(N)` for
+//! a command over many keys) and the subcommands of a container; the
+//! argument lists Redis adds are not kept (an empty `arguments`).
+
+use super::glob::matches;
+use super::server::{help, sub};
+use super::table::{self, acl_categories, keys_of, Begin, Find, KeySpec, Spec, COMMANDS};
+use super::{is, null, Arg, Ctx};
+use amalgam_protocol::resp::{
+    err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, Proto,
+};
+
+use super::table::Cmd;
+
+/// One key specification as Redis's `addReplyCommandKeySpecs` writes it.
+fn key_spec(ks: &KeySpec, proto: Proto, out: &mut Vec<u8>) {
+    push_map(out, if ks.notes.is_empty() { 3 } else { 4 }, proto);
+    if !ks.notes.is_empty() {
+        push_bulk(out, b"notes");
+        push_bulk(out, ks.notes.as_bytes());
+    }
+    push_bulk(out, b"flags");
+    push_set(out, ks.flags.len(), proto);
+    for f in ks.flags {
+        push_simple(out, f);
+    }
+    push_bulk(out, b"begin_search");
+    push_map(out, 2, proto);
+    push_bulk(out, b"type");
+    match ks.begin {
+        Begin::Index(i) => {
+            push_bulk(out, b"index");
+            push_bulk(out, b"spec");
+            push_map(out, 1, proto);
+            push_bulk(out, b"index");
+            push_int(out, i);
+        }
+        Begin::Keyword(k, from) => {
+            push_bulk(out, b"keyword");
+            push_bulk(out, b"spec");
+            push_map(out, 2, proto);
+            push_bulk(out, b"keyword");
+            push_bulk(out, k.as_bytes());
+            push_bulk(out, b"startfrom");
+            push_int(out, from);
+        }
+    }
+    push_bulk(out, b"find_keys");
+    push_map(out, 2, proto);
+    push_bulk(out, b"type");
+    let fields: [(&str, i64); 3] = match ks.find {
+        Find::Range { lastkey, keystep, limit } => {
+            push_bulk(out, b"range");
+            [("lastkey", lastkey), ("keystep", keystep), ("limit", limit)]
+        }
+        Find::Keynum { keynumidx, firstkey, keystep } => {
+            push_bulk(out, b"keynum");
+            [("keynumidx", keynumidx), ("firstkey", firstkey), ("keystep", keystep)]
+        }
+    };
+    push_bulk(out, b"spec");
+    push_map(out, 3, proto);
+    for (k, v) in fields {
+        push_bulk(out, k.as_bytes());
+        push_int(out, v);
+    }
+}
+
+/// One command's COMMAND INFO entry (Redis 7's ten fields).
+fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
+    push_array(out, 10);
+    push_bulk(out, spec.name.as_bytes());
+    push_int(out, spec.arity.into());
+    push_set(out, spec.flags.len(), proto);
+    for f in spec.flags {
+        push_simple(out, f);
+    }
+    push_int(out, spec.first_key);
+    push_int(out, spec.last_key);
+    push_int(out, spec.key_step);
+    let cats = acl_categories(spec);
+    push_set(out, cats.len(), proto);
+    for c in &cats {
+        push_simple(out, c);
+    }
+    push_set(out, spec.tips.len(), proto);
+    for t in spec.tips {
+        push_bulk(out, t.as_bytes());
+    }
+    push_array(out, spec.keys.len());
+    for ks in spec.keys {
+        key_spec(ks, proto, out);
+    }
+    push_array(out, spec.subcommands.len());
+    for s in spec.subcommands {
+        command_info(s, proto, out);
+    }
+}
+
+/// One command's COMMAND DOCS entry: summary, since, group, complexity,
+/// arguments (left empty), and a container's subcommands.
+fn command_docs(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
+    push_bulk(out, spec.name.as_bytes());
+    push_map(out, 5, proto);
+    for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
+        push_bulk(out, k.as_bytes());
+        push_bulk(out, v.as_bytes());
+    }
+    push_bulk(out, b"complexity");
+    if !spec.subcommands.is_empty() {
+        push_bulk(out, b"Depends on subcommand.");
+        push_bulk(out, b"subcommands");
+        push_map(out, spec.subcommands.len(), proto);
+        for s in spec.subcommands {
+            command_docs(s, proto, out);
+        }
+        return;
+    }
+    push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
+    push_bulk(out, b"arguments");
+    push_array(out, 0);
+}
+
+/// Every command and subcommand, in table order.
+fn every_name() -> impl Iterator<Item = &'static Spec> {
+    COMMANDS.iter().flat_map(|s| std::iter::once(s).chain(s.subcommands.iter()))
+}
+
+pub(crate) fn command(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let proto = ctx.proto();
+    if args.len() == 1 {
+        push_array(out, COMMANDS.len());
+        for s in COMMANDS.iter() {
+            command_info(s, proto, out);
+        }
+        return;
+    }
+    let Some(name) = sub(Cmd::Command, args, out) else { return };
+    match name {
+        "count" => push_int(out, COMMANDS.len() as i64),
+        "info" => {
+            let wanted: Vec<Option<&Spec>> = if args.len() == 2 {
+                COMMANDS.iter().map(Some).collect()
+            } else {
+                args[2..].iter().map(|a| table::lookup_full(a)).collect()
+            };
+            push_array(out, wanted.len());
+            for w in wanted {
+                match w {
+                    Some(s) => command_info(s, proto, out),
+                    None => null(ctx, out),
+                }
+            }
+        }
+        "docs" => {
+            let wanted: Vec<&Spec> = if args.len() == 2 {
+                COMMANDS.iter().collect()
+            } else {
+                args[2..].iter().filter_map(|a| table::lookup_full(a)).collect()
+            };
+            push_map(out, wanted.len(), proto);
+            for s in wanted {
+                command_docs(s, proto, out);
+            }
+        }
+        "list" => list(args, out),
+        "getkeys" | "getkeysandflags" => getkeys(args, name == "getkeysandflags", proto, out),
+        _ => help(
+            &[
+                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full Redis command.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]:
+/// commands and subcommands (no modules here).
+fn list(args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let keep: Box<dyn Fn(&Spec) -> bool + '_> = match args.len() {
+        2 => Box::new(|_| true),
+        5 if is(&args[2], "filterby") => {
+            let v: &[u8] = &args[4];
+            if is(&args[3], "module") {
+                Box::new(|_| false)
+            } else if is(&args[3], "aclcat") {
+                Box::new(move |s| acl_categories(s).iter().any(|c| v.eq_ignore_ascii_case(&c.as_bytes()[1..])))
+            } else if is(&args[3], "pattern") {
+                Box::new(move |s| matches(v, s.name.as_bytes(), true))
+            } else {
+                return push_error(out, err::SYNTAX.as_bytes());
+            }
+        }
+        _ => return push_error(out, err::SYNTAX.as_bytes()),
+    };
+    let names: Vec<&str> = every_name().filter(|s| keep(s)).map(|s| s.name).collect();
+    push_array(out, names.len());
+    for n in names {
+        push_bulk(out, n.as_bytes());
+    }
+}
+
+/// COMMAND GETKEYS / GETKEYSANDFLAGS <command> [args]: the keys by the
+/// command's key specifications.
+fn getkeys(args: &[Arg<'_>], with_flags: bool, proto: Proto, out: &mut Vec<u8>) {
+    let cmd = &args[2..];
+    let spec = table::lookup(&cmd[0]).and_then(|s| {
+        if s.subcommands.is_empty() || cmd.len() < 2 {
+            Some(s)
+        } else {
+            table::subcommand(s, &cmd[1])
+        }
+    });
+    let Some(spec) = spec else { return push_error(out, b"ERR Invalid command specified") };
+    if !super::arity_ok(spec.arity, cmd.len()) {
+        return push_error(out, b"ERR Invalid number of arguments specified for command");
+    }
+    let keys = keys_of(spec, cmd);
+    if keys.is_empty() {
+        return push_error(out, b"ERR The command has no key arguments");
+    }
+    push_array(out, keys.len());
+    for (i, ks) in keys {
+        if with_flags {
+            push_array(out, 2);
+            push_bulk(out, &cmd[i]);
+            push_set(out, ks.flags.len(), proto);
+            for f in ks.flags {
+                push_simple(out, f);
+            }
+        } else {
+            push_bulk(out, &cmd[i]);
+        }
+    }
+}

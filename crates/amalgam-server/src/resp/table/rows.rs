@@ -1,0 +1,1370 @@
+//! The rows of the command table (`table.rs` says what a row holds).
+
+use super::{range, Cmd, Spec};
+
+/// Every command, the most frequent first (lookup scans in order).
+pub static COMMANDS: [Spec; 79] = [
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Get, "get", 2, &["readonly", "fast"], (1, 1, 1), "string", "1.0.0", "Get the value of a key")
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update", "variable_flags"], 1, 0, 1)
+            .notes("RW and ACCESS due to the optional `GET` argument")],
+        ..spec!(Set, "set", -3, &["write", "denyoom"], (1, 1, 1), "string", "1.0.0", "Set the string value of a key")
+    },
+    Spec {
+        acl: &["@string"],
+        tips: &["request_policy:multi_shard"],
+        keys: &[range(&["RO", "access"], 1, -1, 1)],
+        ..spec!(
+            Mget,
+            "mget",
+            -2,
+            &["readonly", "fast"],
+            (1, -1, 1),
+            "string",
+            "1.0.0",
+            "Get the values of all the given keys"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        tips: &["request_policy:multi_shard", "response_policy:all_succeeded"],
+        keys: &[range(&["OW", "update"], 1, -1, 2)],
+        ..spec!(
+            Mset,
+            "mset",
+            -3,
+            &["write", "denyoom"],
+            (1, -1, 2),
+            "string",
+            "1.0.1",
+            "Set multiple keys to multiple values"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Incr,
+            "incr",
+            2,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Increment the integer value of a key by one"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        keys: &[range(&["RM", "delete"], 1, -1, 1)],
+        ..spec!(Del, "del", -2, &["write"], (1, -1, 1), "generic", "1.0.0", "Delete a key")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        keys: &[range(&["RO"], 1, -1, 1)],
+        ..spec!(
+            Exists,
+            "exists",
+            -2,
+            &["readonly", "fast"],
+            (1, -1, 1),
+            "generic",
+            "1.0.0",
+            "Determine if a key exists"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Expire,
+            "expire",
+            -3,
+            &["write", "fast"],
+            (1, 1, 1),
+            "generic",
+            "1.0.0",
+            "Set a key's time to live in seconds"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Ttl,
+            "ttl",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "generic",
+            "1.0.0",
+            "Get the time to live for a key in seconds"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        ..spec!(Ping, "ping", -1, &["fast"], (0, 0, 0), "connection", "1.0.0", "Ping the server")
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["OW", "insert"], 1, 0, 1)],
+        ..spec!(
+            Setnx,
+            "setnx",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Set the value of a key, only if the key does not exist"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            Setex,
+            "setex",
+            4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "string",
+            "2.0.0",
+            "Set the value and expiration of a key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            Psetex,
+            "psetex",
+            4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "string",
+            "2.6.0",
+            "Set the value and expiration in milliseconds of a key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Getset,
+            "getset",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Set the string value of a key and return its old value"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "delete"], 1, 0, 1)],
+        ..spec!(
+            Getdel,
+            "getdel",
+            2,
+            &["write", "fast"],
+            (1, 1, 1),
+            "string",
+            "6.2.0",
+            "Get the value of a key and delete the key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1).notes("RW and UPDATE because it changes the TTL")],
+        ..spec!(
+            Getex,
+            "getex",
+            -2,
+            &["write", "fast"],
+            (1, 1, 1),
+            "string",
+            "6.2.0",
+            "Get the value of a key and optionally set its expiration"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        tips: &["request_policy:multi_shard", "response_policy:agg_min"],
+        keys: &[range(&["OW", "insert"], 1, -1, 2)],
+        ..spec!(
+            Msetnx,
+            "msetnx",
+            -3,
+            &["write", "denyoom"],
+            (1, -1, 2),
+            "string",
+            "1.0.1",
+            "Set multiple keys to multiple values, only if none of the keys exist"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Decr,
+            "decr",
+            2,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Decrement the integer value of a key by one"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Incrby,
+            "incrby",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Increment the integer value of a key by the given amount"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Decrby,
+            "decrby",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "1.0.0",
+            "Decrement the integer value of a key by the given number"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Incrbyfloat,
+            "incrbyfloat",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "2.6.0",
+            "Increment the float value of a key by the given amount"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "insert"], 1, 0, 1)],
+        ..spec!(
+            Append,
+            "append",
+            3,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "string",
+            "2.0.0",
+            "Append a value to a key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RO"], 1, 0, 1)],
+        ..spec!(
+            Strlen,
+            "strlen",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "string",
+            "2.2.0",
+            "Get the length of the value stored in a key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Getrange,
+            "getrange",
+            4,
+            &["readonly"],
+            (1, 1, 1),
+            "string",
+            "2.4.0",
+            "Get a substring of the string stored at a key"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Setrange,
+            "setrange",
+            4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "string",
+            "2.2.0",
+            "Overwrite part of a string at key starting at the specified offset"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        keys: &[range(&["RM", "delete"], 1, -1, 1)],
+        ..spec!(
+            Unlink,
+            "unlink",
+            -2,
+            &["write", "fast"],
+            (1, -1, 1),
+            "generic",
+            "4.0.0",
+            "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking."
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Pexpire,
+            "pexpire",
+            -3,
+            &["write", "fast"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Set a key's time to live in milliseconds"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Expireat,
+            "expireat",
+            -3,
+            &["write", "fast"],
+            (1, 1, 1),
+            "generic",
+            "1.2.0",
+            "Set the expiration for a key as a UNIX timestamp"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Pexpireat,
+            "pexpireat",
+            -3,
+            &["write", "fast"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Set the expiration for a key as a UNIX timestamp specified in milliseconds"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Pttl,
+            "pttl",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Get the time to live for a key in milliseconds"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Expiretime,
+            "expiretime",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "generic",
+            "7.0.0",
+            "Get the expiration Unix timestamp for a key"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Pexpiretime,
+            "pexpiretime",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "generic",
+            "7.0.0",
+            "Get the expiration Unix timestamp for a key in milliseconds"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Persist,
+            "persist",
+            2,
+            &["write", "fast"],
+            (1, 1, 1),
+            "generic",
+            "2.2.0",
+            "Remove the expiration from a key"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RO"], 1, 0, 1)],
+        ..spec!(
+            Type,
+            "type",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "generic",
+            "1.0.0",
+            "Determine the type stored at key"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output", "request_policy:special"],
+        ..spec!(Scan, "scan", -2, &["readonly"], (0, 0, 0), "generic", "2.8.0", "Incrementally iterate the keys space")
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        tips: &["request_policy:all_shards", "nondeterministic_output_order"],
+        ..spec!(
+            Keys,
+            "keys",
+            2,
+            &["readonly"],
+            (0, 0, 0),
+            "generic",
+            "1.0.0",
+            "Find all keys matching the given pattern"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
+        ..spec!(
+            Dbsize,
+            "dbsize",
+            1,
+            &["readonly", "fast"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Return the number of keys in the selected database"
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        ..spec!(
+            Flushdb,
+            "flushdb",
+            -1,
+            &["write"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Remove all keys from the current database"
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        ..spec!(
+            Flushall,
+            "flushall",
+            -1,
+            &["write"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Remove all keys from all databases"
+        )
+    },
+    spec!(
+        Save,
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Synchronously save the dataset to disk"
+    ),
+    spec!(
+        Bgsave,
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Asynchronously save the dataset to disk"
+    ),
+    Spec {
+        acl: &["@admin", "@dangerous"],
+        tips: &["nondeterministic_output"],
+        ..spec!(
+            Lastsave,
+            "lastsave",
+            1,
+            &["loading", "stale", "fast"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Get the UNIX time stamp of the last successful save to disk"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Echo,
+            "echo",
+            2,
+            &["loading", "stale", "fast"],
+            (0, 0, 0),
+            "connection",
+            "1.0.0",
+            "Echo the given string"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Quit,
+            "quit",
+            -1,
+            &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+            (0, 0, 0),
+            "connection",
+            "1.0.0",
+            "Close the connection"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Select,
+            "select",
+            2,
+            &["loading", "stale", "fast"],
+            (0, 0, 0),
+            "connection",
+            "1.0.0",
+            "Change the selected database for the current connection"
+        )
+    },
+    Spec {
+        acl: &["@dangerous"],
+        tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+        ..spec!(
+            Info,
+            "info",
+            -1,
+            &["loading", "stale"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Get information and statistics about the server"
+        )
+    },
+    Spec {
+        subcommands: &[
+            spec!(
+                Config,
+                "config|get",
+                -3,
+                &["admin", "noscript", "loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "2.0.0",
+                "Get the values of configuration parameters"
+            ),
+            Spec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..spec!(
+                    Config,
+                    "config|set",
+                    -4,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.0.0",
+                    "Set configuration parameters to the given values"
+                )
+            },
+            spec!(
+                Config,
+                "config|resetstat",
+                2,
+                &["admin", "noscript", "loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "2.0.0",
+                "Reset the stats returned by INFO"
+            ),
+            spec!(
+                Config,
+                "config|help",
+                2,
+                &["loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "5.0.0",
+                "Show helpful text about the different subcommands"
+            ),
+        ],
+        ..spec!(
+            Config,
+            "config",
+            -2,
+            &[],
+            (0, 0, 0),
+            "server",
+            "2.0.0",
+            "A container for server configuration commands"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        tips: &["nondeterministic_output_order"],
+        subcommands: &[
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Command,
+                    "command|count",
+                    2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.8.13",
+                    "Get total number of Redis commands"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["nondeterministic_output_order"],
+                ..spec!(
+                    Command,
+                    "command|docs",
+                    -2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "7.0.0",
+                    "Get array of specific Redis command documentation"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["nondeterministic_output_order"],
+                ..spec!(
+                    Command,
+                    "command|info",
+                    -2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.8.13",
+                    "Get array of specific Redis command details, or all when no argument is given."
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["nondeterministic_output_order"],
+                ..spec!(
+                    Command,
+                    "command|list",
+                    -2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "7.0.0",
+                    "Get an array of Redis command names"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Command,
+                    "command|getkeys",
+                    -4,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.8.13",
+                    "Extract keys given a full Redis command"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Command,
+                    "command|getkeysandflags",
+                    -4,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "7.0.0",
+                    "Extract keys and access flags given a full Redis command"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Command,
+                    "command|help",
+                    2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "5.0.0",
+                    "Show helpful text about the different subcommands"
+                )
+            },
+        ],
+        ..spec!(
+            Command,
+            "command",
+            -1,
+            &["loading", "stale"],
+            (0, 0, 0),
+            "server",
+            "2.8.13",
+            "Get array of Redis command details"
+        )
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|id",
+                    2,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "5.0.0",
+                    "Returns the client ID for the current connection"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|getname",
+                    2,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "2.6.9",
+                    "Get the current connection name"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|setname",
+                    3,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "2.6.9",
+                    "Set the current connection name"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..spec!(
+                    Client,
+                    "client|setinfo",
+                    4,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "7.2.0",
+                    "Set client or connection specific info"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["nondeterministic_output"],
+                ..spec!(
+                    Client,
+                    "client|info",
+                    2,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.2.0",
+                    "Returns information about the current client connection."
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                tips: &["nondeterministic_output"],
+                ..spec!(
+                    Client,
+                    "client|list",
+                    -2,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "2.4.0",
+                    "Get the list of client connections"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|kill",
+                    -3,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "2.4.0",
+                    "Kill the connection of a client"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|reply",
+                    3,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "3.2.0",
+                    "Instruct the server whether to reply to commands"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|no-evict",
+                    3,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "7.0.0",
+                    "Set client eviction mode for the current connection"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|no-touch",
+                    3,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "7.2.0",
+                    "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access."
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|help",
+                    2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "5.0.0",
+                    "Show helpful text about the different subcommands"
+                )
+            },
+        ],
+        ..spec!(
+            Client,
+            "client",
+            -2,
+            &[],
+            (0, 0, 0),
+            "connection",
+            "2.4.0",
+            "A container for client connection commands"
+        )
+    },
+    spec!(
+        Monitor,
+        "monitor",
+        1,
+        &["admin", "noscript", "loading", "stale"],
+        (0, 0, 0),
+        "server",
+        "1.0.0",
+        "Listen for all requests received by the server in real time"
+    ),
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Setbit,
+            "setbit",
+            4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "bitmap",
+            "2.2.0",
+            "Sets or clears the bit at offset in the string value stored at key"
+        )
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Getbit,
+            "getbit",
+            3,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "bitmap",
+            "2.2.0",
+            "Returns the bit value at offset in the string value stored at key"
+        )
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Bitcount, "bitcount", -2, &["readonly"], (1, 1, 1), "bitmap", "2.6.0", "Count set bits in a string")
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Bitpos,
+            "bitpos",
+            -3,
+            &["readonly"],
+            (1, 1, 1),
+            "bitmap",
+            "2.8.7",
+            "Find first bit set or clear in a string"
+        )
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["OW", "update"], 2, 0, 1), range(&["RO", "access"], 3, -1, 1)],
+        ..spec!(
+            Bitop,
+            "bitop",
+            -4,
+            &["write", "denyoom"],
+            (2, -1, 1),
+            "bitmap",
+            "2.6.0",
+            "Perform bitwise operations between strings"
+        )
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RW", "access", "update", "variable_flags"], 1, 0, 1)
+            .notes("This command allows both access and modification of the key")],
+        ..spec!(
+            Bitfield,
+            "bitfield",
+            -2,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "bitmap",
+            "3.2.0",
+            "Perform arbitrary bitfield integer operations on strings"
+        )
+    },
+    Spec {
+        acl: &["@bitmap"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            BitfieldRo,
+            "bitfield_ro",
+            -2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "bitmap",
+            "6.0.0",
+            "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"
+        )
+    },
+    Spec {
+        tips: &["nondeterministic_output"],
+        ..spec!(
+            Time,
+            "time",
+            1,
+            &["loading", "stale", "fast"],
+            (0, 0, 0),
+            "server",
+            "2.6.0",
+            "Return the current server time"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        keys: &[range(&["RO"], 1, -1, 1)],
+        ..spec!(
+            Touch,
+            "touch",
+            -2,
+            &["readonly", "fast"],
+            (1, -1, 1),
+            "generic",
+            "3.2.1",
+            "Alters the last access time of a key(s). Returns the number of existing keys specified."
+        )
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                acl: &["@keyspace"],
+                tips: &["nondeterministic_output"],
+                keys: &[range(&["RO"], 2, 0, 1)],
+                ..spec!(
+                    Object,
+                    "object|encoding",
+                    3,
+                    &["readonly"],
+                    (2, 2, 1),
+                    "generic",
+                    "2.2.3",
+                    "Inspect the internal encoding of a Redis object"
+                )
+            },
+            Spec {
+                acl: &["@keyspace"],
+                tips: &["nondeterministic_output"],
+                keys: &[range(&["RO"], 2, 0, 1)],
+                ..spec!(
+                    Object,
+                    "object|freq",
+                    3,
+                    &["readonly"],
+                    (2, 2, 1),
+                    "generic",
+                    "4.0.0",
+                    "Get the logarithmic access frequency counter of a Redis object"
+                )
+            },
+            Spec {
+                acl: &["@keyspace"],
+                tips: &["nondeterministic_output"],
+                keys: &[range(&["RO"], 2, 0, 1)],
+                ..spec!(
+                    Object,
+                    "object|idletime",
+                    3,
+                    &["readonly"],
+                    (2, 2, 1),
+                    "generic",
+                    "2.2.3",
+                    "Get the time since a Redis object was last accessed"
+                )
+            },
+            Spec {
+                acl: &["@keyspace"],
+                tips: &["nondeterministic_output"],
+                keys: &[range(&["RO"], 2, 0, 1)],
+                ..spec!(
+                    Object,
+                    "object|refcount",
+                    3,
+                    &["readonly"],
+                    (2, 2, 1),
+                    "generic",
+                    "2.2.3",
+                    "Get the number of references to the value of the key"
+                )
+            },
+            Spec {
+                acl: &["@keyspace"],
+                ..spec!(
+                    Object,
+                    "object|help",
+                    2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "generic",
+                    "6.2.0",
+                    "Show helpful text about the different subcommands"
+                )
+            },
+        ],
+        ..spec!(
+            Object,
+            "object",
+            -2,
+            &[],
+            (0, 0, 0),
+            "generic",
+            "2.2.3",
+            "A container for object introspection commands"
+        )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RO", "access"], 1, 1, 1)],
+        ..spec!(Lcs, "lcs", -3, &["readonly"], (1, 2, 1), "string", "7.0.0", "Find longest common substring")
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Hello,
+            "hello",
+            -1,
+            &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+            (0, 0, 0),
+            "connection",
+            "6.0.0",
+            "Handshake with Redis"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Auth,
+            "auth",
+            -2,
+            &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+            (0, 0, 0),
+            "connection",
+            "1.0.0",
+            "Authenticate to the server"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Hset,
+            "hset",
+            -4,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Set the string value of a hash field"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "insert"], 1, 0, 1)],
+        ..spec!(
+            Hsetnx,
+            "hsetnx",
+            4,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Set the value of a hash field, only if the field does not exist"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Hget, "hget", 3, &["readonly", "fast"], (1, 1, 1), "hash", "2.0.0", "Get the value of a hash field")
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Hmget,
+            "hmget",
+            -3,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Get the values of all the given hash fields"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "update"], 1, 0, 1)],
+        ..spec!(
+            Hmset,
+            "hmset",
+            -4,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Set multiple hash fields to multiple values"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "delete"], 1, 0, 1)],
+        ..spec!(Hdel, "hdel", -3, &["write", "fast"], (1, 1, 1), "hash", "2.0.0", "Delete one or more hash fields")
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RO"], 1, 0, 1)],
+        ..spec!(
+            Hlen,
+            "hlen",
+            2,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Get the number of fields in a hash"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RO"], 1, 0, 1)],
+        ..spec!(
+            Hstrlen,
+            "hstrlen",
+            3,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "hash",
+            "3.2.0",
+            "Get the length of the value of a hash field"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RO"], 1, 0, 1)],
+        ..spec!(
+            Hexists,
+            "hexists",
+            3,
+            &["readonly", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Determine if a hash field exists"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        tips: &["nondeterministic_output_order"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Hkeys, "hkeys", 2, &["readonly"], (1, 1, 1), "hash", "2.0.0", "Get all the fields in a hash")
+    },
+    Spec {
+        acl: &["@hash"],
+        tips: &["nondeterministic_output_order"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Hvals, "hvals", 2, &["readonly"], (1, 1, 1), "hash", "2.0.0", "Get all the values in a hash")
+    },
+    Spec {
+        acl: &["@hash"],
+        tips: &["nondeterministic_output_order"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Hgetall,
+            "hgetall",
+            2,
+            &["readonly"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Get all the fields and values in a hash"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Hincrby,
+            "hincrby",
+            4,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.0.0",
+            "Increment the integer value of a hash field by the given number"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(
+            Hincrbyfloat,
+            "hincrbyfloat",
+            4,
+            &["write", "denyoom", "fast"],
+            (1, 1, 1),
+            "hash",
+            "2.6.0",
+            "Increment the float value of a hash field by the given amount"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Hrandfield,
+            "hrandfield",
+            -2,
+            &["readonly"],
+            (1, 1, 1),
+            "hash",
+            "6.2.0",
+            "Get one or multiple random fields from a hash"
+        )
+    },
+    Spec {
+        acl: &["@hash"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Hscan,
+            "hscan",
+            -3,
+            &["readonly"],
+            (1, 1, 1),
+            "hash",
+            "2.8.0",
+            "Incrementally iterate hash fields and associated values"
+        )
+    },
+];

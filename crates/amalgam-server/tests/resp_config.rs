@@ -1,0 +1,91 @@
+//! CONFIG SET of one or many pairs: Redis 7.0's checks, order and error
+//! texts, all or nothing. Runs against amalgam and, in CI, against
+//! redis-server 7.0 (`AMALGAM_TEST_RESP_ADDR`); what only amalgam does is
+//! in the test that starts an amalgam of its own.
+mod common;
+use common::resp::*;
+use common::*;
+
+fn failed(name: &str, why: &str) -> String {
+    error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+}
+
+/// CONFIG GET of one parameter's value (RESP2).
+fn get(c: &mut Resp, name: &str) -> String {
+    let r = c.call(&["CONFIG", "GET", name]);
+    let v = r.strip_prefix(&format!("*2\r\n{}", bulk(name))).unwrap_or_else(|| panic!("{r:?}"));
+    v.split_once("\r\n").unwrap().1.trim_end().to_string()
+}
+
+#[test]
+fn config_set_checks_every_pair_first() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let maxmemory = get(&mut c, "maxmemory");
+    let timeout = get(&mut c, "timeout");
+    // The current values are accepted, one or several at once.
+    assert_eq!(c.call(&["CONFIG", "SET", "save", ""]), OK);
+    assert_eq!(c.call(&["CONFIG", "SET", "Maxmemory", &maxmemory, "timeout", &timeout, "appendonly", "no"]), OK);
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "10mb", "foo"]), error("ERR syntax error"));
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory", &maxmemory, "foo", "bar"]),
+        error("ERR Unknown option or number of arguments for CONFIG SET - 'foo'")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory", &maxmemory, "MAXMEMORY", &maxmemory]),
+        failed("MAXMEMORY", "duplicate parameter")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "save", "", "save", ""]), failed("save", "duplicate parameter"));
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "abc"]), failed("maxmemory", "argument must be a memory value"));
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "timeout", "5", "maxmemory", "abc"]),
+        failed("maxmemory", "argument must be a memory value")
+    );
+    assert_eq!(get(&mut c, "timeout"), timeout, "all or nothing: timeout is unchanged");
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-policy", "foo"]),
+        failed(
+            "maxmemory-policy",
+            "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, \
+             allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+        )
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxclients", "abc"]),
+        failed("maxclients", "argument couldn't be parsed into an integer")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxclients", "0"]),
+        failed("maxclients", "argument must be between 1 and 4294967295 inclusive")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "timeout", "-1"]),
+        failed("timeout", "argument must be between 0 and 2147483647 inclusive")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "appendonly", "maybe"]),
+        failed("appendonly", "argument must be 'yes' or 'no'")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "databases", "16"]), failed("databases", "can't set immutable config"));
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru", "noeviction", "x"]),
+        error("ERR Unknown option or number of arguments for CONFIG SET - 'noeviction'")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "a"]), error("ERR wrong number of arguments for 'config|set' command"));
+    assert_eq!(c.call(&["CONFIG", "RESETSTAT"]), OK);
+}
+
+#[test]
+fn amalgam_changes_nothing_at_run_time() {
+    // Amalgam's parameters are its command-line flags: a different value
+    // is refused (restart with the flag), the current one accepted.
+    let Some(server) = resp_private(&[]) else { return };
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru", "timeout", "5"]),
+        failed("timeout", "can't set immutable config")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "64mb"]), OK, "-m 64 is 64mb");
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1gb"]), failed("maxmemory", "can't set immutable config"));
+}

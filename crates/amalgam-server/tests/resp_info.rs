@@ -1,0 +1,98 @@
+//! INFO's sections and what INFO and CONFIG GET say about eviction and
+//! persistence, black-box. Runs against amalgam and, in CI, against
+//! redis-server 7.0 (`AMALGAM_TEST_RESP_ADDR`); amalgam's own settings are
+//! checked on amalgams started with those flags.
+mod common;
+use common::resp::*;
+use common::*;
+
+/// The `name:value` of an INFO reply.
+fn info_field(info: &str, name: &str) -> Option<String> {
+    info.split("\r\n").find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':'))).map(str::to_string)
+}
+
+/// CONFIG GET of one parameter (RESP2).
+fn config_get(c: &mut Resp, name: &str) -> String {
+    let r = c.call(&["CONFIG", "GET", name]);
+    let want = format!("*2\r\n{}", bulk(name));
+    let v = r.strip_prefix(&want).unwrap_or_else(|| panic!("{r:?}"));
+    let (_, rest) = v.split_once("\r\n").unwrap();
+    rest.trim_end().to_string()
+}
+
+#[test]
+fn cpu_section_and_several_sections() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let cpu = c.call(&["INFO", "cpu"]);
+    assert!(cpu.contains("# CPU\r\nused_cpu_sys:"), "{cpu}");
+    for f in ["used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"] {
+        let v = info_field(&cpu, f).unwrap_or_else(|| panic!("no {f}: {cpu}"));
+        let (secs, micros) = v.split_once('.').unwrap_or_else(|| panic!("{f}:{v}"));
+        assert!(secs.parse::<u64>().is_ok() && micros.len() == 6 && micros.parse::<u64>().is_ok(), "{f}:{v}");
+    }
+    assert!(!cpu.contains("# Server"));
+    let two = c.call(&["INFO", "clients", "server"]);
+    assert!(two.contains("# Server\r\n") && two.contains("# Clients\r\n") && !two.contains("# Memory"), "{two}");
+    assert!(two.find("# Server").unwrap() < two.find("# Clients").unwrap(), "Redis's order, not the asked one");
+    let repl = c.call(&["INFO", "REPLICATION"]);
+    assert_eq!(info_field(&repl, "role").as_deref(), Some("master"));
+    assert_eq!(info_field(&repl, "connected_slaves").as_deref(), Some("0"));
+    for all in ["all", "everything", "default"] {
+        let r = c.call(&["INFO", all]);
+        for s in
+            ["# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU", "# Keyspace"]
+        {
+            assert!(r.contains(s), "INFO {all} lacks {s}");
+        }
+    }
+    let cluster = c.call(&["INFO", "cluster"]);
+    assert_eq!(info_field(&cluster, "cluster_enabled").as_deref(), Some("0"));
+}
+
+#[test]
+fn the_cache_reports_an_evicting_policy() {
+    // Redis has no S3-FIFO: a cache that evicts any key by recency
+    // reports allkeys-lru, and INFO names the real policy.
+    let Some(server) = resp_private(&[]) else { return };
+    let mut c = Resp::new(&server);
+    let mem = c.call(&["INFO", "memory"]);
+    assert_eq!(info_field(&mem, "maxmemory_policy").as_deref(), Some("allkeys-lru"), "{mem}");
+    assert_eq!(info_field(&mem, "amalgam_eviction").as_deref(), Some("s3fifo"), "{mem}");
+    assert_eq!(config_get(&mut c, "maxmemory-policy"), "allkeys-lru");
+    let clock = resp_private(&["--eviction", "clock"]).unwrap();
+    let mut c = Resp::new(&clock);
+    assert_eq!(info_field(&c.call(&["INFO", "memory"]), "maxmemory_policy").as_deref(), Some("allkeys-lru"));
+}
+
+#[test]
+fn store_mode_reports_noeviction() {
+    let Some(server) = resp_private(&["--eviction", "none"]) else { return };
+    let mut c = Resp::new(&server);
+    let mem = c.call(&["INFO", "memory"]);
+    assert_eq!(info_field(&mem, "maxmemory_policy").as_deref(), Some("noeviction"), "{mem}");
+    assert_eq!(config_get(&mut c, "maxmemory-policy"), "noeviction");
+}
+
+#[test]
+fn persistence_on_and_off_agree() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let p = c.call(&["INFO", "persistence"]);
+    assert_eq!(info_field(&p, "aof_enabled").as_deref(), Some("0"), "{p}");
+    assert_eq!(config_get(&mut c, "appendonly"), "no");
+
+    let dir = std::env::temp_dir().join(format!("amalgam-resp-info-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_string_lossy().into_owned();
+    if let Some(server) = resp_private(&["--dir", &d, "--fsync", "always"]) {
+        let mut c = Resp::new(&server);
+        let p = c.call(&["INFO", "persistence"]);
+        assert_eq!(info_field(&p, "aof_enabled").as_deref(), Some("1"), "{p}");
+        assert_eq!(config_get(&mut c, "appendonly"), "yes");
+        assert_eq!(config_get(&mut c, "appendfsync"), "always");
+        assert_eq!(config_get(&mut c, "dir"), d);
+        drop(server);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

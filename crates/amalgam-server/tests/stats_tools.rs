@@ -1,0 +1,252 @@
+//! What memcached's tools read: `stats items`, `stats slabs`, `stats
+//! sizes`, `stats conns`, `lru_crawler metadump`, the byte counters of
+//! `stats`, and `memcached-tool` itself (display, stats, dump) run against
+//! the server. Each expectation is memcached 1.6.18's on the same input:
+//! the file runs unchanged against memcached
+//! (`AMALGAM_TEST_BIN=/usr/bin/memcached`).
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::process::Command;
+
+/// memcached-tool as Debian's memcached package installs it.
+const MEMCACHED_TOOL: &str = "/usr/share/memcached/scripts/memcached-tool";
+
+/// Stores a (61 bytes as memcached counts it: 48 + key, NUL, value, CRLF,
+/// CAS: class 1), bb (71: class 1) and c with 100 bytes (160: class 4).
+fn three_items(c: &mut TcpStream) {
+    let hundred = "0123456789".repeat(10);
+    let req = format!("set a 0 0 1\r\nx\r\nset bb 0 0 10\r\n0123456789\r\nset c 0 0 100\r\n{hundred}\r\n");
+    exchange(c, req.as_bytes(), b"STORED\r\nSTORED\r\nSTORED\r\n");
+}
+
+#[test]
+fn stats_items_and_slabs_count_by_memcacheds_size_classes() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    three_items(&mut c);
+    let items = stats_map(&mut c, "items");
+    assert_eq!(num(&items, "items:1:number"), 2);
+    assert_eq!(num(&items, "items:1:mem_requested"), 61 + 71);
+    assert_eq!(num(&items, "items:4:number"), 1);
+    assert_eq!(num(&items, "items:4:mem_requested"), 160);
+    assert!(!items.contains_key("items:2:number"), "an empty class is not listed");
+    let slabs = stats_map(&mut c, "slabs");
+    for (class, chunk, per_page, used) in [(1, 96, 10922, 2), (4, 192, 5461, 1)] {
+        assert_eq!(num(&slabs, &format!("{class}:chunk_size")), chunk);
+        assert_eq!(num(&slabs, &format!("{class}:chunks_per_page")), per_page);
+        assert_eq!(num(&slabs, &format!("{class}:total_pages")), 1);
+        assert_eq!(num(&slabs, &format!("{class}:total_chunks")), per_page);
+        assert_eq!(num(&slabs, &format!("{class}:used_chunks")), used);
+        assert_eq!(num(&slabs, &format!("{class}:free_chunks")), per_page - used);
+    }
+    assert_eq!(num(&slabs, "active_slabs"), 2);
+    assert!(num(&slabs, "total_malloced") > 0);
+}
+
+#[test]
+fn stats_sizes_is_off_unless_tracked() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"stats sizes\r\n", b"STAT sizes_status disabled\r\nEND\r\n");
+    let Some(s) = Server::with_flags(&["-o", "track_sizes"]) else { return };
+    let mut c = s.connect();
+    three_items(&mut c);
+    // 61 and 71 round up to the 32-byte bands 64 and 96; 160 is one.
+    exchange(&mut c, b"stats sizes\r\n", b"STAT 64 1\r\nSTAT 96 1\r\nSTAT 160 1\r\nEND\r\n");
+}
+
+#[test]
+fn stats_conns_lists_the_listener_and_this_connection() {
+    let Some(s) = Server::with_flags(&[]) else { return };
+    let mut c = s.connect();
+    let here = c.local_addr().unwrap();
+    let port = s.addr().port();
+    let out = String::from_utf8_lossy(&request(&mut c, b"stats conns\r\n", b"END\r\n")).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    let value =
+        |suffix: &str, v: &str| lines.iter().any(|l| l.starts_with("STAT ") && l.ends_with(&format!("{suffix} {v}")));
+    assert!(value(":addr", &format!("tcp:127.0.0.1:{port}")), "{out}");
+    assert!(value(":state", "conn_listening"), "{out}");
+    assert!(value(":addr", &format!("tcp:{here}")), "{out}");
+    assert!(value(":listen_addr", &format!("tcp:127.0.0.1:{port}")), "{out}");
+    assert_eq!(lines.last(), Some(&"END"));
+}
+
+/// `lru_crawler metadump all`'s lines as key -> fields.
+fn metadump(c: &mut TcpStream) -> BTreeMap<String, BTreeMap<String, String>> {
+    let out = request(c, b"lru_crawler metadump all\r\n", b"END\r\n");
+    let text = String::from_utf8_lossy(&out);
+    let mut dump = BTreeMap::new();
+    for line in text.lines().filter(|l| *l != "END") {
+        let fields: BTreeMap<String, String> = line
+            .split(' ')
+            .map(|f| f.split_once('=').unwrap_or_else(|| panic!("field {f:?} in {line:?}")))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let key = fields.get("key").unwrap_or_else(|| panic!("no key in {line:?}")).clone();
+        assert!(dump.insert(key, fields).is_none(), "a key twice in {text}");
+    }
+    dump
+}
+
+#[test]
+fn metadump_lists_every_item_with_memcacheds_fields() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    three_items(&mut c);
+    exchange(&mut c, b"set odd:key/1 5 0 1\r\ny\r\n", b"STORED\r\n");
+    exchange(&mut c, b"set soon 0 1000 1\r\nz\r\n", b"STORED\r\n");
+    let now: i64 = stats_map(&mut c, "")["time"].parse().unwrap();
+    let cas_of_a = {
+        let v = request(&mut c, b"gets a\r\n", b"END\r\n");
+        let text = String::from_utf8_lossy(&v).into_owned();
+        text.lines().next().unwrap().rsplit(' ').next().unwrap().to_string()
+    };
+    let dump = metadump(&mut c);
+    let keys: Vec<&str> = dump.keys().map(String::as_str).collect();
+    // memcached uri-encodes keys.
+    assert_eq!(keys, ["a", "bb", "c", "odd%3Akey%2F1", "soon"]);
+    let field = |k: &str, f: &str| dump[k][f].clone();
+    assert_eq!((field("a", "exp"), field("a", "cls"), field("a", "size")), ("-1".into(), "1".into(), "61".into()));
+    assert_eq!(field("a", "cas"), cas_of_a);
+    assert_eq!((field("c", "cls"), field("c", "size")), ("4".into(), "160".into()));
+    // Client flags take 4 more bytes in memcached's count.
+    assert_eq!(field("odd%3Akey%2F1", "size"), "73");
+    // The expiry is a unix time.
+    let exp: i64 = field("soon", "exp").parse().unwrap();
+    assert!((now + 1000 - 2..=now + 1000 + 2).contains(&exp), "exp {exp}, now {now}");
+    for fields in dump.values() {
+        assert!(fields.contains_key("la") && fields.contains_key("fetch"), "{fields:?}");
+    }
+    // Other subcommands than metadump and an empty one are errors.
+    exchange(&mut c, b"lru_crawler metadump\r\n", b"ERROR\r\n");
+    exchange(&mut c, b"version\r\n", b"VERSION ");
+}
+
+#[test]
+fn metadump_streams_a_dump_larger_than_the_output_buffer() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    const ITEMS: usize = 20_000;
+    let mut batch = String::new();
+    for i in 0..ITEMS {
+        batch.push_str(&format!("set key_number_{i:06} 0 0 1 noreply\r\nv\r\n"));
+    }
+    batch.push_str("mn\r\n");
+    exchange(&mut c, batch.as_bytes(), b"MN\r\n");
+    let dump = metadump(&mut c);
+    assert_eq!(dump.len(), ITEMS);
+    assert!(dump.contains_key("key_number_000000") && dump.contains_key(&format!("key_number_{:06}", ITEMS - 1)));
+    // The connection serves on after the dump.
+    exchange(&mut c, b"get key_number_000007\r\n", b"VALUE key_number_000007 0 1\r\nv\r\nEND\r\n");
+}
+
+#[test]
+fn byte_counters_mean_what_memcacheds_do() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    // The harness's start-up probe (another connection) may still be
+    // counting the reply it has already received: let it finish.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let first = request(&mut c, b"stats\r\n", b"END\r\n");
+    let parse = |out: &[u8]| -> BTreeMap<String, u64> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter_map(|l| {
+                let mut t = l.splitn(3, ' ');
+                if t.next() != Some("STAT") {
+                    return None;
+                }
+                let name = t.next()?.to_string();
+                Some((name, t.next()?.parse().ok()?))
+            })
+            .collect()
+    };
+    let before = parse(&first);
+    exchange(&mut c, b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    exchange(&mut c, b"get a\r\n", b"VALUE a 0 1\r\nx\r\nEND\r\n");
+    let after = parse(&request(&mut c, b"stats\r\n", b"END\r\n"));
+    // Network bytes: the set and get (16 + 7), the second "stats\r\n" (7).
+    assert_eq!(after["bytes_read"] - before["bytes_read"], 16 + 7 + 7);
+    // The first stats reply and the set's and get's replies (8 + 21).
+    assert_eq!(after["bytes_written"] - before["bytes_written"], first.len() as u64 + 29);
+    // Item memory as memcached counts it: 48 + 1 + 1 + 1 + 2 + 8.
+    assert_eq!(after["bytes"], 61);
+    let Some(s) = Server::with_flags(&["-C"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    assert_eq!(stat(&mut c, "bytes"), 53, "no CAS field with -C");
+}
+
+/// Runs memcached-tool against the server; None (with a note) if it or
+/// perl is missing.
+fn memcached_tool(s: &Server, args: &[&str]) -> Option<(String, String)> {
+    if !std::path::Path::new(MEMCACHED_TOOL).exists() {
+        eprintln!("note: {MEMCACHED_TOOL} is missing (apt-get install memcached); skipping");
+        return None;
+    }
+    let out = Command::new("perl")
+        .arg(MEMCACHED_TOOL)
+        .arg(s.addr().to_string())
+        .args(args)
+        .output()
+        .map_err(|e| eprintln!("note: cannot run perl: {e}; skipping"))
+        .ok()?;
+    assert!(out.status.success(), "memcached-tool {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    Some((String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned()))
+}
+
+#[test]
+fn memcached_tool_display_stats_and_dump_work() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    three_items(&mut c);
+    exchange(&mut c, b"set flagged 7 0 3\r\nabc\r\n", b"STORED\r\n");
+    let Some((display, _)) = memcached_tool(&s, &["display"]) else { return };
+    let rows: Vec<Vec<&str>> = display.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(display.lines().next().map(str::split_whitespace).map(Iterator::count), Some(9), "{display}");
+    // Class 1 (96B) holds a, bb and flagged; class 4 (192B) holds c.
+    assert!(rows.iter().any(|r| r[..2] == ["1", "96B"] && r[3] == "1" && r[4] == "3"), "{display}");
+    assert!(rows.iter().any(|r| r[..2] == ["4", "192B"] && r[4] == "1"), "{display}");
+    let (stats, _) = memcached_tool(&s, &["stats"]).unwrap();
+    let curr_items = stats.lines().find_map(|l| l.trim().strip_prefix("curr_items")).map(str::trim);
+    assert_eq!(curr_items, Some("4"), "{stats}");
+    let (dump, _) = memcached_tool(&s, &["dump"]).unwrap();
+    // One add per item, in the order the server dumped them.
+    let mut adds: Vec<&str> = dump.split("add ").filter(|a| !a.is_empty()).collect();
+    adds.sort_unstable();
+    let hundred = "0123456789".repeat(10);
+    assert_eq!(
+        adds,
+        [
+            "a 0 0 1\r\nx\r\n".to_string(),
+            "bb 0 0 10\r\n0123456789\r\n".into(),
+            format!("c 0 0 100\r\n{hundred}\r\n"),
+            "flagged 7 0 3\r\nabc\r\n".into()
+        ]
+    );
+    // The dump loads into an empty server as it was.
+    let Some(t) = Server::private() else { return };
+    let mut d = t.connect();
+    send(&mut d, dump.as_bytes());
+    let stored = read_n(&mut d, "STORED\r\n".len() * 4);
+    assert_eq!(show(&stored), show(&b"STORED\r\n".repeat(4)));
+    exchange(
+        &mut d,
+        b"get flagged c\r\n",
+        format!("VALUE flagged 7 3\r\nabc\r\nVALUE c 0 100\r\n{hundred}\r\nEND\r\n").as_bytes(),
+    );
+}
+
+#[test]
+fn dumping_can_be_disabled() {
+    let Some(s) = Server::with_flags(&["-X"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    exchange(&mut c, b"lru_crawler metadump all\r\n", b"ERROR metadump not allowed\r\n");
+    assert_eq!(stats_map(&mut c, "settings").get("dump_enabled").map(String::as_str), Some("no"));
+}
