@@ -1,0 +1,66 @@
+//! Structural checks of the large form (the tree's counts, separators
+//! and links, the table, the arena) through mixed operations, with the
+//! arena compacting underneath.
+
+use super::*;
+
+fn t(entries: usize) -> Thresholds {
+    Thresholds { zset_max_listpack_entries: entries, ..Thresholds::default() }
+}
+
+#[test]
+fn tree_stays_consistent_through_churn() {
+    let mut z = ZSet::new(&t(4));
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Bounded: a fixed number of operations.
+    for step in 0..40_000u64 {
+        let m = format!("m{}", rnd() % 3000);
+        match rnd() % 4 {
+            0 | 1 => {
+                let s = (rnd() % 100) as f64 / 4.0;
+                z.add(m.as_bytes(), s, AddFlags::default()).unwrap();
+            }
+            2 => {
+                z.remove(m.as_bytes());
+            }
+            _ => {
+                let lo = (rnd() % 100) as f64 / 4.0;
+                let r = ScoreRange { min: lo, min_exclusive: false, max: lo + 0.3, max_exclusive: true };
+                z.remove_range_by_score(&r);
+            }
+        }
+        if step % 997 == 0 {
+            z.check();
+        }
+    }
+    z.check();
+    let all: Vec<(Vec<u8>, f64)> = own(z.iter());
+    for w in all.windows(2) {
+        assert!(cmp_pair(w[0].1, &w[0].0, w[1].1, &w[1].0).is_lt());
+    }
+    // Drain: every removal path, ending empty.
+    let n = z.len();
+    assert_eq!(z.pop_min(n / 2).len(), n / 2);
+    z.check();
+    assert_eq!(z.pop_max(usize::MAX).len(), n - n / 2);
+    z.check();
+    assert!(z.is_empty());
+}
+
+#[test]
+fn ascending_inserts_fill_leaves() {
+    let mut z = ZSet::new(&t(0));
+    for i in 0..10_000u32 {
+        z.add(format!("member:{i:010}").as_bytes(), f64::from(i) / 2.0, AddFlags::default()).unwrap();
+    }
+    z.check();
+    assert_eq!(z.encoding(), "skiplist");
+    assert_eq!(z.rank(b"member:0000005000", false), Some(5000));
+    assert_eq!(z.rank(b"member:0000005000", true), Some(4999));
+}
