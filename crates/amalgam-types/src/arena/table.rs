@@ -17,8 +17,9 @@ use core::hash::BuildHasher;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
-/// The index shrinks (to twice its elements) when it has this many slots
-/// per element or more, and more than [`SHRINK_SLOTS_MIN`] slots.
+/// The index shrinks (to the smallest table that holds its elements) when
+/// it has this many slots per element or more, and more than
+/// [`SHRINK_SLOTS_MIN`] slots.
 pub const SHRINK_FILL_RATIO: usize = 8;
 /// Below this capacity the index is not shrunk.
 pub const SHRINK_SLOTS_MIN: usize = 64;
@@ -135,10 +136,12 @@ impl Table {
     }
 
     fn maybe_shrink(&mut self) {
-        let cap = self.slots.capacity();
-        if cap > SHRINK_SLOTS_MIN && self.slots.len() * SHRINK_FILL_RATIO <= cap {
+        // Slots from the allocation (a slot is a handle and a control
+        // byte): `capacity()` undercounts after deletes (tombstones).
+        let slots = self.slots.allocation_size() / (std::mem::size_of::<Handle>() + 1);
+        if slots > SHRINK_SLOTS_MIN && self.slots.len() * SHRINK_FILL_RATIO <= slots {
             let (arena, state, key_of) = (&self.arena, &self.state, self.key_of);
-            self.slots.shrink_to(self.slots.len() * 2, |&x| state.hash_one(key_of(arena.get(x))));
+            self.slots.shrink_to(self.slots.len(), |&x| state.hash_one(key_of(arena.get(x))));
         }
     }
 
