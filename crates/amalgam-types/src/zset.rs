@@ -195,17 +195,28 @@ impl<'a> ZView<'a> {
         }
     }
 
+    /// How many leading members have a score satisfying `before`.
+    fn bound_score(&self, before: &mut dyn FnMut(f64) -> bool) -> usize {
+        match self.0 {
+            View::Packed(p) => packed_pairs(p).take_while(|&(_, _, s)| before(s)).count(),
+            View::Large(l) => l.bound_score(before),
+        }
+    }
+
     /// ZRANK / ZREVRANK.
     pub fn rank(&self, member: &[u8], rev: bool) -> Option<usize> {
         let s = self.score(member)?;
-        let r = self.bound(&mut |m, x| cmp_pair(x, m, s, member).is_lt());
+        let r = match self.0 {
+            View::Packed(_) => self.bound(&mut |m, x| cmp_pair(x, m, s, member).is_lt()),
+            View::Large(l) => l.rank_of(s, member),
+        };
         Some(if rev { self.len() - 1 - r } else { r })
     }
 
     /// Ranks `[lo, hi)` of the members within `range`.
     fn score_ranks(&self, range: &ScoreRange) -> (usize, usize) {
-        let lo = self.bound(&mut |_, s| !range.above_min(s));
-        let hi = self.bound(&mut |_, s| range.below_max(s));
+        let lo = self.bound_score(&mut |s| !range.above_min(s));
+        let hi = self.bound_score(&mut |s| range.below_max(s));
         (lo, hi.max(lo))
     }
 

@@ -52,6 +52,16 @@ pub(crate) fn cmp_key(e: &[u8], score: f64, member: &[u8]) -> Ordering {
     elem_score(e).partial_cmp(&score).unwrap_or(Ordering::Equal).then_with(|| elem_member(e).cmp(member))
 }
 
+/// Orders the element at `h` against (score, member), using the score the
+/// tree already knows when it differs from the key's (no arena read).
+#[inline]
+fn cmp_hinted(arena: &Arena, h: Handle, hint: Option<f64>, score: f64, member: &[u8]) -> Ordering {
+    match hint {
+        Some(s) if s != score => s.partial_cmp(&score).unwrap_or(Ordering::Equal),
+        _ => cmp_key(arena.get(h), score, member),
+    }
+}
+
 pub(crate) struct Large {
     pub(crate) arena: Arena,
     index: HashTable<Handle>,
@@ -108,7 +118,7 @@ impl Large {
     pub(crate) fn insert_new(&mut self, member: &[u8], score: f64) {
         let h = self.arena.alloc(&[&score.to_le_bytes(), member]);
         let Large { arena, index, state, tree } = self;
-        tree.insert(h, &mut |x| cmp_key(arena.get(x), score, member));
+        tree.insert(h, &mut |x, hint| cmp_hinted(arena, x, hint, score, member), &|x| elem_score(arena.get(x)));
         index.insert_unique(state.hash_one(member), h, |&x| state.hash_one(elem_member(arena.get(x))));
     }
 
@@ -120,7 +130,7 @@ impl Large {
         let entry = index.find_entry(hash, |&h| elem_member(a.get(h)) == member).ok()?;
         let (h, _) = entry.remove();
         let score = elem_score(a.get(h));
-        tree.remove(h, &mut |x| cmp_key(a.get(x), score, member));
+        tree.remove(h, &mut |x, hint| cmp_hinted(a, x, hint, score, member), &|x| elem_score(a.get(x)));
         self.arena.free(h);
         self.compact();
         self.maybe_shrink();
@@ -148,10 +158,23 @@ impl Large {
     /// Members before the first for which `before` is false.
     pub(crate) fn bound(&self, before: &mut dyn FnMut(&[u8], f64) -> bool) -> usize {
         let arena = &self.arena;
-        self.tree.bound(&mut |h| {
+        self.tree.bound(&mut |h, _| {
             let e = arena.get(h);
             before(elem_member(e), elem_score(e))
         })
+    }
+
+    /// Members before the first whose score fails `before` (a score-only
+    /// bound: inner nodes need no arena read).
+    pub(crate) fn bound_score(&self, before: &mut dyn FnMut(f64) -> bool) -> usize {
+        let arena = &self.arena;
+        self.tree.bound(&mut |h, hint| before(hint.unwrap_or_else(|| elem_score(arena.get(h)))))
+    }
+
+    /// Members ordered before (score, member).
+    pub(crate) fn rank_of(&self, score: f64, member: &[u8]) -> usize {
+        let arena = &self.arena;
+        self.tree.bound(&mut |h, hint| cmp_hinted(arena, h, hint, score, member).is_lt())
     }
 
     /// One bounded arena compaction step, re-pointing moved handles.
@@ -174,7 +197,7 @@ impl Large {
             if let Some(slot) = index.find_mut(state.hash_one(member), |&h| h == old) {
                 *slot = new;
             }
-            tree.repoint(old, new, &mut |x| cmp_key(arena.get(resolve(x)), score, member));
+            tree.repoint(old, new, &mut |x, hint| cmp_hinted(arena, resolve(x), hint, score, member));
         }
     }
 

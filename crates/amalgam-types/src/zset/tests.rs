@@ -64,3 +64,29 @@ fn ascending_inserts_fill_leaves() {
     assert_eq!(z.rank(b"member:0000005000", false), Some(5000));
     assert_eq!(z.rank(b"member:0000005000", true), Some(4999));
 }
+
+#[test]
+fn removals_compact_the_arena_and_repoint_handles() {
+    let mut z = ZSet::new(&t(0));
+    /// Members: several arena pages of ~30-byte elements.
+    const MEMBERS: u32 = 20_000;
+    for i in 0..MEMBERS {
+        z.add(format!("member:{i:012}").as_bytes(), f64::from(i % 97), AddFlags::default()).unwrap();
+    }
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    let full = l.arena.mem_bytes();
+    // Remove three in four, scattered: every page goes mostly dead, so
+    // compaction must move survivors (and re-point them) to free pages.
+    for i in 0..MEMBERS {
+        if i % 4 != 0 {
+            assert!(z.remove(format!("member:{i:012}").as_bytes()).is_some());
+        }
+    }
+    z.check();
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    let after = l.arena.mem_bytes();
+    assert!(after * 2 < full, "arena kept {after} of {full} bytes");
+    for i in (0..MEMBERS).step_by(4) {
+        assert_eq!(z.score(format!("member:{i:012}").as_bytes()), Some(f64::from(i % 97)));
+    }
+}

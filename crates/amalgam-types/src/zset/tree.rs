@@ -1,11 +1,13 @@
 //! An order-statistic B+tree of arena handles: the sorted set's order.
 //!
 //! ```text
-//! inner:  kids[i]   counts[i] (elements under kid i)   mins[i] (its first handle)
+//! inner:  kids[i]   counts[i] (elements under kid i)   mins[i] (its first handle + score)
 //! leaf:   items: [Handle; <= LEAF_MAX]   prev/next leaf links
 //! ```
-//! The tree stores no keys: comparisons read the element an arena handle
-//! addresses, through a caller's predicate. Each inner node keeps, per
+//! Leaves store no keys: comparisons read the element an arena handle
+//! addresses, through a caller's predicate. Separators carry their
+//! element's score too, so a descent reads the arena only at ties and in
+//! the leaf (inner nodes are ~1% of the handles: 12 bytes a child more). Each inner node keeps, per
 //! child, the subtree's element count (rank in O(height × INNER_MAX)) and
 //! its first handle (the separator). A separator is always a live element:
 //! removing a subtree's first element returns the new first one up the
@@ -51,8 +53,21 @@ struct Leaf {
 struct Inner {
     kids: Vec<u32>,
     counts: Vec<u32>,
-    mins: Vec<Handle>,
+    mins: Vec<Sep>,
 }
+
+/// A separator: the first handle under a child, and its score.
+#[derive(Clone, Copy, Debug)]
+struct Sep {
+    h: Handle,
+    score: f64,
+}
+
+/// Orders an element (handle, and its score when the tree knows it)
+/// against the key being looked for.
+pub(crate) type Cmp<'a> = &'a mut dyn FnMut(Handle, Option<f64>) -> Ordering;
+/// An element's score (read from the arena).
+pub(crate) type ScoreOf<'a> = &'a dyn Fn(Handle) -> f64;
 
 /// A position: leaf and index in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,7 +162,7 @@ impl Tree {
     }
 
     fn inner_cap_bytes(n: &Inner) -> usize {
-        n.kids.capacity() * 4 + n.counts.capacity() * 4 + n.mins.capacity() * 4
+        n.kids.capacity() * 4 + n.counts.capacity() * 4 + n.mins.capacity() * std::mem::size_of::<Sep>()
     }
 
     fn new_inner(&mut self, n: Inner) -> u32 {
@@ -181,18 +196,18 @@ impl Tree {
 
     /// The number of leading elements for which `before` holds (`before`
     /// must be true on a prefix of the order, false after).
-    pub(crate) fn bound(&self, before: &mut dyn FnMut(Handle) -> bool) -> usize {
+    pub(crate) fn bound(&self, before: &mut dyn FnMut(Handle, Option<f64>) -> bool) -> usize {
         let mut acc = 0;
         let mut node = self.root;
         // Bounded by the height.
         for _ in 0..self.height {
             let n = &self.inners[node as usize];
-            let p = n.mins.partition_point(|&m| before(m));
+            let p = n.mins.partition_point(|m| before(m.h, Some(m.score)));
             let i = p.saturating_sub(1);
             acc += n.counts[..i].iter().map(|&c| c as usize).sum::<usize>();
             node = n.kids[i];
         }
-        acc + self.leaves[node as usize].items.partition_point(|&h| before(h))
+        acc + self.leaves[node as usize].items.partition_point(|&h| before(h, None))
     }
 
     /// The position of rank `r` (< len).
@@ -233,8 +248,8 @@ impl Tree {
 
     /// Inserts `h`, whose key is not in the tree; `cmp(x)` orders element
     /// `x` against the key.
-    pub(crate) fn insert(&mut self, h: Handle, cmp: &mut dyn FnMut(Handle) -> Ordering) {
-        if let Some((right, min, count)) = self.insert_rec(self.root, self.height, h, cmp) {
+    pub(crate) fn insert(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+        if let Some((right, min, count)) = self.insert_rec(self.root, self.height, h, cmp, score_of) {
             let left = self.root;
             let left_min = self.first_of(left, self.height);
             let left_count = (self.len + 1 - count as usize) as u32;
@@ -245,7 +260,7 @@ impl Tree {
             };
             n.kids.extend([left, right]);
             n.counts.extend([left_count, count]);
-            n.mins.extend([left_min, min]);
+            n.mins.extend([Sep { h: left_min, score: score_of(left_min) }, Sep { h: min, score: score_of(min) }]);
             self.root = self.new_inner(n);
             self.height += 1;
         }
@@ -268,11 +283,12 @@ impl Tree {
         node: u32,
         level: u32,
         h: Handle,
-        cmp: &mut dyn FnMut(Handle) -> Ordering,
+        cmp: Cmp<'_>,
+        score_of: ScoreOf<'_>,
     ) -> Option<(u32, Handle, u32)> {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
-            let pos = items.partition_point(|&x| cmp(x) == Ordering::Less);
+            let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
             if items.len() < LEAF_MAX {
                 items.insert(pos, h);
                 return None;
@@ -309,22 +325,24 @@ impl Tree {
         }
         let (i, kid) = {
             let n = &self.inners[node as usize];
-            let p = n.mins.partition_point(|&m| cmp(m) == Ordering::Less);
+            let p = n.mins.partition_point(|m| cmp(m.h, Some(m.score)) == Ordering::Less);
             let i = p.saturating_sub(1);
             (i, n.kids[i])
         };
-        let split = self.insert_rec(kid, level - 1, h, cmp);
+        let split = self.insert_rec(kid, level - 1, h, cmp, score_of);
         let new_first = (i == 0).then(|| self.first_of(kid, level - 1));
         let full = self.edit_inner(node, |n| {
             n.counts[i] += 1;
             if let Some(f) = new_first {
-                n.mins[0] = f;
+                if n.mins[0].h != f {
+                    n.mins[0] = Sep { h: f, score: score_of(f) };
+                }
             }
             if let Some((right, min, count)) = split {
                 n.counts[i] -= count;
                 n.kids.insert(i + 1, right);
                 n.counts.insert(i + 1, count);
-                n.mins.insert(i + 1, min);
+                n.mins.insert(i + 1, Sep { h: min, score: score_of(min) });
             }
             n.kids.len() > INNER_MAX
         });
@@ -334,7 +352,7 @@ impl Tree {
         let n = &mut self.inners[node as usize];
         let at = split_at(i + 1, n.kids.len() - 1).clamp(1, n.kids.len() - 1);
         let right = Inner { kids: n.kids.split_off(at), counts: n.counts.split_off(at), mins: n.mins.split_off(at) };
-        let (min, count) = (right.mins[0], right.counts.iter().sum::<u32>());
+        let (min, count) = (right.mins[0].h, right.counts.iter().sum::<u32>());
         let mut right = right;
         right.kids.reserve_exact(INNER_MAX + 1 - right.kids.len());
         right.counts.reserve_exact(INNER_MAX + 1 - right.counts.len());
@@ -345,8 +363,8 @@ impl Tree {
 
     /// Removes `h`, which is in the tree; `cmp(x)` orders `x` against
     /// `h`'s key.
-    pub(crate) fn remove(&mut self, h: Handle, cmp: &mut dyn FnMut(Handle) -> Ordering) {
-        self.remove_rec(self.root, self.height, h, cmp);
+    pub(crate) fn remove(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+        self.remove_rec(self.root, self.height, h, cmp, score_of);
         self.len -= 1;
         // Bounded by the height: collapse single-child roots.
         while self.height > 0 && self.inners[self.root as usize].kids.len() == 1 {
@@ -357,27 +375,29 @@ impl Tree {
         }
     }
 
-    fn remove_rec(&mut self, node: u32, level: u32, h: Handle, cmp: &mut dyn FnMut(Handle) -> Ordering) {
+    fn remove_rec(&mut self, node: u32, level: u32, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
-            let pos = items.partition_point(|&x| cmp(x) == Ordering::Less);
+            let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
             assert!(items.get(pos) == Some(&h), "zset tree: removing an element it does not hold");
             items.remove(pos);
             return;
         }
         let (i, kid) = {
             let n = &self.inners[node as usize];
-            let p = n.mins.partition_point(|&m| cmp(m) != Ordering::Greater);
+            let p = n.mins.partition_point(|m| cmp(m.h, Some(m.score)) != Ordering::Greater);
             let i = p.saturating_sub(1);
             (i, n.kids[i])
         };
-        self.remove_rec(kid, level - 1, h, cmp);
+        self.remove_rec(kid, level - 1, h, cmp, score_of);
         let kid_size = self.size_of(kid, level - 1);
         let first = (kid_size > 0).then(|| self.first_of(kid, level - 1));
         self.edit_inner(node, |n| {
             n.counts[i] -= 1;
             if let Some(f) = first {
-                n.mins[i] = f;
+                if n.mins[i].h != f {
+                    n.mins[i] = Sep { h: f, score: score_of(f) };
+                }
             }
         });
         let min_size = if level == 1 { LEAF_MIN } else { INNER_MIN };
@@ -448,20 +468,20 @@ impl Tree {
     /// tree holds it: its leaf slot and any separator on its path. `cmp`
     /// orders elements against the moved element's key and must read
     /// `old`'s bytes through `new`.
-    pub(crate) fn repoint(&mut self, old: Handle, new: Handle, cmp: &mut dyn FnMut(Handle) -> Ordering) {
+    pub(crate) fn repoint(&mut self, old: Handle, new: Handle, cmp: Cmp<'_>) {
         let mut node = self.root;
         // Bounded by the height.
         for _ in 0..self.height {
             let n = &mut self.inners[node as usize];
-            let p = n.mins.partition_point(|&m| cmp(m) != Ordering::Greater);
+            let p = n.mins.partition_point(|m| cmp(m.h, Some(m.score)) != Ordering::Greater);
             let i = p.saturating_sub(1);
-            if n.mins[i] == old {
-                n.mins[i] = new;
+            if n.mins[i].h == old {
+                n.mins[i].h = new;
             }
             node = n.kids[i];
         }
         let items = &mut self.leaves[node as usize].items;
-        let pos = items.partition_point(|&x| cmp(x) == Ordering::Less);
+        let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
         assert!(items.get(pos) == Some(&old), "zset tree: relocated element not found");
         items[pos] = new;
     }
@@ -510,7 +530,7 @@ impl Tree {
             let c = self.check_rec(kid, level - 1, out);
             assert_eq!(c, n.counts[k] as usize);
             assert!(c > 0);
-            assert_eq!(out[start], n.mins[k]);
+            assert_eq!(out[start], n.mins[k].h);
             total += c;
         }
         total
