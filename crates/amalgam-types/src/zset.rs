@@ -137,6 +137,22 @@ fn packed_pairs(p: &[u8]) -> impl Iterator<Item = (usize, &[u8], f64)> + '_ {
     })
 }
 
+/// ZCARD of a compact set's bytes, read in place (garbage: a wrong count,
+/// never a panic). Every other query: [`ZView::packed`].
+pub fn packed_len(bytes: &[u8]) -> usize {
+    ZView::packed(bytes).len()
+}
+
+/// ZSCORE on a compact set's bytes, read in place.
+pub fn packed_score(bytes: &[u8], member: &[u8]) -> Option<f64> {
+    ZView::packed(bytes).score(member)
+}
+
+/// ZRANGE by rank on a compact set's bytes, read in place.
+pub fn packed_range(bytes: &[u8], start: i64, stop: i64, rev: bool) -> ZRange<'_> {
+    ZView::packed(bytes).range_by_rank(start, stop, rev)
+}
+
 /// A borrowed, read-only sorted set: a compact form's bytes (lock-free
 /// reads from an item) or a large set. Every ZSet read goes through it.
 #[derive(Clone, Copy, Debug)]

@@ -405,7 +405,8 @@ proptest! {
         let mut i = Model::new();
         for (k, &s) in maps[first] {
             if let Some(&s2) = maps[second].get(k) {
-                i.insert(k.clone(), norm(combine(weighted(w[first], norm(s)), weighted(w[second], norm(s2)))));
+                // The later input's NaN is aggregated as is (Redis).
+                i.insert(k.clone(), norm(combine(weighted(w[first], norm(s)), w[second] * norm(s2))));
             }
         }
         let got = zset::inter(&inputs, &w, agg, &t);

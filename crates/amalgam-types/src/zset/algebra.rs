@@ -2,7 +2,11 @@
 //! `zunionInterDiffGenericCommand` arithmetic.
 //!
 //! * A member's value from input i is `weight_i × score`, and NaN (0 ×
-//!   inf) becomes 0.
+//!   inf) becomes 0 — except for the second and later inputs of an
+//!   intersection, where Redis aggregates the NaN itself: SUM turns the
+//!   NaN sum into 0, MIN and MAX keep the value so far (so `ZINTER 2 a b
+//!   WEIGHTS 2 0` of inf and -inf is 0, not inf, as redis-server 7.0.15
+//!   answers).
 //! * SUM adds (NaN from inf + -inf becomes 0), MIN and MAX compare.
 //! * Union and intersection visit inputs from the smallest (Redis sorts
 //!   them by size; we sort stably), so a sum adds in Redis's order when
@@ -133,7 +137,7 @@ pub fn inter(inputs: &[&dyn Scored], weights: &[f64], agg: Aggregate, t: &Thresh
         let mut a = weighted(weight(weights, first), s);
         for &j in rest {
             match inputs[j].score_of(m) {
-                Some(sj) => agg.apply(&mut a, weighted(weight(weights, j), sj)),
+                Some(sj) => agg.apply(&mut a, weight(weights, j) * sj),
                 None => return,
             }
         }

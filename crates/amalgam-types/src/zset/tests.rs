@@ -90,3 +90,29 @@ fn removals_compact_the_arena_and_repoint_handles() {
         assert_eq!(z.score(format!("member:{i:012}").as_bytes()), Some(f64::from(i % 97)));
     }
 }
+
+#[test]
+fn algebra_matches_redis_replies() {
+    // Replies of redis-server 7.0.15 for
+    //   ZADD a 1 x inf y 2 z ; ZADD b 2 x -inf y 3 w 5 v
+    let d = Thresholds::default();
+    let a = ZSet::from_pairs([(&b"x"[..], 1.0), (b"y", f64::INFINITY), (b"z", 2.0)], &d);
+    let b = ZSet::from_pairs([(&b"x"[..], 2.0), (b"y", f64::NEG_INFINITY), (b"w", 3.0), (b"v", 5.0)], &d);
+    let inputs: [&dyn Scored; 2] = [&a, &b];
+    let show = |z: ZSet| -> String {
+        let mut out = Vec::new();
+        for (m, s) in z.iter() {
+            out.extend_from_slice(m);
+            out.push(b' ');
+            format_score(s, &mut out);
+            out.push(b' ');
+        }
+        String::from_utf8(out).unwrap().trim_end().to_string()
+    };
+    assert_eq!(show(union(&inputs, &[], Aggregate::Sum, &d)), "y 0 z 2 w 3 x 3 v 5");
+    assert_eq!(show(union(&inputs, &[0.0, 1.0], Aggregate::Sum, &d)), "y -inf z 0 x 2 w 3 v 5");
+    assert_eq!(show(inter(&inputs, &[], Aggregate::Max, &d)), "x 2 y inf");
+    assert_eq!(show(inter(&inputs, &[2.0, 0.0], Aggregate::Sum, &d)), "y 0 x 2");
+    assert_eq!(show(diff(&inputs, &d)), "z 2");
+    assert_eq!(show(union(&inputs, &[-1.0, 1.0], Aggregate::Min, &d)), "y -inf z -2 x -1 w 3 v 5");
+}
