@@ -18,6 +18,12 @@
 //! other types). An element costs its bytes plus a 1–3 byte length
 //! (Redis's listpack: 2–3), and a chunk ~40 bytes per 8 KiB.
 //!
+//! Measured (tests/mem_zset_list.rs): 23.1 B per item for 10^6 items of
+//! 22 bytes pushed at either end (Redis 7.0.15: 24 B). LINDEX walks chunk
+//! counts from the nearer end: ~2,800 chunk headers at most at 10^6 such
+//! items with the default 8 KiB chunks (Redis walks its quicklist nodes
+//! the same way).
+//!
 //! Index arguments are Redis's: `i64`, negative counts from the end.
 
 mod chunk;

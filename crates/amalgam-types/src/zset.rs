@@ -11,6 +11,12 @@
 //!   (`zset/large.rs`, `zset/tree.rs`): ZSCORE O(1), ZADD/ZREM/ZRANK and
 //!   every range bound O(log n), a range of k members O(log n + k).
 //!
+//! Measured (tests/mem_zset_list.rs, counting allocator): 41.0 B per
+//! member for 10^6 members `member:%010d` added in order, 43.3 B in a
+//! shuffled order (Redis 7.0.15: 125 B). Removals free arena space by
+//! compaction once a page is more than half dead, so a set that lost half
+//! its members evenly may hold up to twice its live bytes.
+//!
 //! Scores are f64: NaN is refused, ±inf allowed, -0 stored as +0 (Redis's
 //! listpack does that; its skiplist keeps -0 and prints "-0" — a
 //! difference only visible after `zset-max-listpack-entries 0`). Equal
