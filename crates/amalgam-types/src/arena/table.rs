@@ -92,6 +92,9 @@ impl Table {
         let key_of = *key_of;
         if let Some(slot) = slots.find_mut(hash, |&h| key_of(arena.get(h)) == key) {
             let old = *slot;
+            if arena.overwrite(old, parts) {
+                return false;
+            }
             *slot = arena.alloc(parts);
             debug_assert_eq!(key_of(arena.get(*slot)), key);
             arena.free(old);
