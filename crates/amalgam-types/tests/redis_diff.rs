@@ -123,7 +123,9 @@ fn replies_match_redis() {
         c.cmd(&[b"del", b"z", b"l"]);
         let mut z = ZSet::new(&t);
         let mut l = List::new(&t);
-        let members: Vec<Vec<u8>> = (0..200).map(|i| format!("m{}", i).into_bytes()).collect();
+        let mut members: Vec<Vec<u8>> = (0..200).map(|i| format!("m{i}").into_bytes()).collect();
+        // One member past zset-max-listpack-value (64): converts on add.
+        members[199] = vec![b'L'; 70];
         let scores = ["1", "2", "-1.5", "0", "inf", "-inf", "0.1", "3", "1e-5", "100", "2.5", "1e21"];
         let ranges = ["1", "(1", "-inf", "+inf", "(0", "2", "(2.5", "-1.5", "inf", "(-inf", "0.1", "x", ""];
         let lex = ["-", "+", "[m1", "(m1", "[m2", "(m25", "[", "(", "m", "[m9"];
@@ -452,6 +454,19 @@ fn replies_match_redis() {
             let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
             let theirs = c.cmd(&refs);
             n_cmds += 1;
+            // An emptied key is deleted; the next write creates a new value.
+            if z.is_empty() {
+                z = ZSet::new(&t);
+            }
+            if l.is_empty() {
+                l = List::new(&t);
+            }
+            // The form: Redis converts at the same sizes (zset only; Redis
+            // 7.0 calls every list "quicklist").
+            if n_cmds % 16 == 0 && !z.is_empty() {
+                let enc = c.cmd(&[b"object", b"encoding", b"z"]);
+                assert_eq!(enc, bulk(z.encoding().as_bytes()), "OBJECT ENCODING z at {} members", z.len());
+            }
             if ours == R::S("skip".into()) {
                 continue;
             }
