@@ -290,6 +290,36 @@ impl Set {
         }
     }
 
+    /// Converts a compact set that exceeds `th` to the large form (as
+    /// Redis does when it loads a snapshot under smaller limits); call
+    /// after [`Set::decode`] or [`Set::from_packed`] if the thresholds may
+    /// have changed. O(n) once, no-op otherwise.
+    pub fn fit(&mut self, th: &Thresholds) {
+        match &self.repr {
+            Repr::IntSet(b) if intset::len(b) > th.set_max_intset_entries => {
+                let mut t = Table::with_capacity(whole, intset::len(b));
+                // Bounded by the intset's members.
+                for x in intset::iter(b) {
+                    let e = int_elem(x, &mut [0; 8]).to_vec();
+                    t.upsert(&e, &[&e]);
+                }
+                self.repr = Repr::Ints(t);
+            }
+            Repr::Packed(b)
+                if pack::count(&b[1..]) > th.set_max_listpack_entries
+                    || pack::iter(&b[1..]).any(|m| m.len() > th.set_max_listpack_value) =>
+            {
+                let mut t = Table::with_capacity(whole, pack::count(&b[1..]));
+                // Bounded by the listpack's members.
+                for m in pack::iter(&b[1..]) {
+                    t.upsert(m, &[m]);
+                }
+                self.repr = Repr::Strs(t);
+            }
+            _ => {}
+        }
+    }
+
     /// True if `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
@@ -581,5 +611,19 @@ mod tests {
         s.insert(b"123456", &th);
         assert!(s.insert(b"a", &th));
         assert_eq!(s.encoding(), "hashtable", "widest integer over the value limit");
+        let mut s = Set::new();
+        for m in ["1", "2", "3"] {
+            s.insert(m.as_bytes(), &Thresholds::default());
+        }
+        let mut t = Set::from_packed(s.packed().unwrap()).unwrap();
+        t.fit(&th);
+        assert_eq!(t.encoding(), "intset");
+        t.fit(&Thresholds { set_max_intset_entries: 2, ..th });
+        assert_eq!((t.encoding(), t.len()), ("hashtable", 3));
+        assert!(t.contains(b"2"));
+        s.insert(b"abc", &Thresholds::default());
+        let mut t = Set::from_packed(s.packed().unwrap()).unwrap();
+        t.fit(&th);
+        assert_eq!((t.encoding(), t.len()), ("hashtable", 4), "4 members > 3");
     }
 }

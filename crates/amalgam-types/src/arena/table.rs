@@ -15,6 +15,7 @@
 use super::{Arena, Handle};
 use core::hash::BuildHasher;
 use foldhash::fast::RandomState;
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 /// The index shrinks (to the smallest table that holds its elements) when
@@ -90,21 +91,31 @@ impl Table {
         let hash = self.hash(key);
         let Table { arena, slots, state, key_of } = self;
         let key_of = *key_of;
-        if let Some(slot) = slots.find_mut(hash, |&h| key_of(arena.get(h)) == key) {
-            let old = *slot;
-            if arena.overwrite(old, parts) {
-                return false;
+        // One probe: the entry either holds the old handle or is the slot
+        // to fill (space reserved, rehashing from the arena if needed).
+        let entry = {
+            let a: &Arena = arena;
+            slots.entry(hash, |&h| key_of(a.get(h)) == key, |&x| state.hash_one(key_of(a.get(x))))
+        };
+        match entry {
+            Entry::Occupied(mut o) => {
+                let old = *o.get();
+                if arena.overwrite(old, parts) {
+                    return false;
+                }
+                let new = arena.alloc(parts);
+                debug_assert_eq!(key_of(arena.get(new)), key);
+                *o.get_mut() = new;
+                arena.free(old);
+                self.compact();
+                false
             }
-            *slot = arena.alloc(parts);
-            debug_assert_eq!(key_of(arena.get(*slot)), key);
-            arena.free(old);
-            self.compact();
-            false
-        } else {
-            let h = arena.alloc(parts);
-            debug_assert_eq!(key_of(arena.get(h)), key);
-            slots.insert_unique(hash, h, |&x| state.hash_one(key_of(arena.get(x))));
-            true
+            Entry::Vacant(v) => {
+                let h = arena.alloc(parts);
+                debug_assert_eq!(key_of(arena.get(h)), key);
+                v.insert(h);
+                true
+            }
         }
     }
 
