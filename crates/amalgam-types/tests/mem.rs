@@ -172,6 +172,19 @@ fn issue_19_shapes() {
         packed as f64 / 10.0
     );
     assert_eq!(packed, 1 + 10 * (1 + 2 + 1 + 16));
+    println!(
+        "inline sizes (not in mem_bytes; the server holds the value somewhere): Hash {} B, Set {} B",
+        std::mem::size_of::<Hash>(),
+        std::mem::size_of::<Set>()
+    );
+}
+
+/// The server shares values across threads.
+#[test]
+fn values_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Hash>();
+    check::<Set>();
 }
 
 /// Deletes return memory: a hash filled then mostly emptied holds about
