@@ -16,7 +16,8 @@
 //!   exceeds [`DEDICATED_BYTES_MIN`] gets a page of its own, sized
 //!   exactly (offset 0).
 //! * Allocation appends to the one *open* page (log-structured); `free`
-//!   only sets the header's dead bit and counts the page's dead bytes.
+//!   only sets the header's dead bit and counts the page's dead bytes;
+//!   [`Arena::overwrite`] rewrites a same-length element in place.
 //!   A page whose bytes are all dead is released at once.
 //! * **Compaction** ([`Arena::compact_step`]): a page whose dead bytes
 //!   exceed half its used bytes is queued once; each call moves the live
@@ -305,6 +306,29 @@ impl Arena {
         &bytes[n..n + len]
     }
 
+    /// Replaces the element's bytes with the concatenation of `parts` in
+    /// place if it has exactly the old length (the handle and position
+    /// stay; an HSET of a same-length value does not move the field, so
+    /// it cannot run ahead of a SCAN cursor). False, changing nothing,
+    /// otherwise.
+    pub fn overwrite(&mut self, h: Handle, parts: &[&[u8]]) -> bool {
+        let body: usize = parts.iter().map(|p| p.len()).sum();
+        let bytes = &mut self.pages[h.page()].bytes;
+        let Some((len, dead, n)) = header(&bytes[h.offset()..]) else {
+            return false;
+        };
+        if dead || len != body {
+            return false;
+        }
+        let mut at = h.offset() + n;
+        // Bounded by parts.len().
+        for p in parts {
+            bytes[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        true
+    }
+
     /// Frees the element; its bytes are reclaimed when its page is
     /// released (all dead) or compacted ([`Arena::compact_step`]).
     pub fn free(&mut self, h: Handle) {
@@ -431,6 +455,12 @@ impl Arena {
     /// cursor 0 until the call returning 0 is passed to `f` at least
     /// once, because positions only increase (module docs). Elements may
     /// be reported more than once if compaction moves them ahead.
+    ///
+    /// Termination: like Redis's, only if the collection stays bounded —
+    /// and here also only if the scan outpaces the elements placed at the
+    /// end meanwhile (new ones, rewrites that change an element's length,
+    /// compaction moves, which are at most the bytes freed). A scan racing
+    /// a write load larger than its COUNT per call may not finish.
     pub fn scan(&self, cursor: u64, count: usize, f: &mut dyn FnMut(Handle, &[u8])) -> u64 {
         let want_seq = (cursor >> 32) as u32;
         let want_off = (cursor & 0xFFFF_FFFF) as usize;
@@ -506,6 +536,10 @@ mod tests {
         let big = vec![7u8; DEDICATED_BYTES_MIN + 1];
         let h3 = a.alloc(&[&big]);
         assert_eq!(a.get(h1), b"fieldvalue");
+        assert!(a.overwrite(h1, &[b"FIELD", b"VALUE"]));
+        assert_eq!(a.get(h1), b"FIELDVALUE");
+        assert!(!a.overwrite(h1, &[b"longer value"]));
+        assert_eq!(a.get(h1), b"FIELDVALUE");
         assert_eq!(a.get(h2), b"");
         assert_eq!(a.get(h3), &big[..]);
         assert_eq!(a.len(), 3);

@@ -308,6 +308,21 @@ impl Hash {
         Ok(Hash { repr: Repr::Packed(bytes.to_vec()) })
     }
 
+    /// Converts a compact hash that exceeds `th` to the large form (as
+    /// Redis does when it loads a snapshot under smaller limits); call
+    /// after [`Hash::decode`] or [`Hash::from_packed`] if the thresholds
+    /// may have changed. O(n) once, no-op otherwise.
+    pub fn fit(&mut self, th: &Thresholds) {
+        if let Repr::Packed(p) = &self.repr {
+            let over = packed_len(p) > th.hash_max_listpack_entries
+                || packed_iter(p)
+                    .any(|(f, v)| f.len() > th.hash_max_listpack_value || v.len() > th.hash_max_listpack_value);
+            if over {
+                self.convert_to_table();
+            }
+        }
+    }
+
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
@@ -520,6 +535,15 @@ mod tests {
         h.insert(b"a", b"123456789", &th);
         assert_eq!(h.encoding(), "hashtable", "long value");
         assert_eq!(h.get(b"a"), Some(&b"123456789"[..]));
+        let mut big = Hash::new();
+        for i in 0..4 {
+            big.insert(format!("f{i}").as_bytes(), b"v", &Thresholds::default());
+        }
+        let mut h = Hash::from_packed(big.packed().unwrap()).unwrap();
+        h.fit(&Thresholds::default());
+        assert_eq!(h.encoding(), "listpack");
+        h.fit(&Thresholds { hash_max_listpack_entries: 3, ..th });
+        assert_eq!((h.encoding(), h.len()), ("hashtable", 4));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! List: Redis's LPUSH … LMPOP over two forms.
 //!
-//! * **Compact** (Redis's listpack): one byte string,
-//!   `[count: u32 LE][entry]*` with `entry = [varint length][bytes]`,
+//! * **Compact** (Redis's listpack): one [`pack`](crate::pack),
+//!   `[varint count][entry]*` with `entry = [varint length][bytes]`,
 //!   while the list fits one chunk under `list-max-listpack-size`. The
 //!   server keeps it as an item's value and reads it in place
 //!   ([`packed_len`], [`packed_index`], [`packed_range`]); a write edits
@@ -18,6 +18,12 @@
 //! other types). An element costs its bytes plus a 1–3 byte length
 //! (Redis's listpack: 2–3), and a chunk ~40 bytes per 8 KiB.
 //!
+//! Measured (tests/mem_zset_list.rs): 23.1 B per item for 10^6 items of
+//! 22 bytes pushed at either end (Redis 7.0.15: 24 B). LINDEX walks chunk
+//! counts from the nearer end: ~2,800 chunk headers at most at 10^6 such
+//! items with the default 8 KiB chunks (Redis walks its quicklist nodes
+//! the same way).
+//!
 //! Index arguments are Redis's: `i64`, negative counts from the end.
 
 mod chunk;
@@ -29,10 +35,7 @@ pub use chunk::Entries;
 use chunk::{entry_at, entry_size, put_entry, Chunk, Limit};
 use quick::{build_chunks, Quick};
 
-use crate::{varint, Corrupt, Thresholds};
-
-/// Bytes of the compact form's header (the entry count, u32 LE).
-pub const PACKED_HEADER_BYTES: usize = 4;
+use crate::{pack, varint, Corrupt, Thresholds};
 
 /// First byte of [`List::encode`]'s output (format version 1).
 pub const ENCODING_TAG: u8 = 0x4C;
@@ -256,16 +259,26 @@ fn position_in(views: Views<'_>, len: usize, value: &[u8], rank: i64, count: usi
     out
 }
 
+/// A compact list's entry count and entries' bytes, or Corrupt if
+/// `bytes` has no pack header.
+fn split_packed(bytes: &[u8]) -> Result<(usize, &[u8]), Corrupt> {
+    let (n, h) = varint::get(bytes).ok_or(Corrupt)?;
+    Ok((usize::try_from(n).map_err(|_| Corrupt)?, &bytes[h..]))
+}
+
+/// Bytes of a compact list's count header.
+fn header_len(bytes: &[u8]) -> usize {
+    varint::get(bytes).map_or(0, |(_, h)| h)
+}
+
 /// A compact list's entry count, or Corrupt if `bytes` has no header.
 pub fn packed_len(bytes: &[u8]) -> Result<usize, Corrupt> {
-    let h: [u8; PACKED_HEADER_BYTES] =
-        bytes.get(..PACKED_HEADER_BYTES).and_then(|h| h.try_into().ok()).ok_or(Corrupt)?;
-    Ok(u32::from_le_bytes(h) as usize)
+    split_packed(bytes).map(|(n, _)| n)
 }
 
 fn packed_view(bytes: &[u8]) -> Views<'_> {
-    match packed_len(bytes) {
-        Ok(count) => Views::One(Some(View { bytes: &bytes[PACKED_HEADER_BYTES..], count })),
+    match split_packed(bytes) {
+        Ok((count, body)) => Views::One(Some(View { bytes: body, count })),
         Err(_) => Views::One(None),
     }
 }
@@ -289,47 +302,24 @@ pub fn packed_position(bytes: &[u8], value: &[u8], rank: i64, count: usize, maxl
     position_in(packed_view(bytes), len, value, rank, count, maxlen)
 }
 
-/// Checks that `bytes` is a well-formed compact list: header count equal
-/// to the entries, no trailing bytes.
-fn validate_packed(bytes: &[u8]) -> Result<usize, Corrupt> {
-    let count = packed_len(bytes)?;
-    let body = &bytes[PACKED_HEADER_BYTES..];
-    let mut off = 0;
-    // Bounded: `count` entries, each at least one byte.
-    for _ in 0..count {
-        off = entry_at(body, off).ok_or(Corrupt)?.1;
-    }
-    if off != body.len() {
-        return Err(Corrupt);
-    }
-    Ok(count)
-}
-
-fn empty_packed() -> Vec<u8> {
-    vec![0; PACKED_HEADER_BYTES]
-}
-
-fn set_packed_count(bytes: &mut [u8], n: usize) {
-    bytes[..PACKED_HEADER_BYTES].copy_from_slice(&chunk::to_u32(n).to_le_bytes());
-}
-
 impl List {
     /// An empty list bounded by `t.list_max_listpack_size` (kept for the
     /// list's life, as Redis's quicklist keeps its fill).
     pub fn new(t: &Thresholds) -> List {
-        List { limit: Limit::from_config(t.list_max_listpack_size), repr: Repr::Compact(empty_packed()) }
+        List { limit: Limit::from_config(t.list_max_listpack_size), repr: Repr::Compact(pack::new()) }
     }
 
     /// Adopts a compact list's bytes (as [`List::packed`] gave them);
     /// Corrupt if they are not one. Bytes that do not fit one chunk of
     /// `t`'s limit become a large list.
     pub fn from_packed(bytes: Vec<u8>, t: &Thresholds) -> Result<List, Corrupt> {
-        let count = validate_packed(&bytes)?;
+        let count = pack::validate(&bytes)?;
+        let body_len = bytes.len() - header_len(&bytes);
         let mut l = List::new(t);
-        if l.limit.fits(count, bytes.len() - PACKED_HEADER_BYTES) {
+        if l.limit.fits(count, body_len) {
             l.repr = Repr::Compact(bytes);
         } else {
-            let chunks = build_chunks(l.limit, Entries::new(&bytes[PACKED_HEADER_BYTES..], count));
+            let chunks = build_chunks(l.limit, Entries::new(&bytes[header_len(&bytes)..], count));
             l.repr = Repr::Large(Quick::from_chunks(l.limit, chunks));
         }
         Ok(l)
@@ -386,7 +376,7 @@ impl List {
         if let Repr::Compact(b) = &mut self.repr {
             let count = packed_len(b).unwrap_or(0);
             let mut buf = std::mem::take(b);
-            buf.drain(..PACKED_HEADER_BYTES);
+            buf.drain(..header_len(&buf));
             let chunk = Chunk { buf, head: 0, count: chunk::to_u32(count) };
             let chunks = if count == 0 { Vec::new() } else { vec![chunk] };
             self.repr = Repr::Large(Quick::from_chunks(self.limit, chunks));
@@ -400,7 +390,7 @@ impl List {
     /// Whether a compact list can take one more entry of `n` bytes.
     fn compact_takes(&self, bytes: &[u8], n: usize) -> bool {
         let count = packed_len(bytes).unwrap_or(0);
-        self.limit.fits(count + 1, bytes.len() - PACKED_HEADER_BYTES + entry_size(n))
+        self.limit.fits(count + 1, bytes.len() - header_len(bytes) + entry_size(n))
     }
 
     /// RPUSH of one element.
@@ -408,9 +398,7 @@ impl List {
         if let Repr::Compact(b) = &self.repr {
             if self.compact_takes(b, v.len()) {
                 let Repr::Compact(b) = &mut self.repr else { unreachable!() };
-                let n = packed_len(b).unwrap_or(0);
-                put_entry(b, v);
-                set_packed_count(b, n + 1);
+                pack::push(b, &[v]);
                 return;
             }
         }
@@ -422,11 +410,8 @@ impl List {
         if let Repr::Compact(b) = &self.repr {
             if self.compact_takes(b, v.len()) {
                 let Repr::Compact(b) = &mut self.repr else { unreachable!() };
-                let n = packed_len(b).unwrap_or(0);
-                let mut e = Vec::with_capacity(entry_size(v.len()));
-                put_entry(&mut e, v);
-                b.splice(PACKED_HEADER_BYTES..PACKED_HEADER_BYTES, e);
-                set_packed_count(b, n + 1);
+                let h = header_len(b);
+                pack::insert(b, h, &[v]);
                 return;
             }
         }
@@ -438,13 +423,9 @@ impl List {
         let n = count.min(self.len());
         match &mut self.repr {
             Repr::Compact(b) => {
-                let body = &b[PACKED_HEADER_BYTES..];
-                let mut it = Entries::new(body, n);
-                let out: Vec<Vec<u8>> = it.by_ref().map(<[u8]>::to_vec).collect();
-                let end = PACKED_HEADER_BYTES + it.off;
-                let total = packed_len(b).unwrap_or(0);
-                b.drain(PACKED_HEADER_BYTES..end);
-                set_packed_count(b, total - out.len());
+                let h = header_len(b);
+                let out: Vec<Vec<u8>> = Entries::new(&b[h..], n).map(<[u8]>::to_vec).collect();
+                pack::remove(b, h, out.len());
                 out
             }
             // Bounded: n <= len.
@@ -458,14 +439,14 @@ impl List {
         let n = count.min(len);
         match &mut self.repr {
             Repr::Compact(b) => {
-                let body = &b[PACKED_HEADER_BYTES..];
+                let h = header_len(b);
+                let body = &b[h..];
                 let mut it = Entries::new(body, len - n);
                 it.by_ref().for_each(drop);
                 let cut = it.off;
                 let mut out: Vec<Vec<u8>> = Entries::new(&body[cut..], n).map(<[u8]>::to_vec).collect();
                 out.reverse();
-                b.truncate(PACKED_HEADER_BYTES + cut);
-                set_packed_count(b, len - out.len());
+                pack::remove(b, h + cut, out.len());
                 out
             }
             // Bounded: n <= len.
@@ -498,17 +479,12 @@ impl List {
     /// Rebuilds a compact list from `entries`, converting to large if
     /// they no longer fit one chunk.
     fn rebuild_compact<'a>(&mut self, entries: impl IntoIterator<Item = &'a [u8]>) {
-        let mut out = empty_packed();
-        let mut n = 0;
-        for e in entries {
-            put_entry(&mut out, e);
-            n += 1;
-        }
-        set_packed_count(&mut out, n);
-        if self.limit.fits(n, out.len() - PACKED_HEADER_BYTES) {
-            self.repr = Repr::Compact(out);
+        let all: Vec<&[u8]> = entries.into_iter().collect();
+        let bytes: usize = all.iter().map(|e| entry_size(e.len())).sum();
+        if self.limit.fits(all.len(), bytes) {
+            self.repr = Repr::Compact(pack::from_entries(all.iter().copied()));
         } else {
-            let chunks = build_chunks(self.limit, Entries::new(&out[PACKED_HEADER_BYTES..], n));
+            let chunks = build_chunks(self.limit, all);
             self.repr = Repr::Large(Quick::from_chunks(self.limit, chunks));
         }
     }
@@ -519,8 +495,8 @@ impl List {
         match &mut self.repr {
             Repr::Compact(b) => {
                 let old = std::mem::take(b);
-                let n = packed_len(&old).unwrap_or(0);
-                let it = Entries::new(&old[PACKED_HEADER_BYTES..], n);
+                let (n, body) = split_packed(&old).unwrap_or((0, &[]));
+                let it = Entries::new(body, n);
                 self.rebuild_compact(it.enumerate().map(|(k, e)| if k == i { v } else { e }));
             }
             Repr::Large(q) => q.set(i, v),
@@ -536,8 +512,7 @@ impl List {
         match &mut self.repr {
             Repr::Compact(b) => {
                 let old = std::mem::take(b);
-                let n = packed_len(&old).unwrap_or(0);
-                let body = &old[PACKED_HEADER_BYTES..];
+                let (n, body) = split_packed(&old).unwrap_or((0, &[]));
                 let first = Entries::new(body, at);
                 let mut skip = Entries::new(body, at);
                 skip.by_ref().for_each(drop);
@@ -589,10 +564,10 @@ impl List {
         match &mut self.repr {
             Repr::Compact(b) => {
                 let old = std::mem::take(b);
-                let n = packed_len(&old).unwrap_or(0);
+                let (n, body) = split_packed(&old).unwrap_or((0, &[]));
                 let gone = &drops[0].1;
                 let mut d = gone.iter().peekable();
-                let kept = Entries::new(&old[PACKED_HEADER_BYTES..], n).enumerate().filter_map(|(k, e)| {
+                let kept = Entries::new(body, n).enumerate().filter_map(|(k, e)| {
                     if d.peek() == Some(&&k) {
                         d.next();
                         None
@@ -621,7 +596,7 @@ impl List {
     pub fn trim(&mut self, start: i64, stop: i64) {
         let len = self.len();
         let Some((s, e)) = normalize_range(len, start, stop) else {
-            self.repr = Repr::Compact(empty_packed());
+            self.repr = Repr::Compact(pack::new());
             return;
         };
         if s == 0 && e + 1 == len {
@@ -630,7 +605,7 @@ impl List {
         match &mut self.repr {
             Repr::Compact(b) => {
                 let old = std::mem::take(b);
-                let it = Entries::new(&old[PACKED_HEADER_BYTES..], len);
+                let it = Entries::new(&old[header_len(&old)..], len);
                 self.rebuild_compact(it.skip(s).take(e - s + 1));
             }
             Repr::Large(q) => q.keep(s, e),

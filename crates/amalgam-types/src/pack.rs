@@ -18,7 +18,8 @@
 //!   whole pack once (for bytes from outside: snapshots, the engine).
 //! * Building, in place in a `Vec<u8>` (O(pack bytes), as a compact
 //!   value is bounded by its type's threshold): [`new`], [`from_entries`],
-//!   [`push`], [`insert`], [`remove`], [`replace`].
+//!   [`push`], [`insert`], [`remove`], [`replace`]; [`push_in`] and
+//!   [`remove_in`] for a pack behind a caller's header bytes.
 //!
 //! Offsets ([`Pos::offset`]) are byte offsets of an entry's length prefix
 //! in the pack, valid until the pack is next modified.
@@ -174,24 +175,31 @@ pub fn find(p: &[u8], stride: usize, key: &[u8]) -> Option<Pos> {
     }
 }
 
-/// Rewrites the count header (it may change width).
-fn set_count(p: &mut Vec<u8>, n: usize) {
-    let old_h = header(p).map_or(0, |(_, h)| h);
+/// Rewrites the count header of the pack at `p[base..]` (it may change
+/// width).
+fn set_count(p: &mut Vec<u8>, base: usize, n: usize) {
+    let old_h = header(&p[base..]).map_or(0, |(_, h)| h);
     let mut v = Vec::with_capacity(varint::VARINT_BYTES_MAX);
     varint::put(&mut v, n as u64);
-    p.splice(0..old_h, v);
+    p.splice(base..base + old_h, v);
 }
 
 /// Appends entries at the end.
 pub fn push(p: &mut Vec<u8>, entries: &[&[u8]]) {
-    let n = count(p);
+    push_in(p, 0, entries)
+}
+
+/// [`push`] for a pack that starts at `p[base..]` (after a caller's own
+/// header, e.g. a set's tag byte).
+pub fn push_in(p: &mut Vec<u8>, base: usize, entries: &[&[u8]]) {
+    let n = count(&p[base..]);
     p.reserve(entries.iter().map(|e| entry_bytes(e.len())).sum());
     // Bounded by entries.len().
     for e in entries {
         varint::put(p, e.len() as u64);
         p.extend_from_slice(e);
     }
-    set_count(p, n + entries.len());
+    set_count(p, base, n + entries.len());
 }
 
 /// Inserts entries before the entry at `offset` (or at the end if
@@ -205,22 +213,28 @@ pub fn insert(p: &mut Vec<u8>, offset: usize, entries: &[&[u8]]) {
         add.extend_from_slice(e);
     }
     p.splice(offset..offset, add);
-    set_count(p, n + entries.len());
+    set_count(p, 0, n + entries.len());
 }
 
 /// Removes `k` entries starting with the one at `offset`.
 pub fn remove(p: &mut Vec<u8>, offset: usize, k: usize) {
-    let n = count(p);
+    remove_in(p, 0, offset, k)
+}
+
+/// [`remove`] for a pack that starts at `p[base..]`; `offset` is relative
+/// to the pack.
+pub fn remove_in(p: &mut Vec<u8>, base: usize, offset: usize, k: usize) {
+    let n = count(&p[base..]);
     let mut end = offset;
     // Bounded by k.
     for _ in 0..k {
-        match entry_at(p, end) {
+        match entry_at(&p[base..], end) {
             Some((_, next)) => end = next,
             None => break,
         }
     }
-    p.drain(offset..end);
-    set_count(p, n.saturating_sub(k));
+    p.drain(base + offset..base + end);
+    set_count(p, base, n.saturating_sub(k));
 }
 
 /// Replaces the entry at `offset` with `entry`.

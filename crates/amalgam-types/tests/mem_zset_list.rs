@@ -62,7 +62,6 @@ const ELEMENTS: usize = 1_000_000;
 const LIST_ITEM_BYTES_MAX: f64 = 24.0;
 
 /// Half of Redis 7.0.15's 125 B per sorted-set member (issue 19).
-#[allow(dead_code)] // used once the sorted set lands
 const ZSET_MEMBER_BYTES_MAX: f64 = 62.0;
 
 /// How far `mem_bytes` may be from the allocator's count.
@@ -100,5 +99,52 @@ fn list_of_a_million_22_byte_items() {
         agree("list", bytes, l.mem_bytes());
         assert!(per <= LIST_ITEM_BYTES_MAX, "{per} B per list item");
         assert_eq!(l.index(-1).map(<[u8]>::len), Some(22));
+    }
+}
+
+#[test]
+fn zset_of_a_million_members() {
+    let _g = MEASURE.lock().unwrap();
+    let t = Thresholds::default();
+    // Ascending (scores j/2 in member order), then a shuffled order (the
+    // tree's leaves fill ~70% instead of 100%).
+    let mut order: Vec<u32> = (0..ELEMENTS as u32).collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    // Bounded: one swap per element (Fisher-Yates).
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    for (name, shuffled) in [("ascending", false), ("shuffled", true)] {
+        let before = live();
+        let mut z = amalgam_types::zset::ZSet::new(&t);
+        for (k, &o) in order.iter().enumerate() {
+            let j = if shuffled { o as usize } else { k };
+            let m = format!("member:{j:010}");
+            z.add(m.as_bytes(), j as f64 / 2.0, Default::default()).unwrap();
+        }
+        let bytes = live() - before + std::mem::size_of_val(&z);
+        let per = bytes as f64 / ELEMENTS as f64;
+        println!(
+            "zset ({name}, {ELEMENTS} members of 17 B, {}): {per:.2} B per member (Redis 7.0.15: 125)",
+            z.encoding()
+        );
+        agree("zset", bytes, z.mem_bytes());
+        assert!(per <= ZSET_MEMBER_BYTES_MAX, "{per} B per zset member");
+        assert_eq!(z.rank(b"member:0000500000", false), Some(500_000));
+        // Remove every other member: compaction keeps the arena within
+        // twice the live bytes.
+        for j in (0..ELEMENTS).step_by(2) {
+            z.remove(format!("member:{j:010}").as_bytes());
+        }
+        let bytes = live() - before + std::mem::size_of_val(&z);
+        println!(
+            "zset ({name}) after removing every other member: {:.2} B per remaining member",
+            bytes as f64 / (ELEMENTS / 2) as f64
+        );
+        agree("zset after removals", bytes, z.mem_bytes());
+        assert_eq!(z.rank(b"member:0000500001", false), Some(250_000));
     }
 }

@@ -15,10 +15,12 @@
 use super::{Arena, Handle};
 use core::hash::BuildHasher;
 use foldhash::fast::RandomState;
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
-/// The index shrinks (to twice its elements) when it has this many slots
-/// per element or more, and more than [`SHRINK_SLOTS_MIN`] slots.
+/// The index shrinks (to the smallest table that holds its elements) when
+/// it has this many slots per element or more, and more than
+/// [`SHRINK_SLOTS_MIN`] slots.
 pub const SHRINK_FILL_RATIO: usize = 8;
 /// Below this capacity the index is not shrunk.
 pub const SHRINK_SLOTS_MIN: usize = 64;
@@ -89,18 +91,31 @@ impl Table {
         let hash = self.hash(key);
         let Table { arena, slots, state, key_of } = self;
         let key_of = *key_of;
-        if let Some(slot) = slots.find_mut(hash, |&h| key_of(arena.get(h)) == key) {
-            let old = *slot;
-            *slot = arena.alloc(parts);
-            debug_assert_eq!(key_of(arena.get(*slot)), key);
-            arena.free(old);
-            self.compact();
-            false
-        } else {
-            let h = arena.alloc(parts);
-            debug_assert_eq!(key_of(arena.get(h)), key);
-            slots.insert_unique(hash, h, |&x| state.hash_one(key_of(arena.get(x))));
-            true
+        // One probe: the entry either holds the old handle or is the slot
+        // to fill (space reserved, rehashing from the arena if needed).
+        let entry = {
+            let a: &Arena = arena;
+            slots.entry(hash, |&h| key_of(a.get(h)) == key, |&x| state.hash_one(key_of(a.get(x))))
+        };
+        match entry {
+            Entry::Occupied(mut o) => {
+                let old = *o.get();
+                if arena.overwrite(old, parts) {
+                    return false;
+                }
+                let new = arena.alloc(parts);
+                debug_assert_eq!(key_of(arena.get(new)), key);
+                *o.get_mut() = new;
+                arena.free(old);
+                self.compact();
+                false
+            }
+            Entry::Vacant(v) => {
+                let h = arena.alloc(parts);
+                debug_assert_eq!(key_of(arena.get(h)), key);
+                v.insert(h);
+                true
+            }
         }
     }
 
@@ -135,10 +150,12 @@ impl Table {
     }
 
     fn maybe_shrink(&mut self) {
-        let cap = self.slots.capacity();
-        if cap > SHRINK_SLOTS_MIN && self.slots.len() * SHRINK_FILL_RATIO <= cap {
+        // Slots from the allocation (a slot is a handle and a control
+        // byte): `capacity()` undercounts after deletes (tombstones).
+        let slots = self.slots.allocation_size() / (std::mem::size_of::<Handle>() + 1);
+        if slots > SHRINK_SLOTS_MIN && self.slots.len() * SHRINK_FILL_RATIO <= slots {
             let (arena, state, key_of) = (&self.arena, &self.state, self.key_of);
-            self.slots.shrink_to(self.slots.len() * 2, |&x| state.hash_one(key_of(arena.get(x))));
+            self.slots.shrink_to(self.slots.len(), |&x| state.hash_one(key_of(arena.get(x))));
         }
     }
 

@@ -1,0 +1,118 @@
+//! Structural checks of the large form (the tree's counts, separators
+//! and links, the table, the arena) through mixed operations, with the
+//! arena compacting underneath.
+
+use super::*;
+
+fn t(entries: usize) -> Thresholds {
+    Thresholds { zset_max_listpack_entries: entries, ..Thresholds::default() }
+}
+
+#[test]
+fn tree_stays_consistent_through_churn() {
+    let mut z = ZSet::new(&t(4));
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Bounded: a fixed number of operations.
+    for step in 0..40_000u64 {
+        let m = format!("m{}", rnd() % 3000);
+        match rnd() % 4 {
+            0 | 1 => {
+                let s = (rnd() % 100) as f64 / 4.0;
+                z.add(m.as_bytes(), s, AddFlags::default()).unwrap();
+            }
+            2 => {
+                z.remove(m.as_bytes());
+            }
+            _ => {
+                let lo = (rnd() % 100) as f64 / 4.0;
+                let r = ScoreRange { min: lo, min_exclusive: false, max: lo + 0.3, max_exclusive: true };
+                z.remove_range_by_score(&r);
+            }
+        }
+        if step % 997 == 0 {
+            z.check();
+        }
+    }
+    z.check();
+    let all: Vec<(Vec<u8>, f64)> = own(z.iter());
+    for w in all.windows(2) {
+        assert!(cmp_pair(w[0].1, &w[0].0, w[1].1, &w[1].0).is_lt());
+    }
+    // Drain: every removal path, ending empty.
+    let n = z.len();
+    assert_eq!(z.pop_min(n / 2).len(), n / 2);
+    z.check();
+    assert_eq!(z.pop_max(usize::MAX).len(), n - n / 2);
+    z.check();
+    assert!(z.is_empty());
+}
+
+#[test]
+fn ascending_inserts_fill_leaves() {
+    let mut z = ZSet::new(&t(0));
+    for i in 0..10_000u32 {
+        z.add(format!("member:{i:010}").as_bytes(), f64::from(i) / 2.0, AddFlags::default()).unwrap();
+    }
+    z.check();
+    assert_eq!(z.encoding(), "skiplist");
+    assert_eq!(z.rank(b"member:0000005000", false), Some(5000));
+    assert_eq!(z.rank(b"member:0000005000", true), Some(4999));
+}
+
+#[test]
+fn removals_compact_the_arena_and_repoint_handles() {
+    let mut z = ZSet::new(&t(0));
+    /// Members: several arena pages of ~30-byte elements.
+    const MEMBERS: u32 = 20_000;
+    for i in 0..MEMBERS {
+        z.add(format!("member:{i:012}").as_bytes(), f64::from(i % 97), AddFlags::default()).unwrap();
+    }
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    let full = l.arena.mem_bytes();
+    // Remove three in four, scattered: every page goes mostly dead, so
+    // compaction must move survivors (and re-point them) to free pages.
+    for i in 0..MEMBERS {
+        if i % 4 != 0 {
+            assert!(z.remove(format!("member:{i:012}").as_bytes()).is_some());
+        }
+    }
+    z.check();
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    let after = l.arena.mem_bytes();
+    assert!(after * 2 < full, "arena kept {after} of {full} bytes");
+    for i in (0..MEMBERS).step_by(4) {
+        assert_eq!(z.score(format!("member:{i:012}").as_bytes()), Some(f64::from(i % 97)));
+    }
+}
+
+#[test]
+fn algebra_matches_redis_replies() {
+    // Replies of redis-server 7.0.15 for
+    //   ZADD a 1 x inf y 2 z ; ZADD b 2 x -inf y 3 w 5 v
+    let d = Thresholds::default();
+    let a = ZSet::from_pairs([(&b"x"[..], 1.0), (b"y", f64::INFINITY), (b"z", 2.0)], &d);
+    let b = ZSet::from_pairs([(&b"x"[..], 2.0), (b"y", f64::NEG_INFINITY), (b"w", 3.0), (b"v", 5.0)], &d);
+    let inputs: [&dyn Scored; 2] = [&a, &b];
+    let show = |z: ZSet| -> String {
+        let mut out = Vec::new();
+        for (m, s) in z.iter() {
+            out.extend_from_slice(m);
+            out.push(b' ');
+            format_score(s, &mut out);
+            out.push(b' ');
+        }
+        String::from_utf8(out).unwrap().trim_end().to_string()
+    };
+    assert_eq!(show(union(&inputs, &[], Aggregate::Sum, &d)), "y 0 z 2 w 3 x 3 v 5");
+    assert_eq!(show(union(&inputs, &[0.0, 1.0], Aggregate::Sum, &d)), "y -inf z 0 x 2 w 3 v 5");
+    assert_eq!(show(inter(&inputs, &[], Aggregate::Max, &d)), "x 2 y inf");
+    assert_eq!(show(inter(&inputs, &[2.0, 0.0], Aggregate::Sum, &d)), "y 0 x 2");
+    assert_eq!(show(diff(&inputs, &d)), "z 2");
+    assert_eq!(show(union(&inputs, &[-1.0, 1.0], Aggregate::Min, &d)), "y -inf z -2 x -1 w 3 v 5");
+}
