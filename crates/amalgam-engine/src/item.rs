@@ -6,17 +6,32 @@
 //! reclaimed through the epoch scheme in `local.rs`.
 //!
 //! ```text
-//!  byte 0   1      2        3 ....... 3+c   ...... +w    +4        +4
-//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
-//!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry? | key | value |
-//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
+//!  byte 0   1      2        3 ....... 3+c   ...... +w    +4        +2          +4
+//!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
+//!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry_ms?| expiry? | key | value |
+//!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
 //!  meta:   bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
 //!          bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
 //!  layout: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
 //!          bits 2-4  cas width - 1    (c = 1..=8 bytes, little endian)
 //!          bit  5    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
 //!          bit  6    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
+//!          bit  7    HAS_EXPIRY_MS    (only with HAS_EXPIRY: u16 LE milliseconds 1..=999
+//!                                      past the expiry second, before it; absent = 0)
 //! ```
+//!
+//! ## Expiry at millisecond resolution
+//!
+//! A deadline is `expiry` seconds plus `expiry_ms` milliseconds (RESP's
+//! PX, PEXPIRE …). The seconds are the deadline rounded *down*, so the
+//! liveness test every GET runs, `expiry == 0 || expiry > now` (seconds),
+//! is exact whenever it says live; only when `expiry == now`, the one
+//! second in which a deadline with a remainder falls, does the store read
+//! the remainder and a millisecond clock (`Inner::expiry_live`, out of
+//! line). No-TTL and whole-second items (every memcached item) carry no
+//! remainder and are as small as before; an item with one is 2 bytes
+//! longer. The remainder sits before the seconds, so the seconds stay at
+//! `key_at - 4` and the GET path reads them as it did.
 //!
 //! Every length field is as wide as its value needs. The CAS unique is a
 //! 64-bit counter, but a store hands out its values in order, so for the
@@ -79,6 +94,9 @@ const LAYOUT_CAS_WIDTH_SHIFT: u32 = 2;
 const LAYOUT_CAS_WIDTH_MASK: u8 = 0b0001_1100;
 const LAYOUT_HAS_FLAGS: u8 = 0b0010_0000;
 const LAYOUT_HAS_EXPIRY: u8 = 0b0100_0000;
+const LAYOUT_HAS_EXPIRY_MS: u8 = 0b1000_0000;
+/// Milliseconds in a second: the remainder field holds 1..MILLIS_PER_SECOND.
+pub(crate) const MILLIS_PER_SECOND: u16 = 1000;
 
 const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
 const _: () = assert!(META_FREQ_MASK & META_MARKS_MASK == 0, "FREQ bits are free");
@@ -88,7 +106,10 @@ const _: () = assert!(
 );
 const _: () = assert!(
     LAYOUT_VLEN_WIDTH_MASK & LAYOUT_CAS_WIDTH_MASK == 0
-        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK) & (LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY) == 0,
+        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK) & (LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY) == 0
+        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK | LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY)
+            & LAYOUT_HAS_EXPIRY_MS
+            == 0,
     "layout fields do not overlap"
 );
 
@@ -103,8 +124,10 @@ const _: () = assert!(KEY_BYTES_MAX <= u8::MAX as usize, "klen is one byte");
 pub(crate) struct Meta {
     pub cas: u64,
     pub flags: u32,
-    /// Absolute unix seconds; 0 means never.
+    /// Absolute unix seconds, the deadline rounded down; 0 means never.
     pub expiry: u32,
+    /// Milliseconds past `expiry` (0..=999); 0 when `expiry` is 0.
+    pub expiry_ms: u16,
     /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] bits (others ignored).
     pub marks: u8,
 }
@@ -132,8 +155,15 @@ fn len_with_cas_width(klen: usize, vlen: usize, meta: &Meta, cas_bytes: usize) -
         + vlen_width(vlen)
         + if meta.flags != 0 { 4 } else { 0 }
         + if meta.expiry != 0 { 4 } else { 0 }
+        + if has_expiry_ms(meta) { 2 } else { 0 }
         + klen
         + vlen
+}
+
+/// True if the item carries the millisecond remainder field.
+fn has_expiry_ms(meta: &Meta) -> bool {
+    debug_assert!(meta.expiry_ms < MILLIS_PER_SECOND && (meta.expiry != 0 || meta.expiry_ms == 0));
+    meta.expiry != 0 && meta.expiry_ms != 0
 }
 
 /// Bytes an item with these fields occupies (before size-class rounding).
@@ -248,6 +278,9 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     if meta.expiry != 0 {
         layout |= LAYOUT_HAS_EXPIRY;
     }
+    if has_expiry_ms(meta) {
+        layout |= LAYOUT_HAS_EXPIRY_MS;
+    }
     dst[0] = key.len() as u8;
     dst[META_AT] = meta.marks & META_MARKS_MASK;
     dst[LAYOUT_AT] = layout;
@@ -259,6 +292,10 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     if meta.flags != 0 {
         dst[at..at + 4].copy_from_slice(&meta.flags.to_le_bytes());
         at += 4;
+    }
+    if has_expiry_ms(meta) {
+        dst[at..at + 2].copy_from_slice(&meta.expiry_ms.to_le_bytes());
+        at += 2;
     }
     if meta.expiry != 0 {
         dst[at..at + 4].copy_from_slice(&meta.expiry.to_le_bytes());
@@ -289,17 +326,17 @@ impl Layout {
 /// Offset of the key in an item whose layout byte is `bits`: the header's
 /// length, from the layout byte alone (no field is read): one load from
 /// [`HEADER_BYTES`], which stays in L1 (the GET path decodes it twice).
+/// Every bit of the layout byte is used, so the byte is the index as it is.
 #[inline(always)]
 fn key_at(bits: u8) -> usize {
-    HEADER_BYTES[(bits & LAYOUT_BITS_MASK) as usize] as usize
+    HEADER_BYTES[bits as usize] as usize
 }
 
-/// The layout byte's used bits.
-const LAYOUT_BITS_MASK: u8 = LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK | LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY;
-
-/// The header's length for every layout byte, [`header_bytes`] tabulated.
-static HEADER_BYTES: [u8; LAYOUT_BITS_MASK as usize + 1] = {
-    let mut t = [0u8; LAYOUT_BITS_MASK as usize + 1];
+/// The header's length for every layout byte, [`header_bytes`] tabulated
+/// (256 bytes: the combinations with HAS_EXPIRY_MS set are rare and their
+/// half of the table stays cold).
+static HEADER_BYTES: [u8; u8::MAX as usize + 1] = {
+    let mut t = [0u8; u8::MAX as usize + 1];
     let mut b = 0;
     while b < t.len() {
         t[b] = header_bytes(b as u8) as u8;
@@ -315,6 +352,7 @@ const fn header_bytes(bits: u8) -> usize {
         + vlen_bytes(bits)
         + if bits & LAYOUT_HAS_FLAGS != 0 { 4 } else { 0 }
         + if bits & LAYOUT_HAS_EXPIRY != 0 { 4 } else { 0 }
+        + if bits & LAYOUT_HAS_EXPIRY_MS != 0 { 2 } else { 0 }
 }
 
 /// Decodes the header of the item at `ptr`.
@@ -344,13 +382,18 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
             flags = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
+        let mut expiry_ms = 0;
+        if bits & LAYOUT_HAS_EXPIRY_MS != 0 {
+            expiry_ms = u16::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u16));
+            at += 2;
+        }
         let mut expiry = 0;
         if bits & LAYOUT_HAS_EXPIRY != 0 {
             expiry = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
         debug_assert_eq!(at, key_at(bits));
-        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks } }
+        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, expiry_ms, marks } }
     }
 }
 
@@ -436,6 +479,24 @@ pub(crate) unsafe fn expiry_of(ptr: *const u8) -> u32 {
         }
         let at = key_at(bits) - 4;
         u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32))
+    }
+}
+
+/// The milliseconds past the item's expiry second (0 when absent).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn expiry_ms_of(ptr: *const u8) -> u16 {
+    // SAFETY: as in `layout`: the field is present when its bit says,
+    // just before the 4-byte expiry.
+    unsafe {
+        let bits = layout_bits(ptr);
+        if bits & LAYOUT_HAS_EXPIRY_MS == 0 {
+            return 0;
+        }
+        let at = key_at(bits) - 4 - 2;
+        u16::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u16))
     }
 }
 
@@ -617,7 +678,7 @@ mod tests {
 
     #[test]
     fn freq_rises_to_its_cap_and_survives_a_copy() {
-        let meta = Meta { cas: 9, flags: 5, expiry: 0, marks: MARK_STALE };
+        let meta = Meta { cas: 9, flags: 5, expiry: 0, expiry_ms: 0, marks: MARK_STALE };
         let n = encoded_len(3, 4, &meta);
         let mut buf = vec![0u8; n];
         let at = write_header_and_key(&mut buf, b"key", 4, &meta);
@@ -643,12 +704,12 @@ mod tests {
     #[test]
     fn small_item_fits_a_24_byte_class_for_the_first_2_pow_32_cas_values() {
         for cas in [0, 7, u64::from(u32::MAX)] {
-            let meta = Meta { cas, flags: 0, expiry: 0, marks: 0 };
+            let meta = Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
             assert_eq!(encoded_len(8, 8, &meta), 3 + cas_width(cas) + 1 + 16);
             assert!(encoded_len(8, 8, &meta) <= 24, "cas {cas}");
             assert_eq!(limit_len(8, 8, &meta), 3 + 8 + 1 + 16);
         }
-        let meta = Meta { cas: 1 << 32, flags: 0, expiry: 0, marks: 0 };
+        let meta = Meta { cas: 1 << 32, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
         assert_eq!(encoded_len(8, 8, &meta), 25);
     }
 
@@ -664,7 +725,7 @@ mod tests {
             for cas in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 0x5A] {
                 let needed = cas.to_le_bytes().iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
                 assert_eq!(cas_width(cas), needed.max(CAS_BYTES_MIN));
-                roundtrip(b"key", b"v", Meta { cas, flags: 0, expiry: 0, marks: 0 });
+                roundtrip(b"key", b"v", Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 });
             }
         }
     }
@@ -676,7 +737,7 @@ mod tests {
         // in the slice indexing of `roundtrip` or be flagged by valgrind.
         for cas in [0, 0xFF_FFFF, u64::from(u32::MAX), 1 << 32, u64::MAX] {
             for vlen in [0usize, 255, 256, 0xFFFF, 0x1_0000] {
-                roundtrip(b"k", &vec![7u8; vlen], Meta { cas, flags: 0, expiry: 0, marks: 0 });
+                roundtrip(b"k", &vec![7u8; vlen], Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 });
             }
         }
     }
@@ -685,16 +746,41 @@ mod tests {
     fn roundtrips_every_vlen_width_and_optional_field() {
         for vlen in [0usize, 1, 255, 256, 65535, 65536, 0x100_0000] {
             let value = vec![0xA5u8; vlen];
-            for (flags, expiry) in [(0, 0), (1, 0), (0, 1), (u32::MAX, u32::MAX)] {
+            let fields = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 1, 1), (7, 2, 999), (u32::MAX, u32::MAX, 500)];
+            for (flags, expiry, expiry_ms) in fields {
                 for cas in [0, 0x1234, u64::MAX - 3] {
-                    roundtrip(b"k", &value, Meta { cas, flags, expiry, marks: MARK_STALE });
+                    roundtrip(b"k", &value, Meta { cas, flags, expiry, expiry_ms, marks: MARK_STALE });
                 }
             }
         }
         roundtrip(
             &[b'x'; KEY_BYTES_MAX],
             b"v",
-            Meta { cas: 1, flags: 2, expiry: 3, marks: MARK_STALE | MARK_TOKEN_SENT },
+            Meta { cas: 1, flags: 2, expiry: 3, expiry_ms: 0, marks: MARK_STALE | MARK_TOKEN_SENT },
         );
+    }
+
+    #[test]
+    fn the_millisecond_field_is_present_only_when_needed() {
+        let whole = Meta { cas: 5, flags: 0, expiry: 1_700_000_000, expiry_ms: 0, marks: 0 };
+        let ms = Meta { expiry_ms: 250, ..whole };
+        assert_eq!(encoded_len(8, 8, &ms), encoded_len(8, 8, &whole) + 2);
+        let never = Meta { expiry: 0, ..whole };
+        assert_eq!(encoded_len(8, 8, &whole), encoded_len(8, 8, &never) + 4, "whole seconds: 4 bytes, as before");
+        for meta in [whole, ms, never] {
+            let n = encoded_len(3, 2, &meta);
+            let mut buf = vec![0u8; n];
+            let at = write_header_and_key(&mut buf, b"key", 2, &meta);
+            buf[at..].copy_from_slice(b"vv");
+            let p = buf.as_ptr();
+            // SAFETY: buf holds a whole item just written.
+            unsafe {
+                assert_eq!(expiry_of(p), meta.expiry);
+                assert_eq!(expiry_ms_of(p), meta.expiry_ms);
+                assert_eq!(cas_of(p), 5);
+                assert_eq!(&buf[value_at_of(p)..], b"vv");
+                assert_eq!(layout(p).meta, meta);
+            }
+        }
     }
 }

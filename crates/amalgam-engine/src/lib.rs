@@ -111,7 +111,7 @@ pub mod loom_api {
     pub use crate::table::{split_hash, BucketGuard, Probe, Table};
     /// The bytes of a bare item (header, key, value).
     pub fn encode_item(key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
-        let meta = crate::item::Meta { cas, flags: 0, expiry: 0, marks: 0 };
+        let meta = crate::item::Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
         let mut buf = vec![0u8; crate::item::encoded_len(key.len(), value.len(), &meta)];
         let at = crate::item::write_header_and_key(&mut buf, key, value.len(), &meta);
         buf[at..].copy_from_slice(value);

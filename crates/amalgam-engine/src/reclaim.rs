@@ -320,7 +320,7 @@ impl Inner {
             guard.remove(slot);
             drop(guard);
             unlink_counts();
-            self.count_expired_unfetched(it.expiry_raw(), freq);
+            self.count_expired_unfetched(it.expiry_raw(), it.expiry_ms_raw(), freq);
             return;
         }
         if let Some(out) = merge {

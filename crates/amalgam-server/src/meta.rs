@@ -91,12 +91,13 @@ fn expiry(store: &Store, ttl: i64) -> Expiry {
 }
 
 /// memcached's ` t<remaining>`: -1 for never, else the unsigned
-/// difference to now.
+/// difference to now. A millisecond deadline (set over RESP) counts as
+/// the whole second it falls in, rounded up, so a live key never reads 0.
 fn push_ttl(out: &mut Vec<u8>, e: Expiry, now: u32) {
     out.extend_from_slice(b" t");
-    match e {
-        Expiry::Never => out.extend_from_slice(b"-1"),
-        Expiry::At(t) => push_u64(out, u64::from(t.wrapping_sub(now))),
+    match e.unix_secs_ceil() {
+        None => out.extend_from_slice(b"-1"),
+        Some(t) => push_u64(out, u64::from(t.wrapping_sub(now))),
     }
 }
 
@@ -134,7 +135,7 @@ fn compose_mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, hit: &Hit<'_>, store
             }
             b'R' => {
                 let recache = expiry(store, f.recache.unwrap_or(0));
-                if let (Expiry::At(e), Expiry::At(r)) = (exp, recache) {
+                if let (Some(e), Some(r)) = (exp.unix_secs_ceil(), recache.unix_secs_ceil()) {
                     if hit.marks & MARK_TOKEN_SENT == 0 && !hit.created && e < r {
                         won = true;
                     }
@@ -574,9 +575,9 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>) {
         } else {
             l.extend_from_slice(it.key());
         }
-        let exp = match it.expiry() {
-            Expiry::Never => -1,
-            Expiry::At(t) => i64::from(now) - i64::from(t),
+        let exp = match it.expiry().unix_secs_ceil() {
+            None => -1,
+            Some(t) => i64::from(now) - i64::from(t),
         };
         let size = it.size();
         l.extend_from_slice(format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", it.cas()).as_bytes());
