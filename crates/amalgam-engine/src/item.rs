@@ -10,7 +10,10 @@
 //!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
 //!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry_ms?| expiry? | key | value |
 //!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
-//!  meta:   bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
+//!  meta:   bits 0-2  free
+//!          bit  3    MARK_FETCHED: read before (meta protocol `h`; set by
+//!                    `mg` and touch; cache mode's FREQ > 0 counts too)
+//!          bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
 //!          bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
 //!  layout: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
 //!          bits 2-4  cas width - 1    (c = 1..=8 bytes, little endian)
@@ -44,7 +47,8 @@
 //!
 //! All multi-byte fields are read unaligned and never change after
 //! publication. The one exception is the meta byte's FREQ bits: in cache
-//! mode a GET hit raises them (see [`touch_freq`]), so every access to the
+//! mode a GET hit raises them (see [`touch_freq`]; and an `mg` sets
+//! MARK_FETCHED, [`mark_fetched`]), so every access to the
 //! meta byte of a published item is a relaxed atomic byte access (a plain
 //! `mov` on x86-64) and the concurrent write is not a data race. The
 //! immutable layout bits live in a byte of their own for that reason.
@@ -79,6 +83,15 @@ pub const MARK_STALE: u8 = 0b0001_0000;
 /// See [`MARK_STALE`].
 pub const MARK_TOKEN_SENT: u8 = 0b0010_0000;
 const META_MARKS_MASK: u8 = MARK_STALE | MARK_TOKEN_SENT;
+/// The item has been read (memcached's ITEM_FETCHED, the meta protocol's
+/// `h`), bit 3 of the meta byte. Set in a published item by
+/// [`mark_fetched`] (an `mg` without `u`); a write that keeps the marks
+/// may carry it into the new item. A plain GET does not set it (no shared
+/// write on the GET path): in cache mode its FREQ bits say the same thing,
+/// and [`fetched`] reads both.
+pub const MARK_FETCHED: u8 = 0b0000_1000;
+/// The meta byte's bits a new item is written with.
+const META_WRITTEN_MASK: u8 = META_MARKS_MASK | MARK_FETCHED;
 /// The eviction policy's frequency, bits 6-7 of the meta byte.
 const META_FREQ_SHIFT: u32 = 6;
 const META_FREQ_MASK: u8 = 0b1100_0000;
@@ -99,7 +112,8 @@ const LAYOUT_HAS_EXPIRY_MS: u8 = 0b1000_0000;
 pub(crate) const MILLIS_PER_SECOND: u16 = 1000;
 
 const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
-const _: () = assert!(META_FREQ_MASK & META_MARKS_MASK == 0, "FREQ bits are free");
+const _: () = assert!(META_FREQ_MASK & META_WRITTEN_MASK == 0, "FREQ bits are free");
+const _: () = assert!(META_MARKS_MASK & MARK_FETCHED == 0, "the fetched bit is not a mark");
 const _: () = assert!(
     (LAYOUT_CAS_WIDTH_MASK >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1 == CAS_BYTES_MAX,
     "the layout byte describes every CAS width"
@@ -282,7 +296,7 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
         layout |= LAYOUT_HAS_EXPIRY_MS;
     }
     dst[0] = key.len() as u8;
-    dst[META_AT] = meta.marks & META_MARKS_MASK;
+    dst[META_AT] = meta.marks & META_WRITTEN_MASK;
     dst[LAYOUT_AT] = layout;
     let mut at = HEADER_FIXED_BYTES;
     copy_short(&mut dst[at..at + cas_bytes], &meta.cas.to_le_bytes()[..cas_bytes]);
@@ -520,6 +534,33 @@ pub(crate) unsafe fn marks_of(ptr: *const u8) -> u8 {
     unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_MARKS_MASK
 }
 
+/// True if the item has been read: [`MARK_FETCHED`], or a FREQ above 0
+/// (cache mode's GET hits).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn fetched(ptr: *const u8) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & (MARK_FETCHED | META_FREQ_MASK) != 0
+}
+
+/// Sets [`MARK_FETCHED`] in a published item (an `mg` hit): a read first,
+/// so an item already marked is not written again. An atomic OR, since a
+/// GET may raise FREQ meanwhile; a GET's plain store racing with it may
+/// drop the bit, but that GET raised FREQ, which [`fetched`] reads too.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn mark_fetched(ptr: *const u8) {
+    // SAFETY: forwarded from the caller.
+    let m = unsafe { meta_byte(ptr) };
+    if m.load(Ordering::Relaxed) & MARK_FETCHED == 0 {
+        m.fetch_or(MARK_FETCHED, Ordering::Relaxed);
+    }
+}
+
 /// The meta byte of the item at `ptr`, as the atomic it is once published.
 ///
 /// # Safety
@@ -586,7 +627,10 @@ pub(crate) unsafe fn copy_with_freq(src: *const u8, dst: *mut u8, total: usize, 
     unsafe {
         let bits = meta_byte(src).load(Ordering::Relaxed);
         *dst = *src;
-        *dst.add(META_AT) = (bits & !META_FREQ_MASK) | (freq << META_FREQ_SHIFT);
+        // A reinsertion may lower the frequency to 0: the fetched bit
+        // keeps what the old frequency said.
+        let fetched = if bits & META_FREQ_MASK != 0 { MARK_FETCHED } else { 0 };
+        *dst.add(META_AT) = (bits & !META_FREQ_MASK) | fetched | (freq << META_FREQ_SHIFT);
         std::ptr::copy_nonoverlapping(src.add(META_AT + 1), dst.add(META_AT + 1), total - META_AT - 1);
     }
 }
@@ -695,6 +739,7 @@ mod tests {
             let mut copy = vec![0u8; n];
             copy_with_freq(p, copy.as_mut_ptr(), n, 1);
             assert_eq!(freq(copy.as_ptr()), 1);
+            assert!(fetched(p) && fetched(copy.as_ptr()));
             assert_eq!(layout(copy.as_ptr()).meta, meta);
             assert_eq!(&copy[at..], b"vvvv");
             assert!(key_eq(copy.as_ptr(), b"key"));
@@ -782,5 +827,37 @@ mod tests {
                 assert_eq!(layout(p).meta, meta);
             }
         }
+    }
+
+    #[test]
+    fn the_fetched_bit_is_set_once_and_outlives_a_frequency_reset() {
+        let meta = Meta { cas: 9, flags: 0, expiry: 0, expiry_ms: 0, marks: MARK_STALE };
+        let n = encoded_len(3, 1, &meta);
+        let mut buf = vec![0u8; n];
+        write_header_and_key(&mut buf, b"key", 1, &meta);
+        let p = buf.as_ptr();
+        // SAFETY: buf holds a whole item; nothing else accesses it.
+        unsafe {
+            assert!(!fetched(p));
+            mark_fetched(p);
+            mark_fetched(p);
+            assert!(fetched(p));
+            assert_eq!(marks_of(p), MARK_STALE, "not one of the marks");
+            assert_eq!(layout(p).meta, meta);
+            let mut copy = vec![0u8; n];
+            copy_with_freq(p, copy.as_mut_ptr(), n, 0);
+            assert!(fetched(copy.as_ptr()), "a copy keeps it");
+            let mut fresh = vec![0u8; n];
+            write_header_and_key(&mut fresh, b"key", 1, &meta);
+            touch_freq(fresh.as_ptr(), 3);
+            let mut copy = vec![0u8; n];
+            copy_with_freq(fresh.as_ptr(), copy.as_mut_ptr(), n, 0);
+            assert!(fetched(copy.as_ptr()), "a reinsertion at frequency 0 keeps a GET's hit");
+        }
+        let carried = Meta { marks: MARK_FETCHED | MARK_TOKEN_SENT, ..meta };
+        let mut buf = vec![0u8; n];
+        write_header_and_key(&mut buf, b"key", 1, &carried);
+        // SAFETY: as above.
+        unsafe { assert!(fetched(buf.as_ptr()) && marks_of(buf.as_ptr()) == MARK_TOKEN_SENT) };
     }
 }

@@ -82,6 +82,7 @@
 //! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
 //! ```
 
+mod clock;
 pub mod evict;
 mod item;
 mod journal;
@@ -94,7 +95,7 @@ mod store;
 mod sync;
 mod table;
 
-pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
+pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};

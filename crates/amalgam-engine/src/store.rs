@@ -359,6 +359,13 @@ impl Expiry {
     }
 }
 
+/// The system clock in unix seconds (the store's clock before any
+/// `advance_clock`).
+fn now_unix_seconds() -> u32 {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    u32::try_from(secs).unwrap_or(u32::MAX).max(1)
+}
+
 /// Construction parameters of a [`Store`].
 ///
 /// ```
@@ -600,6 +607,31 @@ impl<'a> ItemRef<'a> {
         Expiry::from_raw(self.expiry_raw(), self.expiry_ms_raw())
     }
 
+    /// True if the item has been read before: an `mg` (through
+    /// [`ItemRef::mark_fetched`]) or a touch marked it, or, in cache mode,
+    /// a GET raised its frequency. memcached's ITEM_FETCHED, the meta
+    /// protocol's `h`.
+    ///
+    /// ```
+    /// # let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, amalgam_engine::Expiry::Never).unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(false));
+    /// store.get(b"k", |it| it.mark_fetched());
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(true));
+    /// ```
+    pub fn fetched(&self) -> bool {
+        // SAFETY: as for key.
+        unsafe { item::fetched(self.ptr) }
+    }
+
+    /// Marks the item as read ([`ItemRef::fetched`]). Writes the item's
+    /// own meta byte once (nothing if already marked); for the meta
+    /// protocol's `mg`, not for the plain GET path.
+    pub fn mark_fetched(&self) {
+        // SAFETY: as for key.
+        unsafe { item::mark_fetched(self.ptr) }
+    }
+
     /// The meta protocol's marks: [`MARK_STALE`](crate::MARK_STALE) and [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT)
     /// bits, set only through [`Store::update`].
     ///
@@ -720,8 +752,12 @@ pub(crate) struct Inner {
     cas_counter: AtomicU64,
     /// Items with a CAS below this were flushed.
     flush_cas: AtomicU64,
-    /// Bumped by every flush so threads drop CAS blocks from before it.
+    /// Bumped by every flush so threads drop CAS blocks from before it,
+    /// and by the write clock's ticks while store times are wanted
+    /// (clock.rs).
     flush_generation: AtomicU64,
+    /// Store times from CAS uniques (clock.rs): `mg l`, `me la=`.
+    write_clock: crate::clock::WriteClock,
     /// Unix time of a delayed flush_all, 0 if none.
     flush_at: AtomicU64,
     /// Held while the flush state (`flush_cas`, `flush_at`) changes and
@@ -844,7 +880,7 @@ impl Reader<'_> {
         if check_key(key).is_err() {
             return None;
         }
-        self.inner.get_pinned(&self.pin, key, f)
+        self.inner.get_pinned::<true, R>(&self.pin, key, f)
     }
 }
 
@@ -931,17 +967,28 @@ impl Inner {
         ms != 0 && self.now_millis() < u64::from(secs) * 1000 + u64::from(ms)
     }
 
-    /// Looks `key` up (already checked) under `pin`; calls `f` on a live hit.
+    /// Looks `key` up (already checked) under `pin`; calls `f` on a live
+    /// hit, then (`TOUCH`) counts the hit for the eviction policy: after
+    /// `f`, so `f` sees the item as it was before this read
+    /// ([`ItemRef::fetched`] answers for the reads before).
     #[inline]
-    fn get_pinned<R>(&self, pin: &Pinned<'_>, key: &[u8], f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+    fn get_pinned<const TOUCH: bool, R>(
+        &self,
+        pin: &Pinned<'_>,
+        key: &[u8],
+        f: impl FnOnce(ItemRef<'_>) -> R,
+    ) -> Option<R> {
         let p = self.lookup(pin, self.hash(key), key)?;
         // SAFETY: p was found while pinned; the pin outlives `f`.
         let it = unsafe { ItemRef::new(p) };
         if !self.is_live(&it, &mut None) {
             return None;
         }
-        self.touched(p);
-        Some(f(it))
+        let r = f(it);
+        if TOUCH {
+            self.touched(p);
+        }
+        Some(r)
     }
 
     /// A GET hit in cache mode: raise the item's frequency while it is
@@ -1755,6 +1802,22 @@ impl Inner {
         reclaimed
     }
 
+    /// Once a second: a write-clock checkpoint at the CAS counter, and,
+    /// while store times are wanted, a new generation so every thread's
+    /// next write takes a fresh CAS block (clock.rs). The counter is read
+    /// before the bump: a block taken after a thread sees the bump starts
+    /// at or above it.
+    fn tick_write_clock(&self) {
+        let now = self.now();
+        if !self.write_clock.due(now) {
+            return;
+        }
+        let cas = self.cas_counter.load(Ordering::SeqCst);
+        if self.write_clock.tick(now, cas) && self.write_clock.wanted(now) {
+            self.flush_generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     fn maintenance_loop(&self) {
         let local = self.epochs.local(&self.shared);
         let mut expiry_cursor = (0u32, 0usize);
@@ -1771,6 +1834,7 @@ impl Inner {
                 }
             }
             self.flush_if_due();
+            self.tick_write_clock();
             if self.sweep_requested.swap(false, Ordering::AcqRel) {
                 self.sweep();
             }
@@ -1792,6 +1856,10 @@ impl Inner {
                 (true, true) => ACCOUNT_PERIOD_NEAR_FULL,
                 (true, false) => MAINTENANCE_PERIOD,
             };
+            // Wake just after the next second begins, so the write clock's
+            // checkpoint lands within a millisecond or two of it (clock.rs).
+            let to_next_second = Duration::from_millis(1000 - self.now_millis() % 1000 + 1);
+            let period = period.min(to_next_second);
             std::thread::park_timeout(period);
         }
     }
@@ -1963,6 +2031,7 @@ impl Store {
             shared,
             epochs: Epochs::new(),
             cas_counter: AtomicU64::new(1),
+            write_clock: crate::clock::WriteClock::new(now_unix_seconds(), 1),
             flush_cas: AtomicU64::new(0),
             flush_generation: AtomicU64::new(0),
             flush_at: AtomicU64::new(0),
@@ -2006,7 +2075,28 @@ impl Store {
             return None;
         }
         let inner = &*self.inner;
-        inner.get_pinned(&Pinned::new(inner), key, f)
+        inner.get_pinned::<true, R>(&Pinned::new(inner), key, f)
+    }
+
+    /// [`Store::get`] that does not count as a read: the eviction policy's
+    /// frequency is not raised (memcached's `me`, and `mg` with `u`, "don't
+    /// bump the item"), so [`ItemRef::fetched`] stays as it was.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Expiry, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(false));
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(false));
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(false), "f runs before the hit counts");
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(true));
+    /// ```
+    pub fn peek<R>(&self, key: &[u8], f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+        if check_key(key).is_err() {
+            return None;
+        }
+        let inner = &*self.inner;
+        inner.get_pinned::<false, R>(&Pinned::new(inner), key, f)
     }
 
     /// A read session: one epoch pin for many lookups (crossbeam-epoch's
@@ -2339,7 +2429,10 @@ impl Store {
         let mut f = Some(f);
         inner.mutate_with_room(key, |local, old| {
             let Some(old) = old else { return Decision::Keep(None) };
-            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
+            // A touch reads the item: it counts as a fetch (memcached's
+            // touch and gat set ITEM_FETCHED too).
+            let marks = old.marks() | item::MARK_FETCHED;
+            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks };
             // Fix (found by tests/model_edges.rs): memcached's touch never
             // fails for size, but adding an expiry grows the header by 4
             // bytes, so an item at the size limit used to get TooLarge.
@@ -2501,6 +2594,22 @@ impl Store {
     /// ```
     pub fn now(&self) -> u32 {
         self.inner.now()
+    }
+
+    /// The unix second at which the item with CAS unique `cas` was stored
+    /// (memcached's `it->time`; clock.rs): exact to about a second for
+    /// items written in the last hour of writes while store times are
+    /// asked for; older items read as the oldest second kept.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let cas = store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert!(store.now() - store.stored_at(cas) <= 1);
+    /// ```
+    pub fn stored_at(&self, cas: u64) -> u32 {
+        let now = self.inner.now();
+        self.inner.write_clock.stored_at(cas, now).min(now)
     }
 
     /// The store's clock in unix milliseconds, as used for millisecond
