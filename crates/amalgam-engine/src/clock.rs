@@ -34,9 +34,11 @@
 //!   kept (a second with no write replaces its predecessor's checkpoint,
 //!   which then covers no CAS). An item older than the oldest is reported
 //!   as stored then: its age is a lower bound.
-//! * A CAS the client chose (meta `E`) or that recovery restored maps to
-//!   whatever second the counter was at that value: nonsense ages for
-//!   those items, never a panic.
+//! * Recovery restores items with their old CAS uniques, below the
+//!   counter at the store's start: they read as stored at the start (the
+//!   restart). A CAS the client chose (meta `E`) maps to whatever second
+//!   the counter passed that value (the newest, for one above it): a
+//!   wrong age for that item, never a panic.
 //! * While the maintenance thread expands a large table, no checkpoint is
 //!   taken: writes in that time count to the second the expansion began.
 //! * A fetch does not move the time (memcached bumps it on an item's
