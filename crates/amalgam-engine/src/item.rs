@@ -6,18 +6,35 @@
 //! reclaimed through the epoch scheme in `local.rs`.
 //!
 //! ```text
-//!  byte 0   1      2        3 ....... 3+c   ...... +w    +4        +4
-//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
-//!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry? | key | value |
-//!  +------+------+--------+-------------+-------------+---------+---------+-----+-------+
+//!  byte 0   1      2        3 ....... 3+c   ...... +w    +4        +2          +4
+//!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
+//!  | klen | meta | layout | cas (c B)   | vlen (w B)  | flags?  | expiry_ms?| expiry? | key | value |
+//!  +------+------+--------+-------------+-------------+---------+-----------+---------+-----+-------+
 //!  meta:   bits 0-2  the value tag (object.rs: bytes, packed kinds, object)
+//!          bit  3    MARK_FETCHED: read before (meta protocol `h`; set by
+//!                    `mg` and touch; cache mode's FREQ > 0 counts too)
 //!          bits 4-5  MARK_STALE, MARK_TOKEN_SENT (meta protocol: `X`, `Z`)
 //!          bits 6-7  FREQ: the eviction policy's access frequency (cache mode, 0..=3)
 //!  layout: bits 0-1  vlen width - 1   (w = 1..=4 bytes, little endian)
 //!          bits 2-4  cas width - 1    (c = 1..=8 bytes, little endian)
 //!          bit  5    HAS_FLAGS        (client flags follow, u32 LE; absent = 0)
 //!          bit  6    HAS_EXPIRY       (expiry follows, u32 LE unix seconds; absent = never)
+//!          bit  7    HAS_EXPIRY_MS    (only with HAS_EXPIRY: u16 LE milliseconds 1..=999
+//!                                      past the expiry second, before it; absent = 0)
 //! ```
+//!
+//! ## Expiry at millisecond resolution
+//!
+//! A deadline is `expiry` seconds plus `expiry_ms` milliseconds (RESP's
+//! PX, PEXPIRE …). The seconds are the deadline rounded *down*, so the
+//! liveness test every GET runs, `expiry == 0 || expiry > now` (seconds),
+//! is exact whenever it says live; only when `expiry == now`, the one
+//! second in which a deadline with a remainder falls, does the store read
+//! the remainder and a millisecond clock (`Inner::expiry_live`, out of
+//! line). No-TTL and whole-second items (every memcached item) carry no
+//! remainder and are as small as before; an item with one is 2 bytes
+//! longer. The remainder sits before the seconds, so the seconds stay at
+//! `key_at - 4` and the GET path reads them as it did.
 //!
 //! Every length field is as wide as its value needs. The CAS unique is a
 //! 64-bit counter, but a store hands out its values in order, so for the
@@ -30,7 +47,8 @@
 //!
 //! All multi-byte fields are read unaligned and never change after
 //! publication. The one exception is the meta byte's FREQ bits: in cache
-//! mode a GET hit raises them (see [`touch_freq`]), so every access to the
+//! mode a GET hit raises them (see [`touch_freq`]; and an `mg` sets
+//! MARK_FETCHED, [`mark_fetched`]), so every access to the
 //! meta byte of a published item is a relaxed atomic byte access (a plain
 //! `mov` on x86-64) and the concurrent write is not a data race. The
 //! immutable layout bits live in a byte of their own for that reason.
@@ -70,6 +88,15 @@ const META_MARKS_MASK: u8 = MARK_STALE | MARK_TOKEN_SENT;
 const META_TAG_MASK: u8 = crate::object::TAG_MASK;
 /// What `Meta::marks` carries: the marks and the value tag.
 const META_KEPT_MASK: u8 = META_MARKS_MASK | META_TAG_MASK;
+/// The item has been read (memcached's ITEM_FETCHED, the meta protocol's
+/// `h`), bit 3 of the meta byte. Set in a published item by
+/// [`mark_fetched`] (an `mg` without `u`); a write that keeps the marks
+/// may carry it into the new item. A plain GET does not set it (no shared
+/// write on the GET path): in cache mode its FREQ bits say the same thing,
+/// and [`fetched`] reads both.
+pub const MARK_FETCHED: u8 = 0b0000_1000;
+/// The meta byte's bits a new item is written with.
+const META_WRITTEN_MASK: u8 = META_MARKS_MASK | MARK_FETCHED | META_TAG_MASK;
 /// The eviction policy's frequency, bits 6-7 of the meta byte.
 const META_FREQ_SHIFT: u32 = 6;
 const META_FREQ_MASK: u8 = 0b1100_0000;
@@ -85,17 +112,24 @@ const LAYOUT_CAS_WIDTH_SHIFT: u32 = 2;
 const LAYOUT_CAS_WIDTH_MASK: u8 = 0b0001_1100;
 const LAYOUT_HAS_FLAGS: u8 = 0b0010_0000;
 const LAYOUT_HAS_EXPIRY: u8 = 0b0100_0000;
+const LAYOUT_HAS_EXPIRY_MS: u8 = 0b1000_0000;
+/// Milliseconds in a second: the remainder field holds 1..MILLIS_PER_SECOND.
+pub(crate) const MILLIS_PER_SECOND: u16 = 1000;
 
 const _: () = assert!(FREQ_BITS_MAX == crate::evict::FREQ_LIMIT, "the policies' cap is what the header holds");
-const _: () = assert!(META_FREQ_MASK & META_MARKS_MASK == 0, "FREQ bits are free");
-const _: () = assert!(META_TAG_MASK & (META_MARKS_MASK | META_FREQ_MASK) == 0, "tag bits are free");
+const _: () = assert!(META_FREQ_MASK & META_WRITTEN_MASK == 0, "FREQ bits are free");
+const _: () = assert!(META_MARKS_MASK & MARK_FETCHED == 0, "the fetched bit is not a mark");
+const _: () = assert!(META_TAG_MASK & (META_MARKS_MASK | META_FREQ_MASK | MARK_FETCHED) == 0, "tag bits are free");
 const _: () = assert!(
     (LAYOUT_CAS_WIDTH_MASK >> LAYOUT_CAS_WIDTH_SHIFT) as usize + 1 == CAS_BYTES_MAX,
     "the layout byte describes every CAS width"
 );
 const _: () = assert!(
     LAYOUT_VLEN_WIDTH_MASK & LAYOUT_CAS_WIDTH_MASK == 0
-        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK) & (LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY) == 0,
+        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK) & (LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY) == 0
+        && (LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK | LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY)
+            & LAYOUT_HAS_EXPIRY_MS
+            == 0,
     "layout fields do not overlap"
 );
 
@@ -110,10 +144,12 @@ const _: () = assert!(KEY_BYTES_MAX <= u8::MAX as usize, "klen is one byte");
 pub(crate) struct Meta {
     pub cas: u64,
     pub flags: u32,
-    /// Absolute unix seconds; 0 means never.
+    /// Absolute unix seconds, the deadline rounded down; 0 means never.
     pub expiry: u32,
-    /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] bits and the value tag
-    /// (object.rs) in bits 0-2 (others ignored).
+    /// Milliseconds past `expiry` (0..=999); 0 when `expiry` is 0.
+    pub expiry_ms: u16,
+    /// [`MARK_STALE`] | [`MARK_TOKEN_SENT`] | [`MARK_FETCHED`] bits and the
+    /// value tag (object.rs) in bits 0-2 (others ignored).
     pub marks: u8,
 }
 
@@ -140,8 +176,15 @@ fn len_with_cas_width(klen: usize, vlen: usize, meta: &Meta, cas_bytes: usize) -
         + vlen_width(vlen)
         + if meta.flags != 0 { 4 } else { 0 }
         + if meta.expiry != 0 { 4 } else { 0 }
+        + if has_expiry_ms(meta) { 2 } else { 0 }
         + klen
         + vlen
+}
+
+/// True if the item carries the millisecond remainder field.
+fn has_expiry_ms(meta: &Meta) -> bool {
+    debug_assert!(meta.expiry_ms < MILLIS_PER_SECOND && (meta.expiry != 0 || meta.expiry_ms == 0));
+    meta.expiry != 0 && meta.expiry_ms != 0
 }
 
 /// Bytes an item with these fields occupies (before size-class rounding).
@@ -256,8 +299,11 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     if meta.expiry != 0 {
         layout |= LAYOUT_HAS_EXPIRY;
     }
+    if has_expiry_ms(meta) {
+        layout |= LAYOUT_HAS_EXPIRY_MS;
+    }
     dst[0] = key.len() as u8;
-    dst[META_AT] = meta.marks & META_KEPT_MASK;
+    dst[META_AT] = meta.marks & META_WRITTEN_MASK;
     dst[LAYOUT_AT] = layout;
     let mut at = HEADER_FIXED_BYTES;
     copy_short(&mut dst[at..at + cas_bytes], &meta.cas.to_le_bytes()[..cas_bytes]);
@@ -267,6 +313,10 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     if meta.flags != 0 {
         dst[at..at + 4].copy_from_slice(&meta.flags.to_le_bytes());
         at += 4;
+    }
+    if has_expiry_ms(meta) {
+        dst[at..at + 2].copy_from_slice(&meta.expiry_ms.to_le_bytes());
+        at += 2;
     }
     if meta.expiry != 0 {
         dst[at..at + 4].copy_from_slice(&meta.expiry.to_le_bytes());
@@ -297,17 +347,17 @@ impl Layout {
 /// Offset of the key in an item whose layout byte is `bits`: the header's
 /// length, from the layout byte alone (no field is read): one load from
 /// [`HEADER_BYTES`], which stays in L1 (the GET path decodes it twice).
+/// Every bit of the layout byte is used, so the byte is the index as it is.
 #[inline(always)]
 fn key_at(bits: u8) -> usize {
-    HEADER_BYTES[(bits & LAYOUT_BITS_MASK) as usize] as usize
+    HEADER_BYTES[bits as usize] as usize
 }
 
-/// The layout byte's used bits.
-const LAYOUT_BITS_MASK: u8 = LAYOUT_VLEN_WIDTH_MASK | LAYOUT_CAS_WIDTH_MASK | LAYOUT_HAS_FLAGS | LAYOUT_HAS_EXPIRY;
-
-/// The header's length for every layout byte, [`header_bytes`] tabulated.
-static HEADER_BYTES: [u8; LAYOUT_BITS_MASK as usize + 1] = {
-    let mut t = [0u8; LAYOUT_BITS_MASK as usize + 1];
+/// The header's length for every layout byte, [`header_bytes`] tabulated
+/// (256 bytes: the combinations with HAS_EXPIRY_MS set are rare and their
+/// half of the table stays cold).
+static HEADER_BYTES: [u8; u8::MAX as usize + 1] = {
+    let mut t = [0u8; u8::MAX as usize + 1];
     let mut b = 0;
     while b < t.len() {
         t[b] = header_bytes(b as u8) as u8;
@@ -323,6 +373,7 @@ const fn header_bytes(bits: u8) -> usize {
         + vlen_bytes(bits)
         + if bits & LAYOUT_HAS_FLAGS != 0 { 4 } else { 0 }
         + if bits & LAYOUT_HAS_EXPIRY != 0 { 4 } else { 0 }
+        + if bits & LAYOUT_HAS_EXPIRY_MS != 0 { 2 } else { 0 }
 }
 
 /// Decodes the header of the item at `ptr`.
@@ -352,13 +403,18 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
             flags = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
+        let mut expiry_ms = 0;
+        if bits & LAYOUT_HAS_EXPIRY_MS != 0 {
+            expiry_ms = u16::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u16));
+            at += 2;
+        }
         let mut expiry = 0;
         if bits & LAYOUT_HAS_EXPIRY != 0 {
             expiry = u32::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u32));
             at += 4;
         }
         debug_assert_eq!(at, key_at(bits));
-        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, marks } }
+        Layout { klen, vlen, key_at: at, meta: Meta { cas, flags, expiry, expiry_ms, marks } }
     }
 }
 
@@ -447,6 +503,24 @@ pub(crate) unsafe fn expiry_of(ptr: *const u8) -> u32 {
     }
 }
 
+/// The milliseconds past the item's expiry second (0 when absent).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn expiry_ms_of(ptr: *const u8) -> u16 {
+    // SAFETY: as in `layout`: the field is present when its bit says,
+    // just before the 4-byte expiry.
+    unsafe {
+        let bits = layout_bits(ptr);
+        if bits & LAYOUT_HAS_EXPIRY_MS == 0 {
+            return 0;
+        }
+        let at = key_at(bits) - 4 - 2;
+        u16::from_le(std::ptr::read_unaligned(ptr.add(at) as *const u16))
+    }
+}
+
 /// The offset of the item's value (header and key lengths).
 ///
 /// # Safety
@@ -475,6 +549,33 @@ pub(crate) unsafe fn marks_of(ptr: *const u8) -> u8 {
 pub(crate) unsafe fn tag_of(ptr: *const u8) -> u8 {
     // SAFETY: forwarded from the caller.
     unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & META_TAG_MASK
+}
+
+/// True if the item has been read: [`MARK_FETCHED`], or a FREQ above 0
+/// (cache mode's GET hits).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn fetched(ptr: *const u8) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe { meta_byte(ptr) }.load(Ordering::Relaxed) & (MARK_FETCHED | META_FREQ_MASK) != 0
+}
+
+/// Sets [`MARK_FETCHED`] in a published item (an `mg` hit): a read first,
+/// so an item already marked is not written again. An atomic OR, since a
+/// GET may raise FREQ meanwhile; a GET's plain store racing with it may
+/// drop the bit, but that GET raised FREQ, which [`fetched`] reads too.
+///
+/// # Safety
+/// As for [`layout`].
+#[inline]
+pub(crate) unsafe fn mark_fetched(ptr: *const u8) {
+    // SAFETY: forwarded from the caller.
+    let m = unsafe { meta_byte(ptr) };
+    if m.load(Ordering::Relaxed) & MARK_FETCHED == 0 {
+        m.fetch_or(MARK_FETCHED, Ordering::Relaxed);
+    }
 }
 
 /// The meta byte of the item at `ptr`, as the atomic it is once published.
@@ -543,7 +644,10 @@ pub(crate) unsafe fn copy_with_freq(src: *const u8, dst: *mut u8, total: usize, 
     unsafe {
         let bits = meta_byte(src).load(Ordering::Relaxed);
         *dst = *src;
-        *dst.add(META_AT) = (bits & !META_FREQ_MASK) | (freq << META_FREQ_SHIFT);
+        // A reinsertion may lower the frequency to 0: the fetched bit
+        // keeps what the old frequency said.
+        let fetched = if bits & META_FREQ_MASK != 0 { MARK_FETCHED } else { 0 };
+        *dst.add(META_AT) = (bits & !META_FREQ_MASK) | fetched | (freq << META_FREQ_SHIFT);
         std::ptr::copy_nonoverlapping(src.add(META_AT + 1), dst.add(META_AT + 1), total - META_AT - 1);
     }
 }
@@ -635,7 +739,7 @@ mod tests {
 
     #[test]
     fn freq_rises_to_its_cap_and_survives_a_copy() {
-        let meta = Meta { cas: 9, flags: 5, expiry: 0, marks: MARK_STALE };
+        let meta = Meta { cas: 9, flags: 5, expiry: 0, expiry_ms: 0, marks: MARK_STALE };
         let n = encoded_len(3, 4, &meta);
         let mut buf = vec![0u8; n];
         let at = write_header_and_key(&mut buf, b"key", 4, &meta);
@@ -652,6 +756,7 @@ mod tests {
             let mut copy = vec![0u8; n];
             copy_with_freq(p, copy.as_mut_ptr(), n, 1);
             assert_eq!(freq(copy.as_ptr()), 1);
+            assert!(fetched(p) && fetched(copy.as_ptr()));
             assert_eq!(layout(copy.as_ptr()).meta, meta);
             assert_eq!(&copy[at..], b"vvvv");
             assert!(key_eq(copy.as_ptr(), b"key"));
@@ -661,12 +766,12 @@ mod tests {
     #[test]
     fn small_item_fits_a_24_byte_class_for_the_first_2_pow_32_cas_values() {
         for cas in [0, 7, u64::from(u32::MAX)] {
-            let meta = Meta { cas, flags: 0, expiry: 0, marks: 0 };
+            let meta = Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
             assert_eq!(encoded_len(8, 8, &meta), 3 + cas_width(cas) + 1 + 16);
             assert!(encoded_len(8, 8, &meta) <= 24, "cas {cas}");
             assert_eq!(limit_len(8, 8, &meta), 3 + 8 + 1 + 16);
         }
-        let meta = Meta { cas: 1 << 32, flags: 0, expiry: 0, marks: 0 };
+        let meta = Meta { cas: 1 << 32, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
         assert_eq!(encoded_len(8, 8, &meta), 25);
     }
 
@@ -682,7 +787,7 @@ mod tests {
             for cas in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 0x5A] {
                 let needed = cas.to_le_bytes().iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
                 assert_eq!(cas_width(cas), needed.max(CAS_BYTES_MIN));
-                roundtrip(b"key", b"v", Meta { cas, flags: 0, expiry: 0, marks: 0 });
+                roundtrip(b"key", b"v", Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 });
             }
         }
     }
@@ -694,7 +799,7 @@ mod tests {
         // in the slice indexing of `roundtrip` or be flagged by valgrind.
         for cas in [0, 0xFF_FFFF, u64::from(u32::MAX), 1 << 32, u64::MAX] {
             for vlen in [0usize, 255, 256, 0xFFFF, 0x1_0000] {
-                roundtrip(b"k", &vec![7u8; vlen], Meta { cas, flags: 0, expiry: 0, marks: 0 });
+                roundtrip(b"k", &vec![7u8; vlen], Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 });
             }
         }
     }
@@ -703,16 +808,73 @@ mod tests {
     fn roundtrips_every_vlen_width_and_optional_field() {
         for vlen in [0usize, 1, 255, 256, 65535, 65536, 0x100_0000] {
             let value = vec![0xA5u8; vlen];
-            for (flags, expiry) in [(0, 0), (1, 0), (0, 1), (u32::MAX, u32::MAX)] {
+            let fields = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 1, 1), (7, 2, 999), (u32::MAX, u32::MAX, 500)];
+            for (flags, expiry, expiry_ms) in fields {
                 for cas in [0, 0x1234, u64::MAX - 3] {
-                    roundtrip(b"k", &value, Meta { cas, flags, expiry, marks: MARK_STALE });
+                    roundtrip(b"k", &value, Meta { cas, flags, expiry, expiry_ms, marks: MARK_STALE });
                 }
             }
         }
         roundtrip(
             &[b'x'; KEY_BYTES_MAX],
             b"v",
-            Meta { cas: 1, flags: 2, expiry: 3, marks: MARK_STALE | MARK_TOKEN_SENT },
+            Meta { cas: 1, flags: 2, expiry: 3, expiry_ms: 0, marks: MARK_STALE | MARK_TOKEN_SENT },
         );
+    }
+
+    #[test]
+    fn the_millisecond_field_is_present_only_when_needed() {
+        let whole = Meta { cas: 5, flags: 0, expiry: 1_700_000_000, expiry_ms: 0, marks: 0 };
+        let ms = Meta { expiry_ms: 250, ..whole };
+        assert_eq!(encoded_len(8, 8, &ms), encoded_len(8, 8, &whole) + 2);
+        let never = Meta { expiry: 0, ..whole };
+        assert_eq!(encoded_len(8, 8, &whole), encoded_len(8, 8, &never) + 4, "whole seconds: 4 bytes, as before");
+        for meta in [whole, ms, never] {
+            let n = encoded_len(3, 2, &meta);
+            let mut buf = vec![0u8; n];
+            let at = write_header_and_key(&mut buf, b"key", 2, &meta);
+            buf[at..].copy_from_slice(b"vv");
+            let p = buf.as_ptr();
+            // SAFETY: buf holds a whole item just written.
+            unsafe {
+                assert_eq!(expiry_of(p), meta.expiry);
+                assert_eq!(expiry_ms_of(p), meta.expiry_ms);
+                assert_eq!(cas_of(p), 5);
+                assert_eq!(&buf[value_at_of(p)..], b"vv");
+                assert_eq!(layout(p).meta, meta);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fetched_bit_is_set_once_and_outlives_a_frequency_reset() {
+        let meta = Meta { cas: 9, flags: 0, expiry: 0, expiry_ms: 0, marks: MARK_STALE };
+        let n = encoded_len(3, 1, &meta);
+        let mut buf = vec![0u8; n];
+        write_header_and_key(&mut buf, b"key", 1, &meta);
+        let p = buf.as_ptr();
+        // SAFETY: buf holds a whole item; nothing else accesses it.
+        unsafe {
+            assert!(!fetched(p));
+            mark_fetched(p);
+            mark_fetched(p);
+            assert!(fetched(p));
+            assert_eq!(marks_of(p), MARK_STALE, "not one of the marks");
+            assert_eq!(layout(p).meta, meta);
+            let mut copy = vec![0u8; n];
+            copy_with_freq(p, copy.as_mut_ptr(), n, 0);
+            assert!(fetched(copy.as_ptr()), "a copy keeps it");
+            let mut fresh = vec![0u8; n];
+            write_header_and_key(&mut fresh, b"key", 1, &meta);
+            touch_freq(fresh.as_ptr(), 3);
+            let mut copy = vec![0u8; n];
+            copy_with_freq(fresh.as_ptr(), copy.as_mut_ptr(), n, 0);
+            assert!(fetched(copy.as_ptr()), "a reinsertion at frequency 0 keeps a GET's hit");
+        }
+        let carried = Meta { marks: MARK_FETCHED | MARK_TOKEN_SENT, ..meta };
+        let mut buf = vec![0u8; n];
+        write_header_and_key(&mut buf, b"key", 1, &carried);
+        // SAFETY: as above.
+        unsafe { assert!(fetched(buf.as_ptr()) && marks_of(buf.as_ptr()) == MARK_TOKEN_SENT) };
     }
 }

@@ -83,6 +83,7 @@
 //! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
 //! ```
 
+mod clock;
 pub mod evict;
 mod item;
 mod journal;
@@ -96,7 +97,7 @@ mod store;
 mod sync;
 mod table;
 
-pub use item::{KEY_BYTES_MAX, MARK_STALE, MARK_TOKEN_SENT};
+pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
@@ -114,7 +115,7 @@ pub mod loom_api {
     pub use crate::table::{split_hash, BucketGuard, Probe, Table};
     /// The bytes of a bare item (header, key, value).
     pub fn encode_item(key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
-        let meta = crate::item::Meta { cas, flags: 0, expiry: 0, marks: 0 };
+        let meta = crate::item::Meta { cas, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
         let mut buf = vec![0u8; crate::item::encoded_len(key.len(), value.len(), &meta)];
         let at = crate::item::write_header_and_key(&mut buf, key, value.len(), &meta);
         buf[at..].copy_from_slice(value);

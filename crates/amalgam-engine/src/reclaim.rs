@@ -324,7 +324,7 @@ impl Inner {
             drop(guard);
             unlink_counts();
             self.retire_object(local, p);
-            self.count_expired_unfetched(it.expiry_raw(), freq);
+            self.count_expired_unfetched(it.expiry_raw(), it.expiry_ms_raw(), freq);
             return;
         }
         if let Some(out) = merge {

@@ -210,7 +210,13 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// When an item expires.
+/// When an item expires: never, at a whole unix second (memcached's
+/// clock), or at a unix millisecond (Redis's PX, PEXPIRE …).
+///
+/// An item reports [`Expiry::At`] for a deadline on a whole second and
+/// [`Expiry::AtMillis`] only for one that is not ([`Expiry::at_millis`]
+/// normalizes the same way), so the two forms never name the same instant
+/// in what the store hands back.
 ///
 /// ```
 /// use amalgam_engine::Expiry;
@@ -219,6 +225,8 @@ impl std::error::Error for Error {}
 /// assert_eq!(Expiry::from_memcached(60, now), Expiry::At(now + 60));
 /// assert_eq!(Expiry::from_memcached(1_800_000_000, now), Expiry::At(1_800_000_000));
 /// assert!(Expiry::from_memcached(-1, now).is_expired(now));
+/// assert_eq!(Expiry::at_millis(1_700_000_000_000), Expiry::At(1_700_000_000));
+/// assert_eq!(Expiry::at_millis(1_700_000_000_250), Expiry::AtMillis(1_700_000_000_250));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expiry {
@@ -227,7 +235,14 @@ pub enum Expiry {
     /// Expires at this unix time (seconds); at or before `now` means the
     /// item is already expired.
     At(u32),
+    /// Expires at this unix time in milliseconds (at or before the clock's
+    /// millisecond means expired). Deadlines past u32::MAX seconds are
+    /// clamped to `At(u32::MAX)`.
+    AtMillis(u64),
 }
+
+/// Latest deadline an item can hold, in unix milliseconds.
+const EXPIRY_MILLIS_MAX: u64 = u32::MAX as u64 * 1000;
 
 impl Expiry {
     /// memcached's rule: 0 is never; up to 30 days is relative to `now`;
@@ -258,23 +273,98 @@ impl Expiry {
     /// assert!(!Expiry::Never.is_expired(u32::MAX));
     /// ```
     pub fn is_expired(self, now: u32) -> bool {
-        matches!(self, Expiry::At(t) if t <= now)
+        self.is_expired_at_millis(u64::from(now) * 1000)
     }
 
-    fn raw(self) -> u32 {
-        match self {
-            Expiry::Never => 0,
-            Expiry::At(t) => t.max(1),
-        }
+    /// True if an item with this expiry is gone at unix millisecond `now_ms`.
+    ///
+    /// ```
+    /// # use amalgam_engine::Expiry;
+    /// assert!(!Expiry::AtMillis(5_300).is_expired_at_millis(5_299));
+    /// assert!(Expiry::AtMillis(5_300).is_expired_at_millis(5_300));
+    /// assert!(Expiry::At(5).is_expired_at_millis(5_000));
+    /// ```
+    pub fn is_expired_at_millis(self, now_ms: u64) -> bool {
+        self.unix_millis().is_some_and(|t| t <= now_ms)
     }
 
-    fn from_raw(raw: u32) -> Expiry {
-        if raw == 0 {
-            Expiry::Never
+    /// The expiry for a deadline in unix milliseconds: [`Expiry::At`] when
+    /// it is a whole second, else [`Expiry::AtMillis`]; clamped to
+    /// `At(u32::MAX)`, and a deadline in the first second of 1970 (which
+    /// the item header cannot tell from "never") is `At(1)`, as expired.
+    pub fn at_millis(ms: u64) -> Expiry {
+        if ms >= EXPIRY_MILLIS_MAX {
+            Expiry::At(u32::MAX)
+        } else if ms < 1000 {
+            Expiry::At(1)
+        } else if ms % 1000 == 0 {
+            Expiry::At((ms / 1000) as u32)
         } else {
-            Expiry::At(raw)
+            Expiry::AtMillis(ms)
         }
     }
+
+    /// The deadline in unix milliseconds, None for never.
+    ///
+    /// ```
+    /// # use amalgam_engine::Expiry;
+    /// assert_eq!(Expiry::At(7).unix_millis(), Some(7_000));
+    /// assert_eq!(Expiry::Never.unix_millis(), None);
+    /// ```
+    pub fn unix_millis(self) -> Option<u64> {
+        match self {
+            Expiry::Never => None,
+            Expiry::At(t) => Some(u64::from(t) * 1000),
+            Expiry::AtMillis(ms) => Some(ms),
+        }
+    }
+
+    /// The deadline in whole unix seconds, a millisecond deadline rounded
+    /// up (memcached's view of a key set over RESP: its TTL in seconds
+    /// never reads 0 while the key lives). None for never.
+    ///
+    /// ```
+    /// # use amalgam_engine::Expiry;
+    /// assert_eq!(Expiry::AtMillis(7_001).unix_secs_ceil(), Some(8));
+    /// assert_eq!(Expiry::At(7).unix_secs_ceil(), Some(7));
+    /// ```
+    pub fn unix_secs_ceil(self) -> Option<u32> {
+        match self {
+            Expiry::Never => None,
+            Expiry::At(t) => Some(t),
+            Expiry::AtMillis(ms) => Some(u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)),
+        }
+    }
+
+    /// The header's fields: seconds rounded down (0 = never) and the
+    /// milliseconds past them (item.rs, "Expiry at millisecond resolution").
+    fn raw(self) -> (u32, u16) {
+        match self {
+            Expiry::Never => (0, 0),
+            Expiry::At(t) => (t.max(1), 0),
+            Expiry::AtMillis(ms) => match Expiry::at_millis(ms) {
+                Expiry::AtMillis(ms) => ((ms / 1000) as u32, (ms % 1000) as u16),
+                normalized => normalized.raw(),
+            },
+        }
+    }
+
+    fn from_raw(secs: u32, ms: u16) -> Expiry {
+        if secs == 0 {
+            Expiry::Never
+        } else if ms == 0 {
+            Expiry::At(secs)
+        } else {
+            Expiry::AtMillis(u64::from(secs) * 1000 + u64::from(ms))
+        }
+    }
+}
+
+/// The system clock in unix seconds (the store's clock before any
+/// `advance_clock`).
+fn now_unix_seconds() -> u32 {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    u32::try_from(secs).unwrap_or(u32::MAX).max(1)
 }
 
 /// Construction parameters of a [`Store`].
@@ -518,7 +608,32 @@ impl<'a> ItemRef<'a> {
     /// assert_eq!(store.get(b"k", |it| it.expiry()), Some(Expiry::At(4_000_000_000)));
     /// ```
     pub fn expiry(&self) -> Expiry {
-        Expiry::from_raw(self.expiry_raw())
+        Expiry::from_raw(self.expiry_raw(), self.expiry_ms_raw())
+    }
+
+    /// True if the item has been read before: an `mg` (through
+    /// [`ItemRef::mark_fetched`]) or a touch marked it, or, in cache mode,
+    /// a GET raised its frequency. memcached's ITEM_FETCHED, the meta
+    /// protocol's `h`.
+    ///
+    /// ```
+    /// # let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// store.set(b"k", b"v", 0, amalgam_engine::Expiry::Never).unwrap();
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(false));
+    /// store.get(b"k", |it| it.mark_fetched());
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(true));
+    /// ```
+    pub fn fetched(&self) -> bool {
+        // SAFETY: as for key.
+        unsafe { item::fetched(self.ptr) }
+    }
+
+    /// Marks the item as read ([`ItemRef::fetched`]). Writes the item's
+    /// own meta byte once (nothing if already marked); for the meta
+    /// protocol's `mg`, not for the plain GET path.
+    pub fn mark_fetched(&self) {
+        // SAFETY: as for key.
+        unsafe { item::mark_fetched(self.ptr) }
     }
 
     /// The meta protocol's marks: [`MARK_STALE`](crate::MARK_STALE) and [`MARK_TOKEN_SENT`](crate::MARK_TOKEN_SENT)
@@ -586,10 +701,17 @@ impl<'a> ItemRef<'a> {
         unsafe { item::value_at_of(self.ptr) + item::vlen_of(self.ptr) }
     }
 
-    /// The expiry as stored: unix seconds, 0 for never.
+    /// The expiry as stored: unix seconds rounded down, 0 for never.
+    #[inline(always)]
     pub(crate) fn expiry_raw(&self) -> u32 {
         // SAFETY: as for key.
         unsafe { item::expiry_of(self.ptr) }
+    }
+
+    /// The milliseconds past [`ItemRef::expiry_raw`] (0 if none).
+    pub(crate) fn expiry_ms_raw(&self) -> u16 {
+        // SAFETY: as for key.
+        unsafe { item::expiry_ms_of(self.ptr) }
     }
 }
 
@@ -683,8 +805,12 @@ pub(crate) struct Inner {
     cas_counter: AtomicU64,
     /// Items with a CAS below this were flushed.
     flush_cas: AtomicU64,
-    /// Bumped by every flush so threads drop CAS blocks from before it.
+    /// Bumped by every flush so threads drop CAS blocks from before it,
+    /// and by the write clock's ticks while store times are wanted
+    /// (clock.rs).
     flush_generation: AtomicU64,
+    /// Store times from CAS uniques (clock.rs): `mg l`, `me la=`.
+    write_clock: crate::clock::WriteClock,
     /// Unix time of a delayed flush_all, 0 if none.
     flush_at: AtomicU64,
     /// Held while the flush state (`flush_cas`, `flush_at`) changes and
@@ -807,7 +933,7 @@ impl Reader<'_> {
         if check_key(key).is_err() {
             return None;
         }
-        self.inner.get_pinned(&self.pin, key, f)
+        self.inner.get_pinned::<true, R>(&self.pin, key, f)
     }
 }
 
@@ -858,26 +984,67 @@ impl Inner {
         (secs + self.clock_offset.load(Ordering::Relaxed)).clamp(1, u32::MAX as i64) as u32
     }
 
+    /// The store's clock in unix milliseconds (the same clock as
+    /// [`Inner::now`], whose seconds are this rounded down).
+    #[inline(never)]
+    fn now_millis(&self) -> u64 {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        (ms + self.clock_offset.load(Ordering::Relaxed) * 1000).clamp(1000, EXPIRY_MILLIS_MAX as i64 + 999) as u64
+    }
+
     /// True if an item stored with `e` would already be expired (reads the
     /// clock only for items that have an expiry).
     fn expired_now(&self, e: Expiry) -> bool {
         match e {
             Expiry::Never => false,
             Expiry::At(t) => t <= self.now(),
+            Expiry::AtMillis(_) => e.is_expired_at_millis(self.now_millis()),
         }
     }
 
-    /// Looks `key` up (already checked) under `pin`; calls `f` on a live hit.
+    /// True if an item whose stored expiry is `secs` (rounded down, 0 =
+    /// never) is live when the seconds clock reads `now`; `ms` gives its
+    /// millisecond remainder, read only in the one second where it matters
+    /// (item.rs, "Expiry at millisecond resolution"). Inlined: the two
+    /// comparisons are the GET path's; the rest is out of line.
+    #[inline(always)]
+    pub(crate) fn expiry_live(&self, secs: u32, now: u32, ms: impl FnOnce() -> u16) -> bool {
+        secs == 0 || secs > now || (secs == now && self.live_this_second(secs, ms()))
+    }
+
+    /// [`Inner::expiry_live`]'s last second: a deadline with a remainder
+    /// is compared with the millisecond clock.
+    #[cold]
+    #[inline(never)]
+    fn live_this_second(&self, secs: u32, ms: u16) -> bool {
+        ms != 0 && self.now_millis() < u64::from(secs) * 1000 + u64::from(ms)
+    }
+
+    /// Looks `key` up (already checked) under `pin`; calls `f` on a live
+    /// hit, then (`TOUCH`) counts the hit for the eviction policy: after
+    /// `f`, so `f` sees the item as it was before this read
+    /// ([`ItemRef::fetched`] answers for the reads before).
     #[inline]
-    fn get_pinned<R>(&self, pin: &Pinned<'_>, key: &[u8], f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+    fn get_pinned<const TOUCH: bool, R>(
+        &self,
+        pin: &Pinned<'_>,
+        key: &[u8],
+        f: impl FnOnce(ItemRef<'_>) -> R,
+    ) -> Option<R> {
         let p = self.lookup(pin, self.hash(key), key)?;
         // SAFETY: p was found while pinned; the pin outlives `f`.
         let it = unsafe { ItemRef::new(p) };
         if !self.is_live(&it, &mut None) {
             return None;
         }
-        self.touched(p);
-        Some(f(it))
+        let r = f(it);
+        if TOUCH {
+            self.touched(p);
+        }
+        Some(r)
     }
 
     /// A GET hit in cache mode: raise the item's frequency while it is
@@ -918,7 +1085,7 @@ impl Inner {
             return false;
         }
         let exp = it.expiry_raw();
-        exp == 0 || exp > *now.get_or_insert_with(|| self.now())
+        exp == 0 || self.expiry_live(exp, *now.get_or_insert_with(|| self.now()), || it.expiry_ms_raw())
     }
 
     /// Runs a delayed `flush_all` whose time has come.
@@ -1068,7 +1235,8 @@ impl Inner {
 
     /// [`Inner::build`] with an explicit size limit (touch: see there).
     fn build_limited(&self, local: &Local, n: &NewItem<'_>, cas: u64, limit: usize) -> Result<(Block, usize), Error> {
-        let meta = Meta { cas, flags: n.flags, expiry: n.expiry.raw(), marks: n.marks };
+        let (expiry, expiry_ms) = n.expiry.raw();
+        let meta = Meta { cas, flags: n.flags, expiry, expiry_ms, marks: n.marks };
         // Written once per store (a read first, so the line stays shared).
         if meta.expiry != 0 && !self.ttl_seen.load(Ordering::Relaxed) {
             self.ttl_seen.store(true, Ordering::Relaxed);
@@ -1288,7 +1456,7 @@ impl Inner {
                 // before our pin (or, for the sweep, the epoch) ends.
                 let (l, freq) = unsafe { (item::layout(p), item::freq(p)) };
                 segs.add_live(p, -(l.total().next_multiple_of(ITEM_ALIGN_BYTES) as i64));
-                self.count_expired_unfetched(l.meta.expiry, freq);
+                self.count_expired_unfetched(l.meta.expiry, l.meta.expiry_ms, freq);
             }
         }
     }
@@ -1308,9 +1476,9 @@ impl Inner {
 
     /// Counts an unlinked item as expired-unfetched if it had expired and
     /// no GET read it (cache mode; store mode tracks no reads).
-    pub(crate) fn count_expired_unfetched(&self, expiry: u32, freq: u8) {
+    pub(crate) fn count_expired_unfetched(&self, expiry: u32, expiry_ms: u16, freq: u8) {
         if let Some(c) = &self.cache {
-            if freq == 0 && expiry != 0 && expiry <= self.now() {
+            if freq == 0 && expiry != 0 && !self.expiry_live(expiry, self.now(), || expiry_ms) {
                 c.expired_unfetched.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -1703,7 +1871,7 @@ impl Inner {
                 g.retain(|p| {
                     // SAFETY: p is in a slot of the bucket we hold locked.
                     let l = unsafe { item::layout(p) };
-                    let live = l.meta.cas >= flush_cas && (l.meta.expiry == 0 || l.meta.expiry > now);
+                    let live = l.meta.cas >= flush_cas && self.expiry_live(l.meta.expiry, now, || l.meta.expiry_ms);
                     if !live {
                         dead.push(p);
                     }
@@ -1749,6 +1917,22 @@ impl Inner {
         reclaimed
     }
 
+    /// Once a second: a write-clock checkpoint at the CAS counter, and,
+    /// while store times are wanted, a new generation so every thread's
+    /// next write takes a fresh CAS block (clock.rs). The counter is read
+    /// before the bump: a block taken after a thread sees the bump starts
+    /// at or above it.
+    fn tick_write_clock(&self) {
+        let now = self.now();
+        if !self.write_clock.due(now) {
+            return;
+        }
+        let cas = self.cas_counter.load(Ordering::SeqCst);
+        if self.write_clock.tick(now, cas) && self.write_clock.wanted(now) {
+            self.flush_generation.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     fn maintenance_loop(&self) {
         let local = self.epochs.local(&self.shared);
         let mut expiry_cursor = (0u32, 0usize);
@@ -1765,6 +1949,7 @@ impl Inner {
                 }
             }
             self.flush_if_due();
+            self.tick_write_clock();
             if self.sweep_requested.swap(false, Ordering::AcqRel) {
                 self.sweep();
             }
@@ -1786,6 +1971,10 @@ impl Inner {
                 (true, true) => ACCOUNT_PERIOD_NEAR_FULL,
                 (true, false) => MAINTENANCE_PERIOD,
             };
+            // Wake just after the next second begins, so the write clock's
+            // checkpoint lands within a millisecond or two of it (clock.rs).
+            let to_next_second = Duration::from_millis(1000 - self.now_millis() % 1000 + 1);
+            let period = period.min(to_next_second);
             std::thread::park_timeout(period);
         }
     }
@@ -1997,6 +2186,7 @@ impl Store {
             shared,
             epochs: Epochs::new(),
             cas_counter: AtomicU64::new(1),
+            write_clock: crate::clock::WriteClock::new(now_unix_seconds(), 1),
             flush_cas: AtomicU64::new(0),
             flush_generation: AtomicU64::new(0),
             flush_at: AtomicU64::new(0),
@@ -2040,7 +2230,28 @@ impl Store {
             return None;
         }
         let inner = &*self.inner;
-        inner.get_pinned(&Pinned::new(inner), key, f)
+        inner.get_pinned::<true, R>(&Pinned::new(inner), key, f)
+    }
+
+    /// [`Store::get`] that does not count as a read: the eviction policy's
+    /// frequency is not raised (memcached's `me`, and `mg` with `u`, "don't
+    /// bump the item"), so [`ItemRef::fetched`] stays as it was.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Expiry, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(false));
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(false));
+    /// assert_eq!(store.get(b"k", |it| it.fetched()), Some(false), "f runs before the hit counts");
+    /// assert_eq!(store.peek(b"k", |it| it.fetched()), Some(true));
+    /// ```
+    pub fn peek<R>(&self, key: &[u8], f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+        if check_key(key).is_err() {
+            return None;
+        }
+        let inner = &*self.inner;
+        inner.get_pinned::<false, R>(&Pinned::new(inner), key, f)
     }
 
     /// A read session: one epoch pin for many lookups (crossbeam-epoch's
@@ -2379,7 +2590,10 @@ impl Store {
             // a memcached item, absent here (RESP's EXPIRE family uses
             // `update`, which keeps a collection's value).
             let Some(old) = old.filter(|o| o.tag() == TAG_BYTES) else { return Decision::Keep(None) };
-            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks: old.marks() };
+            // A touch reads the item: it counts as a fetch (memcached's
+            // touch and gat set ITEM_FETCHED too).
+            let marks = old.marks() | item::MARK_FETCHED;
+            let n = NewItem { key, vlen: old.value().len(), flags: old.flags(), expiry, marks };
             // Fix (found by tests/model_edges.rs): memcached's touch never
             // fails for size, but adding an expiry grows the header by 4
             // bytes, so an item at the size limit used to get TooLarge.
@@ -2591,6 +2805,33 @@ impl Store {
     /// ```
     pub fn now(&self) -> u32 {
         self.inner.now()
+    }
+
+    /// The unix second at which the item with CAS unique `cas` was stored
+    /// (memcached's `it->time`; clock.rs): exact to about a second for
+    /// items written in the last hour of writes while store times are
+    /// asked for; older items read as the oldest second kept.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// let cas = store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// assert!(store.now() - store.stored_at(cas) <= 1);
+    /// ```
+    pub fn stored_at(&self, cas: u64) -> u32 {
+        let now = self.inner.now();
+        self.inner.write_clock.stored_at(cas, now).min(now)
+    }
+
+    /// The store's clock in unix milliseconds, as used for millisecond
+    /// expiry ([`Expiry::AtMillis`]); [`Store::now`] is its seconds.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(store.now_millis() / 1000 >= u64::from(store.now()) - 1);
+    /// ```
+    pub fn now_millis(&self) -> u64 {
+        self.inner.now_millis()
     }
 
     /// Moves the store's clock forward by `seconds` (for tests of expiry).
@@ -2882,5 +3123,83 @@ mod tests {
         assert_eq!(store.append(b"s", b"z"), Err(Error::OutOfMemory));
         assert_eq!(value(b"s").as_deref(), Some(&b"x"[..]));
         fail_next(0);
+    }
+
+    /// The liveness test's three cases: a deadline second after now is
+    /// live without reading the remainder, one before now is dead without
+    /// it, and only the second itself reads it (and a whole second, with
+    /// no remainder, is over as soon as it begins).
+    #[test]
+    fn only_the_deadline_second_reads_the_milliseconds() {
+        let store = Store::new(Config::default()).unwrap();
+        let inner = &store.inner;
+        let unread = || -> u16 { panic!("the remainder is read only in the deadline's second") };
+        assert!(inner.expiry_live(0, 100, unread));
+        assert!(inner.expiry_live(101, 100, unread));
+        assert!(!inner.expiry_live(99, 100, unread));
+        assert!(!inner.expiry_live(100, 100, || 0), "a whole-second deadline is over when its second begins");
+        let now = store.now();
+        let live = inner.expiry_live(now, now, || 999);
+        assert!(live || store.now_millis() >= u64::from(now) * 1000 + 999, "999 ms into this second is still ahead");
+        assert!(!inner.expiry_live(1, 1, || 999), "second 1 of 1970 is long past");
+    }
+
+    /// A millisecond deadline: never returned at or after it, always
+    /// before it, read against the clock on both sides of each GET (a
+    /// bounded loop of 20 ms steps over its 300 ms).
+    #[test]
+    fn millisecond_deadlines_hold_to_the_millisecond() {
+        for eviction in [Eviction::None, Eviction::S3Fifo] {
+            let store = Store::new(Config { eviction, ..Config::default() }).unwrap();
+            let deadline = store.now_millis() + 300;
+            store.set(b"k", b"v", 0, Expiry::at_millis(deadline)).unwrap();
+            assert_eq!(store.get(b"k", |it| it.expiry()), Some(Expiry::at_millis(deadline)));
+            let (mut seen_live, mut seen_gone) = (false, false);
+            for _ in 0..40 {
+                let before = store.now_millis();
+                let hit = store.get(b"k", |it| it.value().to_vec()).is_some();
+                let after = store.now_millis();
+                if after < deadline {
+                    assert!(hit, "{eviction:?}: gone {} ms early", deadline - after);
+                    seen_live = true;
+                }
+                if before >= deadline {
+                    assert!(!hit, "{eviction:?}: returned {} ms late", before - deadline);
+                    seen_gone = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(seen_live && seen_gone, "{eviction:?}: the loop saw both sides");
+            // Writing a deadline already past removes the key, as for seconds.
+            store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+            store.touch(b"k", Expiry::at_millis(store.now_millis() - 1)).unwrap();
+            assert!(store.get(b"k", |_| ()).is_none());
+            assert_eq!(store.set(b"p", b"v", 0, Expiry::at_millis(store.now_millis() - 1)).map(|_| ()), Ok(()));
+            assert!(store.get(b"p", |_| ()).is_none());
+        }
+    }
+
+    /// Whole-second deadlines keep their size; a remainder costs 2 bytes,
+    /// survives append (which keeps the expiry) and a metadata update.
+    #[test]
+    fn a_millisecond_remainder_is_two_bytes_and_survives_rewrites() {
+        let store = Store::new(Config::default()).unwrap();
+        let secs = store.now() + 3600;
+        store.set(b"s", b"v", 0, Expiry::At(secs)).unwrap();
+        let at = u64::from(secs) * 1000 + 7;
+        store.set(b"m", b"v", 0, Expiry::AtMillis(at)).unwrap();
+        let size = |k: &[u8]| store.get(k, |it| it.size()).unwrap();
+        assert_eq!(size(b"m"), size(b"s") + 2);
+        store.append(b"m", b"w").unwrap();
+        assert_eq!(
+            store.get(b"m", |it| (it.value().to_vec(), it.expiry())),
+            Some((b"vw".to_vec(), Expiry::AtMillis(at)))
+        );
+        store.touch(b"m", Expiry::AtMillis(u64::from(secs) * 1000)).unwrap();
+        assert_eq!(store.get(b"m", |it| it.expiry()), Some(Expiry::At(secs)), "a whole second is reported as At");
+        assert_eq!(size(b"m"), size(b"s") + 1, "and drops the field (one more value byte)");
+        assert_eq!(Expiry::AtMillis(999).raw(), (1, 0), "the first second of 1970 is expired, not never");
+        assert_eq!(Expiry::AtMillis(u64::MAX).raw(), (u32::MAX, 0));
     }
 }

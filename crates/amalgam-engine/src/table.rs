@@ -1002,7 +1002,7 @@ mod tests {
 
     /// An item for `key` with an empty value, in a buffer of its own.
     fn item_for(key: &[u8]) -> Vec<u8> {
-        let meta = item::Meta { cas: 1, flags: 0, expiry: 0, marks: 0 };
+        let meta = item::Meta { cas: 1, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 };
         let mut v = vec![0u8; item::encoded_len(key.len(), 0, &meta)];
         item::write_header_and_key(&mut v, key, 0, &meta);
         v

@@ -136,6 +136,7 @@ fn expiry(e: Exp, now: u32) -> (Expiry, u32) {
     let raw = match x {
         Expiry::Never => 0,
         Expiry::At(t) => t,
+        Expiry::AtMillis(_) => unreachable!("memcached's expiry is whole seconds"),
     };
     (x, raw)
 }
@@ -152,6 +153,7 @@ fn read(store: &Store, k: usize) -> Option<Entry> {
         expires: match it.expiry() {
             Expiry::Never => 0,
             Expiry::At(t) => t,
+            Expiry::AtMillis(ms) => unreachable!("the model sets whole seconds only, got {ms} ms"),
         },
         cas: it.cas(),
     })

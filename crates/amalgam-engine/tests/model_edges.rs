@@ -200,6 +200,7 @@ fn raw(x: Expiry) -> u32 {
     match x {
         Expiry::Never => 0,
         Expiry::At(t) => t,
+        Expiry::AtMillis(ms) => unreachable!("the model sets whole seconds only, got {ms} ms"),
     }
 }
 

@@ -6,12 +6,15 @@
 //!                                      consecutively across segments
 //!           snap-<log_seq:020>.ams     complete snapshot (.ams.tmp while
 //!                                      being written, then renamed)
-//! log header (24 bytes)       magic "AMALGLOG" | u32 version=2 | u32 hcrc | u64 first_seq
-//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version=2 | u32 hcrc | u64 log_seq | u64 created (unix s)
+//! log header (24 bytes)       magic "AMALGLOG" | u32 version=3 | u32 hcrc | u64 first_seq
+//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version=3 | u32 hcrc | u64 log_seq | u64 created (unix s)
 //!             hcrc = crc32c of the header's other bytes (0..12 and 16..);
 //!             version 1, still read, had u32 flags=0 there and no check
 //! record      u32 len | u32 crc32c(body) | body = u8 type, payload   (len = body bytes)
 //!   1 PUT       u32 flags | u32 expiry (unix s, 0 never) | u64 cas | u8 klen | u32 vlen | key | value
+//!   5 PUT_MS    u32 flags | u64 expiry (unix ms)         | u64 cas | u8 klen | u32 vlen | key | value
+//!               (version 3: an item whose deadline is not a whole second;
+//!               every other item is still a PUT)
 //!   2 DELETE    u8 klen | key
 //!   3 FLUSH     u64 fence_cas
 //!   4 FLUSH_AT  u32 at (unix s)
@@ -20,12 +23,17 @@
 //! All integers little-endian. A record is accepted only whole and with a
 //! matching CRC, so a torn write is detected wherever it tore.
 
-use amalgam_engine::{ItemRef, KEY_BYTES_MAX};
+use amalgam_engine::{Expiry, ItemRef, KEY_BYTES_MAX};
 
-/// Format version both file kinds are written in. Version 2 added the
-/// header checksum (version 1 headers were not covered by any CRC, so a
-/// flipped `log_seq` went unnoticed).
-pub const VERSION: u32 = 2;
+/// Format version both file kinds are written in. Version 3 added the
+/// PUT_MS record (millisecond deadlines, RESP's PX and PEXPIRE); a version
+/// 2 reader would call it corrupt and truncate the log there, so the
+/// version says "not for you" first. Version 2 added the header checksum
+/// (version 1 headers were not covered by any CRC, so a flipped `log_seq`
+/// went unnoticed).
+pub const VERSION: u32 = 3;
+/// The second version, still read: version 3 without PUT_MS records.
+pub const VERSION_2: u32 = 2;
 /// The first version, still read: the same records, headers without a
 /// checksum (flags, always 0, where version 2 has it).
 pub const VERSION_1: u32 = 1;
@@ -41,12 +49,17 @@ pub const SNAP_HEADER_BYTES: usize = 32;
 pub const RECORD_FRAME_BYTES: usize = 8;
 /// Largest record body: a PUT of the largest item the engine accepts
 /// (1 GiB values) plus its fixed fields. A longer length field is corrupt.
-pub const RECORD_BODY_BYTES_MAX: usize = 1 + PUT_FIXED_BYTES + KEY_BYTES_MAX + (1 << 30);
+pub const RECORD_BODY_BYTES_MAX: usize = 1 + PUT_MS_FIXED_BYTES + KEY_BYTES_MAX + (1 << 30);
 /// PUT's fixed fields after the type byte.
 const PUT_FIXED_BYTES: usize = 4 + 4 + 8 + 1 + 4;
+/// PUT_MS's fixed fields after the type byte (the expiry is 8 bytes).
+const PUT_MS_FIXED_BYTES: usize = PUT_FIXED_BYTES + 4;
 
 /// Record type: the key now holds this item.
 pub const T_PUT: u8 = 1;
+/// Record type: the key now holds this item, which expires at a unix
+/// millisecond that is not a whole second.
+pub const T_PUT_MS: u8 = 5;
 /// Record type: the key was deleted.
 pub const T_DELETE: u8 = 2;
 /// Record type: flush_all took effect with this CAS fence.
@@ -123,8 +136,8 @@ pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
     match version {
         VERSION_1 if field != 0 => return Err("version 1 header with nonzero flags".into()),
         VERSION_1 => {}
-        VERSION if field != header_crc(h) => return Err("header checksum mismatch".into()),
-        VERSION => {}
+        VERSION | VERSION_2 if field != header_crc(h) => return Err("header checksum mismatch".into()),
+        VERSION | VERSION_2 => {}
         _ => return Err(format!("unknown format version {version}")),
     }
     Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
@@ -145,20 +158,28 @@ fn frame(out: &mut Vec<u8>, ty: u8, parts: &[&[u8]]) {
     out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Appends a PUT record of an item.
+/// Appends a PUT record of an item (PUT_MS if its deadline has
+/// milliseconds).
 pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
-    put_raw(out, it.key(), it.value(), it.flags(), expiry_raw(it), it.cas());
-}
-
-/// The item's expiry as stored: unix seconds, 0 for never.
-fn expiry_raw(it: &ItemRef<'_>) -> u32 {
     match it.expiry() {
-        amalgam_engine::Expiry::Never => 0,
-        amalgam_engine::Expiry::At(t) => t.max(1),
+        Expiry::Never => put_raw(out, it.key(), it.value(), it.flags(), 0, it.cas()),
+        Expiry::At(t) => put_raw(out, it.key(), it.value(), it.flags(), t.max(1), it.cas()),
+        Expiry::AtMillis(ms) => put_raw_ms(out, it.key(), it.value(), it.flags(), ms, it.cas()),
     }
 }
 
-/// Appends a PUT record from its fields.
+/// Appends a PUT_MS record from its fields (`expiry_ms`: unix ms).
+pub fn put_raw_ms(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry_ms: u64, cas: u64) {
+    let mut fixed = [0u8; PUT_MS_FIXED_BYTES];
+    fixed[0..4].copy_from_slice(&flags.to_le_bytes());
+    fixed[4..12].copy_from_slice(&expiry_ms.to_le_bytes());
+    fixed[12..20].copy_from_slice(&cas.to_le_bytes());
+    fixed[20] = key.len() as u8;
+    fixed[21..25].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    frame(out, T_PUT_MS, &[&fixed, key, value]);
+}
+
+/// Appends a PUT record from its fields (`expiry`: unix seconds, 0 never).
 pub fn put_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry: u32, cas: u64) {
     let mut fixed = [0u8; PUT_FIXED_BYTES];
     fixed[0..4].copy_from_slice(&flags.to_le_bytes());
@@ -192,7 +213,7 @@ pub fn end(out: &mut Vec<u8>, items: u64) {
 /// A decoded record, borrowing from the buffer it was read from.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Record<'a> {
-    /// The key holds this item.
+    /// The key holds this item (a PUT or a PUT_MS record).
     Put {
         /// Key bytes.
         key: &'a [u8],
@@ -200,8 +221,8 @@ pub enum Record<'a> {
         value: &'a [u8],
         /// Client flags.
         flags: u32,
-        /// Unix seconds, 0 for never.
-        expiry: u32,
+        /// When it expires: a PUT's seconds or a PUT_MS's milliseconds.
+        expiry: Expiry,
         /// CAS unique.
         cas: u64,
     },
@@ -264,22 +285,29 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
     let u64_at = |at: usize| u64::from_le_bytes(p[at..at + 8].try_into().expect("8 bytes"));
     let bad = |what| Err(Bad::Corrupt(what));
     match body[0] {
-        T_PUT => {
-            if p.len() < PUT_FIXED_BYTES {
+        ty @ (T_PUT | T_PUT_MS) => {
+            // PUT_MS's expiry is 4 bytes wider; the fields after it shift.
+            let (fixed, wide) = if ty == T_PUT { (PUT_FIXED_BYTES, 0) } else { (PUT_MS_FIXED_BYTES, 4) };
+            if p.len() < fixed {
                 return bad("short PUT");
             }
-            let klen = p[16] as usize;
-            let vlen = u32_at(17) as usize;
-            if klen == 0 || klen > KEY_BYTES_MAX || p.len() != PUT_FIXED_BYTES + klen + vlen {
+            let klen = p[16 + wide] as usize;
+            let vlen = u32_at(17 + wide) as usize;
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() != fixed + klen + vlen {
                 return bad("PUT lengths disagree");
             }
-            let key = &p[PUT_FIXED_BYTES..PUT_FIXED_BYTES + klen];
+            let expiry = match ty {
+                T_PUT if u32_at(4) == 0 => Expiry::Never,
+                T_PUT => Expiry::At(u32_at(4)),
+                _ if u64_at(4) == 0 => return bad("PUT_MS without an expiry"),
+                _ => Expiry::at_millis(u64_at(4)),
+            };
             Ok(Record::Put {
-                key,
-                value: &p[PUT_FIXED_BYTES + klen..],
+                key: &p[fixed..fixed + klen],
+                value: &p[fixed + klen..],
                 flags: u32_at(0),
-                expiry: u32_at(4),
-                cas: u64_at(8),
+                expiry,
+                cas: u64_at(8 + wide),
             })
         }
         T_DELETE => {
@@ -305,6 +333,7 @@ mod tests {
     fn records_round_trip() {
         let mut b = Vec::new();
         put_raw(&mut b, b"key", b"value", 7, 1_800_000_000, 42);
+        put_raw_ms(&mut b, b"key", b"value", 7, 1_800_000_000_250, 43);
         delete(&mut b, b"key");
         flush(&mut b, 99);
         flush_at(&mut b, 1234);
@@ -316,22 +345,26 @@ mod tests {
             got.push(format!("{r:?}"));
             at += n;
         }
-        assert_eq!(got.len(), 5);
-        assert!(got[0].contains("cas: 42"));
+        assert_eq!(got.len(), 6);
+        assert!(got[0].contains("cas: 42") && got[0].contains("At(1800000000)"));
+        assert!(got[1].contains("cas: 43") && got[1].contains("AtMillis(1800000000250)"), "{}", got[1]);
     }
 
     #[test]
     fn every_truncation_is_torn_and_every_flip_is_caught() {
-        let mut b = Vec::new();
-        put_raw(&mut b, b"k", b"v1", 0, 0, 1);
-        for cut in 0..b.len() {
-            assert_eq!(read_record(&b[..cut]).unwrap_err(), Bad::Torn, "cut at {cut}");
-        }
-        for i in 0..b.len() {
-            for bit in 0..8 {
-                let mut c = b.clone();
-                c[i] ^= 1 << bit;
-                assert!(read_record(&c).is_err(), "flip byte {i} bit {bit} accepted");
+        let (mut put, mut put_ms) = (Vec::new(), Vec::new());
+        put_raw(&mut put, b"k", b"v1", 0, 0, 1);
+        put_raw_ms(&mut put_ms, b"k", b"v2", 0, 5_500, 2);
+        for b in [put, put_ms] {
+            for cut in 0..b.len() {
+                assert_eq!(read_record(&b[..cut]).unwrap_err(), Bad::Torn, "cut at {cut}");
+            }
+            for i in 0..b.len() {
+                for bit in 0..8 {
+                    let mut c = b.clone();
+                    c[i] ^= 1 << bit;
+                    assert!(read_record(&c).is_err(), "flip byte {i} bit {bit} accepted");
+                }
             }
         }
     }

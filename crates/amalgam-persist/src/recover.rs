@@ -198,8 +198,7 @@ fn load_snapshot(store: &Store, path: &Path, progress: &mut Progress) -> Result<
     Ok(n)
 }
 
-fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: u32, cas: u64) {
-    let expiry = if expiry == 0 { Expiry::Never } else { Expiry::At(expiry) };
+fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, cas: u64) {
     if let Err(e) = store.restore(key, value, flags, expiry, cas) {
         // Only possible when the store was started smaller than the data
         // (item size max or, in store mode, the memory limit).

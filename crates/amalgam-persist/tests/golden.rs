@@ -4,18 +4,23 @@
 //! this crate. A change that breaks one of these is a format change: bump
 //! `format::VERSION` and keep reading the old one.
 
-use amalgam_engine::{Config, Store};
+use amalgam_engine::{Config, Expiry, Store};
 use amalgam_persist::format::{self, Record};
 
 const PUT: &str = "1e0000001ff8c2d9010700000000d2496b2a0000000000000003050000006b657976616c7565";
+/// Version 3: PUT_MS, the same item expiring at unix ms 1,800,000,000,250.
+const PUT_MS: &str = "220000001c2683700507000000fa505c18a30100002a0000000000000003050000006b657976616c7565";
 const DELETE: &str = "0500000043f6b27702036b6579";
 const FLUSH: &str = "09000000484d0e6e036300000000000000";
 const FLUSH_AT: &str = "05000000fb68ec9404d2040000";
 const END: &str = "09000000e5a414c37f0100000000000000";
-/// Version 2 headers: log first_seq 17; snapshot log_seq 5, created
+/// Version 3 headers: log first_seq 17; snapshot log_seq 5, created
 /// 1,700,000,000; each with the CRC32C of its other bytes at 12..16.
-const LOG_HEADER: &str = "414d414c474c4f47020000007f30eb0d1100000000000000";
-const SNAP_HEADER: &str = "414d414c47534e50020000007156ef47050000000000000000f1536500000000";
+const LOG_HEADER: &str = "414d414c474c4f47030000004fe49a3c1100000000000000";
+const SNAP_HEADER: &str = "414d414c47534e5003000000cca1ac70050000000000000000f1536500000000";
+/// The same headers in version 2 (no PUT_MS records), still read.
+const LOG_HEADER_V2: &str = "414d414c474c4f47020000007f30eb0d1100000000000000";
+const SNAP_HEADER_V2: &str = "414d414c47534e50020000007156ef47050000000000000000f1536500000000";
 /// The same headers in version 1 (flags 0, no checksum), still read.
 const LOG_HEADER_V1: &str = "414d414c474c4f4701000000000000001100000000000000";
 const SNAP_HEADER_V1: &str = "414d414c47534e500100000000000000050000000000000000f1536500000000";
@@ -29,6 +34,9 @@ fn records_encode_to_the_pinned_bytes() {
     let mut b = Vec::new();
     format::put_raw(&mut b, b"key", b"value", 7, 1_800_000_000, 42);
     assert_eq!(b, hex(PUT));
+    b.clear();
+    format::put_raw_ms(&mut b, b"key", b"value", 7, 1_800_000_000_250, 42);
+    assert_eq!(b, hex(PUT_MS));
     b.clear();
     format::delete(&mut b, b"key");
     assert_eq!(b, hex(DELETE));
@@ -52,23 +60,36 @@ fn pinned_bytes_decode() {
     let put = hex(PUT);
     let (r, n) = format::read_record(&put).unwrap();
     assert_eq!(n, put.len());
-    assert_eq!(r, Record::Put { key: b"key", value: b"value", flags: 7, expiry: 1_800_000_000, cas: 42 });
+    assert_eq!(r, Record::Put { key: b"key", value: b"value", flags: 7, expiry: Expiry::At(1_800_000_000), cas: 42 });
+    let put_ms = hex(PUT_MS);
+    let (r, n) = format::read_record(&put_ms).unwrap();
+    assert_eq!(n, put_ms.len());
+    let expiry = Expiry::AtMillis(1_800_000_000_250);
+    assert_eq!(r, Record::Put { key: b"key", value: b"value", flags: 7, expiry, cas: 42 });
     assert_eq!(format::read_record(&hex(DELETE)).unwrap().0, Record::Delete { key: b"key" });
     assert_eq!(format::read_record(&hex(FLUSH)).unwrap().0, Record::Flush { fence_cas: 99 });
     assert_eq!(format::read_record(&hex(FLUSH_AT)).unwrap().0, Record::FlushAt { at: 1234 });
     assert_eq!(format::read_record(&hex(END)).unwrap().0, Record::End { items: 1 });
     assert_eq!(format::parse_header(&hex(LOG_HEADER), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER), format::SNAP_MAGIC), Ok(5));
+    assert_eq!(format::parse_header(&hex(LOG_HEADER_V2), format::LOG_MAGIC), Ok(17));
+    assert_eq!(format::parse_header(&hex(SNAP_HEADER_V2), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V1), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V1), format::SNAP_MAGIC), Ok(5));
 }
 
-/// Every single-bit flip of a version 2 header is refused (the checksum
+/// Every single-bit flip of a version 3 or 2 header is refused (the checksum
 /// covers the sequence number and the creation time too), and so is a
 /// version 1 header with nonzero flags or an unknown version.
 #[test]
 fn damaged_headers_are_refused() {
-    for (h, magic) in [(hex(LOG_HEADER), format::LOG_MAGIC), (hex(SNAP_HEADER), format::SNAP_MAGIC)] {
+    let headers = [
+        (hex(LOG_HEADER), format::LOG_MAGIC),
+        (hex(SNAP_HEADER), format::SNAP_MAGIC),
+        (hex(LOG_HEADER_V2), format::LOG_MAGIC),
+        (hex(SNAP_HEADER_V2), format::SNAP_MAGIC),
+    ];
+    for (h, magic) in headers {
         for i in 0..h.len() {
             for bit in 0..8 {
                 let mut d = h.clone();
@@ -80,9 +101,9 @@ fn damaged_headers_are_refused() {
     let mut v1 = hex(LOG_HEADER_V1);
     v1[12] = 1;
     assert!(format::parse_header(&v1, format::LOG_MAGIC).is_err());
-    let mut v3 = hex(LOG_HEADER);
-    v3[8] = 3;
-    assert!(format::parse_header(&v3, format::LOG_MAGIC).is_err());
+    let mut v4 = hex(LOG_HEADER);
+    v4[8] = 4;
+    assert!(format::parse_header(&v4, format::LOG_MAGIC).is_err());
 }
 
 /// Files written by version 1 (same records, headers without checksum)
@@ -134,5 +155,32 @@ fn a_hand_written_directory_recovers() {
     assert_eq!(rec.next_seq, 7);
     assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
     assert_eq!(store.get(b"key", |it| (it.value().to_vec(), it.flags(), it.cas())), Some((b"again".to_vec(), 1, 50)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files written by version 2 (no PUT_MS) still recover, next to a
+/// version 3 log segment that holds a PUT_MS: the millisecond deadline
+/// comes back exact, and one already past is not restored.
+#[test]
+fn a_version_2_snapshot_and_a_version_3_log_recover() {
+    let dir = std::env::temp_dir().join(format!("amalgam-golden-v2-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut snap = hex(SNAP_HEADER_V2);
+    snap.extend(hex(PUT));
+    snap.extend(hex(END));
+    std::fs::write(dir.join("snap-00000000000000000005.ams"), &snap).unwrap();
+    let store = Store::new(Config::default()).unwrap();
+    let later_ms = store.now_millis() + 3_600_250;
+    let mut log = format::log_header(5).to_vec();
+    format::put_raw_ms(&mut log, b"ms", b"v", 0, later_ms, 60);
+    format::put_raw_ms(&mut log, b"gone", b"v", 0, store.now_millis() - 1, 61);
+    std::fs::write(dir.join("log-00000000000000000005.aml"), &log).unwrap();
+    let rec = amalgam_persist::recover::recover(&dir, &store).unwrap();
+    assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+    assert_eq!(rec.replayed, 2);
+    assert_eq!(store.get(b"key", |it| it.expiry()), Some(Expiry::At(1_800_000_000)));
+    assert_eq!(store.get(b"ms", |it| it.expiry()), Some(Expiry::at_millis(later_ms)));
+    assert!(store.get(b"gone", |_| ()).is_none(), "an expired PUT_MS is not restored");
     std::fs::remove_dir_all(&dir).unwrap();
 }

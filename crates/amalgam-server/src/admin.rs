@@ -33,7 +33,7 @@
 
 use crate::exec::{After, VERSION_LINE};
 use crate::Shared;
-use amalgam_engine::{Expiry, ItemRef, Store};
+use amalgam_engine::{ItemRef, Store};
 use amalgam_protocol::compose::{push_line, push_stat};
 use amalgam_protocol::text::{reply, Keys};
 use std::fmt::Write as _;
@@ -349,12 +349,11 @@ pub fn lru_crawler(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After 
 /// Appends a dump's lines from `cursor` until `out` reaches `high_bytes`
 /// or the walk ends; returns the next cursor, or None after the final
 /// `END`. Each line is memcached's: `key=<uri-encoded> exp=<unix time, -1
-/// for never> la=<now: no access time is kept> cas=<cas> fetch=no
-/// cls=<class> size=<memcached bytes>`.
+/// for never> la=<store time> cas=<cas> fetch=<yes|no> cls=<class>
+/// size=<memcached bytes>`.
 pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_bytes: usize) -> Option<u64> {
     let chunks = slab_chunk_sizes();
     let cas_enabled = shared.cas_enabled();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     loop {
         cursor = shared.store.scan(cursor, |it| {
             // Collections (engine object.rs) are not memcached items.
@@ -363,16 +362,19 @@ pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_b
             }
             out.extend_from_slice(b"key=");
             uri_encode(it.key(), out);
-            let exp = match it.expiry() {
-                Expiry::Never => -1,
-                Expiry::At(t) => i64::from(t),
-            };
+            // memcached's whole seconds: a RESP millisecond deadline shows
+            // as the second it falls in, rounded up (as `mg t` shows it).
+            let exp = it.expiry().unix_secs_ceil().map_or(-1, i64::from);
             let bytes = memcached_item_bytes(it.key().len(), it.value().len(), it.flags(), cas_enabled);
             let cas = if cas_enabled { it.cas() } else { 0 };
+            // Last access: the item's store time (the engine's write clock,
+            // clock.rs; fetches do not move it), and whether it was read.
+            let la = shared.store.stored_at(it.cas());
+            let fetch = if it.fetched() { "yes" } else { "no" };
             let mut line = String::new();
             let _ = write!(
                 line,
-                " exp={exp} la={now} cas={cas} fetch=no cls={} size={bytes}\r\n",
+                " exp={exp} la={la} cas={cas} fetch={fetch} cls={} size={bytes}\r\n",
                 class_of(&chunks, bytes)
             );
             out.extend_from_slice(line.as_bytes());

@@ -14,29 +14,32 @@
 //! and Amalgam's immutable items do not have; the engine change each would
 //! take is named.
 //!
-//! * **`mg` flags `h` and `l`** always answer `h0` and `l0`. memcached's `h`
-//!   is the item's `ITEM_FETCHED` bit: `h0` on the first fetch after a
-//!   store, `h1` once any `get`/`gets`/`gat`/`touch`/`mg` (without `u`) has
-//!   read it; an `incr` or `append` leaves a new item that answers `h0`
-//!   again. Its `l` is `current_time - it->time`, the seconds since the
-//!   store or the last fetch that bumped the item (an `mg` after 2 idle
-//!   seconds answers `l2`, the next one `l0`). Amalgam answers what
-//!   memcached answers on the first fetch after a store. No other answer
-//!   is better without the state: `h1` would call every item hot, and an
-//!   `l` counted from the store would need the store time, which is not
-//!   kept either. Both need a fetched bit and an access time that every
-//!   GET writes, which the engine rules out by design (a GET writes nothing
-//!   shared); cache mode's recency bits (the meta byte's bits 6-7) are the
-//!   natural home for the fetched bit if it ever gets one.
-//! * **`me`** answers `ME <key> exp=<e> la=0 cas=<c> fetch=no cls=1
-//!   size=<s>` in memcached's field order. `exp` (memcached's sign: now
-//!   minus the expiry, so -100 for an item 100 s from expiring; -1 for
-//!   never) and `cas` are the item's own; `size` is the bytes the item
-//!   takes in Amalgam (`ItemRef::size`: header, key and value; memcached's
-//!   `ITEM_ntotal` counts its own 48-byte header, the CAS, the key, its NUL,
-//!   the value and its CRLF, so the numbers differ by design). `la` (no
-//!   access time), `fetch` (no fetched bit) and `cls` (the pool's size
-//!   classes are private to the engine) are constants.
+//! * **`mg` flags `h` and `l`** (issue 18). `h` is memcached's
+//!   `ITEM_FETCHED`: the state before this fetch, so `h0` on the first
+//!   fetch after a store and `h1` after it; `u` reads without marking (and
+//!   without raising the eviction frequency); touch, gat and a vivifying
+//!   `mg` count as fetches; an `ms`, `incr` or `append` leaves a new item,
+//!   `h0` again. The mark is the item's `MARK_FETCHED` bit (meta byte bit
+//!   3), set by `mg`; a plain `get`/`gets` writes nothing to the item, so
+//!   only in cache mode (the default), whose GET hits raise the eviction
+//!   frequency, does a plain `get` count for a later `h`; in store mode
+//!   (`--eviction none`) it does not. `l` is `current_time - it->time`:
+//!   here the seconds since the store, read from the item's CAS unique by
+//!   the engine's write clock (engine `clock.rs`; exact to about a second
+//!   for items stored in the last hour of writes). memcached also moves
+//!   `it->time` when a fetch bumps the item (its segmented LRU does so on
+//!   the second fetch, and again after the LRU maintainer moved it);
+//!   Amalgam does not (no shared write on the read path), so an item read
+//!   long after its store keeps counting from the store.
+//! * **`me`** answers `ME <key> exp=<e> la=<l> cas=<c> fetch=<yes|no> cls=1
+//!   size=<s>` in memcached's field order, without bumping the item. `exp`
+//!   (memcached's sign: now minus the expiry, so -100 for an item 100 s
+//!   from expiring; -1 for never), `la` and `fetch` (as `l` and `h` above)
+//!   and `cas` are the item's own; `size` is the bytes the item takes in
+//!   Amalgam (`ItemRef::size`: header, key and value; memcached's
+//!   `ITEM_ntotal` counts its own 48-byte header, the CAS, the key, its
+//!   NUL, the value and its CRLF, so the numbers differ by design). `cls`
+//!   (the pool's size classes are private to the engine) is a constant.
 //! * **base64 keys.** A key stored with `b` is the same key as its decoded
 //!   bytes sent plain, so values, flags and every status match memcached
 //!   whichever way a key is named. Only the key memcached echoes can
@@ -58,7 +61,7 @@
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update, MARK_STALE, MARK_TOKEN_SENT};
+use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 use amalgam_protocol::compose::{push_line, push_u64};
 use amalgam_protocol::meta::{push_key_flag, push_opaque_and_key, MetaCmd, MetaRequest, SetMode};
 use amalgam_protocol::text::reply;
@@ -92,12 +95,13 @@ fn expiry(store: &Store, ttl: i64) -> Expiry {
 }
 
 /// memcached's ` t<remaining>`: -1 for never, else the unsigned
-/// difference to now.
+/// difference to now. A millisecond deadline (set over RESP) counts as
+/// the whole second it falls in, rounded up, so a live key never reads 0.
 fn push_ttl(out: &mut Vec<u8>, e: Expiry, now: u32) {
     out.extend_from_slice(b" t");
-    match e {
-        Expiry::Never => out.extend_from_slice(b"-1"),
-        Expiry::At(t) => push_u64(out, u64::from(t.wrapping_sub(now))),
+    match e.unix_secs_ceil() {
+        None => out.extend_from_slice(b"-1"),
+        Some(t) => push_u64(out, u64::from(t.wrapping_sub(now))),
     }
 }
 
@@ -108,6 +112,8 @@ struct Hit<'v> {
     cas: u64,
     expiry: Expiry,
     marks: u8,
+    /// Read before this request (memcached's ITEM_FETCHED: `h`).
+    fetched: bool,
     created: bool,
 }
 
@@ -135,7 +141,7 @@ fn compose_mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, hit: &Hit<'_>, store
             }
             b'R' => {
                 let recache = expiry(store, f.recache.unwrap_or(0));
-                if let (Expiry::At(e), Expiry::At(r)) = (exp, recache) {
+                if let (Some(e), Some(r)) = (exp.unix_secs_ceil(), recache.unix_secs_ceil()) {
                     if hit.marks & MARK_TOKEN_SENT == 0 && !hit.created && e < r {
                         won = true;
                     }
@@ -154,9 +160,12 @@ fn compose_mg_hit(out: &mut Vec<u8>, req: &MetaRequest<'_>, hit: &Hit<'_>, store
                 out.extend_from_slice(b" f");
                 push_u64(out, u64::from(hit.flags));
             }
-            // No per-item access time or fetched bit (see the module doc).
-            b'l' => out.extend_from_slice(b" l0"),
-            b'h' => out.extend_from_slice(b" h0"),
+            // The state before this fetch (memcached reports, then bumps).
+            b'l' => {
+                out.extend_from_slice(b" l");
+                push_u64(out, u64::from(now.saturating_sub(store.stored_at(hit.cas))));
+            }
+            b'h' => out.extend_from_slice(if hit.fetched { b" h1" } else { b" h0" }),
             b'O' => {
                 out.push(b' ');
                 out.extend_from_slice(t);
@@ -201,6 +210,7 @@ fn hit_of<'v>(it: &ItemRef<'v>, cas_on: bool) -> Hit<'v> {
         cas: visible(it, cas_on),
         expiry: it.expiry(),
         marks: it.marks(),
+        fetched: it.fetched(),
         created: false,
     }
 }
@@ -230,13 +240,18 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
     if f.ttl.is_none() && f.vivify.is_none() && f.recache.is_none() {
         // Read-only unless the item is stale with its token still to give.
         let mark = out.len();
-        let r = store.get(key, |it| {
+        let read = |it: ItemRef<'_>| {
             if it.marks() & (MARK_STALE | MARK_TOKEN_SENT) == MARK_STALE {
                 return false;
             }
             compose_mg_hit(out, req, &hit_of(&it, cas_on), store);
+            if !f.no_update {
+                it.mark_fetched();
+            }
             true
-        });
+        };
+        // `u`: "don't bump the item": not even the eviction policy's count.
+        let r = if f.no_update { store.peek(key, read) } else { store.get(key, read) };
         match r {
             Some(true) => return count_get(stats, req, true),
             None => {
@@ -255,9 +270,14 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
             answer.clear();
             let (exp, won) = compose_mg_hit(&mut answer, req, &hit_of(&it, cas_on), store);
             if exp == it.expiry() && !won {
+                if !f.no_update {
+                    it.mark_fetched();
+                }
                 return (Update::Keep, true);
             }
-            let marks = it.marks() | if won { MARK_TOKEN_SENT } else { 0 };
+            // `u`: no bump, but a mark already there stays.
+            let fetched = if it.fetched() || !f.no_update { MARK_FETCHED } else { 0 };
+            let marks = it.marks() | fetched | if won { MARK_TOKEN_SENT } else { 0 };
             let put = Update::Put { value: NewValue::Same, flags: it.flags(), expiry: exp, fresh_cas: false, marks };
             (put, true)
         }
@@ -268,7 +288,9 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
                     flags: 0,
                     expiry: expiry(store, ttl),
                     fresh_cas: true,
-                    marks: MARK_TOKEN_SENT,
+                    // This request fetched it (memcached: the next `mg`
+                    // answers `h1`).
+                    marks: MARK_TOKEN_SENT | if f.no_update { 0 } else { MARK_FETCHED },
                 };
                 (put, false)
             }
@@ -283,7 +305,7 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
         Ok((false, Some(cas))) => {
             // Vivified: an empty item whose token this request won.
             count_get(stats, req, true);
-            let hit = Hit { value: b"", flags: 0, cas, expiry: Expiry::Never, marks: 0, created: true };
+            let hit = Hit { value: b"", flags: 0, cas, expiry: Expiry::Never, marks: 0, fetched: false, created: true };
             compose_mg_hit(out, req, &hit, store);
         }
         Ok((false, None)) => {
@@ -589,20 +611,23 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
 /// reported as constants (see the module doc).
 fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let now = store.now();
-    let line = store.get(req.key(), |it| {
+    // memcached's `me` reads without bumping the item.
+    let line = store.peek(req.key(), |it| {
         let mut l = b"ME ".to_vec();
         if req.flags.base64 {
             amalgam_protocol::meta::base64_encode(it.key(), &mut l);
         } else {
             l.extend_from_slice(it.key());
         }
-        let exp = match it.expiry() {
-            Expiry::Never => -1,
-            Expiry::At(t) => i64::from(now) - i64::from(t),
+        let exp = match it.expiry().unix_secs_ceil() {
+            None => -1,
+            Some(t) => i64::from(now) - i64::from(t),
         };
         let size = it.size();
+        let la = now.saturating_sub(store.stored_at(it.cas()));
+        let fetch = if it.fetched() { "yes" } else { "no" };
         l.extend_from_slice(
-            format!(" exp={exp} la=0 cas={} fetch=no cls=1 size={size}\r\n", visible(&it, cas_on)).as_bytes(),
+            format!(" exp={exp} la={la} cas={} fetch={fetch} cls=1 size={size}\r\n", visible(&it, cas_on)).as_bytes(),
         );
         l
     });

@@ -32,14 +32,18 @@
 //!   like memcached's `touch`.
 //!
 //! ## Expiry granularity
-//! The engine keeps expiry in whole unix seconds (memcached's clock). A
-//! deadline given in milliseconds (PX, PXAT, PEXPIRE, PEXPIREAT, or any
-//! relative time) is rounded *up* to the next whole second, so a key never
-//! expires early and lives at most 999 ms longer than asked. TTL reports
-//! whole seconds left rounded down (so `SET k v EX 100` then `TTL k` is
-//! 100, as in Redis); PTTL, EXPIRETIME and PEXPIRETIME report the rounded
-//! deadline; GT and LT compare at one-second granularity. Deadlines past
-//! 2106-02-07 (u32 seconds) are clamped there.
+//! Redis's: every deadline is a unix millisecond (`Expiry::AtMillis` in
+//! the engine, `Expiry::At` when it falls on a whole second), so PX, PXAT,
+//! PEXPIRE, PEXPIREAT and relative times in seconds (`EX 10` is 10 000 ms
+//! from now) expire to the millisecond, on every worker and after a
+//! restart (the log's PUT_MS record). PTTL answers the milliseconds left,
+//! PEXPIRETIME the exact deadline, TTL and EXPIRETIME Redis's rounding to
+//! the nearest second (`(ms + 500) / 1000`); GT and LT compare
+//! milliseconds. The engine reads the milliseconds only in a deadline's
+//! last second (engine item.rs, "Expiry at millisecond resolution").
+//! memcached's commands keep whole seconds; they see a millisecond
+//! deadline rounded up to its second. Deadlines past 2106-02-07 (u32
+//! seconds) are clamped there.
 //!
 //! ## Files
 //! | file | what |

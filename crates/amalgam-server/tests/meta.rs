@@ -352,3 +352,58 @@ fn debug_command() {
     let out = meta(&mut c, &format!("ms {enc} 1 b\r\nx\r\nme {enc} b\r\n"));
     assert!(out.starts_with(&format!("HD\r\nME {enc} exp=-1 la=")), "{out}");
 }
+
+/// `h` (hit before) and `l` (seconds since the store), as memcached's
+/// t/metaget.t tests them ("hit-before", "no-update", "last-access") and
+/// as 1.6.18 answers these sequences: a flag reports the state before
+/// this fetch; `u` reads without marking; touch, gat and a vivifying `mg`
+/// count as fetches; an append leaves a new, unfetched item.
+#[test]
+fn hit_before_and_last_access() {
+    let mut c = server().connect();
+    let k = key("hitflag");
+    x(&mut c, &format!("ms {k} 3 T100\r\nhit\r\n"), "HD\r\n");
+    let first = meta(&mut c, &format!("mg {k} s t h l\r\n"));
+    assert_eq!(field(&first, 'h'), 0, "{first}");
+    assert!(field(&first, 'l') <= 1, "just stored: {first}");
+    let me = meta(&mut c, &format!("me {k}\r\n"));
+    assert!(me.contains(" fetch=yes "), "{me}");
+    x(&mut c, &format!("mg {k} h\r\n"), "HD h1\r\n");
+
+    let k = key("noupdate");
+    x(&mut c, &format!("ms {k} 3 T100\r\nhit\r\n"), "HD\r\n");
+    let me = meta(&mut c, &format!("me {k}\r\n"));
+    assert!(me.contains(" fetch=no "), "{me}");
+    x(&mut c, &format!("mg {k} u h\r\n"), "HD h0\r\n");
+    x(&mut c, &format!("mg {k} h\r\n"), "HD h0\r\n");
+    x(&mut c, &format!("mg {k} u h\r\n"), "HD h1\r\n");
+    x(&mut c, &format!("append {k} 0 0 1\r\nx\r\n"), "STORED\r\n");
+    x(&mut c, &format!("mg {k} h\r\n"), "HD h0\r\n");
+
+    let (t, g) = (key("touchh"), key("gath"));
+    x(&mut c, &format!("set {t} 0 100 2\r\nhi\r\nset {g} 0 100 2\r\nhi\r\n"), "STORED\r\nSTORED\r\n");
+    x(&mut c, &format!("touch {t} 200\r\n"), "TOUCHED\r\n");
+    x(&mut c, &format!("gat 200 {g}\r\n"), &format!("VALUE {g} 0 2\r\nhi\r\nEND\r\n"));
+    x(&mut c, &format!("mg {t} h\r\nmg {g} h\r\n"), "HD h1\r\nHD h1\r\n");
+    // A TTL change through mg (a new item in Amalgam) keeps the mark.
+    let v = key("ttlh");
+    x(&mut c, &format!("ms {v} 2 T100\r\nhi\r\n"), "HD\r\n");
+    x(&mut c, &format!("mg {v} h T200\r\nmg {v} h\r\n"), "HD h0\r\nHD h1\r\n");
+    let n = key("vivify");
+    let won = meta(&mut c, &format!("mg {n} N30 h l\r\n"));
+    assert!(won.starts_with("HD h0 l") && won.trim_end().ends_with(" W"), "{won}");
+    let again = meta(&mut c, &format!("mg {n} h\r\n"));
+    assert!(again.starts_with("HD h1"), "{again}");
+
+    // Last access: memcached's `current_time - it->time`, whole seconds of
+    // a clock that ticks once a second, so 2.1 s reads 2 or 3 (1 on a
+    // coarse tick).
+    let k = key("la_test");
+    x(&mut c, &format!("ms {k} 2 T100\r\nla\r\n"), "HD\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let out = meta(&mut c, &format!("mg {k} s t l\r\n"));
+    let l = field(&out, 'l');
+    assert!((1..=3).contains(&l), "been over a second since the store: {out}");
+    let me = meta(&mut c, &format!("me {k}\r\n"));
+    assert!(me.contains(&format!(" la={l} ")) || me.contains(&format!(" la={} ", l + 1)), "{me}");
+}

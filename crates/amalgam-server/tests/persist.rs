@@ -80,15 +80,19 @@ const SNAPSHOT_AFTER_WRITES: &str = "500";
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
 
-/// Log segment header: magic, u32 version (2), u32 header CRC32C, u64 first_seq.
+/// The format version written (3: version 2 plus the PUT_MS record).
+const FORMAT_VERSION: u32 = 3;
+/// Log segment header: magic, u32 version (3), u32 header CRC32C, u64 first_seq.
 const LOG_HEADER_BYTES: usize = 24;
-/// Snapshot header: magic, u32 version (2), u32 header CRC32C, u64 log_seq, u64 created.
+/// Snapshot header: magic, u32 version (3), u32 header CRC32C, u64 log_seq, u64 created.
 const SNAP_HEADER_BYTES: usize = 32;
 /// Record framing: u32 body length, u32 CRC32C of the body.
 const RECORD_HEADER_BYTES: usize = 8;
 const LOG_MAGIC: &[u8; 8] = b"AMALGLOG";
 const SNAP_MAGIC: &[u8; 8] = b"AMALGSNP";
 const REC_PUT: u8 = 1;
+/// PUT with a u64 expiry in unix milliseconds (the deadline is not a whole second).
+const REC_PUT_MS: u8 = 5;
 const REC_DELETE: u8 = 2;
 const REC_SNAP_END: u8 = 0x7F;
 
@@ -104,7 +108,7 @@ fn crc32c(bytes: &[u8]) -> u32 {
     !crc
 }
 
-/// A version 2 header's checksum: CRC32C of every byte but 12..16.
+/// A version 2 or 3 header's checksum: CRC32C of every byte but 12..16.
 fn header_crc(h: &[u8]) -> u32 {
     let mut bytes = h[..12].to_vec();
     bytes.extend_from_slice(&h[16..]);
@@ -134,6 +138,11 @@ impl Record {
             REC_PUT => {
                 let klen = *self.body.get(17)? as usize;
                 self.body.get(22..22 + klen)
+            }
+            // type, flags, expiry (8 bytes), cas, klen, vlen, key
+            REC_PUT_MS => {
+                let klen = *self.body.get(21)? as usize;
+                self.body.get(26..26 + klen)
             }
             REC_DELETE => {
                 let klen = *self.body.get(1)? as usize;
@@ -208,7 +217,7 @@ fn last_log(dir: &Path) -> (PathBuf, u64, Vec<Record>) {
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.len() >= LOG_HEADER_BYTES, "{} is shorter than a log header", path.display());
     assert_eq!(&bytes[..8], LOG_MAGIC, "log magic of {}", path.display());
-    assert_eq!(u32_at(&bytes, 8), 2, "log version of {}", path.display());
+    assert_eq!(u32_at(&bytes, 8), FORMAT_VERSION, "log version of {}", path.display());
     assert_eq!(u32_at(&bytes, 12), header_crc(&bytes[..LOG_HEADER_BYTES]), "header checksum of {}", path.display());
     assert_eq!(u64_at(&bytes, 16), seq, "first_seq in the header of {} and its name", path.display());
     let (recs, clean) = records(&bytes, LOG_HEADER_BYTES);
@@ -1576,6 +1585,43 @@ fn expired_items_are_not_restored() {
     node.stop();
 }
 
+/// Millisecond deadlines (RESP's PX, PEXPIRE, PEXPIREAT) come back exact
+/// to the millisecond after a crash, from the log and from a snapshot; a
+/// key whose deadline passed while the server was down is not restored,
+/// though its deadline is less than a second after one that is.
+#[test]
+fn millisecond_deadlines_survive_a_restart() {
+    let Some(mut node) = Node::start("ms-expiry", LOG_ONLY) else { return };
+    let mut r = Resp::new(node.server());
+    let soon_ms = unix_now() * 1000 + 1_200;
+    // Deadlines that are not whole seconds, far enough to outlive the restart.
+    let later_ms = unix_now() * 1000 + 600_123;
+    assert_eq!(r.call(&["SET", "px", "v", "PX", "700"]), resp::OK);
+    assert_eq!(r.call(&["SET", "log", "v"]), resp::OK);
+    assert_eq!(r.call(&["PEXPIREAT", "log", &later_ms.to_string()]), resp::int(1));
+    assert_eq!(r.call(&["SET", "soon", "v"]), resp::OK);
+    assert_eq!(r.call(&["PEXPIREAT", "soon", &soon_ms.to_string()]), resp::int(1));
+    assert_eq!(r.call(&["SET", "snap", "v"]), resp::OK);
+    assert_eq!(r.call(&["PEXPIREAT", "snap", &(later_ms + 1).to_string()]), resp::int(1));
+    drop(r);
+    resp_save(&node);
+    let mut r = Resp::new(node.server());
+    assert_eq!(r.call(&["PEXPIREAT", "log", &(later_ms + 2).to_string()]), resp::int(1), "after the snapshot");
+    drop(r);
+    node.kill();
+    // Past `soon` (and `px`): at most 1.2 s after the writes above.
+    std::thread::sleep(Duration::from_millis(1_500));
+    node.boot();
+    let mut r = Resp::new(node.server());
+    assert_eq!(r.call(&["GET", "px"]), resp::NULL2, "PX 700 expired while down");
+    assert_eq!(r.call(&["GET", "soon"]), resp::NULL2, "PEXPIREAT passed while down");
+    assert_eq!(r.call(&["PEXPIRETIME", "snap"]), resp::int((later_ms + 1) as i64), "from the snapshot");
+    assert_eq!(r.call(&["PEXPIRETIME", "log"]), resp::int((later_ms + 2) as i64), "from the log");
+    let pttl = resp::as_int(&r.call(&["PTTL", "log"]));
+    assert!((590_000..=600_125).contains(&pttl), "PTTL after the restart: {pttl}");
+    node.stop();
+}
+
 /// flush_all before a crash stays in effect after it; writes after the
 /// flush stay. A delayed flush_all whose time passes while the server is
 /// down takes effect after the restart.
@@ -1789,7 +1835,7 @@ fn resp_save_bgsave_lastsave() {
     let (seq, path) = snaps.last().unwrap_or_else(|| panic!("no snapshot after SAVE: {}", listing(&dir)));
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(&bytes[..8], SNAP_MAGIC);
-    assert_eq!(u32_at(&bytes, 8), 2, "snapshot version");
+    assert_eq!(u32_at(&bytes, 8), FORMAT_VERSION, "snapshot version");
     assert_eq!(u32_at(&bytes, 12), header_crc(&bytes[..SNAP_HEADER_BYTES]), "snapshot header checksum");
     assert_eq!(u64_at(&bytes, 16), *seq, "log_seq in the header and the name");
     assert!(u64_at(&bytes, 24) >= before, "created");

@@ -59,8 +59,8 @@ fn expiry_is_shared() {
     let mut mc = server.connect();
     let mut r = Resp::new(&server);
     assert_eq!(r.call(&["SET", "e", "v", "EX", "100"]), OK);
-    // memcached's meta get shows the seconds left (whole seconds there,
-    // the deadline rounded up here: 99 to 101).
+    // memcached's meta get shows the seconds left (whole seconds there;
+    // here the millisecond deadline rounded up to its second: 99 to 101).
     let got = String::from_utf8(request(&mut mc, b"mg e t\r\n", b"\r\n")).unwrap();
     let t: i64 = got.trim_end().strip_prefix("HD t").and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("{got:?}"));
     assert!((99..=101).contains(&t), "{got:?}");

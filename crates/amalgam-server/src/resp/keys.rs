@@ -101,19 +101,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     }
 }
 
-/// TTL (seconds left, rounded down), PTTL (milliseconds left),
-/// EXPIRETIME, PEXPIRETIME; -2 for a missing key, -1 for no expiry.
+/// TTL, PTTL, EXPIRETIME, PEXPIRETIME as Redis's `ttlGenericCommand`
+/// computes them from the millisecond deadline: the seconds forms round
+/// the milliseconds to the nearest second (`(ms + 500) / 1000`), the
+/// deadline's too; -2 for a missing key, -1 for no expiry.
 fn ttl_reply(cmd: Cmd, e: Option<Expiry>, now_ms: i64) -> i64 {
-    let at_ms = match e {
+    let at_ms = match e.map(Expiry::unix_millis) {
         None => return -2,
-        Some(Expiry::Never) => return -1,
-        Some(Expiry::At(t)) => i64::from(t) * 1000,
+        Some(None) => return -1,
+        Some(Some(ms)) => ms as i64,
     };
     let left_ms = (at_ms - now_ms).max(0);
     match cmd {
-        Cmd::Ttl => left_ms / 1000,
+        Cmd::Ttl => (left_ms + 500) / 1000,
         Cmd::Pttl => left_ms,
-        Cmd::Expiretime => at_ms / 1000,
+        Cmd::Expiretime => (at_ms + 500) / 1000,
         _ => at_ms,
     }
 }
@@ -160,22 +162,17 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Arg<'_>], unit: Unit, name: &str, out: &mut
         when += now;
     }
     let new = deadline(when);
-    // Compared at the engine's granularity: whole seconds.
-    let new_s = match new {
-        Expiry::At(t) => i64::from(t),
-        Expiry::Never => i64::MAX,
-    };
+    // GT and LT compare milliseconds, as Redis does; a time already past
+    // compares as the time given (Redis compares before it deletes).
+    let new_ms = when;
     bump(&ctx.stats.cmd_touch, 1);
     let r = ctx.shared.store.update(&args[1], |old| {
         let Some(it) = old else { return (Update::Keep, 0) };
-        let current = match it.expiry() {
-            Expiry::Never => None,
-            Expiry::At(t) => Some(i64::from(t)),
-        };
+        let current = it.expiry().unix_millis().map(|ms| ms as i64);
         let refuse = (nx && current.is_some())
             || (xx && current.is_none())
-            || (gt && current.is_none_or(|c| new_s <= c))
-            || (lt && current.is_some_and(|c| new_s >= c));
+            || (gt && current.is_none_or(|c| new_ms <= c))
+            || (lt && current.is_some_and(|c| new_ms >= c));
         if refuse {
             return (Update::Keep, 0);
         }
@@ -312,9 +309,17 @@ mod tests {
         assert_eq!(ttl_reply(Cmd::Ttl, None, now), -2);
         assert_eq!(ttl_reply(Cmd::Pttl, Some(Expiry::Never), now), -1);
         let at = Some(Expiry::At(1_700_000_101));
-        assert_eq!(ttl_reply(Cmd::Ttl, at, now), 100);
+        assert_eq!(ttl_reply(Cmd::Ttl, at, now), 101, "100.7 s rounds to 101, as in Redis");
         assert_eq!(ttl_reply(Cmd::Pttl, at, now), 100_700);
         assert_eq!(ttl_reply(Cmd::Expiretime, at, now), 1_700_000_101);
         assert_eq!(ttl_reply(Cmd::Pexpiretime, at, now), 1_700_000_101_000);
+        let at = Some(Expiry::AtMillis(1_700_000_000_499));
+        assert_eq!(ttl_reply(Cmd::Pttl, at, now), 199);
+        assert_eq!(ttl_reply(Cmd::Ttl, at, now), 0);
+        assert_eq!(ttl_reply(Cmd::Expiretime, at, now), 1_700_000_000);
+        assert_eq!(ttl_reply(Cmd::Pexpiretime, at, now), 1_700_000_000_499);
+        let at = Some(Expiry::AtMillis(1_700_000_000_500));
+        assert_eq!(ttl_reply(Cmd::Expiretime, at, now), 1_700_000_001, "rounded, as Redis does");
+        assert_eq!(ttl_reply(Cmd::Pttl, at, now + 1_000), 0, "never negative");
     }
 }

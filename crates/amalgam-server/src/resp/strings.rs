@@ -130,15 +130,14 @@ pub(crate) fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64,
     Ok(ms)
 }
 
-/// The engine's expiry for a deadline in unix milliseconds: rounded up to
-/// the next whole second (a key never expires early); a deadline already
-/// past is an expiry the engine treats as gone.
+/// The engine's expiry for a deadline in unix milliseconds, exact to the
+/// millisecond (clamped at u32::MAX seconds, 2106-02-07); a deadline
+/// already past is an expiry the engine treats as gone.
 pub(crate) fn deadline(at_ms: i64) -> Expiry {
     if at_ms <= super::now_ms() {
         return Expiry::At(1);
     }
-    let secs = at_ms / 1000 + i64::from(at_ms % 1000 != 0);
-    Expiry::At(u32::try_from(secs).unwrap_or(u32::MAX))
+    Expiry::at_millis(u64::try_from(at_ms).unwrap_or(0))
 }
 
 /// SET's and GETEX's options, as Redis's
@@ -593,11 +592,13 @@ mod tests {
     }
 
     #[test]
-    fn deadlines_round_up() {
+    fn deadlines_keep_their_milliseconds() {
         let now = super::super::now_ms();
         assert_eq!(deadline(now - 1), Expiry::At(1));
-        let Expiry::At(t) = deadline(now + 1500) else { panic!() };
-        assert!(i64::from(t) * 1000 >= now + 1500 && i64::from(t) * 1000 < now + 2500);
+        let at = now + 1500;
+        assert_eq!(deadline(at).unix_millis(), Some(at as u64));
+        let whole = (now / 1000 + 2) * 1000;
+        assert_eq!(deadline(whole), Expiry::At((whole / 1000) as u32));
         assert_eq!(deadline(i64::MAX), Expiry::At(u32::MAX));
     }
 }
