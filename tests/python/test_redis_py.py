@@ -266,4 +266,16 @@ def test_hash_pipeline(r):
     p.hgetall(h)
     p.hkeys(h)
     p.hvals(h)
-    assert p.execute() == [2, 6, 1.5, "6", ["6", "2", None], False, 1, 2, {"a": "6", "c": "1.5"}, ["a", "c"], ["6", "1.5"]]
+    assert p.execute() == [
+        2,
+        6,
+        1.5,
+        "6",
+        ["6", "2", None],
+        False,
+        1,
+        2,
+        {"a": "6", "c": "1.5"},
+        ["a", "c"],
+        ["6", "1.5"],
+    ]
