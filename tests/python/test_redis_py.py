@@ -216,3 +216,111 @@ def test_bits_and_lcs(r):
     assert r.bitfield(a).incrby("u8", 0, 10).get("u4", 0).execute() == [11, 0]
     assert r.set(b, "ohmytext") and r.set(a, "mynewtext")
     assert r.lcs(b, a) == "mytext"
+
+
+def test_hashes(r):
+    h = k("h")
+    assert r.hset(h, "a", "1") == 1
+    assert r.hset(h, mapping={"a": "10", "b": "2", "c": "3"}) == 2
+    assert r.hset(h, "d", "4", items=["e", "5"]) == 2
+    assert r.hget(h, "a") == "10"
+    assert r.hget(h, "zz") is None
+    assert r.hget(k("none"), "a") is None
+    assert r.hmget(h, ["a", "zz", "b"]) == ["10", None, "2"]
+    assert r.hgetall(h) == {"a": "10", "b": "2", "c": "3", "d": "4", "e": "5"}
+    assert r.hgetall(k("none")) == {}
+    assert sorted(r.hkeys(h)) == ["a", "b", "c", "d", "e"]
+    assert sorted(r.hvals(h)) == ["10", "2", "3", "4", "5"]
+    assert r.hlen(h) == 5
+    assert r.hlen(k("none")) == 0
+    assert r.hstrlen(h, "a") == 2
+    assert r.hexists(h, "a") is True
+    assert r.hexists(h, "zz") is False
+    assert r.hsetnx(h, "a", "x") == 0
+    assert r.hsetnx(h, "f", "6") == 1
+    assert r.hincrby(h, "n", 5) == 5
+    assert r.hincrby(h, "n", -7) == -2
+    assert r.hincrbyfloat(h, "x", 10.5) == 10.5
+    assert r.hincrbyfloat(h, "x", 0.1) == 10.6
+    assert r.hget(h, "x") == "10.6"
+    with pytest.raises(redis.ResponseError, match="hash value is not an integer"):
+        r.hincrby(h, "x", 1)
+    assert r.hset(h, "s", "abc") == 1
+    with pytest.raises(redis.ResponseError, match="hash value is not a float"):
+        r.hincrbyfloat(h, "s", 1)
+    assert r.hdel(h, "a", "zz") == 1
+    assert r.hdel(h, "b", "c", "d", "e", "f", "n", "x", "s") == 8
+    assert r.exists(h) == 0
+    assert r.type(h) == "none"
+    s = k("s")
+    r.set(s, "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.hget(s, "a")
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments for 'hset' command"):
+        r.execute_command("HSET", h, "a", "1", "b")
+
+
+def test_hash_random_and_types(r):
+    h = k("hr")
+    r.hset(h, mapping={"a": "1", "b": "2", "c": "3"})
+    assert r.type(h) == "hash"
+    assert r.hrandfield(h) in {"a", "b", "c"}
+    assert sorted(r.hrandfield(h, 5)) == ["a", "b", "c"]
+    assert len(r.hrandfield(h, -7)) == 7
+    assert r.hrandfield(k("none")) is None
+    assert r.hrandfield(h, 0) == []
+    pairs = r.hrandfield(h, 2, withvalues=True)
+    # RESP2: flat [field, value, ...]; RESP3: [[field, value], ...].
+    if pairs and isinstance(pairs[0], list):
+        pairs = [x for p in pairs for x in p]
+    assert len(pairs) == 4
+    for f, v in zip(pairs[0::2], pairs[1::2]):
+        assert {"a": "1", "b": "2", "c": "3"}[f] == v
+    assert h in set(r.scan_iter(match=h, _type="hash"))
+    assert h not in set(r.scan_iter(match=h, _type="string"))
+
+
+def test_hscan_iter_large_hash(r):
+    h = k("big")
+    n = 1000
+    p = r.pipeline(transaction=False)
+    for i in range(0, n, 100):
+        p.hset(h, mapping={f"f{j}": f"v{j}" for j in range(i, i + 100)})
+    assert p.execute() == [100] * (n // 100)
+    assert r.hlen(h) == n
+    seen = {}
+    for f, v in r.hscan_iter(h, count=50):
+        seen[f] = v
+    assert seen == {f"f{i}": f"v{i}" for i in range(n)}
+    assert dict(r.hscan_iter(h, match="f99*")) == {f"f{i}": f"v{i}" for i in [99] + list(range(990, 1000))}
+    assert r.hgetall(h) == {f"f{i}": f"v{i}" for i in range(n)}
+    assert r.delete(h) == 1
+
+
+def test_hash_pipeline(r):
+    h = k("hp")
+    p = r.pipeline(transaction=False)
+    p.hset(h, mapping={"a": "1", "b": "2"})
+    p.hincrby(h, "a", 5)
+    p.hincrbyfloat(h, "c", 1.5)
+    p.hget(h, "a")
+    p.hmget(h, "a", "b", "zz")
+    p.hexists(h, "zz")
+    p.hdel(h, "b")
+    p.hlen(h)
+    p.hgetall(h)
+    p.hkeys(h)
+    p.hvals(h)
+    assert p.execute() == [
+        2,
+        6,
+        1.5,
+        "6",
+        ["6", "2", None],
+        False,
+        1,
+        2,
+        {"a": "6", "c": "1.5"},
+        ["a", "c"],
+        ["6", "1.5"],
+    ]

@@ -18,6 +18,14 @@ use amalgam_types::Kind;
 /// past this Amalgam answers Redis's out-of-range error.
 pub(crate) const RANDOM_PICKS_MAX: u64 = 1 << 24;
 
+/// HRANDFIELD's reply to a count of `LONG_MIN` (Redis's
+/// getRangeLongFromObjectOrReply over -LONG_MAX..=LONG_MAX).
+const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// HRANDFIELD's reply to a WITHVALUES count past ±LONG_MAX/2 (whose
+/// reply would need twice as many elements), and to a negative count
+/// past [`RANDOM_PICKS_MAX`] on an existing hash.
+const OUT_OF_RANGE: &str = "ERR value is out of range";
+
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Hset | Cmd::Hmset => hset(ctx, cmd, args, out),
@@ -238,23 +246,35 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         return;
     }
+    // Redis 7.0.15's order of checks: the count (getRangeLongFromObject
+    // over -LONG_MAX..=LONG_MAX), then the syntax, then WITHVALUES's
+    // halved range, then the key (absent: an empty array, whatever the
+    // count).
+    let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
+    if count == i64::MIN {
+        return push_error(out, COUNT_RANGE.as_bytes());
+    }
     let with_values = match args.len() {
         3 => false,
         4 if is(&args[3], "withvalues") => true,
         _ => return push_error(out, err::SYNTAX.as_bytes()),
     };
-    let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
-    // Redis: `(withvalues && l < -LONG_MAX/2) || l < -LONG_MAX`; Amalgam
-    // also bounds the picks (RANDOM_PICKS_MAX).
-    if count < 0 && count.unsigned_abs() > RANDOM_PICKS_MAX {
-        return push_error(out, b"ERR value is out of range");
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return push_error(out, OUT_OF_RANGE.as_bytes());
     }
+    // Amalgam also bounds the picks (RANDOM_PICKS_MAX), checked once the
+    // key is found to hold a hash (None: past the bound).
+    let too_many = count < 0 && count.unsigned_abs() > RANDOM_PICKS_MAX;
     let r = read(ctx, &args[1], Kind::Hash, |h| {
+        if too_many {
+            return None;
+        }
         let mut picked: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         with_hash(h, |h| h.random_fields(count, &mut typed::random, &mut |f, v| picked.push((f.to_vec(), v.to_vec()))));
-        picked
+        Some(picked)
     });
     let Some(picked) = typed::or_reply(r, out, |out| push_array(out, 0)) else { return };
+    let Some(picked) = picked else { return push_error(out, OUT_OF_RANGE.as_bytes()) };
     if with_values && proto == Proto::Resp3 {
         push_array(out, picked.len());
         for (f, v) in &picked {
@@ -283,26 +303,35 @@ fn with_hash<R>(h: Found<'_>, f: impl FnOnce(&Hash) -> R) -> R {
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let o = match typed::scan_args(args) {
-        Ok(o) => o,
-        Err(e) => return push_error(out, e.as_bytes()),
+    // Redis 7.0.15's order: the cursor, then the key (absent: an empty
+    // scan; another kind: WRONGTYPE), then the options.
+    let Some(cursor) = typed::parse_cursor(&args[2]) else {
+        return push_error(out, err::INVALID_CURSOR.as_bytes());
     };
+    let opts = typed::scan_options(&args[3..]);
     let r = read(ctx, &args[1], Kind::Hash, |h| {
+        let o = opts.as_ref().ok()?;
         let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let next = with_hash(h, |h| {
-            h.scan(o.cursor, o.count, &mut |f, v| {
+            h.scan(cursor, o.count, &mut |f, v| {
                 if o.matches(f) {
                     pairs.push((f.to_vec(), v.to_vec()));
                 }
             })
         });
-        (next, pairs)
+        Some((next, pairs))
     });
-    let Some((next, pairs)) = typed::or_reply(r, out, |out| {
+    let Some(found) = typed::or_reply(r, out, |out| {
         push_array(out, 2);
         push_bulk(out, b"0");
         push_array(out, 0);
     }) else {
+        return;
+    };
+    let Some((next, pairs)) = found else {
+        if let Err(e) = opts {
+            push_error(out, e.as_bytes());
+        }
         return;
     };
     push_array(out, 2);

@@ -362,11 +362,11 @@ pub(crate) fn random() -> u64 {
 /// COUNT of HSCAN, SSCAN and ZSCAN when none is given (Redis's default).
 const SCAN_COUNT_DEFAULT: usize = 10;
 
-/// The arguments of HSCAN, SSCAN and ZSCAN (`key cursor [MATCH pattern]
-/// [COUNT count]`), parsed as Redis's `scanGenericCommand` does.
+/// The options of HSCAN, SSCAN and ZSCAN (`[MATCH pattern] [COUNT
+/// count]` after the key and cursor), parsed as Redis's
+/// `scanGenericCommand` does.
 #[derive(Debug)]
 pub(crate) struct ScanArgs<'a> {
-    pub cursor: u64,
     pub count: usize,
     pattern: Option<&'a [u8]>,
 }
@@ -378,17 +378,46 @@ impl ScanArgs<'_> {
     }
 }
 
-/// Parses `args` (the command, the key, the cursor, options); Err holds
-/// Redis's error text.
-pub(crate) fn scan_args<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
-    // parseScanCursorOrReply: strtoull of the whole argument.
-    let c = &args[2];
-    let cursor = (!c.is_empty() && c.iter().all(u8::is_ascii_digit))
-        .then(|| std::str::from_utf8(c).ok()?.parse::<u64>().ok())
-        .flatten()
-        .ok_or(err::INVALID_CURSOR)?;
-    let mut o = ScanArgs { cursor, count: SCAN_COUNT_DEFAULT, pattern: None };
-    let mut j = 3;
+/// A SCAN-family cursor as Redis 7.0.15's `parseScanCursorOrReply`
+/// reads it: `strtoul(s, &end, 10)` over the argument as a C string,
+/// rejected if it starts with a space, stops short of the string's end
+/// or overflows. So an optional sign is accepted (`-1` wraps to 2^64-1,
+/// as C's unsigned negation does), and so is the empty string (no
+/// conversion: cursor 0). None: Redis's "invalid cursor".
+pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    // The C string ends at the first NUL.
+    let s = &arg[..arg.iter().position(|&b| b == 0).unwrap_or(arg.len())];
+    let Some(&first) = s.first() else { return Some(0) };
+    // isspace(): ' ', \t, \n, \v, \f, \r.
+    if matches!(first, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
+        return None;
+    }
+    let (neg, digits) = match first {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    // No digit: strtoul converts nothing and `end` is the string's start,
+    // not its end.
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    // Bounded by the argument's length.
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// Parses HSCAN/SSCAN/ZSCAN's options (`args` after the cursor); Err
+/// holds Redis's error text. Redis checks them only after the cursor
+/// ([`parse_cursor`]) and the key: a missing key answers an empty scan
+/// and a key of another kind WRONGTYPE whatever the options are, so a
+/// command answers this Err only once it has found its collection.
+pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
+    let mut o = ScanArgs { count: SCAN_COUNT_DEFAULT, pattern: None };
+    let mut j = 0;
     // Bounded: j advances by 2 each round.
     while j < args.len() {
         let more = args.len() - j - 1;
@@ -406,4 +435,35 @@ pub(crate) fn scan_args<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'stati
         j += 2;
     }
     Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursor_is_strtoul() {
+        for (arg, want) in [
+            (&b"0"[..], Some(0)),
+            (b"123", Some(123)),
+            (b"", Some(0)),
+            (b"+7", Some(7)),
+            (b"-1", Some(u64::MAX)),
+            (b"-18446744073709551615", Some(1)),
+            (b"18446744073709551615", Some(u64::MAX)),
+            (b"007", Some(7)),
+            (b"5\0junk", Some(5)),
+            (b"18446744073709551616", None),
+            (b" 1", None),
+            (b"\t1", None),
+            (b"1 ", None),
+            (b"-", None),
+            (b"+", None),
+            (b"--1", None),
+            (b"0x10", None),
+            (b"1.5", None),
+        ] {
+            assert_eq!(parse_cursor(arg), want, "{:?}", arg.escape_ascii().to_string());
+        }
+    }
 }

@@ -17,7 +17,9 @@
 //! `string2ld`'s acceptance, reproduced: no leading whitespace; an
 //! optional sign; decimal (`1`, `.5`, `5.`, `1e5`, `1E+05`), hex
 //! (`0x1p3`, `0x10`) or `inf`/`infinity` (any case); nothing after the
-//! number (a NUL ends the string, as in C); NaN rejected; overflow and
+//! number — a NUL byte anywhere included (`string2ld` copies the bytes
+//! into a C string and requires `strtold` to consume all `slen` of them);
+//! NaN rejected; overflow and
 //! underflow to zero rejected (`ERANGE`), subnormal results accepted.
 
 /// Inputs this long or longer are rejected (Redis's
@@ -272,11 +274,10 @@ pub fn parse(s: &[u8]) -> Option<Ld> {
     if s.is_empty() || s.len() >= LD_INPUT_BYTES_MAX {
         return None;
     }
-    // C stops at a NUL.
-    let s = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
-    if s.is_empty() {
-        // strtold converts nothing and stops at the NUL: 0, accepted.
-        return Some(Ld::ZERO);
+    // strtold stops at a NUL, short of the `slen` bytes string2ld
+    // requires it to consume: Redis 7.0.15 rejects "1\0" and "\0".
+    if s.contains(&0) {
+        return None;
     }
     let (neg, body) = match s.first() {
         Some(b'-') => (true, &s[1..]),
@@ -562,7 +563,9 @@ mod tests {
         assert!(parse(b"-Infinity").unwrap().is_infinite());
         assert_eq!(add(parse(b"inf").unwrap(), Ld::from_i64(1)), None);
         assert_eq!(parse(&vec![b'1'; LD_INPUT_BYTES_MAX]), None);
-        assert!(parse(b"1\0junk").is_some(), "C strings end at NUL");
+        for bad in [&b"1\0junk"[..], b"1\0", b"\0", b"\x001"] {
+            assert_eq!(parse(bad), None, "string2ld wants every byte consumed: {bad:?}");
+        }
     }
 
     #[test]
