@@ -93,6 +93,8 @@ pub struct Shared {
     pub next_client_id: AtomicU64,
     /// When collections change form (CONFIG SET hash-max-listpack-entries …).
     pub thresholds: resp::typed::LiveThresholds,
+    /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
+    pub blocking: resp::blocking::Registry,
 }
 
 impl Shared {
@@ -159,6 +161,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
             thresholds: resp::typed::LiveThresholds::default(),
+            blocking: resp::blocking::Registry::new(threads),
         }))
     }
 }

@@ -45,11 +45,15 @@
 //! | `resp/strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
 //! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND CLIENT HELLO AUTH |
+//! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
+//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: blocked clients, wake-ups |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
+pub mod blocking;
 mod glob;
 mod hash;
 mod keys;
+mod list;
 mod server;
 mod strings;
 mod table;
@@ -82,6 +86,12 @@ pub struct Session {
     /// The run of GETs and MGETs of the batch in progress (kept to reuse
     /// its allocation; empty between batches).
     gets: Vec<PendingGet>,
+    /// Where the connection lives: (worker, slab token), for the blocking
+    /// commands' wake-ups (`blocking.rs`); set by the worker.
+    home: Option<(usize, usize)>,
+    /// The blocking command this connection waits in, if any: nothing
+    /// else of its pipeline runs meanwhile.
+    blocked: Option<Box<blocking::Blocked>>,
 }
 
 impl Session {
@@ -96,7 +106,14 @@ impl Session {
             lib_name: None,
             lib_ver: None,
             gets: Vec::new(),
+            home: None,
+            blocked: None,
         }
+    }
+
+    /// Records where the connection lives (worker id, slab token).
+    pub fn set_home(&mut self, worker: usize, token: usize) {
+        self.home = Some((worker, token));
     }
 }
 
@@ -138,6 +155,10 @@ pub fn process(
     out: &mut Vec<u8>,
     close: &mut bool,
 ) {
+    if session.blocked.is_some() {
+        // Pipelined commands wait until the blocking one is answered.
+        return;
+    }
     let limits = Limits::for_item_size(shared.args.max_item_size);
     let mut args: Vec<Arg<'_>> = Vec::new();
     let mut gets = std::mem::take(&mut session.gets);
@@ -194,6 +215,9 @@ pub fn process(
                 args.clear();
                 if after == After::Close {
                     *close = true;
+                    break;
+                }
+                if ctx.session.blocked.is_some() {
                     break;
                 }
             }
@@ -415,6 +439,26 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
         | Cmd::Hincrbyfloat
         | Cmd::Hrandfield
         | Cmd::Hscan => hash::run(ctx, spec.cmd, args, out),
+        Cmd::Lpush
+        | Cmd::Rpush
+        | Cmd::Lpushx
+        | Cmd::Rpushx
+        | Cmd::Lpop
+        | Cmd::Rpop
+        | Cmd::Llen
+        | Cmd::Lrange
+        | Cmd::Lindex
+        | Cmd::Lset
+        | Cmd::Linsert
+        | Cmd::Lrem
+        | Cmd::Ltrim
+        | Cmd::Lpos
+        | Cmd::Lmove
+        | Cmd::Rpoplpush
+        | Cmd::Lmpop => list::run(ctx, spec.cmd, args, out),
+        Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
+            blocking::run(ctx, spec.cmd, args, out)
+        }
     }
     After::Continue
 }

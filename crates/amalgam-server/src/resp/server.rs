@@ -322,10 +322,16 @@ fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     if spec.flags.contains(&"write") {
         cats.push("@write");
     }
+    if spec.group == "list" {
+        cats.push("@list");
+    }
     if spec.group == "string" {
         cats.push("@string");
     }
     cats.push(if spec.flags.contains(&"fast") { "@fast" } else { "@slow" });
+    if spec.flags.contains(&"blocking") {
+        cats.push("@blocking");
+    }
     if spec.group == "connection" {
         cats.push("@connection");
     }
@@ -472,7 +478,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // Both protocols' connections: they share the -c limit.
                 field("connected_clients", &shared.curr_connections.load(Ordering::Relaxed));
                 field("maxclients", &shared.conn_limit);
-                field("blocked_clients", &0);
+                field("blocked_clients", &shared.blocking.blocked());
             }
             "memory" => {
                 let used = engine.item_bytes + engine.index_bytes;

@@ -72,6 +72,28 @@ pub enum Cmd {
     Hincrbyfloat,
     Hrandfield,
     Hscan,
+    Lpush,
+    Rpush,
+    Lpushx,
+    Rpushx,
+    Lpop,
+    Rpop,
+    Llen,
+    Lrange,
+    Lindex,
+    Lset,
+    Linsert,
+    Lrem,
+    Ltrim,
+    Lpos,
+    Lmove,
+    Rpoplpush,
+    Lmpop,
+    Blpop,
+    Brpop,
+    Blmove,
+    Brpoplpush,
+    Blmpop,
 }
 
 /// One command's description.
@@ -101,6 +123,8 @@ const W: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "denyoom", "fast"];
 const WX: &[&str] = &["write", "fast"];
 const RO: &[&str] = &["readonly"];
+const BLOCKING: &[&str] = &["write", "noscript", "blocking"];
+const BLOCKING_MOVE: &[&str] = &["write", "denyoom", "noscript", "blocking"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"];
 
 macro_rules! spec {
@@ -122,7 +146,7 @@ macro_rules! spec {
 }
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 67] = [
+pub static COMMANDS: [Spec; 89] = [
     spec!(Get, "get", 2, R, (1, 1, 1), "string", "1.0.0", "Get the value of a key"),
     spec!(Set, "set", -3, W, (1, 1, 1), "string", "1.0.0", "Set the string value of a key"),
     spec!(Mget, "mget", -2, R, (1, -1, 1), "string", "1.0.0", "Get the values of all the given keys"),
@@ -450,6 +474,109 @@ pub static COMMANDS: [Spec; 67] = [
         "hash",
         "2.8.0",
         "Incrementally iterate hash fields and associated values"
+    ),
+    spec!(Lpush, "lpush", -3, WF, (1, 1, 1), "list", "1.0.0", "Prepend one or multiple elements to a list"),
+    spec!(Rpush, "rpush", -3, WF, (1, 1, 1), "list", "1.0.0", "Append one or multiple elements to a list"),
+    spec!(
+        Lpushx,
+        "lpushx",
+        -3,
+        WF,
+        (1, 1, 1),
+        "list",
+        "2.2.0",
+        "Prepend an element to a list, only if the list exists"
+    ),
+    spec!(Rpushx, "rpushx", -3, WF, (1, 1, 1), "list", "2.2.0", "Append an element to a list, only if the list exists"),
+    spec!(Lpop, "lpop", -2, WX, (1, 1, 1), "list", "1.0.0", "Remove and get the first elements in a list"),
+    spec!(Rpop, "rpop", -2, WX, (1, 1, 1), "list", "1.0.0", "Remove and get the last elements in a list"),
+    spec!(Llen, "llen", 2, R, (1, 1, 1), "list", "1.0.0", "Get the length of a list"),
+    spec!(Lrange, "lrange", 4, RO, (1, 1, 1), "list", "1.0.0", "Get a range of elements from a list"),
+    spec!(Lindex, "lindex", 3, RO, (1, 1, 1), "list", "1.0.0", "Get an element from a list by its index"),
+    spec!(Lset, "lset", 4, W, (1, 1, 1), "list", "1.0.0", "Set the value of an element in a list by its index"),
+    spec!(
+        Linsert,
+        "linsert",
+        5,
+        W,
+        (1, 1, 1),
+        "list",
+        "2.2.0",
+        "Insert an element before or after another element in a list"
+    ),
+    spec!(Lrem, "lrem", 4, &["write"], (1, 1, 1), "list", "1.0.0", "Remove elements from a list"),
+    spec!(Ltrim, "ltrim", 4, &["write"], (1, 1, 1), "list", "1.0.0", "Trim a list to the specified range"),
+    spec!(Lpos, "lpos", -3, RO, (1, 1, 1), "list", "6.0.6", "Return the index of matching elements on a list"),
+    spec!(
+        Lmove,
+        "lmove",
+        5,
+        W,
+        (1, 2, 1),
+        "list",
+        "6.2.0",
+        "Pop an element from a list, push it to another list and return it"
+    ),
+    spec!(
+        Rpoplpush,
+        "rpoplpush",
+        3,
+        W,
+        (1, 2, 1),
+        "list",
+        "1.2.0",
+        "Remove the last element in a list, prepend it to another list and return it"
+    ),
+    spec!(Lmpop, "lmpop", -4, &["write", "movablekeys"], (0, 0, 0), "list", "7.0.0", "Pop elements from a list"),
+    spec!(
+        Blpop,
+        "blpop",
+        -3,
+        BLOCKING,
+        (1, -2, 1),
+        "list",
+        "2.0.0",
+        "Remove and get the first element in a list, or block until one is available"
+    ),
+    spec!(
+        Brpop,
+        "brpop",
+        -3,
+        BLOCKING,
+        (1, -2, 1),
+        "list",
+        "2.0.0",
+        "Remove and get the last element in a list, or block until one is available"
+    ),
+    spec!(
+        Blmove,
+        "blmove",
+        6,
+        BLOCKING_MOVE,
+        (1, 2, 1),
+        "list",
+        "6.2.0",
+        "Pop an element from a list, push it to another list and return it; or block until one is available"
+    ),
+    spec!(
+        Brpoplpush,
+        "brpoplpush",
+        4,
+        BLOCKING_MOVE,
+        (1, 2, 1),
+        "list",
+        "2.2.0",
+        "Pop an element from a list, push it to another list and return it; or block until one is available"
+    ),
+    spec!(
+        Blmpop,
+        "blmpop",
+        -5,
+        &["write", "blocking", "movablekeys"],
+        (0, 0, 0),
+        "list",
+        "7.0.0",
+        "Pop elements from a list, or block until one is available"
     ),
 ];
 

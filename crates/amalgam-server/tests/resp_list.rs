@@ -1,0 +1,550 @@
+//! Redis's list commands over RESP, black-box, byte for byte: replies,
+//! reply types (RESP2 and RESP3 nulls), error texts and their order, the
+//! compact → large crossing, and the blocking commands (wake-up by a push
+//! from another connection, FIFO order, timeouts, disconnects). Runs
+//! against amalgam by default; CI also runs it against Debian's
+//! redis-server 7 (`AMALGAM_TEST_RESP_ADDR`, see `common/mod.rs`), which
+//! proves every expectation here is Redis's own.
+mod common;
+use common::resp::*;
+use common::*;
+use std::time::Duration;
+
+const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
+const SYNTAX: &str = "-ERR syntax error\r\n";
+const NULL_ARRAY2: &str = "*-1\r\n";
+const EMPTY: &str = "*0\r\n";
+
+/// An array reply of bulk strings.
+fn bulks(items: &[&str]) -> String {
+    let mut s = format!("*{}\r\n", items.len());
+    for i in items {
+        s.push_str(&bulk(i));
+    }
+    s
+}
+
+/// LRANGE 0 -1 of `k`.
+fn all(c: &mut Resp, k: &str) -> String {
+    c.call(&["LRANGE", k, "0", "-1"])
+}
+
+/// A server whose connections land on two workers when it is amalgam
+/// (connections are dealt round-robin, so consecutive ones are on
+/// different workers): wake-ups cross threads. Redis when one is named.
+fn two_workers() -> Option<Server> {
+    resp_private(&["-t", "2"]).or_else(resp_server)
+}
+
+/// Time for a command sent on another connection to reach the server and
+/// block (a wait, not an assertion on speed).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+#[test]
+fn push_pop_len_and_null_rules() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("l");
+    assert_eq!(c.call(&["RPUSH", &k, "a", "b", "c"]), int(3));
+    assert_eq!(c.call(&["LPUSH", &k, "z", "y"]), int(5));
+    assert_eq!(all(&mut c, &k), bulks(&["y", "z", "a", "b", "c"]));
+    assert_eq!(c.call(&["LLEN", &k]), int(5));
+    assert_eq!(c.call(&["TYPE", &k]), "+list\r\n");
+    assert_eq!(c.call(&["LPUSHX", &k, "x"]), int(6));
+    assert_eq!(c.call(&["RPUSHX", &k, "d", "e"]), int(8));
+    let none = key("none");
+    assert_eq!(c.call(&["LPUSHX", &none, "x"]), int(0));
+    assert_eq!(c.call(&["RPUSHX", &none, "x"]), int(0));
+    assert_eq!(c.call(&["EXISTS", &none]), int(0));
+    assert_eq!(c.call(&["LLEN", &none]), int(0));
+    assert_eq!(c.call(&["LPOP", &k]), bulk("x"));
+    assert_eq!(c.call(&["RPOP", &k]), bulk("e"));
+    assert_eq!(c.call(&["LPOP", &k, "2"]), bulks(&["y", "z"]));
+    assert_eq!(c.call(&["RPOP", &k, "2"]), bulks(&["d", "c"]));
+    // Count 0 on an existing list: an empty array; on a missing key, with
+    // any count: the null array; without a count: the null bulk.
+    assert_eq!(c.call(&["LPOP", &k, "0"]), EMPTY);
+    assert_eq!(c.call(&["LPOP", &none, "0"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["RPOP", &none, "2"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["LPOP", &none]), NULL2);
+    assert_eq!(c.call(&["LPOP", &k, "-1"]), error("ERR value is out of range, must be positive"));
+    assert_eq!(c.call(&["LPOP", &k, "x"]), error("ERR value is out of range, must be positive"));
+    assert_eq!(c.call(&["LPOP", &k, "1", "2"]), error("ERR wrong number of arguments for 'lpop' command"));
+    assert_eq!(c.call(&["LPUSH", &k]), error("ERR wrong number of arguments for 'lpush' command"));
+    // A count past the length pops everything, and the key goes.
+    assert_eq!(c.call(&["LPOP", &k, "100"]), bulks(&["a", "b"]));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    // RESP3 nulls.
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(c.call(&["LPOP", &none]), NULL3);
+    assert_eq!(c.call(&["LPOP", &none, "2"]), NULL3);
+    assert_eq!(c.call(&["LINDEX", &none, "0"]), NULL3);
+    assert_eq!(c.call(&["LPOS", &none, "a"]), NULL3);
+    assert_eq!(c.call(&["LMPOP", "1", &none, "LEFT"]), NULL3);
+    assert_eq!(c.call(&["RPUSH", &k, "a"]), int(1));
+    assert_eq!(c.call(&["LPOP", &k, "0"]), EMPTY);
+    assert_eq!(c.call(&["LINDEX", &k, "5"]), NULL3);
+}
+
+#[test]
+fn range_index_set_insert() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("l");
+    let none = key("none");
+    assert_eq!(c.call(&["RPUSH", &k, "a", "b", "c", "d"]), int(4));
+    assert_eq!(c.call(&["LRANGE", &k, "1", "2"]), bulks(&["b", "c"]));
+    assert_eq!(c.call(&["LRANGE", &k, "-2", "100"]), bulks(&["c", "d"]));
+    assert_eq!(c.call(&["LRANGE", &k, "-100", "0"]), bulks(&["a"]));
+    assert_eq!(c.call(&["LRANGE", &k, "3", "1"]), EMPTY);
+    assert_eq!(c.call(&["LRANGE", &k, "5", "10"]), EMPTY);
+    assert_eq!(c.call(&["LRANGE", &none, "0", "-1"]), EMPTY);
+    // Arguments are parsed before the key is looked up.
+    assert_eq!(c.call(&["LRANGE", &none, "x", "1"]), NOT_INT);
+    assert_eq!(c.call(&["LINDEX", &k, "0"]), bulk("a"));
+    assert_eq!(c.call(&["LINDEX", &k, "-1"]), bulk("d"));
+    assert_eq!(c.call(&["LINDEX", &k, "4"]), NULL2);
+    assert_eq!(c.call(&["LINDEX", &k, "x"]), NOT_INT);
+    // ... but LINDEX looks the key up first.
+    assert_eq!(c.call(&["LINDEX", &none, "x"]), NULL2);
+    assert_eq!(c.call(&["LSET", &k, "1", "B"]), OK);
+    assert_eq!(c.call(&["LSET", &k, "-1", "D"]), OK);
+    assert_eq!(c.call(&["LSET", &k, "4", "x"]), error("ERR index out of range"));
+    assert_eq!(c.call(&["LSET", &k, "-5", "x"]), error("ERR index out of range"));
+    assert_eq!(c.call(&["LSET", &k, "x", "x"]), NOT_INT);
+    assert_eq!(c.call(&["LSET", &none, "0", "x"]), error("ERR no such key"));
+    assert_eq!(c.call(&["LSET", &none, "x", "x"]), error("ERR no such key"));
+    assert_eq!(all(&mut c, &k), bulks(&["a", "B", "c", "D"]));
+    assert_eq!(c.call(&["LINSERT", &k, "BEFORE", "c", "x"]), int(5));
+    assert_eq!(c.call(&["LINSERT", &k, "after", "D", "y"]), int(6));
+    assert_eq!(c.call(&["LINSERT", &k, "before", "zz", "y"]), int(-1));
+    assert_eq!(c.call(&["LINSERT", &k, "middle", "c", "y"]), SYNTAX);
+    assert_eq!(c.call(&["LINSERT", &none, "before", "a", "b"]), int(0));
+    assert_eq!(c.call(&["LINSERT", &none, "middle", "a", "b"]), SYNTAX);
+    assert_eq!(c.call(&["EXISTS", &none]), int(0));
+    assert_eq!(all(&mut c, &k), bulks(&["a", "B", "x", "c", "D", "y"]));
+}
+
+#[test]
+fn rem_trim_and_emptied_lists_go() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("l");
+    let none = key("none");
+    assert_eq!(c.call(&["RPUSH", &k, "a", "b", "a", "c", "a"]), int(5));
+    assert_eq!(c.call(&["LREM", &k, "-1", "a"]), int(1));
+    assert_eq!(all(&mut c, &k), bulks(&["a", "b", "a", "c"]));
+    assert_eq!(c.call(&["LREM", &k, "1", "a"]), int(1));
+    assert_eq!(c.call(&["LREM", &k, "0", "zz"]), int(0));
+    assert_eq!(c.call(&["LREM", &k, "x", "a"]), NOT_INT);
+    assert_eq!(c.call(&["LREM", &none, "0", "a"]), int(0));
+    assert_eq!(all(&mut c, &k), bulks(&["b", "a", "c"]));
+    assert_eq!(c.call(&["LTRIM", &k, "1", "-1"]), OK);
+    assert_eq!(all(&mut c, &k), bulks(&["a", "c"]));
+    assert_eq!(c.call(&["LTRIM", &k, "x", "1"]), NOT_INT);
+    assert_eq!(c.call(&["LTRIM", &none, "0", "1"]), OK);
+    assert_eq!(c.call(&["LTRIM", &k, "5", "10"]), OK);
+    assert_eq!(c.call(&["EXISTS", &k]), int(0), "an empty range empties the list: the key goes");
+    // Every way of emptying a list deletes the key.
+    assert_eq!(c.call(&["RPUSH", &k, "a", "a"]), int(2));
+    assert_eq!(c.call(&["LREM", &k, "0", "a"]), int(2));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    assert_eq!(c.call(&["RPUSH", &k, "a"]), int(1));
+    assert_eq!(c.call(&["RPOP", &k]), bulk("a"));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    assert_eq!(c.call(&["RPUSH", &k, "a"]), int(1));
+    assert_eq!(c.call(&["LMPOP", "1", &k, "RIGHT"]), format!("*2\r\n{}{}", bulk(&k), bulks(&["a"])));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    let d = key("d");
+    assert_eq!(c.call(&["RPUSH", &k, "a"]), int(1));
+    assert_eq!(c.call(&["LMOVE", &k, &d, "LEFT", "LEFT"]), bulk("a"));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    assert_eq!(c.call(&["TYPE", &d]), "+list\r\n");
+}
+
+#[test]
+fn lpos_options_and_errors() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("l");
+    let none = key("none");
+    assert_eq!(c.call(&["RPUSH", &k, "a", "b", "c", "1", "2", "3", "c", "c"]), int(8));
+    assert_eq!(c.call(&["LPOS", &k, "c"]), int(2));
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "2"]), int(6));
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "-1"]), int(7));
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "2"]), "*2\r\n:2\r\n:6\r\n");
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "0"]), "*3\r\n:2\r\n:6\r\n:7\r\n");
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "-1", "COUNT", "2"]), "*2\r\n:7\r\n:6\r\n");
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "0", "MAXLEN", "3"]), "*1\r\n:2\r\n");
+    assert_eq!(c.call(&["LPOS", &k, "zz"]), NULL2);
+    assert_eq!(c.call(&["LPOS", &k, "zz", "COUNT", "2"]), EMPTY);
+    assert_eq!(c.call(&["LPOS", &none, "a"]), NULL2);
+    assert_eq!(c.call(&["LPOS", &none, "a", "COUNT", "0"]), EMPTY);
+    let rank0 = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "0"]), error(rank0));
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "x"]), NOT_INT);
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "-1"]), error("ERR COUNT can't be negative"));
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "x"]), error("ERR COUNT can't be negative"));
+    assert_eq!(c.call(&["LPOS", &k, "c", "MAXLEN", "-1"]), error("ERR MAXLEN can't be negative"));
+    assert_eq!(c.call(&["LPOS", &k, "c", "MAXLEN", "x"]), error("ERR MAXLEN can't be negative"));
+    // Options are checked in the order given.
+    assert_eq!(c.call(&["LPOS", &k, "c", "COUNT", "-1", "RANK", "0"]), error("ERR COUNT can't be negative"));
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK", "0", "COUNT", "-1"]), error(rank0));
+    assert_eq!(c.call(&["LPOS", &k, "c", "FOO"]), SYNTAX);
+    assert_eq!(c.call(&["LPOS", &k, "c", "RANK"]), SYNTAX);
+    assert_eq!(c.call(&["LPOS", &none, "c", "RANK", "0"]), error(rank0));
+}
+
+#[test]
+fn lmove_rpoplpush_lmpop() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let (s, d, none, str_key) = (key("src"), key("dst"), key("none"), key("str"));
+    assert_eq!(c.call(&["SET", &str_key, "v"]), OK);
+    assert_eq!(c.call(&["RPUSH", &s, "a", "b", "c"]), int(3));
+    assert_eq!(c.call(&["LMOVE", &s, &d, "LEFT", "RIGHT"]), bulk("a"));
+    assert_eq!(c.call(&["LMOVE", &s, &d, "right", "left"]), bulk("c"));
+    assert_eq!(all(&mut c, &d), bulks(&["c", "a"]));
+    assert_eq!(c.call(&["RPOPLPUSH", &d, &s]), bulk("a"));
+    assert_eq!(all(&mut c, &s), bulks(&["a", "b"]));
+    // The same key: a rotation.
+    assert_eq!(c.call(&["LMOVE", &s, &s, "LEFT", "RIGHT"]), bulk("a"));
+    assert_eq!(all(&mut c, &s), bulks(&["b", "a"]));
+    assert_eq!(c.call(&["RPOPLPUSH", &s, &s]), bulk("a"));
+    assert_eq!(all(&mut c, &s), bulks(&["a", "b"]));
+    // Errors, in Redis's order: the ends first, then a missing source
+    // answers null whatever the destination, then WRONGTYPE before any pop.
+    assert_eq!(c.call(&["LMOVE", &s, &d, "MIDDLE", "LEFT"]), SYNTAX);
+    assert_eq!(c.call(&["LMOVE", &s, &d, "LEFT", "MIDDLE"]), SYNTAX);
+    assert_eq!(c.call(&["LMOVE", &none, &str_key, "LEFT", "LEFT"]), NULL2);
+    assert_eq!(c.call(&["RPOPLPUSH", &none, &d]), NULL2);
+    assert_eq!(c.call(&["LMOVE", &s, &str_key, "LEFT", "LEFT"]), WRONGTYPE);
+    assert_eq!(c.call(&["RPOPLPUSH", &s, &str_key]), WRONGTYPE);
+    assert_eq!(c.call(&["LMOVE", &str_key, &d, "LEFT", "LEFT"]), WRONGTYPE);
+    assert_eq!(all(&mut c, &s), bulks(&["a", "b"]), "nothing popped on WRONGTYPE");
+    assert_eq!(c.call(&["GET", &str_key]), bulk("v"));
+    // LMPOP.
+    assert_eq!(c.call(&["RPUSH", &d, "x", "y", "z"]), int(4));
+    assert_eq!(c.call(&["LMPOP", "2", &none, &s, "LEFT"]), format!("*2\r\n{}{}", bulk(&s), bulks(&["a"])));
+    assert_eq!(c.call(&["LMPOP", "2", &s, &d, "RIGHT", "COUNT", "5"]), format!("*2\r\n{}{}", bulk(&s), bulks(&["b"])));
+    assert_eq!(c.call(&["LMPOP", "1", &d, "left", "count", "2"]), format!("*2\r\n{}{}", bulk(&d), bulks(&["c", "x"])));
+    assert_eq!(c.call(&["LMPOP", "1", &none, "LEFT"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["LMPOP", "2", &none, &str_key, "LEFT"]), WRONGTYPE);
+    assert_eq!(c.call(&["LMPOP", "2", &str_key, &d, "LEFT"]), WRONGTYPE);
+    let numkeys = error("ERR numkeys should be greater than 0");
+    assert_eq!(c.call(&["LMPOP", "0", &d, "LEFT"]), numkeys);
+    assert_eq!(c.call(&["LMPOP", "-1", &d, "LEFT"]), numkeys);
+    assert_eq!(c.call(&["LMPOP", "x", &d, "LEFT"]), numkeys);
+    assert_eq!(c.call(&["LMPOP", "2", &d, "LEFT"]), SYNTAX);
+    assert_eq!(c.call(&["LMPOP", "99999999999", &d, "LEFT"]), SYNTAX);
+    assert_eq!(c.call(&["LMPOP", "1", &d, "MIDDLE"]), SYNTAX);
+    assert_eq!(c.call(&["LMPOP", "1", &d, "LEFT", "COUNT"]), SYNTAX);
+    assert_eq!(c.call(&["LMPOP", "1", &d, "LEFT", "FOO", "1"]), SYNTAX);
+    assert_eq!(c.call(&["LMPOP", "1", &d, "LEFT", "COUNT", "1", "COUNT", "1"]), SYNTAX);
+    let count = error("ERR count should be greater than 0");
+    assert_eq!(c.call(&["LMPOP", "1", &d, "LEFT", "COUNT", "0"]), count);
+    assert_eq!(c.call(&["LMPOP", "1", &d, "LEFT", "COUNT", "x"]), count);
+    assert_eq!(c.call(&["LMPOP", "1", &d]), error("ERR wrong number of arguments for 'lmpop' command"));
+    assert_eq!(all(&mut c, &d), bulks(&["y", "z"]));
+}
+
+#[test]
+fn wrongtype_against_a_string() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let s = key("str");
+    let l = key("list");
+    assert_eq!(c.call(&["SET", &s, "v"]), OK);
+    assert_eq!(c.call(&["RPUSH", &l, "a"]), int(1));
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["LPUSH", &s, "a"],
+        vec!["RPUSH", &s, "a"],
+        vec!["LPUSHX", &s, "a"],
+        vec!["RPUSHX", &s, "a"],
+        vec!["LPOP", &s],
+        vec!["RPOP", &s, "2"],
+        vec!["LLEN", &s],
+        vec!["LRANGE", &s, "0", "-1"],
+        vec!["LINDEX", &s, "0"],
+        vec!["LSET", &s, "0", "x"],
+        vec!["LINSERT", &s, "BEFORE", "a", "b"],
+        vec!["LREM", &s, "0", "a"],
+        vec!["LTRIM", &s, "0", "1"],
+        vec!["LPOS", &s, "a"],
+        vec!["LMOVE", &s, &l, "LEFT", "LEFT"],
+        vec!["RPOPLPUSH", &l, &s],
+        vec!["LMPOP", "1", &s, "LEFT"],
+        vec!["BLPOP", &s, "0"],
+        vec!["BRPOP", &s, "0"],
+        vec!["BLMOVE", &s, &l, "LEFT", "LEFT", "0"],
+        vec!["BRPOPLPUSH", &l, &s, "0"],
+        vec!["BLMPOP", "0", "1", &s, "LEFT"],
+    ];
+    for args in &calls {
+        assert_eq!(c.call(args), WRONGTYPE, "{args:?}");
+    }
+    assert_eq!(c.call(&["GET", &s]), bulk("v"));
+    assert_eq!(all(&mut c, &l), bulks(&["a"]));
+}
+
+/// 200 elements of 100 bytes: 20 KB, past the 8 KiB listpack bound
+/// (`list-max-listpack-size -2`), so the list is large (chunked), built
+/// one push at a time (crossing once) and checked by every command.
+#[test]
+fn a_large_list() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("big");
+    let elem = |i: usize| format!("{i:05}{}", "x".repeat(95));
+    for i in 0..200 {
+        assert_eq!(c.call(&["RPUSH", &k, &elem(i)]), int(i as i64 + 1));
+    }
+    let want: Vec<String> = (0..200).map(elem).collect();
+    let refs: Vec<&str> = want.iter().map(String::as_str).collect();
+    assert_eq!(all(&mut c, &k), bulks(&refs));
+    assert_eq!(c.call(&["LLEN", &k]), int(200));
+    assert_eq!(c.call(&["LINDEX", &k, "150"]), bulk(&elem(150)));
+    assert_eq!(c.call(&["LINDEX", &k, "-1"]), bulk(&elem(199)));
+    assert_eq!(c.call(&["LRANGE", &k, "98", "101"]), bulks(&refs[98..102]));
+    assert_eq!(c.call(&["LPOS", &k, &elem(120)]), int(120));
+    assert_eq!(c.call(&["LPOS", &k, &elem(120), "RANK", "-1"]), int(120));
+    assert_eq!(c.call(&["LSET", &k, "100", "mid"]), OK);
+    assert_eq!(c.call(&["LINSERT", &k, "AFTER", "mid", "after"]), int(201));
+    assert_eq!(c.call(&["LRANGE", &k, "99", "102"]), bulks(&[refs[99], "mid", "after", refs[101]]));
+    assert_eq!(c.call(&["LREM", &k, "0", "after"]), int(1));
+    assert_eq!(c.call(&["LPUSH", &k, "head"]), int(201));
+    assert_eq!(c.call(&["LPOP", &k]), bulk("head"));
+    assert_eq!(c.call(&["RPOP", &k, "2"]), bulks(&[refs[199], refs[198]]));
+    assert_eq!(c.call(&["LMOVE", &k, &k, "RIGHT", "LEFT"]), bulk(&elem(197)));
+    assert_eq!(c.call(&["LINDEX", &k, "0"]), bulk(&elem(197)));
+    assert_eq!(c.call(&["LTRIM", &k, "1", "50"]), OK);
+    assert_eq!(c.call(&["LLEN", &k]), int(50));
+    assert_eq!(all(&mut c, &k), bulks(&refs[0..50]));
+    // Emptied, it goes like a small one.
+    let r = c.call(&["LPOP", &k, "50"]);
+    assert_eq!(r, bulks(&refs[0..50]));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    // One big push (a large list at once), moved element by element.
+    let d = key("bigdst");
+    let mut args = vec!["RPUSH", &k];
+    args.extend(refs.iter().copied());
+    assert_eq!(c.call(&args), int(200));
+    for i in 0..200 {
+        assert_eq!(c.call(&["RPOPLPUSH", &k, &d]), bulk(&elem(199 - i)));
+    }
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    assert_eq!(all(&mut c, &d), bulks(&refs));
+}
+
+#[test]
+fn timeouts_and_their_errors() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let (none, d) = (key("none"), key("d"));
+    assert_eq!(c.call(&["BLPOP", &none, "0.1"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["BRPOP", &none, &d, "0.1"]), NULL_ARRAY2);
+    // Redis 7.0 answers a null *array* for BLMOVE's timeout too.
+    assert_eq!(c.call(&["BLMOVE", &none, &d, "LEFT", "LEFT", "0.1"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["BRPOPLPUSH", &none, &d, "0.1"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["BLMPOP", "0.1", "1", &none, "LEFT"]), NULL_ARRAY2);
+    // 0.0009 s rounds up to 1 ms (not 0, which would wait forever).
+    assert_eq!(c.call(&["BLPOP", &none, "0.0009"]), NULL_ARRAY2);
+    assert_eq!(c.call(&["BLPOP", &none, "0x1p-4"]), NULL_ARRAY2);
+    let not_float = error("ERR timeout is not a float or out of range");
+    let negative = error("ERR timeout is negative");
+    assert_eq!(c.call(&["BLPOP", &none, "x"]), not_float);
+    assert_eq!(c.call(&["BLPOP", &none, "0.1x"]), not_float);
+    assert_eq!(c.call(&["BLPOP", &none, "nan"]), not_float);
+    assert_eq!(c.call(&["BLPOP", &none, "1e5000"]), not_float);
+    assert_eq!(c.call(&["BLPOP", &none, "-1"]), negative);
+    assert_eq!(c.call(&["BLPOP", &none, "inf"]), negative);
+    assert_eq!(c.call(&["BLPOP", &none, "1e300"]), negative);
+    assert_eq!(c.call(&["BLPOP", &none, "9223372036854775.808"]), negative);
+    assert_eq!(c.call(&["BLMOVE", &none, &d, "MIDDLE", "LEFT", "x"]), SYNTAX);
+    assert_eq!(c.call(&["BLMOVE", &none, &d, "LEFT", "LEFT", "x"]), not_float);
+    assert_eq!(c.call(&["BRPOPLPUSH", &none, &d, "-1"]), negative);
+    // BLMPOP: numkeys, the end and COUNT come before the timeout.
+    assert_eq!(c.call(&["BLMPOP", "x", "0", &none, "LEFT"]), error("ERR numkeys should be greater than 0"));
+    assert_eq!(c.call(&["BLMPOP", "x", "1", &none, "MIDDLE"]), SYNTAX);
+    assert_eq!(
+        c.call(&["BLMPOP", "-1", "1", &none, "LEFT", "COUNT", "0"]),
+        error("ERR count should be greater than 0")
+    );
+    assert_eq!(c.call(&["BLMPOP", "x", "1", &none, "LEFT"]), not_float);
+    assert_eq!(c.call(&["BLMPOP", "-1", "1", &none, "LEFT"]), negative);
+    // Elements present: served at once, like the non-blocking commands.
+    assert_eq!(c.call(&["RPUSH", &d, "a", "b", "c", "e"]), int(4));
+    assert_eq!(c.call(&["BLPOP", &none, &d, "0"]), bulks(&[&d, "a"]));
+    assert_eq!(c.call(&["BRPOP", &d, "0"]), bulks(&[&d, "e"]));
+    assert_eq!(
+        c.call(&["BLMPOP", "0", "2", &none, &d, "RIGHT", "COUNT", "5"]),
+        format!("*2\r\n{}{}", bulk(&d), bulks(&["c", "b"]))
+    );
+    assert_eq!(c.call(&["EXISTS", &d]), int(0));
+    // RESP3: the timeout's null is `_`.
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(c.call(&["BLPOP", &none, "0.1"]), NULL3);
+    assert_eq!(c.call(&["BLMOVE", &none, &d, "LEFT", "LEFT", "0.1"]), NULL3);
+}
+
+#[test]
+fn blpop_is_woken_by_a_push_from_another_connection() {
+    let Some(server) = two_workers() else { return };
+    let k = key("q");
+    let mut waiter = Resp::new(&server);
+    let mut pusher = Resp::new(&server);
+    waiter.send(&["BLPOP", &k, "0"]);
+    settle();
+    assert!(waiter.silent(), "blocked until a push");
+    assert_eq!(pusher.call(&["RPUSH", &k, "v"]), int(1));
+    assert_eq!(waiter.reply(), bulks(&[&k, "v"]));
+    assert_eq!(pusher.call(&["EXISTS", &k]), int(0), "the element went to the blocked client");
+    // BRPOP on several keys, woken by the second.
+    let k2 = key("q2");
+    waiter.send(&["BRPOP", &k, &k2, "0"]);
+    settle();
+    assert_eq!(pusher.call(&["LPUSH", &k2, "a", "b"]), int(2));
+    assert_eq!(waiter.reply(), bulks(&[&k2, "a"]));
+    assert_eq!(all(&mut pusher, &k2), bulks(&["b"]));
+    // BLMOVE, woken, moves the element and answers it.
+    let d = key("d");
+    waiter.send(&["BLMOVE", &k, &d, "RIGHT", "LEFT", "0"]);
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "m"]), int(1));
+    assert_eq!(waiter.reply(), bulk("m"));
+    assert_eq!(all(&mut pusher, &d), bulks(&["m"]));
+    assert_eq!(pusher.call(&["EXISTS", &k]), int(0));
+    // BRPOPLPUSH likewise; BLMPOP with a count takes what is there.
+    waiter.send(&["BRPOPLPUSH", &k, &d, "0"]);
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "n"]), int(1));
+    assert_eq!(waiter.reply(), bulk("n"));
+    assert_eq!(all(&mut pusher, &d), bulks(&["n", "m"]));
+    waiter.send(&["BLMPOP", "0", "2", &k, &k2, "LEFT", "COUNT", "10"]);
+    settle();
+    // k2 still holds "b": served at once.
+    assert_eq!(waiter.reply(), format!("*2\r\n{}{}", bulk(&k2), bulks(&["b"])));
+    waiter.send(&["BLMPOP", "0", "2", &k, &k2, "LEFT", "COUNT", "10"]);
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "1", "2", "3"]), int(3));
+    assert_eq!(waiter.reply(), format!("*2\r\n{}{}", bulk(&k), bulks(&["1", "2", "3"])));
+    // A push that LMOVE makes wakes too.
+    waiter.send(&["BLPOP", &k, "0"]);
+    settle();
+    assert_eq!(pusher.call(&["LMOVE", &d, &k, "LEFT", "LEFT"]), bulk("n"));
+    assert_eq!(waiter.reply(), bulks(&[&k, "n"]));
+}
+
+#[test]
+fn blocked_clients_are_served_first_come_first_served() {
+    let Some(server) = two_workers() else { return };
+    let k = key("fifo");
+    let mut first = Resp::new(&server);
+    let mut second = Resp::new(&server);
+    let mut third = Resp::new(&server);
+    let mut pusher = Resp::new(&server);
+    first.send(&["BLPOP", &k, "0"]);
+    settle();
+    second.send(&["BLPOP", &k, "0"]);
+    settle();
+    third.send(&["BRPOP", &k, "0"]);
+    settle();
+    // One element: the first blocked gets it, the others stay blocked.
+    assert_eq!(pusher.call(&["RPUSH", &k, "1"]), int(1));
+    assert_eq!(first.reply(), bulks(&[&k, "1"]));
+    assert!(second.silent() && third.silent());
+    // Two at once: one each, in order.
+    assert_eq!(pusher.call(&["RPUSH", &k, "2", "3"]), int(2));
+    assert_eq!(second.reply(), bulks(&[&k, "2"]));
+    assert_eq!(third.reply(), bulks(&[&k, "3"]));
+    assert_eq!(pusher.call(&["EXISTS", &k]), int(0));
+    // Several elements for several blocked clients: one each, in order,
+    // the rest stays.
+    first.send(&["BLPOP", &k, "0"]);
+    settle();
+    second.send(&["BLPOP", &k, "0"]);
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "a", "b", "c"]), int(3));
+    assert_eq!(first.reply(), bulks(&[&k, "a"]));
+    assert_eq!(second.reply(), bulks(&[&k, "b"]));
+    assert_eq!(all(&mut pusher, &k), bulks(&["c"]));
+}
+
+#[test]
+fn a_blocked_client_that_disconnects_takes_nothing() {
+    let Some(server) = two_workers() else { return };
+    let k = key("gone");
+    let mut pusher = Resp::new(&server);
+    {
+        let mut waiter = Resp::new(&server);
+        waiter.send(&["BLPOP", &k, "0"]);
+        settle();
+        waiter.s.shutdown(std::net::Shutdown::Both).unwrap();
+    }
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "kept"]), int(1));
+    settle();
+    assert_eq!(all(&mut pusher, &k), bulks(&["kept"]));
+    // A client blocked behind a departed one is still served.
+    let mut later = Resp::new(&server);
+    let mut gone = Resp::new(&server);
+    assert_eq!(pusher.call(&["DEL", &k]), int(1));
+    gone.send(&["BLPOP", &k, "0"]);
+    settle();
+    later.send(&["BLPOP", &k, "0"]);
+    settle();
+    gone.s.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(gone);
+    settle();
+    assert_eq!(pusher.call(&["RPUSH", &k, "x"]), int(1));
+    assert_eq!(later.reply(), bulks(&[&k, "x"]));
+}
+
+#[test]
+fn commands_pipelined_behind_a_blocked_one_wait() {
+    let Some(server) = two_workers() else { return };
+    let k = key("pipe");
+    let mut c = Resp::new(&server);
+    let mut pusher = Resp::new(&server);
+    let mut bytes = encode(&[b"BLPOP", k.as_bytes(), b"0"]);
+    bytes.extend_from_slice(&encode(&[b"PING"]));
+    bytes.extend_from_slice(&encode(&[b"LLEN", k.as_bytes()]));
+    c.send_raw(&bytes);
+    settle();
+    assert!(c.silent(), "nothing answered while blocked, not even PING");
+    assert_eq!(pusher.call(&["RPUSH", &k, "a", "b"]), int(2));
+    assert_eq!(c.reply(), bulks(&[&k, "a"]));
+    assert_eq!(c.reply(), "+PONG\r\n");
+    assert_eq!(c.reply(), int(1));
+}
+
+/// Amalgam only (the counter is server-wide, and Redis's may count other
+/// tests' clients): INFO's blocked_clients follows blocking, timeouts and
+/// disconnects, so no client is left registered.
+#[test]
+fn blocked_clients_are_counted_and_released() {
+    let Some(server) = resp_private(&["-t", "2"]) else { return };
+    let mut admin = Resp::new(&server);
+    let blocked = |admin: &mut Resp| -> String {
+        let info = admin.call(&["INFO", "clients"]);
+        info.lines().find(|l| l.starts_with("blocked_clients:")).unwrap_or_default().to_string()
+    };
+    let k = key("count");
+    let mut a = Resp::new(&server);
+    let mut b = Resp::new(&server);
+    a.send(&["BLPOP", &k, "0"]);
+    b.send(&["BLPOP", &k, "0.3"]);
+    settle();
+    assert_eq!(blocked(&mut admin), "blocked_clients:2");
+    assert_eq!(b.reply(), NULL_ARRAY2);
+    assert_eq!(blocked(&mut admin), "blocked_clients:1");
+    a.s.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(a);
+    settle();
+    assert_eq!(blocked(&mut admin), "blocked_clients:0");
+    assert_eq!(admin.call(&["RPUSH", &k, "v"]), int(1));
+    assert_eq!(admin.call(&["LLEN", &k]), int(1));
+}
