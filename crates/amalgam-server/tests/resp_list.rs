@@ -548,3 +548,85 @@ fn blocked_clients_are_counted_and_released() {
     assert_eq!(admin.call(&["RPUSH", &k, "v"]), int(1));
     assert_eq!(admin.call(&["LLEN", &k]), int(1));
 }
+
+/// Many blocked clients and two pushers on different connections (on
+/// amalgam: different workers), racing: every element pushed is received
+/// by exactly one client (none lost — a lost wake-up would leave a client
+/// blocked and its read timing out — and none duplicated), and what the
+/// BRPOPLPUSH clients received is exactly what their destination holds.
+#[test]
+fn racing_pushers_and_blocked_clients_lose_and_duplicate_nothing() {
+    const WAITERS: usize = 6;
+    const POPS_EACH: usize = 40;
+    const PUSHERS: usize = 2;
+    let Some(server) = two_workers() else { return };
+    let server = std::sync::Arc::new(server);
+    let (k, d) = (key("race"), key("race_dst"));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|w| {
+            let (server, k, d) = (std::sync::Arc::clone(&server), k.clone(), d.clone());
+            std::thread::spawn(move || {
+                let mut c = Resp::new(&server);
+                let mut got = Vec::new();
+                for _ in 0..POPS_EACH {
+                    if w % 2 == 0 {
+                        let r = c.call(&["BLPOP", &k, "0"]);
+                        let want = format!("*2\r\n{}", bulk(&k));
+                        let v = r.strip_prefix(&want).unwrap_or_else(|| panic!("BLPOP: {r:?}"));
+                        got.push((false, v.to_string()));
+                    } else {
+                        let r = c.call(&["BRPOPLPUSH", &k, &d, "0"]);
+                        assert!(r.starts_with('$') && r != NULL2, "BRPOPLPUSH: {r:?}");
+                        got.push((true, r));
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let per_pusher = WAITERS * POPS_EACH / PUSHERS;
+    let pushers: Vec<_> = (0..PUSHERS)
+        .map(|p| {
+            let (server, k) = (std::sync::Arc::clone(&server), k.clone());
+            std::thread::spawn(move || {
+                let mut c = Resp::new(&server);
+                let mut i = 0;
+                // One, two or three elements per push.
+                while i < per_pusher {
+                    let n = (1 + i % 3).min(per_pusher - i);
+                    let elems: Vec<String> = (i..i + n).map(|j| format!("p{p}-{j}")).collect();
+                    let mut args = vec!["RPUSH", k.as_str()];
+                    args.extend(elems.iter().map(String::as_str));
+                    let r = c.call(&args);
+                    assert!(r.starts_with(':'), "RPUSH: {r:?}");
+                    i += n;
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.join().unwrap();
+    }
+    let mut received = Vec::new();
+    let mut moved = Vec::new();
+    for w in waiters {
+        for (to_dst, v) in w.join().unwrap() {
+            if to_dst {
+                moved.push(v.clone());
+            }
+            received.push(v);
+        }
+    }
+    let mut want: Vec<String> =
+        (0..PUSHERS).flat_map(|p| (0..per_pusher).map(move |j| bulk(&format!("p{p}-{j}")))).collect();
+    want.sort();
+    received.sort();
+    assert_eq!(received, want);
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    assert_eq!(c.call(&["LLEN", &d]), int(moved.len() as i64));
+    let dst = all(&mut c, &d);
+    for v in &moved {
+        assert!(dst.contains(v.as_str()), "{v:?} not in the destination");
+    }
+}
