@@ -30,6 +30,14 @@
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.
 //!
+//! ## Blocked RESP clients (`resp/blocking.rs`)
+//! A client in BLPOP and friends stays on its worker, costing nothing: its
+//! connection waits in the event loop, its pipelined commands unparsed. A push
+//! on any worker wakes the first client blocked on the key through that
+//! client's worker's mailbox and `Waker` (the same waker as the acceptor's
+//! hand-off); the client pops for itself there. Deadlines live in a per-worker
+//! min-heap that bounds `epoll_wait`'s timeout.
+//!
 //! ## Bounds (every one named in `worker.rs` or the protocol crate)
 //! A command line without `\n` past 2048 bytes (1 MiB for multi-gets), a
 //! data block larger than `-I`, and more than `-c` connections are each
