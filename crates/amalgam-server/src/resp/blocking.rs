@@ -75,7 +75,8 @@
 
 use super::list::{self, End, Moved};
 use super::table::Cmd;
-use super::{typed, Arg, Ctx, Session};
+use super::typed::{self, Access};
+use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array, Limits};
@@ -325,7 +326,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
         }
         match op {
             Op::Pop { end, count } => match list::pop(ctx, k, *end, count.unwrap_or(1)) {
-                Ok(typed::Access::Done(elems)) if !elems.is_empty() => {
+                Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
                         Some(_) => list::reply_key_elements(k, &elems, out),
                         None => {
@@ -336,12 +337,12 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                     }
                     return Try::Served;
                 }
-                Ok(typed::Access::Done(_)) | Ok(typed::Access::Absent) => {}
-                Ok(typed::Access::WrongType) if first => {
+                Ok(Access::Done(_)) | Ok(Access::Absent) => {}
+                Ok(Access::WrongType) if first => {
                     push_error(out, typed::WRONGTYPE.as_bytes());
                     return Try::Served;
                 }
-                Ok(typed::Access::WrongType) => {}
+                Ok(Access::WrongType) => {}
                 Err(e) => {
                     super::strings::engine_error(e, out);
                     return Try::Served;
@@ -368,8 +369,6 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
     }
     Try::Wait
 }
-
-use typed::Access;
 
 /// Whether `key` is a list, missing, or another kind.
 fn read_kind(ctx: &Ctx<'_>, key: &[u8]) -> Access<()> {
