@@ -630,3 +630,23 @@ fn racing_pushers_and_blocked_clients_lose_and_duplicate_nothing() {
         assert!(dst.contains(v.as_str()), "{v:?} not in the destination");
     }
 }
+
+/// A BLMOVE client whose destination became another kind while it was
+/// blocked: woken by the push, it is answered WRONGTYPE and unblocked, and
+/// the element stays in the source (Redis 7.0 does the same).
+#[test]
+fn blmove_woken_onto_a_wrong_type_destination_takes_nothing() {
+    let Some(server) = two_workers() else { return };
+    let (s, d) = (key("s"), key("d"));
+    let mut waiter = Resp::new(&server);
+    let mut other = Resp::new(&server);
+    waiter.send(&["BLMOVE", &s, &d, "LEFT", "LEFT", "0"]);
+    settle();
+    assert_eq!(other.call(&["SET", &d, "str"]), OK);
+    assert_eq!(other.call(&["RPUSH", &s, "x"]), int(1));
+    assert_eq!(waiter.reply(), WRONGTYPE);
+    assert_eq!(all(&mut other, &s), bulks(&["x"]));
+    assert_eq!(other.call(&["GET", &d]), bulk("str"));
+    // The connection runs again.
+    assert_eq!(waiter.call(&["PING"]), "+PONG\r\n");
+}
