@@ -479,3 +479,61 @@ pub fn is_blocked(session: &Session) -> bool {
 pub fn is_waiting(session: &Session, seq: u64) -> bool {
     session.blocked.as_ref().is_some_and(|b| b.ticket.seq == seq)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(r: &Registry, worker: usize, token: usize) -> Arc<Ticket> {
+        let seq = r.next_seq.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Ticket { worker, token, seq, notified: AtomicBool::new(false) })
+    }
+
+    #[test]
+    fn queues_are_fifo_and_a_signal_wakes_the_head_once() {
+        let r = Registry::new(2);
+        let (k, j) = (b"k".to_vec(), b"j".to_vec());
+        let only_k = vec![k.clone()];
+        assert_eq!(r.vacant(&only_k), [true]);
+        let t1 = ticket(&r, 0, 5);
+        let t2 = ticket(&r, 1, 7);
+        r.register(&t1, &only_k);
+        r.register(&t2, &[j.clone(), k.clone()]);
+        assert_eq!(r.blocked(), 2);
+        assert_eq!(r.vacant(&[k.clone(), j.clone(), b"x".to_vec()]), [false, false, true]);
+        assert_eq!(r.heads(&t1, &only_k), [true]);
+        assert_eq!(r.heads(&t2, &[j.clone(), k.clone()]), [true, false]);
+        // Two pushes before the worker looks: one wake-up.
+        r.signal(&k);
+        r.signal(&k);
+        assert_eq!(r.take_wakes(0), [(5, t1.seq)]);
+        assert!(r.take_wakes(1).is_empty());
+        // Cleared by the woken client, a new push posts again.
+        t1.notified.store(false, Ordering::Release);
+        r.signal(&k);
+        assert_eq!(r.take_wakes(0), [(5, t1.seq)]);
+        // The head leaves: the next one heads and is woken.
+        r.unregister(&t1, &only_k);
+        assert_eq!(r.heads(&t2, &[j.clone(), k.clone()]), [true, true]);
+        r.signal(&k);
+        assert_eq!(r.take_wakes(1), [(7, t2.seq)]);
+        r.unregister(&t2, &[j.clone(), k.clone()]);
+        assert_eq!(r.blocked(), 0);
+        assert!(r.shards.iter().all(|s| lock(s).is_empty()), "no queue left behind");
+        r.signal(&k);
+        assert!(r.take_wakes(0).is_empty() && r.take_wakes(1).is_empty());
+    }
+
+    #[test]
+    fn timeouts_parse_as_redis() {
+        assert_eq!(parse_timeout(b"0"), Ok(None));
+        assert_eq!(parse_timeout(b"-0.0001"), Ok(None), "rounds up to 0: forever");
+        assert_eq!(parse_timeout(b"1.5"), Ok(Some(Duration::from_millis(1500))));
+        assert_eq!(parse_timeout(b"0.0009"), Ok(Some(Duration::from_millis(1))));
+        assert_eq!(parse_timeout(b"x"), Err(ERR_TIMEOUT_NOT_FLOAT));
+        assert_eq!(parse_timeout(b" 1"), Err(ERR_TIMEOUT_NOT_FLOAT));
+        assert_eq!(parse_timeout(b"nan"), Err(ERR_TIMEOUT_NOT_FLOAT));
+        assert_eq!(parse_timeout(b"-1"), Err(ERR_TIMEOUT_NEGATIVE));
+        assert_eq!(parse_timeout(b"inf"), Err(ERR_TIMEOUT_NEGATIVE));
+    }
+}
