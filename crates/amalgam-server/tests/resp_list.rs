@@ -650,3 +650,27 @@ fn blmove_woken_onto_a_wrong_type_destination_takes_nothing() {
     // The connection runs again.
     assert_eq!(waiter.call(&["PING"]), "+PONG\r\n");
 }
+
+/// A list's expiry survives the writes that change it, small or large
+/// (and the change from one form to the other).
+#[test]
+fn expiry_survives_list_writes() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("ttl");
+    assert_eq!(c.call(&["RPUSH", &k, "a", "b"]), int(2));
+    assert_eq!(c.call(&["EXPIRE", &k, "100"]), int(1));
+    assert_eq!(c.call(&["RPUSH", &k, "c"]), int(3));
+    assert_eq!(c.call(&["LPOP", &k]), bulk("a"));
+    let big = "x".repeat(1000);
+    for i in 0..12 {
+        assert_eq!(c.call(&["LPUSH", &k, &big]), int(3 + i));
+    }
+    assert_eq!(c.call(&["LSET", &k, "0", "y"]), OK);
+    assert_eq!(c.call(&["RPOP", &k]), bulk("c"));
+    let ttl = as_int(&c.call(&["TTL", &k]));
+    assert!((99..=100).contains(&ttl), "TTL {ttl}");
+    assert_eq!(c.call(&["PERSIST", &k]), int(1));
+    assert_eq!(c.call(&["LPUSH", &k, "z"]), int(14));
+    assert_eq!(c.call(&["TTL", &k]), int(-1));
+}
