@@ -674,3 +674,63 @@ fn expiry_survives_list_writes() {
     assert_eq!(c.call(&["LPUSH", &k, "z"]), int(14));
     assert_eq!(c.call(&["TTL", &k]), int(-1));
 }
+
+/// COMMAND INFO's name, arity, flags, key positions and ACL categories
+/// (the fields before the tips and key specs) are Redis 7.0's.
+#[test]
+fn command_info_of_list_commands() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let head = |name: &str, arity: i64, flags: &[&str], keys: (i64, i64, i64), cats: &[&str]| {
+        let mut s = format!("*1\r\n*10\r\n{}{}*{}\r\n", bulk(name), int(arity), flags.len());
+        for f in flags {
+            s.push_str(&format!("+{f}\r\n"));
+        }
+        s.push_str(&format!("{}{}{}*{}\r\n", int(keys.0), int(keys.1), int(keys.2), cats.len()));
+        for cat in cats {
+            s.push_str(&format!("+{cat}\r\n"));
+        }
+        s
+    };
+    let cases = [
+        ("lpush", head("lpush", -3, &["write", "denyoom", "fast"], (1, 1, 1), &["@write", "@list", "@fast"])),
+        ("lpop", head("lpop", -2, &["write", "fast"], (1, 1, 1), &["@write", "@list", "@fast"])),
+        ("lrange", head("lrange", 4, &["readonly"], (1, 1, 1), &["@read", "@list", "@slow"])),
+        ("rpoplpush", head("rpoplpush", 3, &["write", "denyoom"], (1, 2, 1), &["@write", "@list", "@slow"])),
+        ("lmpop", head("lmpop", -4, &["write", "movablekeys"], (0, 0, 0), &["@write", "@list", "@slow"])),
+        (
+            "blpop",
+            head(
+                "blpop",
+                -3,
+                &["write", "noscript", "blocking"],
+                (1, -2, 1),
+                &["@write", "@list", "@slow", "@blocking"],
+            ),
+        ),
+        (
+            "blmove",
+            head(
+                "blmove",
+                6,
+                &["write", "denyoom", "noscript", "blocking"],
+                (1, 2, 1),
+                &["@write", "@list", "@slow", "@blocking"],
+            ),
+        ),
+        (
+            "blmpop",
+            head(
+                "blmpop",
+                -5,
+                &["write", "blocking", "movablekeys"],
+                (0, 0, 0),
+                &["@write", "@list", "@slow", "@blocking"],
+            ),
+        ),
+    ];
+    for (name, want) in cases {
+        let got = c.call(&["COMMAND", "INFO", name]);
+        assert!(got.starts_with(&want), "{name}:\n got: {got:?}\nwant: {want:?}…");
+    }
+}
