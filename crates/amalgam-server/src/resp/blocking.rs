@@ -6,7 +6,9 @@
 //! `*-1` in RESP2, `_` in RESP3 — BLMOVE too). Clients blocked on a key
 //! are served in the order they blocked (first blocked, first served). A
 //! blocked connection costs no CPU and executes nothing else: the commands
-//! it pipelined behind the blocking one wait, as in Redis.
+//! it pipelined behind the blocking one wait, as in Redis. A BLMOVE client
+//! woken while its destination holds another kind is answered WRONGTYPE
+//! and unblocked, nothing popped (Redis 7.0 does the same).
 //!
 //! Redis is one thread, so it serves blocked clients synchronously at the
 //! end of the command that pushed. Here the pusher and the blocked client
@@ -70,8 +72,7 @@
 //!   blocked client then stays blocked. In Redis the blocked client always
 //!   wins (it is served before any other command runs).
 //! * BLMOVE's two keys are not one atomic step (see `list.rs`, LMOVE).
-//! * A blocked client woken while its destination (BLMOVE) holds another
-//!   kind is answered WRONGTYPE and unblocked, nothing popped.
+//! * No CLIENT UNBLOCK, and no CLIENT LIST `b` flag, yet.
 
 use super::list::{self, End, Moved};
 use super::table::Cmd;
