@@ -259,15 +259,11 @@ pub(crate) fn parse_timeout(a: &[u8]) -> Result<Option<Duration>, &'static str> 
     Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
 }
 
-/// The distinct keys of `keys`, in order.
+/// The distinct keys of `keys`, in order (a set, not a scan of the ones
+/// kept: a command may name a million keys).
 fn distinct(keys: &[Arg<'_>]) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
-    for k in keys {
-        if !out.iter().any(|o| o[..] == k[..]) {
-            out.push(k.to_vec());
-        }
-    }
-    out
+    let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::with_capacity(keys.len());
+    keys.iter().filter(|k| seen.insert(&k[..])).map(|k| k.to_vec()).collect()
 }
 
 /// A parsed blocking command: what to do, on which keys, for how long
