@@ -43,6 +43,33 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(200));
 }
 
+/// The server's INFO `blocked_clients` count.
+fn blocked_count(c: &mut Resp) -> usize {
+    let info = c.call(&["INFO", "clients"]);
+    let line = info.lines().find_map(|l| l.strip_prefix("blocked_clients:"));
+    line.and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("no blocked_clients in {info:?}"))
+}
+
+/// Waits until exactly `n` clients are blocked on a server of this test's
+/// own (a spawned amalgam: the count is exact, so clients block in the
+/// order the test sends them however loaded the machine is); on an
+/// external server (shared with other tests) waits [`settle`]'s time.
+fn await_blocked(server: &Server, n: usize) {
+    /// Polls before giving up (20 ms apart: 10 s).
+    const POLLS_MAX: usize = 500;
+    if !server.is_own() {
+        return settle();
+    }
+    let mut admin = Resp::new(server);
+    for _ in 0..POLLS_MAX {
+        if blocked_count(&mut admin) == n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("blocked_clients never reached {n}");
+}
+
 #[test]
 fn push_pop_len_and_null_rules() {
     let Some(server) = resp_server() else { return };
@@ -397,7 +424,7 @@ fn blpop_is_woken_by_a_push_from_another_connection() {
     let mut waiter = Resp::new(&server);
     let mut pusher = Resp::new(&server);
     waiter.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert!(waiter.silent(), "blocked until a push");
     assert_eq!(pusher.call(&["RPUSH", &k, "v"]), int(1));
     assert_eq!(waiter.reply(), bulks(&[&k, "v"]));
@@ -405,35 +432,34 @@ fn blpop_is_woken_by_a_push_from_another_connection() {
     // BRPOP on several keys, woken by the second.
     let k2 = key("q2");
     waiter.send(&["BRPOP", &k, &k2, "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["LPUSH", &k2, "a", "b"]), int(2));
     assert_eq!(waiter.reply(), bulks(&[&k2, "a"]));
     assert_eq!(all(&mut pusher, &k2), bulks(&["b"]));
     // BLMOVE, woken, moves the element and answers it.
     let d = key("d");
     waiter.send(&["BLMOVE", &k, &d, "RIGHT", "LEFT", "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["RPUSH", &k, "m"]), int(1));
     assert_eq!(waiter.reply(), bulk("m"));
     assert_eq!(all(&mut pusher, &d), bulks(&["m"]));
     assert_eq!(pusher.call(&["EXISTS", &k]), int(0));
     // BRPOPLPUSH likewise; BLMPOP with a count takes what is there.
     waiter.send(&["BRPOPLPUSH", &k, &d, "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["RPUSH", &k, "n"]), int(1));
     assert_eq!(waiter.reply(), bulk("n"));
     assert_eq!(all(&mut pusher, &d), bulks(&["n", "m"]));
     waiter.send(&["BLMPOP", "0", "2", &k, &k2, "LEFT", "COUNT", "10"]);
-    settle();
     // k2 still holds "b": served at once.
     assert_eq!(waiter.reply(), format!("*2\r\n{}{}", bulk(&k2), bulks(&["b"])));
     waiter.send(&["BLMPOP", "0", "2", &k, &k2, "LEFT", "COUNT", "10"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["RPUSH", &k, "1", "2", "3"]), int(3));
     assert_eq!(waiter.reply(), format!("*2\r\n{}{}", bulk(&k), bulks(&["1", "2", "3"])));
     // A push that LMOVE makes wakes too.
     waiter.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["LMOVE", &d, &k, "LEFT", "LEFT"]), bulk("n"));
     assert_eq!(waiter.reply(), bulks(&[&k, "n"]));
 }
@@ -447,11 +473,11 @@ fn blocked_clients_are_served_first_come_first_served() {
     let mut third = Resp::new(&server);
     let mut pusher = Resp::new(&server);
     first.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 1);
     second.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 2);
     third.send(&["BRPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 3);
     // One element: the first blocked gets it, the others stay blocked.
     assert_eq!(pusher.call(&["RPUSH", &k, "1"]), int(1));
     assert_eq!(first.reply(), bulks(&[&k, "1"]));
@@ -464,9 +490,9 @@ fn blocked_clients_are_served_first_come_first_served() {
     // Several elements for several blocked clients: one each, in order,
     // the rest stays.
     first.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 1);
     second.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 2);
     assert_eq!(pusher.call(&["RPUSH", &k, "a", "b", "c"]), int(3));
     assert_eq!(first.reply(), bulks(&[&k, "a"]));
     assert_eq!(second.reply(), bulks(&[&k, "b"]));
@@ -481,10 +507,10 @@ fn a_blocked_client_that_disconnects_takes_nothing() {
     {
         let mut waiter = Resp::new(&server);
         waiter.send(&["BLPOP", &k, "0"]);
-        settle();
+        await_blocked(&server, 1);
         waiter.s.shutdown(std::net::Shutdown::Both).unwrap();
     }
-    settle();
+    await_blocked(&server, 0);
     assert_eq!(pusher.call(&["RPUSH", &k, "kept"]), int(1));
     settle();
     assert_eq!(all(&mut pusher, &k), bulks(&["kept"]));
@@ -493,12 +519,12 @@ fn a_blocked_client_that_disconnects_takes_nothing() {
     let mut gone = Resp::new(&server);
     assert_eq!(pusher.call(&["DEL", &k]), int(1));
     gone.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 1);
     later.send(&["BLPOP", &k, "0"]);
-    settle();
+    await_blocked(&server, 2);
     gone.s.shutdown(std::net::Shutdown::Both).unwrap();
     drop(gone);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(pusher.call(&["RPUSH", &k, "x"]), int(1));
     assert_eq!(later.reply(), bulks(&[&k, "x"]));
 }
@@ -513,7 +539,7 @@ fn commands_pipelined_behind_a_blocked_one_wait() {
     bytes.extend_from_slice(&encode(&[b"PING"]));
     bytes.extend_from_slice(&encode(&[b"LLEN", k.as_bytes()]));
     c.send_raw(&bytes);
-    settle();
+    await_blocked(&server, 1);
     assert!(c.silent(), "nothing answered while blocked, not even PING");
     assert_eq!(pusher.call(&["RPUSH", &k, "a", "b"]), int(2));
     assert_eq!(c.reply(), bulks(&[&k, "a"]));
@@ -528,23 +554,17 @@ fn commands_pipelined_behind_a_blocked_one_wait() {
 fn blocked_clients_are_counted_and_released() {
     let Some(server) = resp_private(&["-t", "2"]) else { return };
     let mut admin = Resp::new(&server);
-    let blocked = |admin: &mut Resp| -> String {
-        let info = admin.call(&["INFO", "clients"]);
-        info.lines().find(|l| l.starts_with("blocked_clients:")).unwrap_or_default().to_string()
-    };
     let k = key("count");
     let mut a = Resp::new(&server);
     let mut b = Resp::new(&server);
     a.send(&["BLPOP", &k, "0"]);
     b.send(&["BLPOP", &k, "0.3"]);
-    settle();
-    assert_eq!(blocked(&mut admin), "blocked_clients:2");
+    await_blocked(&server, 2);
     assert_eq!(b.reply(), NULL_ARRAY2);
-    assert_eq!(blocked(&mut admin), "blocked_clients:1");
+    assert_eq!(blocked_count(&mut admin), 1);
     a.s.shutdown(std::net::Shutdown::Both).unwrap();
     drop(a);
-    settle();
-    assert_eq!(blocked(&mut admin), "blocked_clients:0");
+    await_blocked(&server, 0);
     assert_eq!(admin.call(&["RPUSH", &k, "v"]), int(1));
     assert_eq!(admin.call(&["LLEN", &k]), int(1));
 }
@@ -641,7 +661,7 @@ fn blmove_woken_onto_a_wrong_type_destination_takes_nothing() {
     let mut waiter = Resp::new(&server);
     let mut other = Resp::new(&server);
     waiter.send(&["BLMOVE", &s, &d, "LEFT", "LEFT", "0"]);
-    settle();
+    await_blocked(&server, 1);
     assert_eq!(other.call(&["SET", &d, "str"]), OK);
     assert_eq!(other.call(&["RPUSH", &s, "x"]), int(1));
     assert_eq!(waiter.reply(), WRONGTYPE);
