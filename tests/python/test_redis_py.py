@@ -324,3 +324,62 @@ def test_hash_pipeline(r):
         ["a", "c"],
         ["6", "1.5"],
     ]
+
+
+def test_lists(r):
+    a, b, s = k("la"), k("lb"), k("ls")
+    assert r.rpush(a, "x", "y", "z") == 3
+    assert r.lpush(a, "w") == 4
+    assert r.lrange(a, 0, -1) == ["w", "x", "y", "z"]
+    assert r.llen(a) == 4
+    assert r.lindex(a, -1) == "z"
+    assert r.lindex(a, 9) is None
+    assert r.lset(a, 1, "X") is True
+    assert r.linsert(a, "before", "y", "v") == 5
+    assert r.lrem(a, 0, "v") == 1
+    assert r.lpos(a, "z") == 3
+    assert r.lpos(a, "nope") is None
+    assert r.lpos(a, "X", count=0) == [1]
+    assert r.lpushx(b, "q") == 0
+    assert r.lmove(a, b, "LEFT", "RIGHT") == "w"
+    assert r.rpoplpush(a, b) == "z"
+    assert r.lrange(b, 0, -1) == ["z", "w"]
+    assert r.lmpop(2, s, a, direction="RIGHT", count=5) == [a, ["y", "X"]]
+    assert r.exists(a) == 0
+    assert r.lpop(b) == "z"
+    assert r.rpop(b, 5) == ["w"]
+    assert r.lpop(b) is None
+    assert r.lpop(b, 2) is None
+    assert r.ltrim(b, 0, 1) is True
+    r.set(s, "str")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.lpush(s, "x")
+    with pytest.raises(redis.ResponseError, match="no such key"):
+        r.lset(b, 0, "x")
+
+
+def test_blpop_woken_from_another_connection(r):
+    import threading
+    import time
+
+    q = k("q")
+    host, port = _addr()
+    got = {}
+
+    def waiter():
+        c = redis.Redis(host=host, port=port, socket_timeout=10, decode_responses=True)
+        got["v"] = c.blpop([q], timeout=0)
+        c.close()
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    # Let it block (a wait, not a speed assertion).
+    time.sleep(0.3)
+    assert t.is_alive()
+    assert r.rpush(q, "hello") == 1
+    t.join(10)
+    assert not t.is_alive()
+    assert got["v"] in ([q, "hello"], (q, "hello"))
+    assert r.exists(q) == 0
+    assert r.blpop([q], timeout=0.1) is None
+    assert r.brpoplpush(q, k("d"), timeout=0.1) is None

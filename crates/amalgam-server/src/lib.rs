@@ -33,6 +33,14 @@
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.
 //!
+//! ## Blocked RESP clients (`resp/blocking.rs`)
+//! A client in BLPOP and friends stays on its worker, costing nothing: its
+//! connection waits in the event loop, its pipelined commands unparsed. A push
+//! on any worker wakes the first client blocked on the key through that
+//! client's worker's mailbox and `Waker` (the same waker as the acceptor's
+//! hand-off); the client pops for itself there. Deadlines live in a per-worker
+//! min-heap that bounds `epoll_wait`'s timeout.
+//!
 //! ## Bounds (every one named in `worker.rs` or the protocol crate)
 //! A command line without `\n` past 2048 bytes (1 MiB for multi-gets), a
 //! data block larger than `-I`, and more than `-c` connections are each
@@ -125,6 +133,8 @@ pub struct Shared {
     pub conns: Mutex<ConnRegistry>,
     /// When collections change form (CONFIG SET hash-max-listpack-entries …).
     pub thresholds: resp::typed::LiveThresholds,
+    /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
+    pub blocking: resp::blocking::Registry,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -222,6 +232,7 @@ impl Shared {
             verbosity: AtomicU32::new(u32::from(args_verbose)),
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
+            blocking: resp::blocking::Registry::new(threads),
         }))
     }
 

@@ -58,15 +58,21 @@
 //! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
 //! | `resp/object.rs` | TIME TOUCH OBJECT |
 //! | `resp/lcs.rs` | LCS |
+//! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
+//! | `resp/hash.rs` | HSET … HSCAN |
+//! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
+//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: blocked clients, wake-ups |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod bits;
+pub mod blocking;
 mod client;
 mod command;
 mod glob;
 mod hash;
 mod keys;
 mod lcs;
+mod list;
 mod monitor;
 mod object;
 mod server;
@@ -116,6 +122,12 @@ pub struct Session {
     /// The run of GETs and MGETs of the batch in progress (kept to reuse
     /// its allocation; empty between batches).
     gets: Vec<PendingGet>,
+    /// Where the connection lives: (worker, slab token), for the blocking
+    /// commands' wake-ups (`blocking.rs`); set by the worker.
+    home: Option<(usize, usize)>,
+    /// The blocking command this connection waits in, if any: nothing
+    /// else of its pipeline runs meanwhile.
+    blocked: Option<Box<blocking::Blocked>>,
 }
 
 impl Session {
@@ -131,12 +143,19 @@ impl Session {
             reply: Reply::On,
             monitor: None,
             gets: Vec::new(),
+            home: None,
+            blocked: None,
         }
     }
 
     /// CLIENT ID.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Records where the connection lives (worker id, slab token).
+    pub fn set_home(&mut self, worker: usize, token: usize) {
+        self.home = Some((worker, token));
     }
 }
 
@@ -178,6 +197,10 @@ pub fn process(
     out: &mut Vec<u8>,
     close: &mut bool,
 ) {
+    if session.blocked.is_some() {
+        // Pipelined commands wait until the blocking one is answered.
+        return;
+    }
     let limits = Limits::for_item_size(shared.args.max_item_size);
     let mut args: Vec<Arg<'_>> = Vec::new();
     let mut gets = std::mem::take(&mut session.gets);
@@ -255,6 +278,9 @@ pub fn process(
                 args.clear();
                 if after == After::Close {
                     *close = true;
+                    break;
+                }
+                if ctx.session.blocked.is_some() {
                     break;
                 }
             }
@@ -512,6 +538,26 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Hincrbyfloat
         | Cmd::Hrandfield
         | Cmd::Hscan => hash::run(ctx, spec.cmd, args, out),
+        Cmd::Lpush
+        | Cmd::Rpush
+        | Cmd::Lpushx
+        | Cmd::Rpushx
+        | Cmd::Lpop
+        | Cmd::Rpop
+        | Cmd::Llen
+        | Cmd::Lrange
+        | Cmd::Lindex
+        | Cmd::Lset
+        | Cmd::Linsert
+        | Cmd::Lrem
+        | Cmd::Ltrim
+        | Cmd::Lpos
+        | Cmd::Lmove
+        | Cmd::Rpoplpush
+        | Cmd::Lmpop => list::run(ctx, spec.cmd, args, out),
+        Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
+            blocking::run(ctx, spec.cmd, args, out)
+        }
     }
     After::Continue
 }

@@ -7,6 +7,7 @@
 //! to [`crate::resp::process`].
 
 use crate::exec::{run_gets, run_one, run_stores, After};
+use crate::resp::blocking::DEADLINES_SLACK;
 use crate::stats::bump;
 use crate::Shared;
 use amalgam_protocol::compose::push_line;
@@ -15,10 +16,13 @@ use amalgam_protocol::{GET_LINE_BYTES_MAX, LINE_BYTES_MAX};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// Token of each poll's waker.
 const WAKER: Token = Token(usize::MAX);
@@ -227,6 +231,10 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
     // `--fsync always`: connections whose replies wait for the committer
     // thread; it wakes this loop after each fsync (lib.rs § Persistence).
     let mut waiting: Vec<usize> = Vec::new();
+    // Blocked RESP clients' deadlines: (when, slab token, blocking
+    // episode); stale entries are skipped, and pruned past a bound.
+    let mut deadlines: BinaryHeap<Reverse<(Instant, usize, u64)>> = BinaryHeap::new();
+    shared.blocking.attach(id, Arc::clone(&waker));
     if let Some(p) = shared.persist.as_ref().filter(|p| p.asynchronous()) {
         let waker = waker.clone();
         p.register_waker(Arc::new(move || {
@@ -234,7 +242,12 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         }));
     }
     while !shared.shutdown.load(Ordering::Acquire) {
-        let timeout = if again.is_empty() { None } else { Some(std::time::Duration::ZERO) };
+        let timeout = if !again.is_empty() {
+            Some(std::time::Duration::ZERO)
+        } else {
+            // Sleep no longer than the nearest blocked client's deadline.
+            deadlines.peek().map(|Reverse((when, _, _))| when.saturating_duration_since(Instant::now()))
+        };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
@@ -243,6 +256,23 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             break;
         }
         let mut ready: Vec<usize> = std::mem::take(&mut again);
+        if !deadlines.is_empty() {
+            let now = Instant::now();
+            // Bounded: each entry is popped once.
+            while let Some(&Reverse((when, key, seq))) = deadlines.peek() {
+                if when > now {
+                    break;
+                }
+                deadlines.pop();
+                if let Some(c) = conns.get_mut(key) {
+                    if let Some(s) = c.resp.as_deref_mut() {
+                        if crate::resp::blocking::timed_out(shared, s, seq, &mut c.wbuf) {
+                            ready.push(key);
+                        }
+                    }
+                }
+            }
+        }
         if !waiting.is_empty() {
             let committed = shared.persist.as_ref().map_or(u64::MAX, |p| p.committed());
             waiting.retain(|&key| match conns.get(key) {
@@ -256,6 +286,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         }
         for ev in events.iter() {
             if ev.token() == WAKER {
+                // Blocked clients a push (on any worker) may serve: each
+                // retries its pop here, on its own worker.
+                for (key, seq) in shared.blocking.take_wakes(id) {
+                    let Some(c) = conns.get_mut(key) else { continue };
+                    let Some(s) = c.resp.as_deref_mut() else { continue };
+                    if crate::resp::blocking::woken(shared, stats, s, seq, &mut c.wbuf) {
+                        if shared.persist.is_some() {
+                            c.commit_target = amalgam_persist::Persistence::last_appended_here();
+                        }
+                        ready.push(key);
+                    }
+                }
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
                 for (mut sock, protocol) in fresh {
                     let entry = conns.vacant_entry();
@@ -266,8 +308,11 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         continue;
                     }
                     bump(&stats.total_connections, 1);
-                    let resp = (protocol == Protocol::Resp)
-                        .then(|| Box::new(crate::resp::Session::new(shared, &sock, id, token.0)));
+                    let resp = (protocol == Protocol::Resp).then(|| {
+                        let mut s = Box::new(crate::resp::Session::new(shared, &sock, id, token.0));
+                        s.set_home(id, token.0);
+                        s
+                    });
                     entry.insert(Conn {
                         sock,
                         rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
@@ -344,7 +389,19 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             for &key in &ready {
                 let Some(conn) = conns.get_mut(key) else { continue };
                 let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
-                match conn.turn(shared, id, limits, max) {
+                let turn = conn.turn(shared, id, limits, max);
+                if let Some((when, seq)) = conn.resp.as_deref_mut().and_then(crate::resp::blocking::new_deadline) {
+                    deadlines.push(Reverse((when, key, seq)));
+                    if deadlines.len() > 2 * conns.len() + DEADLINES_SLACK {
+                        deadlines.retain(|Reverse((_, k, seq))| {
+                            conns
+                                .get(*k)
+                                .and_then(|c| c.resp.as_deref())
+                                .is_some_and(|s| crate::resp::blocking::is_waiting(s, *seq))
+                        });
+                    }
+                }
+                match turn {
                     Turn::Idle => {}
                     Turn::Commit if pass == 0 => parked.push(key),
                     Turn::Again | Turn::Commit => again.push(key),
@@ -384,6 +441,11 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
 /// list, the count and the client registry.
 fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
     let Some(mut c) = conns.try_remove(key) else { return };
+    if let Some(s) = c.resp.as_deref_mut() {
+        // A blocked client leaves its queues: nothing may be popped for a
+        // client that is gone, and the next waiter must be woken.
+        crate::resp::blocking::abandon(shared, s);
+    }
     let _ = poll.registry().deregister(&mut c.sock);
     unlist(shared, &c.sock);
     shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
@@ -446,6 +508,18 @@ impl Conn {
             }
             if self.eof {
                 return Turn::Closed;
+            }
+            if self.resp.as_deref().is_some_and(crate::resp::blocking::is_blocked) {
+                // A blocked client's further commands wait; it is still
+                // read (to see it leave), as far as its buffer has room.
+                // A peer that hung up leaves now, as Redis frees a client
+                // whose read returns 0.
+                if self.hup {
+                    return Turn::Closed;
+                }
+                if self.rend == self.rbuf.len() && self.rstart == 0 && self.rbuf.len() >= rbuf_max {
+                    return Turn::Idle;
+                }
             }
             if self.drained && !self.hup {
                 return Turn::Idle;

@@ -5,7 +5,7 @@
 //! how reads and writes reach it).
 
 use super::table::Cmd;
-use super::typed::{self, read, write, Access, Changed, Found};
+use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, is, null, wrong_arity, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map, push_simple, Proto};
 use amalgam_types::hash::{self, Hash};
@@ -37,7 +37,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             });
             match r {
                 Access::Done(true) => {}
-                Access::Done(false) | Access::Absent | Access::NotPersisted | Access::OutOfMemory => null(ctx, out),
+                Access::Done(false) | Access::Absent => null(ctx, out),
                 Access::WrongType => push_error(out, typed::WRONGTYPE.as_bytes()),
             }
         }
@@ -114,7 +114,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
                 Ok(a) => {
                     typed::or_reply(a, out, |_| {});
                 }
-                Err(e) => super::strings::engine_error(e, out),
+                Err(e) => e.reply(out),
             }
         }
         Cmd::Hincrbyfloat => {
@@ -130,7 +130,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
                 Ok(a) => {
                     typed::or_reply(a, out, |_| {});
                 }
-                Err(e) => super::strings::engine_error(e, out),
+                Err(e) => e.reply(out),
             }
         }
         Cmd::Hrandfield => hrandfield(ctx, args, out),
@@ -156,14 +156,14 @@ fn hash_mut(v: &mut Value) -> &mut Hash {
 
 /// Replies with a count from a write that found nothing to do on an
 /// absent key (0) or a wrong type.
-fn reply_count(r: Result<Access<usize>, amalgam_engine::Error>, out: &mut Vec<u8>) {
+fn reply_count(r: Result<Access<usize>, Refused>, out: &mut Vec<u8>) {
     match r {
         Ok(a) => {
             if let Some(n) = typed::or_reply(a, out, |out| push_int(out, 0)) {
                 push_int(out, n as i64);
             }
         }
-        Err(e) => super::strings::engine_error(e, out),
+        Err(e) => e.reply(out),
     }
 }
 
@@ -183,7 +183,7 @@ fn hset(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Ok(a) => {
             typed::or_reply(a, out, |_| {});
         }
-        Err(e) => super::strings::engine_error(e, out),
+        Err(e) => e.reply(out),
     }
 }
 
@@ -241,7 +241,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         });
         match r {
             Access::Done(Some(f)) => push_bulk(out, &f),
-            Access::Done(None) | Access::Absent | Access::NotPersisted | Access::OutOfMemory => null(ctx, out),
+            Access::Done(None) | Access::Absent => null(ctx, out),
             Access::WrongType => push_error(out, typed::WRONGTYPE.as_bytes()),
         }
         return;

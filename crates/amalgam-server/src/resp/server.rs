@@ -489,7 +489,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // Both protocols' connections: they share the -c limit.
                 field("connected_clients", &shared.curr_connections.load(Ordering::Relaxed));
                 field("maxclients", &shared.conn_limit);
-                field("blocked_clients", &0);
+                field("blocked_clients", &shared.blocking.blocked());
             }
             "memory" => {
                 let used = engine.item_bytes + engine.index_bytes;

@@ -79,12 +79,30 @@ pub(crate) enum Access<R> {
     /// The key holds another kind.
     WrongType,
     Done(R),
-    /// A write refused: the server persists (`--dir`) and collections
-    /// are not persisted yet.
+}
+
+/// Why a collection write did not run.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The engine's error (an item it cannot hold).
+    Engine(amalgam_engine::Error),
+    /// The server persists (`--dir`) and collections are not persisted
+    /// yet.
     NotPersisted,
-    /// A write that may grow a collection, refused: store mode, and
-    /// items and objects fill the budget (`Store::objects_over_budget`).
+    /// A write that may grow a collection: store mode, and items and
+    /// objects fill the budget (`Store::objects_over_budget`).
     OutOfMemory,
+}
+
+impl Refused {
+    /// The error reply.
+    pub(crate) fn reply(&self, out: &mut Vec<u8>) {
+        match self {
+            Refused::Engine(e) => super::strings::engine_error(*e, out),
+            Refused::NotPersisted => push_error(out, NOT_PERSISTED.as_bytes()),
+            Refused::OutOfMemory => push_error(out, OOM.as_bytes()),
+        }
+    }
 }
 
 /// Reads the `kind` collection at `key` with `f`, lock-free for a compact
@@ -128,16 +146,16 @@ pub(crate) fn write<R>(
     kind: Kind,
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds) -> (Changed, R),
-) -> Result<Access<R>, amalgam_engine::Error> {
+) -> Result<Access<R>, Refused> {
     if ctx.shared.persist.is_some() {
         // Collections are not in the log and snapshots yet (engine
         // object.rs journals their changes as records persistence does
         // not write yet): refuse rather than lose them at a restart.
-        return Ok(Access::NotPersisted);
+        return Err(Refused::NotPersisted);
     }
     if create && ctx.shared.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
-        return Ok(Access::OutOfMemory);
+        return Err(Refused::OutOfMemory);
     }
     let t = ctx.shared.thresholds.load();
     let r = ctx.shared.store.update(key, |old| {
@@ -186,7 +204,7 @@ pub(crate) fn write<R>(
         }
         (Update::InPlace { record: Vec::new() }, Access::Done(r))
     });
-    r.map(|(access, _)| access)
+    r.map(|(access, _)| access).map_err(Refused::Engine)
 }
 
 /// The update that stores `v` as the key's new value: its packed bytes
@@ -218,14 +236,6 @@ pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&
         }
         Access::Absent => {
             absent(out);
-            None
-        }
-        Access::NotPersisted => {
-            push_error(out, NOT_PERSISTED.as_bytes());
-            None
-        }
-        Access::OutOfMemory => {
-            push_error(out, OOM.as_bytes());
             None
         }
     }

@@ -455,6 +455,57 @@ pub fn add(a: Ld, b: Ld) -> Option<Ld> {
     }
 }
 
+/// `ceill(v * 1000.0L)` converted to a `long long`, as Redis computes a
+/// blocking command's timeout in milliseconds: the product rounded to
+/// the 64-bit significand (to nearest, ties to even), then rounded up to
+/// an integer. None where x86's conversion gives `LLONG_MIN` (infinity,
+/// or out of the i64 range).
+pub fn times_1000_ceil(v: Ld) -> Option<i64> {
+    if v.inf {
+        return None;
+    }
+    if v.mant == 0 {
+        return Some(0);
+    }
+    // The exact product (at most 74 bits), then rounded to 64.
+    let mut p = u128::from(v.mant) * 1000;
+    let mut e = v.exp;
+    let bits = 128 - p.leading_zeros() as i64;
+    if bits > MANT_BITS {
+        let shift = (bits - MANT_BITS) as u32;
+        let rem = p & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        p >>= shift;
+        e += i64::from(shift);
+        if rem > half || (rem == half && p & 1 == 1) {
+            p += 1;
+            if p >> MANT_BITS != 0 {
+                p >>= 1;
+                e += 1;
+            }
+        }
+    }
+    // p · 2^e: its integer part and whether a fraction is left.
+    let (int, frac) = if e >= 0 {
+        if e >= 64 {
+            return None;
+        }
+        let int = p.checked_shl(e as u32).filter(|i| *i <= 1u128 << 63)?;
+        (int, false)
+    } else if -e >= 128 {
+        (0, true)
+    } else {
+        let s = (-e) as u32;
+        (p >> s, p & ((1u128 << s) - 1) != 0)
+    };
+    if v.neg {
+        // ceil of a negative value drops the fraction.
+        i64::try_from(int).map(|i| -i).ok().or((int == 1u128 << 63).then_some(i64::MIN))
+    } else {
+        i64::try_from(int + u128::from(frac)).ok()
+    }
+}
+
 /// `%.17Lf` with trailing zeros and a bare `.` removed, `-0` as `0`
 /// (Redis's `ld2string(..., LD_STR_HUMAN)`).
 pub fn format_human(v: Ld) -> Vec<u8> {
@@ -530,6 +581,31 @@ mod tests {
 
     /// Every expected string below is redis-server 7.0.15's HINCRBYFLOAT
     /// reply for that value and increment.
+    /// Blocking timeouts: redis-server 7.0.15 answers 0.0009 s with a
+    /// timeout (1 ms, not 0 = forever), -0.0001 s blocks forever (0), and
+    /// 9223372036854775.808 s is "timeout is negative" (LLONG_MIN).
+    #[test]
+    fn timeout_millis() {
+        let ms = |s: &str| times_1000_ceil(parse(s.as_bytes()).unwrap());
+        assert_eq!(ms("0"), Some(0));
+        assert_eq!(ms("1"), Some(1000));
+        assert_eq!(ms("0.001"), Some(1));
+        assert_eq!(ms("0.0009"), Some(1));
+        assert_eq!(ms("0.0015"), Some(2));
+        assert_eq!(ms("1e-9"), Some(1));
+        assert_eq!(ms("-0.0001"), Some(0));
+        assert_eq!(ms("-1"), Some(-1000));
+        assert_eq!(ms("0x1p-10"), Some(1));
+        assert_eq!(ms("2.5"), Some(2500));
+        assert_eq!(ms("9223372036854775"), Some(9_223_372_036_854_775_000));
+        assert_eq!(ms("9223372036854775.807"), Some(i64::MAX));
+        assert_eq!(ms("9223372036854775.808"), None);
+        assert_eq!(ms("-9223372036854775.808"), Some(-i64::MAX));
+        assert_eq!(ms("1e300"), None);
+        assert_eq!(ms("inf"), None);
+        assert_eq!(ms("-inf"), None);
+    }
+
     #[test]
     fn matches_redis() {
         assert_eq!(incr("10.5", "0.1"), "10.6");
