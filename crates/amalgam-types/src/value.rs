@@ -5,6 +5,8 @@
 
 use crate::hash::Hash;
 use crate::list::List;
+use crate::set::Set;
+use crate::zset::ZSet;
 use crate::{Corrupt, Kind, Thresholds};
 use amalgam_engine::{Object, TAG_PACKED_MAX, TAG_PACKED_MIN};
 use std::any::Any;
@@ -33,18 +35,18 @@ pub fn kind_of_tag(tag: u8) -> Option<Kind> {
 pub enum Value {
     Hash(Hash),
     List(List),
+    Set(Set),
+    ZSet(ZSet),
 }
 
 impl Value {
     /// An empty collection of `kind`.
-    ///
-    /// # Panics
-    /// For a kind not served yet (sets and sorted sets come next).
     pub fn new(kind: Kind, t: &Thresholds) -> Value {
         match kind {
             Kind::Hash => Value::Hash(Hash::new()),
             Kind::List => Value::List(List::new(t)),
-            Kind::Set | Kind::ZSet => panic!("{kind:?} is not served yet"),
+            Kind::Set => Value::Set(Set::new()),
+            Kind::ZSet => Value::ZSet(ZSet::new(t)),
         }
     }
 
@@ -53,7 +55,8 @@ impl Value {
         match kind {
             Kind::Hash => Hash::from_packed(bytes).map(Value::Hash),
             Kind::List => List::from_packed(bytes.to_vec(), t).map(Value::List),
-            Kind::Set | Kind::ZSet => Err(Corrupt),
+            Kind::Set => Set::from_packed(bytes).map(Value::Set),
+            Kind::ZSet => ZSet::from_packed(bytes.to_vec(), t).map(Value::ZSet),
         }
     }
 
@@ -61,6 +64,8 @@ impl Value {
         match self {
             Value::Hash(_) => Kind::Hash,
             Value::List(_) => Kind::List,
+            Value::Set(_) => Kind::Set,
+            Value::ZSet(_) => Kind::ZSet,
         }
     }
 
@@ -69,6 +74,8 @@ impl Value {
         match self {
             Value::Hash(h) => h.packed(),
             Value::List(l) => l.packed(),
+            Value::Set(st) => st.packed(),
+            Value::ZSet(z) => z.packed(),
         }
     }
 
@@ -76,6 +83,8 @@ impl Value {
         match self {
             Value::Hash(h) => h.len(),
             Value::List(l) => l.len(),
+            Value::Set(st) => st.len(),
+            Value::ZSet(z) => z.len(),
         }
     }
 
@@ -88,6 +97,8 @@ impl Value {
         match self {
             Value::Hash(h) => h.encoding(),
             Value::List(l) => l.encoding(),
+            Value::Set(st) => st.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -96,6 +107,8 @@ impl Value {
         match self {
             Value::Hash(h) => h.encode(out),
             Value::List(l) => l.encode(out),
+            Value::Set(st) => st.encode(out),
+            Value::ZSet(z) => z.encode(out),
         }
     }
 
@@ -104,7 +117,11 @@ impl Value {
         match kind {
             Kind::Hash => Hash::decode(bytes).map(Value::Hash),
             Kind::List => List::decode(bytes, t).map(Value::List),
-            Kind::Set | Kind::ZSet => Err(Corrupt),
+            Kind::Set => Set::decode(bytes).map(|mut st| {
+                st.fit(t);
+                Value::Set(st)
+            }),
+            Kind::ZSet => ZSet::decode(bytes, t).map(Value::ZSet),
         }
     }
 }
@@ -114,6 +131,8 @@ impl Object for Value {
         match self {
             Value::Hash(h) => h.mem_bytes(),
             Value::List(l) => l.mem_bytes(),
+            Value::Set(st) => st.mem_bytes(),
+            Value::ZSet(z) => z.mem_bytes(),
         }
     }
     fn kind(&self) -> u8 {

@@ -86,12 +86,17 @@ fn object(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let found = ctx.shared.store.get(&args[2], |it| {
         let v = it.value();
         match name {
-            "encoding" => push_bulk(out, encoding(v).as_bytes()),
+            "encoding" => {
+                let name = super::typed::encoding(&it).unwrap_or_else(|| encoding(v));
+                push_bulk(out, name.as_bytes())
+            }
             "freq" => push_error(out, NOT_LFU.as_bytes()),
             "idletime" => push_int(out, 0),
             _ => {
-                let shared =
-                    shares && encoding(v) == "int" && string2ll(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
+                let shared = shares
+                    && it.tag() == amalgam_engine::TAG_BYTES
+                    && encoding(v) == "int"
+                    && string2ll(v).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
                 push_int(out, if shared { i64::from(i32::MAX) } else { 1 });
             }
         }

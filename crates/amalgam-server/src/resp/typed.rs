@@ -63,6 +63,22 @@ pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
     }
 }
 
+/// OBJECT ENCODING of a collection item, by Redis 7.2's names (a small
+/// list is a `listpack`, as in 7.2; 7.0 says `quicklist` for every list);
+/// None for a string.
+pub(crate) fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
+    match it.tag() {
+        TAG_BYTES => None,
+        TAG_OBJECT => it.object().and_then(|c| c.read().as_any().downcast_ref::<Value>().map(Value::encoding)),
+        t => kind_of_tag(t).map(|k| match k {
+            // A packed set starts with its form: 0 a pack, else an intset's
+            // integer width (amalgam-types set.rs).
+            Kind::Set if it.value().first().is_some_and(|&b| b != 0) => "intset",
+            _ => "listpack",
+        }),
+    }
+}
+
 /// A collection found by a read.
 pub(crate) enum Found<'a> {
     /// Compact: the item's bytes, in the kind's packed encoding.
@@ -158,6 +174,7 @@ pub(crate) fn write<R>(
         return Err(Refused::OutOfMemory);
     }
     let t = ctx.shared.thresholds.load();
+    let item_max = ctx.shared.args.max_item_size;
     let r = ctx.shared.store.update(key, |old| {
         let Some(it) = old else {
             if !create {
@@ -168,7 +185,7 @@ pub(crate) fn write<R>(
             if changed == Changed::No || v.is_empty() {
                 return (Update::Keep, Access::Done(r));
             }
-            return (publish(v, None), Access::Done(r));
+            return (publish(v, None, item_max), Access::Done(r));
         };
         let tag = it.tag();
         if tag == tag_of(kind) {
@@ -184,7 +201,7 @@ pub(crate) fn write<R>(
             if v.is_empty() {
                 return (Update::Remove, Access::Done(r));
             }
-            return (publish(v, Some(&it)), Access::Done(r));
+            return (publish(v, Some(&it), item_max), Access::Done(r));
         }
         if tag != TAG_OBJECT {
             return (Update::Keep, Access::WrongType);
@@ -207,13 +224,19 @@ pub(crate) fn write<R>(
     r.map(|(access, _)| access).map_err(Refused::Engine)
 }
 
+/// Room an item's header and key take beside its value, at most: what a
+/// packed value must leave of the item size (`-I`).
+const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
+
 /// The update that stores `v` as the key's new value: its packed bytes
-/// while compact, else an object. Keeps the old item's expiry and flags.
-fn publish(v: Value, old: Option<&ItemRef<'_>>) -> Update<'static> {
+/// while compact and they fit an item (`item_max`, memcached's `-I`: a
+/// compact hash of 512 fields of 64 bytes takes ~67 KB, more than a small
+/// `-I`), else an object. Keeps the old item's expiry and flags.
+fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
     let value = match v.packed() {
-        Some(bytes) => NewValue::Owned(bytes.to_vec()),
-        None => NewValue::Object(Box::new(v)),
+        Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),
+        _ => NewValue::Object(Box::new(v)),
     };
     Update::Put {
         value,
