@@ -85,6 +85,7 @@ use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
 use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
+use amalgam_engine::TAG_BYTES;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -335,7 +336,13 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
     let mut hits = 0u64;
     if let [PendingGet { first, mget: None }] = gets[..] {
         // One GET: a plain lookup, nothing to batch.
-        let found = ctx.shared.store.get(&args[first], |it| push_bulk(out, it.value()));
+        let found = ctx.shared.store.get(&args[first], |it| {
+            // A collection's bytes are not a string's (resp/typed.rs).
+            if it.tag() != TAG_BYTES {
+                return push_error(out, typed::WRONGTYPE.as_bytes());
+            }
+            push_bulk(out, it.value())
+        });
         if found.is_some() {
             hits = 1;
         } else {
@@ -357,12 +364,22 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
                 push_array(out, n);
             }
         }
+        let is_mget = gets[g].mget.is_some();
         within += 1;
         if within == gets[g].mget.unwrap_or(1) {
             g += 1;
             within = 0;
         }
         match item {
+            // A GET of a collection answers WRONGTYPE; MGET gives nil for
+            // it, as Redis does.
+            Some(it) if it.tag() != TAG_BYTES => {
+                if is_mget {
+                    push_null(out, proto)
+                } else {
+                    push_error(out, typed::WRONGTYPE.as_bytes())
+                }
+            }
             Some(it) => {
                 hits += 1;
                 push_bulk(out, it.value());
