@@ -338,10 +338,10 @@ impl LiveThresholds {
     pub fn set(&self, name: &str, value: i64) -> Result<(), &'static str> {
         let i = Self::index(name).ok_or("Unknown option or number of arguments")?;
         if i == 7 {
-            // Redis: list-max-listpack-size is an int, -5..=INT_MAX
-            // (negatives are the byte-size classes).
-            if !(-5..=i32::MAX as i64).contains(&value) {
-                return Err("argument must be between -5 and 2147483647 inclusive");
+            // Redis 7.0: an int config, INT_MIN..=INT_MAX (-1..-5 are the
+            // byte-size classes; amalgam-types clamps the others).
+            if !(i32::MIN as i64..=i32::MAX as i64).contains(&value) {
+                return Err("argument must be between -2147483648 and 2147483647 inclusive");
             }
             self.list_max_listpack_size.store(value, Ordering::Relaxed);
             return Ok(());
