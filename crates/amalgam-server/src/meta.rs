@@ -496,6 +496,16 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
 }
 
 /// memcached's incr/decr parse of a stored value: digits, optionally
+/// A counter's new value as memcached stores it: a number shorter than
+/// the old value is rewritten in place, padded with spaces to its length.
+pub(crate) fn counter_digits(number: u64, old_len: usize) -> Vec<u8> {
+    let mut digits = number.to_string().into_bytes();
+    if digits.len() < old_len {
+        digits.resize(old_len, b' ');
+    }
+    digits
+}
+
 /// padded with spaces (what an in-place decr leaves).
 pub(crate) fn counter_value(v: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
@@ -550,10 +560,7 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
         Some(it) => {
             let Some(v) = counter_value(it.value()) else { return (Update::Keep, ArithOutcome::NonNumeric) };
             let number = if incr { v.wrapping_add(f.delta) } else { v.saturating_sub(f.delta) };
-            let mut digits = number.to_string().into_bytes();
-            if digits.len() < it.value().len() {
-                digits.resize(it.value().len(), b' ');
-            }
+            let digits = counter_digits(number, it.value().len());
             let p = Update::Put {
                 value: NewValue::Owned(digits),
                 flags: it.flags(),
