@@ -76,6 +76,7 @@ mod list;
 mod monitor;
 mod object;
 mod server;
+mod set;
 mod strings;
 mod table;
 pub mod typed;
@@ -558,6 +559,23 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
             blocking::run(ctx, spec.cmd, args, out)
         }
+        Cmd::Sadd
+        | Cmd::Srem
+        | Cmd::Smembers
+        | Cmd::Sismember
+        | Cmd::Smismember
+        | Cmd::Scard
+        | Cmd::Spop
+        | Cmd::Srandmember
+        | Cmd::Smove
+        | Cmd::Sinter
+        | Cmd::Sintercard
+        | Cmd::Sunion
+        | Cmd::Sdiff
+        | Cmd::Sinterstore
+        | Cmd::Sunionstore
+        | Cmd::Sdiffstore
+        | Cmd::Sscan => set::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }
