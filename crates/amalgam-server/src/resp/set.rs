@@ -202,7 +202,18 @@ fn reply_count(r: Result<Access<usize>, Refused>, out: &mut Vec<u8>) {
 /// WRONGTYPE.
 fn compute(ctx: &Ctx<'_>, op: Cmd, keys: &[Arg<'_>], out: &mut Vec<u8>) -> Option<Set> {
     let t = ctx.shared.thresholds.load();
-    let sets = read_all(ctx, keys, op == Cmd::Sinter, out)?;
+    let sets = read_all(
+        ctx,
+        keys,
+        if op == Cmd::Sinter {
+            EmptyKey::Any
+        } else if op == Cmd::Sdiff {
+            EmptyKey::First
+        } else {
+            EmptyKey::Never
+        },
+        out,
+    )?;
     let refs: Vec<&Set> = sets.iter().collect();
     Some(match op {
         Cmd::Sinter => set::inter(&refs, &t),
@@ -211,11 +222,23 @@ fn compute(ctx: &Ctx<'_>, op: Cmd, keys: &[Arg<'_>], out: &mut Vec<u8>) -> Optio
     })
 }
 
+/// Which empty (or missing) key makes a result empty whatever the other
+/// keys hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EmptyKey {
+    /// Any: an intersection.
+    Any,
+    /// The first: a difference.
+    First,
+    /// None: a union.
+    Never,
+}
+
 /// Copies the sets at `keys` (a missing key: an empty set); None once it
-/// has replied WRONGTYPE. With `stop_at_empty` (an intersection), a
-/// missing or empty key makes the rest only type-checked, not copied:
-/// the result is empty anyway.
-fn read_all(ctx: &Ctx<'_>, keys: &[Arg<'_>], stop_at_empty: bool, out: &mut Vec<u8>) -> Option<Vec<Set>> {
+/// has replied WRONGTYPE. Once a key makes the result empty (`empty_at`),
+/// the rest are only type-checked (Redis checks every key), not copied,
+/// and the sets returned are one empty set.
+fn read_all(ctx: &Ctx<'_>, keys: &[Arg<'_>], empty_at: EmptyKey, out: &mut Vec<u8>) -> Option<Vec<Set>> {
     let t = ctx.shared.thresholds.load();
     let mut sets = Vec::with_capacity(keys.len());
     let mut empty = false;
@@ -236,7 +259,9 @@ fn read_all(ctx: &Ctx<'_>, keys: &[Arg<'_>], stop_at_empty: bool, out: &mut Vec<
                 return None;
             }
         }
-        if stop_at_empty && sets.last().is_some_and(Set::is_empty) {
+        let first = sets.len() == 1;
+        let stops = empty_at == EmptyKey::Any || (empty_at == EmptyKey::First && first);
+        if stops && sets.last().is_some_and(Set::is_empty) {
             empty = true;
             sets = vec![Set::new()];
         }
@@ -421,7 +446,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             return push_error(out, err::SYNTAX.as_bytes());
         }
     }
-    let Some(sets) = read_all(ctx, keys, true, out) else { return };
+    let Some(sets) = read_all(ctx, keys, EmptyKey::Any, out) else { return };
     let refs: Vec<&Set> = sets.iter().collect();
     push_int(out, set::inter_card(&refs, limit) as i64);
 }
