@@ -596,7 +596,14 @@ fn resp3_reply_types() {
     assert!(matches!(parse(&c.call(&["SDIFF", &k, &none])), Val::Set(v) if v.len() == 3));
     assert!(matches!(parse(&c.call(&["SRANDMEMBER", &k, "2"])), Val::Array(v) if v.len() == 2));
     assert!(matches!(parse(&c.call(&["SSCAN", &k, "0"])), Val::Array(v) if v.len() == 2));
+    assert!(matches!(parse(&c.call(&["SRANDMEMBER", &k, "5"])), Val::Array(v) if v.len() == 3));
+    assert!(matches!(parse(&c.call(&["SRANDMEMBER", &k, "-5"])), Val::Array(v) if v.len() == 5));
     assert!(matches!(parse(&c.call(&["SPOP", &k, "2"])), Val::Set(v) if v.len() == 2));
+    // Popping the whole set is a set too.
+    let whole = key("whole");
+    assert_eq!(c.call(&["SADD", &whole, "1", "2", "3"]), int(3));
+    assert!(matches!(parse(&c.call(&["SPOP", &whole, "5"])), Val::Set(v) if v.len() == 3));
+    assert_eq!(c.call(&["EXISTS", &whole]), int(0));
     assert_eq!(c.call(&["SMEMBERS", &none]), "~0\r\n");
     assert_eq!(c.call(&["SINTER", &none, &k]), "~0\r\n");
     assert_eq!(c.call(&["SPOP", &none]), NULL3);
@@ -643,4 +650,44 @@ fn concurrent_smoves_keep_every_member() {
     for k in [a, b] {
         c.call(&["DEL", &k]);
     }
+}
+
+/// Amalgam-only: with `--dir`, set writes are refused (collections are
+/// not persisted yet), *STORE included; reads still answer.
+#[test]
+fn writes_refused_when_persisting() {
+    let dir = std::env::temp_dir().join(format!("amalgam-resp-set-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_string_lossy().into_owned();
+    if let Some(server) = resp_private(&["--dir", &d]) {
+        let mut c = Resp::new(&server);
+        let refused = error(
+            "ERR hash, list, set and sorted set writes are refused with --dir: Amalgam does not persist them yet",
+        );
+        let (k, dst) = (key("k"), key("dst"));
+        assert_eq!(c.call(&["SADD", &k, "a"]), refused);
+        assert_eq!(c.call(&["SUNIONSTORE", &dst, &k]), refused);
+        assert_eq!(c.call(&["SMEMBERS", &k]), "*0\r\n");
+        assert_eq!(c.call(&["EXISTS", &k, &dst]), int(0));
+        drop(server);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Amalgam-only: a compact set larger than an item (`-I 2k`) is stored as
+/// an object and keeps every member, read, written and stored.
+#[test]
+fn compact_set_larger_than_an_item() {
+    let Some(server) = resp_private(&["-I", "2k"]) else { return };
+    let mut c = Resp::new(&server);
+    let (k, dst) = (key("k"), key("dst"));
+    // 100 members of 40 bytes: compact by count and size, ~4 KB packed.
+    let all: Vec<String> = (0..100).map(|i| format!("{i:040}")).collect();
+    assert_eq!(fill(&mut c, &k, &all), 100);
+    assert_eq!(c.call(&["OBJECT", "ENCODING", &k]), bulk("listpack"));
+    assert_eq!(smembers(&mut c, &k), all.iter().cloned().collect());
+    assert_eq!(c.call(&["SREM", &k, &all[0]]), int(1));
+    assert_eq!(c.call(&["SUNIONSTORE", &dst, &k]), int(99));
+    assert_eq!(smembers(&mut c, &dst), all[1..].iter().cloned().collect());
+    assert_eq!(scan_all(&mut c, &dst, &[]), all[1..].iter().cloned().collect());
 }
