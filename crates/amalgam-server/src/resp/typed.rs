@@ -26,6 +26,11 @@
 //! when a cache-mode write had to make room (the engine's `with_room`):
 //! each run starts again from the unchanged old value, and replies are
 //! composed only from the result of the run that took effect.
+//!
+//! ## Replacing a key ([`replace`])
+//! SINTERSTORE and its kin overwrite their destination whatever it holds
+//! (Redis's `setKey`): one `Store::update` that puts the new value, or
+//! removes the key for an empty one, with no kind check and no expiry.
 
 use super::glob::matches;
 use super::{int_arg, is, Arg, Ctx};
