@@ -62,6 +62,7 @@
 //! | `resp/hash.rs` | HSET … HSCAN |
 //! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: blocked clients, wake-ups |
+//! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod bits;
@@ -76,6 +77,7 @@ mod list;
 mod monitor;
 mod object;
 mod server;
+mod set;
 mod strings;
 mod table;
 pub mod typed;
@@ -575,6 +577,23 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
             blocking::run(ctx, spec.cmd, args, out)
         }
+        Cmd::Sadd
+        | Cmd::Srem
+        | Cmd::Smembers
+        | Cmd::Sismember
+        | Cmd::Smismember
+        | Cmd::Scard
+        | Cmd::Spop
+        | Cmd::Srandmember
+        | Cmd::Smove
+        | Cmd::Sinter
+        | Cmd::Sintercard
+        | Cmd::Sunion
+        | Cmd::Sdiff
+        | Cmd::Sinterstore
+        | Cmd::Sunionstore
+        | Cmd::Sdiffstore
+        | Cmd::Sscan => set::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

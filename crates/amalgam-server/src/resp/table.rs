@@ -117,6 +117,23 @@ pub enum Cmd {
     Blmove,
     Brpoplpush,
     Blmpop,
+    Sadd,
+    Srem,
+    Smembers,
+    Sismember,
+    Smismember,
+    Scard,
+    Spop,
+    Srandmember,
+    Smove,
+    Sinter,
+    Sintercard,
+    Sunion,
+    Sdiff,
+    Sinterstore,
+    Sunionstore,
+    Sdiffstore,
+    Sscan,
 }
 
 /// One command's description.

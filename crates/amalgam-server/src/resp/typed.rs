@@ -26,6 +26,11 @@
 //! when a cache-mode write had to make room (the engine's `with_room`):
 //! each run starts again from the unchanged old value, and replies are
 //! composed only from the result of the run that took effect.
+//!
+//! ## Replacing a key ([`replace`])
+//! SINTERSTORE and its kin overwrite their destination whatever it holds
+//! (Redis's `setKey`): one `Store::update` that puts the new value, or
+//! removes the key for an empty one, with no kind check and no expiry.
 
 use super::glob::matches;
 use super::{int_arg, is, Arg, Ctx};
@@ -222,6 +227,34 @@ pub(crate) fn write<R>(
         (Update::InPlace { record: Vec::new() }, Access::Done(r))
     });
     r.map(|(access, _)| access).map_err(Refused::Engine)
+}
+
+/// Replaces whatever `key` holds — any kind, or nothing — with the
+/// value `make` builds, or deletes the key if that value is empty: the
+/// destination of SINTERSTORE, SUNIONSTORE and SDIFFSTORE (Redis's
+/// `setKey`/`dbDelete`: another kind is overwritten, not WRONGTYPE, and
+/// the old expiry goes). `make` runs once before the lock; again, under
+/// the bucket lock, only if the engine reruns the update (module notes),
+/// since the first value was handed over. Returns true if the key held
+/// something before.
+pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
+    if ctx.shared.persist.is_some() {
+        return Err(Refused::NotPersisted);
+    }
+    let mut ready = Some(make());
+    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.shared.store.objects_over_budget() {
+        return Err(Refused::OutOfMemory);
+    }
+    let item_max = ctx.shared.args.max_item_size;
+    let r = ctx.shared.store.update(key, |old| {
+        let v = ready.take().unwrap_or_else(&mut make);
+        let had = old.is_some();
+        if v.is_empty() {
+            return (if had { Update::Remove } else { Update::Keep }, had);
+        }
+        (publish(v, None, item_max), had)
+    });
+    r.map(|(had, _)| had).map_err(Refused::Engine)
 }
 
 /// Room an item's header and key take beside its value, at most: what a
