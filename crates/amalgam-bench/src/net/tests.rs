@@ -3,6 +3,7 @@
 //! found, against a real `amalgam` and a real `memcached`. No timing is
 //! asserted, only counts.
 
+use super::command::Command as Cmd;
 use super::*;
 use clap::Parser;
 use std::collections::HashMap;
@@ -349,4 +350,126 @@ fn against_memcached_if_installed() {
         assert_eq!(r["errors"]["total"], 0, "{proto}: {r}");
         assert_eq!(r["hit_ratio"], 1.0, "{proto}: {r}");
     }
+}
+
+/// Every collection command (and the hot-key cases) against a RESP server
+/// at `addr`; `known` says which types it serves. Checks counts only.
+fn collection_runs(addr: &str, known: &[command::Type]) {
+    let all =
+        [Cmd::Hset, Cmd::Hget, Cmd::Lpush, Cmd::Lpop, Cmd::Sadd, Cmd::Sismember, Cmd::Zadd, Cmd::Zrange, Cmd::Zscore];
+    let mut ran = 0;
+    for cmd in all.into_iter().filter(|c| c.ty().is_some_and(|t| known.contains(&t))) {
+        for hot in [false, true] {
+            let name = cmd.name();
+            let mut flags = vec![
+                "--server",
+                addr,
+                "--protocol",
+                "resp",
+                "--command",
+                name,
+                "--keys",
+                "500",
+                "--pipeline",
+                "4",
+                "--members",
+                "12",
+            ];
+            if hot {
+                flags.push("--hot-key");
+            }
+            let r = measure(&args(&flags)).unwrap_or_else(|e| panic!("{name} hot {hot}: {e}"));
+            let what = format!("{name} hot {hot}: {r}");
+            assert_eq!(r["errors"]["total"], 0, "{what}");
+            assert_eq!(r["command"], name, "{what}");
+            assert_eq!(r["preload"]["stored"], if hot { 1 } else { 500 }, "{what}");
+            assert!(r["requests"].as_u64().unwrap() > 0, "{what}");
+            let (gets, sets) = (r["gets"].as_u64().unwrap(), r["sets"].as_u64().unwrap());
+            match cmd.at(0, hot).expect() {
+                _ if hot && cmd.ty() == Some(command::Type::List) => assert!(gets > 0 && sets > 0, "{what}"),
+                command::Expect::Write => assert!(gets == 0 && sets > 0, "{what}"),
+                _ => assert!(gets > 0 && sets == 0, "{what}"),
+            }
+            // Reads of preloaded members all hit, except LPOP on lists
+            // popped empty.
+            if cmd.expect() != command::Expect::Write && cmd != Cmd::Lpop {
+                assert_eq!(r["hit_ratio"], 1.0, "{what}");
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 2 * all.iter().filter(|c| c.ty().is_some_and(|t| known.contains(&t))).count());
+}
+
+/// Against Debian's redis-server if installed: all four types.
+#[test]
+fn collections_against_redis_if_installed() {
+    let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .find(|p| p.exists())
+    else {
+        eprintln!("skipped: redis-server not installed");
+        return;
+    };
+    let port = free_port();
+    let flags: Vec<String> = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        .map(String::from)
+        .to_vec();
+    let Some(_server) = start(&bin, &flags, port) else { panic!("redis-server did not start") };
+    use command::Type::*;
+    collection_runs(&format!("127.0.0.1:{port}"), &[Hash, List, Set, Zset]);
+    // A collection command needs RESP, and keys that leave room for the type.
+    let addr = format!("127.0.0.1:{port}");
+    let e = measure(&args(&["--server", &addr, "--command", "hget"])).unwrap_err();
+    assert!(e.contains("--protocol resp"), "{e}");
+    let e = measure(&args(&[
+        "--server",
+        &addr,
+        "--protocol",
+        "resp",
+        "--command",
+        "hget",
+        "--key-bytes",
+        "3",
+        "--keys",
+        "4096",
+    ]))
+    .unwrap_err();
+    assert!(e.contains("collection keys"), "{e}");
+}
+
+/// Against `target/{release,debug}/amalgam`'s RESP port if it was built:
+/// the types it serves (a type it does not know answers `-ERR unknown
+/// command` to its write, probed first).
+#[test]
+fn collections_against_amalgam_if_built() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let Some(bin) = ["release", "debug"].iter().map(|p| root.join(p).join("amalgam")).find(|p| p.exists()) else {
+        eprintln!("skipped: no target/{{release,debug}}/amalgam (cargo build -p amalgam-server)");
+        return;
+    };
+    let (port, resp) = (free_port(), free_port());
+    let flags: Vec<String> =
+        ["-p", &port.to_string(), "--resp-port", &resp.to_string(), "-t", "2", "-m", "256"].map(String::from).to_vec();
+    let Some(_server) = start(&bin, &flags, resp) else { panic!("{} did not start", bin.display()) };
+    let addr: SocketAddr = format!("127.0.0.1:{resp}").parse().unwrap();
+    let mut known = Vec::new();
+    let mut client = Client::connect(addr, IO_TIMEOUT).unwrap();
+    for (ty, probe) in [
+        (command::Type::Hash, "HSET probe f v"),
+        (command::Type::List, "LPUSH probe2 v"),
+        (command::Type::Set, "SADD probe3 m"),
+        (command::Type::Zset, "ZADD probe4 1 m"),
+    ] {
+        let req: Vec<u8> = format!("{probe}\r\n").into_bytes();
+        client.send(&req).unwrap();
+        match client.next(Protocol::Resp).unwrap().0 {
+            proto::Event::Integer(1) => known.push(ty),
+            proto::Event::Error => eprintln!("amalgam does not serve {ty:?} yet: skipped"),
+            e => panic!("{probe}: {e:?}"),
+        }
+    }
+    assert!(known.contains(&command::Type::Hash) && known.contains(&command::Type::List), "{known:?}");
+    collection_runs(&addr.to_string(), &known);
 }
