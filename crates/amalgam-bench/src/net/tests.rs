@@ -473,3 +473,64 @@ fn collections_against_amalgam_if_built() {
     assert!(known.contains(&command::Type::Hash) && known.contains(&command::Type::List), "{known:?}");
     collection_runs(&addr.to_string(), &known);
 }
+
+/// A RESP server answering every request with `reply`, cut into 1..=3-byte
+/// writes.
+fn fake_resp_server(reply: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { return };
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = std::io::BufReader::new(s);
+                let mut line = Vec::new();
+                let mut read_line = |r: &mut std::io::BufReader<TcpStream>| {
+                    line.clear();
+                    match r.read_until(b'\n', &mut line) {
+                        Ok(n) if n > 0 => String::from_utf8_lossy(&line[1..]).trim_end().parse::<usize>().ok(),
+                        _ => None,
+                    }
+                };
+                // Bounded by the connection: each request is `*n` then n bulks.
+                while let Some(n) = read_line(&mut r) {
+                    for _ in 0..n {
+                        let Some(len) = read_line(&mut r) else { return };
+                        let mut data = vec![0; len + 2];
+                        if r.read_exact(&mut data).is_err() {
+                            return;
+                        }
+                    }
+                    for piece in reply.chunks(3) {
+                        if w.write_all(piece).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn collection_replies_that_do_not_fit_are_counted() {
+    // `+OK` is no reply to HSET's fill: the preload fails.
+    let addr = fake_resp_server(b"+OK\r\n").to_string();
+    let e = measure(&args(&["--server", &addr, "--protocol", "resp", "--command", "hset"])).unwrap_err();
+    assert!(e.contains("preload: 0 of 2000") && e.contains("does not fit"), "{e}");
+    // A bulk is no reply to SISMEMBER; an integer none to ZRANGE.
+    for (reply, cmd) in [(&b"$1\r\nx\r\n"[..], "sismember"), (b":3\r\n", "zrange")] {
+        let addr = fake_resp_server(reply).to_string();
+        let a = args(&["--server", &addr, "--protocol", "resp", "--command", cmd, "--no-preload", "--pipeline", "3"]);
+        let e = measure(&a).unwrap_err();
+        assert!(e.contains("no request completed") && e.contains("does not fit"), "{cmd}: {e}");
+    }
+    // Replies that fit, split into pieces: every ZRANGE hits.
+    let addr = fake_resp_server(b"*2\r\n$3\r\nabc\r\n$2\r\n\r\n\r\n").to_string();
+    let a = args(&["--server", &addr, "--protocol", "resp", "--command", "zrange", "--no-preload", "--pipeline", "3"]);
+    let r = measure(&a).unwrap();
+    assert_eq!(r["errors"]["total"], 0, "{r}");
+    assert_eq!(r["hit_ratio"], 1.0, "{r}");
+}
