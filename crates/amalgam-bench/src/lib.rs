@@ -9,7 +9,9 @@
 //!   `Mutex<HashMap>`). Reports Mops/s per contender and thread count,
 //!   Amalgam's ratio to the best peer, load rate and resident bytes per item.
 //! * **net** (`net.rs`): closed-loop connections speaking memcached's text
-//!   or meta protocol to any server, with pipeline depth, multi-get size and
+//!   or meta protocol, or Redis's RESP (GET/SET, or with `--command` one of
+//!   the collection commands of `net/command.rs`, over many keys or one
+//!   `--hot-key`) to any server, with pipeline depth, multi-get size and
 //!   HdrHistogram latencies.
 //! * **cache** (`cache.rs`): cache-mode measurements against any
 //!   memcached-protocol server: items a memory budget holds (`fill`) and

@@ -1,6 +1,9 @@
 //! The network driver: closed-loop connections to any memcached-protocol
 //! server (Amalgam, memcached), speaking the text or the meta protocol, or
-//! to a RESP server (Amalgam's `--resp-port`, Redis) with GET and SET.
+//! to a RESP server (Amalgam's `--resp-port`, Redis) with GET and SET or,
+//! with `--command`, one of Redis's collection commands (`net/command.rs`:
+//! HSET, HGET, LPUSH, LPOP, SADD, SISMEMBER, ZADD, ZRANGE 0 9, ZSCORE) over
+//! the key space or, with `--hot-key`, on one key.
 //!
 //! # Method
 //! * **Preload** (unless `--no-preload`): every key `0..keys` is SET once,
@@ -9,12 +12,22 @@
 //!   every `STORED` is counted and anything else fails the preload. A
 //!   sample of keys spread over the key space is then read back with
 //!   multi-gets and compared byte for byte (`value_of(id, 0, …)`).
+//!   With a collection `--command`, each key is instead filled with
+//!   `--members` members by one variadic request (HSET, LPUSH, SADD or
+//!   ZADD, whichever type the command reads or writes; every integer reply
+//!   counts) and the sample's cardinalities (HLEN, LLEN, SCARD, ZCARD) must
+//!   be at least `--members`. With `--hot-key` only key 0 is preloaded.
 //! * **Streams**: before the timed phase, each connection gets its own op
 //!   stream (`workload::op_stream`, its own seed), cut into requests of
 //!   `--multiget` ops: a chunk starting with a GET is a GET of the chunk's
 //!   keys, else a SET of its first key, so the request mix is the
 //!   workload's GET fraction. Streams are cycled; their total is about
-//!   [`STREAM_KEY_OPS`] key operations (32 MiB).
+//!   [`STREAM_KEY_OPS`] key operations (32 MiB). A collection `--command`
+//!   takes only the stream's keys (its GET fraction does not apply): every
+//!   request is that command (LPUSH/LPOP on a hot key alternate), member
+//!   number = the connection's request count modulo `--members`; reads
+//!   (HGET, LPOP, SISMEMBER, ZRANGE, ZSCORE) count as GETs with their hits
+//!   (ZRANGE: a non-empty array), writes as SETs.
 //! * **Closed loop** (`net/driver.rs`): `--threads` client threads, each a
 //!   mio event loop over `--conns-per-thread` nonblocking connections that
 //!   each keep `--pipeline` requests outstanding; a batch of requests is
@@ -33,10 +46,12 @@
 //!   counted by kind and reported (`driver::Errors`).
 
 pub mod client;
+pub mod command;
 mod driver;
 pub mod proto;
 
 pub use client::{Client, ServerStats};
+pub use command::Command;
 pub use driver::{Config, Errors, Phase, Source, Stats};
 pub use proto::Protocol;
 
@@ -114,6 +129,20 @@ pub struct Args {
     /// Preload (and verify), then exit without a timed run.
     #[arg(long)]
     pub preload_only: bool,
+    /// What the timed phase sends: the workload's GET/SET mix, or (with
+    /// `--protocol resp`) one collection command on every request (see
+    /// `net/command.rs` for the requests).
+    #[arg(long, value_enum, default_value_t = Command::Getset)]
+    pub command: Command,
+    /// Members per collection (preloaded; timed requests pick member
+    /// `request count % members`).
+    #[arg(long, default_value_t = 10)]
+    pub members: usize,
+    /// Every request names one key (id 0), and only it is preloaded; with
+    /// `--command lpush` or `lpop` each connection alternates LPUSH and
+    /// LPOP on that one list (starting with the one named).
+    #[arg(long)]
+    pub hot_key: bool,
     /// Keys read back after the preload.
     #[arg(long, default_value_t = 1024)]
     pub verify_sample: u64,
@@ -199,6 +228,21 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     if args.protocol == Protocol::Resp && args.multiget != 1 {
         return Err("--protocol resp sends one key per request: use --multiget 1".into());
     }
+    if args.command != Command::Getset {
+        if args.protocol != Protocol::Resp {
+            return Err(format!("--command {} needs --protocol resp", args.command.name()));
+        }
+        if !(1..=command::MEMBERS_MAX).contains(&args.members) {
+            return Err(format!("--members must be 1..={}", command::MEMBERS_MAX));
+        }
+        // The key's first character carries the type (command.rs).
+        if w.key_bytes < 2 || args.keys > workload::key_space(w.key_bytes - 1) {
+            return Err(format!(
+                "{} keys do not fit in {}-byte collection keys (one character is the type)",
+                args.keys, w.key_bytes
+            ));
+        }
+    }
     let times_ok = args.duration > 0.0 && args.duration.is_finite() && args.warmup >= 0.0 && args.warmup.is_finite();
     if !times_ok {
         return Err("--duration must be positive and --warmup not negative".into());
@@ -207,7 +251,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     let preload = if args.no_preload && !args.preload_only {
         Value::Null
     } else {
-        eprintln!("amalgam-bench net: preloading {} keys into {addr} ...", args.keys);
+        eprintln!("amalgam-bench net: preloading {} keys into {addr} ...", preload_keys(args));
         preload(args, &w, addr)?
     };
     let mut result = json!({
@@ -226,6 +270,9 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         "conns_per_thread": args.conns_per_thread,
         "pipeline": args.pipeline,
         "multiget": args.multiget,
+        "command": args.command.name(),
+        "members": if args.command == Command::Getset { None } else { Some(args.members) },
+        "hot_key": args.hot_key,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
         "server_pid": args.server_pid,
@@ -242,6 +289,9 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         value_bytes: w.value_bytes,
         depth: args.pipeline,
         multiget: args.multiget,
+        command: args.command,
+        members: args.members,
+        hot_key: args.hot_key,
     };
     let conns_total = args.threads * args.conns_per_thread;
     let requests_per_conn = (args.stream_key_ops / (conns_total * args.multiget)).max(STREAM_REQUESTS_MIN);
@@ -368,13 +418,17 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
         value_bytes: w.value_bytes,
         depth: PRELOAD_DEPTH,
         multiget: 1,
+        command: args.command,
+        members: args.members,
+        hot_key: args.hot_key,
     };
+    let keys = preload_keys(args);
     let mut per_thread: Vec<Vec<(TcpStream, Source)>> = Vec::new();
     for t in 0..args.threads {
         let mut conns = Vec::new();
         for c in 0..conns_per_thread {
             let i = (t * conns_per_thread + c) as u64;
-            let source = Source::Preload { next: args.keys * i / n, end: args.keys * (i + 1) / n };
+            let source = Source::Preload { next: keys * i / n, end: keys * (i + 1) / n };
             conns.push((connect(addr)?, source));
         }
         per_thread.push(conns);
@@ -393,18 +447,21 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
         total
     });
     let secs = t.elapsed().as_secs_f64();
-    if stats.stored != args.keys || stats.errors.total() > 0 {
+    if stats.stored != keys || stats.errors.total() > 0 {
         return Err(format!(
             "preload: {} of {} keys stored, {} errors (first: {})",
             stats.stored,
-            args.keys,
+            keys,
             stats.errors.total(),
             stats.errors.first.as_deref().unwrap_or("none")
         ));
     }
-    let verified = verify(addr, w, args.keys, args.verify_sample, cfg.proto)?;
+    let verified = match args.command.ty() {
+        None => verify(addr, w, keys, args.verify_sample, cfg.proto)?,
+        Some(ty) => verify_collections(addr, w, ty, keys, args.verify_sample, args.members)?,
+    };
     Ok(json!({
-        "keys": args.keys,
+        "keys": keys,
         "stored": stats.stored,
         "seconds": secs,
         "sets_per_s": stats.stored as f64 / secs,
@@ -459,6 +516,47 @@ fn verify(addr: SocketAddr, w: &Workload, keys: u64, sample: u64, proto: Protoco
     Ok(sample)
 }
 
+/// Keys the preload fills: all, or with `--hot-key` the one (id 0).
+fn preload_keys(args: &Args) -> u64 {
+    if args.hot_key {
+        1
+    } else {
+        args.keys
+    }
+}
+
+/// Asks the cardinality of `sample` collections spread over `0..keys`,
+/// pipelined [`VERIFY_BATCH`] at a time; each must hold at least
+/// `members`. Returns the number checked.
+fn verify_collections(
+    addr: SocketAddr,
+    w: &Workload,
+    ty: command::Type,
+    keys: u64,
+    sample: u64,
+    members: usize,
+) -> Result<u64, String> {
+    let sample = sample.min(keys);
+    let mut client = Client::connect(addr, IO_TIMEOUT)?;
+    let ids: Vec<u64> = (0..sample).map(|i| (u128::from(i) * u128::from(keys) / u128::from(sample)) as u64).collect();
+    let mut out = Vec::new();
+    let mut scratch = command::Scratch::default();
+    for chunk in ids.chunks(VERIFY_BATCH) {
+        out.clear();
+        for &id in chunk {
+            command::push_card(ty, &mut out, id, w.key_bytes, &mut scratch);
+        }
+        client.send(&out).map_err(|e| format!("verify: {e}"))?;
+        for &id in chunk {
+            let (event, _) = client.next(Protocol::Resp).map_err(|e| format!("verify: {e}"))?;
+            if command::Expect::Card.judge(event, w.value_bytes, members) != command::Outcome::Hit {
+                return Err(format!("verify: collection {id} answered {event:?}, expected at least {members} members"));
+            }
+        }
+    }
+    Ok(sample)
+}
+
 /// `utime + stime` of a process (`"self"` or a pid), in clock ticks.
 fn cpu_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -502,13 +600,25 @@ pub fn human(r: &Value) -> String {
     let w = &r["workload"];
     let f = |v: &Value, digits: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.digits$}"));
     let mut out = format!(
-        "net {} {} ({} B keys, {} B values, {:.0}% GET, {}) over {} to {}: {} keys, {} threads x {} conns, \
+        "net {} {}{} ({} B keys, {} B values, {}{}) over {} to {}: {} keys, {} threads x {} conns, \
          pipeline {}, multiget {}, {} s (+{} s warm-up)\n",
         r["label"].as_str().unwrap_or(""),
         w["name"].as_str().unwrap_or("?"),
+        match r["command"].as_str() {
+            Some(c) if c != "getset" => format!(
+                " --command {c} ({} members{})",
+                r["members"],
+                if r["hot_key"] == true { ", hot key" } else { "" }
+            ),
+            _ if r["hot_key"] == true => " (hot key)".to_string(),
+            _ => String::new(),
+        },
         w["key_bytes"],
         w["value_bytes"],
-        w["get_fraction"].as_f64().unwrap_or(0.0) * 100.0,
+        match r["command"].as_str() {
+            Some("getset") | None => format!("{:.0}% GET, ", w["get_fraction"].as_f64().unwrap_or(0.0) * 100.0),
+            Some(_) => String::new(),
+        },
         w["distribution"].as_str().unwrap_or("?"),
         r["protocol"].as_str().unwrap_or("?"),
         r["server"].as_str().unwrap_or("?"),

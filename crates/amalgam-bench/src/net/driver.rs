@@ -10,6 +10,7 @@
 //! a reply that puts the connection out of step (a malformed one, or one no
 //! request can have asked for) also closes that connection.
 
+use super::command::{self, Command, Expect, Outcome};
 use super::proto::{self, get_ends_with_end, push_get, push_set, Event, Protocol};
 use crate::workload::{value_of, Op};
 use hdrhistogram::Histogram;
@@ -43,12 +44,20 @@ pub struct Config {
     pub depth: usize,
     /// Keys per GET request.
     pub multiget: usize,
+    /// What the timed phase sends (`command.rs`), and what the preload
+    /// fills: strings for [`Command::Getset`], else collections.
+    pub command: Command,
+    /// Members per collection (collection commands only).
+    pub members: usize,
+    /// Every timed request names key id 0.
+    pub hot_key: bool,
 }
 
 /// Where a connection's requests come from.
 #[derive(Debug)]
 pub enum Source {
-    /// SET keys `next..end` once each, to `value_of(id, 0, value_bytes)`.
+    /// SET keys `next..end` once each, to `value_of(id, 0, value_bytes)`
+    /// (collection commands: fill each with `members` members).
     Preload {
         /// Next key id.
         next: u64,
@@ -236,6 +245,22 @@ enum Kind {
         failed: usize,
     },
     Set,
+    /// A collection command (or a preload fill) expecting `expect`;
+    /// `hit` is set by its reply.
+    Coll {
+        expect: Expect,
+        hit: bool,
+    },
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Get { .. } => "GET",
+            Kind::Set => "SET",
+            Kind::Coll { .. } => "collection command",
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -251,6 +276,9 @@ struct Conn {
     pending: VecDeque<Pending>,
     source: Source,
     alive: bool,
+    /// Requests sent (collection commands: picks the member, and the
+    /// LPUSH/LPOP alternation on a hot key).
+    seq: u64,
 }
 
 /// Shared, read-only request material of a thread.
@@ -258,6 +286,7 @@ struct Material<'a> {
     cfg: &'a Config,
     set_values: Vec<Vec<u8>>,
     scratch: Vec<u8>,
+    coll: command::Scratch,
 }
 
 /// Runs one client thread over `conns` (connected, nonblocking) until the
@@ -277,6 +306,7 @@ pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase
         cfg,
         set_values: (0..SET_VALUES as u64).map(|i| value_of(i, 1, cfg.value_bytes)).collect(),
         scratch: Vec::with_capacity(cfg.key_bytes),
+        coll: command::Scratch::default(),
     };
     let mut conns: Vec<Conn> = conns
         .into_iter()
@@ -293,6 +323,7 @@ pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase
             pending: VecDeque::with_capacity(cfg.depth),
             source,
             alive: true,
+            seq: 0,
         })
         .collect();
     let window = match phase {
@@ -373,29 +404,50 @@ impl Conn {
                     if *next >= *end {
                         break;
                     }
-                    let v = value_of(*next, 0, cfg.value_bytes);
-                    let proto = if cfg.proto == Protocol::Resp { Protocol::Resp } else { Protocol::Text };
-                    push_set(proto, &mut self.wbuf, *next, cfg.key_bytes, &v, &mut mat.scratch);
+                    let key = *next;
                     *next += 1;
-                    Kind::Set
+                    if let Some(ty) = cfg.command.ty() {
+                        let values = &mat.set_values;
+                        let value = |j: u64| values[((key + j) % SET_VALUES as u64) as usize].as_slice();
+                        command::push_fill(ty, &mut self.wbuf, key, cfg.members, cfg.key_bytes, value, &mut mat.coll);
+                        Kind::Coll { expect: Expect::Write, hit: false }
+                    } else {
+                        let v = value_of(key, 0, cfg.value_bytes);
+                        let proto = if cfg.proto == Protocol::Resp { Protocol::Resp } else { Protocol::Text };
+                        push_set(proto, &mut self.wbuf, key, cfg.key_bytes, &v, &mut mat.scratch);
+                        Kind::Set
+                    }
                 }
                 Source::Ops { ops, pos } => {
                     let first = *pos;
                     let n = cfg.multiget;
                     let chunk = &ops[first..first + n];
                     *pos = if first + n >= ops.len() { 0 } else { first + n };
-                    if chunk[0].get {
-                        let keys = chunk.iter().map(|o| u64::from(o.key));
+                    let hot = cfg.hot_key;
+                    let key_of = |o: &crate::workload::Op| if hot { 0 } else { u64::from(o.key) };
+                    if cfg.command != Command::Getset {
+                        let t = command::Target {
+                            key: key_of(&chunk[0]),
+                            member: self.seq % cfg.members as u64,
+                            score_key: u64::from(chunk[0].key),
+                        };
+                        let cmd = cfg.command.at(self.seq, hot);
+                        let v = &mat.set_values[((t.key + t.member) % SET_VALUES as u64) as usize];
+                        command::push_request(cmd, &mut self.wbuf, t, cfg.key_bytes, v, &mut mat.coll);
+                        Kind::Coll { expect: cmd.expect(), hit: false }
+                    } else if chunk[0].get {
+                        let keys = chunk.iter().map(key_of);
                         push_get(cfg.proto, &mut self.wbuf, keys, cfg.key_bytes, &mut mat.scratch);
                         Kind::Get { first, n, next: 0, hits: 0, failed: 0 }
                     } else {
-                        let key = u64::from(chunk[0].key);
+                        let key = key_of(&chunk[0]);
                         let v = &mat.set_values[key as usize % SET_VALUES];
                         push_set(cfg.proto, &mut self.wbuf, key, cfg.key_bytes, v, &mut mat.scratch);
                         Kind::Set
                     }
                 }
             };
+            self.seq += 1;
             self.pending.push_back(Pending { sent: now, kind });
         }
     }
@@ -561,6 +613,26 @@ impl Conn {
             }
             (Kind::Get { n, .. }, Event::End) if get_ends_with_end(proto, *n) => true,
             (Kind::Get { n, .. }, Event::Miss) if !get_ends_with_end(proto, *n) => true,
+            (Kind::Coll { expect, hit }, event)
+                if !matches!(event, Event::Error | Event::ClientError | Event::ServerError) =>
+            {
+                match expect.judge(event, cfg.value_bytes, cfg.members) {
+                    Outcome::Written | Outcome::Miss => {}
+                    Outcome::Hit => *hit = true,
+                    Outcome::WrongSize => {
+                        *hit = true;
+                        errors.wrong_size += 1;
+                        errors.note(|| format!("{event:?}: a value not of {} bytes", cfg.value_bytes));
+                    }
+                    Outcome::Unexpected => {
+                        errors.unexpected += 1;
+                        errors.note(|| format!("reply {event:?} does not fit a {expect:?} request"));
+                        self.close(poll);
+                        return;
+                    }
+                }
+                true
+            }
             (Kind::Set, Event::Stored) => true,
             (Kind::Set, Event::NotStored) => {
                 errors.not_stored += 1;
@@ -573,8 +645,7 @@ impl Conn {
                     Event::ClientError => errors.client_error += 1,
                     _ => errors.server_error += 1,
                 }
-                errors
-                    .note(|| format!("{event:?} reply to a {}", if matches!(kind, Kind::Set) { "SET" } else { "GET" }));
+                errors.note(|| format!("{event:?} reply to a {}", kind.name()));
                 match kind {
                     // A meta multi-get answers each quiet `mg` and its `mn`
                     // separately: it is over when `mn` is answered.
@@ -605,7 +676,7 @@ impl Conn {
         // completed request: a server that fails fast must not look fast.
         let failed = match p.kind {
             Kind::Get { failed, .. } => failed > 0,
-            Kind::Set => false,
+            Kind::Set | Kind::Coll { .. } => false,
         };
         if failed || matches!(event, Event::Error | Event::ClientError | Event::ServerError | Event::NotStored) {
             return;
@@ -618,9 +689,14 @@ impl Conn {
                 stats.get_keys += n as u64;
                 stats.hits += hits as u64;
             }
-            Kind::Set => {
+            Kind::Set | Kind::Coll { expect: Expect::Write, .. } => {
                 stats.sets += 1;
                 stats.stored += 1;
+            }
+            Kind::Coll { hit, .. } => {
+                stats.gets += 1;
+                stats.get_keys += 1;
+                stats.hits += u64::from(hit);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Requests and replies of memcached's text and meta protocols, and of
-//! Redis's RESP (GET and SET of one key), as the network driver writes and
-//! reads them.
+//! Redis's RESP (GET and SET of one key here; the collection commands'
+//! requests in `command.rs`), as the network driver writes and reads them.
 //!
 //! Requests are appended to a connection's write buffer. Replies are parsed
 //! one complete unit at a time from the front of a read buffer: a unit is a
@@ -64,6 +64,16 @@ pub enum Event {
     ClientError,
     /// `SERVER_ERROR …`.
     ServerError,
+    /// RESP integer `:<n>` (HSET, LPUSH, SADD, ZADD, SISMEMBER, the
+    /// cardinality commands).
+    Integer(i64),
+    /// RESP array `*<len>` with all its elements (ZRANGE); the elements
+    /// are checked for form and skipped, not returned. A null array
+    /// (`*-1`) is a [`Event::Miss`].
+    Array {
+        /// Elements at the top level.
+        len: usize,
+    },
 }
 
 /// A reply the driver cannot have asked for; the connection is out of step.
@@ -76,6 +86,13 @@ pub const KEY_BYTES_MAX: usize = 250;
 /// Longest reply line accepted (a text `VALUE` line with a 250-byte key is
 /// about 300 bytes).
 pub const LINE_BYTES_MAX: usize = 4096;
+
+/// Most elements of one RESP array accepted (the driver asks for at most
+/// ten: `ZRANGE k 0 9`); more means the connection is out of step.
+pub const ARRAY_ELEMENTS_MAX: usize = 1024;
+
+/// Deepest nesting of RESP arrays accepted (the top-level array is 1).
+pub const ARRAY_DEPTH_MAX: usize = 4;
 
 /// Parses the unit at the front of `buf`: `Ok(Some((event, bytes used)))`,
 /// `Ok(None)` if `buf` holds only part of it, `Err` if it is not a reply.
@@ -147,11 +164,40 @@ pub fn parse(proto: Protocol, buf: &[u8]) -> Result<Option<(Event, usize)>, Malf
     Ok(Some((Event::Value { key, len }, end)))
 }
 
-/// One RESP reply to GET or SET: `+OK` (stored), `$-1` or `_` (a miss),
-/// `$<n>` and its data (a hit; RESP carries no key), `-…` (an error:
-/// `-ERR unknown command` is [`Event::Error`], `-OOM` [`Event::ServerError`],
-/// others [`Event::ClientError`]).
+/// One RESP reply: `+OK` (stored), `$-1`, `_` or `*-1` (a miss), `$<n>`
+/// and its data (a hit; RESP carries no key), `:<n>` (an integer),
+/// `*<n>` with its `n` elements (an array; elements may be bulk strings,
+/// nulls, integers, simple strings or arrays, nested at most
+/// [`ARRAY_DEPTH_MAX`] deep, at most [`ARRAY_ELEMENTS_MAX`] each), `-…`
+/// (an error: `-ERR unknown command` is [`Event::Error`], `-OOM`
+/// [`Event::ServerError`], others — `-WRONGTYPE` too — [`Event::ClientError`]).
 fn parse_resp(buf: &[u8]) -> Result<Option<(Event, usize)>, Malformed> {
+    let Some((line, after)) = resp_line(buf)? else { return Ok(None) };
+    let simple = |e: Event| Ok(Some((e, after)));
+    match line {
+        b"+OK" => simple(Event::Stored),
+        b"$-1" | b"_" | b"*-1" => simple(Event::Miss),
+        [b'-', rest @ ..] if rest.starts_with(b"ERR unknown command") => simple(Event::Error),
+        [b'-', rest @ ..] if rest.starts_with(b"OOM") => simple(Event::ServerError),
+        [b'-', ..] => simple(Event::ClientError),
+        [b':', digits @ ..] => {
+            simple(Event::Integer(parse_integer(digits).ok_or_else(|| malformed("bad integer", line))?))
+        }
+        [b'$', digits @ ..] => {
+            let len = parse_decimal(digits).ok_or_else(|| malformed("bad bulk length", line))?;
+            Ok(bulk_end(buf, after, len, line)?.map(|end| (Event::Value { key: None, len }, end)))
+        }
+        [b'*', digits @ ..] => {
+            let len = array_len(digits, line)?;
+            Ok(skip_elements(buf, after, len, 1)?.map(|end| (Event::Array { len }, end)))
+        }
+        _ => Err(malformed("unexpected reply", line)),
+    }
+}
+
+/// The `\r\n`-ended line at the front of `buf` (without its end) and the
+/// offset after it; `None` if it has not all arrived.
+fn resp_line(buf: &[u8]) -> Result<Option<(&[u8], usize)>, Malformed> {
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
         if buf.len() > LINE_BYTES_MAX {
             return Err(malformed("reply line too long", buf));
@@ -161,28 +207,68 @@ fn parse_resp(buf: &[u8]) -> Result<Option<(Event, usize)>, Malformed> {
     if nl == 0 || buf[nl - 1] != b'\r' {
         return Err(malformed("reply line not ended by \\r\\n", &buf[..nl]));
     }
-    let line = &buf[..nl - 1];
-    let after = nl + 1;
-    let simple = |e: Event| Ok(Some((e, after)));
-    match line {
-        b"+OK" => simple(Event::Stored),
-        b"$-1" | b"_" => simple(Event::Miss),
-        [b'-', rest @ ..] if rest.starts_with(b"ERR unknown command") => simple(Event::Error),
-        [b'-', rest @ ..] if rest.starts_with(b"OOM") => simple(Event::ServerError),
-        [b'-', ..] => simple(Event::ClientError),
-        [b'$', digits @ ..] => {
-            let len = parse_decimal(digits).ok_or_else(|| malformed("bad bulk length", line))?;
-            let end = after.checked_add(len).and_then(|e| e.checked_add(2)).ok_or_else(|| malformed("bulk", line))?;
-            if buf.len() < end {
-                return Ok(None);
-            }
-            if &buf[end - 2..end] != b"\r\n" {
-                return Err(malformed("bulk string not ended by \\r\\n after", line));
-            }
-            Ok(Some((Event::Value { key: None, len }, end)))
-        }
-        _ => Err(malformed("unexpected reply", line)),
+    Ok(Some((&buf[..nl - 1], nl + 1)))
+}
+
+/// End of a bulk string of `len` bytes whose data starts at `at`; `None`
+/// if it has not all arrived.
+fn bulk_end(buf: &[u8], at: usize, len: usize, line: &[u8]) -> Result<Option<usize>, Malformed> {
+    let end = at.checked_add(len).and_then(|e| e.checked_add(2)).ok_or_else(|| malformed("bulk", line))?;
+    if buf.len() < end {
+        return Ok(None);
     }
+    if &buf[end - 2..end] != b"\r\n" {
+        return Err(malformed("bulk string not ended by \\r\\n after", line));
+    }
+    Ok(Some(end))
+}
+
+fn array_len(digits: &[u8], line: &[u8]) -> Result<usize, Malformed> {
+    match parse_decimal(digits) {
+        Some(n) if n <= ARRAY_ELEMENTS_MAX => Ok(n),
+        Some(_) => Err(malformed("array longer than ARRAY_ELEMENTS_MAX", line)),
+        None => Err(malformed("bad array length", line)),
+    }
+}
+
+/// Checks and skips `n` array elements starting at `buf[at..]` (`depth`:
+/// the array's nesting level); returns the offset after the last, or
+/// `None` if they have not all arrived. The parser keeps no state, so a
+/// partial array is scanned again from its start: bounded by
+/// [`ARRAY_ELEMENTS_MAX`] and [`ARRAY_DEPTH_MAX`].
+fn skip_elements(buf: &[u8], mut at: usize, n: usize, depth: usize) -> Result<Option<usize>, Malformed> {
+    for _ in 0..n {
+        let Some((line, after)) = resp_line(&buf[at..])? else { return Ok(None) };
+        let after = at + after;
+        let end = match line {
+            b"$-1" | b"_" | b"*-1" => Some(after),
+            [b'+', ..] => Some(after),
+            [b':', digits @ ..] => {
+                parse_integer(digits).ok_or_else(|| malformed("bad integer in array", line))?;
+                Some(after)
+            }
+            [b'$', digits @ ..] => {
+                let len = parse_decimal(digits).ok_or_else(|| malformed("bad bulk length in array", line))?;
+                bulk_end(buf, after, len, line)?
+            }
+            [b'*', ..] if depth >= ARRAY_DEPTH_MAX => return Err(malformed("arrays nested too deep", line)),
+            [b'*', digits @ ..] => skip_elements(buf, after, array_len(digits, line)?, depth + 1)?,
+            _ => return Err(malformed("unexpected array element", line)),
+        };
+        let Some(end) = end else { return Ok(None) };
+        at = end;
+    }
+    Ok(Some(at))
+}
+
+/// A RESP integer: optional `-`, then 1..=19 decimal digits, within i64.
+fn parse_integer(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, s),
+    };
+    let v = i64::try_from(parse_decimal(digits)?).ok()?;
+    Some(if neg { -v } else { v })
 }
 
 /// Data of a [`Event::Value`] unit of `used` bytes at the front of `buf`.
@@ -274,7 +360,7 @@ pub fn push_get(
 }
 
 /// Appends a RESP bulk string.
-fn push_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn push_bulk(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'$');
     push_decimal(out, bytes.len());
     out.extend_from_slice(b"\r\n");
@@ -311,7 +397,7 @@ pub fn push_set(proto: Protocol, out: &mut Vec<u8>, key: u64, key_bytes: usize, 
 }
 
 /// Appends `n` in decimal without allocating.
-fn push_decimal(out: &mut Vec<u8>, n: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, n: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     let mut v = n;
@@ -443,7 +529,7 @@ mod tests {
                 assert_eq!(parse_in_pieces(Protocol::Resp, &b, &[cut, cut2]), ev, "cuts {cut} {cut2}");
             }
         }
-        for bad in [&b":1\r\n"[..], b"$x\r\n", b"$1\r\nab\r\n", b"*1\r\n", b"+OK\n"] {
+        for bad in [&b":x\r\n"[..], b"$x\r\n", b"$1\r\nab\r\n", b"*1\r\n-ERR x\r\n", b"+OK\n"] {
             assert!(parse(Protocol::Resp, bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
         }
         let mut out = Vec::new();
@@ -452,6 +538,81 @@ mod tests {
         push_set(Protocol::Resp, &mut out, 2, 4, b"hey", &mut s);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$4\r\n0001\r\n*3\r\n$3\r\nSET\r\n$4\r\n0002\r\n$3\r\nhey\r\n");
         assert!(!get_ends_with_end(Protocol::Resp, 1));
+    }
+
+    /// Integers and arrays (the collection commands' replies), including
+    /// bulks holding \r\n and array-looking text, nested arrays and nulls.
+    fn resp_collection_stream() -> (Vec<u8>, Vec<Event>) {
+        let b = b":0\r\n:1\r\n:-42\r\n:9223372036854775807\r\n*0\r\n*-1\r\n\
+                  *3\r\n$3\r\nabc\r\n$4\r\n*1\r\n\r\n$-1\r\n\
+                  *4\r\n:5\r\n+x\r\n*2\r\n$1\r\na\r\n_\r\n*0\r\n$2\r\nok\r\n"
+            .to_vec();
+        let ev = vec![
+            Event::Integer(0),
+            Event::Integer(1),
+            Event::Integer(-42),
+            Event::Integer(i64::MAX),
+            Event::Array { len: 0 },
+            Event::Miss,
+            Event::Array { len: 3 },
+            Event::Array { len: 4 },
+            Event::Value { key: None, len: 2 },
+        ];
+        (b, ev)
+    }
+
+    #[test]
+    fn resp_integers_and_arrays() {
+        let (b, ev) = resp_collection_stream();
+        assert_eq!(parse_all(Protocol::Resp, &b), ev);
+        for cut in 0..=b.len() {
+            assert_eq!(parse_in_pieces(Protocol::Resp, &b, &[cut]), ev, "cut at {cut}");
+        }
+        let every: Vec<usize> = (1..b.len()).collect();
+        assert_eq!(parse_in_pieces(Protocol::Resp, &b, &every), ev, "byte by byte");
+        for cut in 0..=b.len() {
+            for cut2 in cut..=b.len() {
+                assert_eq!(parse_in_pieces(Protocol::Resp, &b, &[cut, cut2]), ev, "cuts {cut} {cut2}");
+            }
+        }
+        // Every proper prefix of an array is incomplete, not an error.
+        let arr = b"*2\r\n$3\r\nabc\r\n*1\r\n:7\r\n";
+        for n in 0..arr.len() {
+            assert_eq!(parse(Protocol::Resp, &arr[..n]), Ok(None), "prefix {n}");
+        }
+        assert_eq!(parse(Protocol::Resp, arr), Ok(Some((Event::Array { len: 2 }, arr.len()))));
+    }
+
+    #[test]
+    fn resp_arrays_are_bounded() {
+        let mut long = format!("*{}\r\n", ARRAY_ELEMENTS_MAX).into_bytes();
+        long.extend(std::iter::repeat_n(&b":1\r\n"[..], ARRAY_ELEMENTS_MAX).flatten());
+        assert_eq!(parse(Protocol::Resp, &long), Ok(Some((Event::Array { len: ARRAY_ELEMENTS_MAX }, long.len()))));
+        let too_long = format!("*{}\r\n", ARRAY_ELEMENTS_MAX + 1);
+        assert!(parse(Protocol::Resp, too_long.as_bytes()).is_err());
+        let nested = |depth: usize| {
+            let mut b = b"*1\r\n".repeat(depth);
+            b.extend_from_slice(b":1\r\n");
+            b
+        };
+        let ok = nested(ARRAY_DEPTH_MAX);
+        assert_eq!(parse(Protocol::Resp, &ok), Ok(Some((Event::Array { len: 1 }, ok.len()))));
+        assert!(parse(Protocol::Resp, &nested(ARRAY_DEPTH_MAX + 1)).is_err());
+        for bad in [
+            &b":\r\n"[..],
+            b":-\r\n",
+            b":1x\r\n",
+            b":99999999999999999999\r\n",
+            b":9223372036854775808\r\n",
+            b"*x\r\n",
+            b"*-2\r\n",
+            b"*1\r\n:x\r\n",
+            b"*1\r\n-ERR no\r\n",
+            b"*1\r\n$2\r\nabc\r\n",
+            b"*1\r\nhello\r\n",
+        ] {
+            assert!(parse(Protocol::Resp, bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

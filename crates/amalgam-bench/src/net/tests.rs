@@ -3,6 +3,7 @@
 //! found, against a real `amalgam` and a real `memcached`. No timing is
 //! asserted, only counts.
 
+use super::command::Command as Cmd;
 use super::*;
 use clap::Parser;
 use std::collections::HashMap;
@@ -349,4 +350,187 @@ fn against_memcached_if_installed() {
         assert_eq!(r["errors"]["total"], 0, "{proto}: {r}");
         assert_eq!(r["hit_ratio"], 1.0, "{proto}: {r}");
     }
+}
+
+/// Every collection command (and the hot-key cases) against a RESP server
+/// at `addr`; `known` says which types it serves. Checks counts only.
+fn collection_runs(addr: &str, known: &[command::Type]) {
+    let all =
+        [Cmd::Hset, Cmd::Hget, Cmd::Lpush, Cmd::Lpop, Cmd::Sadd, Cmd::Sismember, Cmd::Zadd, Cmd::Zrange, Cmd::Zscore];
+    let mut ran = 0;
+    for cmd in all.into_iter().filter(|c| c.ty().is_some_and(|t| known.contains(&t))) {
+        for hot in [false, true] {
+            let name = cmd.name();
+            let mut flags = vec![
+                "--server",
+                addr,
+                "--protocol",
+                "resp",
+                "--command",
+                name,
+                "--keys",
+                "500",
+                "--pipeline",
+                "4",
+                "--members",
+                "12",
+            ];
+            if hot {
+                flags.push("--hot-key");
+            }
+            let r = measure(&args(&flags)).unwrap_or_else(|e| panic!("{name} hot {hot}: {e}"));
+            let what = format!("{name} hot {hot}: {r}");
+            assert_eq!(r["errors"]["total"], 0, "{what}");
+            assert_eq!(r["command"], name, "{what}");
+            assert_eq!(r["preload"]["stored"], if hot { 1 } else { 500 }, "{what}");
+            assert!(r["requests"].as_u64().unwrap() > 0, "{what}");
+            let (gets, sets) = (r["gets"].as_u64().unwrap(), r["sets"].as_u64().unwrap());
+            match cmd.at(0, hot).expect() {
+                _ if hot && cmd.ty() == Some(command::Type::List) => assert!(gets > 0 && sets > 0, "{what}"),
+                command::Expect::Write => assert!(gets == 0 && sets > 0, "{what}"),
+                _ => assert!(gets > 0 && sets == 0, "{what}"),
+            }
+            // Reads of preloaded members all hit, except LPOP on lists
+            // popped empty.
+            if cmd.expect() != command::Expect::Write && cmd != Cmd::Lpop {
+                assert_eq!(r["hit_ratio"], 1.0, "{what}");
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 2 * all.iter().filter(|c| c.ty().is_some_and(|t| known.contains(&t))).count());
+}
+
+/// Against Debian's redis-server if installed: all four types.
+#[test]
+fn collections_against_redis_if_installed() {
+    let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .find(|p| p.exists())
+    else {
+        eprintln!("skipped: redis-server not installed");
+        return;
+    };
+    let port = free_port();
+    let flags: Vec<String> = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        .map(String::from)
+        .to_vec();
+    let Some(_server) = start(&bin, &flags, port) else { panic!("redis-server did not start") };
+    use command::Type::*;
+    collection_runs(&format!("127.0.0.1:{port}"), &[Hash, List, Set, Zset]);
+    // A collection command needs RESP, and keys that leave room for the type.
+    let addr = format!("127.0.0.1:{port}");
+    let e = measure(&args(&["--server", &addr, "--command", "hget"])).unwrap_err();
+    assert!(e.contains("--protocol resp"), "{e}");
+    let e = measure(&args(&[
+        "--server",
+        &addr,
+        "--protocol",
+        "resp",
+        "--command",
+        "hget",
+        "--key-bytes",
+        "3",
+        "--keys",
+        "4096",
+    ]))
+    .unwrap_err();
+    assert!(e.contains("collection keys"), "{e}");
+}
+
+/// Against `target/{release,debug}/amalgam`'s RESP port if it was built:
+/// the types it serves (a type it does not know answers `-ERR unknown
+/// command` to its write, probed first).
+#[test]
+fn collections_against_amalgam_if_built() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    let Some(bin) = ["release", "debug"].iter().map(|p| root.join(p).join("amalgam")).find(|p| p.exists()) else {
+        eprintln!("skipped: no target/{{release,debug}}/amalgam (cargo build -p amalgam-server)");
+        return;
+    };
+    let (port, resp) = (free_port(), free_port());
+    let flags: Vec<String> =
+        ["-p", &port.to_string(), "--resp-port", &resp.to_string(), "-t", "2", "-m", "256"].map(String::from).to_vec();
+    let Some(_server) = start(&bin, &flags, resp) else { panic!("{} did not start", bin.display()) };
+    let addr: SocketAddr = format!("127.0.0.1:{resp}").parse().unwrap();
+    let mut known = Vec::new();
+    let mut client = Client::connect(addr, IO_TIMEOUT).unwrap();
+    for (ty, probe) in [
+        (command::Type::Hash, "HSET probe f v"),
+        (command::Type::List, "LPUSH probe2 v"),
+        (command::Type::Set, "SADD probe3 m"),
+        (command::Type::Zset, "ZADD probe4 1 m"),
+    ] {
+        let req: Vec<u8> = format!("{probe}\r\n").into_bytes();
+        client.send(&req).unwrap();
+        match client.next(Protocol::Resp).unwrap().0 {
+            proto::Event::Integer(1) => known.push(ty),
+            proto::Event::Error => eprintln!("amalgam does not serve {ty:?} yet: skipped"),
+            e => panic!("{probe}: {e:?}"),
+        }
+    }
+    assert!(known.contains(&command::Type::Hash) && known.contains(&command::Type::List), "{known:?}");
+    collection_runs(&addr.to_string(), &known);
+}
+
+/// A RESP server answering every request with `reply`, cut into 1..=3-byte
+/// writes.
+fn fake_resp_server(reply: &'static [u8]) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { return };
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let mut r = std::io::BufReader::new(s);
+                let mut line = Vec::new();
+                let mut read_line = |r: &mut std::io::BufReader<TcpStream>| {
+                    line.clear();
+                    match r.read_until(b'\n', &mut line) {
+                        Ok(n) if n > 0 => String::from_utf8_lossy(&line[1..]).trim_end().parse::<usize>().ok(),
+                        _ => None,
+                    }
+                };
+                // Bounded by the connection: each request is `*n` then n bulks.
+                while let Some(n) = read_line(&mut r) {
+                    for _ in 0..n {
+                        let Some(len) = read_line(&mut r) else { return };
+                        let mut data = vec![0; len + 2];
+                        if r.read_exact(&mut data).is_err() {
+                            return;
+                        }
+                    }
+                    for piece in reply.chunks(3) {
+                        if w.write_all(piece).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn collection_replies_that_do_not_fit_are_counted() {
+    // `+OK` is no reply to HSET's fill: the preload fails.
+    let addr = fake_resp_server(b"+OK\r\n").to_string();
+    let e = measure(&args(&["--server", &addr, "--protocol", "resp", "--command", "hset"])).unwrap_err();
+    assert!(e.contains("preload: 0 of 2000") && e.contains("does not fit"), "{e}");
+    // A bulk is no reply to SISMEMBER; an integer none to ZRANGE.
+    for (reply, cmd) in [(&b"$1\r\nx\r\n"[..], "sismember"), (b":3\r\n", "zrange")] {
+        let addr = fake_resp_server(reply).to_string();
+        let a = args(&["--server", &addr, "--protocol", "resp", "--command", cmd, "--no-preload", "--pipeline", "3"]);
+        let e = measure(&a).unwrap_err();
+        assert!(e.contains("no request completed") && e.contains("does not fit"), "{cmd}: {e}");
+    }
+    // Replies that fit, split into pieces: every ZRANGE hits.
+    let addr = fake_resp_server(b"*2\r\n$3\r\nabc\r\n$2\r\n\r\n\r\n").to_string();
+    let a = args(&["--server", &addr, "--protocol", "resp", "--command", "zrange", "--no-preload", "--pipeline", "3"]);
+    let r = measure(&a).unwrap();
+    assert_eq!(r["errors"]["total"], 0, "{r}");
+    assert_eq!(r["hit_ratio"], 1.0, "{r}");
 }
