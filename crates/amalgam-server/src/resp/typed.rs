@@ -248,6 +248,55 @@ fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'stat
     }
 }
 
+/// Stores `v` at `key` whatever the key held (any kind, a string too),
+/// without a TTL, as Redis's `setKey` does for a *STORE command's result;
+/// an empty `v` deletes the key instead. One bucket-locked update.
+pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], v: Value) -> Result<(), Refused> {
+    if ctx.shared.persist.is_some() {
+        return Err(Refused::NotPersisted);
+    }
+    if !v.is_empty() && ctx.shared.store.objects_over_budget() {
+        return Err(Refused::OutOfMemory);
+    }
+    if v.is_empty() {
+        let _ = ctx.shared.store.delete(key);
+        return Ok(());
+    }
+    let item_max = ctx.shared.args.max_item_size;
+    let t = ctx.shared.thresholds.load();
+    let kind = v.kind();
+    let r = ctx.shared.store.update(key, |_| {
+        // `update` may run this twice (module notes) and an object is
+        // consumed by the run that offers it: each run offers its own
+        // copy of a large value (one more O(n) pass over a result that
+        // took O(n log n) to build); compact bytes are copied as they are.
+        let value = match v.packed() {
+            Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),
+            _ => NewValue::Object(Box::new(duplicate(&v, &t))),
+        };
+        let put = Update::Put {
+            value,
+            flags: 0,
+            expiry: amalgam_engine::Expiry::Never,
+            fresh_cas: true,
+            marks: tag_of(kind),
+        };
+        (put, ())
+    });
+    r.map(|_| ()).map_err(Refused::Engine)
+}
+
+/// A deep copy of `v` (through its snapshot encoding, which every kind
+/// has).
+fn duplicate(v: &Value, t: &Thresholds) -> Value {
+    if let Value::ZSet(z) = v {
+        return Value::ZSet(z.duplicate());
+    }
+    let mut bytes = Vec::new();
+    v.encode(&mut bytes);
+    Value::decode(v.kind(), &bytes, t).unwrap_or_else(|_| Value::new(v.kind(), t))
+}
+
 /// Answers an [`Access`] that did not reach the command's own reply:
 /// WRONGTYPE, or `absent` for a missing key. Returns the result otherwise.
 pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
