@@ -62,7 +62,7 @@
 //! | `resp/hash.rs` | HSET … HSCAN |
 //! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
-//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: blocked clients, wake-ups |
+//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod bits;
@@ -589,9 +589,14 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Zdiffstore
         | Cmd::Zintercard
         | Cmd::Zscan => zset::run(ctx, spec.cmd, args, out),
-        Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
-            blocking::run(ctx, spec.cmd, args, out)
-        }
+        Cmd::Blpop
+        | Cmd::Brpop
+        | Cmd::Blmove
+        | Cmd::Brpoplpush
+        | Cmd::Blmpop
+        | Cmd::Bzpopmin
+        | Cmd::Bzpopmax
+        | Cmd::Bzmpop => blocking::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

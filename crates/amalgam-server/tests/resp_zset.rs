@@ -2,13 +2,15 @@
 //! replies (scores as `%.17g` bulk strings in RESP2, doubles in RESP3;
 //! WITHSCORES pairs flat in RESP2, nested in RESP3), error texts and
 //! their order, WRONGTYPE, emptied sets deleting their key, and the
-//! compact → large crossing (128 members, 64-byte members). Runs against
+//! compact → large crossing (128 members, 64-byte members), and the
+//! blocking BZPOPMIN BZPOPMAX BZMPOP. Runs against
 //! amalgam by default; CI also runs it against Debian's redis-server 7
 //! (`AMALGAM_TEST_RESP_ADDR`, see `common/mod.rs`), which proves every
 //! expectation here is Redis's own.
 mod common;
 use common::resp::*;
 use common::*;
+use std::time::Duration;
 
 const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 const NOT_INT: &str = "-ERR value is not an integer or out of range\r\n";
@@ -626,4 +628,99 @@ fn command_info_of_zset_commands() {
         let got = c.call(&["COMMAND", "INFO", name]);
         assert!(got.starts_with(&want), "{name}:\n got: {got:?}\nwant: {want:?}…");
     }
+}
+
+/// A server whose connections land on two workers when it is amalgam
+/// (wake-ups cross threads); Redis when one is named.
+fn two_workers() -> Option<Server> {
+    resp_private(&["-t", "2"]).or_else(resp_server)
+}
+
+/// Waits until exactly `n` clients are blocked on a server of this
+/// test's own; on an external (shared) server, a fixed wait for the
+/// command to reach it (a wait, not an assertion on speed).
+fn await_blocked(server: &Server, n: usize) {
+    /// Polls before giving up (20 ms apart: 10 s).
+    const POLLS_MAX: usize = 500;
+    if !server.is_own() {
+        return std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut admin = Resp::new(server);
+    for _ in 0..POLLS_MAX {
+        let info = admin.call(&["INFO", "clients"]);
+        if info.lines().any(|l| l.trim() == format!("blocked_clients:{n}")) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("blocked_clients never reached {n}");
+}
+
+#[test]
+fn bzpop_serves_at_once_or_is_woken_by_zadd() {
+    let Some(server) = two_workers() else { return };
+    let (k, k2, none) = (key("q"), key("q2"), key("none"));
+    let mut waiter = Resp::new(&server);
+    let mut writer = Resp::new(&server);
+    zadd(&mut writer, &k, &[("1", "a"), ("2", "b"), ("3", "c")]);
+    // Served at once: [key, member, score].
+    assert_eq!(waiter.call(&["BZPOPMIN", &none, &k, "0"]), format!("*3\r\n{}{}{}", bulk(&k), bulk("a"), bulk("1")));
+    assert_eq!(waiter.call(&["BZPOPMAX", &k, "0"]), format!("*3\r\n{}{}{}", bulk(&k), bulk("c"), bulk("3")));
+    let nested = |key: &str, p: &[(&str, &str)]| {
+        let mut s = format!("*2\r\n{}*{}\r\n", bulk(key), p.len());
+        for (m, sc) in p {
+            s.push_str(&format!("*2\r\n{}{}", bulk(m), bulk(sc)));
+        }
+        s
+    };
+    assert_eq!(waiter.call(&["BZMPOP", "0", "2", &none, &k, "MIN", "COUNT", "5"]), nested(&k, &[("b", "2")]));
+    assert_eq!(writer.call(&["EXISTS", &k]), int(0));
+    // Blocked, then woken by a ZADD from another connection.
+    waiter.send(&["BZPOPMIN", &k, &k2, "0"]);
+    await_blocked(&server, 1);
+    assert!(waiter.silent(), "blocked until a ZADD");
+    assert_eq!(writer.call(&["ZADD", &k2, "5", "x", "4", "y"]), int(2));
+    assert_eq!(waiter.reply(), format!("*3\r\n{}{}{}", bulk(&k2), bulk("y"), bulk("4")));
+    assert_eq!(writer.call(&["ZRANGE", &k2, "0", "-1"]), arr(&["x"]));
+    // ZINCRBY that adds a member wakes too (BZMPOP takes up to COUNT).
+    waiter.send(&["BZMPOP", "0", "1", &k, "MAX", "COUNT", "2"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["ZINCRBY", &k, "7", "m"]), bulk("7"));
+    assert_eq!(waiter.reply(), nested(&k, &[("m", "7")]));
+    // A *STORE that creates the key wakes too.
+    waiter.send(&["BZPOPMAX", &k, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["ZUNIONSTORE", &k, "1", &k2]), int(1));
+    assert_eq!(waiter.reply(), format!("*3\r\n{}{}{}", bulk(&k), bulk("x"), bulk("5")));
+    // Timeouts answer the null array.
+    assert_eq!(waiter.call(&["BZPOPMIN", &none, "0.01"]), NULL_ARRAY2);
+    assert_eq!(waiter.call(&["BZMPOP", "0.01", "1", &none, "MIN"]), NULL_ARRAY2);
+    hello3(&mut waiter);
+    assert_eq!(waiter.call(&["BZPOPMIN", &none, "0.01"]), NULL3);
+    zadd(&mut writer, &k, &[("1.5", "a")]);
+    assert_eq!(waiter.call(&["BZPOPMIN", &k, "0"]), format!("*3\r\n{}{}{}", bulk(&k), bulk("a"), dbl("1.5")));
+    zadd(&mut writer, &k, &[("2.5", "b")]);
+    assert_eq!(waiter.call(&["BZMPOP", "0", "1", &k, "MIN"]), format!("*2\r\n{}{}", bulk(&k), pairs3(&[("b", "2.5")])));
+}
+
+#[test]
+fn bzpop_errors() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let (k, s, none) = (key("z"), key("s"), key("none"));
+    zadd(&mut c, &k, &[("1", "a")]);
+    assert_eq!(c.call(&["SET", &s, "v"]), OK);
+    assert_eq!(c.call(&["BZPOPMIN", &k, "x"]), error("ERR timeout is not a float or out of range"));
+    assert_eq!(c.call(&["BZPOPMIN", &k, "-1"]), error("ERR timeout is negative"));
+    assert_eq!(c.call(&["BZMPOP", "x", "1", &k, "MIN"]), error("ERR timeout is not a float or out of range"));
+    assert_eq!(c.call(&["BZMPOP", "0", "0", &k, "MIN"]), error("ERR numkeys should be greater than 0"));
+    // BZMPOP reads numkeys, MIN|MAX and COUNT before the timeout.
+    assert_eq!(c.call(&["BZMPOP", "x", "1", &k, "FOO"]), SYNTAX);
+    assert_eq!(c.call(&["BZMPOP", "0", "1", &k, "MIN", "COUNT", "0"]), error("ERR count should be greater than 0"));
+    // Any key of another kind answers WRONGTYPE before blocking.
+    assert_eq!(c.call(&["BZPOPMIN", &s, "0"]), WRONGTYPE);
+    assert_eq!(c.call(&["BZPOPMIN", &none, &s, "0"]), WRONGTYPE);
+    assert_eq!(c.call(&["BZMPOP", "0", "1", &s, "MIN"]), WRONGTYPE);
+    assert_eq!(c.call(&["BZPOPMAX", &s, &k, "0"]), WRONGTYPE);
+    assert_eq!(c.call(&["ZCARD", &k]), int(1), "nothing popped");
 }

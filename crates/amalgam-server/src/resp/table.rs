@@ -149,6 +149,9 @@ pub enum Cmd {
     Zdiffstore,
     Zintercard,
     Zscan,
+    Bzpopmin,
+    Bzpopmax,
+    Bzmpop,
 }
 
 /// One command's description.

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 133] = [
+pub static COMMANDS: [Spec; 136] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -1933,5 +1933,20 @@ pub static COMMANDS: [Spec; 133] = [
         tips: &["nondeterministic_output"],
         keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
         ..spec!(Zscan, "zscan", -3, &["readonly"], (1, 1, 1), "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores")
+    },
+    Spec {
+        acl: &["@sortedset"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: -2, keystep: 1, limit: 0 } }],
+        ..spec!(Bzpopmin, "bzpopmin", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available")
+    },
+    Spec {
+        acl: &["@sortedset"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: -2, keystep: 1, limit: 0 } }],
+        ..spec!(Bzpopmax, "bzpopmax", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted-set", "5.0.0", "Remove and return the member with the highest score from one or more sorted sets, or block until one is available")
+    },
+    Spec {
+        acl: &["@sortedset"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(2), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }],
+        ..spec!(Bzmpop, "bzmpop", -5, &["write", "blocking", "movablekeys"], (0, 0, 0), "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available")
     },
 ];
