@@ -35,7 +35,7 @@ use amalgam_types::zset::{
     self, format_score, parse_score, AddFlags, AddOutcome, LexRange, ScoreRange, ZSet, ZView, ERR_LEX_RANGE,
     ERR_RANGE_NOT_FLOAT,
 };
-use amalgam_types::Kind;
+use amalgam_types::{Kind, Thresholds};
 
 /// ZPOPMIN/ZPOPMAX's count error (Redis's `getPositiveLongFromObjectOrReply`
 /// message, for a non-integer too).
@@ -598,9 +598,10 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
+    let t = ctx.shared.thresholds.load();
     if args.len() == 2 {
         let r = read(ctx, &args[1], Kind::ZSet, |z| {
-            with_zset(z, |z| z.random_members(-1, &mut typed::random).pop().map(|(m, _)| m))
+            with_zset(z, &t, |z| z.random_members(-1, &mut typed::random).pop().map(|(m, _)| m))
         });
         match r {
             Access::Done(Some(m)) => push_bulk(out, &m),
@@ -630,7 +631,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if too_many {
             return None;
         }
-        Some(with_zset(z, |z| z.random_members(count, &mut typed::random)))
+        Some(with_zset(z, &t, |z| z.random_members(count, &mut typed::random)))
     });
     let Some(picked) = typed::or_reply(r, out, |out| push_array(out, 0)) else { return };
     let Some(picked) = picked else { return push_error(out, OUT_OF_RANGE.as_bytes()) };
@@ -639,15 +640,14 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// Runs `f` on the sorted set found, decoding a compact one (bounded by
 /// the listpack threshold) so that every operation has one code path.
-fn with_zset<R>(z: Found<'_>, f: impl FnOnce(&ZSet) -> R) -> R {
+/// `t`: the server's thresholds (the copy keeps its compact form).
+fn with_zset<R>(z: Found<'_>, t: &Thresholds, f: impl FnOnce(&ZSet) -> R) -> R {
     match z {
-        Found::Packed(b) => {
-            let t = amalgam_types::Thresholds::default();
-            match ZSet::from_packed(b.to_vec(), &t) {
-                Ok(z) => f(&z),
-                Err(_) => f(&ZSet::new(&t)),
-            }
-        }
+        Found::Packed(b) => match ZSet::from_packed(b.to_vec(), t) {
+            Ok(z) => f(&z),
+            // Bytes this build never wrote: read as empty, never guessed.
+            Err(_) => f(&ZSet::new(t)),
+        },
         Found::Large(v) => f(large(v)),
     }
 }
@@ -687,10 +687,11 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, err::INVALID_CURSOR.as_bytes());
     };
     let opts = typed::scan_options(&args[3..]);
+    let t = ctx.shared.thresholds.load();
     let r = read(ctx, &args[1], Kind::ZSet, |z| {
         let o = opts.as_ref().ok()?;
         let mut pairs: Vec<(Vec<u8>, f64)> = Vec::new();
-        let next = with_zset(z, |z| {
+        let next = with_zset(z, &t, |z| {
             z.scan(cursor, o.count, &mut |m, s| {
                 if o.matches(m) {
                     pairs.push((m.to_vec(), s));
