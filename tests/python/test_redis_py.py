@@ -385,6 +385,45 @@ def test_blpop_woken_from_another_connection(r):
     assert r.brpoplpush(q, k("d"), timeout=0.1) is None
 
 
+def test_sets(r):
+    a, b, s = k("sa"), k("sb"), k("ss")
+    assert r.sadd(a, "x", "y", "1", "2") == 4
+    assert r.sadd(a, "x") == 0
+    assert r.smembers(a) == {"x", "y", "1", "2"}
+    assert r.sismember(a, "x") in (1, True)
+    assert r.sismember(a, "zz") in (0, False)
+    assert [bool(v) for v in r.smismember(a, ["x", "zz"])] == [True, False]
+    assert r.scard(a) == 4
+    assert r.sadd(b, "y", "2", "q") == 3
+    assert r.sinter(a, b) == {"y", "2"}
+    assert r.sunion(a, b) == {"x", "y", "1", "2", "q"}
+    assert r.sdiff(a, b) == {"x", "1"}
+    assert r.sintercard(2, [a, b]) == 2
+    assert r.sinterstore(s, [a, b]) == 2
+    assert r.smembers(s) == {"y", "2"}
+    assert r.smove(a, b, "x") in (1, True)
+    assert r.srem(b, "x", "q") == 2
+    assert r.srandmember(a) in {"y", "1", "2"}
+    assert len(r.srandmember(a, -5)) == 5
+    popped = r.spop(a, 10)
+    assert set(popped) == {"y", "1", "2"}
+    assert r.exists(a) == 0
+    assert r.spop(a) is None
+    assert r.smembers(a) == set()
+    r.set(s, "str")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.sadd(s, "x")
+
+
+def test_sscan_iter_large_set(r):
+    big = k("bigset")
+    members = {f"m{i}" for i in range(1000)}
+    assert r.sadd(big, *members) == 1000
+    assert set(r.sscan_iter(big, count=50)) == members
+    assert set(r.sscan_iter(big, match="m99*")) == {"m99", *(f"m99{i}" for i in range(10))}
+    assert r.delete(big) == 1
+
+
 def _pairs(v):
     """WITHSCORES replies as (member, score) tuples: redis-py gives tuples
     in RESP2 and two-element lists in RESP3; ZPOPMIN without a count is a

@@ -56,13 +56,8 @@ pub fn process(
     let mut pos = *rstart;
     let mut gets: Vec<Request<'_>> = Vec::new();
     for _ in 0..REQUESTS_PER_ROUND_MAX {
-        if *swallow > 0 {
-            let n = (*swallow).min(buf.len() - pos);
-            pos += n;
-            *swallow -= n;
-            if *swallow > 0 {
-                break;
-            }
+        if crate::worker::swallowing(buf, &mut pos, swallow) {
+            break;
         }
         if wbuf.len() >= WRITE_BUFFER_HIGH_BYTES || pos == buf.len() {
             break;
@@ -386,12 +381,7 @@ fn run_arith(
         Some(it) => {
             let Some(v) = crate::meta::counter_value(it.value()) else { return (Update::Keep, Arith::NonNumeric) };
             let number = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
-            // memcached rewrites a shorter number in place, padded with
-            // spaces to the old length.
-            let mut digits = number.to_string().into_bytes();
-            if digits.len() < it.value().len() {
-                digits.resize(it.value().len(), b' ');
-            }
+            let digits = crate::meta::counter_digits(number, it.value().len());
             let p = Update::Put {
                 value: NewValue::Owned(digits),
                 flags: it.flags(),

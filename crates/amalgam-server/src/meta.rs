@@ -61,7 +61,9 @@
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
+use amalgam_engine::{
+    Error, Expiry, ItemRef, NewValue, Store, Update, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT, TAG_BYTES,
+};
 use amalgam_protocol::compose::{push_line, push_u64};
 use amalgam_protocol::meta::{push_key_flag, push_opaque_and_key, MetaCmd, MetaRequest, SetMode};
 use amalgam_protocol::text::reply;
@@ -241,29 +243,36 @@ fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut
         // Read-only unless the item is stale with its token still to give.
         let mark = out.len();
         let read = |it: ItemRef<'_>| {
+            // A collection (a RESP hash, list, set or sorted set) is not a
+            // memcached item: absent here, and the write path leaves it.
+            if it.tag() != TAG_BYTES {
+                return None;
+            }
             if it.marks() & (MARK_STALE | MARK_TOKEN_SENT) == MARK_STALE {
-                return false;
+                return Some(false);
             }
             compose_mg_hit(out, req, &hit_of(&it, cas_on), store);
             if !f.no_update {
                 it.mark_fetched();
             }
-            true
+            Some(true)
         };
         // `u`: "don't bump the item": not even the eviction policy's count.
         let r = if f.no_update { store.peek(key, read) } else { store.get(key, read) };
         match r {
-            Some(true) => return count_get(stats, req, true),
-            None => {
+            Some(Some(true)) => return count_get(stats, req, true),
+            None | Some(None) => {
                 count_get(stats, req, false);
                 return mg_miss(out, req);
             }
-            Some(false) => out.truncate(mark),
+            Some(Some(false)) => out.truncate(mark),
         }
     }
     // The write path: T, N, R, or a stale item whose token we may win.
     let mut answer = Vec::new();
     let r = store.update(key, |old| match old {
+        // A collection is absent to memcached, and not replaced by `N`.
+        Some(it) if it.tag() != TAG_BYTES => (Update::Keep, false),
         Some(it) => {
             // `update` may run this again (a retry after the cache found no
             // free segment): only the last run's answer stays.
@@ -351,6 +360,11 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
         marks,
     };
     let r = store.update(req.key(), |old| {
+        // A collection is absent to memcached: only a plain set replaces
+        // it (as the text protocol's `set` does).
+        if old.is_some_and(|it| it.tag() != TAG_BYTES) && (cas_mode || mode != SetMode::Set) {
+            return (Update::Keep, if cas_mode { Code::Nf } else { Code::Ns });
+        }
         if cas_mode {
             let want = f.cas.unwrap_or(0);
             return match old {
@@ -447,6 +461,9 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
     let r = store.update(req.key(), |old| match old {
         None => (Update::Keep, Code::Nf),
         Some(it) if matches!(f.cas, Some(c) if c != visible(&it, cas_on)) => (Update::Keep, Code::Ex),
+        // A collection can be deleted from memcached's port, not marked
+        // stale (it is not a memcached item).
+        Some(it) if f.invalidate && it.tag() != TAG_BYTES => (Update::Remove, Code::Hd),
         Some(it) if f.invalidate => {
             // Mark stale, bump the CAS, clear the token so the next
             // client can win it; a T sets a new TTL.
@@ -479,6 +496,16 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
 }
 
 /// memcached's incr/decr parse of a stored value: digits, optionally
+/// A counter's new value as memcached stores it: a number shorter than
+/// the old value is rewritten in place, padded with spaces to its length.
+pub(crate) fn counter_digits(number: u64, old_len: usize) -> Vec<u8> {
+    let mut digits = number.to_string().into_bytes();
+    if digits.len() < old_len {
+        digits.resize(old_len, b' ');
+    }
+    digits
+}
+
 /// padded with spaces (what an in-place decr leaves).
 pub(crate) fn counter_value(v: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
@@ -525,16 +552,15 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
             }
             None => (Update::Keep, ArithOutcome::Miss),
         },
+        // A collection is not a counter: absent to memcached, left alone.
+        Some(it) if it.tag() != TAG_BYTES => (Update::Keep, ArithOutcome::Miss),
         Some(it) if matches!(f.cas, Some(c) if c != 0 && c != visible(&it, cas_on)) => {
             (Update::Keep, ArithOutcome::CasMismatch)
         }
         Some(it) => {
             let Some(v) = counter_value(it.value()) else { return (Update::Keep, ArithOutcome::NonNumeric) };
             let number = if incr { v.wrapping_add(f.delta) } else { v.saturating_sub(f.delta) };
-            let mut digits = number.to_string().into_bytes();
-            if digits.len() < it.value().len() {
-                digits.resize(it.value().len(), b' ');
-            }
+            let digits = counter_digits(number, it.value().len());
             let p = Update::Put {
                 value: NewValue::Owned(digits),
                 flags: it.flags(),
@@ -613,6 +639,11 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: b
     let now = store.now();
     // memcached's `me` reads without bumping the item.
     let line = store.peek(req.key(), |it| {
+        // A collection (a RESP hash, list, set or sorted set) is not a
+        // memcached item: absent here.
+        if it.tag() != TAG_BYTES {
+            return None;
+        }
         let mut l = b"ME ".to_vec();
         if req.flags.base64 {
             amalgam_protocol::meta::base64_encode(it.key(), &mut l);
@@ -629,9 +660,9 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: b
         l.extend_from_slice(
             format!(" exp={exp} la={la} cas={} fetch={fetch} cls=1 size={size}\r\n", visible(&it, cas_on)).as_bytes(),
         );
-        l
+        Some(l)
     });
-    match line {
+    match line.flatten() {
         Some(l) => out.extend_from_slice(&l),
         None => push_line(out, "EN"),
     }

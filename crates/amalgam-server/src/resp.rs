@@ -61,6 +61,7 @@
 //! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
 //! | `resp/hash.rs` | HSET … HSCAN |
 //! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
+//! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
@@ -77,6 +78,7 @@ mod list;
 mod monitor;
 mod object;
 mod server;
+mod set;
 mod strings;
 mod table;
 pub mod typed;
@@ -87,6 +89,7 @@ use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
 use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
+use amalgam_engine::TAG_BYTES;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -337,7 +340,13 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
     let mut hits = 0u64;
     if let [PendingGet { first, mget: None }] = gets[..] {
         // One GET: a plain lookup, nothing to batch.
-        let found = ctx.shared.store.get(&args[first], |it| push_bulk(out, it.value()));
+        let found = ctx.shared.store.get(&args[first], |it| {
+            // A collection's bytes are not a string's (resp/typed.rs).
+            if it.tag() != TAG_BYTES {
+                return push_error(out, typed::WRONGTYPE.as_bytes());
+            }
+            push_bulk(out, it.value())
+        });
         if found.is_some() {
             hits = 1;
         } else {
@@ -359,12 +368,22 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
                 push_array(out, n);
             }
         }
+        let is_mget = gets[g].mget.is_some();
         within += 1;
         if within == gets[g].mget.unwrap_or(1) {
             g += 1;
             within = 0;
         }
         match item {
+            // A GET of a collection answers WRONGTYPE; MGET gives nil for
+            // it, as Redis does.
+            Some(it) if it.tag() != TAG_BYTES => {
+                if is_mget {
+                    push_null(out, proto)
+                } else {
+                    push_error(out, typed::WRONGTYPE.as_bytes())
+                }
+            }
             Some(it) => {
                 hits += 1;
                 push_bulk(out, it.value());
@@ -557,6 +576,23 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Lmove
         | Cmd::Rpoplpush
         | Cmd::Lmpop => list::run(ctx, spec.cmd, args, out),
+        Cmd::Sadd
+        | Cmd::Srem
+        | Cmd::Smembers
+        | Cmd::Sismember
+        | Cmd::Smismember
+        | Cmd::Scard
+        | Cmd::Spop
+        | Cmd::Srandmember
+        | Cmd::Smove
+        | Cmd::Sinter
+        | Cmd::Sintercard
+        | Cmd::Sunion
+        | Cmd::Sdiff
+        | Cmd::Sinterstore
+        | Cmd::Sunionstore
+        | Cmd::Sdiffstore
+        | Cmd::Sscan => set::run(ctx, spec.cmd, args, out),
         Cmd::Zadd
         | Cmd::Zincrby
         | Cmd::Zrem

@@ -595,13 +595,8 @@ impl Conn {
         // never both it and `gets` non-empty, so replies keep their order.
         let mut stores: Vec<Request<'_>> = Vec::new();
         for _ in 0..REQUESTS_PER_ROUND_MAX {
-            if *swallow > 0 {
-                let n = (*swallow).min(buf.len() - pos);
-                pos += n;
-                *swallow -= n;
-                if *swallow > 0 {
-                    break;
-                }
+            if swallowing(buf, &mut pos, swallow) {
+                break;
             }
             if wbuf.len() >= WRITE_BUFFER_HIGH_BYTES || pos == buf.len() {
                 break;
@@ -678,4 +673,17 @@ impl Conn {
             *rend = 0;
         }
     }
+}
+
+/// Skips what is left of a refused request's data (`swallow` bytes, as
+/// memcached's `conn_swallow`) from `buf[*pos..]`; true while some of it
+/// has not arrived yet (the turn stops and waits for more).
+pub(crate) fn swallowing(buf: &[u8], pos: &mut usize, swallow: &mut usize) -> bool {
+    if *swallow == 0 {
+        return false;
+    }
+    let n = (*swallow).min(buf.len() - *pos);
+    *pos += n;
+    *swallow -= n;
+    *swallow > 0
 }

@@ -89,3 +89,47 @@ fn amalgam_changes_nothing_at_run_time() {
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "64mb"]), OK, "-m 64 is 64mb");
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1gb"]), failed("maxmemory", "can't set immutable config"));
 }
+
+/// The collection thresholds are settable at run time, under Redis 7's
+/// names and their legacy ziplist aliases (which existing configs and
+/// test suites set first thing), and a hash past the entry limit changes
+/// form as Redis's does.
+#[test]
+fn collection_thresholds_are_settable() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let h = key("thresholds");
+    assert_eq!(c.call(&["CONFIG", "SET", "hash-max-ziplist-entries", "4"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "hash-max-listpack-entries"]),
+        "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n4\r\n"
+    );
+    for i in 0..4 {
+        c.call(&["HSET", &h, &format!("f{i}"), "v"]);
+    }
+    assert_eq!(c.call(&["OBJECT", "ENCODING", &h]), bulk("listpack"));
+    c.call(&["HSET", &h, "f4", "v"]);
+    assert_eq!(c.call(&["OBJECT", "ENCODING", &h]), bulk("hashtable"));
+    assert_eq!(c.call(&["HLEN", &h]), int(5));
+    // Out of range: refused, nothing changed.
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "hash-max-listpack-value", "-1"]),
+        error(
+            "ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-value') - argument must be a \
+             memory value"
+        )
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "hash-max-listpack-entries", "-1"]),
+        error(
+            "ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - argument must be \
+             between 0 and 9223372036854775807 inclusive"
+        )
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "hash-max-listpack-entries", "512"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "hash-max-ziplist-entries"]),
+        "*2\r\n$24\r\nhash-max-ziplist-entries\r\n$3\r\n512\r\n"
+    );
+    assert_eq!(c.call(&["DEL", &h]), int(1));
+}

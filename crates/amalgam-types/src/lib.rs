@@ -29,7 +29,7 @@
 //! | type | compact (one allocation) | large |
 //! |---|---|---|
 //! | hash | [`pack`]: entries `field, value` | [`arena`] entries + a SwissTable of 4-byte handles |
-//! | set | intset (sorted integers) or [`pack`] | integers: a table of i64; strings: [`arena`] + table of handles |
+//! | set | intset (sorted integers) or [`pack`] | [`arena::Table`]: elements (integers as their minimal little-endian bytes) + a SwissTable of handles |
 //! | sorted set | [`pack`]: `member, score` sorted by (score, member) | [`arena`] entries + member table + an order-statistic B-tree of handles |
 //! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist) |
 //!
@@ -55,11 +55,11 @@
 //! |---|---|
 //! | `varint.rs` | the length prefix every encoding shares |
 //! | `pack.rs` | the compact, contiguous encoding (Redis's listpack idea) |
-//! | `arena.rs` | paged byte arena with 4-byte handles for large forms |
-//! | `hash.rs` | hash |
-//! | `set.rs` | set (intset, pack, tables) |
-//! | `zset.rs` | sorted set |
-//! | `list.rs` | list |
+//! | `arena.rs`, `arena/table.rs` | paged byte arena with 4-byte handles; the keyed large form hash and set share |
+//! | `hash.rs`, `hash/ld.rs` | hash; HINCRBYFLOAT's `long double` arithmetic and printing in software |
+//! | `set.rs`, `set/intset.rs`, `set/algebra.rs` | set: intset, pack, table; SINTER/SUNION/SDIFF |
+//! | `zset.rs`, `zset/*.rs` | sorted set: pack; arena + member table + order-statistic B+tree (`tree.rs`); ranges, algebra |
+//! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 #![forbid(unsafe_code)]
 

@@ -12,8 +12,9 @@
 //! value (`-I`, what CONFIG GET proto-max-bulk-len reports), as SETRANGE
 //! refuses one (Redis: `proto-max-bulk-len`, 512 MB by default).
 
-use super::strings::engine_error;
+use super::strings::{engine_error, is_string};
 use super::table::Cmd;
+use super::typed::WRONGTYPE;
 use super::{int_arg, is, Arg, Ctx};
 use amalgam_engine::{Expiry, NewValue, Update};
 use amalgam_protocol::resp::{err, push_array, push_error, push_int, push_null, Proto};
@@ -32,10 +33,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Setbit => setbit(ctx, args, out),
         Cmd::Getbit => match bit_offset(&args[2], false, 0, ctx.limits.bulk_bytes_max) {
             None => push_error(out, BIT_OFFSET.as_bytes()),
-            Some(at) => {
-                let bit = ctx.shared.store.get(&args[1], |it| get_bit(it.value(), at)).unwrap_or(0);
-                push_int(out, bit.into());
-            }
+            Some(at) => match ctx.shared.store.get(&args[1], |it| is_string(&it).then(|| get_bit(it.value(), at))) {
+                Some(None) => push_error(out, WRONGTYPE.as_bytes()),
+                bit => push_int(out, bit.flatten().unwrap_or(0).into()),
+            },
         },
         Cmd::Bitcount => bitcount(ctx, args, out),
         Cmd::Bitpos => bitpos(ctx, args, out),
@@ -76,24 +77,44 @@ fn set_bit(v: &mut [u8], at: u64, on: bool) {
 /// Writes `new` over the key's value (grown with zero bytes to at least
 /// `len`), keeping its flags and expiry; answers what `f` returns. `f`
 /// gets the value to change and says whether it changed anything.
-fn modify<R>(
-    ctx: &Ctx<'_>,
-    key: &[u8],
-    len: usize,
-    mut f: impl FnMut(&mut Vec<u8>) -> R,
-) -> Result<R, amalgam_engine::Error> {
-    ctx.shared
+fn modify<R>(ctx: &Ctx<'_>, key: &[u8], len: usize, mut f: impl FnMut(&mut Vec<u8>) -> R) -> Result<R, Modify> {
+    let r = ctx
+        .shared
         .store
         .update(key, |old| {
+            if old.is_some_and(|it| !is_string(&it)) {
+                return (Update::Keep, None);
+            }
             let mut v = old.map_or_else(Vec::new, |it| it.value().to_vec());
             if v.len() < len {
                 v.resize(len, 0);
             }
             let r = f(&mut v);
             let (flags, expiry) = old.map_or((0, Expiry::Never), |it| (it.flags(), it.expiry()));
-            (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, r)
+            (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Some(r))
         })
-        .map(|(r, _)| r)
+        .map(|(r, _)| r);
+    match r {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(Modify::WrongType),
+        Err(e) => Err(Modify::Engine(e)),
+    }
+}
+
+/// Why [`modify`] changed nothing.
+enum Modify {
+    /// The key holds a collection.
+    WrongType,
+    Engine(amalgam_engine::Error),
+}
+
+impl Modify {
+    fn reply(self, out: &mut Vec<u8>) {
+        match self {
+            Modify::WrongType => push_error(out, WRONGTYPE.as_bytes()),
+            Modify::Engine(e) => engine_error(e, out),
+        }
+    }
 }
 
 fn setbit(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
@@ -112,7 +133,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         old
     }) {
         Ok(old) => push_int(out, old.into()),
-        Err(e) => engine_error(e, out),
+        Err(e) => e.reply(out),
     }
 }
 
@@ -176,6 +197,9 @@ fn bitcount(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // Redis 7.0 looks the key up first: a missing key is 0 whatever the
     // arguments.
     let r = ctx.shared.store.get(&args[1], |it| -> Result<i64, &'static str> {
+        if !is_string(&it) {
+            return Err(WRONGTYPE);
+        }
         let v = it.value();
         let (start, end) = match args.len() {
             2 => (0, v.len() as i64 * 8 - 1),
@@ -217,6 +241,9 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Some(_) => return push_error(out, BIT_ARGUMENT.as_bytes()),
     };
     let r = ctx.shared.store.get(&args[1], |it| -> Result<i64, &'static str> {
+        if !is_string(&it) {
+            return Err(WRONGTYPE);
+        }
         let v = it.value();
         let len = v.len() as i64;
         // The range in bits, and whether the caller gave its end.
@@ -279,8 +306,13 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if op == Op::Not && sources.len() != 1 {
         return push_error(out, BITOP_NOT.as_bytes());
     }
-    let values: Vec<Vec<u8>> =
-        sources.iter().map(|k| ctx.shared.store.get(k, |it| it.value().to_vec()).unwrap_or_default()).collect();
+    let mut values: Vec<Vec<u8>> = Vec::with_capacity(sources.len());
+    for k in sources {
+        match ctx.shared.store.get(k, |it| is_string(&it).then(|| it.value().to_vec())) {
+            Some(None) => return push_error(out, WRONGTYPE.as_bytes()),
+            v => values.push(v.flatten().unwrap_or_default()),
+        }
+    }
     let len = values.iter().map(Vec::len).max().unwrap_or(0);
     if len == 0 {
         let _ = ctx.shared.store.delete(&args[2]);
@@ -548,12 +580,15 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], read_only: bool, out: &mut Vec<
     let Some(len) = len else {
         // Only GETs: a read, no key created.
         let read = |v: &[u8]| ops.iter().map(|f| Some(get_field(v, f))).collect::<Vec<_>>();
-        let results = ctx.shared.store.get(&args[1], |it| read(it.value())).unwrap_or_else(|| read(&[]));
+        let results = match ctx.shared.store.get(&args[1], |it| is_string(&it).then(|| read(it.value()))) {
+            Some(None) => return push_error(out, WRONGTYPE.as_bytes()),
+            r => r.flatten().unwrap_or_else(|| read(&[])),
+        };
         return push_results(&results, proto, out);
     };
     match modify(ctx, &args[1], len, |v| ops.iter().map(|f| apply(v, f)).collect::<Vec<_>>()) {
         Ok(results) => push_results(&results, proto, out),
-        Err(e) => engine_error(e, out),
+        Err(e) => e.reply(out),
     }
 }
 

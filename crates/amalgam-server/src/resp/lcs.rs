@@ -7,10 +7,13 @@
 //! value (`-I`, Amalgam's proto-max-bulk-len) the command is refused with
 //! Redis's error, so a worker never allocates more than one item's worth.
 
+use super::strings::is_string;
 use super::{int_arg, is, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map};
 
 const BOTH: &str = "ERR If you want both the length and indexes, please just use IDX.";
+/// Redis 7.0's reply when a key holds another type.
+const NOT_STRINGS: &str = "ERR The specified keys must contain string values";
 const TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
 
 pub(crate) fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
@@ -41,8 +44,13 @@ pub(crate) fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, BOTH.as_bytes());
     }
     let store = &ctx.shared.store;
-    let a = store.get(&args[1], |it| it.value().to_vec()).unwrap_or_default();
-    let b = store.get(&args[2], |it| it.value().to_vec()).unwrap_or_default();
+    // Redis 7.0: "The specified keys must contain string values".
+    let (Some(a), Some(b)) = (
+        store.get(&args[1], |it| is_string(&it).then(|| it.value().to_vec())).unwrap_or(Some(Vec::new())),
+        store.get(&args[2], |it| is_string(&it).then(|| it.value().to_vec())).unwrap_or(Some(Vec::new())),
+    ) else {
+        return push_error(out, NOT_STRINGS.as_bytes());
+    };
     let (alen, blen) = (a.len(), b.len());
     let cells = (alen as u128 + 1) * (blen as u128 + 1);
     if cells * 4 > ctx.limits.bulk_bytes_max as u128 {

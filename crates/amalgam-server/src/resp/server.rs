@@ -14,6 +14,7 @@
 use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::{self, Cmd, Spec, COMMANDS};
+use super::typed::LiveThresholds;
 use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{
@@ -184,7 +185,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let a = &ctx.shared.args;
     let engine = ctx.shared.store.stats();
-    vec![
+    let mut params = vec![
         ("save", String::new()),
         ("appendonly", if ctx.shared.persist.is_some() { "yes" } else { "no" }.into()),
         ("appendfsync", format!("{:?}", a.fsync).to_lowercase()),
@@ -198,7 +199,17 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("proto-max-bulk-len", a.max_item_size.to_string()),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
-    ]
+    ];
+    // The collection thresholds, settable (resp/typed.rs): Redis 7's
+    // names and their legacy aliases, which CONFIG GET lists too.
+    for (name, alias) in LiveThresholds::NAMES {
+        let v = ctx.shared.thresholds.get(name).unwrap_or(0).to_string();
+        params.push((name, v.clone()));
+        if alias != name {
+            params.push((alias, v));
+        }
+    }
+    params
 }
 
 /// How CONFIG SET checks a parameter's value (Redis's config types).
@@ -238,6 +249,10 @@ fn config_kind(name: &str) -> Kind {
             "noeviction",
         ]),
         "databases" | "io-threads" => Kind::Immutable,
+        "list-max-listpack-size" | "list-max-ziplist-size" => Kind::Int(i32::MIN as i64, i32::MAX as i64),
+        // Redis 7.0 declares the value limits memory configs (`64`, `1kb`).
+        n if n.ends_with("-value") && LiveThresholds::NAMES.iter().any(|(a, b)| n == *a || n == *b) => Kind::Memory,
+        n if LiveThresholds::NAMES.iter().any(|(a, b)| n == *a || n == *b) => Kind::Int(0, i64::MAX),
         _ => Kind::Text,
     }
 }
@@ -295,7 +310,9 @@ fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
 /// every pair is looked up and checked before anything is applied, and
 /// the first failure (in Redis's order: unknown name, immutable,
 /// duplicate, then each value's check) answers its error with nothing
-/// changed. Amalgam changes none of these at run time: a value equal to
+/// changed. The collection thresholds (`hash-max-listpack-entries` …,
+/// resp/typed.rs) change at run time, applied only after every check
+/// passed; Amalgam changes none of the others: a value equal to
 /// the current one is accepted (so `CONFIG SET save ""` and friends from
 /// tools succeed), any other gets "can't set immutable config" — restart
 /// with the flag instead. With no parameter changed, there is nothing to
@@ -335,6 +352,7 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
+    let settable = |name: &str| LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b);
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
         if failed.is_some() {
@@ -343,12 +361,28 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         let (name, current) = &params[i];
         match config_check(config_kind(name), v, current) {
             Ok(true) => {}
-            Ok(false) => changed = changed.or(Some(name)),
+            // Of the parameters whose value changes, only the collection
+            // thresholds can change at run time; any other refuses the set.
+            Ok(false) if !settable(name) => changed = changed.or(Some(name)),
+            Ok(false) => {}
             Err(e) => failed = Some((name.to_string(), e)),
         }
     }
     if let (None, Some(name)) = (&failed, changed) {
         failed = Some((name.to_string(), "can't set immutable config".into()));
+    }
+    if failed.is_none() {
+        for &(i, v) in &chosen {
+            let name = params[i].0;
+            if settable(name) {
+                let n = match config_kind(name) {
+                    Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
+                    _ => int_arg(v),
+                };
+                let n = n.expect("checked above");
+                ctx.shared.thresholds.set(name, n).expect("range checked above");
+            }
+        }
     }
     match failed {
         Some((name, why)) => {

@@ -7,8 +7,9 @@
 //! Redis. Commands over many keys (MSET, MSETNX) are atomic per key only:
 //! another client can see some of an MSET's keys written before the rest.
 
+use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};
-use amalgam_engine::{Error, Expiry, NewValue, Update};
+use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
 
 use super::table::Cmd;
@@ -60,10 +61,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Incrbyfloat => incrbyfloat(ctx, args, out),
         Cmd::Append => append(ctx, args, out),
-        Cmd::Strlen => {
-            let n = ctx.shared.store.get(&args[1], |it| it.value().len()).unwrap_or(0);
-            push_int(out, n as i64);
-        }
+        Cmd::Strlen => match ctx.shared.store.get(&args[1], |it| is_string(&it).then(|| it.value().len())) {
+            Some(None) => push_error(out, WRONGTYPE.as_bytes()),
+            n => push_int(out, n.flatten().unwrap_or(0) as i64),
+        },
         Cmd::Getrange => getrange(ctx, args, out),
         Cmd::Setrange => setrange(ctx, args, out),
         _ => {}
@@ -226,6 +227,11 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         out.truncate(mark);
         if o.get {
             match old {
+                // SET … GET reads the old value: a collection is refused.
+                Some(it) if !is_string(&it) => {
+                    push_error(out, WRONGTYPE.as_bytes());
+                    return (Update::Keep, false);
+                }
                 Some(it) => push_bulk(out, it.value()),
                 None => push_null(out, proto),
             }
@@ -255,6 +261,10 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let r = ctx.shared.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
+            Some(it) if !is_string(&it) => {
+                push_error(out, WRONGTYPE.as_bytes());
+                return (Update::Keep, ());
+            }
             Some(it) => push_bulk(out, it.value()),
             None => push_null(out, proto),
         }
@@ -272,6 +282,10 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let r = ctx.shared.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
+            Some(it) if !is_string(&it) => {
+                push_error(out, WRONGTYPE.as_bytes());
+                (Update::Keep, ())
+            }
             Some(it) => {
                 push_bulk(out, it.value());
                 (Update::Remove, ())
@@ -293,9 +307,14 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let store = &ctx.shared.store;
     if o.expire.is_none() && !o.persist {
-        match store.get(&args[1], |it| push_bulk(out, it.value())) {
-            Some(()) => {}
-            None => push_null(out, proto),
+        let r = store.get(&args[1], |it| {
+            if !is_string(&it) {
+                return push_error(out, WRONGTYPE.as_bytes());
+            }
+            push_bulk(out, it.value())
+        });
+        if r.is_none() {
+            push_null(out, proto);
         }
         return;
     }
@@ -311,6 +330,10 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             push_null(out, proto);
             return (Update::Keep, ());
         };
+        if !is_string(&it) {
+            push_error(out, WRONGTYPE.as_bytes());
+            return (Update::Keep, ());
+        }
         match &new_expiry {
             Err(e) => {
                 push_error(out, e.as_bytes());
@@ -406,6 +429,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
     let r = ctx.shared.store.update(key, |old| {
         let (cur, flags, expiry) = match old {
             None => (0, 0, Expiry::Never),
+            Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
             Some(it) => match string2ll(it.value()) {
                 Some(v) => (v, it.flags(), it.expiry()),
                 None => return (Update::Keep, Err(err::NOT_INTEGER)),
@@ -457,6 +481,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let r = ctx.shared.store.update(&args[1], |old| {
         let (cur, flags, expiry) = match old {
             None => (0.0, 0, Expiry::Never),
+            Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
             Some(it) => match parse_float(it.value()) {
                 Some(v) => (v, it.flags(), it.expiry()),
                 None => return (Update::Keep, Err(err::NOT_FLOAT)),
@@ -485,10 +510,11 @@ fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             Update::Put { value: NewValue::Bytes(data), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 },
             Ok(data.len()),
         ),
+        Some(it) if !is_string(&it) => (Update::Keep, Err(WRONGTYPE)),
         Some(it) => {
             let len = it.value().len() + data.len();
             if len > max {
-                return (Update::Keep, Err(()));
+                return (Update::Keep, Err(err::STRING_TOO_LONG));
             }
             let put = Update::Put {
                 value: NewValue::Concat(data, true),
@@ -502,7 +528,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     });
     match r {
         Ok((Ok(n), _)) => push_int(out, n as i64),
-        Ok((Err(()), _)) => push_error(out, err::STRING_TOO_LONG.as_bytes()),
+        Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }
 }
@@ -512,6 +538,9 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, err::NOT_INTEGER.as_bytes());
     };
     let hit = ctx.shared.store.get(&args[1], |it| {
+        if !is_string(&it) {
+            return push_error(out, WRONGTYPE.as_bytes());
+        }
         let v = it.value();
         let len = v.len() as i64;
         // Redis 7.0's getrangeCommand, step by step.
@@ -551,12 +580,15 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // anything is allocated.
     let fits = (offset as u64).saturating_add(value.len() as u64) <= ctx.limits.bulk_bytes_max as u64;
     let r = ctx.shared.store.update(&args[1], |old| {
+        if old.is_some_and(|it| !is_string(&it)) {
+            return (Update::Keep, Err(WRONGTYPE));
+        }
         let current: &[u8] = old.map_or(&[][..], |it| it.value());
         if value.is_empty() {
             return (Update::Keep, Ok(current.len()));
         }
         if !fits {
-            return (Update::Keep, Err(()));
+            return (Update::Keep, Err(err::STRING_TOO_LONG));
         }
         let at = offset as usize;
         let mut v = current.to_vec();
@@ -570,9 +602,15 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     });
     match r {
         Ok((Ok(n), _)) => push_int(out, n as i64),
-        Ok((Err(()), _)) => push_error(out, err::STRING_TOO_LONG.as_bytes()),
+        Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }
+}
+
+/// True if the item is a string: not a collection (resp/typed.rs), which
+/// string commands answer with WRONGTYPE.
+pub(crate) fn is_string(it: &ItemRef<'_>) -> bool {
+    it.tag() == amalgam_engine::TAG_BYTES
 }
 
 #[cfg(test)]

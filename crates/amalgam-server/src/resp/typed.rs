@@ -26,6 +26,11 @@
 //! when a cache-mode write had to make room (the engine's `with_room`):
 //! each run starts again from the unchanged old value, and replies are
 //! composed only from the result of the run that took effect.
+//!
+//! ## Replacing a key ([`replace`])
+//! SINTERSTORE and its kin overwrite their destination whatever it holds
+//! (Redis's `setKey`): one `Store::update` that puts the new value, or
+//! removes the key for an empty one, with no kind check and no expiry.
 
 use super::glob::matches;
 use super::{int_arg, is, Arg, Ctx};
@@ -224,6 +229,34 @@ pub(crate) fn write<R>(
     r.map(|(access, _)| access).map_err(Refused::Engine)
 }
 
+/// Replaces whatever `key` holds — any kind, or nothing — with the
+/// value `make` builds, or deletes the key if that value is empty: the
+/// destination of SINTERSTORE, SUNIONSTORE and SDIFFSTORE (Redis's
+/// `setKey`/`dbDelete`: another kind is overwritten, not WRONGTYPE, and
+/// the old expiry goes). `make` runs once before the lock; again, under
+/// the bucket lock, only if the engine reruns the update (module notes),
+/// since the first value was handed over. Returns true if the key held
+/// something before.
+pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
+    if ctx.shared.persist.is_some() {
+        return Err(Refused::NotPersisted);
+    }
+    let mut ready = Some(make());
+    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.shared.store.objects_over_budget() {
+        return Err(Refused::OutOfMemory);
+    }
+    let item_max = ctx.shared.args.max_item_size;
+    let r = ctx.shared.store.update(key, |old| {
+        let v = ready.take().unwrap_or_else(&mut make);
+        let had = old.is_some();
+        if v.is_empty() {
+            return (if had { Update::Remove } else { Update::Keep }, had);
+        }
+        (publish(v, None, item_max), had)
+    });
+    r.map(|(had, _)| had).map_err(Refused::Engine)
+}
+
 /// Room an item's header and key take beside its value, at most: what a
 /// packed value must leave of the item size (`-I`).
 const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
@@ -246,55 +279,6 @@ fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'stat
         // The engine forces TAG_OBJECT for an object.
         marks: tag_of(kind),
     }
-}
-
-/// Stores `v` at `key` whatever the key held (any kind, a string too),
-/// without a TTL, as Redis's `setKey` does for a *STORE command's result;
-/// an empty `v` deletes the key instead. One bucket-locked update.
-pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], v: Value) -> Result<(), Refused> {
-    if ctx.shared.persist.is_some() {
-        return Err(Refused::NotPersisted);
-    }
-    if !v.is_empty() && ctx.shared.store.objects_over_budget() {
-        return Err(Refused::OutOfMemory);
-    }
-    if v.is_empty() {
-        let _ = ctx.shared.store.delete(key);
-        return Ok(());
-    }
-    let item_max = ctx.shared.args.max_item_size;
-    let t = ctx.shared.thresholds.load();
-    let kind = v.kind();
-    let r = ctx.shared.store.update(key, |_| {
-        // `update` may run this twice (module notes) and an object is
-        // consumed by the run that offers it: each run offers its own
-        // copy of a large value (one more O(n) pass over a result that
-        // took O(n log n) to build); compact bytes are copied as they are.
-        let value = match v.packed() {
-            Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),
-            _ => NewValue::Object(Box::new(duplicate(&v, &t))),
-        };
-        let put = Update::Put {
-            value,
-            flags: 0,
-            expiry: amalgam_engine::Expiry::Never,
-            fresh_cas: true,
-            marks: tag_of(kind),
-        };
-        (put, ())
-    });
-    r.map(|_| ()).map_err(Refused::Engine)
-}
-
-/// A deep copy of `v` (through its snapshot encoding, which every kind
-/// has).
-fn duplicate(v: &Value, t: &Thresholds) -> Value {
-    if let Value::ZSet(z) = v {
-        return Value::ZSet(z.duplicate());
-    }
-    let mut bytes = Vec::new();
-    v.encode(&mut bytes);
-    Value::decode(v.kind(), &bytes, t).unwrap_or_else(|_| Value::new(v.kind(), t))
 }
 
 /// Answers an [`Access`] that did not reach the command's own reply:
@@ -387,10 +371,10 @@ impl LiveThresholds {
     pub fn set(&self, name: &str, value: i64) -> Result<(), &'static str> {
         let i = Self::index(name).ok_or("Unknown option or number of arguments")?;
         if i == 7 {
-            // Redis: list-max-listpack-size is an int, -5..=INT_MAX
-            // (negatives are the byte-size classes).
-            if !(-5..=i32::MAX as i64).contains(&value) {
-                return Err("argument must be between -5 and 2147483647 inclusive");
+            // Redis 7.0: an int config, INT_MIN..=INT_MAX (-1..-5 are the
+            // byte-size classes; amalgam-types clamps the others).
+            if !(i32::MIN as i64..=i32::MAX as i64).contains(&value) {
+                return Err("argument must be between -2147483648 and 2147483647 inclusive");
             }
             self.list_max_listpack_size.store(value, Ordering::Relaxed);
             return Ok(());

@@ -445,14 +445,24 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     let src = &args[first];
     if store {
+        let ctx: &Ctx<'_> = ctx;
         let t = ctx.shared.thresholds.load();
-        let r = read(ctx, src, Kind::ZSet, |z| view(z, |v| ZSet::from_pairs(range.of(&v, rev, offset, limit), &t)));
-        let result = match r {
-            Access::Done(z) => z,
-            Access::Absent => ZSet::new(&t),
+        let range_of =
+            || read(ctx, src, Kind::ZSet, |z| view(z, |v| ZSet::from_pairs(range.of(&v, rev, offset, limit), &t)));
+        let mut first = match range_of() {
+            Access::Done(z) => Some(z),
+            Access::Absent => Some(ZSet::new(&t)),
             Access::WrongType => return push_error(out, typed::WRONGTYPE.as_bytes()),
         };
-        return store_result(ctx, &args[1], result, out);
+        // A rerun (the engine made room) reads the source again; if it
+        // changed kind meanwhile, the result is empty.
+        let make = || {
+            first.take().unwrap_or_else(|| match range_of() {
+                Access::Done(z) => z,
+                _ => ZSet::new(&t),
+            })
+        };
+        return store_result(ctx, &args[1], make, out);
     }
     let proto = ctx.proto();
     let r = read(ctx, src, Kind::ZSet, |z| {
@@ -465,12 +475,19 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     typed::or_reply(r, out, |out| push_array(out, 0));
 }
 
-/// Stores `z` at `dst` (replacing whatever it held, its TTL too; an empty
-/// result deletes `dst`) and replies with its size, as the *STORE forms.
-pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], z: ZSet, out: &mut Vec<u8>) {
-    let n = z.len();
-    match typed::replace(ctx, dst, Value::ZSet(z)) {
-        Ok(()) => {
+/// Stores the sorted set `make` builds at `dst` (replacing whatever it
+/// held, its TTL too; an empty result deletes `dst`) and replies with its
+/// size, as the *STORE forms. `make` runs again only if the engine reruns
+/// the write (`typed::replace`).
+pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
+    let mut n = 0;
+    let r = typed::replace(ctx, dst, || {
+        let z = make();
+        n = z.len();
+        Value::ZSet(z)
+    });
+    match r {
+        Ok(_) => {
             if n > 0 {
                 ctx.shared.blocking.signal(dst);
             }

@@ -112,17 +112,19 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             Source::S(s) => s as &dyn Scored,
         })
         .collect();
-    let result = match cmd {
+    let compute = || match cmd {
         Cmd::Zunion | Cmd::Zunionstore => zset::union(&inputs, &weights, agg, &t),
         Cmd::Zdiff | Cmd::Zdiffstore => zset::diff(&inputs, &t),
         _ => zset::inter(&inputs, &weights, agg, &t),
     };
+    if store {
+        // A rerun (the engine made room) computes again from the copies.
+        return store_result(ctx, &args[1], compute, out);
+    }
+    let result = compute();
     if card_only {
         let n = result.len();
         return push_int(out, if limit > 0 { n.min(limit) } else { n } as i64);
-    }
-    if store {
-        return store_result(ctx, &args[1], result, out);
     }
     push_pairs(out, ctx.proto(), result.len(), withscores, result.iter());
 }
