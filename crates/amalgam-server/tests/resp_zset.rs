@@ -516,6 +516,9 @@ fn wrongtype_against_a_string() {
     // And other kinds' commands on a sorted set.
     let z = key("z");
     zadd(&mut c, &z, &[("1", "a")]);
+    assert_eq!(c.call(&["GET", &z]), WRONGTYPE);
+    assert_eq!(c.call(&["APPEND", &z, "x"]), WRONGTYPE);
+    assert_eq!(c.call(&["SADD", &z, "x"]), WRONGTYPE);
     assert_eq!(c.call(&["LPUSH", &z, "x"]), WRONGTYPE);
     assert_eq!(c.call(&["HGET", &z, "x"]), WRONGTYPE);
 }
@@ -717,4 +720,50 @@ fn bzpop_errors() {
     assert_eq!(c.call(&["BZMPOP", "0", "1", &s, "MIN"]), WRONGTYPE);
     assert_eq!(c.call(&["BZPOPMAX", &s, &k, "0"]), WRONGTYPE);
     assert_eq!(c.call(&["ZCARD", &k]), int(1), "nothing popped");
+}
+
+/// Writers on several connections (two workers on amalgam): increments
+/// all land, and members popped while others are added are neither lost
+/// nor duplicated, across the compact → large crossing.
+#[test]
+fn racing_writers_lose_and_duplicate_nothing() {
+    /// Connections writing at once, and operations each.
+    const WRITERS: usize = 4;
+    const OPS: usize = 150;
+    let Some(server) = two_workers() else { return };
+    let (k, q) = (key("counter"), key("queue"));
+    let member = |reply: &str| reply.split("\r\n").nth(2).unwrap().to_string();
+    let mut popped = std::collections::BTreeSet::new();
+    std::thread::scope(|s| {
+        for w in 0..WRITERS {
+            let (server, k, q) = (&server, &k, &q);
+            s.spawn(move || {
+                let mut c = Resp::new(server);
+                for i in 0..OPS {
+                    let r = c.call(&["ZINCRBY", k, "1", "m"]);
+                    assert!(r.starts_with('$'), "{r:?}");
+                    assert_eq!(c.call(&["ZADD", q, &i.to_string(), &format!("w{w}_{i:04}")]), int(1));
+                }
+            });
+        }
+        // Pops while the writers add (bounded: the writers' total).
+        let mut c = Resp::new(&server);
+        for _ in 0..WRITERS * OPS / 2 {
+            let r = c.call(&["ZPOPMIN", &q]);
+            if r != EMPTY {
+                assert!(popped.insert(member(&r)), "popped twice: {r:?}");
+            }
+        }
+    });
+    // The writers are done: the rest, in one pop.
+    let mut c = Resp::new(&server);
+    let rest = c.call(&["ZPOPMIN", &q, &(WRITERS * OPS).to_string()]);
+    let lines: Vec<&str> = rest.split("\r\n").collect();
+    // *2n, then $len, member, $len, score per pair.
+    for pair in lines[1..lines.len() - 1].chunks(4) {
+        assert!(popped.insert(pair[1].to_string()), "popped twice: {}", pair[1]);
+    }
+    assert_eq!(popped.len(), WRITERS * OPS, "every member popped exactly once");
+    assert_eq!(c.call(&["EXISTS", &q]), int(0));
+    assert_eq!(c.call(&["ZSCORE", &k, "m"]), bulk(&(WRITERS * OPS).to_string()));
 }
