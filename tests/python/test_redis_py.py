@@ -422,3 +422,46 @@ def test_sscan_iter_large_set(r):
     assert set(r.sscan_iter(big, count=50)) == members
     assert set(r.sscan_iter(big, match="m99*")) == {"m99", *(f"m99{i}" for i in range(10))}
     assert r.delete(big) == 1
+
+
+def _pairs(v):
+    """WITHSCORES replies as (member, score) tuples: redis-py gives tuples
+    in RESP2 and two-element lists in RESP3; ZPOPMIN without a count is a
+    flat [member, score] in RESP3 (as Redis 7.0 sends it)."""
+    if v and not isinstance(v[0], (list, tuple)):
+        v = [v]
+    return [(m, float(s)) for m, s in v]
+
+
+def test_sorted_sets(r):
+    z = k("z")
+    assert r.zadd(z, {"a": 1, "b": 2.5, "c": 3}) == 3
+    assert r.zadd(z, {"a": 5, "d": 4}, nx=True) == 1
+    assert r.zadd(z, {"a": 0.5}, xx=True, ch=True) == 1
+    assert r.zadd(z, {"a": 2}, incr=True) == 2.5
+    assert r.zscore(z, "a") == 2.5
+    assert r.zscore(z, "nope") is None
+    assert r.zincrby(z, 0.25, "b") == 2.75
+    assert r.zincrby(z, 1, "new") == 1.0
+    assert r.zcard(z) == 5
+    assert r.zrange(z, 0, -1) == ["new", "a", "b", "c", "d"]
+    assert _pairs(r.zrange(z, 0, 1, withscores=True)) == [("new", 1.0), ("a", 2.5)]
+    assert _pairs(r.zrange(z, 0, 0, desc=True, withscores=True)) == [("d", 4.0)]
+    assert r.zrangebyscore(z, 2, "(3") == ["a", "b"]
+    assert _pairs(r.zrangebyscore(z, "-inf", "+inf", start=1, num=2, withscores=True)) == [("a", 2.5), ("b", 2.75)]
+    assert r.zrevrangebyscore(z, "+inf", 3) == ["d", "c"]
+    assert r.zrank(z, "b") == 2
+    assert r.zrank(z, "nope") is None
+    assert r.zcount(z, "-inf", 2.75) == 3
+    assert _pairs(r.zpopmin(z)) == [("new", 1.0)]
+    assert _pairs(r.zpopmin(z, 2)) == [("a", 2.5), ("b", 2.75)]
+    assert _pairs(r.zpopmax(z)) == [("d", 4.0)]
+    assert r.zrem(z, "c", "nope") == 1
+    assert r.exists(z) == 0
+    assert r.zpopmin(z) == []
+    s = k("s")
+    r.set(s, "str")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.zadd(s, {"a": 1})
+    with pytest.raises(redis.ResponseError, match="not a valid float"):
+        r.execute_command("ZADD", z, "x", "a")

@@ -61,8 +61,9 @@
 //! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
 //! | `resp/hash.rs` | HSET … HSCAN |
 //! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
-//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: blocked clients, wake-ups |
 //! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
+//! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
+//! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod bits;
@@ -81,6 +82,7 @@ mod set;
 mod strings;
 mod table;
 pub mod typed;
+mod zset;
 
 use crate::clients::Client;
 use crate::exec::After;
@@ -574,9 +576,6 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Lmove
         | Cmd::Rpoplpush
         | Cmd::Lmpop => list::run(ctx, spec.cmd, args, out),
-        Cmd::Blpop | Cmd::Brpop | Cmd::Blmove | Cmd::Brpoplpush | Cmd::Blmpop => {
-            blocking::run(ctx, spec.cmd, args, out)
-        }
         Cmd::Sadd
         | Cmd::Srem
         | Cmd::Smembers
@@ -594,6 +593,46 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Sunionstore
         | Cmd::Sdiffstore
         | Cmd::Sscan => set::run(ctx, spec.cmd, args, out),
+        Cmd::Zadd
+        | Cmd::Zincrby
+        | Cmd::Zrem
+        | Cmd::Zcard
+        | Cmd::Zscore
+        | Cmd::Zmscore
+        | Cmd::Zrank
+        | Cmd::Zrevrank
+        | Cmd::Zcount
+        | Cmd::Zlexcount
+        | Cmd::Zrange
+        | Cmd::Zrangebyscore
+        | Cmd::Zrevrangebyscore
+        | Cmd::Zrangebylex
+        | Cmd::Zrevrangebylex
+        | Cmd::Zrevrange
+        | Cmd::Zrangestore
+        | Cmd::Zpopmin
+        | Cmd::Zpopmax
+        | Cmd::Zmpop
+        | Cmd::Zrandmember
+        | Cmd::Zremrangebyrank
+        | Cmd::Zremrangebyscore
+        | Cmd::Zremrangebylex
+        | Cmd::Zunion
+        | Cmd::Zinter
+        | Cmd::Zdiff
+        | Cmd::Zunionstore
+        | Cmd::Zinterstore
+        | Cmd::Zdiffstore
+        | Cmd::Zintercard
+        | Cmd::Zscan => zset::run(ctx, spec.cmd, args, out),
+        Cmd::Blpop
+        | Cmd::Brpop
+        | Cmd::Blmove
+        | Cmd::Brpoplpush
+        | Cmd::Blmpop
+        | Cmd::Bzpopmin
+        | Cmd::Bzpopmax
+        | Cmd::Bzmpop => blocking::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

@@ -1,4 +1,5 @@
-//! Blocking list commands: BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
+//! Blocking list and sorted-set commands: BLPOP BRPOP BLMOVE BRPOPLPUSH
+//! BLMPOP, BZPOPMIN BZPOPMAX BZMPOP.
 //!
 //! ## What Redis promises, and what we keep
 //! A blocking pop on empty lists parks the client until one of its keys
@@ -24,8 +25,9 @@
 //!   number unique to this blocking episode), in [`REGISTRY_SHARDS`]
 //!   mutex-protected shards by key hash; plus one mailbox per worker:
 //!   `(token, seq)` wake-ups and the worker's `mio::Waker`.
-//! * A push ([`Registry::signal`], from every write that can create a list:
-//!   the pushes and LMOVE's destination) wakes the *head* of the key's
+//! * A push ([`Registry::signal`], from every write that can create a list
+//!   or add to a sorted set: the pushes, LMOVE's destination, a ZADD or
+//!   ZINCRBY that added a member, a *STORE that stored a sorted set) wakes the *head* of the key's
 //!   queue: sets its ticket's `notified` flag and, if it was clear, posts
 //!   to its worker's mailbox and wakes that worker. With nobody blocked
 //!   anywhere (an atomic count) a push pays one relaxed load, no lock.
@@ -77,6 +79,7 @@
 use super::list::{self, End, Moved};
 use super::table::Cmd;
 use super::typed::{self, Access};
+use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
@@ -232,6 +235,19 @@ enum Op {
     Pop { end: End, count: Option<usize> },
     /// BLMOVE, BRPOPLPUSH.
     Move { dst: Vec<u8>, from: End, to: End },
+    /// BZPOPMIN, BZPOPMAX (`count` None: reply `[key, member, score]`),
+    /// BZMPOP (`count`: reply `[key, [[member, score]...]]`).
+    ZPop { max: bool, count: Option<usize> },
+}
+
+impl Op {
+    /// The kind of value the command waits on.
+    fn kind(&self) -> Kind {
+        match self {
+            Op::ZPop { .. } => Kind::ZSet,
+            _ => Kind::List,
+        }
+    }
 }
 
 /// A connection's blocked command (in its [`Session`]).
@@ -296,6 +312,18 @@ fn parse(cmd: Cmd, args: &[Arg<'_>]) -> Result<Parsed, &'static str> {
             let timeout = parse_timeout(&args[1])?;
             Ok((Op::Pop { end: m.end, count: Some(m.count) }, distinct(&args[3..3 + m.numkeys]), timeout))
         }
+        Cmd::Bzpopmin | Cmd::Bzpopmax => {
+            let timeout = parse_timeout(&args[args.len() - 1])?;
+            let op = Op::ZPop { max: cmd == Cmd::Bzpopmax, count: None };
+            Ok((op, distinct(&args[1..args.len() - 1]), timeout))
+        }
+        Cmd::Bzmpop => {
+            // As BLMPOP: numkeys, the keys, MIN|MAX and COUNT, then the
+            // timeout.
+            let m = zset::mpop_args(args, 2)?;
+            let timeout = parse_timeout(&args[1])?;
+            Ok((Op::ZPop { max: m.max, count: Some(m.count) }, distinct(&args[3..3 + m.numkeys]), timeout))
+        }
         _ => unreachable!("not a blocking command: {cmd:?}"),
     }
 }
@@ -315,7 +343,7 @@ enum Try {
 fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, out: &mut Vec<u8>) -> Try {
     for (k, &may) in keys.iter().zip(may) {
         if !may {
-            if first && read_kind(ctx, k) == Access::WrongType {
+            if first && read_kind(ctx, k, op.kind()) == Access::WrongType {
                 push_error(out, typed::WRONGTYPE.as_bytes());
                 return Try::Served;
             }
@@ -345,8 +373,33 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                     return Try::Served;
                 }
             },
+            Op::ZPop { max, count } => match zset::pop(ctx, k, *max, count.unwrap_or(1)) {
+                Ok(Access::Done(pairs)) if !pairs.is_empty() => {
+                    let proto = ctx.proto();
+                    match count {
+                        Some(_) => zset::reply_key_pairs(out, proto, k, &pairs),
+                        None => {
+                            push_array(out, 3);
+                            push_bulk(out, k);
+                            push_bulk(out, &pairs[0].0);
+                            zset::push_score(out, proto, pairs[0].1);
+                        }
+                    }
+                    return Try::Served;
+                }
+                Ok(Access::Done(_)) | Ok(Access::Absent) => {}
+                Ok(Access::WrongType) if first => {
+                    push_error(out, typed::WRONGTYPE.as_bytes());
+                    return Try::Served;
+                }
+                Ok(Access::WrongType) => {}
+                Err(e) => {
+                    e.reply(out);
+                    return Try::Served;
+                }
+            },
             Op::Move { dst, from, to } => {
-                match read_kind(ctx, k) {
+                match read_kind(ctx, k, Kind::List) {
                     Access::Absent => return Try::Wait,
                     Access::WrongType if first => {
                         push_error(out, typed::WRONGTYPE.as_bytes());
@@ -367,9 +420,9 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
     Try::Wait
 }
 
-/// Whether `key` is a list, missing, or another kind.
-fn read_kind(ctx: &Ctx<'_>, key: &[u8]) -> Access<()> {
-    typed::read(ctx, key, Kind::List, |_| ())
+/// Whether `key` holds `kind`, is missing, or holds another kind.
+fn read_kind(ctx: &Ctx<'_>, key: &[u8], kind: Kind) -> Access<()> {
+    typed::read(ctx, key, kind, |_| ())
 }
 
 /// Wakes the next client on each of `keys` that still holds something
@@ -382,7 +435,8 @@ fn pass_on(shared: &Shared, keys: &[Vec<u8>]) {
     }
 }
 
-/// BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP: serves at once if it can,
+/// BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: serves
+/// at once if it can,
 /// else leaves the connection blocked (`Session::blocked`).
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (op, keys, timeout) = match parse(cmd, args) {

@@ -76,6 +76,22 @@ impl Scored for ZSet {
     }
 }
 
+/// A plain set as an input: every member scores 1 (Redis's ZUNION and
+/// friends accept sets).
+impl Scored for crate::set::Set {
+    fn card(&self) -> usize {
+        self.len()
+    }
+    fn score_of(&self, member: &[u8]) -> Option<f64> {
+        self.contains(member).then_some(1.0)
+    }
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64)) {
+        for m in self.iter() {
+            m.with_bytes(|b| f(b, 1.0));
+        }
+    }
+}
+
 fn weighted(w: f64, s: f64) -> f64 {
     let v = w * s;
     if v.is_nan() {

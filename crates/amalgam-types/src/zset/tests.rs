@@ -116,3 +116,24 @@ fn algebra_matches_redis_replies() {
     assert_eq!(show(diff(&inputs, &d)), "z 2");
     assert_eq!(show(union(&inputs, &[-1.0, 1.0], Aggregate::Min, &d)), "y -inf z -2 x -1 w 3 v 5");
 }
+
+/// A plain set is an input of the algebra whose members score 1, in
+/// both its forms (intset and strings).
+#[test]
+fn sets_score_one_in_the_algebra() {
+    let th = Thresholds::default();
+    let mut s = crate::set::Set::new();
+    for m in ["7", "x", "y"] {
+        s.insert(m.as_bytes(), &th);
+    }
+    let mut ints = crate::set::Set::new();
+    ints.insert(b"7", &th);
+    let z = ZSet::from_pairs([(&b"x"[..], 5.0), (&b"q"[..], 2.0)], &th);
+    let u = union(&[&z, &s, &ints], &[1.0, 2.0, 3.0], Aggregate::Sum, &th);
+    let got: Vec<(Vec<u8>, f64)> = u.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+    let want = [("q", 2.0), ("y", 2.0), ("7", 5.0), ("x", 7.0)];
+    assert_eq!(got, want.map(|(m, s)| (m.as_bytes().to_vec(), s)));
+    let i = inter(&[&s, &ints], &[1.0, 1.0], Aggregate::Max, &th);
+    assert_eq!(i.iter().map(|(m, s)| (m.to_vec(), s)).collect::<Vec<_>>(), [(b"7".to_vec(), 1.0)]);
+    assert_eq!(diff(&[&s, &z], &th).len(), 2);
+}
