@@ -18,16 +18,16 @@
 # used_memory) and the ratio amalgam/redis of the RSS figures.
 #
 # Usage: [SHAPES="hash set intset zset list smallhash"] [MEMORY_MB=4096]
-#        [REDIS_PORT=46479] [AMALGAM_PORT=46480] [NO_BUILD=1]
+#        [REDIS_PORT=21479] [AMALGAM_PORT=21480] [NO_BUILD=1]
 #        scripts/compare-types-memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHAPES=${SHAPES:-hash set intset zset list smallhash}
 MEMORY_MB=${MEMORY_MB:-4096}
-REDIS_PORT=${REDIS_PORT:-46479}
-AMALGAM_PORT=${AMALGAM_PORT:-46480}
-AMALGAM_MC_PORT=${AMALGAM_MC_PORT:-41313}
+REDIS_PORT=${REDIS_PORT:-21479}
+AMALGAM_PORT=${AMALGAM_PORT:-21480}
+AMALGAM_MC_PORT=${AMALGAM_MC_PORT:-21313}
 REDIS=${REDIS:-$(command -v redis-server || true)}
 [ -n "$REDIS" ] || { echo "redis-server not found (apt-get install redis-server)" >&2; exit 1; }
 command -v redis-cli >/dev/null || { echo "redis-cli not found (apt-get install redis-tools)" >&2; exit 1; }

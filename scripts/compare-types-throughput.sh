@@ -16,7 +16,7 @@
 # Usage: [RUNS=3] [REQUESTS=200000] [KEYSPACE=100000] [CONNS=50]
 #        [PIPELINES="1 16"] [SERVER_THREADS=2] [MEMORY_MB=1024]
 #        [TESTS=lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset]
-#        [REDIS_PORT=46579] [AMALGAM_PORT=46580] [NO_BUILD=1]
+#        [REDIS_PORT=21579] [AMALGAM_PORT=21580] [NO_BUILD=1]
 #        scripts/compare-types-throughput.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,9 +29,9 @@ PIPELINES=${PIPELINES:-1 16}
 SERVER_THREADS=${SERVER_THREADS:-2}
 MEMORY_MB=${MEMORY_MB:-1024}
 TESTS=${TESTS:-lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset}
-REDIS_PORT=${REDIS_PORT:-46579}
-AMALGAM_PORT=${AMALGAM_PORT:-46580}
-AMALGAM_MC_PORT=${AMALGAM_MC_PORT:-41413}
+REDIS_PORT=${REDIS_PORT:-21579}
+AMALGAM_PORT=${AMALGAM_PORT:-21580}
+AMALGAM_MC_PORT=${AMALGAM_MC_PORT:-21413}
 REDIS=${REDIS:-$(command -v redis-server || true)}
 BENCH=${BENCH:-$(command -v redis-benchmark || true)}
 [ -n "$REDIS" ] && [ -n "$BENCH" ] || { echo "needs redis-server and redis-benchmark (apt-get install redis-server redis-tools)" >&2; exit 1; }
