@@ -6,7 +6,7 @@
 
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
-use super::{int_arg, is, null, wrong_arity, Arg, Ctx};
+use super::{int_arg, null, wrong_arity, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map, push_simple, Proto};
 use amalgam_types::hash::{self, Hash};
 use amalgam_types::value::Value;
@@ -17,14 +17,6 @@ use amalgam_types::Kind;
 /// build an unbounded reply. Redis bounds it only by `LONG_MAX / 2`;
 /// past this Amalgam answers Redis's out-of-range error.
 pub(crate) const RANDOM_PICKS_MAX: u64 = 1 << 24;
-
-/// HRANDFIELD's reply to a count of `LONG_MIN` (Redis's
-/// getRangeLongFromObjectOrReply over -LONG_MAX..=LONG_MAX).
-const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-/// HRANDFIELD's reply to a WITHVALUES count past ±LONG_MAX/2 (whose
-/// reply would need twice as many elements), and to a negative count
-/// past [`RANDOM_PICKS_MAX`] on an existing hash.
-const OUT_OF_RANGE: &str = "ERR value is out of range";
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
@@ -250,18 +242,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // over -LONG_MAX..=LONG_MAX), then the syntax, then WITHVALUES's
     // halved range, then the key (absent: an empty array, whatever the
     // count).
-    let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
-    if count == i64::MIN {
-        return push_error(out, COUNT_RANGE.as_bytes());
-    }
-    let with_values = match args.len() {
-        3 => false,
-        4 if is(&args[3], "withvalues") => true,
-        _ => return push_error(out, err::SYNTAX.as_bytes()),
+    let (count, with_values) = match typed::random_count_args(args, "withvalues") {
+        Ok(a) => a,
+        Err(e) => return push_error(out, e.as_bytes()),
     };
-    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return push_error(out, OUT_OF_RANGE.as_bytes());
-    }
     // Amalgam also bounds the picks (RANDOM_PICKS_MAX), checked once the
     // key is found to hold a hash (None: past the bound).
     let too_many = count < 0 && count.unsigned_abs() > RANDOM_PICKS_MAX;
@@ -274,7 +258,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Some(picked)
     });
     let Some(picked) = typed::or_reply(r, out, |out| push_array(out, 0)) else { return };
-    let Some(picked) = picked else { return push_error(out, OUT_OF_RANGE.as_bytes()) };
+    let Some(picked) = picked else { return push_error(out, typed::OUT_OF_RANGE.as_bytes()) };
     if with_values && proto == Proto::Resp3 {
         push_array(out, picked.len());
         for (f, v) in &picked {

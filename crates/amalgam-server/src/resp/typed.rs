@@ -503,6 +503,31 @@ pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'st
     Ok(o)
 }
 
+/// Redis 7.0's error for a random-pick count of `i64::MIN`.
+const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// Redis's out-of-range error (a doubled count past `i64`).
+pub(crate) const OUT_OF_RANGE: &str = "ERR value is out of range";
+
+/// The `count [WITH…]` arguments of HRANDFIELD and ZRANDMEMBER (`key
+/// count [with]`), checked in Redis 7.0.15's order: the count
+/// (`getRangeLongFromObject` over -LONG_MAX..=LONG_MAX), the syntax, then
+/// the halved range when values come along. Err holds Redis's text.
+pub(crate) fn random_count_args(args: &[Arg<'_>], with: &str) -> Result<(i64, bool), &'static str> {
+    let count = int_arg(&args[2]).ok_or(err::NOT_INTEGER)?;
+    if count == i64::MIN {
+        return Err(COUNT_RANGE);
+    }
+    let with_values = match args.len() {
+        3 => false,
+        4 if is(&args[3], with) => true,
+        _ => return Err(err::SYNTAX),
+    };
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(OUT_OF_RANGE);
+    }
+    Ok((count, with_values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_cursor;

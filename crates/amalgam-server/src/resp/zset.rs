@@ -46,9 +46,6 @@ const ERR_MPOP_COUNT: &str = super::list::ERR_MPOP_COUNT;
 /// ZRANGE's option conflicts.
 const ERR_LIMIT_RANK: &str = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
 const ERR_WITHSCORES_LEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
-/// ZRANDMEMBER's range errors (as HRANDFIELD's).
-const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-const OUT_OF_RANGE: &str = "ERR value is out of range";
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
@@ -629,18 +626,10 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Redis 7.0.15's order (as HRANDFIELD's): the count, the syntax,
     // WITHSCORES's halved range, then the key.
-    let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
-    if count == i64::MIN {
-        return push_error(out, COUNT_RANGE.as_bytes());
-    }
-    let withscores = match args.len() {
-        3 => false,
-        4 if is(&args[3], "withscores") => true,
-        _ => return push_error(out, err::SYNTAX.as_bytes()),
+    let (count, withscores) = match typed::random_count_args(args, "withscores") {
+        Ok(a) => a,
+        Err(e) => return push_error(out, e.as_bytes()),
     };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return push_error(out, OUT_OF_RANGE.as_bytes());
-    }
     // Amalgam bounds the picks with repetition (hash.rs
     // RANDOM_PICKS_MAX), checked once the key holds a sorted set.
     let too_many = count < 0 && count.unsigned_abs() > super::hash::RANDOM_PICKS_MAX;
@@ -651,7 +640,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Some(with_zset(z, &t, |z| z.random_members(count, &mut typed::random)))
     });
     let Some(picked) = typed::or_reply(r, out, |out| push_array(out, 0)) else { return };
-    let Some(picked) = picked else { return push_error(out, OUT_OF_RANGE.as_bytes()) };
+    let Some(picked) = picked else { return push_error(out, typed::OUT_OF_RANGE.as_bytes()) };
     push_pairs(out, proto, picked.len(), withscores, picked.iter().map(|(m, s)| (m.as_slice(), *s)));
 }
 
