@@ -465,3 +465,68 @@ def test_sorted_sets(r):
         r.zadd(s, {"a": 1})
     with pytest.raises(redis.ResponseError, match="not a valid float"):
         r.execute_command("ZADD", z, "x", "a")
+
+
+def test_transaction_pipeline(r):
+    """redis-py's pipeline() wraps its commands in MULTI/EXEC by default."""
+    a, l = k("a"), k("l")
+    with r.pipeline() as p:
+        p.set(a, "1").incr(a).rpush(l, "x", "y").lrange(l, 0, -1).get(a)
+        assert p.execute() == [True, 2, 2, ["x", "y"], "2"]
+    # A runtime error is one element; the others ran.
+    with r.pipeline() as p:
+        p.lpush(a, "x").incr(a)
+        out = p.execute(raise_on_error=False)
+    assert isinstance(out[0], redis.ResponseError) and "WRONGTYPE" in str(out[0])
+    assert out[1] == 3
+
+
+def test_watch_retry_loop_under_contention(r):
+    """The WATCH / MULTI / EXEC retry loop of redis-py's docs, run by
+    several threads at once on one counter: every increment lands once."""
+    import threading
+
+    host, port = _addr()
+    counter = k("counter")
+    r.set(counter, "0")
+    threads_n, per_thread = 4, 50
+    retries = []
+
+    def work():
+        c = redis.Redis(host=host, port=port, socket_timeout=10, decode_responses=True)
+        n = 0
+        for _ in range(per_thread):
+            with c.pipeline() as p:
+                while True:
+                    try:
+                        p.watch(counter)
+                        v = int(p.get(counter))
+                        p.multi()
+                        p.set(counter, str(v + 1))
+                        p.execute()
+                        break
+                    except redis.WatchError:
+                        n += 1
+        retries.append(n)
+        c.close()
+
+    ts = [threading.Thread(target=work) for _ in range(threads_n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert r.get(counter) == str(threads_n * per_thread)
+    # r.transaction() is the same loop as a helper.
+    r.transaction(lambda p: p.multi() or p.incr(counter), counter)
+    assert r.get(counter) == str(threads_n * per_thread + 1)
+
+
+def test_rename(r):
+    a, b = k("a"), k("b")
+    r.hset(a, mapping={"f": "v"})
+    assert r.rename(a, b) is True
+    assert r.hgetall(b) == {"f": "v"}
+    assert r.exists(a) == 0
+    assert r.renamenx(b, a) is True
+    with pytest.raises(redis.ResponseError, match="no such key"):
+        r.rename(b, a)

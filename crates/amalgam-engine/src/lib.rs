@@ -73,6 +73,7 @@
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
+//! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!
 //! ```
@@ -96,6 +97,7 @@ mod segment;
 mod store;
 mod sync;
 mod table;
+mod txn;
 
 pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};

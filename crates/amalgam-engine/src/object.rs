@@ -113,6 +113,9 @@ pub struct ObjectCell {
     value: RwLock<Box<dyn Object>>,
     /// The bytes this object is charged for right now (see MEMORY).
     charged: AtomicUsize,
+    /// In-place writes so far (`ItemRef::stamp`: an in-place write keeps
+    /// the item, and with it the CAS unique, so WATCH needs this).
+    edits: AtomicUsize,
 }
 
 impl std::fmt::Debug for ObjectCell {
@@ -124,7 +127,11 @@ impl std::fmt::Debug for ObjectCell {
 impl ObjectCell {
     pub(crate) fn new(value: Box<dyn Object>) -> Box<ObjectCell> {
         let charged = value.mem_bytes() + std::mem::size_of::<ObjectCell>();
-        Box::new(ObjectCell { value: RwLock::new(value), charged: AtomicUsize::new(charged) })
+        Box::new(ObjectCell {
+            value: RwLock::new(value),
+            charged: AtomicUsize::new(charged),
+            edits: AtomicUsize::new(0),
+        })
     }
 
     /// Shared access; other readers run alongside, writers wait.
@@ -141,6 +148,11 @@ impl ObjectCell {
         self.value.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// In-place writes made to the object so far (under its bucket lock).
+    pub(crate) fn edits(&self) -> usize {
+        self.edits.load(Ordering::Relaxed)
+    }
+
     /// The bytes charged for the object now.
     pub(crate) fn charged(&self) -> usize {
         self.charged.load(Ordering::Relaxed)
@@ -150,6 +162,7 @@ impl ObjectCell {
     /// in its charge. Called under the bucket lock, so charges of one
     /// cell never race.
     pub(crate) fn recharge(&self) -> i64 {
+        self.edits.fetch_add(1, Ordering::Relaxed);
         let now = self.read().mem_bytes() + std::mem::size_of::<ObjectCell>();
         let before = self.charged.swap(now, Ordering::Relaxed);
         now as i64 - before as i64

@@ -701,6 +701,18 @@ impl<'a> ItemRef<'a> {
         unsafe { item::value_at_of(self.ptr) + item::vlen_of(self.ptr) }
     }
 
+    /// What changes whenever the key's value or deadline does: the CAS
+    /// unique (every write that replaces the item takes a new one), the
+    /// deadline (EXPIRE and friends keep the CAS unique) and an object's
+    /// count of in-place writes. Redis's WATCH compares these: equal
+    /// stamps mean the key was not written in between, except that a key
+    /// written and then deleted again reads as unchanged (absent both
+    /// times), where Redis would call it modified.
+    pub fn stamp(&self) -> [u64; 3] {
+        let deadline = (u64::from(self.expiry_raw()) << 16) | u64::from(self.expiry_ms_raw());
+        [self.cas(), deadline, self.object().map_or(0, |c| c.edits() as u64)]
+    }
+
     /// The expiry as stored: unix seconds rounded down, 0 for never.
     #[inline(always)]
     pub(crate) fn expiry_raw(&self) -> u32 {
@@ -951,6 +963,13 @@ enum Decision<R> {
     /// The live item's object was changed in place (`Update::InPlace`):
     /// re-measure it and journal the record.
     InPlace(R, Vec<u8>),
+    /// [`Decision::Put`] of an item that holds another key's object, which
+    /// the same transaction unlinks with [`Decision::RemoveMoved`]
+    /// (`Store::rename`): the object is counted already.
+    PutMoved(Block, R),
+    /// [`Decision::Remove`] of an item whose object another key's item now
+    /// holds: the object is neither retired nor uncounted.
+    RemoveMoved(R),
 }
 
 /// The size and fields of the item a write will build.
@@ -1300,7 +1319,7 @@ impl Inner {
     /// reclaim (bounded: WRITER_RECLAIMS_MAX segments, the last ones by
     /// forced eviction, each followed by its grace period). With the
     /// maintenance thread reclaiming ahead this is normally one load.
-    fn make_room(&self, local: &Local) {
+    pub(crate) fn make_room(&self, local: &Local) {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
         let free = segs.free_count();
         if cache.background && free <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS {
@@ -1508,6 +1527,7 @@ impl Inner {
             unsafe { counted_bytes(p) }
         };
         let decision = decide(pin.local, live);
+        let moved_object = matches!(decision, Decision::PutMoved(..) | Decision::RemoveMoved(..));
         let local = pin.local;
         // The item this write published, if any.
         let mut result_block = None;
@@ -1522,7 +1542,7 @@ impl Inner {
                     _ => (r, None),
                 }
             }
-            Decision::Put(block, r) => {
+            Decision::Put(block, r) | Decision::PutMoved(block, r) => {
                 let new_bytes = old_bytes(block.ptr);
                 let replaced = match found {
                     Some((slot, p)) => {
@@ -1558,8 +1578,9 @@ impl Inner {
                 local_add(&local.bytes, new_bytes);
                 local_add(&local.items, 1);
                 // A new object starts counting (one the old item held is
-                // counted already, and stays if the new item keeps it).
-                if !replaced.is_some_and(|p| same_object(p, block.ptr)) {
+                // counted already, and stays if the new item keeps it; a
+                // moved one is counted already).
+                if !moved_object && !replaced.is_some_and(|p| same_object(p, block.ptr)) {
                     // SAFETY: the block is the item just published; we
                     // hold its bucket lock.
                     if let Some(cell) = unsafe { ItemRef::new(block.ptr) }.object() {
@@ -1569,7 +1590,7 @@ impl Inner {
                 result_block = Some(block);
                 (r, replaced)
             }
-            Decision::Remove(r) => match found {
+            Decision::Remove(r) | Decision::RemoveMoved(r) => match found {
                 Some((slot, p)) => {
                     if let (Some(j), Some(_)) = (self.journal.get(), live) {
                         j.record(Change::Delete(key));
@@ -1596,6 +1617,8 @@ impl Inner {
         // holds the same cell (a rewrite that kept the value).
         let kept_cell = match (removed, &result_block) {
             (Some(p), Some(b)) => same_object(p, b.ptr),
+            // The object moved to another key (`Store::rename`).
+            (Some(_), None) => moved_object,
             _ => false,
         };
         drop(guard);
@@ -2718,6 +2741,70 @@ impl Store {
                     }
                 }
             }
+        })
+    }
+
+    /// Redis's RENAME (`only_if_absent`: RENAMENX): gives `dst` the value,
+    /// flags, deadline and value tag of `src` and removes `src`, both at
+    /// once for every other thread (`Store::atomically`). A large
+    /// collection moves without a copy: `dst`'s new item holds `src`'s
+    /// object. Returns Ok(false) when `only_if_absent` finds `dst` live,
+    /// Err(NotFound) when `src` is absent. `src` and `dst` must differ.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Error, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"a", b"1", 7, Expiry::Never).unwrap();
+    /// assert_eq!(store.rename(b"a", b"b", false), Ok(true));
+    /// assert!(store.get(b"a", |_| ()).is_none());
+    /// assert_eq!(store.get(b"b", |it| (it.value().to_vec(), it.flags())), Some((b"1".to_vec(), 7)));
+    /// assert_eq!(store.rename(b"a", b"b", false), Err(Error::NotFound));
+    /// ```
+    pub fn rename(&self, src: &[u8], dst: &[u8], only_if_absent: bool) -> Result<bool, Error> {
+        check_key(src)?;
+        check_key(dst)?;
+        debug_assert_ne!(src, dst, "the caller answers a rename onto itself");
+        let inner = &*self.inner;
+        self.atomically(&[src, dst], || {
+            let pin = Pinned::new(inner);
+            let Some(p) = inner.lookup(&pin, inner.hash(src), src) else { return Err(Error::NotFound) };
+            // SAFETY: found while pinned; we hold src's bucket, so the item
+            // stays the key's until we unlink it below.
+            let it = unsafe { ItemRef::new(p) };
+            if !inner.is_live(&it, &mut None) {
+                return Err(Error::NotFound);
+            }
+            let object = it.tag() == TAG_OBJECT;
+            let put = inner.mutate(dst, |local, old| {
+                if only_if_absent && old.is_some() {
+                    return Decision::Keep(Ok(false));
+                }
+                let n = NewItem {
+                    key: dst,
+                    vlen: it.value().len(),
+                    flags: it.flags(),
+                    expiry: it.expiry(),
+                    marks: it.marks(),
+                };
+                let cas = inner.next_cas(local);
+                match inner.build(local, &n, cas) {
+                    Ok((block, at)) => {
+                        fill(block, at, &[it.value(), b""]);
+                        if object {
+                            Decision::PutMoved(block, Ok(true))
+                        } else {
+                            Decision::Put(block, Ok(true))
+                        }
+                    }
+                    Err(e) => Decision::Keep(Err(e)),
+                }
+            });
+            if put != Ok(true) {
+                return put;
+            }
+            // Unlinked even if it expired since the check above: its
+            // object (if any) is dst's now, and must not be retired.
+            inner.mutate(src, |_, _| if object { Decision::RemoveMoved(Ok(true)) } else { Decision::Remove(Ok(true)) })
         })
     }
 

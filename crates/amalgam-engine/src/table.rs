@@ -15,7 +15,8 @@
 //!  +--------+--------+--------+--------+-- ... --+--------+
 //!  lock (u32): bit 31 LOCKED   a writer (or the expand thread) owns the bucket
 //!              bit 30 MOVED    Mercury's `hasmoved`: the chain now lives in the successor table
-//!              bits 0-29       version, +1 on every unlock
+//!              bit 29 HELD     a transaction holds it (with LOCKED): readers wait too (`txn.rs`)
+//!              bits 0-28       version, +1 on every unlock
 //!  next (u32): index of the first overflow node in this table's arena, 0 = none
 //!  slot (u64): bits 48-63 tag (16 low bits of the key's hash), bits 0-47 item pointer; 0 = empty
 //! ```
@@ -80,9 +81,13 @@ pub(crate) const SLOTS_PER_BUCKET: usize = 7;
 pub(crate) const LOCKED: u32 = 1 << 31;
 /// Mercury's `hasmoved`: the bucket's entries live in the successor table.
 pub(crate) const MOVED: u32 = 1 << 30;
-/// Version counter bits; wrapping after 2^30 unlocks is harmless because a
-/// reader's scan is shorter than 2^30 writer critical sections.
-pub(crate) const VERSION_MASK: u32 = MOVED - 1;
+/// A transaction holds the bucket (always with LOCKED): its keys may be
+/// half-way through a multi-key change, so readers wait for it as well
+/// (`txn.rs`). Writers see LOCKED and wait as for any writer.
+pub(crate) const HELD: u32 = 1 << 29;
+/// Version counter bits; wrapping after 2^29 unlocks is harmless because a
+/// reader's scan is shorter than 2^29 writer critical sections.
+pub(crate) const VERSION_MASK: u32 = HELD - 1;
 
 const TAG_SHIFT: u32 = 48;
 const PTR_MASK: u64 = (1 << TAG_SHIFT) - 1;
@@ -554,7 +559,9 @@ impl Table {
     fn probe_line(&self, hash: u64, tag: u16, key: &[u8]) -> Option<Probe> {
         let b = self.buckets.get_masked(split_hash(hash).0 as usize);
         let before = b.lock.load(Ordering::Acquire);
-        if before & MOVED != 0 {
+        // A moved bucket, or one a transaction holds: the general path
+        // (one test of the word the seqlock check loads anyway).
+        if before & (MOVED | HELD) != 0 {
             return None;
         }
         debug_assert_ne!(tag, 0, "split_hash never makes tag 0");
@@ -587,6 +594,20 @@ impl Table {
         let before = b.lock.load(Ordering::Acquire);
         if before & MOVED != 0 {
             return Probe::Moved;
+        }
+        if before & HELD != 0 {
+            // A transaction holds the bucket. Its own thread reads what it
+            // has written (nothing else can change the chain meanwhile);
+            // anyone else waits for the transaction to end, so no reader
+            // sees some of its keys changed and others not (`txn.rs`).
+            if crate::txn::holds(b) {
+                return match self.scan(b, tag, key) {
+                    Ok(Some(p)) => Probe::Hit(p),
+                    Ok(None) => Probe::Miss,
+                    Err(()) => Probe::Retry,
+                };
+            }
+            return Probe::Retry;
         }
         let found = self.scan(b, tag, key);
         // Orders the slot loads above before the lock-word load below
@@ -627,7 +648,13 @@ impl Table {
                 // reader that sees any of them sees the lock word change
                 // (pairs with the reader's acquire fence in `probe`).
                 fence(Ordering::Release);
-                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false });
+                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false, borrowed: false });
+            }
+            if w & HELD != 0 && crate::txn::holds(b) {
+                // This thread's transaction holds it: a write inside the
+                // transaction works under the transaction's lock, which
+                // the transaction releases (`txn.rs`).
+                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false, borrowed: true });
             }
             if backoff.is_completed() {
                 std::thread::yield_now();
@@ -648,6 +675,51 @@ impl Table {
                 Some(g) => return g,
                 None => t = t.successor().expect("MOVED implies a successor"),
             }
+        }
+        unreachable!("routing is bounded by the table generations")
+    }
+
+    /// Takes bucket `i`'s lock for a transaction (LOCKED and HELD), or
+    /// returns None if the bucket has MOVED. Spins while a writer or
+    /// another transaction holds it (`txn.rs` orders the acquisitions so
+    /// that this wait ends).
+    pub(crate) fn lock_held(&self, i: usize) -> Option<BucketGuard<'_>> {
+        let b = self.bucket(i);
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            // Acquire: as in `lock`.
+            let w = b.lock.load(Ordering::Acquire);
+            if w & MOVED != 0 {
+                return None;
+            }
+            if w & LOCKED == 0
+                && b.lock.compare_exchange_weak(w, w | LOCKED | HELD, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                // As in `lock`: the lock word changes before any slot.
+                fence(Ordering::Release);
+                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false, borrowed: false });
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+            spin_hint();
+        }
+    }
+
+    /// The bucket that owns `hash` now (routing as `lock_routed` does,
+    /// without locking): the address a transaction compares with the
+    /// buckets it holds. Only meaningful to a thread that holds the
+    /// bucket or is about to lock it and re-check.
+    pub(crate) fn bucket_of(&self, hash: u64) -> (&Table, usize) {
+        let mut t = self.route(hash);
+        for _ in 0..=TABLE_LOG2_MAX {
+            let i = t.index(hash);
+            if t.bucket(i).lock.load(Ordering::Acquire) & MOVED == 0 {
+                return (t, i);
+            }
+            t = t.successor().expect("MOVED implies a successor");
         }
         unreachable!("routing is bounded by the table generations")
     }
@@ -761,6 +833,9 @@ pub struct BucketGuard<'t> {
     word: u32,
     /// Set by the expand thread: unlock with MOVED.
     moved: bool,
+    /// The calling thread's transaction holds this bucket: dropping the
+    /// guard leaves it locked (the transaction unlocks it at its end).
+    borrowed: bool,
 }
 
 /// Where an entry sits in a locked chain.
@@ -930,8 +1005,18 @@ impl<'t> BucketGuard<'t> {
     }
 }
 
+impl BucketGuard<'_> {
+    /// The bucket's address (a transaction's held set).
+    pub(crate) fn bucket_addr(&self) -> usize {
+        self.bucket as *const Bucket as usize
+    }
+}
+
 impl Drop for BucketGuard<'_> {
     fn drop(&mut self) {
+        if self.borrowed {
+            return;
+        }
         let mut w = (self.word.wrapping_add(1)) & VERSION_MASK;
         if self.moved {
             w |= MOVED;

@@ -17,6 +17,8 @@
 //! a MONITOR is attached, runs each command alone through `run_command`,
 //! which drops the replies the client asked not to get and feeds the
 //! monitors; without either, the batch pays one relaxed load for them.
+//! Inside MULTI nothing is batched: every command is queued
+//! (`resp/multi.rs`, which also makes multi-key commands atomic).
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
@@ -64,6 +66,7 @@
 //! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
+//! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
 
 mod bits;
@@ -76,6 +79,7 @@ mod keys;
 mod lcs;
 mod list;
 mod monitor;
+pub mod multi;
 mod object;
 mod server;
 mod set;
@@ -133,6 +137,8 @@ pub struct Session {
     /// The blocking command this connection waits in, if any: nothing
     /// else of its pipeline runs meanwhile.
     blocked: Option<Box<blocking::Blocked>>,
+    /// MULTI's queue and WATCH's keys (`multi.rs`).
+    multi: multi::Multi,
 }
 
 impl Session {
@@ -150,6 +156,7 @@ impl Session {
             gets: Vec::new(),
             home: None,
             blocked: None,
+            multi: multi::Multi::default(),
         }
     }
 
@@ -253,7 +260,8 @@ pub fn process(
                 // or SKIP, and every connection while a MONITOR is
                 // attached, runs each command alone (`run_command` drops
                 // replies and feeds monitors).
-                let batch = ctx.session.reply == Reply::On && !shared.clients.monitoring();
+                let batch =
+                    ctx.session.reply == Reply::On && !shared.clients.monitoring() && !ctx.session.multi.queuing();
                 if let (Some(s), true) = (spec, batch) {
                     // CLIENT LIST's cmd= for a batched command (the
                     // others are recorded at dispatch).
@@ -462,6 +470,9 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    if multi::queued(ctx, spec, args, out) {
+        return After::Continue;
+    }
     let Some(spec) = spec else {
         unknown_command(args, out);
         return After::Continue;
@@ -482,6 +493,14 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
+    if multi::may_name_several_keys(own) {
+        return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
+    }
+    execute(ctx, spec, args, out)
+}
+
+/// Runs a command whose name and arity `dispatch` checked.
+fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
             // Only reached with a wrong arity, answered above; kept total.
@@ -633,6 +652,10 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         | Cmd::Bzpopmin
         | Cmd::Bzpopmax
         | Cmd::Bzmpop => blocking::run(ctx, spec.cmd, args, out),
+        Cmd::Multi | Cmd::Exec | Cmd::Discard | Cmd::Watch | Cmd::Unwatch => {
+            return multi::run(ctx, spec.cmd, args, out)
+        }
+        Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

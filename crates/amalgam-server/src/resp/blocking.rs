@@ -448,6 +448,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     if attempt(ctx, &op, &keys, &may, true, out) == Try::Served {
         return;
     }
+    if ctx.session.multi.executing {
+        // Inside EXEC nothing blocks: Redis answers as if the timeout had
+        // passed.
+        return push_null_array(out, ctx.proto());
+    }
     let Some((worker, token)) = ctx.session.home else {
         // Not on a worker's connection (cannot happen in the server):
         // answer as Redis answers a client that may not block.
@@ -484,7 +489,14 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     b.ticket.notified.store(false, Ordering::Release);
     let may = shared.blocking.heads(&b.ticket, &b.keys);
     let c = ctx(shared, stats, session);
-    if attempt(&c, &b.op, &b.keys, &may, false, out) == Try::Served {
+    // Its keys held, as a multi-key command is when it runs first
+    // (resp/multi.rs): BLMOVE's pop and push happen at once.
+    let mut held: Vec<&[u8]> = b.keys.iter().map(|k| &k[..]).collect();
+    if let Op::Move { dst, .. } = &b.op {
+        held.push(dst);
+    }
+    let served = shared.store.atomically(&held, || attempt(&c, &b.op, &b.keys, &may, false, out));
+    if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);
         return true;

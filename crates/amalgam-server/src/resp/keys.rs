@@ -1,5 +1,10 @@
 //! Keyspace commands: DEL UNLINK EXISTS, the EXPIRE family, TTL PTTL
-//! EXPIRETIME PEXPIRETIME PERSIST TYPE, SCAN KEYS DBSIZE FLUSHDB FLUSHALL.
+//! EXPIRETIME PEXPIRETIME PERSIST TYPE, SCAN KEYS DBSIZE FLUSHDB FLUSHALL,
+//! RENAME RENAMENX.
+//!
+//! RENAME is the engine's `Store::rename`: both keys change at once for
+//! every other client (`Store::atomically`), the value keeps its type,
+//! flags and deadline, and a large collection moves without a copy.
 //!
 //! ## Iteration
 //! SCAN and KEYS run on the engine's `Store::scan`, a reverse-binary
@@ -59,6 +64,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             let e = store.get(&args[1], |it| it.expiry());
             push_int(out, ttl_reply(cmd, e, super::now_ms()));
         }
+        Cmd::Rename | Cmd::Renamenx => rename(ctx, args, cmd == Cmd::Renamenx, out),
         Cmd::Persist => {
             let r = store.update(&args[1], |old| match old {
                 Some(it) if it.expiry() != Expiry::Never => {
@@ -296,6 +302,29 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     push_array(out, found.len());
     for k in &found {
         push_bulk(out, k);
+    }
+}
+
+/// RENAME / RENAMENX (Redis's `renameGenericCommand`).
+fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
+    const NO_SUCH_KEY: &str = "ERR no such key";
+    let store = &ctx.shared.store;
+    let (src, dst) = (&args[1][..], &args[2][..]);
+    if src == dst {
+        // Redis: renaming a key onto itself changes nothing.
+        if store.peek(src, |_| ()).is_none() {
+            return push_error(out, NO_SUCH_KEY.as_bytes());
+        }
+        return if nx { push_int(out, 0) } else { push_simple(out, "OK") };
+    }
+    match store.rename(src, dst, nx) {
+        Ok(true) if nx => push_int(out, 1),
+        Ok(true) => push_simple(out, "OK"),
+        Ok(false) => push_int(out, 0),
+        Err(amalgam_engine::Error::NotFound) | Err(amalgam_engine::Error::BadKey) => {
+            push_error(out, NO_SUCH_KEY.as_bytes())
+        }
+        Err(e) => engine_error(e, out),
     }
 }
 

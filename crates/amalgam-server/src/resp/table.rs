@@ -169,6 +169,13 @@ pub enum Cmd {
     Bzpopmin,
     Bzpopmax,
     Bzmpop,
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
+    Rename,
+    Renamenx,
 }
 
 /// One command's description.

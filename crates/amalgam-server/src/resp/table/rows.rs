@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 153] = [
+pub static COMMANDS: [Spec; 160] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -2265,5 +2265,36 @@ pub static COMMANDS: [Spec; 153] = [
         acl: &["@sortedset"],
         keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(2), find: Find::Keynum { keynumidx: 0, firstkey: 1, keystep: 1 } }],
         ..spec!(Bzmpop, "bzmpop", -5, &["write", "blocking", "movablekeys"], (0, 0, 0), "sorted-set", "7.0.0", "Remove and return members with scores in a sorted set or block until one is available")
+    },
+    Spec {
+        acl: &["@transaction"],
+        ..spec!(Multi, "multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "1.2.0", "Mark the start of a transaction block")
+    },
+    Spec {
+        acl: &["@transaction"],
+        ..spec!(Exec, "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], (0, 0, 0), "transactions", "1.2.0", "Execute all commands issued after MULTI")
+    },
+    Spec {
+        acl: &["@transaction"],
+        ..spec!(Discard, "discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "2.0.0", "Discard all commands issued after MULTI")
+    },
+    Spec {
+        acl: &["@transaction"],
+        keys: &[KeySpec { notes: "", flags: &["RO"], begin: Begin::Index(1), find: Find::Range { lastkey: -1, keystep: 1, limit: 0 } }],
+        ..spec!(Watch, "watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], (1, -1, 1), "transactions", "2.2.0", "Watch the given keys to determine execution of the MULTI/EXEC block")
+    },
+    Spec {
+        acl: &["@transaction"],
+        ..spec!(Unwatch, "unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], (0, 0, 0), "transactions", "2.2.0", "Forget about all watched keys")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }, KeySpec { notes: "", flags: &["OW", "update"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Rename, "rename", 3, &["write"], (1, 2, 1), "generic", "1.0.0", "Rename a key")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }, KeySpec { notes: "", flags: &["OW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Renamenx, "renamenx", 3, &["write", "fast"], (1, 2, 1), "generic", "1.0.0", "Rename a key, only if the new key does not exist")
     },
 ];

@@ -1,0 +1,214 @@
+//! Multi-key atomicity: [`Store::atomically`] runs a closure while the
+//! buckets of a set of keys are held, so that no other thread, writer or
+//! reader, on any worker, sees some of those keys changed and others not.
+//! Redis's MULTI/EXEC and its multi-key commands (SMOVE, LMOVE, RENAME,
+//! MSET, SINTERSTORE …) are built on it in the server.
+//!
+//! # Why bucket locks, and not a lock of its own
+//!
+//! Redis gets atomicity from one thread. Dragonfly runs transactions
+//! through VLL (Ren, Thomson, Abadi, VLDB 2012): each shard queues the
+//! transaction's key locks in arrival order so no lock manager is needed.
+//! Here every key already has a lock, its bucket's (`table.rs`), which every
+//! writer takes, so a transaction needs nothing beside it: it takes the
+//! buckets of all its keys, runs, and releases them. The single-key paths
+//! are unchanged: a writer still takes one bucket lock; a reader still
+//! takes none and writes nothing. What a transaction adds to them is one
+//! bit of the lock word, HELD, which the readers' existing lock-word test
+//! looks at too (`Table::probe_line` tests `MOVED | HELD` where it tested
+//! `MOVED`: the same instruction). A reader that finds HELD falls to the
+//! general lookup, which retries and then waits on the lock like a
+//! writer; so a reader arriving while a transaction runs sees all of its
+//! changes or none.
+//!
+//! A reader that read the lock word before the transaction took the
+//! bucket may still return a slot it loads after the transaction wrote it
+//! (hits are not version-checked, `table.rs`). That is linearizable: the
+//! transaction locks every bucket before it changes any, so anything that
+//! read one of its new values ran after all the buckets were taken, and
+//! every later read of its keys waits for it to finish.
+//!
+//! # No deadlock
+//!
+//! A transaction locks its buckets in one global order and holds each
+//! until the end. The order is the key's bucket bits (`hash >> 16`, the
+//! index in a table of any size is their low bits) read bit-reversed: keys
+//! that share a bucket in a table of 2^n buckets share their low n bits,
+//! so in this order every bucket of every table generation is one
+//! contiguous interval, and the two buckets an expansion splits a bucket
+//! into are the two halves of its interval. The buckets that can be
+//! locked at one moment are disjoint intervals (a successor's bucket is
+//! locked only after its predecessor is MOVED, and a MOVED bucket is
+//! never locked again), so locking in key order is locking in interval
+//! order, whatever the expansion is doing, and two transactions cannot
+//! wait for each other in a cycle. The other lockers hold one bucket and
+//! wait for nothing while they hold it: a writer (its critical section is
+//! one chain), the expand thread (migrates one bucket; it never locks the
+//! successor's buckets), the snapshot cursor and the sweeps. A bucket the
+//! transaction holds cannot migrate under it (the migrator must lock it),
+//! so routing a later key of the same bucket finds the same bucket.
+//!
+//! Inside the closure the thread works through the ordinary API: a write
+//! to a held bucket finds LOCKED, sees in its thread-local held set that
+//! the bucket is its own, and proceeds without locking ("borrowed" guard,
+//! released by the transaction); a read of a held bucket reads it
+//! directly. The closure must touch only the keys it declared (a key
+//! outside them is locked out of order: the server declares every key a
+//! command's key specifications name). It may block on nothing that waits
+//! for a bucket: an object's lock is only ever waited for by holders of
+//! its bucket or by single-key readers that wait for nothing else.
+//!
+//! Memory: a transaction is pinned for its whole run, and a pinned thread
+//! cannot wait for a grace period, so in cache mode it makes room first
+//! (`Inner::make_room`) and then takes from the reserve like any pinned
+//! writer; past the reserve a write in it fails with OutOfMemory.
+//!
+//! Memory of the held set: one word per bucket, in a thread-local vector
+//! reused across transactions.
+
+use crate::store::{Pinned, Store};
+use crate::table::{split_hash, Bucket, BucketGuard, TABLE_LOG2_MAX};
+use std::cell::RefCell;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The buckets this thread's transaction holds (their addresses).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static HELD: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+}
+
+/// True if the calling thread's transaction holds `b`. Only called on
+/// slow paths (a HELD bucket), never on an uncontended lookup or write.
+pub(crate) fn holds(b: &Bucket) -> bool {
+    let a = b as *const Bucket as usize;
+    HELD.with(|h| h.borrow().contains(&a))
+}
+
+/// True if the calling thread is inside [`Store::atomically`].
+fn active() -> bool {
+    HELD.with(|h| !h.borrow().is_empty())
+}
+
+/// A key's place in the lock order (module notes): its bucket bits,
+/// bit-reversed, so each bucket of any table size is an interval.
+pub(crate) fn lock_rank(hash: u64) -> u64 {
+    split_hash(hash).0.reverse_bits()
+}
+
+/// The buckets a transaction holds; dropping it releases them all.
+struct Held<'t> {
+    guards: Vec<BucketGuard<'t>>,
+}
+
+impl<'t> Held<'t> {
+    fn push(&mut self, g: BucketGuard<'t>) {
+        let a = g.bucket_addr();
+        HELD.with(|h| h.borrow_mut().push(a));
+        self.guards.push(g);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        // Forget the buckets first: an unlocked bucket is no longer ours.
+        HELD.with(|h| h.borrow_mut().clear());
+        // Each guard's drop unlocks its bucket (a release store of the
+        // next version, clearing LOCKED and HELD).
+        self.guards.clear();
+    }
+}
+
+impl Store {
+    /// Runs `f` while the buckets of every key in `keys` are held: no
+    /// other thread reads or writes any of these keys until `f` returns,
+    /// so what `f` does to them (through this store's ordinary methods,
+    /// on this thread) is seen by others all at once. See the module notes
+    /// for the protocol and its deadlock argument.
+    ///
+    /// `f` must touch only these keys (other keys are reachable but locked
+    /// out of order, which can deadlock against another transaction). A
+    /// nested call runs `f` directly under the outer call's buckets.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"from", b"10", 0, Expiry::Never).unwrap();
+    /// store.set(b"to", b"0", 0, Expiry::Never).unwrap();
+    /// store.atomically(&[&b"from"[..], b"to"], || {
+    ///     store.set(b"from", b"9", 0, Expiry::Never).unwrap();
+    ///     store.set(b"to", b"1", 0, Expiry::Never).unwrap();
+    /// });
+    /// assert_eq!(store.get(b"to", |it| it.value().to_vec()).as_deref(), Some(&b"1"[..]));
+    /// ```
+    pub fn atomically<K: AsRef<[u8]>, R>(&self, keys: &[K], f: impl FnOnce() -> R) -> R {
+        if active() {
+            debug_assert!(keys.iter().all(|k| self.holds_key(k.as_ref())), "a nested transaction's keys are held");
+            return f();
+        }
+        let inner = &*self.inner;
+        inner.make_room(inner.epochs.local(&inner.shared));
+        let pin = Pinned::new(inner);
+        let mut hashes: Vec<u64> = keys.iter().map(|k| inner.hash(k.as_ref())).collect();
+        hashes.sort_unstable_by_key(|&h| (lock_rank(h), h));
+        hashes.dedup();
+        let mut held = Held { guards: Vec::with_capacity(hashes.len()) };
+        for h in hashes {
+            let mut t = pin.current().route(h);
+            // Bounded: one step per table generation.
+            for _ in 0..=TABLE_LOG2_MAX {
+                let i = t.index(h);
+                if holds(t.bucket(i)) {
+                    // An earlier key's bucket (it cannot move while held).
+                    break;
+                }
+                match t.lock_held(i) {
+                    Some(g) => {
+                        held.push(g);
+                        break;
+                    }
+                    None => t = t.successor().expect("MOVED implies a successor"),
+                }
+            }
+        }
+        let r = f();
+        drop(held);
+        drop(pin);
+        r
+    }
+
+    /// True if the calling thread's transaction holds `key`'s bucket.
+    fn holds_key(&self, key: &[u8]) -> bool {
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let (t, i) = pin.current().bucket_of(inner.hash(key));
+        holds(t.bucket(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_makes_every_bucket_an_interval() {
+        // Keys sorted by rank: for each table size, the keys of one bucket
+        // are contiguous.
+        let mut hashes: Vec<u64> = (0..4096u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        hashes.sort_by_key(|&h| lock_rank(h));
+        for log2 in 1..12 {
+            let mask = (1u64 << log2) - 1;
+            let mut seen = std::collections::HashSet::new();
+            let mut last = None;
+            for &h in &hashes {
+                let b = split_hash(h).0 & mask;
+                if last != Some(b) {
+                    assert!(seen.insert(b), "bucket {b} of 2^{log2} split into two runs");
+                    last = Some(b);
+                }
+            }
+        }
+    }
+}
