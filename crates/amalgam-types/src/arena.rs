@@ -64,6 +64,14 @@ pub const COMPACT_SKIPS_MAX: usize = 8;
 /// return (Redis's SCAN visits at most 10 empty buckets per COUNT).
 pub const SCAN_DEAD_PER_LIVE_MAX: usize = 10;
 
+/// A page keeps the offset of every this-many-th element it was given
+/// (live or dead), so a random pick jumps near an element and walks at
+/// most this many (`Arena::random`). 2 bytes per 32 elements.
+pub const RANDOM_SKIP_ELEMENTS: usize = 32;
+/// Rejection rounds of one random pick inside a page (each lands on a
+/// live element with probability ≥ about 1/2, since a page more than half
+/// dead is compacted) before it falls back to counting live elements.
+pub const RANDOM_TRIES_MAX: usize = 16;
 const _: () = assert!(PAGE_BYTES <= 1 << 16, "offsets are 16 bits");
 const _: () = assert!(PAGE_BYTES_MIN.is_power_of_two() && PAGE_BYTES.is_power_of_two());
 const _: () = assert!(DEDICATED_BYTES_MIN < PAGE_BYTES);
@@ -112,6 +120,11 @@ struct Page {
     queued: bool,
     /// True for a page holding one oversized element.
     dedicated: bool,
+    /// Elements written to `bytes` since it was last emptied, live or dead.
+    count: u32,
+    /// The offset of elements 0, RANDOM_SKIP_ELEMENTS, 2 × … of `bytes`
+    /// (elements never move within a page, so this only grows).
+    skip: Vec<u16>,
 }
 
 /// The paged arena. See the module documentation.
@@ -132,6 +145,8 @@ pub struct Arena {
     live: usize,
     /// Sum of page capacities, kept incrementally.
     page_bytes: usize,
+    /// Heap bytes of the pages' skip vectors.
+    skip_bytes: usize,
 }
 
 impl Default for Arena {
@@ -159,6 +174,7 @@ impl Arena {
             next_seq: 1,
             live: 0,
             page_bytes: 0,
+            skip_bytes: 0,
         }
     }
 
@@ -177,6 +193,7 @@ impl Arena {
     /// lives inline in its owner). O(1).
     pub fn mem_bytes(&self) -> usize {
         self.page_bytes
+            + self.skip_bytes
             + self.pages.capacity() * std::mem::size_of::<Page>()
             + (self.order.capacity() + self.free_pages.capacity() + self.sparse.capacity()) * 2
     }
@@ -221,6 +238,9 @@ impl Arena {
         page.live = 0;
         page.queued = false;
         page.dedicated = false;
+        page.count = 0;
+        self.skip_bytes -= page.skip.capacity() * 2;
+        page.skip = Vec::new();
         if self.open == Some(idx as u16) {
             self.open = None;
         }
@@ -286,6 +306,12 @@ impl Arena {
         };
         let page = &mut self.pages[idx];
         page.live += 1;
+        if page.count as usize % RANDOM_SKIP_ELEMENTS == 0 {
+            let before = page.skip.capacity();
+            page.skip.push(offset as u16);
+            self.skip_bytes = self.skip_bytes - before * 2 + page.skip.capacity() * 2;
+        }
+        page.count += 1;
         crate::varint::put(&mut page.bytes, hdr);
         // Bounded by parts.len().
         for p in parts {
@@ -352,6 +378,8 @@ impl Arena {
                 page.dead = 0;
                 page.seq = seq;
                 page.queued = false;
+                page.count = 0;
+                page.skip.clear();
             } else {
                 self.release(idx);
             }
@@ -408,8 +436,16 @@ impl Arena {
     }
 
     /// A uniformly random live element, chosen by `r` (a random word), or
-    /// None if the arena is empty. O(pages + one page's elements): the
-    /// per-page live counts pick the page, a walk picks the element.
+    /// None if the arena is empty. The per-page live counts pick the page
+    /// (so each page in proportion to its live elements; O(pages)), then
+    /// rejection sampling picks inside it: a uniform element slot, live
+    /// or dead, reached through the page's skip offsets in at most
+    /// [`RANDOM_SKIP_ELEMENTS`] steps, kept if live (so uniform among the
+    /// page's live elements). A page is at most about half dead, so
+    /// [`RANDOM_TRIES_MAX`] rounds almost never run out; then it counts
+    /// live elements to the `k`-th, which is exact but walks the page.
+    /// Why: SPOP and SRANDMEMBER on a large set used to walk ~half a page
+    /// (a thousand elements) per pick (docs/benchmarks.md § Collections).
     pub fn random(&self, r: u64) -> Option<Handle> {
         if self.live == 0 {
             return None;
@@ -421,6 +457,24 @@ impl Arena {
             if k >= page.live as usize {
                 k -= page.live as usize;
                 continue;
+            }
+            // An independent stream for the slot (splitmix64 of r).
+            let mut x = r;
+            for _ in 0..RANDOM_TRIES_MAX {
+                x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = x;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^= z >> 31;
+                let slot = (z % u64::from(page.count.max(1))) as usize;
+                let Some(&start) = page.skip.get(slot / RANDOM_SKIP_ELEMENTS) else { break };
+                let mut walk = PageIter { bytes: &page.bytes, at: start as usize };
+                // Bounded by RANDOM_SKIP_ELEMENTS steps.
+                if let Some((at, _, dead)) = walk.nth(slot % RANDOM_SKIP_ELEMENTS) {
+                    if !dead {
+                        return Some(Handle::new(idx as usize, at));
+                    }
+                }
             }
             for (at, _, dead) in (PageIter { bytes: &page.bytes, at: 0 }) {
                 if !dead {
@@ -656,6 +710,36 @@ mod tests {
 
     /// Positions only increase: a scan interleaved with frees, compaction
     /// and inserts returns every element present throughout.
+    #[test]
+    fn random_is_uniform_over_live_elements() {
+        // Elements of varying sizes over several pages, every third freed
+        // (so pages hold dead slots the rejection must skip); with a fixed
+        // seed the counts are deterministic, and each must be near the mean.
+        let mut a = Arena::new();
+        let mut live = Vec::new();
+        for i in 0..3000u32 {
+            let body = vec![b'x'; 10 + (i as usize * 7) % 90];
+            let h = a.alloc(&[&body]);
+            if i % 3 == 0 {
+                a.free(h);
+            } else {
+                live.push(h);
+            }
+        }
+        let mut counts: std::collections::HashMap<Handle, u32> = std::collections::HashMap::new();
+        let mut r = rng(7);
+        let draws = live.len() as u32 * 150;
+        for _ in 0..draws {
+            let h = a.random(r()).expect("not empty");
+            *counts.entry(h).or_default() += 1;
+        }
+        assert_eq!(counts.len(), live.len(), "every live element is picked, no dead one");
+        for h in &live {
+            let c = counts[h];
+            assert!((90..=210).contains(&c), "{h:?} picked {c} times of a mean of 150");
+        }
+    }
+
     #[test]
     fn scan_guarantee_under_churn() {
         for seed in 1..=20u64 {
