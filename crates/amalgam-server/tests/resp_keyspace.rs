@@ -287,4 +287,19 @@ fn command_rows_of_the_keyspace_commands() {
     let want = "*3\r\n*10\r\n$4\r\ncopy\r\n:-3\r\n*2\r\n+write\r\n+denyoom\r\n:1\r\n:2\r\n:1\r\n*3\r\n+@keyspace\r\n+@write\r\n+@slow\r\n*0\r\n*2\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*6\r\n$5\r\nflags\r\n*2\r\n+OW\r\n+update\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n*10\r\n$9\r\nrandomkey\r\n:1\r\n*1\r\n+readonly\r\n:0\r\n:0\r\n:0\r\n*3\r\n+@keyspace\r\n+@read\r\n+@slow\r\n*2\r\n$25\r\nrequest_policy:all_shards\r\n$23\r\nnondeterministic_output\r\n*0\r\n*0\r\n*10\r\n$12\r\nmemory|usage\r\n:-3\r\n*1\r\n+readonly\r\n:2\r\n:2\r\n:1\r\n*2\r\n+@read\r\n+@slow\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*1\r\n+RO\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:2\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n";
     assert_eq!(c.call(&["COMMAND", "INFO", "copy", "randomkey", "memory|usage"]), want);
     assert_eq!(c.call(&["COMMAND", "GETKEYS", "COPY", "a", "b", "DB", "0", "REPLACE"]), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    // The collections' deprecated commands say so in COMMAND DOCS.
+    for (name, since, by) in [
+        ("hmset", "4.0.0", "`HSET` with multiple field-value pairs"),
+        ("brpoplpush", "6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
+        ("zrevrangebyscore", "6.2.0", "`ZRANGE` with the `REV` and `BYSCORE` arguments"),
+    ] {
+        let docs = c.call(&["COMMAND", "DOCS", name]);
+        let want = format!(
+            "$9\r\ndoc_flags\r\n*1\r\n+deprecated\r\n$16\r\ndeprecated_since\r\n$5\r\n{since}\r\n$11\r\nreplaced_by\r\n{}",
+            bulk(by)
+        );
+        assert!(docs.contains(&want), "{name}: {docs}");
+    }
+    let docs = c.call(&["COMMAND", "DOCS", "zrange"]);
+    assert!(docs.starts_with("*2\r\n$6\r\nzrange\r\n") && !docs.contains("deprecated"), "{docs}");
 }
