@@ -303,3 +303,54 @@ fn command_rows_of_the_keyspace_commands() {
     let docs = c.call(&["COMMAND", "DOCS", "zrange"]);
     assert!(docs.starts_with("*2\r\n$6\r\nzrange\r\n") && !docs.contains("deprecated"), "{docs}");
 }
+
+/// redis-cli's `--memkeys` (SCAN, TYPE, MEMORY USAGE per key) and
+/// `--bigkeys` (SCAN, TYPE, then STRLEN/HLEN/LLEN/SCARD/ZCARD) over a
+/// keyspace of every type: both finish and name the biggest hash.
+#[test]
+fn redis_cli_memkeys_and_bigkeys() {
+    let Some(server) = resp_server() else { return };
+    let Some(cli) = std::env::var_os("PATH").and_then(|p| {
+        p.to_str()?.split(':').map(|d| format!("{d}/redis-cli")).find(|p| std::path::Path::new(p).is_file())
+    }) else {
+        eprintln!("note: redis-cli not installed (Debian: redis-tools); skipping");
+        return;
+    };
+    let mut c = Resp::new(&server);
+    // An empty keyspace of this test's own: database 10 on Redis (the
+    // RANDOMKEY test has 9).
+    let db = if server.is_redis {
+        assert_eq!(c.call(&["SELECT", "10"]), OK);
+        assert_eq!(c.call(&["FLUSHDB"]), OK);
+        "10"
+    } else if server.is_own() {
+        "0"
+    } else {
+        eprintln!("note: an external amalgam is shared; the biggest keys would be anyone's");
+        return;
+    };
+    for i in 0..10 {
+        assert_eq!(c.call(&["SET", &format!("s{i}"), "v"]), OK);
+        assert_eq!(c.call(&["RPUSH", &format!("l{i}"), "a", "b"]), int(2));
+        assert_eq!(c.call(&["SADD", &format!("st{i}"), "m"]), int(1));
+        assert_eq!(c.call(&["ZADD", &format!("z{i}"), "1", "m"]), int(1));
+        assert_eq!(c.call(&["HSET", &format!("h{i}"), "f", "v"]), int(1));
+    }
+    fill(&mut c, "hash", "bighash", 700);
+    let (host, port) = (server.resp_addr().ip().to_string(), server.resp_addr().port().to_string());
+    for (mode, want) in
+        [("--memkeys", "Biggest   hash found '\"bighash\"' has "), ("--bigkeys", "'\"bighash\"' has 700 fields")]
+    {
+        let out = std::process::Command::new(&cli)
+            .args(["-h", &host, "-p", &port, "-n", db, mode])
+            .output()
+            .unwrap_or_else(|e| panic!("{cli}: {e}"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains(want), "{mode}: {text}");
+        assert!(text.contains("10 zsets with ") && text.contains("10 lists with "), "{mode}: {text}");
+    }
+    if server.is_redis {
+        assert_eq!(c.call(&["FLUSHDB"]), OK);
+    }
+}
