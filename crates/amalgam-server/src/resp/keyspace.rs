@@ -1,12 +1,12 @@
 //! RANDOMKEY and COPY: keyspace commands over keys of every type.
 //!
 //! ## RANDOMKEY
-//! The engine's `Store::random_item` (engine scan.rs, "A random key"):
-//! Redis's `dictGetFairRandomKey` on the engine's table — a sample of up
-//! to 15 live items from consecutive buckets after a random one, one of
-//! them picked uniformly. Never the whole keyspace, except in a table
-//! left sparse by deletions or full of expired items (the table never
-//! shrinks), where the walk may reach every bucket once. Expired items
+//! The engine's `Store::random_item` (engine scan.rs, "A random key"),
+//! sampling as Redis's `dictGetFairRandomKey` does: up to 15 live items
+//! from random buckets, one of them picked uniformly (measured: each key
+//! drawn within noise of its fair share). Never the whole keyspace,
+//! except in a table left sparse by deletions or full of expired items
+//! (the table never shrinks), where a walk may reach every bucket once. Expired items
 //! are skipped, as Redis 7 skips (and deletes) them; an empty keyspace
 //! answers nil. It does not count as a use of the key.
 //!
