@@ -354,3 +354,41 @@ fn redis_cli_memkeys_and_bigkeys() {
         assert_eq!(c.call(&["FLUSHDB"]), OK);
     }
 }
+
+/// COPY racing writers of its source: every copy is one version the
+/// source held, never a mix. The source is a large hash whose every field
+/// one HSET sets to the same version number; each copy must show a single
+/// version across all its fields.
+#[test]
+fn copy_racing_writes_sees_one_version() {
+    let Some(server) = resp_server() else { return };
+    let (src, dst) = (key("race_src"), key("race_dst"));
+    let fields = 600;
+    let write = |c: &mut Resp, v: usize| {
+        let mut args: Vec<String> = vec!["HSET".into(), src.clone()];
+        for f in 0..fields {
+            args.extend([format!("f{f}"), format!("v{v}")]);
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = c.call(&refs);
+        assert!(r.starts_with(':'), "{r}");
+    };
+    let mut c = Resp::new(&server);
+    write(&mut c, 0);
+    let rounds = 200;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut w = Resp::new(&server);
+            for v in 1..=rounds {
+                write(&mut w, v);
+            }
+        });
+        for _ in 0..rounds {
+            assert_eq!(c.call(&["COPY", &src, &dst, "REPLACE"]), int(1));
+            let all = elements(&c.call(&["HGETALL", &dst]));
+            assert_eq!(all.len(), 2 * fields);
+            let versions: HashSet<&String> = all.iter().skip(1).step_by(2).collect();
+            assert_eq!(versions.len(), 1, "a copy mixing versions: {versions:?}");
+        }
+    });
+}

@@ -4,7 +4,8 @@
 //! strings with EX/PX, a blocking BLPOP woken by a push from another
 //! connection, COPY through its `CopyOptions`, and non-atomic pipelines
 //! (`redis::pipe()`, no MULTI/EXEC). Each reply is decoded by the crate
-//! into Rust types, so a reply of the wrong shape fails the call. Runs
+//! into Rust types, so a reply of the wrong shape fails the call; every
+//! case runs over RESP2 and RESP3. Runs
 //! against amalgam and, in CI, against redis-server 7
 //! (`AMALGAM_TEST_RESP_ADDR`).
 mod common;
@@ -17,17 +18,17 @@ use std::time::Duration;
 /// block: 5 s at most.
 const BLOCKED_POLLS_MAX: usize = 500;
 
-fn connect(server: &Server) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://{}/", server.resp_addr())).unwrap();
+/// A connection speaking RESP2, or RESP3 (the crate sends HELLO 3).
+fn connect(server: &Server, resp3: bool) -> redis::Connection {
+    let proto = if resp3 { "?protocol=resp3" } else { "" };
+    let client = redis::Client::open(format!("redis://{}/{proto}", server.resp_addr())).unwrap();
     let con = client.get_connection().unwrap_or_else(|e| panic!("connect: {e}"));
     con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     con
 }
 
-#[test]
-fn hashes() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn hashes(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let h = key("rc_hash");
     let added: usize = con.hset(&h, "name", "amalgam").unwrap();
     assert_eq!(added, 1);
@@ -63,10 +64,8 @@ fn hashes() {
     assert_eq!(e.code(), Some("WRONGTYPE"), "{e}");
 }
 
-#[test]
-fn lists_and_a_blocking_pop() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn lists_and_a_blocking_pop(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let l = key("rc_list");
     let n: usize = con.rpush(&l, &["b", "c"]).unwrap();
     assert_eq!(n, 2);
@@ -86,7 +85,7 @@ fn lists_and_a_blocking_pop() {
     // BLPOP on an empty list, woken by an RPUSH from another connection
     // once the server reports the client blocked.
     let q = key("rc_queue");
-    let mut pusher = connect(&server);
+    let mut pusher = connect(server, resp3);
     let q2 = q.clone();
     let push = std::thread::spawn(move || {
         let mut saw_blocked = false;
@@ -114,10 +113,8 @@ fn lists_and_a_blocking_pop() {
     assert_eq!(none, None);
 }
 
-#[test]
-fn sets() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn sets(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let (s, t) = (key("rc_set"), key("rc_set2"));
     let n: usize = con.sadd(&s, &["a", "b", "c", "a"]).unwrap();
     assert_eq!(n, 3);
@@ -144,10 +141,8 @@ fn sets() {
     assert!(is);
 }
 
-#[test]
-fn sorted_sets() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn sorted_sets(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let z = key("rc_zset");
     let n: usize = con.zadd(&z, "alice", 3).unwrap();
     assert_eq!(n, 1);
@@ -163,8 +158,9 @@ fn sorted_sets() {
     assert_eq!(rank, Some(2));
     let names: Vec<String> = con.zrange(&z, 0, 0).unwrap();
     assert_eq!(names, ["carol"]);
-    let popped: Vec<String> = con.zpopmin(&z, 1).unwrap();
-    assert_eq!(popped, ["carol", "2"]);
+    // A flat array in RESP2, an array of pairs in RESP3: the same pairs.
+    let popped: Vec<(String, f64)> = con.zpopmin(&z, 1).unwrap();
+    assert_eq!(popped, [("carol".to_string(), 2.0)]);
     let n: usize = con.zcard(&z).unwrap();
     assert_eq!(n, 2);
     let n: usize = con.zrem(&z, &["alice", "nobody"]).unwrap();
@@ -178,10 +174,8 @@ fn sorted_sets() {
     assert_eq!(top, [("m298".to_string(), 74.5), ("m299".to_string(), 74.75)]);
 }
 
-#[test]
-fn strings_with_expiry_and_copy() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn strings_with_expiry_and_copy(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let (a, b, c) = (key("rc_ex"), key("rc_px"), key("rc_copy"));
     let () = con.set_ex(&a, "seconds", 100).unwrap();
     let () = con.pset_ex(&b, "millis", 200).unwrap();
@@ -213,10 +207,8 @@ fn strings_with_expiry_and_copy() {
 /// The decoded replies of the mixed pipeline below, in order.
 type Replies = (usize, usize, usize, usize, (), Option<String>, Vec<String>, HashSet<String>, Vec<(String, f64)>, i64);
 
-#[test]
-fn pipelines_across_types() {
-    let Some(server) = resp_server() else { return };
-    let mut con = connect(&server);
+fn pipelines_across_types(server: &Server, resp3: bool) {
+    let mut con = connect(server, resp3);
     let (h, l, s, z, k) = (key("rp_h"), key("rp_l"), key("rp_s"), key("rp_z"), key("rp_k"));
     // One write, no MULTI/EXEC (redis::pipe() without .atomic()).
     let (hset, pushed, added, zadded, (), got, range, members, ranked, ttl): Replies = redis::pipe()
@@ -264,3 +256,29 @@ fn pipelines_across_types() {
     let scores: Vec<f64> = p.query(&mut con).unwrap();
     assert_eq!(scores, (0..300).step_by(50).map(f64::from).collect::<Vec<_>>());
 }
+
+/// Each case over RESP2 and over RESP3, where the crate decodes maps,
+/// doubles and sets of the newer protocol into the same Rust types.
+macro_rules! both_protocols {
+    ($($name:ident),*) => {
+        mod cases {
+            $(
+                #[test]
+                fn $name() {
+                    let Some(server) = super::resp_server() else { return };
+                    super::$name(&server, false);
+                    super::$name(&server, true);
+                }
+            )*
+        }
+    };
+}
+
+both_protocols!(
+    hashes,
+    lists_and_a_blocking_pop,
+    sets,
+    sorted_sets,
+    strings_with_expiry_and_copy,
+    pipelines_across_types
+);
