@@ -392,3 +392,46 @@ fn copy_racing_writes_sees_one_version() {
         }
     });
 }
+
+/// A list or sorted set copied to a key a client is blocked on serves
+/// that client, as a push would (Redis's dbAdd signals the key ready).
+#[test]
+fn copy_serves_a_blocked_client() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    for (fill_cmd, pop) in [(["RPUSH", "a", "b"], "BLPOP"), (["ZADD", "1", "a"], "BZPOPMIN")] {
+        let (src, dst) = (key("bsrc"), key("bdst"));
+        let mut args = vec![fill_cmd[0], &src];
+        args.extend(&fill_cmd[1..]);
+        assert!(c.call(&args).starts_with(':'));
+        let mut blocked = Resp::new(&server);
+        let before = blocked_clients(&mut c);
+        blocked.send(&[pop, &dst, "10"]);
+        // Bounded: 5 s of 10 ms polls until the server reports it blocked.
+        for _ in 0..500 {
+            if blocked_clients(&mut c) > before {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(c.call(&["COPY", &src, &dst]), int(1));
+        let got = blocked.reply();
+        let want = if pop == "BLPOP" {
+            format!("*2\r\n{}{}", bulk(&dst), bulk("a"))
+        } else {
+            format!("*3\r\n{}{}{}", bulk(&dst), bulk("a"), bulk("1"))
+        };
+        assert_eq!(got, want, "{pop} woken by COPY");
+        if pop == "BLPOP" {
+            assert_eq!(c.call(&["LRANGE", &dst, "0", "-1"]), "*1\r\n$1\r\nb\r\n");
+        } else {
+            assert_eq!(c.call(&["EXISTS", &dst]), int(0), "popped empty");
+        }
+    }
+}
+
+/// INFO clients' blocked_clients.
+fn blocked_clients(c: &mut Resp) -> u64 {
+    let info = c.call(&["INFO", "clients"]);
+    info.lines().find_map(|l| l.strip_prefix("blocked_clients:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}

@@ -19,7 +19,9 @@
 //! bytes with its value tag; a large collection is encoded under its
 //! object's read lock and decoded again into a new object (its snapshot
 //! encoding), so the two keys share nothing. The destination takes the
-//! source's expiry, as Redis copies the TTL, and its memcached flags.
+//! source's expiry, as Redis copies the TTL, and its memcached flags. A
+//! list or sorted set copied to a key a client is blocked on (BLPOP,
+//! BZPOPMIN …) serves that client, as Redis's `dbAdd` signals the key.
 //!
 //! The source is read (one lookup, a consistent version of it) and the
 //! destination then written (one `Store::update`): two steps, not one
@@ -33,7 +35,7 @@ use super::typed::{self, publish, Refused};
 use super::{int_arg, is, null, Arg, Ctx};
 use amalgam_engine::{Expiry, NewValue, Update, TAG_OBJECT};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int};
-use amalgam_types::value::Value;
+use amalgam_types::value::{kind_of_tag, Value};
 use amalgam_types::Kind;
 
 use super::table::Cmd;
@@ -101,7 +103,11 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Some((body, it.flags(), it.expiry()))
     });
     let Some((body, flags, expiry)) = read.flatten() else { return push_int(out, 0) };
-    let collection = !matches!(body, Body::Bytes(amalgam_engine::TAG_BYTES, _));
+    let kind = match &body {
+        Body::Bytes(tag, _) => kind_of_tag(*tag),
+        Body::Object(kind, _) => Some(*kind),
+    };
+    let collection = kind.is_some();
     if collection {
         // As every collection write (typed.rs): not persisted yet, and
         // refused past the store-mode budget.
@@ -134,7 +140,14 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         (put, true)
     });
     match r {
-        Ok((copied, _)) => push_int(out, i64::from(copied)),
+        Ok((copied, _)) => {
+            if copied && matches!(kind, Some(Kind::List | Kind::ZSet)) {
+                // A client blocked on the destination (BLPOP, BZPOPMIN …)
+                // is served, as Redis's dbAdd signals the key ready.
+                ctx.shared.blocking.signal(&args[2]);
+            }
+            push_int(out, i64::from(copied))
+        }
         Err(e) => engine_error(e, out),
     }
 }
