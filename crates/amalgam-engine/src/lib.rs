@@ -72,7 +72,7 @@
 //! | `store.rs` | the public API and the expand thread |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
-//! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee) |
+//! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |
 //! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!

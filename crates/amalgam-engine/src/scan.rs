@@ -24,6 +24,20 @@
 //! calls `f` for each live item while the epoch pin keeps them valid. So
 //! `f` may call back into the store, and a writer waits at most for one
 //! chain's copy.
+//!
+//! # A random key
+//!
+//! [`Store::random_item`] (RANDOMKEY) samples as Redis's
+//! `dictGetFairRandomKey` does — several items, then one of them picked
+//! uniformly — but from independent random buckets rather than
+//! consecutive ones: it probes random buckets (each visited as a scan
+//! step visits it) until it holds [`RANDOM_SAMPLE_ITEMS`] live items or
+//! has made [`RANDOM_STEPS_PER_ITEM`] probes per item wanted. An item's
+//! chance is then about the same wherever it lies (consecutive buckets
+//! favour an item after an empty stretch). Only when the probes find
+//! nothing — a table left sparse by deletions (it never shrinks) or full
+//! of expired items — does it walk from a random bucket to the first live
+//! item, visiting each bucket at most once.
 
 use crate::store::{ItemRef, Store};
 use crate::table::Table;
@@ -31,6 +45,12 @@ use crate::table::Table;
 /// Items collected from one bucket chain before the lock is released;
 /// a bound on the step's buffer, far above a chain's length.
 const SCAN_STEP_ITEMS_MAX: usize = 4096;
+/// Live items a random pick draws from (Redis's `GETFAIR_NUM_ENTRIES`).
+const RANDOM_SAMPLE_ITEMS: usize = 15;
+/// Random buckets probed per sample item wanted before a random pick
+/// settles for what it found (Redis's `dictGetSomeKeys`: `maxsteps =
+/// count * 10`).
+const RANDOM_STEPS_PER_ITEM: usize = 10;
 
 impl Store {
     /// Visits one bucket's worth of live items from `cursor` and returns
@@ -62,19 +82,7 @@ impl Store {
         let mask = (t.bucket_count() - 1) as u64;
         let i = (cursor & mask) as usize;
         let mut found = Vec::new();
-        if !collect(t, i, &mut found) {
-            // Moved: its entries are in the successor's buckets whose low
-            // bits are i (the successor exists: MOVED is set only during an
-            // expansion, and the successor is current only after all moved).
-            let next = t.successor().expect("a MOVED bucket has a successor");
-            let stride = t.bucket_count();
-            let mut j = i;
-            while j < next.bucket_count() {
-                let ok = collect(next, j, &mut found);
-                debug_assert!(ok, "a successor's bucket moves only after it is current");
-                j += stride;
-            }
-        }
+        collect_bucket(t, i, &mut found);
         let mut now = None;
         for p in found {
             // SAFETY: p was in a chain while we held its lock and we are
@@ -85,6 +93,109 @@ impl Store {
             }
         }
         next_cursor(cursor, mask)
+    }
+
+    /// Calls `f` with one live item drawn at random (see the module notes)
+    /// and returns its result; None if the store holds no live item.
+    /// `random` is the caller's random word (the engine keeps no random
+    /// state), the seed of the probes and of the pick.
+    ///
+    /// ```
+    /// use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// assert_eq!(store.random_item(12345, |it| it.key().to_vec()), None);
+    /// for i in 0..100 {
+    ///     store.set(format!("k{i}").as_bytes(), b"v", 0, Expiry::Never).unwrap();
+    /// }
+    /// let mut seen = std::collections::HashSet::new();
+    /// for r in 0..1000u64 {
+    ///     let r = r.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ///     seen.insert(store.random_item(r, |it| it.key().to_vec()).unwrap());
+    /// }
+    /// assert!(seen.len() > 50, "{} distinct keys of 100", seen.len());
+    /// ```
+    pub fn random_item<R>(&self, random: u64, f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+        if self.is_empty() {
+            // Nothing indexed (not even expired items): no walk at all.
+            return None;
+        }
+        let pin = self.pin();
+        let t = pin.current();
+        let mask = t.bucket_count() - 1;
+        let mut words = Words(random);
+        let mut found = Vec::new();
+        let mut live: Vec<*const u8> = Vec::new();
+        let mut now = None;
+        let mut visit = |i: usize, live: &mut Vec<*const u8>| {
+            found.clear();
+            collect_bucket(t, i, &mut found);
+            for &p in &found {
+                // SAFETY: p was in a chain while we held its lock and we
+                // are still pinned, so it is not freed before the pin drops.
+                let it = unsafe { ItemRef::new(p) };
+                if self.item_is_live(&it, &mut now) {
+                    live.push(p);
+                }
+            }
+        };
+        // Independent random buckets: an item's chance does not depend on
+        // how crowded its neighbourhood is.
+        for _ in 0..RANDOM_SAMPLE_ITEMS * RANDOM_STEPS_PER_ITEM {
+            visit(words.next() as usize & mask, &mut live);
+            if live.len() >= RANDOM_SAMPLE_ITEMS {
+                break;
+            }
+        }
+        if live.is_empty() {
+            // Too sparse for probes (or only expired items): walk from a
+            // random bucket to the first live item, each bucket at most once.
+            let start = words.next() as usize;
+            for step in 0..=mask {
+                visit(start.wrapping_add(step) & mask, &mut live);
+                if !live.is_empty() {
+                    break;
+                }
+            }
+        }
+        if live.is_empty() {
+            return None;
+        }
+        let pick = (words.next() % live.len() as u64) as usize;
+        // SAFETY: as above: collected under its bucket's lock, and the pin
+        // is still held.
+        Some(f(unsafe { ItemRef::new(live[pick]) }))
+    }
+}
+
+/// A stream of well-mixed words from one seed (SplitMix64): the random
+/// pick's bucket choices, so the engine keeps no random state.
+struct Words(u64);
+
+impl Words {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Appends the item pointers of bucket `i` of `t` — or, if the expand
+/// thread has moved it, of the successor's buckets it split into (the
+/// successor exists: MOVED is set only during an expansion, and the
+/// successor is current only after all moved).
+fn collect_bucket(t: &Table, i: usize, found: &mut Vec<*const u8>) {
+    if collect(t, i, found) {
+        return;
+    }
+    let next = t.successor().expect("a MOVED bucket has a successor");
+    let stride = t.bucket_count();
+    let mut j = i;
+    while j < next.bucket_count() {
+        let ok = collect(next, j, found);
+        debug_assert!(ok, "a successor's bucket moves only after it is current");
+        j += stride;
     }
 }
 
@@ -109,6 +220,76 @@ fn next_cursor(cursor: u64, mask: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_item_finds_a_lone_key_and_skips_expired_ones() {
+        use crate::{Expiry, Store};
+        let store = Store::new(Default::default()).unwrap();
+        for i in 0..5000 {
+            store.set(format!("k{i}").as_bytes(), b"v", 0, Expiry::Never).unwrap();
+        }
+        // Sparse: the table keeps its size after the deletes.
+        for i in 1..5000 {
+            store.delete(format!("k{i}").as_bytes()).unwrap();
+        }
+        for r in [0u64, 1, 0xFFFF_FFFF_FFFF_FFFF, 0x1234_5678_9ABC_DEF0] {
+            assert_eq!(store.random_item(r, |it| it.key().to_vec()).as_deref(), Some(&b"k0"[..]));
+        }
+        // Only expired items left: none, though the index still holds them.
+        let now = store.now();
+        store.set(b"k0", b"v", 0, Expiry::At(now + 10)).unwrap();
+        store.set(b"k1", b"v", 0, Expiry::At(now + 10)).unwrap();
+        store.advance_clock(20);
+        assert!(!store.is_empty());
+        assert_eq!(store.random_item(7, |it| it.key().to_vec()), None);
+        store.set(b"live", b"v", 0, Expiry::Never).unwrap();
+        assert_eq!(store.random_item(7, |it| it.key().to_vec()).as_deref(), Some(&b"live"[..]));
+    }
+
+    #[test]
+    fn random_item_reaches_every_key() {
+        use crate::{Expiry, Store};
+        let store = Store::new(Default::default()).unwrap();
+        let n = 300;
+        for i in 0..n {
+            store.set(format!("k{i}").as_bytes(), b"v", 0, Expiry::Never).unwrap();
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut x = 0x243F_6A88_85A3_08D3u64;
+        for _ in 0..50 * n {
+            // SplitMix64's step and mix: well-spread words.
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            seen.insert(store.random_item(z ^ (z >> 31), |it| it.key().to_vec()).unwrap());
+        }
+        assert_eq!(seen.len(), n, "50 draws per key reach each of them");
+    }
+
+    #[test]
+    fn random_item_is_near_uniform_in_a_sparse_table() {
+        // 40 keys in 1024 buckets: a walk over consecutive buckets would
+        // favour keys after empty stretches several times over (measured:
+        // 0.3x to 4x the mean); independent probes stay within noise.
+        use crate::{Expiry, Store};
+        let store = Store::new(Default::default()).unwrap();
+        let n = 40;
+        for i in 0..n {
+            store.set(format!("k{i}").as_bytes(), b"v", 0, Expiry::Never).unwrap();
+        }
+        let mut counts = std::collections::HashMap::new();
+        let mut words = Words(0x1234_5678);
+        let mean = 400;
+        for _ in 0..mean * n {
+            *counts.entry(store.random_item(words.next(), |it| it.key().to_vec()).unwrap()).or_insert(0usize) += 1;
+        }
+        assert_eq!(counts.len(), n);
+        for (k, c) in &counts {
+            // Poisson noise: sigma 20; half or twice the mean is 10 sigma.
+            assert!((mean / 2..=mean * 2).contains(c), "{} drawn {c} times, mean {mean}", String::from_utf8_lossy(k));
+        }
+    }
 
     #[test]
     fn cursor_visits_every_bucket_once_then_returns_zero() {

@@ -2944,6 +2944,31 @@ impl Store {
         self.inner.item_count() as usize
     }
 
+    /// Bytes the item `it` (found in this store) holds from memory: its
+    /// block — the pool's size class in store mode, its aligned length in
+    /// a cache-mode segment — plus, for an object item, the object's
+    /// charge (object.rs, MEMORY: the allocator's bytes it holds and its
+    /// cell). Redis's MEMORY USAGE, as far as the engine knows it; the
+    /// key's share of the index (a slot of a 64-byte bucket line) is not
+    /// in it.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"key", b"value", 0, Expiry::Never).unwrap();
+    /// let (size, bytes) = store.peek(b"key", |it| (it.size(), store.item_mem_bytes(&it))).unwrap();
+    /// assert!(bytes >= size && bytes < size + 8, "{bytes} for an item of {size}");
+    /// ```
+    pub fn item_mem_bytes(&self, it: &ItemRef<'_>) -> usize {
+        let inner = &*self.inner;
+        let block = match &inner.shared.segments {
+            None => inner.block_size(it.ptr),
+            // SAFETY: `it` is live for its lifetime (ItemRef's contract).
+            Some(_) => unsafe { item::layout(it.ptr) }.total().next_multiple_of(ITEM_ALIGN_BYTES),
+        };
+        block + it.object().map_or(0, ObjectCell::charged)
+    }
+
     /// Pins the calling thread's epoch (for `scan.rs`).
     pub(crate) fn pin(&self) -> Pinned<'_> {
         Pinned::new(&self.inner)

@@ -60,6 +60,8 @@
 //! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
 //! | `resp/object.rs` | TIME TOUCH OBJECT |
 //! | `resp/lcs.rs` | LCS |
+//! | `resp/keyspace.rs` | RANDOMKEY COPY |
+//! | `resp/memory.rs` | MEMORY |
 //! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
 //! | `resp/hash.rs` | HSET … HSCAN |
 //! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
@@ -76,8 +78,10 @@ mod command;
 mod glob;
 mod hash;
 mod keys;
+mod keyspace;
 mod lcs;
 mod list;
+mod memory;
 mod monitor;
 pub mod multi;
 mod object;
@@ -562,6 +566,8 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         }
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(ctx, args, out),
+        Cmd::Randomkey | Cmd::Copy => keyspace::run(ctx, spec.cmd, args, out),
+        Cmd::Memory => memory::run(ctx, spec.cmd, args, out),
         Cmd::Hset
         | Cmd::Hsetnx
         | Cmd::Hget

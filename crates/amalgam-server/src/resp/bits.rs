@@ -5,8 +5,8 @@
 //!
 //! Every read-modify-write (SETBIT, BITFIELD with SET or INCRBY) runs
 //! under the key's bucket lock through `Store::update`, so it is atomic per
-//! key. BITOP reads its sources one by one and then writes the destination:
-//! like MSET it is atomic per key only.
+//! key. BITOP reads its sources and writes the destination with all of
+//! them held (`resp/multi.rs`), so it is atomic across its keys.
 //!
 //! A bit offset is refused when its byte would lie at or past the largest
 //! value (`-I`, what CONFIG GET proto-max-bulk-len reports), as SETRANGE

@@ -6,8 +6,10 @@
 //! subcommands.
 //!
 //! DOCS gives summary, since, group, a complexity (`O(1)`, or `O(N)` for
-//! a command over many keys) and the subcommands of a container; the
-//! argument lists Redis adds are not kept (an empty `arguments`).
+//! a command over many keys), a deprecated command's `doc_flags`,
+//! `deprecated_since` and `replaced_by`, and the subcommands of a
+//! container; the argument lists and `history` Redis adds are not kept
+//! (an empty `arguments`).
 
 use super::glob::matches;
 use super::server::{help, sub};
@@ -18,6 +20,21 @@ use amalgam_protocol::resp::{
 };
 
 use super::table::Cmd;
+
+/// The served commands Redis 7.0 documents as deprecated: name, the
+/// version since, and what replaces them (COMMAND DOCS's `doc_flags`,
+/// `deprecated_since`, `replaced_by`, as Redis 7.0.15 words them).
+const DEPRECATED: [(&str, &str, &str); 9] = [
+    ("getset", "6.2.0", "`SET` with the `!GET` argument"),
+    ("hmset", "4.0.0", "`HSET` with multiple field-value pairs"),
+    ("rpoplpush", "6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments"),
+    ("brpoplpush", "6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
+    ("zrangebylex", "6.2.0", "`ZRANGE` with the `BYLEX` argument"),
+    ("zrangebyscore", "6.2.0", "`ZRANGE` with the `BYSCORE` argument"),
+    ("zrevrange", "6.2.0", "`ZRANGE` with the `REV` argument"),
+    ("zrevrangebylex", "6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments"),
+    ("zrevrangebyscore", "6.2.0", "`ZRANGE` with the `REV` and `BYSCORE` arguments"),
+];
 
 /// One key specification as Redis's `addReplyCommandKeySpecs` writes it.
 fn key_spec(ks: &KeySpec, proto: Proto, out: &mut Vec<u8>) {
@@ -108,12 +125,26 @@ fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
 /// arguments (left empty), and a container's subcommands.
 fn command_docs(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     push_bulk(out, spec.name.as_bytes());
-    push_map(out, 5, proto);
+    let deprecated = DEPRECATED.iter().find(|d| d.0 == spec.name);
+    push_map(out, if deprecated.is_some() { 8 } else { 5 }, proto);
     for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
         push_bulk(out, k.as_bytes());
         push_bulk(out, v.as_bytes());
     }
     push_bulk(out, b"complexity");
+    if let Some((_, since, by)) = deprecated {
+        push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
+        push_bulk(out, b"doc_flags");
+        push_set(out, 1, proto);
+        push_simple(out, "deprecated");
+        push_bulk(out, b"deprecated_since");
+        push_bulk(out, since.as_bytes());
+        push_bulk(out, b"replaced_by");
+        push_bulk(out, by.as_bytes());
+        push_bulk(out, b"arguments");
+        push_array(out, 0);
+        return;
+    }
     if !spec.subcommands.is_empty() {
         push_bulk(out, b"Depends on subcommand.");
         push_bulk(out, b"subcommands");

@@ -4,8 +4,9 @@
 //!
 //! Each command that reads and writes a key does both under the key's
 //! bucket lock through `Store::update`, so it is atomic per key as in
-//! Redis. Commands over many keys (MSET, MSETNX) are atomic per key only:
-//! another client can see some of an MSET's keys written before the rest.
+//! Redis. Commands over many keys (MSET, MSETNX) run with all their keys
+//! held (`resp/multi.rs`): no client sees some of an MSET's keys written
+//! and not the rest.
 
 use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};

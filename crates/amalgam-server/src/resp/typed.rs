@@ -265,7 +265,7 @@ const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
 /// while compact and they fit an item (`item_max`, memcached's `-I`: a
 /// compact hash of 512 fields of 64 bytes takes ~67 KB, more than a small
 /// `-I`), else an object. Keeps the old item's expiry and flags.
-fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
+pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
     let value = match v.packed() {
         Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 160] = [
+pub static COMMANDS: [Spec; 163] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -1147,6 +1147,107 @@ pub static COMMANDS: [Spec; 160] = [
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 1, 1)],
         ..spec!(Lcs, "lcs", -3, &["readonly"], (1, 2, 1), "string", "7.0.0", "Find longest common substring")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:all_shards", "nondeterministic_output"],
+        ..spec!(
+            Randomkey,
+            "randomkey",
+            1,
+            &["readonly"],
+            (0, 0, 0),
+            "generic",
+            "1.0.0",
+            "Return a random key from the keyspace"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
+        ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+                ..spec!(
+                    Memory,
+                    "memory|doctor",
+                    2,
+                    &[],
+                    (0, 0, 0),
+                    "server",
+                    "4.0.0",
+                    "Outputs memory problems report"
+                )
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+                ..spec!(Memory, "memory|stats", 2, &[], (0, 0, 0), "server", "4.0.0", "Show memory usage details")
+            },
+            Spec {
+                keys: &[range(&["RO"], 2, 0, 1)],
+                ..spec!(
+                    Memory,
+                    "memory|usage",
+                    -3,
+                    &["readonly"],
+                    (2, 2, 1),
+                    "server",
+                    "4.0.0",
+                    "Estimate the memory usage of a key"
+                )
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"],
+                ..spec!(
+                    Memory,
+                    "memory|malloc-stats",
+                    2,
+                    &[],
+                    (0, 0, 0),
+                    "server",
+                    "4.0.0",
+                    "Show allocator internal stats"
+                )
+            },
+            Spec {
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..spec!(
+                    Memory,
+                    "memory|purge",
+                    2,
+                    &[],
+                    (0, 0, 0),
+                    "server",
+                    "4.0.0",
+                    "Ask the allocator to release memory"
+                )
+            },
+            Spec {
+                ..spec!(
+                    Memory,
+                    "memory|help",
+                    2,
+                    &["loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "4.0.0",
+                    "Show helpful text about the different subcommands"
+                )
+            },
+        ],
+        ..spec!(
+            Memory,
+            "memory",
+            -2,
+            &[],
+            (0, 0, 0),
+            "server",
+            "4.0.0",
+            "A container for memory diagnostics commands"
+        )
     },
     Spec {
         acl: &["@connection"],
