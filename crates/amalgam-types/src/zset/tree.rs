@@ -390,6 +390,26 @@ impl Tree {
             (i, n.kids[i])
         };
         self.remove_rec(kid, level - 1, h, cmp, score_of);
+        if level > 1 && self.inners[node as usize].counts[i] == 1 {
+            // The child's subtree is empty now. It can be non-empty in
+            // nodes (an inner node keeps a lone child that had no
+            // neighbour to merge with; append-order splits make such
+            // nodes), so drop it whole here: an empty leaf must never
+            // stay in the chain, nor be asked for its first element.
+            if self.inners[node as usize].kids.len() > 1 {
+                self.free_subtree(kid, level - 1);
+                self.edit_inner(node, |n| {
+                    n.kids.remove(i);
+                    n.counts.remove(i);
+                    n.mins.remove(i);
+                });
+            } else {
+                // This node's subtree is empty too: its parent drops it
+                // (or, at the root, the caller's collapse does).
+                self.edit_inner(node, |n| n.counts[i] = 0);
+            }
+            return;
+        }
         let kid_size = self.size_of(kid, level - 1);
         let first = (kid_size > 0).then(|| self.first_of(kid, level - 1));
         self.edit_inner(node, |n| {
@@ -403,6 +423,32 @@ impl Tree {
         let min_size = if level == 1 { LEAF_MIN } else { INNER_MIN };
         if kid_size < min_size {
             self.merge_kids(node, level, i);
+        }
+    }
+
+    /// Frees an empty subtree: its inner nodes, and its leaves, each
+    /// unlinked from the leaf chain. Bounded by the subtree's nodes.
+    fn free_subtree(&mut self, node: u32, level: u32) {
+        if level == 0 {
+            debug_assert!(self.leaves[node as usize].items.is_empty(), "only empty subtrees are freed");
+            let (prev, next) = (self.leaves[node as usize].prev, self.leaves[node as usize].next);
+            if prev == NIL {
+                self.first = next;
+            } else {
+                self.leaves[prev as usize].next = next;
+            }
+            if next == NIL {
+                self.last = prev;
+            } else {
+                self.leaves[next as usize].prev = prev;
+            }
+            self.free_leaf(node);
+            return;
+        }
+        let kids = self.inners[node as usize].kids.clone();
+        self.free_inner(node);
+        for k in kids {
+            self.free_subtree(k, level - 1);
         }
     }
 
