@@ -1550,7 +1550,16 @@ impl Inner {
                     // SAFETY: the block is the item just published under
                     // the lock we hold; nothing can unlink it before we
                     // release the lock.
-                    j.record(Change::Put(unsafe { ItemRef::new(block.ptr) }));
+                    let it = unsafe { ItemRef::new(block.ptr) };
+                    // A rewrite that kept an object (NewValue::Same: the
+                    // EXPIRE family) changed only the item's fields: a
+                    // Meta, so the log does not copy a large collection
+                    // for a TTL.
+                    if replaced.is_some_and(|p| same_object(p, block.ptr)) {
+                        j.record(Change::Meta(it));
+                    } else {
+                        j.record(Change::Put(it));
+                    }
                 }
                 if let Some(segs) = &self.shared.segments {
                     segs.add_live(block.ptr, block.bytes as i64);
@@ -2648,6 +2657,17 @@ impl Store {
     pub fn update<'v, R>(
         &self,
         key: &[u8],
+        decide: impl FnMut(Option<ItemRef<'_>>) -> (Update<'v>, R),
+    ) -> Result<(R, Option<u64>), Error> {
+        self.update_cas(key, None, decide)
+    }
+
+    /// [`Store::update`]; `cas`: the CAS unique a Put publishes with, in
+    /// place of the one `fresh_cas` chooses (recovery, journal.rs).
+    pub(crate) fn update_cas<'v, R>(
+        &self,
+        key: &[u8],
+        cas_override: Option<u64>,
         mut decide: impl FnMut(Option<ItemRef<'_>>) -> (Update<'v>, R),
     ) -> Result<(R, Option<u64>), Error> {
         check_key(key)?;
@@ -2695,8 +2715,9 @@ impl Store {
                         }
                     };
                     let vlen = parts[0].len() + parts[1].len();
-                    let cas = match old {
-                        Some(o) if !fresh_cas => o.cas(),
+                    let cas = match (cas_override, old) {
+                        (Some(c), _) => c,
+                        (None, Some(o)) if !fresh_cas => o.cas(),
                         _ => inner.next_cas(local),
                     };
                     let n = NewItem { key, vlen, flags, expiry, marks };

@@ -82,6 +82,9 @@ pub struct Config {
     /// snapshot uses (1–100; 100 is unpaced). See
     /// [`SNAPSHOT_CPU_PERCENT_DEFAULT`].
     pub snapshot_cpu_percent: u32,
+    /// The collections' thresholds recovery decodes them under (the
+    /// server's `*-max-listpack-*` settings at start).
+    pub thresholds: amalgam_types::Thresholds,
 }
 
 /// The journal the engine writes into.
@@ -94,10 +97,11 @@ impl Journal for LogJournal {
             Change::Delete(key) => format::delete(b, key),
             Change::Flush { fence_cas } => format::flush(b, fence_cas),
             Change::FlushAt { at } => format::flush_at(b, at),
-            // Typed values (the engine's object.rs) are not persisted yet:
-            // the server refuses to create them while persistence is on,
-            // so no object item reaches this journal.
-            Change::Op { .. } => debug_assert!(false, "objects are not persisted yet"),
+            Change::Meta(it) => format::meta(b, &it),
+            Change::Op { item, record } => {
+                debug_assert!(!record.is_empty(), "an in-place write without its op record");
+                format::op(b, item.key(), record)
+            }
         });
     }
 }
@@ -162,7 +166,7 @@ impl Persistence {
     /// log as its journal, and starts the fsync and snapshot threads.
     /// Call before the store serves anything.
     pub fn open(cfg: Config, store: Arc<Store>) -> std::io::Result<(Arc<Persistence>, Recovered)> {
-        let recovered = recover::recover(&cfg.dir, &store)?;
+        let recovered = recover::recover_with(&cfg.dir, &store, &cfg.thresholds)?;
         let log = Arc::new(Log::create(&cfg.dir, cfg.fsync, recovered.next_seq)?);
         if store.set_journal(Arc::new(LogJournal(Arc::clone(&log)))).is_err() {
             return Err(std::io::Error::other("the store already has a journal"));

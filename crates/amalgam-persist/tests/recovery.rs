@@ -38,6 +38,7 @@ fn cfg(dir: &Path, fsync: Fsync) -> amalgam_persist::Config {
         snapshot_every: None,
         snapshot_after_writes: None,
         snapshot_cpu_percent: amalgam_persist::SNAPSHOT_CPU_PERCENT_DEFAULT,
+        thresholds: Default::default(),
     }
 }
 

@@ -66,6 +66,7 @@
 pub mod arena;
 pub mod hash;
 pub mod list;
+pub mod op;
 pub mod pack;
 pub mod set;
 pub mod value;
