@@ -7,7 +7,11 @@
 //! Every acknowledged change of a key's state reaches [`Journal::record`]
 //! from inside [`Store`]'s write path, *under the key's bucket lock*, as
 //! the key's whole new state ([`Change::Put`] carries the new item: an
-//! append, incr or touch is journaled as the value it produced). So the
+//! append, incr or touch is journaled as the value it produced; a
+//! collection, engine `object.rs`, as its tagged item, with two
+//! exceptions that keep a large object out of the log: a rewrite that
+//! keeps the object is a [`Change::Meta`], and an in-place change of it a
+//! [`Change::Op`] carrying the writer's record of the change). So the
 //! calls for one key arrive in the order the changes were made, and
 //! replaying them is idempotent: applying a suffix of the journal twice, or
 //! over a snapshot that already holds some of it, gives the same store.

@@ -28,6 +28,18 @@
 //!   grows without bound and is never rewritten.
 //! * **Recovery** (`recover.rs`): the newest sound snapshot, then the log
 //!   from its cut; a torn tail is truncated with a warning.
+//! * **Collections** (format version 4): an item holding a packed
+//!   collection or an object (engine `object.rs`) is a PUT_TYPED record
+//!   with its value tag (an object as its kind and `Object::encode`'s
+//!   bytes, made under the bucket lock); an in-place write to a large
+//!   collection is one OP record, the command's effect as amalgam-types'
+//!   `Op` (never a copy of the collection); EXPIRE on one is a META record
+//!   (its fields only). Recovery decodes and applies them with
+//!   amalgam-types, which is why this crate depends on it (the crates stay
+//!   in one line: engine → types → persist → server; a callback from the
+//!   server would split recovery across two crates and leave its tests
+//!   here unable to check a collection).
+//!   `docs/persistence.md` § Collections has the details.
 //!
 //! ## Failure handling
 //!
