@@ -48,7 +48,9 @@
 //! before the cut, so whoever serializes that bucket later sees it. A write
 //! journaled at or after L may or may not be in the snapshot, and is
 //! replayed from the log either way; replay is idempotent. Recovery is
-//! therefore: load the snapshot, replay the log from L.
+//! therefore: load the snapshot, replay the log from L. (A
+//! [`Change::Op`] is not idempotent: it carries its object's version,
+//! object.rs, and replay applies it only to the version before it.)
 //!
 //! ## The flush state
 //!
@@ -125,7 +127,12 @@ pub enum Change<'a> {
     Meta(ItemRef<'a>),
     /// The object of this object item (object.rs) was changed in place;
     /// `record` is the change in the writer's own encoding
-    /// (`Update::InPlace`). The item's other fields are unchanged.
+    /// (`Update::InPlace`). The item's other fields are unchanged; its
+    /// object's [`ObjectCell::version`](crate::ObjectCell::version) is
+    /// the one this change made (one more than before it): replay over a
+    /// snapshot applies a change only to the version before it, since a
+    /// change journaled just after the cut may be in the snapshot already
+    /// (ops, unlike Puts, are not idempotent).
     Op {
         /// The item, for its key (and kind, through its object).
         item: ItemRef<'a>,

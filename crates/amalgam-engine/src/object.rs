@@ -64,7 +64,7 @@
 //!   for being large.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Plain bytes: memcached items and Redis strings.
@@ -113,6 +113,13 @@ pub struct ObjectCell {
     value: RwLock<Box<dyn Object>>,
     /// The bytes this object is charged for right now (see MEMORY).
     charged: AtomicUsize,
+    /// In-place writes since the object was created (or the version
+    /// recovery restored it at): raised by one under the bucket lock
+    /// before each `Change::Op` is journaled, which carries it. So a log
+    /// replayed over a snapshot that already holds some of its ops can
+    /// tell them (at or below the snapshot's version) from the ones to
+    /// apply (the next one), as Put records need not (journal.rs).
+    version: AtomicU64,
 }
 
 impl std::fmt::Debug for ObjectCell {
@@ -124,7 +131,29 @@ impl std::fmt::Debug for ObjectCell {
 impl ObjectCell {
     pub(crate) fn new(value: Box<dyn Object>) -> Box<ObjectCell> {
         let charged = value.mem_bytes() + std::mem::size_of::<ObjectCell>();
-        Box::new(ObjectCell { value: RwLock::new(value), charged: AtomicUsize::new(charged) })
+        Box::new(ObjectCell {
+            value: RwLock::new(value),
+            charged: AtomicUsize::new(charged),
+            version: AtomicU64::new(0),
+        })
+    }
+
+    /// In-place writes since the object was created or restored (see the
+    /// field). Stable while the caller holds the item's bucket lock.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// Recovery: the version the object had when it was logged or
+    /// snapshotted. Only before the store serves, or under the item's
+    /// bucket lock.
+    pub fn set_version(&self, version: u64) {
+        self.version.store(version, Ordering::Relaxed);
+    }
+
+    /// One more in-place write; under the item's bucket lock.
+    pub(crate) fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Shared access; other readers run alongside, writers wait.

@@ -1595,6 +1595,9 @@ impl Inner {
                 let delta = cell.recharge();
                 local_add(&local.bytes, delta);
                 local_add(&local.object_bytes, delta);
+                // Under the bucket lock, like the write: the record below
+                // carries the version this write made (object.rs).
+                cell.bump_version();
                 if let Some(j) = self.journal.get() {
                     j.record(Change::Op { item: it, record: &record });
                 }

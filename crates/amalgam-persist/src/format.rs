@@ -18,15 +18,18 @@
 //!   6 PUT_TYPED u8 tag | u32 flags | u64 expiry (unix ms, 0 never) | u64 cas | u8 klen | u32 vlen | key | value
 //!               (version 4: a collection, engine object.rs's value tag
 //!               1..=7. Tags 1..=6: the value is the item's packed bytes;
-//!               tag 7, an object: u8 kind (amalgam-types value::tag_of)
-//!               then the object's encoding, Object::encode)
+//!               tag 7, an object: u8 kind (amalgam-types value::tag_of),
+//!               u64 version (engine ObjectCell::version), then the
+//!               object's encoding, Object::encode)
 //!   7 META      u32 flags | u64 expiry (unix ms, 0 never) | u64 cas | u8 klen | key
 //!               (version 4, log only: the key's item keeps its value
 //!               (a collection's object) and takes these fields: EXPIRE
 //!               and PERSIST on a large collection)
-//!   8 OP        u8 klen | key | op   (version 4, log only: one in-place
-//!               change of the key's large collection, amalgam-types
-//!               op.rs's encoding)
+//!   8 OP        u8 klen | key | u64 version | op   (version 4, log only:
+//!               one in-place change of the key's large collection,
+//!               amalgam-types op.rs's encoding; `version` is the object's
+//!               after the change, so replay applies it only to the
+//!               version before)
 //!   2 DELETE    u8 klen | key
 //!   3 FLUSH     u64 fence_cas
 //!   4 FLUSH_AT  u32 at (unix s)
@@ -212,6 +215,7 @@ pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
             Some(cell) => {
                 let o = cell.read();
                 out.push(o.kind());
+                out.extend_from_slice(&cell.version().to_le_bytes());
                 o.encode(out);
             }
             None => out.extend_from_slice(it.value()),
@@ -295,9 +299,9 @@ pub fn meta_raw(out: &mut Vec<u8>, key: &[u8], flags: u32, expiry: Expiry, cas: 
 }
 
 /// Appends an OP record: `op` changed the large collection at `key` in
-/// place.
-pub fn op(out: &mut Vec<u8>, key: &[u8], op: &[u8]) {
-    frame(out, T_OP, &[&[key.len() as u8], key, op]);
+/// place, making its object's `version`.
+pub fn op(out: &mut Vec<u8>, key: &[u8], version: u64, op: &[u8]) {
+    frame(out, T_OP, &[&[key.len() as u8], key, &version.to_le_bytes(), op]);
 }
 
 /// Appends a DELETE record.
@@ -366,6 +370,8 @@ pub enum Record<'a> {
     Op {
         /// Key bytes.
         key: &'a [u8],
+        /// The object's version after the change.
+        version: u64,
         /// The change (amalgam-types op.rs).
         op: &'a [u8],
     },
@@ -493,10 +499,10 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
         }
         T_OP => {
             let klen = *p.first().unwrap_or(&0) as usize;
-            if klen == 0 || klen > KEY_BYTES_MAX || p.len() <= 1 + klen {
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() <= 1 + klen + 8 {
                 return bad("OP lengths disagree");
             }
-            Ok(Record::Op { key: &p[1..1 + klen], op: &p[1 + klen..] })
+            Ok(Record::Op { key: &p[1..1 + klen], version: u64_at(1 + klen), op: &p[1 + klen + 8..] })
         }
         T_DELETE => {
             let klen = *p.first().unwrap_or(&0) as usize;
@@ -538,7 +544,7 @@ mod tests {
         end(&mut b, 3);
         put_typed(&mut b, b"h", 1, 0, Expiry::AtMillis(1_800_000_000_250), 44, b"packed");
         meta_raw(&mut b, b"h", 3, Expiry::At(1_900_000_000), 45);
-        op(&mut b, b"h", b"\x02\x01\x01f");
+        op(&mut b, b"h", 9, b"\x02\x01\x01f");
         let mut at = 0;
         let mut got = Vec::new();
         while at < b.len() {
@@ -562,7 +568,7 @@ mod tests {
         put_raw_ms(&mut put_ms, b"k", b"v2", 0, 5_500, 2);
         put_typed(&mut typed, b"k", 7, 0, Expiry::Never, 3, b"\x03obj");
         meta_raw(&mut meta, b"k", 0, Expiry::AtMillis(5_500), 4);
-        op(&mut opr, b"k", b"\x21\x01\x01m");
+        op(&mut opr, b"k", 1, b"\x21\x01\x01m");
         for b in [put, put_ms, typed, meta, opr] {
             for cut in 0..b.len() {
                 assert_eq!(read_record(&b[..cut]).unwrap_err(), Bad::Torn, "cut at {cut}");

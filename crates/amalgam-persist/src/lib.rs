@@ -112,7 +112,8 @@ impl Journal for LogJournal {
             Change::Meta(it) => format::meta(b, &it),
             Change::Op { item, record } => {
                 debug_assert!(!record.is_empty(), "an in-place write without its op record");
-                format::op(b, item.key(), record)
+                let version = item.object().map_or(0, |c| c.version());
+                format::op(b, item.key(), version, record)
             }
         });
     }

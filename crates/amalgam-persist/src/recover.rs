@@ -15,14 +15,14 @@
 //! 5. Collections (format version 4): a PUT_TYPED restores a packed
 //!    collection with its tag as it was, or decodes an object's encoding
 //!    under the thresholds recovery is given (`Config::thresholds`) and
-//!    stores it as the server would: packed bytes while the decoded value
-//!    is compact and fits an item, else an object. A META record rewrites
-//!    an item's fields keeping its value; an OP record applies
-//!    amalgam-types' `Op` to the key's collection, packed or large, as
-//!    the command that logged it did (`apply_op`). A record that does
-//!    not fit the state it finds (a kind mismatch, an undecodable value:
-//!    possible only if the files were damaged past their CRCs) is
-//!    skipped with a warning; recovery goes on.
+//!    keeps it an object at the version it was written at (engine
+//!    `ObjectCell::version`). A META record rewrites an item's fields
+//!    keeping its value; an OP record applies amalgam-types' `Op` to the
+//!    key's object if the object is at the version before the op's: ops
+//!    are not idempotent as PUTs are, and one journaled just after a
+//!    snapshot's cut may be in the snapshot already (`apply_op`). A record
+//!    that cannot be read or applied (possible only if the files were
+//!    damaged past their CRCs) is skipped with a warning; recovery goes on.
 //!
 //! Progress (items per second) is printed every RECOVERY_REPORT_PERIOD.
 
@@ -248,110 +248,97 @@ fn restore_typed(
     t: &Thresholds,
 ) -> Result<(), String> {
     let bad = |what: &str| format!("key {}: {what}; not restored", show(key));
-    let (kind, decoded) = if tag == TAG_OBJECT {
-        let (&k, enc) = value.split_first().ok_or_else(|| bad("an empty object record"))?;
-        let kind = kind_of_tag(k).ok_or_else(|| bad("an object of an unknown kind"))?;
-        let v = Value::decode(kind, enc, t).map_err(|_| bad("an object that does not decode"))?;
-        (kind, v)
-    } else {
+    if tag != TAG_OBJECT {
         let kind = kind_of_tag(tag).ok_or_else(|| bad("a packed value of an unknown tag"))?;
         // Decoded once to check it (CRCs catch damage to the file, not a
         // writer's bug), so no reader ever meets bytes it cannot read.
         let v = Value::from_packed(kind, value, t).map_err(|_| bad("a packed value that does not decode"))?;
-        (kind, v)
-    };
-    if decoded.is_empty() {
+        if v.is_empty() {
+            return Err(bad("an empty collection"));
+        }
+        let r = match store.restore_typed(key, tag, flags, expiry, cas, || NewValue::Bytes(value)) {
+            // Packed bytes this start's item size cannot hold: an object.
+            Err(amalgam_engine::Error::TooLarge) => restore_object(store, key, kind, v, 0, flags, expiry, cas, t),
+            r => r,
+        };
+        return r.map_err(|e| bad(&e.to_string()));
+    }
+    let (&k, rest) = value.split_first().ok_or_else(|| bad("an empty object record"))?;
+    let kind = kind_of_tag(k).ok_or_else(|| bad("an object of an unknown kind"))?;
+    let (version, enc) = rest.split_at_checked(8).ok_or_else(|| bad("an object record without its version"))?;
+    let version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
+    let v = Value::decode(kind, enc, t).map_err(|_| bad("an object that does not decode"))?;
+    if v.is_empty() {
         return Err(bad("an empty collection"));
     }
-    store_value(store, key, kind, decoded, flags, expiry, cas, t).map_err(|e| bad(&e.to_string()))
+    restore_object(store, key, kind, v, version, flags, expiry, cas, t).map_err(|e| bad(&e.to_string()))
 }
 
-/// Stores `v` at `key` as the server's write path would: its packed
-/// bytes under its kind's tag while compact, else an object; packed
-/// bytes the item size cannot hold go in an object too.
+/// Stores `v` at `key` as an object at `version`. An object stays an
+/// object, even one whose decoded value is compact: the log's OP records
+/// after a snapshot apply only to the object version they follow
+/// (engine `ObjectCell::version`), which a packed item has not.
 #[allow(clippy::too_many_arguments)]
-fn store_value(
+fn restore_object(
     store: &Store,
     key: &[u8],
     kind: amalgam_types::Kind,
     v: Value,
+    version: u64,
     flags: u32,
     expiry: Expiry,
     cas: u64,
     t: &Thresholds,
 ) -> Result<(), amalgam_engine::Error> {
-    let tag = tag_of(kind);
-    if let Some(bytes) = v.packed() {
-        match store.restore_typed(key, tag, flags, expiry, cas, || NewValue::Bytes(bytes)) {
-            Err(amalgam_engine::Error::TooLarge) => {}
-            r => return r,
-        }
-    }
     // The value is handed over on the first run; a cache-mode retry
     // (engine `with_room`) gets a copy decoded from its encoding.
     let mut enc = Vec::new();
     v.encode(&mut enc);
     let mut ready = Some(v);
-    store.restore_typed(key, tag, flags, expiry, cas, || {
+    store.restore_typed(key, tag_of(kind), flags, expiry, cas, || {
         // Our own encoding of a moment ago decodes (the empty fallback
         // is unreachable, and not a panic).
         let v = ready.take().unwrap_or_else(|| Value::decode(kind, &enc, t).unwrap_or_else(|_| Value::new(kind, t)));
         NewValue::Object(Box::new(v))
-    })
+    })?;
+    // Recovery runs before the store serves: no writer races this.
+    store.get(key, |it| it.object().map(|c| c.set_version(version)));
+    Ok(())
 }
 
-/// Applies an OP record to the collection at `key` (module notes, 5).
-fn apply_op(store: &Store, key: &[u8], op: &[u8], t: &Thresholds) -> Result<(), String> {
+/// Applies an OP record that made `version` of the object at `key`
+/// (module notes, 5). Applied only to the version before it: an op at or
+/// below the object's version is in it already (a snapshot's cut can
+/// fall between an op's effect and its record), and one that finds no
+/// object of its kind, or a version further back, belongs to a value a
+/// later record of the log replaces (ops are logged only for objects,
+/// and only a PUT or DELETE ends one); both are skipped, silently.
+fn apply_op(store: &Store, key: &[u8], version: u64, op: &[u8], t: &Thresholds) -> Result<(), String> {
     let bad = |what: &str| format!("key {}: {what}; an in-place change skipped", show(key));
     let op = Op::decode(op).map_err(|_| bad("an op that does not decode"))?;
-    let kind = op.kind();
-    // Packed bytes the item size cannot hold go in an object (second run).
-    let mut as_object = false;
-    // Bounded: a second run only after the item size refused the first.
-    for _ in 0..2 {
-        let r = store.update(key, |old| {
-            let Some(it) = old else { return (Update::Keep, Err("the key is absent")) };
-            if it.tag() == TAG_OBJECT {
-                let Some(cell) = it.object() else { return (Update::Keep, Err("an object item without its object")) };
-                let mut guard = cell.write();
-                let Some(v) = guard.as_any_mut().downcast_mut::<Value>() else {
-                    return (Update::Keep, Err("an object of another type"));
-                };
-                if op.apply(v, t).is_err() {
-                    return (Update::Keep, Err("an op that does not fit the value"));
-                }
-                if v.is_empty() {
-                    return (Update::Remove, Ok(()));
-                }
-                return (Update::InPlace { record: Vec::new() }, Ok(()));
-            }
-            if kind_of_tag(it.tag()) != Some(kind) {
-                return (Update::Keep, Err("a key of another kind"));
-            }
-            let Ok(mut v) = Value::from_packed(kind, it.value(), t) else {
-                return (Update::Keep, Err("a packed value that does not decode"));
-            };
-            if op.apply(&mut v, t).is_err() {
-                return (Update::Keep, Err("an op that does not fit the value"));
-            }
-            if v.is_empty() {
-                return (Update::Remove, Ok(()));
-            }
-            let value = match v.packed() {
-                Some(b) if !as_object => NewValue::Owned(b.to_vec()),
-                _ => NewValue::Object(Box::new(v)),
-            };
-            let put =
-                Update::Put { value, flags: it.flags(), expiry: it.expiry(), fresh_cas: false, marks: it.marks() };
-            (put, Ok(()))
-        });
-        match r {
-            Ok((r, _)) => return r.map_err(bad),
-            Err(amalgam_engine::Error::TooLarge) if !as_object => as_object = true,
-            Err(e) => return Err(bad(&e.to_string())),
+    let r = store.update(key, |old| {
+        let Some(cell) = old.and_then(|it| it.object()) else { return (Update::Keep, Ok(())) };
+        if cell.version().checked_add(1) != Some(version) {
+            return (Update::Keep, Ok(()));
         }
+        let mut guard = cell.write();
+        let Some(v) = guard.as_any_mut().downcast_mut::<Value>() else { return (Update::Keep, Ok(())) };
+        if v.kind() != op.kind() {
+            return (Update::Keep, Ok(()));
+        }
+        if op.apply(v, t).is_err() {
+            return (Update::Keep, Err("an op that does not fit its value"));
+        }
+        if v.is_empty() {
+            return (Update::Remove, Ok(()));
+        }
+        // The engine raises the version (one in-place write).
+        (Update::InPlace { record: Vec::new() }, Ok(()))
+    });
+    match r {
+        Ok((r, _)) => r.map_err(bad),
+        Err(e) => Err(bad(&e.to_string())),
     }
-    Err(bad("the item size refused it"))
 }
 
 fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, cas: u64) {
@@ -526,8 +513,8 @@ fn replay_segment(
                         warn(&mut out.warnings, &format!("key {}: {e}; a META record skipped", show(key)));
                     }
                 }
-                Record::Op { key, op } => {
-                    if let Err(e) = apply_op(store, key, op, t) {
+                Record::Op { key, version, op } => {
+                    if let Err(e) = apply_op(store, key, version, op, t) {
                         warn(&mut out.warnings, &e);
                     }
                 }

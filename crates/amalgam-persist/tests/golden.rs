@@ -24,8 +24,8 @@ const PUT_TYPED: &str = "2200000047d24231060100000000fa505c18a30100002a000000000
 /// Version 4: META of key `h`: flags 3, expiry unix ms 1,900,000,000,000
 /// (a whole second), CAS 45.
 const META: &str = "1700000078f4468f07030000000038d360ba0100002d000000000000000168";
-/// Version 4: OP on key `h` carrying [`OP_HSET`].
-const OP: &str = "09000000c1156f08080168010101660177";
+/// Version 4: OP on key `h`, object version 1, carrying [`OP_HSET`].
+const OP: &str = "11000000532ea5af0801680100000000000000010101660177";
 /// amalgam-types op.rs: HSET of one pair (`f`, `w`): code 1, count 1,
 /// then each string as varint length and bytes.
 const OP_HSET: &str = "010101660177";
@@ -76,7 +76,7 @@ fn records_encode_to_the_pinned_bytes() {
     b.clear();
     let op = Op::HSet(vec![(b"f".to_vec(), b"w".to_vec())]);
     assert_eq!(op.to_bytes(), hex(OP_HSET));
-    format::op(&mut b, b"h", &op.to_bytes());
+    format::op(&mut b, b"h", 1, &op.to_bytes());
     assert_eq!(b, hex(OP));
     assert_eq!(format::log_header(17).to_vec(), hex(LOG_HEADER));
     assert_eq!(format::snap_header(5, 1_700_000_000).to_vec(), hex(SNAP_HEADER));
@@ -106,7 +106,7 @@ fn pinned_bytes_decode() {
     let r = format::read_record(&meta).unwrap().0;
     assert_eq!(r, Record::Meta { key: b"h", flags: 3, expiry: Expiry::At(1_900_000_000), cas: 45 });
     let op = hex(OP_HSET);
-    assert_eq!(format::read_record(&hex(OP)).unwrap().0, Record::Op { key: b"h", op: &op });
+    assert_eq!(format::read_record(&hex(OP)).unwrap().0, Record::Op { key: b"h", version: 1, op: &op });
     assert_eq!(Op::decode(&op), Ok(Op::HSet(vec![(b"f".to_vec(), b"w".to_vec())])));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V3), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V3), format::SNAP_MAGIC), Ok(5));
@@ -229,9 +229,10 @@ fn a_version_2_snapshot_and_a_version_3_log_recover() {
 
 /// Files written by version 3 (no collections) still recover next to a
 /// version 4 log of collections written record by record with the
-/// format's own encoders: a packed hash (PUT_TYPED, tag kept), an OP on
-/// it, a large set as an object (kind byte and encoding) with an OP and
-/// a META that gives it a TTL.
+/// format's own encoders: a packed hash (PUT_TYPED, tag kept), a stale
+/// OP on it, a large set as an object (kind, version and encoding) with
+/// OPs of the version it holds, the next and a later one, and a META
+/// that gives it a TTL.
 #[test]
 fn a_version_3_snapshot_and_a_version_4_log_of_collections_recover() {
     let dir = std::env::temp_dir().join(format!("amalgam-golden-v4-{}", std::process::id()));
@@ -249,33 +250,39 @@ fn a_version_3_snapshot_and_a_version_4_log_of_collections_recover() {
     let members: Vec<Vec<u8>> = (0..1000).map(|i| format!("m{i}").into_bytes()).collect();
     Op::SAdd(members).apply(&mut set, &t).unwrap();
     assert!(set.packed().is_none(), "1000 members are past every threshold");
+    // Kind, object version 7, encoding.
     let mut enc = vec![tag_of(Kind::Set)];
+    enc.extend_from_slice(&7u64.to_le_bytes());
     set.encode(&mut enc);
     let store = Store::new(Config::default()).unwrap();
     let later_ms = store.now_millis() + 3_600_250;
     let mut log = format::log_header(5).to_vec();
     format::put_typed(&mut log, b"h", tag_of(Kind::Hash), 0, Expiry::Never, 60, &packed);
-    format::op(&mut log, b"h", &hex(OP_HSET));
+    // An OP on a packed value: no object, so it is one a later record
+    // replaces (ops are logged only for objects): skipped.
+    format::op(&mut log, b"h", 1, &hex(OP_HSET));
     format::put_typed(&mut log, b"s", amalgam_engine::TAG_OBJECT, 0, Expiry::Never, 61, &enc);
-    format::op(&mut log, b"s", &Op::SRem(vec![b"m0".to_vec()]).to_bytes());
+    // Version 7 is in the object already (a cut between an op's effect
+    // and its record), 8 follows it, 10 does not (9 is missing).
+    format::op(&mut log, b"s", 7, &Op::SRem(vec![b"m1".to_vec()]).to_bytes());
+    format::op(&mut log, b"s", 8, &Op::SRem(vec![b"m0".to_vec()]).to_bytes());
+    format::op(&mut log, b"s", 10, &Op::SRem(vec![b"m2".to_vec()]).to_bytes());
     format::meta_raw(&mut log, b"s", 0, Expiry::at_millis(later_ms), 61);
     std::fs::write(dir.join("log-00000000000000000005.aml"), &log).unwrap();
     let rec = amalgam_persist::recover::recover(&dir, &store).unwrap();
     assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
-    assert_eq!(rec.replayed, 5);
+    assert_eq!(rec.replayed, 7);
     assert_eq!(store.get(b"key", |it| it.value().to_vec()), Some(b"value".to_vec()));
     let h = store.get(b"h", |it| {
         (it.tag(), Value::from_packed(Kind::Hash, it.value(), &t).unwrap().packed().map(<[u8]>::to_vec))
     });
-    let mut want = Value::new(Kind::Hash, &t);
-    Op::HSet(vec![(b"f".to_vec(), b"w".to_vec())]).apply(&mut want, &t).unwrap();
-    assert_eq!(h, Some((tag_of(Kind::Hash), want.packed().map(<[u8]>::to_vec))), "the OP set f to w");
+    assert_eq!(h, Some((tag_of(Kind::Hash), Some(packed))), "the packed hash as it was");
     let s = store.get(b"s", |it| {
         let cell = it.object().expect("a large set stays an object");
         let v = cell.read();
         let Some(Value::Set(st)) = v.as_any().downcast_ref::<Value>() else { panic!("not a set") };
-        (st.len(), st.contains(b"m0"), st.contains(b"m999"), it.expiry(), it.cas())
+        (st.len(), st.contains(b"m0"), st.contains(b"m1"), st.contains(b"m2"), cell.version(), it.expiry(), it.cas())
     });
-    assert_eq!(s, Some((999, false, true, Expiry::at_millis(later_ms), 61)));
+    assert_eq!(s, Some((999, false, true, true, 8, Expiry::at_millis(later_ms), 61)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
