@@ -168,8 +168,8 @@ if [ -n "$memcached_bin" ]; then
 fi
 
 # ---------------------------------------------------------------- fuzz
-# A short cargo-fuzz run of the protocol parsers (text, meta, binary, RESP) and of
-# recovery from damaged files (scripts/fuzz.sh,
+# A short cargo-fuzz run of the protocol parsers (text, meta, binary, RESP), of
+# recovery from damaged files and of the log's collection ops (scripts/fuzz.sh,
 # FUZZ_SECONDS per target, 20 by default): a target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped
 # with a notice only if cargo-fuzz is missing and cannot be installed.

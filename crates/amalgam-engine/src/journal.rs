@@ -7,7 +7,11 @@
 //! Every acknowledged change of a key's state reaches [`Journal::record`]
 //! from inside [`Store`]'s write path, *under the key's bucket lock*, as
 //! the key's whole new state ([`Change::Put`] carries the new item: an
-//! append, incr or touch is journaled as the value it produced). So the
+//! append, incr or touch is journaled as the value it produced; a
+//! collection, engine `object.rs`, as its tagged item, with two
+//! exceptions that keep a large object out of the log: a rewrite that
+//! keeps the object is a [`Change::Meta`], and an in-place change of it a
+//! [`Change::Op`] carrying the writer's record of the change). So the
 //! calls for one key arrive in the order the changes were made, and
 //! replaying them is idempotent: applying a suffix of the journal twice, or
 //! over a snapshot that already holds some of it, gives the same store.
@@ -44,7 +48,9 @@
 //! before the cut, so whoever serializes that bucket later sees it. A write
 //! journaled at or after L may or may not be in the snapshot, and is
 //! replayed from the log either way; replay is idempotent. Recovery is
-//! therefore: load the snapshot, replay the log from L.
+//! therefore: load the snapshot, replay the log from L. (A
+//! [`Change::Op`] is not idempotent: it carries its object's version,
+//! object.rs, and replay applies it only to the version before it.)
 //!
 //! ## The flush state
 //!
@@ -79,7 +85,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::local::Garbage;
-use crate::store::{Expiry, Inner, ItemRef, Pinned, Store};
+use crate::store::{Expiry, Inner, ItemRef, NewValue, Pinned, Store, Update};
 use crate::table::{BucketGuard, Table};
 
 /// Buckets the snapshot cursor visits per epoch pin, so it never holds
@@ -91,7 +97,10 @@ const SNAPSHOT_STEP_BUCKETS: usize = 4096;
 pub enum Change<'a> {
     /// The key now holds this item: its whole new state (value, flags,
     /// expiry, CAS). Every successful set, add, replace, cas, append,
-    /// prepend, incr, decr, touch and gat arrives as one.
+    /// prepend, incr, decr, touch and gat arrives as one. A typed item
+    /// (object.rs) carries its tag ([`ItemRef::tag`]); for a new object
+    /// item, [`ItemRef::object`] reads the object (no writer can hold it:
+    /// `record` runs under the bucket lock every object writer takes).
     Put(ItemRef<'a>),
     /// The key was deleted (a delete, or a write whose expiry is already
     /// past).
@@ -111,9 +120,19 @@ pub enum Change<'a> {
         /// Unix seconds.
         at: u32,
     },
+    /// The key's item was rewritten keeping its object (the same cell:
+    /// `NewValue::Same` on an object item, as the EXPIRE family and
+    /// PERSIST do): only its flags, expiry, CAS and marks may differ, so
+    /// a log records those and not the object (which may be large).
+    Meta(ItemRef<'a>),
     /// The object of this object item (object.rs) was changed in place;
     /// `record` is the change in the writer's own encoding
-    /// (`Update::InPlace`). The item's other fields are unchanged.
+    /// (`Update::InPlace`). The item's other fields are unchanged; its
+    /// object's [`ObjectCell::version`](crate::ObjectCell::version) is
+    /// the one this change made (one more than before it): replay over a
+    /// snapshot applies a change only to the version before it, since a
+    /// change journaled just after the cut may be in the snapshot already
+    /// (ops, unlike Puts, are not idempotent).
     Op {
         /// The item, for its key (and kind, through its object).
         item: ItemRef<'a>,
@@ -382,6 +401,56 @@ impl Store {
     pub fn restore(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, cas: u64) -> Result<(), crate::Error> {
         self.inner.raise_cas_counter(cas.saturating_add(1));
         self.store_with_cas(key, value, flags, expiry, cas).map(|_| ())
+    }
+
+    /// Recovery: stores a typed item (object.rs) exactly as it was: the
+    /// value `make` builds (packed bytes under `tag`, or an object) with
+    /// these fields and CAS unique, keeping later CAS uniques above it.
+    /// `make` may run more than once (cache mode makes room and retries,
+    /// as `Store::update`); an expired item is not stored (and removes the
+    /// key). For TAG_BYTES items use [`Store::restore`].
+    ///
+    /// ```
+    /// use amalgam_engine::{Expiry, NewValue, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.restore_typed(b"k", 3, 0, Expiry::Never, 50, || NewValue::Bytes(b"packed")).unwrap();
+    /// assert_eq!(store.get(b"k", |it| (it.tag(), it.cas(), it.value().to_vec())), Some((3, 50, b"packed".to_vec())));
+    /// ```
+    pub fn restore_typed<'v>(
+        &self,
+        key: &[u8],
+        tag: u8,
+        flags: u32,
+        expiry: Expiry,
+        cas: u64,
+        mut make: impl FnMut() -> NewValue<'v>,
+    ) -> Result<(), crate::Error> {
+        self.inner.raise_cas_counter(cas.saturating_add(1));
+        let r = self.update_cas(key, Some(cas), |_| {
+            (Update::Put { value: make(), flags, expiry, fresh_cas: true, marks: tag & crate::object::TAG_MASK }, ())
+        });
+        r.map(|_| ())
+    }
+
+    /// Recovery: applies a journaled [`Change::Meta`]: the key's live item
+    /// keeps its value (and tag) and takes these fields and CAS unique.
+    /// Nothing happens to an absent key (the log's order makes that
+    /// impossible unless the file was damaged).
+    ///
+    /// ```
+    /// use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.restore(b"k", b"v", 0, Expiry::Never, 10).unwrap();
+    /// store.restore_meta(b"k", 5, Expiry::At(4_000_000_000), 10).unwrap();
+    /// assert_eq!(store.get(b"k", |it| (it.flags(), it.expiry())), Some((5, Expiry::At(4_000_000_000))));
+    /// ```
+    pub fn restore_meta(&self, key: &[u8], flags: u32, expiry: Expiry, cas: u64) -> Result<(), crate::Error> {
+        self.inner.raise_cas_counter(cas.saturating_add(1));
+        let r = self.update_cas(key, Some(cas), |old| match old {
+            Some(o) => (Update::Put { value: NewValue::Same, flags, expiry, fresh_cas: true, marks: o.marks() }, ()),
+            None => (Update::Keep, ()),
+        });
+        r.map(|_| ())
     }
 
     /// Recovery: applies a journaled [`Change::Flush`]: every item whose

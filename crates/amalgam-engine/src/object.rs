@@ -64,7 +64,7 @@
 //!   for being large.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Plain bytes: memcached items and Redis strings.
@@ -113,9 +113,13 @@ pub struct ObjectCell {
     value: RwLock<Box<dyn Object>>,
     /// The bytes this object is charged for right now (see MEMORY).
     charged: AtomicUsize,
-    /// In-place writes so far (`ItemRef::stamp`: an in-place write keeps
-    /// the item, and with it the CAS unique, so WATCH needs this).
-    edits: AtomicUsize,
+    /// In-place writes since the object was created (or the version
+    /// recovery restored it at): raised by one under the bucket lock
+    /// before each `Change::Op` is journaled, which carries it. So a log
+    /// replayed over a snapshot that already holds some of its ops can
+    /// tell them (at or below the snapshot's version) from the ones to
+    /// apply (the next one), as Put records need not (journal.rs).
+    version: AtomicU64,
 }
 
 impl std::fmt::Debug for ObjectCell {
@@ -130,8 +134,26 @@ impl ObjectCell {
         Box::new(ObjectCell {
             value: RwLock::new(value),
             charged: AtomicUsize::new(charged),
-            edits: AtomicUsize::new(0),
+            version: AtomicU64::new(0),
         })
+    }
+
+    /// In-place writes since the object was created or restored (see the
+    /// field). Stable while the caller holds the item's bucket lock.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// Recovery: the version the object had when it was logged or
+    /// snapshotted. Only before the store serves, or under the item's
+    /// bucket lock.
+    pub fn set_version(&self, version: u64) {
+        self.version.store(version, Ordering::Relaxed);
+    }
+
+    /// One more in-place write; under the item's bucket lock.
+    pub(crate) fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Shared access; other readers run alongside, writers wait.
@@ -148,11 +170,6 @@ impl ObjectCell {
         self.value.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// In-place writes made to the object so far (under its bucket lock).
-    pub(crate) fn edits(&self) -> usize {
-        self.edits.load(Ordering::Relaxed)
-    }
-
     /// The bytes charged for the object now.
     pub(crate) fn charged(&self) -> usize {
         self.charged.load(Ordering::Relaxed)
@@ -162,7 +179,6 @@ impl ObjectCell {
     /// in its charge. Called under the bucket lock, so charges of one
     /// cell never race.
     pub(crate) fn recharge(&self) -> i64 {
-        self.edits.fetch_add(1, Ordering::Relaxed);
         let now = self.read().mem_bytes() + std::mem::size_of::<ObjectCell>();
         let before = self.charged.swap(now, Ordering::Relaxed);
         now as i64 - before as i64

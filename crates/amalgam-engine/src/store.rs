@@ -704,13 +704,13 @@ impl<'a> ItemRef<'a> {
     /// What changes whenever the key's value or deadline does: the CAS
     /// unique (every write that replaces the item takes a new one), the
     /// deadline (EXPIRE and friends keep the CAS unique) and an object's
-    /// count of in-place writes. Redis's WATCH compares these: equal
+    /// version (its count of in-place writes, `ObjectCell::version`). Redis's WATCH compares these: equal
     /// stamps mean the key was not written in between, except that a key
     /// written and then deleted again reads as unchanged (absent both
     /// times), where Redis would call it modified.
     pub fn stamp(&self) -> [u64; 3] {
         let deadline = (u64::from(self.expiry_raw()) << 16) | u64::from(self.expiry_ms_raw());
-        [self.cas(), deadline, self.object().map_or(0, |c| c.edits() as u64)]
+        [self.cas(), deadline, self.object().map_or(0, |c| c.version())]
     }
 
     /// The expiry as stored: unix seconds rounded down, 0 for never.
@@ -1570,7 +1570,16 @@ impl Inner {
                     // SAFETY: the block is the item just published under
                     // the lock we hold; nothing can unlink it before we
                     // release the lock.
-                    j.record(Change::Put(unsafe { ItemRef::new(block.ptr) }));
+                    let it = unsafe { ItemRef::new(block.ptr) };
+                    // A rewrite that kept an object (NewValue::Same: the
+                    // EXPIRE family) changed only the item's fields: a
+                    // Meta, so the log does not copy a large collection
+                    // for a TTL.
+                    if replaced.is_some_and(|p| same_object(p, block.ptr)) {
+                        j.record(Change::Meta(it));
+                    } else {
+                        j.record(Change::Put(it));
+                    }
                 }
                 if let Some(segs) = &self.shared.segments {
                     segs.add_live(block.ptr, block.bytes as i64);
@@ -1607,6 +1616,9 @@ impl Inner {
                 let delta = cell.recharge();
                 local_add(&local.bytes, delta);
                 local_add(&local.object_bytes, delta);
+                // Under the bucket lock, like the write: the record below
+                // carries the version this write made (object.rs).
+                cell.bump_version();
                 if let Some(j) = self.journal.get() {
                     j.record(Change::Op { item: it, record: &record });
                 }
@@ -2671,6 +2683,17 @@ impl Store {
     pub fn update<'v, R>(
         &self,
         key: &[u8],
+        decide: impl FnMut(Option<ItemRef<'_>>) -> (Update<'v>, R),
+    ) -> Result<(R, Option<u64>), Error> {
+        self.update_cas(key, None, decide)
+    }
+
+    /// [`Store::update`]; `cas`: the CAS unique a Put publishes with, in
+    /// place of the one `fresh_cas` chooses (recovery, journal.rs).
+    pub(crate) fn update_cas<'v, R>(
+        &self,
+        key: &[u8],
+        cas_override: Option<u64>,
         mut decide: impl FnMut(Option<ItemRef<'_>>) -> (Update<'v>, R),
     ) -> Result<(R, Option<u64>), Error> {
         check_key(key)?;
@@ -2718,8 +2741,9 @@ impl Store {
                         }
                     };
                     let vlen = parts[0].len() + parts[1].len();
-                    let cas = match old {
-                        Some(o) if !fresh_cas => o.cas(),
+                    let cas = match (cas_override, old) {
+                        (Some(c), _) => c,
+                        (None, Some(o)) if !fresh_cas => o.cas(),
                         _ => inner.next_cas(local),
                     };
                     let n = NewItem { key, vlen, flags, expiry, marks };

@@ -683,7 +683,7 @@ impl Table {
     /// returns None if the bucket has MOVED. Spins while a writer or
     /// another transaction holds it (`txn.rs` orders the acquisitions so
     /// that this wait ends).
-    pub(crate) fn lock_held(&self, i: usize) -> Option<BucketGuard<'_>> {
+    pub fn lock_held(&self, i: usize) -> Option<BucketGuard<'_>> {
         let b = self.bucket(i);
         let backoff = crossbeam_utils::Backoff::new();
         loop {

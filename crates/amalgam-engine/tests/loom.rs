@@ -18,7 +18,12 @@
 //!    reader that does not pin);
 //! 4. overflow-node reuse: a writer empties a bucket's overflow node
 //!    (unlinked and recycled) and another bucket's chain takes it while a
-//!    reader looks up keys of both buckets; no false hit, no false miss.
+//!    reader looks up keys of both buckets; no false hit, no false miss;
+//! 5. transactions (`txn.rs`): a transaction holds two buckets (HELD) and
+//!    changes a key in each while a reader reads both keys one after the
+//!    other; the reader never sees the first key changed and the second
+//!    not (a reader that ignored HELD would: the hit path checks no
+//!    version).
 #![cfg(loom)]
 
 use amalgam_engine::loom_api::{copy_item, encode_item, leak_item, split_hash, value_of, Epochs, Probe, Table};
@@ -452,4 +457,39 @@ fn reuse_without_grace_period_is_caught() {
 #[should_panic(expected = "Causality violation")]
 fn unpinned_reader_is_caught() {
     run_reclaim_model(Variant::UnpinnedReader);
+}
+
+#[test]
+fn transaction_is_seen_whole() {
+    explore(|| {
+        // "a" lives in bucket 0, "b" in bucket 1 (first byte's low bit).
+        let t = Arc::new(Table::new(1).unwrap());
+        set(&t, b"a", b"1");
+        set(&t, b"b", b"1");
+        let w = {
+            let t = Arc::clone(&t);
+            thread::spawn(move || {
+                // Locked in the transaction order, both before any change.
+                let mut ga = t.lock_held(t.index(hash_of(b"a"))).expect("not moved");
+                let mut gb = t.lock_held(t.index(hash_of(b"b"))).expect("not moved");
+                let tag = split_hash(hash_of(b"a")).1;
+                let (slot, _) = ga.find(tag, b"a").expect("a");
+                ga.replace(slot, tag, leak_item(b"a", b"2", 2));
+                let (slot, _) = gb.find(tag, b"b").expect("b");
+                gb.replace(slot, tag, leak_item(b"b", b"2", 2));
+                drop(ga);
+                drop(gb);
+            })
+        };
+        thread::yield_now();
+        let a = lookup(&t, b"a");
+        let b = lookup(&t, b"b");
+        assert!(
+            !(a.as_deref() == Some(b"2") && b.as_deref() == Some(b"1")),
+            "a reader saw the transaction half-done: a={a:?} b={b:?}"
+        );
+        w.join().unwrap();
+        assert_eq!(lookup(&t, b"a").as_deref(), Some(&b"2"[..]));
+        assert_eq!(lookup(&t, b"b").as_deref(), Some(&b"2"[..]));
+    });
 }

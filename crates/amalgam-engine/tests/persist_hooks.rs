@@ -96,7 +96,7 @@ struct VecJournal {
 impl Journal for VecJournal {
     fn record(&self, change: Change<'_>) {
         let rec = match change {
-            Change::Put(it) => Rec::Put(Item::of(it)),
+            Change::Put(it) | Change::Meta(it) => Rec::Put(Item::of(it)),
             Change::Delete(k) => Rec::Delete(k.to_vec()),
             Change::Flush { fence_cas } => Rec::Flush(fence_cas),
             Change::FlushAt { at } => Rec::FlushAt(at),

@@ -6,8 +6,8 @@
 //!                                      consecutively across segments
 //!           snap-<log_seq:020>.ams     complete snapshot (.ams.tmp while
 //!                                      being written, then renamed)
-//! log header (24 bytes)       magic "AMALGLOG" | u32 version=3 | u32 hcrc | u64 first_seq
-//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version=3 | u32 hcrc | u64 log_seq | u64 created (unix s)
+//! log header (24 bytes)       magic "AMALGLOG" | u32 version=4 | u32 hcrc | u64 first_seq
+//! snapshot header (32 bytes)  magic "AMALGSNP" | u32 version=4 | u32 hcrc | u64 log_seq | u64 created (unix s)
 //!             hcrc = crc32c of the header's other bytes (0..12 and 16..);
 //!             version 1, still read, had u32 flags=0 there and no check
 //! record      u32 len | u32 crc32c(body) | body = u8 type, payload   (len = body bytes)
@@ -15,6 +15,21 @@
 //!   5 PUT_MS    u32 flags | u64 expiry (unix ms)         | u64 cas | u8 klen | u32 vlen | key | value
 //!               (version 3: an item whose deadline is not a whole second;
 //!               every other item is still a PUT)
+//!   6 PUT_TYPED u8 tag | u32 flags | u64 expiry (unix ms, 0 never) | u64 cas | u8 klen | u32 vlen | key | value
+//!               (version 4: a collection, engine object.rs's value tag
+//!               1..=7. Tags 1..=6: the value is the item's packed bytes;
+//!               tag 7, an object: u8 kind (amalgam-types value::tag_of),
+//!               u64 version (engine ObjectCell::version), then the
+//!               object's encoding, Object::encode)
+//!   7 META      u32 flags | u64 expiry (unix ms, 0 never) | u64 cas | u8 klen | key
+//!               (version 4, log only: the key's item keeps its value
+//!               (a collection's object) and takes these fields: EXPIRE
+//!               and PERSIST on a large collection)
+//!   8 OP        u8 klen | key | u64 version | op   (version 4, log only:
+//!               one in-place change of the key's large collection,
+//!               amalgam-types op.rs's encoding; `version` is the object's
+//!               after the change, so replay applies it only to the
+//!               version before)
 //!   2 DELETE    u8 klen | key
 //!   3 FLUSH     u64 fence_cas
 //!   4 FLUSH_AT  u32 at (unix s)
@@ -23,15 +38,19 @@
 //! All integers little-endian. A record is accepted only whole and with a
 //! matching CRC, so a torn write is detected wherever it tore.
 
-use amalgam_engine::{Expiry, ItemRef, KEY_BYTES_MAX};
+use amalgam_engine::{Expiry, ItemRef, KEY_BYTES_MAX, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MIN};
 
-/// Format version both file kinds are written in. Version 3 added the
+/// Format version both file kinds are written in. Version 4 added the
+/// collections (PUT_TYPED, META and OP records): a version 3 reader would
+/// call them corrupt and truncate the log at the first. Version 3 added the
 /// PUT_MS record (millisecond deadlines, RESP's PX and PEXPIRE); a version
 /// 2 reader would call it corrupt and truncate the log there, so the
 /// version says "not for you" first. Version 2 added the header checksum
 /// (version 1 headers were not covered by any CRC, so a flipped `log_seq`
 /// went unnoticed).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
+/// The third version, still read: version 4 without collections.
+pub const VERSION_3: u32 = 3;
 /// The second version, still read: version 3 without PUT_MS records.
 pub const VERSION_2: u32 = 2;
 /// The first version, still read: the same records, headers without a
@@ -54,12 +73,22 @@ pub const RECORD_BODY_BYTES_MAX: usize = 1 + PUT_MS_FIXED_BYTES + KEY_BYTES_MAX 
 const PUT_FIXED_BYTES: usize = 4 + 4 + 8 + 1 + 4;
 /// PUT_MS's fixed fields after the type byte (the expiry is 8 bytes).
 const PUT_MS_FIXED_BYTES: usize = PUT_FIXED_BYTES + 4;
+/// PUT_TYPED's fixed fields after the type byte (a tag before PUT_MS's).
+const PUT_TYPED_FIXED_BYTES: usize = 1 + PUT_MS_FIXED_BYTES;
+/// META's fixed fields after the type byte.
+const META_FIXED_BYTES: usize = 4 + 8 + 8 + 1;
 
 /// Record type: the key now holds this item.
 pub const T_PUT: u8 = 1;
 /// Record type: the key now holds this item, which expires at a unix
 /// millisecond that is not a whole second.
 pub const T_PUT_MS: u8 = 5;
+/// Record type: the key now holds this collection item.
+pub const T_PUT_TYPED: u8 = 6;
+/// Record type: the key's item took new fields, keeping its value.
+pub const T_META: u8 = 7;
+/// Record type: an in-place change of the key's large collection.
+pub const T_OP: u8 = 8;
 /// Record type: the key was deleted.
 pub const T_DELETE: u8 = 2;
 /// Record type: flush_all took effect with this CAS fence.
@@ -136,8 +165,8 @@ pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
     match version {
         VERSION_1 if field != 0 => return Err("version 1 header with nonzero flags".into()),
         VERSION_1 => {}
-        VERSION | VERSION_2 if field != header_crc(h) => return Err("header checksum mismatch".into()),
-        VERSION | VERSION_2 => {}
+        VERSION | VERSION_3 | VERSION_2 if field != header_crc(h) => return Err("header checksum mismatch".into()),
+        VERSION | VERSION_3 | VERSION_2 => {}
         _ => return Err(format!("unknown format version {version}")),
     }
     Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
@@ -158,9 +187,41 @@ fn frame(out: &mut Vec<u8>, ty: u8, parts: &[&[u8]]) {
     out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// Appends one framed record whose body is `ty` then what `body` appends.
+fn frame_with(out: &mut Vec<u8>, ty: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    out.extend_from_slice(&[0; RECORD_FRAME_BYTES]);
+    out.push(ty);
+    body(out);
+    let len = out.len() - at - RECORD_FRAME_BYTES;
+    let crc = crc32c::crc32c(&out[at + RECORD_FRAME_BYTES..]);
+    out[at..at + 4].copy_from_slice(&(len as u32).to_le_bytes());
+    out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// An expiry as a unix millisecond, 0 for never (PUT_TYPED and META).
+fn expiry_ms(e: Expiry) -> u64 {
+    e.unix_millis().unwrap_or(0)
+}
+
 /// Appends a PUT record of an item (PUT_MS if its deadline has
-/// milliseconds).
+/// milliseconds, PUT_TYPED for a collection). Called under the item's
+/// bucket lock (journal and snapshot alike), which every writer of an
+/// object holds too, so an object is encoded in one consistent state.
 pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
+    if it.tag() != TAG_BYTES {
+        let cell = it.object();
+        put_typed_with(out, it.key(), it.tag(), it.flags(), it.expiry(), it.cas(), |out| match cell {
+            Some(cell) => {
+                let o = cell.read();
+                out.push(o.kind());
+                out.extend_from_slice(&cell.version().to_le_bytes());
+                o.encode(out);
+            }
+            None => out.extend_from_slice(it.value()),
+        });
+        return;
+    }
     match it.expiry() {
         Expiry::Never => put_raw(out, it.key(), it.value(), it.flags(), 0, it.cas()),
         Expiry::At(t) => put_raw(out, it.key(), it.value(), it.flags(), t.max(1), it.cas()),
@@ -188,6 +249,59 @@ pub fn put_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry: 
     fixed[16] = key.len() as u8;
     fixed[17..21].copy_from_slice(&(value.len() as u32).to_le_bytes());
     frame(out, T_PUT, &[&fixed, key, value]);
+}
+
+/// Appends a PUT_TYPED record from its fields: `tag` 1..=7 (for 7,
+/// `value` is the kind byte and the object's encoding).
+pub fn put_typed(out: &mut Vec<u8>, key: &[u8], tag: u8, flags: u32, expiry: Expiry, cas: u64, value: &[u8]) {
+    put_typed_with(out, key, tag, flags, expiry, cas, |out| out.extend_from_slice(value));
+}
+
+fn put_typed_with(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    tag: u8,
+    flags: u32,
+    expiry: Expiry,
+    cas: u64,
+    value: impl FnOnce(&mut Vec<u8>),
+) {
+    frame_with(out, T_PUT_TYPED, |out| {
+        out.push(tag);
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&expiry_ms(expiry).to_le_bytes());
+        out.extend_from_slice(&cas.to_le_bytes());
+        out.push(key.len() as u8);
+        let vlen_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(key);
+        let v0 = out.len();
+        value(out);
+        let vlen = (out.len() - v0) as u32;
+        out[vlen_at..vlen_at + 4].copy_from_slice(&vlen.to_le_bytes());
+    });
+}
+
+/// Appends a META record of an item whose value was kept (the engine's
+/// `Change::Meta`).
+pub fn meta(out: &mut Vec<u8>, it: &ItemRef<'_>) {
+    meta_raw(out, it.key(), it.flags(), it.expiry(), it.cas());
+}
+
+/// Appends a META record from its fields.
+pub fn meta_raw(out: &mut Vec<u8>, key: &[u8], flags: u32, expiry: Expiry, cas: u64) {
+    let mut fixed = [0u8; META_FIXED_BYTES];
+    fixed[0..4].copy_from_slice(&flags.to_le_bytes());
+    fixed[4..12].copy_from_slice(&expiry_ms(expiry).to_le_bytes());
+    fixed[12..20].copy_from_slice(&cas.to_le_bytes());
+    fixed[20] = key.len() as u8;
+    frame(out, T_META, &[&fixed, key]);
+}
+
+/// Appends an OP record: `op` changed the large collection at `key` in
+/// place, making its object's `version`.
+pub fn op(out: &mut Vec<u8>, key: &[u8], version: u64, op: &[u8]) {
+    frame(out, T_OP, &[&[key.len() as u8], key, &version.to_le_bytes(), op]);
 }
 
 /// Appends a DELETE record.
@@ -225,6 +339,41 @@ pub enum Record<'a> {
         expiry: Expiry,
         /// CAS unique.
         cas: u64,
+    },
+    /// The key holds this collection item (a PUT_TYPED record).
+    PutTyped {
+        /// Key bytes.
+        key: &'a [u8],
+        /// The engine's value tag, 1..=7.
+        tag: u8,
+        /// Packed bytes (tags 1..=6), or kind byte and encoding (7).
+        value: &'a [u8],
+        /// Client flags.
+        flags: u32,
+        /// When it expires.
+        expiry: Expiry,
+        /// CAS unique.
+        cas: u64,
+    },
+    /// The key's item keeps its value and takes these fields.
+    Meta {
+        /// Key bytes.
+        key: &'a [u8],
+        /// Client flags.
+        flags: u32,
+        /// When it expires.
+        expiry: Expiry,
+        /// CAS unique.
+        cas: u64,
+    },
+    /// An in-place change of the key's large collection.
+    Op {
+        /// Key bytes.
+        key: &'a [u8],
+        /// The object's version after the change.
+        version: u64,
+        /// The change (amalgam-types op.rs).
+        op: &'a [u8],
     },
     /// The key was deleted.
     Delete {
@@ -310,6 +459,51 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
                 cas: u64_at(8 + wide),
             })
         }
+        T_PUT_TYPED => {
+            let fixed = PUT_TYPED_FIXED_BYTES;
+            if p.len() < fixed {
+                return bad("short PUT_TYPED");
+            }
+            let tag = p[0];
+            let klen = p[21] as usize;
+            let vlen = u32_at(22) as usize;
+            if !(TAG_PACKED_MIN..=TAG_OBJECT).contains(&tag) {
+                return bad("PUT_TYPED of an unknown tag");
+            }
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() != fixed + klen + vlen {
+                return bad("PUT_TYPED lengths disagree");
+            }
+            Ok(Record::PutTyped {
+                key: &p[fixed..fixed + klen],
+                tag,
+                value: &p[fixed + klen..],
+                flags: u32_at(1),
+                expiry: expiry_of_ms(u64_at(5)),
+                cas: u64_at(13),
+            })
+        }
+        T_META => {
+            if p.len() < META_FIXED_BYTES {
+                return bad("short META");
+            }
+            let klen = p[20] as usize;
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() != META_FIXED_BYTES + klen {
+                return bad("META lengths disagree");
+            }
+            Ok(Record::Meta {
+                key: &p[META_FIXED_BYTES..],
+                flags: u32_at(0),
+                expiry: expiry_of_ms(u64_at(4)),
+                cas: u64_at(12),
+            })
+        }
+        T_OP => {
+            let klen = *p.first().unwrap_or(&0) as usize;
+            if klen == 0 || klen > KEY_BYTES_MAX || p.len() <= 1 + klen + 8 {
+                return bad("OP lengths disagree");
+            }
+            Ok(Record::Op { key: &p[1..1 + klen], version: u64_at(1 + klen), op: &p[1 + klen + 8..] })
+        }
         T_DELETE => {
             let klen = *p.first().unwrap_or(&0) as usize;
             if klen == 0 || p.len() != 1 + klen {
@@ -322,6 +516,16 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
         T_END if p.len() == 8 => Ok(Record::End { items: u64_at(0) }),
         T_FLUSH | T_FLUSH_AT | T_END => bad("wrong payload length"),
         _ => bad("unknown record type"),
+    }
+}
+
+/// PUT_TYPED's and META's expiry: 0 never, else a unix millisecond
+/// (whole seconds come back as `Expiry::At`, as they were).
+fn expiry_of_ms(ms: u64) -> Expiry {
+    if ms == 0 {
+        Expiry::Never
+    } else {
+        Expiry::at_millis(ms)
     }
 }
 
@@ -338,6 +542,9 @@ mod tests {
         flush(&mut b, 99);
         flush_at(&mut b, 1234);
         end(&mut b, 3);
+        put_typed(&mut b, b"h", 1, 0, Expiry::AtMillis(1_800_000_000_250), 44, b"packed");
+        meta_raw(&mut b, b"h", 3, Expiry::At(1_900_000_000), 45);
+        op(&mut b, b"h", 9, b"\x02\x01\x01f");
         let mut at = 0;
         let mut got = Vec::new();
         while at < b.len() {
@@ -345,17 +552,24 @@ mod tests {
             got.push(format!("{r:?}"));
             at += n;
         }
-        assert_eq!(got.len(), 6);
+        assert_eq!(got.len(), 9);
+        assert!(got[6].contains("tag: 1") && got[6].contains("AtMillis(1800000000250)") && got[6].contains("cas: 44"));
+        assert!(got[7].contains("At(1900000000)") && got[7].contains("cas: 45"), "{}", got[7]);
+        assert!(got[8].starts_with("Op"), "{}", got[8]);
         assert!(got[0].contains("cas: 42") && got[0].contains("At(1800000000)"));
         assert!(got[1].contains("cas: 43") && got[1].contains("AtMillis(1800000000250)"), "{}", got[1]);
     }
 
     #[test]
     fn every_truncation_is_torn_and_every_flip_is_caught() {
-        let (mut put, mut put_ms) = (Vec::new(), Vec::new());
+        let (mut put, mut put_ms, mut typed, mut meta, mut opr) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         put_raw(&mut put, b"k", b"v1", 0, 0, 1);
         put_raw_ms(&mut put_ms, b"k", b"v2", 0, 5_500, 2);
-        for b in [put, put_ms] {
+        put_typed(&mut typed, b"k", 7, 0, Expiry::Never, 3, b"\x03obj");
+        meta_raw(&mut meta, b"k", 0, Expiry::AtMillis(5_500), 4);
+        op(&mut opr, b"k", 1, b"\x21\x01\x01m");
+        for b in [put, put_ms, typed, meta, opr] {
             for cut in 0..b.len() {
                 assert_eq!(read_record(&b[..cut]).unwrap_err(), Bad::Torn, "cut at {cut}");
             }

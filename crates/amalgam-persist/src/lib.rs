@@ -28,6 +28,18 @@
 //!   grows without bound and is never rewritten.
 //! * **Recovery** (`recover.rs`): the newest sound snapshot, then the log
 //!   from its cut; a torn tail is truncated with a warning.
+//! * **Collections** (format version 4): an item holding a packed
+//!   collection or an object (engine `object.rs`) is a PUT_TYPED record
+//!   with its value tag (an object as its kind and `Object::encode`'s
+//!   bytes, made under the bucket lock); an in-place write to a large
+//!   collection is one OP record, the command's effect as amalgam-types'
+//!   `Op` (never a copy of the collection); EXPIRE on one is a META record
+//!   (its fields only). Recovery decodes and applies them with
+//!   amalgam-types, which is why this crate depends on it (the crates stay
+//!   in one line: engine → types → persist → server; a callback from the
+//!   server would split recovery across two crates and leave its tests
+//!   here unable to check a collection).
+//!   `docs/persistence.md` § Collections has the details.
 //!
 //! ## Failure handling
 //!
@@ -82,6 +94,9 @@ pub struct Config {
     /// snapshot uses (1–100; 100 is unpaced). See
     /// [`SNAPSHOT_CPU_PERCENT_DEFAULT`].
     pub snapshot_cpu_percent: u32,
+    /// The collections' thresholds recovery decodes them under (the
+    /// server's `*-max-listpack-*` settings at start).
+    pub thresholds: amalgam_types::Thresholds,
 }
 
 /// The journal the engine writes into.
@@ -94,10 +109,12 @@ impl Journal for LogJournal {
             Change::Delete(key) => format::delete(b, key),
             Change::Flush { fence_cas } => format::flush(b, fence_cas),
             Change::FlushAt { at } => format::flush_at(b, at),
-            // Typed values (the engine's object.rs) are not persisted yet:
-            // the server refuses to create them while persistence is on,
-            // so no object item reaches this journal.
-            Change::Op { .. } => debug_assert!(false, "objects are not persisted yet"),
+            Change::Meta(it) => format::meta(b, &it),
+            Change::Op { item, record } => {
+                debug_assert!(!record.is_empty(), "an in-place write without its op record");
+                let version = item.object().map_or(0, |c| c.version());
+                format::op(b, item.key(), version, record)
+            }
         });
     }
 }
@@ -162,7 +179,7 @@ impl Persistence {
     /// log as its journal, and starts the fsync and snapshot threads.
     /// Call before the store serves anything.
     pub fn open(cfg: Config, store: Arc<Store>) -> std::io::Result<(Arc<Persistence>, Recovered)> {
-        let recovered = recover::recover(&cfg.dir, &store)?;
+        let recovered = recover::recover_with(&cfg.dir, &store, &cfg.thresholds)?;
         let log = Arc::new(Log::create(&cfg.dir, cfg.fsync, recovered.next_seq)?);
         if store.set_journal(Arc::new(LogJournal(Arc::clone(&log)))).is_err() {
             return Err(std::io::Error::other("the store already has a journal"));

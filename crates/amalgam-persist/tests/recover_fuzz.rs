@@ -32,6 +32,7 @@ fn op() -> impl Strategy<Value = Vec<u8>> {
             b.extend_from_slice(&v);
             b
         }),
+        4 => (0u8..8, any::<u8>()).prop_map(|(k, m)| vec![k << 2 | 1, m]),
         2 => (0u8..8).prop_map(|k| vec![k << 2 | 2]),
         1 => Just(vec![3u8]),
     ]

@@ -330,6 +330,10 @@ impl Args {
             snapshot_every: (self.snapshot_every > 0).then(|| std::time::Duration::from_secs(self.snapshot_every)),
             snapshot_after_writes: (self.snapshot_after_writes > 0).then_some(self.snapshot_after_writes),
             snapshot_cpu_percent: self.snapshot_cpu_percent,
+            // The server starts with Redis's defaults (CONFIG SET changes
+            // them later, and is not persisted, as in Redis without a
+            // config file rewrite).
+            thresholds: amalgam_types::Thresholds::default(),
         })
     }
 

@@ -80,11 +80,12 @@ const SNAPSHOT_AFTER_WRITES: &str = "500";
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
 
-/// The format version written (3: version 2 plus the PUT_MS record).
-const FORMAT_VERSION: u32 = 3;
-/// Log segment header: magic, u32 version (3), u32 header CRC32C, u64 first_seq.
+/// The format version written (4: version 3 plus the collections'
+/// PUT_TYPED, META and OP records; version 3 added PUT_MS).
+const FORMAT_VERSION: u32 = 4;
+/// Log segment header: magic, u32 version (4), u32 header CRC32C, u64 first_seq.
 const LOG_HEADER_BYTES: usize = 24;
-/// Snapshot header: magic, u32 version (3), u32 header CRC32C, u64 log_seq, u64 created.
+/// Snapshot header: magic, u32 version (4), u32 header CRC32C, u64 log_seq, u64 created.
 const SNAP_HEADER_BYTES: usize = 32;
 /// Record framing: u32 body length, u32 CRC32C of the body.
 const RECORD_HEADER_BYTES: usize = 8;
@@ -108,7 +109,7 @@ fn crc32c(bytes: &[u8]) -> u32 {
     !crc
 }
 
-/// A version 2 or 3 header's checksum: CRC32C of every byte but 12..16.
+/// A version 2, 3 or 4 header's checksum: CRC32C of every byte but 12..16.
 fn header_crc(h: &[u8]) -> u32 {
     let mut bytes = h[..12].to_vec();
     bytes.extend_from_slice(&h[16..]);

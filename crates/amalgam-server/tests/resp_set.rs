@@ -652,23 +652,21 @@ fn concurrent_smoves_keep_every_member() {
     }
 }
 
-/// Amalgam-only: with `--dir`, set writes are refused (collections are
-/// not persisted yet), *STORE included; reads still answer.
+/// Amalgam-only: with `--dir`, set writes (the *STORE forms too) are
+/// served and persisted like any write (issue 19 item 4; they used to be
+/// refused). Restarts are tested in persist_collections.rs.
 #[test]
-fn writes_refused_when_persisting() {
+fn writes_served_when_persisting() {
     let dir = std::env::temp_dir().join(format!("amalgam-resp-set-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.to_string_lossy().into_owned();
     if let Some(server) = resp_private(&["--dir", &d]) {
         let mut c = Resp::new(&server);
-        let refused = error(
-            "ERR hash, list, set and sorted set writes are refused with --dir: Amalgam does not persist them yet",
-        );
         let (k, dst) = (key("k"), key("dst"));
-        assert_eq!(c.call(&["SADD", &k, "a"]), refused);
-        assert_eq!(c.call(&["SUNIONSTORE", &dst, &k]), refused);
-        assert_eq!(c.call(&["SMEMBERS", &k]), "*0\r\n");
-        assert_eq!(c.call(&["EXISTS", &k, &dst]), int(0));
+        assert_eq!(c.call(&["SADD", &k, "a"]), int(1));
+        assert_eq!(c.call(&["SUNIONSTORE", &dst, &k]), int(1));
+        assert_eq!(c.call(&["SMEMBERS", &dst]), "*1\r\n$1\r\na\r\n");
+        assert_eq!(c.call(&["EXISTS", &k, &dst]), int(2));
         drop(server);
     }
     let _ = std::fs::remove_dir_all(&dir);

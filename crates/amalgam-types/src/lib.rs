@@ -49,6 +49,9 @@
 //!   lengths), kept incrementally so the engine can charge `-m` exactly.
 //! * **Snapshots.** Every value encodes to and decodes from one
 //!   self-describing byte string (`encode` / `decode`), whatever its size.
+//! * **The log.** A change of a large value in place is logged as one
+//!   [`op::Op`] — the command's effect (SPOP as the members it removed,
+//!   HINCRBYFLOAT as the value set) — which [`op::Op::apply`] replays.
 //!
 //! ## Files
 //! | file | what |
@@ -61,11 +64,13 @@
 //! | `zset.rs`, `zset/*.rs` | sorted set: pack; arena + member table + order-statistic B+tree (`tree.rs`); ranges, algebra |
 //! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
+//! | `op.rs` | one change of a collection as persistence logs it (its effect): encode, decode, apply |
 #![forbid(unsafe_code)]
 
 pub mod arena;
 pub mod hash;
 pub mod list;
+pub mod op;
 pub mod pack;
 pub mod set;
 pub mod value;

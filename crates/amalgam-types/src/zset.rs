@@ -236,13 +236,14 @@ impl<'a> ZView<'a> {
     }
 
     /// Ranks `[lo, hi)` of the members within `range`.
-    fn score_ranks(&self, range: &ScoreRange) -> (usize, usize) {
+    pub fn score_ranks(&self, range: &ScoreRange) -> (usize, usize) {
         let lo = self.bound_score(&mut |s| !range.above_min(s));
         let hi = self.bound_score(&mut |s| range.below_max(s));
         (lo, hi.max(lo))
     }
 
-    fn lex_ranks(&self, range: &LexRange<'_>) -> (usize, usize) {
+    /// Ranks `[lo, hi)` of the members within the lex `range`.
+    pub fn lex_ranks(&self, range: &LexRange<'_>) -> (usize, usize) {
         let lo = self.bound(&mut |m, _| !range.above_min(m));
         let hi = self.bound(&mut |m, _| range.below_max(m));
         (lo, hi.max(lo))

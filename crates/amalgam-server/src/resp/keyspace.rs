@@ -107,11 +107,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     let collection = kind.is_some();
     if collection {
-        // As every collection write (typed.rs): not persisted yet, and
-        // refused past the store-mode budget.
-        if ctx.shared.persist.is_some() {
-            return Refused::NotPersisted.reply(out);
-        }
+        // As every collection write (typed.rs): refused past the
+        // store-mode budget. (Persisted: the copy is a new value, journaled
+        // whole as a typed Put.)
         if store.objects_over_budget() {
             return Refused::OutOfMemory.reply(out);
         }

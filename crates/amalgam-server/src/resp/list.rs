@@ -29,6 +29,7 @@ use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, push_simple,
 };
 use amalgam_types::list::{self, List};
+use amalgam_types::op::Op;
 use amalgam_types::value::Value;
 use amalgam_types::Kind;
 
@@ -98,10 +99,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Lset => {
             let index = int_arg(&args[2]);
             let value: &[u8] = &args[3];
-            let r = write(ctx, &args[1], Kind::List, false, |v, _| {
+            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
                 let Some(i) = index else { return (Changed::No, Err(err::NOT_INTEGER)) };
                 match list_mut(v).set(i, value) {
-                    Ok(()) => (Changed::Yes, Ok(())),
+                    Ok(()) => {
+                        log.log(|| Op::LSet { index: i, item: value.to_vec() });
+                        (Changed::Yes, Ok(()))
+                    }
                     Err(e) => (Changed::No, Err(e)),
                 }
             });
@@ -123,17 +127,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
                 return push_error(out, err::SYNTAX.as_bytes());
             };
             let (pivot, value): (&[u8], &[u8]) = (&args[3], &args[4]);
-            let r = write(ctx, &args[1], Kind::List, false, |v, _| match list_mut(v).insert(before, pivot, value) {
-                Some(n) => (Changed::Yes, n as i64),
-                None => (Changed::No, -1),
-            });
+            let r =
+                write(ctx, &args[1], Kind::List, false, |v, _, log| match list_mut(v).insert(before, pivot, value) {
+                    Some(n) => {
+                        log.log(|| Op::LInsert { before, pivot: pivot.to_vec(), item: value.to_vec() });
+                        (Changed::Yes, n as i64)
+                    }
+                    None => (Changed::No, -1),
+                });
             reply_int(r, out);
         }
         Cmd::Lrem => {
             let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
             let value: &[u8] = &args[3];
-            let r = write(ctx, &args[1], Kind::List, false, |v, _| {
+            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
                 let n = list_mut(v).remove(count, value);
+                // Deterministic: LREM replays to the same removals.
+                log.log(|| Op::LRem { count, item: value.to_vec() });
                 (if n > 0 { Changed::Yes } else { Changed::No }, n as i64)
             });
             reply_int(r, out);
@@ -142,10 +152,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             let (Some(start), Some(stop)) = (int_arg(&args[2]), int_arg(&args[3])) else {
                 return push_error(out, err::NOT_INTEGER.as_bytes());
             };
-            let r = write(ctx, &args[1], Kind::List, false, |v, _| {
+            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
                 let l = list_mut(v);
                 let before = l.len();
                 l.trim(start, stop);
+                log.log(|| Op::LTrim { start, stop });
                 (if l.len() != before { Changed::Yes } else { Changed::No }, ())
             });
             match r {
@@ -234,7 +245,7 @@ pub(crate) fn push_elements(
     only_existing: bool,
     elems: &[&[u8]],
 ) -> Result<Access<usize>, Refused> {
-    let r = write(ctx, key, Kind::List, !only_existing, |v, _| {
+    let r = write(ctx, key, Kind::List, !only_existing, |v, _, log| {
         let l = list_mut(v);
         for e in elems {
             match end {
@@ -242,6 +253,7 @@ pub(crate) fn push_elements(
                 End::Right => l.push_back(e),
             }
         }
+        log.log(|| Op::Push { left: end == End::Left, items: elems.iter().map(|e| e.to_vec()).collect() });
         (Changed::Yes, l.len())
     });
     if let Ok(Access::Done(_)) = r {
@@ -268,12 +280,14 @@ fn push(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// emptied list is deleted by `typed::write`). `Done` holds at least one
 /// element unless `count` is 0.
 pub(crate) fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: usize) -> Result<Access<Vec<Vec<u8>>>, Refused> {
-    write(ctx, key, Kind::List, false, |v, _| {
+    write(ctx, key, Kind::List, false, |v, _, log| {
         let l = list_mut(v);
         let elems = match end {
             End::Left => l.pop_front(count),
             End::Right => l.pop_back(count),
         };
+        // The pop that happened (a blocking pop's too): how many it took.
+        log.log(|| Op::Pop { left: end == End::Left, count: elems.len() as u64 });
         (if elems.is_empty() { Changed::No } else { Changed::Yes }, elems)
     })
 }
@@ -425,7 +439,7 @@ impl Moved {
 pub(crate) fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
     if src == dst {
         // One key: a rotation under its one lock.
-        let r = write(ctx, src, Kind::List, false, |v, _| {
+        let r = write(ctx, src, Kind::List, false, |v, _, log| {
             let l = list_mut(v);
             let mut e = match from {
                 End::Left => l.pop_front(1),
@@ -436,6 +450,7 @@ pub(crate) fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
                 End::Left => l.push_front(&e),
                 End::Right => l.push_back(&e),
             }
+            log.log(|| Op::LRotate { from_left: from == End::Left, to_left: to == End::Left });
             (Changed::Yes, Some(e))
         });
         return match r {

@@ -31,6 +31,12 @@
 //!   (Redis counts the writes). The transaction still runs on the state
 //!   its WATCH saw, so its outcome is one Redis could also have produced.
 //!
+//! Persistence: each command of an EXEC is journaled as it runs (one
+//! record per change, as outside a transaction); the log has no
+//! transaction framing, so a crash in the middle of an EXEC can recover
+//! part of it (Redis's AOF wraps it in MULTI … EXEC and discards an
+//! unfinished one at load).
+//!
 //! Limits: a connection's queue holds at most [`MULTI_QUEUED_BYTES_MAX`]
 //! bytes of arguments and its watch list [`WATCHED_KEYS_MAX`] keys (Redis
 //! bounds neither but by client memory); past either, the command answers

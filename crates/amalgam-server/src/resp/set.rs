@@ -29,6 +29,7 @@ use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, null, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_set, Proto};
+use amalgam_types::op::Op;
 use amalgam_types::set::{self, Member, Set};
 use amalgam_types::value::Value;
 use amalgam_types::Kind;
@@ -52,18 +53,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     match cmd {
         Cmd::Sadd => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::Set, true, |v, t| {
+            let r = write(ctx, &args[1], Kind::Set, true, |v, t, log| {
                 let s = set_mut(v);
                 let n = members.iter().filter(|m| s.insert(m, t)).count();
+                log.log(|| Op::SAdd(members.iter().map(|m| m.to_vec()).collect()));
                 (if n > 0 { Changed::Yes } else { Changed::No }, n)
             });
             reply_count(r, out);
         }
         Cmd::Srem => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::Set, false, |v, _| {
+            let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
                 let s = set_mut(v);
                 let n = members.iter().filter(|m| s.remove(m)).count();
+                log.log(|| Op::SRem(members.iter().map(|m| m.to_vec()).collect()));
                 (if n > 0 { Changed::Yes } else { Changed::No }, n)
             });
             reply_count(r, out);
@@ -281,8 +284,10 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         _ => return push_error(out, err::SYNTAX.as_bytes()),
     };
     let Some(count) = count else {
-        let r = write(ctx, &args[1], Kind::Set, false, |v, _| {
+        let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
             let mut popped = set_mut(v).pop_random(1, &mut typed::random);
+            // The member it popped, not the random pick (Redis's AOF too).
+            log.log(|| Op::SRem(popped.clone()));
             let m = popped.pop();
             (if m.is_some() { Changed::Yes } else { Changed::No }, m)
         });
@@ -302,8 +307,9 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         return push_set(out, 0, proto);
     }
-    let r = write(ctx, &args[1], Kind::Set, false, |v, _| {
+    let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
         let popped = set_mut(v).pop_random(count, &mut typed::random);
+        log.log(|| Op::SRem(popped.clone()));
         (if popped.is_empty() { Changed::No } else { Changed::Yes }, popped)
     });
     match r {
@@ -386,8 +392,9 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if src == dst || in_src != Access::Done(true) {
         return push_int(out, i64::from(in_src == Access::Done(true)));
     }
-    let removed = write(ctx, src, Kind::Set, false, |v, _| {
+    let removed = write(ctx, src, Kind::Set, false, |v, _, log| {
         let gone = set_mut(v).remove(member);
+        log.log(|| Op::SRem(vec![member.to_vec()]));
         (if gone { Changed::Yes } else { Changed::No }, gone)
     });
     match removed {
@@ -399,8 +406,9 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // The source lock is released: the member is in neither set until
     // the add below (no transactions yet; issue 19 item 2).
     let add = |ctx: &Ctx<'_>, key: &[u8]| {
-        write(ctx, key, Kind::Set, true, |v, t| {
+        write(ctx, key, Kind::Set, true, |v, t, log| {
             set_mut(v).insert(member, t);
+            log.log(|| Op::SAdd(vec![member.to_vec()]));
             (Changed::Yes, ())
         })
     };

@@ -27,6 +27,18 @@
 //! each run starts again from the unchanged old value, and replies are
 //! composed only from the result of the run that took effect.
 //!
+//! ## Persistence (issue 19 item 4)
+//! With `--dir`, every write reaches the log as one record (engine
+//! journal.rs, amalgam-persist format.rs): a write that publishes a new
+//! item (a compact value, or a new object past a threshold) as that item,
+//! tag and all; an in-place write to a large value as the one
+//! [`amalgam_types::op::Op`] the command hands its [`OpLog`]: the
+//! command's *effect*, as Redis's AOF logs it (SPOP as the members it
+//! removed, HINCRBYFLOAT as the value it set, ZADD and ZINCRBY as final
+//! scores, a pop as the pop that happened). Recovery applies it to the
+//! value as it was. An op is built only when it is needed: persistence
+//! on and a large value changed in place.
+//!
 //! ## Replacing a key ([`replace`])
 //! SINTERSTORE and its kin overwrite their destination whatever it holds
 //! (Redis's `setKey`): one `Store::update` that puts the new value, or
@@ -37,17 +49,13 @@ use super::{int_arg, is, Arg, Ctx};
 use amalgam_engine::{ItemRef, NewValue, Update, TAG_BYTES, TAG_OBJECT};
 use amalgam_protocol::resp::err;
 use amalgam_protocol::resp::push_error;
+use amalgam_types::op::Op;
 use amalgam_types::value::{kind_of_tag, tag_of, Value};
 use amalgam_types::{Kind, Thresholds};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// Redis's reply to a command on a key of another kind.
 pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// The reply to a collection write on a server that persists (`--dir`):
-/// collections are not in the log and snapshots yet.
-pub(crate) const NOT_PERSISTED: &str =
-    "ERR hash, list, set and sorted set writes are refused with --dir: Amalgam does not persist them yet";
 
 /// Redis's reply to a `denyoom` command past `maxmemory` under
 /// `noeviction`.
@@ -107,9 +115,6 @@ pub(crate) enum Access<R> {
 pub(crate) enum Refused {
     /// The engine's error (an item it cannot hold).
     Engine(amalgam_engine::Error),
-    /// The server persists (`--dir`) and collections are not persisted
-    /// yet.
-    NotPersisted,
     /// A write that may grow a collection: store mode, and items and
     /// objects fill the budget (`Store::objects_over_budget`).
     OutOfMemory,
@@ -120,7 +125,6 @@ impl Refused {
     pub(crate) fn reply(&self, out: &mut Vec<u8>) {
         match self {
             Refused::Engine(e) => super::strings::engine_error(*e, out),
-            Refused::NotPersisted => push_error(out, NOT_PERSISTED.as_bytes()),
             Refused::OutOfMemory => push_error(out, OOM.as_bytes()),
         }
     }
@@ -156,24 +160,45 @@ pub(crate) enum Changed {
     Yes,
 }
 
+/// Where a write's operation puts the log record of its change (module
+/// notes, "Persistence").
+#[derive(Debug)]
+pub(crate) struct OpLog {
+    /// True: the value is large, changed in place, and the server logs.
+    wanted: bool,
+    record: Vec<u8>,
+}
+
+impl OpLog {
+    fn new(wanted: bool) -> OpLog {
+        OpLog { wanted, record: Vec::new() }
+    }
+
+    /// Logs the write's change: `op` runs only if the record is wanted.
+    /// Once per write that answers [`Changed::Yes`]; the op must replay,
+    /// on the value as it was before, to the value as it is now.
+    pub(crate) fn log(&mut self, op: impl FnOnce() -> Op) {
+        if self.wanted {
+            debug_assert!(self.record.is_empty(), "one op record per write");
+            op().encode(&mut self.record);
+        }
+    }
+}
+
 /// Runs `op` on the `kind` collection at `key` under its bucket lock.
 /// With `create`, an absent key starts as an empty collection (a write
 /// that leaves it empty stores nothing); without, an absent key answers
 /// [`Access::Absent`] and `op` does not run. `op` may run more than once
-/// (module notes); only the last run's result is returned.
+/// (module notes); only the last run's result is returned. `op` logs
+/// its change to the [`OpLog`] it is given.
 pub(crate) fn write<R>(
     ctx: &Ctx<'_>,
     key: &[u8],
     kind: Kind,
     create: bool,
-    mut op: impl FnMut(&mut Value, &Thresholds) -> (Changed, R),
+    mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
-    if ctx.shared.persist.is_some() {
-        // Collections are not in the log and snapshots yet (engine
-        // object.rs journals their changes as records persistence does
-        // not write yet): refuse rather than lose them at a restart.
-        return Err(Refused::NotPersisted);
-    }
+    let logged = ctx.shared.persist.is_some();
     if create && ctx.shared.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
         return Err(Refused::OutOfMemory);
@@ -186,7 +211,8 @@ pub(crate) fn write<R>(
                 return (Update::Keep, Access::Absent);
             }
             let mut v = Value::new(kind, &t);
-            let (changed, r) = op(&mut v, &t);
+            // A new item carries the whole value: no op record.
+            let (changed, r) = op(&mut v, &t, &mut OpLog::new(false));
             if changed == Changed::No || v.is_empty() {
                 return (Update::Keep, Access::Done(r));
             }
@@ -199,7 +225,8 @@ pub(crate) fn write<R>(
                 // it; leave it alone rather than guess.
                 return (Update::Keep, Access::WrongType);
             };
-            let (changed, r) = op(&mut v, &t);
+            // A new version of a compact value is a new item: no op record.
+            let (changed, r) = op(&mut v, &t, &mut OpLog::new(false));
             if changed == Changed::No {
                 return (Update::Keep, Access::Done(r));
             }
@@ -217,14 +244,17 @@ pub(crate) fn write<R>(
         if v.kind() != kind {
             return (Update::Keep, Access::WrongType);
         }
-        let (changed, r) = op(v, &t);
+        let mut log = OpLog::new(logged);
+        let (changed, r) = op(v, &t, &mut log);
         if changed == Changed::No {
             return (Update::Keep, Access::Done(r));
         }
         if v.is_empty() {
+            // Logged as the key's deletion.
             return (Update::Remove, Access::Done(r));
         }
-        (Update::InPlace { record: Vec::new() }, Access::Done(r))
+        debug_assert!(!logged || !log.record.is_empty(), "an in-place write without its op record");
+        (Update::InPlace { record: log.record }, Access::Done(r))
     });
     r.map(|(access, _)| access).map_err(Refused::Engine)
 }
@@ -238,9 +268,6 @@ pub(crate) fn write<R>(
 /// since the first value was handed over. Returns true if the key held
 /// something before.
 pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
-    if ctx.shared.persist.is_some() {
-        return Err(Refused::NotPersisted);
-    }
     let mut ready = Some(make());
     if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.shared.store.objects_over_budget() {
         return Err(Refused::OutOfMemory);

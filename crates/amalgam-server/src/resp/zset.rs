@@ -30,6 +30,7 @@ use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, is, null, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, Proto};
+use amalgam_types::op::Op;
 use amalgam_types::value::Value;
 use amalgam_types::zset::{
     self, format_score, parse_score, AddFlags, AddOutcome, LexRange, ScoreRange, ZSet, ZView, ERR_LEX_RANGE,
@@ -60,9 +61,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         }
         Cmd::Zrem => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::ZSet, false, |v, _| {
+            let r = write(ctx, &args[1], Kind::ZSet, false, |v, _, log| {
                 let z = zset_mut(v);
                 let n = members.iter().filter(|m| z.remove(m).is_some()).count();
+                log.log(|| Op::ZRem(members.iter().map(|m| m.to_vec()).collect()));
                 (if n > 0 { Changed::Yes } else { Changed::No }, n)
             });
             reply_count(r, out);
@@ -300,7 +302,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// blocking registry when members were added.
 fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64, &[u8])], out: &mut Vec<u8>) {
     // XX never creates the key (Redis replies without looking further).
-    let r = write(ctx, key, Kind::ZSet, !flags.xx, |v, _| {
+    let r = write(ctx, key, Kind::ZSet, !flags.xx, |v, _, log| {
         let z = zset_mut(v);
         let (mut added, mut updated) = (0usize, 0usize);
         let mut last = None;
@@ -319,6 +321,9 @@ fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64
             }
         }
         let changed = if added + updated > 0 { Changed::Yes } else { Changed::No };
+        // Every named member at its final score (absent ones skipped):
+        // whatever the flags and increments did, this replays to it.
+        log.log(|| Op::ZAdd(pairs.iter().filter_map(|&(_, m)| Some((z.score(m)?, m.to_vec()))).collect()));
         (changed, Ok((added, updated, last)))
     });
     let proto = ctx.proto();
@@ -497,9 +502,10 @@ pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> 
 /// Pops up to `count` members from the lowest (`max` false) or highest
 /// end of the sorted set at `key` (an emptied set is deleted).
 pub(crate) fn pop(ctx: &Ctx<'_>, key: &[u8], max: bool, count: usize) -> Result<Access<zset::Pairs>, Refused> {
-    write(ctx, key, Kind::ZSet, false, |v, _| {
+    write(ctx, key, Kind::ZSet, false, |v, _, log| {
         let z = zset_mut(v);
         let popped = if max { z.pop_max(count) } else { z.pop_min(count) };
+        log.log(|| Op::ZRem(popped.iter().map(|(m, _)| m.clone()).collect()));
         (if popped.is_empty() { Changed::No } else { Changed::Yes }, popped)
     })
 }
@@ -674,16 +680,35 @@ fn zremrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             Err(_) => return push_error(out, ERR_LEX_RANGE.as_bytes()),
         },
     };
-    let r = write(ctx, &args[1], Kind::ZSet, false, |v, _| {
+    let r = write(ctx, &args[1], Kind::ZSet, false, |v, _, log| {
         let z = zset_mut(v);
+        // Logged as the ranks removed: deterministic, and as short as the
+        // command whatever the range's form.
+        let ranks = match &range {
+            Range::Rank(s, e) => (*s, *e),
+            Range::Score(r) => rank_span(z.view().score_ranks(r)),
+            Range::Lex(r) => rank_span(z.view().lex_ranks(r)),
+        };
         let n = match &range {
             Range::Rank(s, e) => z.remove_range_by_rank(*s, *e),
             Range::Score(r) => z.remove_range_by_score(r),
             Range::Lex(r) => z.remove_range_by_lex(r),
         };
+        log.log(|| Op::ZRemRank { start: ranks.0, stop: ranks.1 });
         (if n > 0 { Changed::Yes } else { Changed::No }, n)
     });
     reply_count(r, out);
+}
+
+/// Ranks `[lo, hi)` as ZREMRANGEBYRANK's inclusive `start stop`; an
+/// empty span as `1 0`, which removes nothing (not `0 -1`: everything).
+fn rank_span((lo, hi): (usize, usize)) -> (i64, i64) {
+    if hi <= lo {
+        return (1, 0);
+    }
+    let lo = i64::try_from(lo).unwrap_or(i64::MAX);
+    let hi = i64::try_from(hi).unwrap_or(i64::MAX);
+    (lo, hi - 1)
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
