@@ -135,6 +135,8 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
+    pub slowlog: resp::cmdstats::SlowLog,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -233,6 +235,7 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            slowlog: resp::cmdstats::SlowLog::default(),
         }))
     }
 
