@@ -600,6 +600,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("rejected_connections", &shared.rejected_connections.load(Ordering::Relaxed));
                 field("keyspace_hits", &t.get_hits);
                 field("keyspace_misses", &t.get_misses);
+                // Items evicted for room, and expired items the background
+                // sweep removed (one dropped when a read finds it expired
+                // is not counted: the engine keeps no count of those).
+                field("evicted_keys", &engine.evictions);
+                field("expired_keys", &engine.swept_items);
             }
             "replication" => {
                 field("role", &"master");
