@@ -489,8 +489,9 @@ fn percentile_label(p: f64) -> String {
 pub fn info_commandstats(rows: &[Row], text: &mut String) {
     use std::fmt::Write as _;
     for (slot, r) in rows.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        // Redis's arithmetic: whole microseconds, divided by the calls.
         let usec = r.nanos / 1000;
-        let per_call = if r.calls == 0 { 0.0 } else { r.nanos as f64 / 1000.0 / r.calls as f64 };
+        let per_call = if r.calls == 0 { 0.0 } else { usec as f64 / r.calls as f64 };
         let _ = write!(
             text,
             "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
