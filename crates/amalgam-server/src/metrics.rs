@@ -361,8 +361,18 @@ pub fn render(shared: &Shared) -> String {
     for (slot, r) in ran.iter().filter(|(_, r)| r.hist.is_some()) {
         let cmd = cmdstats::slot_name(*slot);
         let h = r.hist.as_ref().expect("filtered");
-        for le in DURATION_BUCKETS_S {
-            let upto = h.count_between(0, (le * 1e9) as u64);
+        // One pass over the recorded values (not a count_between per
+        // bucket, each of which walks the counts from zero).
+        let mut counts = [0u64; DURATION_BUCKETS_S.len()];
+        for v in h.iter_recorded() {
+            let secs = h.highest_equivalent(v.value_iterated_to()) as f64 / 1e9;
+            if let Some(i) = DURATION_BUCKETS_S.iter().position(|&le| secs <= le) {
+                counts[i] += v.count_at_value();
+            }
+        }
+        let mut upto = 0u64;
+        for (le, n) in DURATION_BUCKETS_S.iter().zip(counts) {
+            upto += n;
             x.sample("amalgam_command_duration_seconds_bucket", &[("cmd", cmd), ("le", &format!("{le}"))], upto);
         }
         x.sample("amalgam_command_duration_seconds_bucket", &[("cmd", cmd), ("le", "+Inf")], h.len());
