@@ -163,18 +163,21 @@ fn new_histogram() -> Box<Histogram<u64>> {
 }
 
 /// One worker's per-command figures (module notes).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CommandStats {
+    /// One row per slot, always [`slot_count`] of them.
     rows: Mutex<Vec<Row>>,
+}
+
+impl Default for CommandStats {
+    fn default() -> CommandStats {
+        CommandStats { rows: Mutex::new(vec![Row::default(); slot_count()]) }
+    }
 }
 
 impl CommandStats {
     fn lock(&self) -> MutexGuard<'_, Vec<Row>> {
-        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-        if rows.is_empty() {
-            rows.resize(slot_count(), Row::default());
-        }
-        rows
+        self.rows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts `calls` calls of `slot` that took `nanos_each` each, `failed`
@@ -197,8 +200,7 @@ impl CommandStats {
 
     /// CONFIG RESETSTAT: forgets everything.
     pub fn reset(&self) {
-        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-        rows.clear();
+        self.lock().fill(Row::default());
     }
 
     /// Adds this worker's rows into `into` (one per slot).
@@ -238,13 +240,14 @@ impl Recorder {
         Recorder { last: now }
     }
 
-    /// Reads the clock: the nanoseconds since the last reading.
+    /// Reads the clock: the nanoseconds since the last reading (in u64
+    /// arithmetic: `as_nanos` would go through u128).
     #[inline]
     pub fn lap(&mut self) -> u64 {
         let now = std::time::Instant::now();
-        let ns = now.saturating_duration_since(self.last).as_nanos() as u64;
+        let d = now.saturating_duration_since(self.last);
         self.last = now;
-        ns
+        d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos()))
     }
 }
 
@@ -268,6 +271,16 @@ pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, arg
 /// span of the clock shared equally by its commands (module notes), of
 /// which `failed` GETs answered WRONGTYPE.
 pub(crate) fn account_gets(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], gets: &[super::PendingGet], failed: u64) {
+    if let [super::PendingGet { first, mget: None }] = gets {
+        // One GET, the unpipelined case: nothing to share.
+        let ns = ctx.recorder.lap();
+        ctx.stats.commands.record(get_slot(), 1, ns, failed);
+        let log = &ctx.shared.slowlog;
+        if log.wants(ns / 1000) {
+            log.push(&args[first - 1..first + 1], ns / 1000, &ctx.session.client);
+        }
+        return;
+    }
     let ns = ctx.recorder.lap() / gets.len() as u64;
     let mgets = gets.iter().filter(|g| g.mget.is_some()).count() as u64;
     let plain = gets.len() as u64 - mgets;
