@@ -490,6 +490,17 @@ mod tests {
     }
 
     #[test]
+    fn metrics_port_is_off_by_default_and_not_another_listeners() {
+        let check = |argv: &[&str]| Args::parse_from(argv).validate();
+        assert_eq!(Args::parse_from(["amalgam"]).metrics_port, 0);
+        assert!(check(&["amalgam", "--metrics-port", "9150"]).is_ok());
+        for taken in [&["amalgam", "--metrics-port", "11211"][..], &["amalgam", "--metrics-port", "6379"]] {
+            let e = check(taken).unwrap_err();
+            assert!(e.starts_with("--metrics-port") && e.contains("give another"), "{e}");
+        }
+    }
+
+    #[test]
     fn merge_segments_is_on_unless_turned_off() {
         let merge = |argv: &[&str]| Args::parse_from(argv).merge_segments;
         assert!(merge(&["amalgam"]));
