@@ -2,8 +2,9 @@
 # The whole test suite: the README's test command, and what CI runs.
 #
 # Installs what the tests need beyond the Rust toolchain (memcached,
-# libmemcached-tools, redis-server and redis-tools from apt; pymemcache /
-# meta-memcache / redis / pytest from pip; each only if missing), then runs
+# libmemcached-tools, redis-server and redis-tools from apt; promtool out
+# of Debian's prometheus package; pymemcache / meta-memcache / redis /
+# pytest / prometheus_client from pip; each only if missing), then runs
 # formatting and lint checks, every crate's unit, integration and doc tests,
 # and the loom models of the concurrency core. Then the black-box server
 # tests again against Debian's memcached (proof that their expectations are
@@ -54,12 +55,32 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "warning: no apt-get; install ${apt_missing[*]} yourself; the steps that need them are skipped"
   fi
 fi
-if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest' >/dev/null 2>&1; then
-  step "installing pymemcache meta-memcache redis pytest (pip)"
-  pkgs=(pymemcache meta-memcache redis pytest)
+if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest, prometheus_client' >/dev/null 2>&1; then
+  step "installing pymemcache meta-memcache redis pytest prometheus_client (pip)"
+  # prometheus_client: its parser reads /metrics in test_metrics_endpoint.py.
+  pkgs=(pymemcache meta-memcache redis pytest prometheus_client)
   python3 -m pip install -q "${pkgs[@]}" >/dev/null 2>&1 ||
     python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
     echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"
+fi
+# promtool, for `promtool check metrics` on /metrics
+# (tests/python/test_metrics_endpoint.py, counted with pytest's tests):
+# Debian's prometheus package ships it. Only that binary is taken from the
+# package: the rest is the Prometheus server and its web UI's JavaScript
+# (about 100 MB with dependencies), and its install would start a server.
+if ! command -v promtool >/dev/null 2>&1; then
+  step "installing promtool (from Debian's prometheus package)"
+  promdir=$(mktemp -d)
+  if command -v apt-get >/dev/null 2>&1 &&
+    (cd "$promdir" && { apt-get download -qq prometheus >/dev/null 2>&1 ||
+      { $sudo_ apt-get update -qq && apt-get download -qq prometheus; } >/dev/null 2>&1; } &&
+      dpkg-deb -x prometheus_*.deb x) &&
+    $sudo_ install -m 755 "$promdir/x/usr/bin/promtool" /usr/local/bin/promtool; then
+    :
+  else
+    echo "warning: could not install promtool; the promtool check is skipped"
+  fi
+  rm -rf "$promdir"
 fi
 # The black-box tests open 1000 connections at once: raise the soft limit
 # on open files to the hard limit (allowed without privileges).

@@ -158,6 +158,20 @@ pub fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"END\r\n");
 }
 
+/// `stats`' `version`.
+pub(crate) fn version() -> &'static str {
+    &VERSION_LINE["VERSION ".len()..]
+}
+
+/// `stats`' `bytes`: memcached counts each item at ITEM_ntotal (header,
+/// key and NUL, value and CRLF, CAS): the engine's key and value bytes
+/// plus the rest per item. memcached's 4 bytes of non-zero client flags
+/// are not counted (the engine keeps no count of such items).
+pub(crate) fn bytes_stat(shared: &Shared, engine: &amalgam_engine::Stats) -> u64 {
+    let per_item = memcached_item_bytes(0, 0, 0, shared.cas_enabled()) as u64;
+    engine.item_bytes.saturating_add(engine.items.saturating_mul(per_item))
+}
+
 /// `stats`: the general group (without its END).
 pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     let mut t = crate::stats::Totals::default();
@@ -170,7 +184,7 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "pid", std::process::id());
     push_stat(out, "uptime", shared.started.elapsed().as_secs());
     push_stat(out, "time", now);
-    push_stat(out, "version", &VERSION_LINE["VERSION ".len()..]);
+    push_stat(out, "version", version());
     push_stat(out, "pointer_size", usize::BITS);
     push_stat(out, "rusage_user", format_args!("{:.6}", user));
     push_stat(out, "rusage_system", format_args!("{:.6}", system));
@@ -202,12 +216,7 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "bytes_written", t.bytes_written);
     push_stat(out, "limit_maxbytes", engine.memory_limit_bytes);
     push_stat(out, "threads", shared.workers.len());
-    // memcached's `bytes` counts each item at ITEM_ntotal (header, key and
-    // NUL, value and CRLF, CAS): the engine's key and value bytes plus the
-    // rest per item. memcached's 4 bytes of non-zero client flags are not
-    // counted (the engine keeps no count of such items).
-    let per_item = memcached_item_bytes(0, 0, 0, shared.cas_enabled()) as u64;
-    push_stat(out, "bytes", engine.item_bytes.saturating_add(engine.items.saturating_mul(per_item)));
+    push_stat(out, "bytes", bytes_stat(shared, &engine));
     push_stat(out, "curr_items", engine.items);
     push_stat(out, "total_items", t.total_items);
     push_stat(out, "expired_unfetched", engine.expired_unfetched);
@@ -433,7 +442,7 @@ pub fn verbosity(shared: &Shared, level: u32) {
 }
 
 /// User and system CPU seconds of this process.
-fn rusage() -> (f64, f64) {
+pub(crate) fn rusage() -> (f64, f64) {
     // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks.
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");

@@ -89,6 +89,12 @@ impl Client {
         self.last_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
+    /// [`Client::touch`] with the time already read.
+    #[inline]
+    pub fn touch_at(&self, now: Instant) {
+        self.last_ms.store(now.saturating_duration_since(self.created).as_millis() as u64, Ordering::Relaxed);
+    }
+
     /// Records the command being run (CLIENT LIST's cmd).
     #[inline]
     pub fn set_last_cmd(&self, index: usize, sub: Option<usize>) {

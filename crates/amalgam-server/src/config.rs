@@ -49,6 +49,12 @@ pub struct Args {
     #[arg(skip)]
     pub resp_port_explicit: bool,
 
+    /// TCP port for Prometheus's scrapes (`GET /metrics`, the text
+    /// exposition format) on the same address (`-l`); 0, the default,
+    /// turns it off. Served by a thread of its own, never by a worker.
+    #[arg(long = "metrics-port", default_value_t = 0)]
+    pub metrics_port: u16,
+
     /// Interface to listen on (memcached's -l). The default serves this
     /// machine only; give 0.0.0.0 to serve the network.
     #[arg(short = 'l', long = "listen", default_value = "127.0.0.1")]
@@ -254,6 +260,12 @@ impl Args {
         }
         if self.conn_limit == 0 {
             return Err("-c must be at least 1".into());
+        }
+        if self.metrics_port != 0 && (self.metrics_port == self.port || self.metrics_port == self.resp_port) {
+            return Err(format!(
+                "--metrics-port {} is also the memcached (-p) or RESP (--resp-port) port: give another",
+                self.metrics_port
+            ));
         }
         if self.resp_port != 0 && self.resp_port == self.port {
             return Err(format!("--resp-port {} is also the memcached port (-p): give another, or 0", self.resp_port));
@@ -479,6 +491,17 @@ mod tests {
         assert!(Args::parse_from(["amalgam", "-p", "7000", "--resp-port", "7000"]).validate().is_err());
         assert!(a.validate().is_ok());
         assert!(Args::parse_from(["amalgam", "-U", "11211"]).validate().is_err());
+    }
+
+    #[test]
+    fn metrics_port_is_off_by_default_and_not_another_listeners() {
+        let check = |argv: &[&str]| Args::parse_from(argv).validate();
+        assert_eq!(Args::parse_from(["amalgam"]).metrics_port, 0);
+        assert!(check(&["amalgam", "--metrics-port", "9150"]).is_ok());
+        for taken in [&["amalgam", "--metrics-port", "11211"][..], &["amalgam", "--metrics-port", "6379"]] {
+            let e = check(taken).unwrap_err();
+            assert!(e.starts_with("--metrics-port") && e.contains("give another"), "{e}");
+        }
     }
 
     #[test]

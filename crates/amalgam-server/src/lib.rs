@@ -66,6 +66,15 @@
 //! drains. The request path writes only its own client's atomics and, with no
 //! monitor attached, pays one relaxed load for MONITOR.
 //!
+//! ## Metrics (`metrics.rs`, `resp/cmdstats.rs`)
+//! `--metrics-port` serves Prometheus's `GET /metrics` from a thread of its
+//! own (tiny_http), with memcached_exporter's and redis_exporter's names so
+//! their dashboards read it unchanged. Every figure is counted per worker
+//! and summed when read (stats, INFO, a scrape): RESP commands are counted
+//! once at dispatch, timed with one clock read each, into a per-worker
+//! table only its worker writes; the slow log is shared but taken only by
+//! a command slower than `slowlog-log-slower-than`.
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled
@@ -95,6 +104,7 @@ pub mod clients;
 pub mod config;
 pub mod exec;
 pub mod meta;
+pub mod metrics;
 pub mod resp;
 pub mod stats;
 pub mod worker;
@@ -135,6 +145,8 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
+    pub slowlog: resp::cmdstats::SlowLog,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -233,6 +245,7 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            slowlog: resp::cmdstats::SlowLog::default(),
         }))
     }
 

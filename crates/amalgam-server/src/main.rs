@@ -166,6 +166,10 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
             Err((_, e)) => return Err(e),
         }
     }
+    let metrics = match args.metrics_port {
+        0 => None,
+        port => Some(amalgam_server::metrics::bind(SocketAddr::new(addr.ip(), port))?),
+    };
     let verbose = args.verbose;
     let pidfile = args.pidfile.clone();
     let daemon = args.daemon;
@@ -195,6 +199,8 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     }
 
     shared.clients.set_wakers(handles.iter().map(|h| h.waker_clone()).collect());
+    let metrics_addr = metrics.as_ref().and_then(|m| m.local_addr());
+    let metrics_thread = metrics.map(|m| m.spawn(Arc::clone(&shared))).transpose()?;
 
     // SIGINT / SIGTERM: stop accepting, stop the workers, exit 0. SIGHUP:
     // carry on (module notes).
@@ -230,6 +236,9 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         if let Some((l, _)) = listeners.get(1) {
             eprintln!("amalgam: RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         }
+        if let Some(a) = metrics_addr {
+            eprintln!("amalgam: metrics on http://{a}/metrics");
+        }
     }
     if daemon_child {
         // Listening: let the parent return. It may be gone; nothing else is
@@ -244,6 +253,9 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     }
     for j in joins {
         let _ = j.join();
+    }
+    if let Some(m) = metrics_thread {
+        let _ = m.join();
     }
     signal_handle.close();
     let _ = signal_thread.join();

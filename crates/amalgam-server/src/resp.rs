@@ -54,7 +54,8 @@
 //! | `resp/table.rs` | the command table: names, arity, flags, docs |
 //! | `resp/strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
-//! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG COMMAND HELLO AUTH SAVE |
+//! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG SLOWLOG COMMAND HELLO AUTH SAVE |
+//! | `resp/cmdstats.rs` | per-command counts and latency (INFO commandstats, latencystats), the slow log |
 //! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
 //! | `resp/monitor.rs` | MONITOR |
 //! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
@@ -74,6 +75,7 @@
 mod bits;
 pub mod blocking;
 mod client;
+pub mod cmdstats;
 mod command;
 mod glob;
 mod hash;
@@ -181,6 +183,8 @@ pub(crate) struct Ctx<'c> {
     pub stats: &'c WorkerStats,
     pub session: &'c mut Session,
     pub limits: Limits,
+    /// Times and counts each command (`cmdstats.rs`).
+    pub recorder: cmdstats::Recorder,
 }
 
 impl Ctx<'_> {
@@ -196,9 +200,9 @@ const PREFETCH_SETS_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 /// A GET or MGET waiting in the current run: the index of its first key
 /// in the batch's argument vector and its key count (None: a GET).
 #[derive(Clone, Copy, Debug)]
-struct PendingGet {
-    first: usize,
-    mget: Option<usize>,
+pub(crate) struct PendingGet {
+    pub first: usize,
+    pub mget: Option<usize>,
 }
 
 /// Parses and executes what `buf[*pos..]` holds, as one batch; advances
@@ -222,7 +226,8 @@ pub fn process(
     let mut gets = std::mem::take(&mut session.gets);
     // The run of SETs in progress: each one's argument range.
     let mut sets: Vec<(usize, usize)> = Vec::new();
-    session.client.touch();
+    let now = std::time::Instant::now();
+    session.client.touch_at(now);
     if let Some(m) = &session.monitor {
         // Lines other workers queued for this monitor, while the socket
         // keeps up; past the queue's bound the monitor is dropped.
@@ -234,7 +239,7 @@ pub fn process(
             m.drain_into(out);
         }
     }
-    let mut ctx = Ctx { shared, stats, session, limits };
+    let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now) };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
         if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
             break;
@@ -343,18 +348,27 @@ fn run_set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// Executes the pending run of GETs and MGETs as one engine batch,
-/// composing each one's reply in order.
+/// composing each one's reply in order, and counts them (`cmdstats.rs`).
 fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out: &mut Vec<u8>) {
     if gets.is_empty() {
         return;
     }
+    let failed = lookup_gets(ctx, args, gets, out);
+    cmdstats::account_gets(ctx, args, gets, failed);
+    gets.clear();
+}
+
+/// The lookups of [`run_gets`]; answers how many GETs failed (WRONGTYPE).
+fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &mut Vec<u8>) -> u64 {
     let proto = ctx.proto();
     let mut hits = 0u64;
+    let mut failed = 0u64;
     if let [PendingGet { first, mget: None }] = gets[..] {
         // One GET: a plain lookup, nothing to batch.
         let found = ctx.shared.store.get(&args[first], |it| {
             // A collection's bytes are not a string's (resp/typed.rs).
             if it.tag() != TAG_BYTES {
+                failed = 1;
                 return push_error(out, typed::WRONGTYPE.as_bytes());
             }
             push_bulk(out, it.value())
@@ -365,8 +379,7 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
             push_null(out, proto);
         }
         count_gets(ctx.stats, 1, hits);
-        gets.clear();
-        return;
+        return failed;
     }
     let mut keys: Vec<&[u8]> = Vec::new();
     for g in gets.iter() {
@@ -393,6 +406,7 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
                 if is_mget {
                     push_null(out, proto)
                 } else {
+                    failed += 1;
                     push_error(out, typed::WRONGTYPE.as_bytes())
                 }
             }
@@ -404,7 +418,7 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
         }
     });
     count_gets(ctx.stats, keys.len() as u64, hits);
-    gets.clear();
+    failed
 }
 
 fn count_gets(stats: &WorkerStats, keys: u64, hits: u64) {
@@ -461,6 +475,7 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
     let before = ctx.session.reply;
     let mark = out.len();
     let after = dispatch(ctx, spec, args, out);
+    cmdstats::account(ctx, spec, args, &out[mark..]);
     let now = ctx.session.reply;
     if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On {
         out.truncate(mark);
@@ -508,8 +523,8 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
             // Only reached with a wrong arity, answered above; kept total.
-            let mut gets = vec![PendingGet { first: 1, mget: (spec.cmd == Cmd::Mget).then(|| args.len() - 1) }];
-            run_gets(ctx, args, &mut gets, out);
+            let gets = [PendingGet { first: 1, mget: (spec.cmd == Cmd::Mget).then(|| args.len() - 1) }];
+            lookup_gets(ctx, args, &gets, out);
         }
         Cmd::Set
         | Cmd::Setnx
@@ -553,6 +568,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Select
         | Cmd::Info
         | Cmd::Config
+        | Cmd::Slowlog
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello

@@ -1,6 +1,7 @@
 //! Counters behind `stats`: one block per worker, written only by its
 //! worker (relaxed load + store, no shared read-modify-write on the request
-//! path), summed when a client asks.
+//! path), summed when a client asks. Each block also holds its worker's
+//! per-command figures for RESP (`resp/cmdstats.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -10,6 +11,8 @@ macro_rules! counters {
         #[derive(Debug, Default)]
         pub struct WorkerStats {
             $(pub $name: AtomicU64,)*
+            /// RESP's per-command calls and latency (INFO commandstats).
+            pub commands: crate::resp::cmdstats::CommandStats,
         }
 
         /// A sum over workers.

@@ -477,7 +477,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
 }
 
 fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
-    Ctx { shared, stats, session, limits: Limits::for_item_size(shared.args.max_item_size) }
+    Ctx {
+        shared,
+        stats,
+        session,
+        limits: Limits::for_item_size(shared.args.max_item_size),
+        recorder: super::cmdstats::Recorder::new(Instant::now()),
+    }
 }
 
 /// A wake-up `(_, seq)` reached the connection of `session`: retries its

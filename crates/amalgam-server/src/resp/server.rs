@@ -48,6 +48,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
+        Cmd::Slowlog => super::cmdstats::slowlog(ctx, args, out),
         Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}
@@ -199,6 +200,8 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("proto-max-bulk-len", a.max_item_size.to_string()),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
+        ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than_us.load(Ordering::Relaxed).to_string()),
+        ("slowlog-max-len", ctx.shared.slowlog.max_len.load(Ordering::Relaxed).to_string()),
     ];
     // The collection thresholds, settable (resp/typed.rs): Redis 7's
     // names and their legacy aliases, which CONFIG GET lists too.
@@ -211,6 +214,9 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     }
     params
 }
+
+/// The slow log's parameters, which CONFIG SET changes (`cmdstats.rs`).
+const SLOWLOG_PARAMS: [&str; 2] = ["slowlog-log-slower-than", "slowlog-max-len"];
 
 /// How CONFIG SET checks a parameter's value (Redis's config types).
 #[derive(Clone, Copy)]
@@ -233,6 +239,8 @@ enum Kind {
 fn config_kind(name: &str) -> Kind {
     match name {
         "maxclients" => Kind::Int(1, u32::MAX as i64),
+        "slowlog-log-slower-than" => Kind::Int(-1, i64::MAX),
+        "slowlog-max-len" => Kind::Int(0, i64::MAX),
         "timeout" => Kind::Int(0, i32::MAX as i64),
         "port" => Kind::Int(0, 65535),
         "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
@@ -352,7 +360,9 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
-    let settable = |name: &str| LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b);
+    let settable = |name: &str| {
+        LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b) || SLOWLOG_PARAMS.contains(&name)
+    };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
         if failed.is_some() {
@@ -374,7 +384,12 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if failed.is_none() {
         for &(i, v) in &chosen {
             let name = params[i].0;
-            if settable(name) {
+            let log = &ctx.shared.slowlog;
+            if name == "slowlog-log-slower-than" {
+                log.slower_than_us.store(int_arg(v).expect("checked above"), Ordering::Relaxed);
+            } else if name == "slowlog-max-len" {
+                log.max_len.store(int_arg(v).expect("checked above") as u64, Ordering::Relaxed);
+            } else if settable(name) {
                 let n = match config_kind(name) {
                     Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
                     _ => int_arg(v),
@@ -409,6 +424,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         "resetstat" => {
             for w in ctx.shared.workers.iter() {
                 w.reset();
+                w.commands.reset();
             }
             push_simple(out, "OK");
         }
@@ -473,15 +489,34 @@ fn cpu_seconds() -> [String; 4] {
 }
 
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 9] =
-    ["server", "clients", "memory", "persistence", "stats", "replication", "cpu", "cluster", "keyspace"];
+const INFO_SECTIONS: [&str; 11] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "commandstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
+/// The sections `all` and `everything` add to `default` (Redis's).
+const INFO_NOT_DEFAULT: [&str; 2] = ["commandstats", "latencystats"];
 
 fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    // `default`, `all` and `everything` differ in Redis by sections
-    // Amalgam does not have (commandstats, latencystats, modules).
-    let all = args.len() == 1 || args[1..].iter().any(|a| is(a, "all") || is(a, "everything") || is(a, "default"));
-    let wanted: Vec<&str> =
-        INFO_SECTIONS.iter().copied().filter(|s| all || args[1..].iter().any(|a| is(a, s))).collect();
+    // `all` and `everything` differ in Redis by its modules' sections,
+    // which Amalgam does not have.
+    let all = args[1..].iter().any(|a| is(a, "all") || is(a, "everything"));
+    let default = args.len() == 1 || args[1..].iter().any(|a| is(a, "default"));
+    let wanted: Vec<&str> = INFO_SECTIONS
+        .iter()
+        .copied()
+        .filter(|s| all || default && !INFO_NOT_DEFAULT.contains(s) || args[1..].iter().any(|a| is(a, s)))
+        .collect();
+    let commands = wanted.iter().any(|s| INFO_NOT_DEFAULT.contains(s)).then(|| super::cmdstats::merged(ctx.shared));
     let shared = ctx.shared;
     let mut t = crate::stats::Totals::default();
     for w in shared.workers.iter() {
@@ -565,6 +600,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("rejected_connections", &shared.rejected_connections.load(Ordering::Relaxed));
                 field("keyspace_hits", &t.get_hits);
                 field("keyspace_misses", &t.get_misses);
+                // Items evicted for room, and expired items the background
+                // sweep removed (one dropped when a read finds it expired
+                // is not counted: the engine keeps no count of those).
+                field("evicted_keys", &engine.evictions);
+                field("expired_keys", &engine.swept_items);
             }
             "replication" => {
                 field("role", &"master");
@@ -577,6 +617,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_cpu_sys_children", &sys_children);
                 field("used_cpu_user_children", &user_children);
             }
+            "commandstats" => super::cmdstats::info_commandstats(commands.as_deref().unwrap_or(&[]), &mut text),
+            "latencystats" => super::cmdstats::info_latencystats(commands.as_deref().unwrap_or(&[]), &mut text),
             "cluster" => field("cluster_enabled", &0),
             _ => {
                 // Redis lists only non-empty databases; the expiry count

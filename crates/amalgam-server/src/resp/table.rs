@@ -60,6 +60,7 @@ pub enum Cmd {
     Select,
     Info,
     Config,
+    Slowlog,
     Command,
     Client,
     Hello,

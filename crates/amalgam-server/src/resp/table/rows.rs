@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 163] = [
+pub static COMMANDS: [Spec; 164] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -657,6 +657,60 @@ pub static COMMANDS: [Spec; 163] = [
             "2.0.0",
             "A container for server configuration commands"
         )
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                tips: &["request_policy:all_nodes", "nondeterministic_output"],
+                ..spec!(
+                    Slowlog,
+                    "slowlog|get",
+                    -2,
+                    &["admin", "loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.2.12",
+                    "Get the slow log's entries"
+                )
+            },
+            Spec {
+                tips: &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"],
+                ..spec!(
+                    Slowlog,
+                    "slowlog|len",
+                    2,
+                    &["admin", "loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.2.12",
+                    "Get the slow log's length"
+                )
+            },
+            Spec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..spec!(
+                    Slowlog,
+                    "slowlog|reset",
+                    2,
+                    &["admin", "loading", "stale"],
+                    (0, 0, 0),
+                    "server",
+                    "2.2.12",
+                    "Clear all entries from the slow log"
+                )
+            },
+            spec!(
+                Slowlog,
+                "slowlog|help",
+                2,
+                &["loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "6.2.0",
+                "Show helpful text about the different subcommands"
+            ),
+        ],
+        ..spec!(Slowlog, "slowlog", -2, &[], (0, 0, 0), "server", "2.2.12", "A container for slow log commands")
     },
     Spec {
         acl: &["@connection"],

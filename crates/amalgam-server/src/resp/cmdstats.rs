@@ -1,0 +1,601 @@
+//! Per-command counts and latency, and the slow log: what Redis 7's `INFO
+//! commandstats` and `INFO latencystats`, `SLOWLOG` and `CONFIG RESETSTAT`
+//! show, and what `/metrics` exports (`crate::metrics`).
+//!
+//! ## Where a command is counted
+//! Once, at dispatch, keyed by its row of the command table (DESIGN.md §
+//! RESP): `resp.rs`'s `run_command` for every command that runs alone, and
+//! `run_gets` for a run of batched GETs; both end in [`Recorder`]. A
+//! subcommand counts under its own name (`config|get`), as Redis's do; a
+//! command Redis would reject before running it (a wrong number of
+//! arguments) counts as `rejected_calls` and not as a call; one that ran and
+//! answered an error counts in `calls` and `failed_calls`. An unknown
+//! command or subcommand counts nowhere (Redis has no row for it either).
+//!
+//! ## One clock read per command
+//! A batch (`resp::process`) reads the clock once when it starts, and once
+//! after each command it runs; a command's time is the span since the
+//! previous read. So it includes parsing the command's arguments, which
+//! Redis's `call()` leaves out, and the sum of all commands' times is the
+//! time the worker spent in RESP batches. A run of batched GETs (MICA §5.3:
+//! looked up together) is one span, shared equally by its GETs. The clock
+//! is `Instant` (CLOCK_MONOTONIC through the vDSO: tens of nanoseconds with
+//! the TSC clocksource); what it costs is measured in docs/benchmarks.md.
+//!
+//! ## Per worker, merged on read
+//! Each worker owns one [`CommandStats`] (in its `WorkerStats`): a mutex
+//! over a row per command that only that worker takes on the request path,
+//! once per command run alone and once per run of GETs. Uncontended, that
+//! is an atomic exchange on a cache line no other core writes; INFO, CONFIG
+//! RESETSTAT and a `/metrics` scrape take each worker's lock in turn to
+//! read or clear it ([`merged`]), and only then does the line move. The
+//! histograms are HdrHistogram's, with Redis's parameters (1 ns to 1 s,
+//! two significant digits: [`HISTOGRAM_LOW_NS`]), so the percentiles INFO
+//! prints are the values Redis would print for the same samples. A
+//! histogram (≈ 24 KiB) is allocated the first time its command runs on a
+//! worker, as Redis allocates its own lazily.
+//!
+//! ## The slow log
+//! One list for the server ([`SlowLog`], in `Shared`): a command whose time
+//! reaches `slowlog-log-slower-than` microseconds (CONFIG SET; default
+//! 10 000; -1 off; 0 logs every command) is pushed at the head, and the
+//! tail is trimmed to `slowlog-max-len` (default 128), both at push time as
+//! Redis does. The test on the request path is one relaxed load and a
+//! compare; the list's mutex is taken only by a slow command or SLOWLOG.
+//! Entries are Redis 7's: id (never reused, RESET included), unix time,
+//! microseconds, the arguments (at most 32, the last of them then `... (N
+//! more arguments)`; each at most 128 bytes, then `... (N more bytes)`;
+//! AUTH's and HELLO AUTH's secrets as `(redacted)`), the client's address
+//! and its name.
+
+use super::table::{self, Spec, COMMANDS};
+use super::{arity_ok, is, Arg};
+use crate::clients::Client;
+use hdrhistogram::Histogram;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Redis's `LATENCY_HISTOGRAM_MIN_VALUE`: the smallest time a histogram
+/// tells apart, in nanoseconds (a shorter one is recorded as this).
+pub const HISTOGRAM_LOW_NS: u64 = 1;
+/// Redis's `LATENCY_HISTOGRAM_MAX_VALUE`: one second; longer is recorded
+/// as one second.
+pub const HISTOGRAM_HIGH_NS: u64 = 1_000_000_000;
+/// Redis's `LATENCY_HISTOGRAM_PRECISION`: significant decimal digits.
+const HISTOGRAM_SIGFIGS: u8 = 2;
+/// Redis's `SLOWLOG_ENTRY_MAX_ARGC`: arguments kept per slow-log entry.
+pub const SLOWLOG_ARGS_MAX: usize = 32;
+/// Redis's `SLOWLOG_ENTRY_MAX_STRING`: bytes kept per argument.
+pub const SLOWLOG_ARG_BYTES_MAX: usize = 128;
+/// `slowlog-log-slower-than`'s default, in microseconds (Redis's).
+pub const SLOWLOG_SLOWER_THAN_US_DEFAULT: i64 = 10_000;
+/// `slowlog-max-len`'s default (Redis's).
+pub const SLOWLOG_LEN_DEFAULT: u64 = 128;
+/// The percentiles INFO latencystats prints (Redis's default
+/// `latency-tracking-info-percentiles`).
+pub const INFO_PERCENTILES: [f64; 3] = [50.0, 99.0, 99.9];
+
+const _: () = assert!(HISTOGRAM_LOW_NS >= 1 && HISTOGRAM_HIGH_NS > HISTOGRAM_LOW_NS * 2);
+
+/// Every command and subcommand numbered: a command's slot, then one per
+/// subcommand, in table order.
+struct Slots {
+    /// The slot of `COMMANDS[i]`.
+    first: Vec<usize>,
+    /// Each slot's row.
+    specs: Vec<&'static Spec>,
+}
+
+fn slots() -> &'static Slots {
+    static SLOTS: OnceLock<Slots> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let mut s = Slots { first: Vec::with_capacity(COMMANDS.len()), specs: Vec::new() };
+        for spec in COMMANDS.iter() {
+            s.first.push(s.specs.len());
+            s.specs.push(spec);
+            s.specs.extend(spec.subcommands.iter());
+        }
+        s
+    })
+}
+
+/// How many slots there are.
+pub fn slot_count() -> usize {
+    slots().specs.len()
+}
+
+/// A slot's full name (`get`, `config|get`).
+pub fn slot_name(slot: usize) -> &'static str {
+    slots().specs[slot].name
+}
+
+/// The slot a command counts under, and whether Redis would reject it for
+/// its number of arguments; None for a container's unknown subcommand.
+pub(crate) fn classify(spec: &'static Spec, args: &[Arg<'_>]) -> Option<(usize, bool)> {
+    let base = slots().first[table::index_of(spec)];
+    if spec.subcommands.is_empty() || args.len() < 2 {
+        return Some((base, !arity_ok(spec.arity, args.len())));
+    }
+    let i = spec.subcommands.iter().position(|s| is(&args[1], table::short_name(s)))?;
+    Some((base + 1 + i, !arity_ok(spec.subcommands[i].arity, args.len())))
+}
+
+/// The slot of GET (the batched run's command).
+pub(crate) fn get_slot() -> usize {
+    static GET: OnceLock<usize> = OnceLock::new();
+    *GET.get_or_init(|| {
+        let spec = table::lookup(b"get").expect("GET is in the table");
+        slots().first[table::index_of(spec)]
+    })
+}
+
+/// One command's figures, on one worker or merged.
+#[derive(Debug, Default, Clone)]
+pub struct Row {
+    pub calls: u64,
+    /// Time spent in its calls, in nanoseconds.
+    pub nanos: u64,
+    pub rejected: u64,
+    pub failed: u64,
+    /// Its calls' times in nanoseconds (None until its first call).
+    pub hist: Option<Box<Histogram<u64>>>,
+}
+
+impl Row {
+    fn is_empty(&self) -> bool {
+        self.calls == 0 && self.rejected == 0 && self.failed == 0
+    }
+
+    /// The time at percentile `p` (0..=100) in nanoseconds, as Redis's
+    /// `hdr_value_at_percentile` answers (the highest value equivalent to
+    /// the sample there).
+    pub fn percentile_ns(&self, p: f64) -> u64 {
+        self.hist.as_ref().map_or(0, |h| h.value_at_quantile(p / 100.0))
+    }
+}
+
+fn new_histogram() -> Box<Histogram<u64>> {
+    Box::new(
+        Histogram::new_with_bounds(HISTOGRAM_LOW_NS, HISTOGRAM_HIGH_NS, HISTOGRAM_SIGFIGS)
+            .expect("constant bounds are valid"),
+    )
+}
+
+/// One worker's per-command figures (module notes).
+#[derive(Debug)]
+pub struct CommandStats {
+    /// One row per slot, always [`slot_count`] of them.
+    rows: Mutex<Vec<Row>>,
+}
+
+impl Default for CommandStats {
+    fn default() -> CommandStats {
+        CommandStats { rows: Mutex::new(vec![Row::default(); slot_count()]) }
+    }
+}
+
+impl CommandStats {
+    fn lock(&self) -> MutexGuard<'_, Vec<Row>> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts `calls` calls of `slot` that took `nanos_each` each, `failed`
+    /// of them answering an error.
+    pub(crate) fn record(&self, slot: usize, calls: u64, nanos_each: u64, failed: u64) {
+        let mut rows = self.lock();
+        let row = &mut rows[slot];
+        row.calls += calls;
+        row.nanos = row.nanos.wrapping_add(nanos_each.saturating_mul(calls));
+        row.failed += failed;
+        row.hist
+            .get_or_insert_with(new_histogram)
+            .saturating_record_n(nanos_each.clamp(HISTOGRAM_LOW_NS, HISTOGRAM_HIGH_NS), calls);
+    }
+
+    /// Counts a call of `slot` refused before it ran.
+    pub(crate) fn reject(&self, slot: usize) {
+        self.lock()[slot].rejected += 1;
+    }
+
+    /// CONFIG RESETSTAT: forgets everything.
+    pub fn reset(&self) {
+        self.lock().fill(Row::default());
+    }
+
+    /// Adds this worker's rows into `into` (one per slot).
+    fn add_to(&self, into: &mut [Row]) {
+        let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        for (sum, r) in into.iter_mut().zip(rows.iter()) {
+            sum.calls += r.calls;
+            sum.nanos = sum.nanos.wrapping_add(r.nanos);
+            sum.rejected += r.rejected;
+            sum.failed += r.failed;
+            if let Some(h) = &r.hist {
+                let _ = sum.hist.get_or_insert_with(new_histogram).add(&**h);
+            }
+        }
+    }
+}
+
+/// Every worker's rows summed, one per slot.
+pub fn merged(shared: &crate::Shared) -> Vec<Row> {
+    let mut rows = vec![Row::default(); slot_count()];
+    for w in shared.workers.iter() {
+        w.commands.add_to(&mut rows);
+    }
+    rows
+}
+
+/// What a batch uses to time and count its commands (module notes): the
+/// clock's last reading, and where the figures go.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    last: std::time::Instant,
+}
+
+impl Recorder {
+    /// A batch starting at `now`.
+    pub fn new(now: std::time::Instant) -> Recorder {
+        Recorder { last: now }
+    }
+
+    /// Reads the clock: the nanoseconds since the last reading (in u64
+    /// arithmetic: `as_nanos` would go through u128).
+    #[inline]
+    pub fn lap(&mut self) -> u64 {
+        let now = std::time::Instant::now();
+        let d = now.saturating_duration_since(self.last);
+        self.last = now;
+        d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos()))
+    }
+}
+
+/// Counts one command run alone that has just finished: `args` as sent,
+/// `replied` what it wrote (its reply, before CLIENT REPLY drops it).
+pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], replied: &[u8]) {
+    let ns = ctx.recorder.lap();
+    let Some((slot, rejected)) = spec.and_then(|s| classify(s, args)) else { return };
+    if rejected {
+        return ctx.stats.commands.reject(slot);
+    }
+    let failed = u64::from(replied.first() == Some(&b'-'));
+    ctx.stats.commands.record(slot, 1, ns, failed);
+    let log = &ctx.shared.slowlog;
+    if log.wants(ns / 1000) {
+        log.push(args, ns / 1000, &ctx.session.client);
+    }
+}
+
+/// Counts a run of batched GETs and MGETs that has just been answered: one
+/// span of the clock shared equally by its commands (module notes), of
+/// which `failed` GETs answered WRONGTYPE.
+pub(crate) fn account_gets(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], gets: &[super::PendingGet], failed: u64) {
+    if let [super::PendingGet { first, mget: None }] = gets {
+        // One GET, the unpipelined case: nothing to share.
+        let ns = ctx.recorder.lap();
+        ctx.stats.commands.record(get_slot(), 1, ns, failed);
+        let log = &ctx.shared.slowlog;
+        if log.wants(ns / 1000) {
+            log.push(&args[first - 1..first + 1], ns / 1000, &ctx.session.client);
+        }
+        return;
+    }
+    let ns = ctx.recorder.lap() / gets.len() as u64;
+    let mgets = gets.iter().filter(|g| g.mget.is_some()).count() as u64;
+    let plain = gets.len() as u64 - mgets;
+    if plain > 0 {
+        ctx.stats.commands.record(get_slot(), plain, ns, failed);
+    }
+    if mgets > 0 {
+        ctx.stats.commands.record(mget_slot(), mgets, ns, 0);
+    }
+    let log = &ctx.shared.slowlog;
+    if log.wants(ns / 1000) {
+        for g in gets {
+            log.push(&args[g.first - 1..g.first + g.mget.unwrap_or(1)], ns / 1000, &ctx.session.client);
+        }
+    }
+}
+
+/// The slot of MGET.
+fn mget_slot() -> usize {
+    static MGET: OnceLock<usize> = OnceLock::new();
+    *MGET.get_or_init(|| {
+        let spec = table::lookup(b"mget").expect("MGET is in the table");
+        slots().first[table::index_of(spec)]
+    })
+}
+
+/// The server's slow log (module notes).
+#[derive(Debug)]
+pub struct SlowLog {
+    /// Newest first.
+    entries: Mutex<VecDeque<Entry>>,
+    /// The next entry's id.
+    next_id: AtomicU64,
+    /// `slowlog-log-slower-than`: -1 off.
+    pub slower_than_us: AtomicI64,
+    /// `slowlog-max-len`.
+    pub max_len: AtomicU64,
+}
+
+impl Default for SlowLog {
+    fn default() -> SlowLog {
+        SlowLog {
+            entries: Mutex::new(VecDeque::new()),
+            next_id: AtomicU64::new(0),
+            slower_than_us: AtomicI64::new(SLOWLOG_SLOWER_THAN_US_DEFAULT),
+            max_len: AtomicU64::new(SLOWLOG_LEN_DEFAULT),
+        }
+    }
+}
+
+/// One slow-log entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: u64,
+    pub unix_secs: u64,
+    pub micros: u64,
+    pub args: Vec<Vec<u8>>,
+    pub addr: String,
+    pub name: Vec<u8>,
+}
+
+impl SlowLog {
+    /// True if a command that took `micros` goes in the log (Redis's
+    /// `slowlogPushEntryIfNeeded` test).
+    #[inline]
+    pub fn wants(&self, micros: u64) -> bool {
+        let t = self.slower_than_us.load(Ordering::Relaxed);
+        t >= 0 && micros >= t as u64 && self.max_len.load(Ordering::Relaxed) > 0
+    }
+
+    /// Pushes an entry for `args` that took `micros`, run by `client`.
+    pub(crate) fn push(&self, args: &[Arg<'_>], micros: u64, client: &Client) {
+        let entry = Entry {
+            id: 0,
+            unix_secs: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            micros,
+            args: logged_args(args),
+            addr: client.addr.clone(),
+            name: client.attrs().name.clone().unwrap_or_default(),
+        };
+        let max = self.max_len.load(Ordering::Relaxed) as usize;
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        entries.push_front(Entry { id, ..entry });
+        // Bounded by the one entry pushed: at most max_len + 1 remain
+        // before, unless slowlog-max-len was lowered since (Redis trims
+        // only here too).
+        while entries.len() > max {
+            entries.pop_back();
+        }
+    }
+
+    /// The newest `count` entries (all with None).
+    pub fn newest(&self, count: Option<usize>) -> Vec<Entry> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().take(count.unwrap_or(usize::MAX)).cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// SLOWLOG RESET: the entries go, the ids go on.
+    pub fn reset(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// The id the next entry will get (ids so far).
+    pub fn ids(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed)
+    }
+}
+
+/// The arguments as Redis 7 logs them (`slowlogCreateEntry`, module
+/// notes): AUTH's and HELLO AUTH's secrets redacted, at most
+/// [`SLOWLOG_ARGS_MAX`] kept, each cut at [`SLOWLOG_ARG_BYTES_MAX`] bytes.
+fn logged_args(args: &[Arg<'_>]) -> Vec<Vec<u8>> {
+    const REDACTED: &[u8] = b"(redacted)";
+    let redacted = |j: usize| -> bool {
+        if is(&args[0], "auth") {
+            return j >= 1;
+        }
+        // HELLO [protover [AUTH username password] [SETNAME name]].
+        is(&args[0], "hello") && j >= 3 && is(&args[j - 1], "auth")
+            || is(&args[0], "hello") && j >= 4 && is(&args[j - 2], "auth")
+    };
+    let kept = args.len().min(SLOWLOG_ARGS_MAX);
+    (0..kept)
+        .map(|j| {
+            if kept != args.len() && j == kept - 1 {
+                format!("... ({} more arguments)", args.len() - kept + 1).into_bytes()
+            } else if redacted(j) {
+                REDACTED.to_vec()
+            } else if args[j].len() > SLOWLOG_ARG_BYTES_MAX {
+                let mut a = args[j][..SLOWLOG_ARG_BYTES_MAX].to_vec();
+                a.extend_from_slice(format!("... ({} more bytes)", args[j].len() - SLOWLOG_ARG_BYTES_MAX).as_bytes());
+                a
+            } else {
+                args[j].to_vec()
+            }
+        })
+        .collect()
+}
+
+/// SLOWLOG GET [count] | LEN | RESET | HELP, Redis 7's replies.
+pub(crate) fn slowlog(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple};
+    /// SLOWLOG GET's default count (Redis's).
+    const GET_COUNT_DEFAULT: usize = 10;
+    let Some(sub) = super::server::sub(table::Cmd::Slowlog, args, out) else { return };
+    let log = &ctx.shared.slowlog;
+    match sub {
+        "get" => {
+            let count = match args.get(2) {
+                None => Some(GET_COUNT_DEFAULT),
+                // Redis's getRangeLongFromObjectOrReply(-1, LONG_MAX) with
+                // its own message for a non-number too.
+                Some(a) => match super::int_arg(a) {
+                    Some(-1) => None,
+                    Some(n) if n >= 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                    _ => return push_error(out, b"ERR count should be greater than or equal to -1"),
+                },
+            };
+            let entries = log.newest(count);
+            push_array(out, entries.len());
+            for e in &entries {
+                push_array(out, 6);
+                push_int(out, e.id as i64);
+                push_int(out, e.unix_secs as i64);
+                push_int(out, e.micros as i64);
+                push_array(out, e.args.len());
+                for a in &e.args {
+                    push_bulk(out, a);
+                }
+                push_bulk(out, e.addr.as_bytes());
+                push_bulk(out, &e.name);
+            }
+        }
+        "len" => push_int(out, log.len() as i64),
+        "reset" => {
+            log.reset();
+            push_simple(out, "OK");
+        }
+        _ => super::server::help(
+            &[
+                "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET [<count>]",
+                "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+                "    Entries are made of:",
+                "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+                "    client name",
+                "LEN",
+                "    Return the length of the slowlog.",
+                "RESET",
+                "    Reset the slowlog.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
+}
+
+/// `%f` then Redis's `trimDoubleString`: `50`, `99.9`.
+fn percentile_label(p: f64) -> String {
+    let s = format!("{p:.6}");
+    let s = s.trim_end_matches('0');
+    s.trim_end_matches('.').to_string()
+}
+
+/// INFO commandstats' lines (without the title), in table order.
+pub fn info_commandstats(rows: &[Row], text: &mut String) {
+    use std::fmt::Write as _;
+    for (slot, r) in rows.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        // Redis's arithmetic: whole microseconds, divided by the calls.
+        let usec = r.nanos / 1000;
+        let per_call = if r.calls == 0 { 0.0 } else { usec as f64 / r.calls as f64 };
+        let _ = write!(
+            text,
+            "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+            slot_name(slot),
+            r.calls,
+            usec,
+            per_call,
+            r.rejected,
+            r.failed
+        );
+    }
+}
+
+/// INFO latencystats' lines (without the title): the commands that ran.
+pub fn info_latencystats(rows: &[Row], text: &mut String) {
+    use std::fmt::Write as _;
+    for (slot, r) in rows.iter().enumerate().filter(|(_, r)| r.hist.is_some()) {
+        let _ = write!(text, "latency_percentiles_usec_{}:", slot_name(slot));
+        for (i, p) in INFO_PERCENTILES.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            let _ = write!(text, "p{}={:.3}", percentile_label(*p), r.percentile_ns(*p) as f64 / 1000.0);
+        }
+        text.push_str("\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn args(v: &[&str]) -> Vec<Arg<'static>> {
+        v.iter().map(|s| Cow::Owned(s.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn percentile_labels_are_redis_trimmed() {
+        assert_eq!(percentile_label(50.0), "50");
+        assert_eq!(percentile_label(99.9), "99.9");
+        assert_eq!(percentile_label(99.99), "99.99");
+    }
+
+    #[test]
+    fn percentiles_match_redis_for_its_samples() {
+        // Redis records microseconds × 1000; a lone 1 µs sample reads back
+        // as 1.003 µs, 6 µs as 6.015 µs (INFO latencystats of redis 7.0.15).
+        let c = CommandStats::default();
+        c.record(get_slot(), 1, 1000, 0);
+        let rows = merged_one(&c);
+        assert_eq!(rows[get_slot()].percentile_ns(50.0), 1003);
+        let c = CommandStats::default();
+        c.record(get_slot(), 1, 6000, 0);
+        assert_eq!(merged_one(&c)[get_slot()].percentile_ns(99.9), 6015);
+    }
+
+    fn merged_one(c: &CommandStats) -> Vec<Row> {
+        let mut rows = vec![Row::default(); slot_count()];
+        c.add_to(&mut rows);
+        rows
+    }
+
+    #[test]
+    fn long_and_many_arguments_are_cut_as_redis_cuts_them() {
+        let long = "a".repeat(200);
+        let logged = logged_args(&args(&["set", &long, "v"]));
+        assert_eq!(logged[1], format!("{}... (72 more bytes)", "a".repeat(128)).into_bytes());
+        let many: Vec<String> = std::iter::once("del".to_string()).chain((1..=40).map(|i| i.to_string())).collect();
+        let many: Vec<&str> = many.iter().map(|s| s.as_str()).collect();
+        let logged = logged_args(&args(&many));
+        assert_eq!(logged.len(), 32);
+        assert_eq!(logged[30], b"30");
+        assert_eq!(logged[31], b"... (10 more arguments)");
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        assert_eq!(logged_args(&args(&["auth", "pw"])), [&b"auth"[..], b"(redacted)"]);
+        let hello = logged_args(&args(&["hello", "3", "auth", "u", "p", "setname", "n"]));
+        assert_eq!(hello, [&b"hello"[..], b"3", b"auth", b"(redacted)", b"(redacted)", b"setname", b"n"]);
+    }
+
+    #[test]
+    fn slots_name_commands_and_subcommands() {
+        assert_eq!(slot_name(get_slot()), "get");
+        let config = table::lookup(b"config").unwrap();
+        let (slot, rejected) = classify(config, &args(&["config", "get", "x"])).unwrap();
+        assert_eq!((slot_name(slot), rejected), ("config|get", false));
+        assert_eq!(classify(config, &args(&["config", "nosuch"])), None);
+        let (slot, rejected) = classify(config, &args(&["config"])).unwrap();
+        assert_eq!((slot_name(slot), rejected), ("config", true));
+    }
+}
