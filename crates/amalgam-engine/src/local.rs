@@ -99,6 +99,10 @@ pub(crate) struct Owned {
     pub cas_generation: u64,
     /// Inserts since the last expansion check.
     pub inserts_since_check: u32,
+    /// While [`Store::with_value_bytes_max`](crate::Store::with_value_bytes_max)
+    /// runs on this thread: the longest value its writes may store, in
+    /// place of `Config::item_size_max_bytes` (None: that limit).
+    pub value_bytes_max: Option<usize>,
 }
 
 /// One thread's state for one store.
@@ -141,6 +145,7 @@ impl Local {
                 cas_end: 0,
                 cas_generation: 0,
                 inserts_since_check: 0,
+                value_bytes_max: None,
             }),
         }
     }

@@ -1241,7 +1241,12 @@ impl Inner {
         if meta.expiry != 0 && !self.ttl_seen.load(Ordering::Relaxed) {
             self.ttl_seen.store(true, Ordering::Relaxed);
         }
-        if item::limit_len(n.key.len(), n.vlen, &meta) > limit {
+        // SAFETY: our own Local; the reference ends with this statement.
+        let too_large = match unsafe { local.owned() }.value_bytes_max {
+            Some(value_max) => n.vlen > value_max,
+            None => item::limit_len(n.key.len(), n.vlen, &meta) > limit,
+        };
+        if too_large {
             return Err(Error::TooLarge);
         }
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
@@ -2615,6 +2620,42 @@ impl Store {
                 Err(e) => Decision::Keep(Some(Err(e))),
             }
         })
+    }
+
+    /// Runs `f` with this thread's writes limited by value length instead
+    /// of by `Config::item_size_max_bytes`: a value of up to `value_bytes`
+    /// bytes (at most [`ITEM_SIZE_MAX_BYTES_LIMIT`]) is stored whatever
+    /// its header and key add. The server runs RESP commands so, since
+    /// Redis limits a string by its length (`proto-max-bulk-len`) while
+    /// memcached's `-I` limits the whole item; recovery restores so, since
+    /// what was stored once must come back. Nests; the previous limit is
+    /// back when `f` returns or unwinds. The memory budget still applies.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Config, Error, Expiry, Store};
+    /// let store = Store::new(Config { item_size_max_bytes: 1024, memory_limit_bytes: 8 << 20, ..Config::default() }).unwrap();
+    /// let big = vec![7u8; 4096];
+    /// assert_eq!(store.set(b"k", &big, 0, Expiry::Never), Err(Error::TooLarge));
+    /// assert!(store.with_value_bytes_max(4096, || store.set(b"k", &big, 0, Expiry::Never)).is_ok());
+    /// assert_eq!(store.with_value_bytes_max(4095, || store.set(b"k", &big, 0, Expiry::Never)), Err(Error::TooLarge));
+    /// ```
+    pub fn with_value_bytes_max<R>(&self, value_bytes: usize, f: impl FnOnce() -> R) -> R {
+        /// Puts the thread's previous limit back, also on unwinding.
+        struct Restore<'a>(&'a Local, Option<usize>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                // SAFETY: the calling thread's own Local; the reference
+                // ends with this statement.
+                unsafe { self.0.owned() }.value_bytes_max = self.1;
+            }
+        }
+        let local = self.inner.epochs.local(&self.inner.shared);
+        let limit = value_bytes.min(ITEM_SIZE_MAX_BYTES_LIMIT);
+        // SAFETY: the calling thread's own Local; the reference ends with
+        // this statement.
+        let previous = unsafe { local.owned() }.value_bytes_max.replace(limit);
+        let _restore = Restore(local, previous);
+        f()
     }
 
     /// The general read-modify-write behind memcached's meta commands:

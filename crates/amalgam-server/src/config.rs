@@ -17,6 +17,18 @@ pub const MEMORY_LIMIT_MB_MAX: usize = 1 << 24;
 /// Smallest and largest `-I` memcached accepts.
 pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
 pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
+/// Redis's default `proto-max-bulk-len`: the longest RESP bulk string
+/// (a string value) accepted, 512 MB.
+pub const PROTO_MAX_BULK_LEN_DEFAULT: u64 = 512 << 20;
+/// Smallest `proto-max-bulk-len` Redis 7.0 accepts (1 MB).
+pub const PROTO_MAX_BULK_LEN_MIN: u64 = 1 << 20;
+/// Largest `proto-max-bulk-len` Redis 7.0 accepts (`LONG_MAX`).
+pub const PROTO_MAX_BULK_LEN_MAX: u64 = i64::MAX as u64;
+/// The longest bulk string Amalgam reads whatever `proto-max-bulk-len`
+/// says: the engine's largest value (its value length is 32 bits, and
+/// Redis's own `client-query-buffer-limit`, 1 GiB, stops a larger one).
+pub const RESP_BULK_BYTES_LIMIT: usize = amalgam_engine::ITEM_SIZE_MAX_BYTES_LIMIT;
+const _: () = assert!(PROTO_MAX_BULK_LEN_DEFAULT as usize <= RESP_BULK_BYTES_LIMIT);
 /// `--snapshot-every` default: Redis's `save 300 10` interval.
 pub const SNAPSHOT_EVERY_SECONDS_DEFAULT: u64 = 300;
 /// `--snapshot-after-writes` default: enough that a snapshot costs little
@@ -96,6 +108,13 @@ pub struct Args {
     /// with a k or m suffix: 1m, 512k.
     #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]
     pub max_item_size: usize,
+
+    /// Longest RESP bulk string, so longest string value, over the RESP
+    /// port (Redis's proto-max-bulk-len; bytes or a memory value: 512mb,
+    /// 1gb). Also settable with CONFIG SET. Values past 1 GiB are refused
+    /// whatever this says. memcached's port keeps -I.
+    #[arg(long = "proto-max-bulk-len", default_value = "536870912", value_parser = parse_proto_max_bulk_len)]
+    pub proto_max_bulk_len: u64,
 
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
@@ -241,6 +260,40 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         ));
     }
     Ok(bytes)
+}
+
+/// Redis's `memtoll` (digits, optionally signed, with an optional unit:
+/// k = 1000, kb = 1024, m, mb, g, gb; case-insensitive), or None if `s`
+/// is not a memory value.
+pub fn memory_value(s: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let mul: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+/// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does; the
+/// error is the part Redis puts after "- " in its reply.
+pub fn check_proto_max_bulk_len(v: &[u8]) -> Result<u64, String> {
+    let n = memory_value(v).ok_or("argument must be a memory value")?;
+    match u64::try_from(n) {
+        Ok(n) if (PROTO_MAX_BULK_LEN_MIN..=PROTO_MAX_BULK_LEN_MAX).contains(&n) => Ok(n),
+        _ => Err(format!("argument must be between {PROTO_MAX_BULK_LEN_MIN} and {PROTO_MAX_BULK_LEN_MAX} inclusive")),
+    }
+}
+
+fn parse_proto_max_bulk_len(s: &str) -> Result<u64, String> {
+    check_proto_max_bulk_len(s.as_bytes()).map_err(|e| format!("--proto-max-bulk-len: {e}"))
 }
 
 impl Args {

@@ -83,7 +83,7 @@ use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
-use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array, Limits};
+use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array};
 use amalgam_types::Kind;
 use mio::Waker;
 use std::collections::hash_map::RandomState;
@@ -472,7 +472,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
 }
 
 fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
-    Ctx { shared, stats, session, limits: Limits::for_item_size(shared.args.max_item_size) }
+    Ctx { shared, stats, session, limits: shared.resp_limits() }
 }
 
 /// A wake-up `(_, seq)` reached the connection of `session`: retries its

@@ -196,7 +196,7 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("databases", "1".into()),
         ("port", a.resp_port.to_string()),
         ("bind", a.listen.clone()),
-        ("proto-max-bulk-len", a.max_item_size.to_string()),
+        ("proto-max-bulk-len", ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed).to_string()),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
     ];
@@ -219,6 +219,8 @@ enum Kind {
     Int(i64, i64),
     /// A memory value (`10mb`, `1gb`, bytes).
     Memory,
+    /// `proto-max-bulk-len`: a memory value in Redis's range for it.
+    BulkLen,
     /// `yes` or `no`.
     Bool,
     /// One of the names.
@@ -235,7 +237,8 @@ fn config_kind(name: &str) -> Kind {
         "maxclients" => Kind::Int(1, u32::MAX as i64),
         "timeout" => Kind::Int(0, i32::MAX as i64),
         "port" => Kind::Int(0, 65535),
-        "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
+        "maxmemory" => Kind::Memory,
+        "proto-max-bulk-len" => Kind::BulkLen,
         "appendonly" => Kind::Bool,
         "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
         "maxmemory-policy" => Kind::Enum(&[
@@ -288,6 +291,7 @@ fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
             current.parse() == Ok(n)
         }
         Kind::Memory => memory_value(v).ok_or("argument must be a memory value")? == current.parse().unwrap_or(0),
+        Kind::BulkLen => crate::config::check_proto_max_bulk_len(v)? == current.parse().unwrap_or(0),
         Kind::Bool => {
             if !is(v, "yes") && !is(v, "no") {
                 return Err("argument must be 'yes' or 'no'".into());
@@ -311,8 +315,8 @@ fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
 /// the first failure (in Redis's order: unknown name, immutable,
 /// duplicate, then each value's check) answers its error with nothing
 /// changed. The collection thresholds (`hash-max-listpack-entries` …,
-/// resp/typed.rs) change at run time, applied only after every check
-/// passed; Amalgam changes none of the others: a value equal to
+/// resp/typed.rs) and `proto-max-bulk-len` change at run time, applied
+/// only after every check passed; Amalgam changes none of the others: a value equal to
 /// the current one is accepted (so `CONFIG SET save ""` and friends from
 /// tools succeed), any other gets "can't set immutable config" — restart
 /// with the flag instead. With no parameter changed, there is nothing to
@@ -352,7 +356,9 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
-    let settable = |name: &str| LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b);
+    let settable = |name: &str| {
+        name == "proto-max-bulk-len" || LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b)
+    };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
         if failed.is_some() {
@@ -374,7 +380,10 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if failed.is_none() {
         for &(i, v) in &chosen {
             let name = params[i].0;
-            if settable(name) {
+            if name == "proto-max-bulk-len" {
+                let n = crate::config::check_proto_max_bulk_len(v).expect("checked above");
+                ctx.shared.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            } else if settable(name) {
                 let n = match config_kind(name) {
                     Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
                     _ => int_arg(v),
