@@ -68,6 +68,7 @@
 //! | `item.rs`  | item layout |
 //! | `pool.rs`  | chunks, size classes, per-thread pools (store mode) |
 //! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
+//! | `outsized.rs` | cache mode's items larger than a segment: own blocks, same budget, same policy |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
@@ -89,6 +90,7 @@ mod item;
 mod journal;
 mod local;
 mod object;
+mod outsized;
 mod pool;
 mod reclaim;
 mod scan;

@@ -458,6 +458,12 @@ impl Segments {
         unsafe { self.base.add(id as usize * self.segment_bytes) }
     }
 
+    /// True if `p` lies in the segment log (cache mode's outsized items,
+    /// `outsized.rs`, lie outside it).
+    pub(crate) fn contains(&self, p: *const u8) -> bool {
+        (p as usize).wrapping_sub(self.base as usize) < self.count * self.segment_bytes
+    }
+
     /// The segment holding the item at `p` (an address inside the mapping).
     pub(crate) fn id_of(&self, p: *const u8) -> u32 {
         let off = (p as usize).wrapping_sub(self.base as usize);

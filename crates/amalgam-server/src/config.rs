@@ -262,14 +262,14 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     Ok(bytes)
 }
 
-/// Redis's `memtoll` (digits, optionally signed, with an optional unit:
-/// k = 1000, kb = 1024, m, mb, g, gb; case-insensitive), or None if `s`
-/// is not a memory value.
-pub fn memory_value(s: &[u8]) -> Option<i64> {
+/// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
+/// 1024, m, mb, g, gb; case-insensitive; no sign), or None if `s` is not
+/// a memory value.
+pub fn memory_value(s: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(s.len());
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
-    let mul: i64 = match unit {
+    let mul: u64 = match unit {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -279,17 +279,20 @@ pub fn memory_value(s: &[u8]) -> Option<i64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
-    digits.parse::<i64>().ok()?.checked_mul(mul)
+    digits.parse::<u64>().ok()?.checked_mul(mul)
 }
 
-/// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does; the
-/// error is the part Redis puts after "- " in its reply.
+/// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does (a
+/// negative number is not a memory value there); the error is the part
+/// Redis puts after "- " in its reply.
 pub fn check_proto_max_bulk_len(v: &[u8]) -> Result<u64, String> {
     let n = memory_value(v).ok_or("argument must be a memory value")?;
-    match u64::try_from(n) {
-        Ok(n) if (PROTO_MAX_BULK_LEN_MIN..=PROTO_MAX_BULK_LEN_MAX).contains(&n) => Ok(n),
-        _ => Err(format!("argument must be between {PROTO_MAX_BULK_LEN_MIN} and {PROTO_MAX_BULK_LEN_MAX} inclusive")),
+    if !(PROTO_MAX_BULK_LEN_MIN..=PROTO_MAX_BULK_LEN_MAX).contains(&n) {
+        return Err(format!(
+            "argument must be between {PROTO_MAX_BULK_LEN_MIN} and {PROTO_MAX_BULK_LEN_MAX} inclusive"
+        ));
     }
+    Ok(n)
 }
 
 fn parse_proto_max_bulk_len(s: &str) -> Result<u64, String> {

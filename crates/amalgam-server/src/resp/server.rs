@@ -260,24 +260,7 @@ fn config_kind(name: &str) -> Kind {
     }
 }
 
-/// Redis's `memtoull`: digits with an optional unit (k = 1000, kb =
-/// 1024, m, mb, g, gb), case-insensitive.
-fn memory_value(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    digits.parse::<u64>().ok()?.checked_mul(mul)
-}
+use crate::config::memory_value;
 
 /// Checks `v` against `kind` and compares it with `current`: Ok(true) if
 /// it is the current value.
