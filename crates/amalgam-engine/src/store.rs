@@ -2033,7 +2033,7 @@ impl Inner {
 /// let s = Store::new(Config { memory_limit_bytes: 8 << 20, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
 /// assert_eq!(s.stats().segment_bytes, 128 << 10);
 /// let big = Config { memory_limit_bytes: 64 << 20, item_size_max_bytes: 4 << 20, eviction: Eviction::S3Fifo, ..Config::default() };
-/// assert_eq!(Store::new(big).unwrap().stats().segment_bytes, amalgam_engine::SEGMENT_BYTES);
+/// assert_eq!(Store::new(big).unwrap().stats().segment_bytes, amalgam_engine::SEGMENT_BYTES as u64);
 /// ```
 fn default_segment_bytes(budget: usize) -> usize {
     if budget / SEGMENT_BYTES >= SMALL_BUDGET_SEGMENTS {
