@@ -252,14 +252,8 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         _ => (s, 1),
     };
     let n: usize = digits.parse().map_err(|_| format!("'{s}' is not a size (examples: 1048576, 512k, 1m)"))?;
-    let bytes = n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))?;
-    if !(ITEM_SIZE_MAX_BYTES_MIN..=ITEM_SIZE_MAX_BYTES_MAX).contains(&bytes) {
-        return Err(format!(
-            "item size must be between {ITEM_SIZE_MAX_BYTES_MIN} bytes and {}m",
-            ITEM_SIZE_MAX_BYTES_MAX >> 20
-        ));
-    }
-    Ok(bytes)
+    // The range is checked with memcached's texts (validate_memcached).
+    n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))
 }
 
 /// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
@@ -335,9 +329,17 @@ impl Args {
     /// memcached's own refusals, with its texts; the caller exits with
     /// [`EXIT_USAGE`] as memcached does.
     pub fn validate_memcached(&self) -> Result<(), String> {
+        // memcached's checks of -I, in its order (lower bound, half of
+        // -m, 1 GiB) and with its texts.
+        if self.max_item_size < ITEM_SIZE_MAX_BYTES_MIN {
+            return Err("Item max size cannot be less than 1024 bytes.".into());
+        }
         // memcached: settings.item_size_max > settings.maxbytes / 2.
         if self.max_item_size > self.memory_limit_mb.saturating_mul(1 << 20) / 2 {
             return Err("Cannot set item size limit higher than 1/2 of memory max.".into());
+        }
+        if self.max_item_size > ITEM_SIZE_MAX_BYTES_MAX {
+            return Err("Cannot set item size limit higher than a gigabyte.".into());
         }
         Ok(())
     }
@@ -513,8 +515,13 @@ mod tests {
         assert_eq!(parse_size("1m"), Ok(1 << 20));
         assert_eq!(parse_size("512k"), Ok(512 << 10));
         assert_eq!(parse_size("2048"), Ok(2048));
-        assert!(parse_size("1").is_err());
-        assert!(parse_size("2048m").is_err());
+        // The range is memcached's refusal (validate_memcached).
+        let refused = |i: &str, m: &str| Args::parse_from(["amalgam", "-I", i, "-m", m]).validate_memcached();
+        assert_eq!(refused("1", "64"), Err("Item max size cannot be less than 1024 bytes.".into()));
+        assert_eq!(refused("1025m", "4096"), Err("Cannot set item size limit higher than a gigabyte.".into()));
+        assert_eq!(refused("1024m", "1024"), Err("Cannot set item size limit higher than 1/2 of memory max.".into()));
+        assert_eq!(refused("1025m", "64"), Err("Cannot set item size limit higher than 1/2 of memory max.".into()));
+        assert_eq!(refused("1024m", "2048"), Ok(()));
         assert!(parse_size("x").is_err());
     }
 

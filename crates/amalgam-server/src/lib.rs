@@ -181,17 +181,6 @@ impl Shared {
                 e
             }
         })?;
-        let seg = store.stats().segment_bytes as usize;
-        if seg > 0 && seg < args.max_item_size {
-            eprintln!(
-                "amalgam: warning: -m {} is divided into {} KiB segments, so items over {} KiB are refused as too \
-                 large (-I is {} KiB); give more memory or a smaller -I",
-                args.memory_limit_mb,
-                seg >> 10,
-                seg >> 10,
-                args.max_item_size >> 10
-            );
-        }
         let store = Arc::new(store);
         let persist = match args.persistence() {
             None => None,
