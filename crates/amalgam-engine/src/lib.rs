@@ -38,7 +38,14 @@
 //!   budget covers the index too (the memory account: segments may be
 //!   resident only up to the budget less the index, `segment.rs`), and
 //!   the table stays dense (7 items per bucket, doubling only when that
-//!   makes room for more items).
+//!   makes room for more items). An item larger than a segment is
+//!   *outsized* (`outsized.rs`): a block of its own, charged to the same
+//!   budget and evicted by the same policy.
+//! * Large values (issue 18): store mode allocates items past
+//!   [`SMALL_ITEM_BYTES_MAX`] one by one beside the pools; the item size
+//!   limit is `Config::item_size_max_bytes` (memcached's `-I`, the whole
+//!   item) unless the caller runs under [`Store::with_value_bytes_max`]
+//!   (the server's RESP commands: Redis limits a string's length).
 //!
 //! * Persistence hooks (issue 5, `journal.rs`): every change reaches a
 //!   [`Journal`] under its bucket lock; [`Store::snapshot`] writes a

@@ -1450,8 +1450,8 @@ impl Inner {
 
     /// Frees a block that was never published.
     fn free_unpublished(&self, local: &Local, block: Block) {
-        if let Some(segs) = self.shared.segments.as_ref().filter(|s| !s.contains(block.ptr)) {
-            let _ = segs;
+        if self.shared.segments.as_ref().is_some_and(|s| !s.contains(block.ptr)) {
+            // An outsized item (outsized.rs): its own block, freed now.
             // SAFETY: own Local, no other owned reference live; the block
             // was never published, so no reader can hold it.
             unsafe { local.owned().pool.free_outsized(&self.shared, block) };
