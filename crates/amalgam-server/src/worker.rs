@@ -40,11 +40,14 @@ const WRITE_BUFFER_KEEP_BYTES: usize = 256 * 1024;
 /// serves the others (fairness bound).
 pub const ROUNDS_PER_TURN_MAX: usize = 16;
 /// Most bytes one read asks for: a connection sending a large value gets
-/// this much per round, [`ROUNDS_PER_TURN_MAX`] rounds per turn, and then
-/// the worker serves its other connections (the value's read goes on at
-/// its next turn), so one large value does not hold up a worker for the
-/// whole of its arrival.
-pub const READ_BYTES_PER_ROUND_MAX: usize = 256 * 1024;
+/// this much per round, [`ROUNDS_PER_TURN_MAX`] rounds per turn (16 MiB,
+/// a few milliseconds of copying from the socket), and then the worker
+/// serves its other connections (the value's read goes on at its next
+/// turn), so one large value does not hold up a worker for the whole of
+/// its arrival. At 256 KiB a 512 MB SET took 128 turns, and each turn's
+/// yield on a loaded machine cost a scheduler slice: 5.5 s against Redis's
+/// 1.2 s (docs/benchmarks.md § Large values).
+pub const READ_BYTES_PER_ROUND_MAX: usize = 1 << 20;
 /// A request (a value) whose end lies at least this far past the front of
 /// the read buffer gets a buffer of exactly its size (`Conn::fill`).
 const EXACT_READ_BUFFER_BYTES_MIN: usize = 64 * 1024;
