@@ -3007,6 +3007,9 @@ impl Store {
         let mut cursor = 0;
         loop {
             cursor = self.scan(cursor, |it| {
+                if !segs.contains(it.ptr) {
+                    return; // outsized (outsized.rs): in no segment's queue
+                }
                 let id = segs.id_of(it.ptr);
                 if let Some(&pos) = order.get(&id) {
                     let off = it.ptr as usize - segs.base_of(id) as usize;
