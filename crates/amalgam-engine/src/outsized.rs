@@ -44,11 +44,18 @@
 //!   to a newer outsized item of the same key, the stale entry stands for
 //!   the newer item; the newer item's own entry then finds nothing later.)
 //!
+//! * **Ageing with the log.** Each entry carries its place in log order
+//!   (the creation order of the next segment when it was written). When
+//!   the reclaimer reclaims a segment, the outsized items written before
+//!   that segment are at the log's head too, and the policy decides on
+//!   them then ([`Inner::age_outsized`]): so small writes, which make the
+//!   reclaimer run, evict outsized items as they evict small ones, and a
+//!   kept item goes back to the tail.
+//!
 //! # Limits
-//! Outsized items compete with small ones only through the account: a
-//! burst of outsized writes evicts small items (the segments' limit
-//! drops), but small writes never evict outsized items; outsized items
-//! are evicted only to make room for other outsized items. The queue's
+//! The policy sees an outsized item as one item, whatever its size, and
+//! visits at most [`OUTSIZED_AGED_PER_SEGMENT_MAX`] per segment reclaimed.
+//! The queue's
 //! stale entries are dropped as the queue is walked, and the whole queue
 //! is checked once it is longer than [`OUTSIZED_QUEUE_SLACK`] plus twice
 //! the outsized items the reservation could hold.
@@ -67,6 +74,13 @@ pub(crate) const OUTSIZED_ALIGN_BYTES: usize = 4096;
 /// before a write checks the whole queue.
 pub(crate) const OUTSIZED_QUEUE_SLACK: usize = 64;
 
+/// Outsized items the policy visits per segment reclaimed, at most
+/// (`Inner::age_outsized`): bounds the reclaimer's extra work.
+pub(crate) const OUTSIZED_AGED_PER_SEGMENT_MAX: usize = 4;
+
+/// The reclaimer's mutex held: the policy may decide.
+pub(crate) type ReclaimerGuard<'a> = std::sync::MutexGuard<'a, crate::segment::OpenSegments>;
+
 /// The bytes an outsized item of `total` bytes takes.
 pub(crate) fn block_bytes(total: usize) -> usize {
     total.next_multiple_of(OUTSIZED_ALIGN_BYTES)
@@ -77,6 +91,10 @@ pub(crate) fn block_bytes(total: usize) -> usize {
 pub(crate) struct Outsized {
     /// The key's hash: its bucket, and the tag its slot carries.
     hash: u64,
+    /// Its place in log order: the creation order the next segment had
+    /// when it was written (or last kept). Segments reclaimed up to here
+    /// mean the log's head has passed it (`Inner::age_outsized`).
+    seq: u64,
     /// The item's address; compared, never dereferenced unless a slot of
     /// the key's bucket holds it.
     ptr: usize,
@@ -125,7 +143,8 @@ impl Inner {
             return Err(Error::OutOfMemory);
         };
         debug_assert_eq!(block.bytes, bytes);
-        let entry = Outsized { hash: self.hash(key), ptr: block.ptr as usize };
+        let seq = self.shared.segments.as_ref().map_or(0, |s| s.next_seq());
+        let entry = Outsized { hash: self.hash(key), seq, ptr: block.ptr as usize };
         cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry);
         Ok(block)
     }
@@ -150,12 +169,18 @@ impl Inner {
             if !compact && self.shared.reserved_bytes() + wanted <= cap {
                 break;
             }
-            let Some(entry) = cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
+            // The policy decides under the reclaimer's mutex (its
+            // contract); lock order: reclaimer, bucket, outsized queue.
+            let serialized = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(mut entry) = cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).pop_front() else { break };
             let room = self.shared.reserved_bytes() + wanted <= cap;
-            match self.visit_outsized(local, &entry, !room) {
+            match self.visit_outsized(local, &entry, !room, &serialized) {
                 Found::Gone => {}
                 Found::Evicted => evicted = true,
-                Found::Kept => cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry),
+                Found::Kept => {
+                    entry.seq = self.shared.segments.as_ref().map_or(0, |s| s.next_seq());
+                    cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry);
+                }
             }
         }
         // SAFETY: own Local; the reference ends with this statement.
@@ -165,9 +190,34 @@ impl Inner {
         evicted
     }
 
+    /// The log's head has passed the segment of creation order `head_seq`
+    /// (just reclaimed): the outsized items written before it are at the
+    /// head too, and the policy decides on them now, as on that segment's
+    /// items (at most [`OUTSIZED_AGED_PER_SEGMENT_MAX`] per segment). So
+    /// outsized items age with the log, and small writes evict them too.
+    /// The caller holds the reclaimer's mutex (`serialized`).
+    pub(crate) fn age_outsized(&self, local: &Local, head_seq: u64, serialized: &ReclaimerGuard<'_>) {
+        let Some(cache) = &self.cache else { return };
+        for _ in 0..OUTSIZED_AGED_PER_SEGMENT_MAX {
+            let entry = {
+                let mut q = cache.outsized.lock().unwrap_or_else(|e| e.into_inner());
+                match q.front() {
+                    Some(e) if e.seq <= head_seq => q.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(mut entry) = entry else { return };
+            if let Found::Kept = self.visit_outsized(local, &entry, true, serialized) {
+                entry.seq = self.shared.segments.as_ref().map_or(0, |s| s.next_seq());
+                cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry);
+            }
+        }
+    }
+
     /// One queued outsized item: gone, kept (after the policy's verdict,
-    /// or unconditionally unless `decide`), or evicted.
-    fn visit_outsized(&self, local: &Local, entry: &Outsized, decide: bool) -> Found {
+    /// or unconditionally unless `decide`), or evicted. The policy runs
+    /// only under the reclaimer's mutex (`_serialized`).
+    fn visit_outsized(&self, local: &Local, entry: &Outsized, decide: bool, _serialized: &ReclaimerGuard<'_>) -> Found {
         let cache = self.cache.as_ref().expect("cache mode");
         let pin = Pinned::new(self);
         let tag = split_hash(entry.hash).1;

@@ -697,7 +697,15 @@ impl Segments {
         q.iter().map(|&id| (id, self.meta(id).fill.load(Ordering::Acquire))).collect()
     }
 
-    /// Live bytes and creation order of segment `id` (tests).
+    /// The creation order the next segment taken will get: an outsized
+    /// item written now sits, in log order, after every segment so far
+    /// (`outsized.rs`).
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq.load(Ordering::Relaxed)
+    }
+
+    /// Live bytes and creation order of segment `id` (also `outsized.rs`:
+    /// how far the log's head has moved).
     pub(crate) fn live_and_seq(&self, id: u32) -> (i64, u64) {
         let m = self.meta(id);
         (m.live_bytes.load(Ordering::Relaxed), m.seq.load(Ordering::Relaxed))

@@ -74,3 +74,26 @@ fn cache_mode_outsized_items_are_read_back_overwritten_and_freed() {
     let huge = value(60 << 20, 3);
     assert_eq!(s.with_value_bytes_max(1 << 30, || s.set(b"huge", &huge, 0, Expiry::Never)), Err(Error::TooLarge));
 }
+
+#[test]
+fn cache_mode_small_writes_age_outsized_items_out() {
+    // Outsized items age with the log: once the reclaimer has passed the
+    // segments written before them, the policy decides on them as on
+    // small items, so a stream of small writes evicts unread large ones.
+    let s = store(Eviction::S3Fifo, 64 << 20);
+    let v = value(3 << 20, 7);
+    for k in [&b"big0"[..], b"big1", b"big2"] {
+        s.with_value_bytes_max(16 << 20, || s.set(k, &v, 0, Expiry::Never)).unwrap();
+    }
+    assert!(s.stats().outsized_bytes >= 9 << 20);
+    let small = [5u8; 1000];
+    for i in 0..300_000u32 {
+        s.set(&i.to_le_bytes(), &small, 0, Expiry::Never).unwrap();
+    }
+    assert!(s.stats().evictions > 0);
+    for k in [&b"big0"[..], b"big1", b"big2"] {
+        assert!(s.get(k, |_| ()).is_none(), "{} still cached: {:?}", String::from_utf8_lossy(k), s.stats());
+    }
+    assert!(s.reclaim());
+    assert_eq!(s.stats().outsized_bytes, 0, "{:?}", s.stats());
+}
