@@ -629,6 +629,23 @@ pub(crate) unsafe fn touch_freq(ptr: *const u8, max: u8) {
     }
 }
 
+/// Sets the published item's frequency to `freq` in place (the policy's
+/// "keep" for an outsized item, which is kept where it is instead of being
+/// copied: `outsized.rs`), keeping the fetched mark as
+/// [`copy_with_freq`] does. A GET racing with it may store its raised
+/// value over this one, which only leaves the item a little warmer.
+///
+/// # Safety
+/// `ptr` is a live item, and the caller holds its bucket lock.
+pub(crate) unsafe fn set_freq(ptr: *const u8, freq: u8) {
+    debug_assert!(freq <= FREQ_BITS_MAX);
+    // SAFETY: forwarded from the caller.
+    let m = unsafe { meta_byte(ptr) };
+    let bits = m.load(Ordering::Relaxed);
+    let fetched = if bits & META_FREQ_MASK != 0 { MARK_FETCHED } else { 0 };
+    m.store((bits & !META_FREQ_MASK) | fetched | (freq << META_FREQ_SHIFT), Ordering::Relaxed);
+}
+
 /// Copies the published item at `src` (of `total` bytes) to the
 /// unpublished memory at `dst`, with frequency `freq` (the reclaimer's
 /// reinsertion). The meta byte is read atomically, since GETs may raise it

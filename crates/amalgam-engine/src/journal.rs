@@ -400,7 +400,11 @@ impl Store {
     /// ```
     pub fn restore(&self, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, cas: u64) -> Result<(), crate::Error> {
         self.inner.raise_cas_counter(cas.saturating_add(1));
-        self.store_with_cas(key, value, flags, expiry, cas).map(|_| ())
+        // What was stored once comes back whatever `-I` is now: a RESP
+        // string is limited by its length alone (`with_value_bytes_max`).
+        self.with_value_bytes_max(crate::ITEM_SIZE_MAX_BYTES_LIMIT, || {
+            self.store_with_cas(key, value, flags, expiry, cas).map(|_| ())
+        })
     }
 
     /// Recovery: stores a typed item (object.rs) exactly as it was: the

@@ -38,7 +38,14 @@
 //!   budget covers the index too (the memory account: segments may be
 //!   resident only up to the budget less the index, `segment.rs`), and
 //!   the table stays dense (7 items per bucket, doubling only when that
-//!   makes room for more items).
+//!   makes room for more items). An item larger than a segment is
+//!   *outsized* (`outsized.rs`): a block of its own, charged to the same
+//!   budget and evicted by the same policy.
+//! * Large values (issue 18): store mode allocates items past
+//!   [`SMALL_ITEM_BYTES_MAX`] one by one beside the pools; the item size
+//!   limit is `Config::item_size_max_bytes` (memcached's `-I`, the whole
+//!   item) unless the caller runs under [`Store::with_value_bytes_max`]
+//!   (the server's RESP commands: Redis limits a string's length).
 //!
 //! * Persistence hooks (issue 5, `journal.rs`): every change reaches a
 //!   [`Journal`] under its bucket lock; [`Store::snapshot`] writes a
@@ -68,6 +75,7 @@
 //! | `item.rs`  | item layout |
 //! | `pool.rs`  | chunks, size classes, per-thread pools (store mode) |
 //! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
+//! | `outsized.rs` | cache mode's items larger than a segment: own blocks, same budget, same policy |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `store.rs` | the public API and the expand thread |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
@@ -90,6 +98,7 @@ mod item;
 mod journal;
 mod local;
 mod object;
+mod outsized;
 mod pool;
 mod reclaim;
 mod scan;

@@ -72,6 +72,8 @@ pub(crate) enum Garbage {
     Snapshot(crate::journal::SnapBox),
     /// An object whose item left the index (object.rs); dropping frees it.
     Object(crate::object::RetiredCell),
+    /// Cache mode: an outsized item (outsized.rs) that left the index.
+    Outsized(Block),
     /// loom models only: what "freeing" means for a model's block (the
     /// model poisons it), run exactly where the collector frees garbage.
     #[cfg(loom)]
@@ -99,6 +101,13 @@ pub(crate) struct Owned {
     pub cas_generation: u64,
     /// Inserts since the last expansion check.
     pub inserts_since_check: u32,
+    /// While [`Store::with_value_bytes_max`](crate::Store::with_value_bytes_max)
+    /// runs on this thread: the longest value its writes may store, in
+    /// place of `Config::item_size_max_bytes` (None: that limit).
+    pub value_bytes_max: Option<usize>,
+    /// Cache mode: bytes of an outsized item (outsized.rs) a write of this
+    /// thread found no room for; its retry makes room first (0: none).
+    pub outsized_wanted: usize,
 }
 
 /// One thread's state for one store.
@@ -141,6 +150,8 @@ impl Local {
                 cas_end: 0,
                 cas_generation: 0,
                 inserts_since_check: 0,
+                value_bytes_max: None,
+                outsized_wanted: 0,
             }),
         }
     }
@@ -169,6 +180,13 @@ impl Local {
                 Garbage::Segment(_) => {}
                 Garbage::Snapshot(s) => drop(s),
                 Garbage::Object(o) => drop(o),
+                Garbage::Outsized(b) => {
+                    let layout = std::alloc::Layout::from_size_align(b.bytes, 64).expect("layout");
+                    // SAFETY: outsized blocks are allocated with exactly
+                    // this layout (pool.rs, alloc_outsized); at teardown
+                    // nothing references them.
+                    unsafe { std::alloc::dealloc(b.ptr, layout) };
+                }
                 #[cfg(loom)]
                 Garbage::Loom(f) => drop(f),
             }
@@ -353,6 +371,8 @@ impl Epochs {
                     Garbage::Segment(id) => shared.segments.as_ref().expect("segments exist in cache mode").release(id),
                     Garbage::Snapshot(s) => drop(s),
                     Garbage::Object(o) => drop(o),
+                    // SAFETY: as for Item: its grace period is over.
+                    Garbage::Outsized(block) => unsafe { owned.pool.free_outsized(shared, block) },
                     #[cfg(loom)]
                     Garbage::Loom(free) => free(),
                 }

@@ -438,6 +438,26 @@ impl LocalPool {
         self.bump_end = std::ptr::null_mut();
     }
 
+    /// Cache mode's outsized items (`outsized.rs`): a block of its own from
+    /// the system allocator, counted in the shared reservation (which
+    /// cache mode uses for nothing else) so the memory account charges it.
+    pub(crate) fn alloc_outsized(&mut self, shared: &SharedPool, bytes: usize) -> Option<Block> {
+        self.alloc_large(shared, bytes)
+    }
+
+    /// Frees a block from [`LocalPool::alloc_outsized`].
+    ///
+    /// # Safety
+    /// As for [`LocalPool::free`]: nothing references `block` any more.
+    pub(crate) unsafe fn free_outsized(&mut self, shared: &SharedPool, block: Block) {
+        self.live_bytes -= block.bytes as isize;
+        let layout = std::alloc::Layout::from_size_align(block.bytes, 64).expect("layout");
+        // SAFETY: allocated by alloc_large with exactly this layout; the
+        // caller guarantees no reference is left.
+        unsafe { std::alloc::dealloc(block.ptr, layout) };
+        shared.release(block.bytes);
+    }
+
     fn alloc_large(&mut self, shared: &SharedPool, bytes: usize) -> Option<Block> {
         let rounded = bytes.checked_next_multiple_of(4096)?;
         if !shared.reserve(rounded) {

@@ -283,7 +283,10 @@ impl Inner {
                 .or_else(|| segs.pop_victim(other, &mut own).map(|v| (v, other)))
         };
         let Some((victim, queue)) = popped else { return false };
+        let head_seq = segs.live_and_seq(victim.0).1;
         self.reclaim_run(local, Copies::Held(&mut copies), queue, &[victim], force, None);
+        // Outsized items written before this segment are at the head too.
+        self.age_outsized(local, head_seq, &copies);
         true
     }
 

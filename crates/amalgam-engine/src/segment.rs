@@ -458,6 +458,12 @@ impl Segments {
         unsafe { self.base.add(id as usize * self.segment_bytes) }
     }
 
+    /// True if `p` lies in the segment log (cache mode's outsized items,
+    /// `outsized.rs`, lie outside it).
+    pub(crate) fn contains(&self, p: *const u8) -> bool {
+        (p as usize).wrapping_sub(self.base as usize) < self.count * self.segment_bytes
+    }
+
     /// The segment holding the item at `p` (an address inside the mapping).
     pub(crate) fn id_of(&self, p: *const u8) -> u32 {
         let off = (p as usize).wrapping_sub(self.base as usize);
@@ -691,7 +697,15 @@ impl Segments {
         q.iter().map(|&id| (id, self.meta(id).fill.load(Ordering::Acquire))).collect()
     }
 
-    /// Live bytes and creation order of segment `id` (tests).
+    /// The creation order the next segment taken will get: an outsized
+    /// item written now sits, in log order, after every segment so far
+    /// (`outsized.rs`).
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq.load(Ordering::Relaxed)
+    }
+
+    /// Live bytes and creation order of segment `id` (also `outsized.rs`:
+    /// how far the log's head has moved).
     pub(crate) fn live_and_seq(&self, id: u32) -> (i64, u64) {
         let m = self.meta(id);
         (m.live_bytes.load(Ordering::Relaxed), m.seq.load(Ordering::Relaxed))

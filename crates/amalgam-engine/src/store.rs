@@ -386,15 +386,15 @@ pub struct Config {
     pub hash_seed: Option<u64>,
     /// Cache mode's eviction policy; [`Eviction::None`] is store mode (a
     /// full store refuses writes). In cache mode item memory is a log of
-    /// segments of [`SEGMENT_BYTES`], or of `item_size_max_bytes` rounded
-    /// up to a power of two if that is larger (as memcached's slab page
-    /// grows with `-I`), and the budget must hold
-    /// [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) of them.
+    /// segments of [`SEGMENT_BYTES`] (smaller for budgets under 64 of
+    /// them), and the budget must hold [`SEGMENTS_MIN`](crate::SEGMENTS_MIN)
+    /// of them; an item larger than a segment is stored on its own and
+    /// charged to the same budget (`outsized.rs`).
     pub eviction: Eviction,
     /// Segment size in cache mode; 0 (the default) chooses as described
     /// under `eviction`. Tests set it small so the engine's eviction order
-    /// equals the item-granularity model's; items above it are refused
-    /// per request (TooLarge).
+    /// equals the item-granularity model's; items above it are outsized
+    /// (`outsized.rs`).
     #[doc(hidden)]
     pub segment_bytes: usize,
     /// Cache mode: whether the maintenance thread reclaims segments ahead
@@ -475,6 +475,10 @@ pub struct Stats {
     /// Chunk and large-item bytes reserved against the budget (store
     /// mode); bytes of segments that may be resident (cache mode).
     pub reserved_bytes: u64,
+    /// Cache mode: bytes of outsized items (larger than a segment, each
+    /// its own block: `outsized.rs`), charged to the budget; 0 in store
+    /// mode, whose large items count in `reserved_bytes`.
+    pub outsized_bytes: u64,
     /// The budget (`memory_limit_bytes`).
     pub memory_limit_bytes: u64,
     /// Buckets in the current table.
@@ -886,6 +890,8 @@ pub(crate) struct Cache {
     pub(crate) expired_unfetched: AtomicU64,
     pub(crate) reclaimed_segments: AtomicU64,
     pub(crate) merged_segments: AtomicU64,
+    /// Outsized items in the order they were written (outsized.rs).
+    pub(crate) outsized: std::sync::Mutex<std::collections::VecDeque<crate::outsized::Outsized>>,
 }
 
 /// RAII pin of the calling thread's epoch.
@@ -1260,13 +1266,19 @@ impl Inner {
         if meta.expiry != 0 && !self.ttl_seen.load(Ordering::Relaxed) {
             self.ttl_seen.store(true, Ordering::Relaxed);
         }
-        if item::limit_len(n.key.len(), n.vlen, &meta) > limit {
+        // SAFETY: our own Local; the reference ends with this statement.
+        let too_large = match unsafe { local.owned() }.value_bytes_max {
+            Some(value_max) => n.vlen > value_max,
+            None => item::limit_len(n.key.len(), n.vlen, &meta) > limit,
+        };
+        if too_large {
             return Err(Error::TooLarge);
         }
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
-        let block = match &self.cache {
-            None => self.alloc(local, len)?,
-            Some(c) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
+        let block = match (&self.cache, &self.shared.segments) {
+            (Some(_), Some(segs)) if len > segs.segment_bytes() => self.alloc_outsized(local, n.key, len)?,
+            (Some(c), _) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
+            (None, _) => self.alloc(local, len)?,
         };
         // SAFETY: the block is fresh, at least `len` bytes, and ours.
         let dst = unsafe { std::slice::from_raw_parts_mut(block.ptr, len) };
@@ -1321,6 +1333,7 @@ impl Inner {
     /// maintenance thread reclaiming ahead this is normally one load.
     pub(crate) fn make_room(&self, local: &Local) {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
+
         let free = segs.free_count();
         if cache.background && free <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS {
             if let Some(th) = self.maintenance_thread.get() {
@@ -1413,6 +1426,22 @@ impl Inner {
     fn make_room_now(&self, local: &Local) -> bool {
         let (Some(_), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
         // SAFETY: own Local; the reference ends with this statement.
+        let wanted = std::mem::take(&mut unsafe { local.owned() }.outsized_wanted);
+        if crate::txn::active() {
+            // Inside `Store::atomically` the thread holds buckets out of
+            // any eviction's order: evicting (which takes the reclaimer's
+            // mutex, then other buckets) could wait for a transaction
+            // that waits for us (txn.rs, "Memory"). The write fails with
+            // out of memory instead.
+            return false;
+        }
+        if wanted > 0 {
+            // An outsized item found no room (outsized.rs): evict outsized
+            // items; a pinned caller evicts too, and its retry may still
+            // find the memory waiting for the grace period.
+            return self.evict_outsized(local, wanted);
+        }
+        // SAFETY: own Local; the reference ends with this statement.
         if unsafe { local.owned() }.pin_depth != 0 {
             return false;
         }
@@ -1448,6 +1477,13 @@ impl Inner {
 
     /// Frees a block that was never published.
     fn free_unpublished(&self, local: &Local, block: Block) {
+        if self.shared.segments.as_ref().is_some_and(|s| !s.contains(block.ptr)) {
+            // An outsized item (outsized.rs): its own block, freed now.
+            // SAFETY: own Local, no other owned reference live; the block
+            // was never published, so no reader can hold it.
+            unsafe { local.owned().pool.free_outsized(&self.shared, block) };
+            return;
+        }
         if self.cache.is_some() {
             // Cache mode: the bytes stay in their segment as garbage (not
             // in the index, so dead) until the segment is reclaimed.
@@ -1464,7 +1500,7 @@ impl Inner {
     /// released): store mode frees it after the grace period; cache mode
     /// leaves it in its segment and counts it out of the segment's live
     /// bytes (and as expired-unfetched if it expired unread).
-    fn retire_item(&self, local: &Local, p: *const u8) {
+    pub(crate) fn retire_item(&self, local: &Local, p: *const u8) {
         match &self.shared.segments {
             None => {
                 let block = Block { ptr: p as *mut u8, bytes: self.block_size(p) };
@@ -1472,9 +1508,15 @@ impl Inner {
             }
             Some(segs) => {
                 // SAFETY: p is unlinked but its segment cannot be reclaimed
-                // before our pin (or, for the sweep, the epoch) ends.
+                // (nor, outsized, freed) before our pin (or, for the
+                // sweep, the epoch) ends.
                 let (l, freq) = unsafe { (item::layout(p), item::freq(p)) };
-                segs.add_live(p, -(l.total().next_multiple_of(ITEM_ALIGN_BYTES) as i64));
+                if segs.contains(p) {
+                    segs.add_live(p, -(l.total().next_multiple_of(ITEM_ALIGN_BYTES) as i64));
+                } else {
+                    let block = Block { ptr: p as *mut u8, bytes: crate::outsized::block_bytes(l.total()) };
+                    self.epochs.retire(local, &self.shared, Garbage::Outsized(block));
+                }
                 self.count_expired_unfetched(l.meta.expiry, l.meta.expiry_ms, freq);
             }
         }
@@ -1581,7 +1623,7 @@ impl Inner {
                         j.record(Change::Put(it));
                     }
                 }
-                if let Some(segs) = &self.shared.segments {
+                if let Some(segs) = self.shared.segments.as_ref().filter(|s| s.contains(block.ptr)) {
                     segs.add_live(block.ptr, block.bytes as i64);
                 }
                 local_add(&local.bytes, new_bytes);
@@ -1757,7 +1799,9 @@ impl Inner {
         // Objects (object.rs) live outside the segments: charging them
         // here shrinks what segments may hold, so the reclaimer evicts
         // until items and objects fit the budget together.
-        let charged = index + extra_index_bytes + self.object_bytes();
+        // Outsized items (outsized.rs) likewise: the shared reservation
+        // counts only them in cache mode.
+        let charged = index + extra_index_bytes + self.object_bytes() + self.shared.reserved_bytes();
         let resident = segs.set_limit_bytes(self.shared.budget_bytes().saturating_sub(charged));
         Some((resident, segs.limit()))
     }
@@ -2016,24 +2060,27 @@ impl Inner {
 }
 
 /// Cache mode's segment size when the configuration does not choose one:
-/// [`SEGMENT_BYTES`], or the item size max rounded up to a power of two if
-/// larger (as memcached's slab page grows with `-I`) — unless the budget
-/// would then hold fewer than [`SEGMENTS_MIN`](crate::SEGMENTS_MIN)
-/// segments. A tiny budget (`-m 2`) gets SMALL_BUDGET_SEGMENTS smaller
-/// segments instead (a power of two, at least
-/// SMALL_BUDGET_SEGMENT_BYTES_MIN), and items larger than one segment are
-/// refused as too large (memcached at such sizes cannot store them
-/// either: a 1 MiB item needs a 1 MiB slab page of its class).
+/// [`SEGMENT_BYTES`] once the budget holds SMALL_BUDGET_SEGMENTS of them;
+/// a smaller budget is divided into SMALL_BUDGET_SEGMENTS segments (a power
+/// of two, at least SMALL_BUDGET_SEGMENT_BYTES_MIN): `-m 8` gets 64 of
+/// 128 KiB. The item size max no longer enters: an item larger than a
+/// segment is an outsized item (`outsized.rs`), allocated on its own and
+/// charged to the same budget. (Before, segments grew with `-I`, and small
+/// budgets had a handful of 1 MiB segments, about three of them free or
+/// open at any time: `-m 8` held 0.55x memcached's kilobyte items.)
 ///
 /// ```
 /// # use amalgam_engine::{Config, Store, evict::Eviction};
 /// let s = Store::new(Config { memory_limit_bytes: 2 << 20, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
 /// assert_eq!(s.stats().segment_bytes, 32 << 10);
+/// let s = Store::new(Config { memory_limit_bytes: 8 << 20, eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+/// assert_eq!(s.stats().segment_bytes, 128 << 10);
+/// let big = Config { memory_limit_bytes: 64 << 20, item_size_max_bytes: 4 << 20, eviction: Eviction::S3Fifo, ..Config::default() };
+/// assert_eq!(Store::new(big).unwrap().stats().segment_bytes, amalgam_engine::SEGMENT_BYTES as u64);
 /// ```
-fn default_segment_bytes(budget: usize, item_size_max: usize) -> usize {
-    let natural = SEGMENT_BYTES.max(item_size_max.next_power_of_two());
-    if budget / natural >= crate::SEGMENTS_MIN {
-        return natural;
+fn default_segment_bytes(budget: usize) -> usize {
+    if budget / SEGMENT_BYTES >= SMALL_BUDGET_SEGMENTS {
+        return SEGMENT_BYTES;
     }
     let fitting = (budget / SMALL_BUDGET_SEGMENTS).max(1);
     let pow2 = 1usize << (usize::BITS - 1 - fitting.leading_zeros());
@@ -2184,15 +2231,11 @@ impl Store {
         let mut freq_max = 0;
         if let Some(policy) = config.eviction.policy(config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY) {
             let segment_bytes = match config.segment_bytes {
-                0 => default_segment_bytes(config.memory_limit_bytes, config.item_size_max_bytes),
+                0 => default_segment_bytes(config.memory_limit_bytes),
                 n => n,
             };
             shared.segments = Some(Segments::new(config.memory_limit_bytes, segment_bytes).map_err(|e| {
-                ConfigError(format!(
-                    "{e} (eviction {}: the item size max, {} bytes, must fit one segment; give more memory, a \
-                     smaller item size max, or eviction none)",
-                    config.eviction, config.item_size_max_bytes
-                ))
+                ConfigError(format!("{e} (eviction {}: give more memory, or eviction none)", config.eviction))
             })?);
             freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
             cache = Some(Cache {
@@ -2208,6 +2251,7 @@ impl Store {
                 expired_unfetched: AtomicU64::new(0),
                 reclaimed_segments: AtomicU64::new(0),
                 merged_segments: AtomicU64::new(0),
+                outsized: std::sync::Mutex::new(std::collections::VecDeque::new()),
             });
         }
         let table = Table::new(config.initial_buckets_log2)
@@ -2652,6 +2696,42 @@ impl Store {
         })
     }
 
+    /// Runs `f` with this thread's writes limited by value length instead
+    /// of by `Config::item_size_max_bytes`: a value of up to `value_bytes`
+    /// bytes (at most [`ITEM_SIZE_MAX_BYTES_LIMIT`]) is stored whatever
+    /// its header and key add. The server runs RESP commands so, since
+    /// Redis limits a string by its length (`proto-max-bulk-len`) while
+    /// memcached's `-I` limits the whole item; recovery restores so, since
+    /// what was stored once must come back. Nests; the previous limit is
+    /// back when `f` returns or unwinds. The memory budget still applies.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Config, Error, Expiry, Store};
+    /// let store = Store::new(Config { item_size_max_bytes: 1024, memory_limit_bytes: 8 << 20, ..Config::default() }).unwrap();
+    /// let big = vec![7u8; 4096];
+    /// assert_eq!(store.set(b"k", &big, 0, Expiry::Never), Err(Error::TooLarge));
+    /// assert!(store.with_value_bytes_max(4096, || store.set(b"k", &big, 0, Expiry::Never)).is_ok());
+    /// assert_eq!(store.with_value_bytes_max(4095, || store.set(b"k", &big, 0, Expiry::Never)), Err(Error::TooLarge));
+    /// ```
+    pub fn with_value_bytes_max<R>(&self, value_bytes: usize, f: impl FnOnce() -> R) -> R {
+        /// Puts the thread's previous limit back, also on unwinding.
+        struct Restore<'a>(&'a Local, Option<usize>);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                // SAFETY: the calling thread's own Local; the reference
+                // ends with this statement.
+                unsafe { self.0.owned() }.value_bytes_max = self.1;
+            }
+        }
+        let local = self.inner.epochs.local(&self.inner.shared);
+        let limit = value_bytes.min(ITEM_SIZE_MAX_BYTES_LIMIT);
+        // SAFETY: the calling thread's own Local; the reference ends with
+        // this statement.
+        let previous = unsafe { local.owned() }.value_bytes_max.replace(limit);
+        let _restore = Restore(local, previous);
+        f()
+    }
+
     /// The general read-modify-write behind memcached's meta commands:
     /// under the key's bucket lock, `decide` sees the live item (if any)
     /// and says what to do; returns its result and, when an item was
@@ -3071,6 +3151,9 @@ impl Store {
         let mut cursor = 0;
         loop {
             cursor = self.scan(cursor, |it| {
+                if !segs.contains(it.ptr) {
+                    return; // outsized (outsized.rs): in no segment's queue
+                }
                 let id = segs.id_of(it.ptr);
                 if let Some(&pos) = order.get(&id) {
                     let off = it.ptr as usize - segs.base_of(id) as usize;
@@ -3124,6 +3207,7 @@ impl Store {
         };
         s.index_bytes = (s.buckets + s.overflow_nodes) * 64;
         if let (Some(c), Some(segs)) = (&inner.cache, &inner.shared.segments) {
+            s.outsized_bytes = s.reserved_bytes;
             s.reserved_bytes = segs.resident_bytes() as u64;
             s.segment_limit = segs.limit() as u64;
             s.policy_bytes = c.policy.memory_bytes() as u64;
@@ -3159,8 +3243,11 @@ impl Drop for Store {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Only large items live outside the chunks the SharedPool unmaps.
+        // Only large items (store mode) and outsized items (cache mode,
+        // outsized.rs) live outside the chunks the SharedPool unmaps and
+        // the segment log.
         let store_mode = self.shared.segments.is_none();
+        let segments = self.shared.segments.as_ref();
         let large = |p: *const u8| {
             // An object item owns its cell (object.rs): drop it with the
             // store.
@@ -3169,7 +3256,11 @@ impl Drop for Inner {
             unsafe { drop_unpublished_object(p) };
             // SAFETY: as above.
             let total = unsafe { item::layout(p) }.total();
-            if store_mode && total > SMALL_ITEM_BYTES_MAX {
+            let outside = match segments {
+                None => total > SMALL_ITEM_BYTES_MAX,
+                Some(s) => !s.contains(p),
+            };
+            if outside {
                 let bytes = total.next_multiple_of(4096);
                 let layout = std::alloc::Layout::from_size_align(bytes, 64).expect("layout");
                 // SAFETY: large items are allocated with exactly this layout.

@@ -61,7 +61,11 @@
 //! Memory: a transaction is pinned for its whole run, and a pinned thread
 //! cannot wait for a grace period, so in cache mode it makes room first
 //! (`Inner::make_room`) and then takes from the reserve like any pinned
-//! writer; past the reserve a write in it fails with OutOfMemory.
+//! writer; past the reserve a write in it fails with OutOfMemory. Nor
+//! does it evict outsized items (`outsized.rs`) as a writer outside a
+//! transaction does: that takes the reclaimer's mutex and then other
+//! buckets, which the maintenance thread takes in that order too, so a
+//! transaction doing it could wait in a cycle (`Inner::make_room_now`).
 //!
 //! Memory of the held set: one word per bucket, in a thread-local vector
 //! reused across transactions.
@@ -88,7 +92,7 @@ pub(crate) fn holds(b: &Bucket) -> bool {
 }
 
 /// True if the calling thread is inside [`Store::atomically`].
-fn active() -> bool {
+pub(crate) fn active() -> bool {
     HELD.with(|h| !h.borrow().is_empty())
 }
 

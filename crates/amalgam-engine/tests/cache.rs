@@ -146,9 +146,9 @@ fn segments_record_fill_live_bytes_and_creation_order() {
 }
 
 #[test]
-fn cache_mode_refuses_what_it_cannot_do() {
-    // -I above a segment: segments grow to hold it (memcached's slab page
-    // grows with -I too) when the budget holds SEGMENTS_MIN of those.
+fn cache_mode_stores_items_larger_than_a_segment() {
+    // Segments no longer grow with -I: an item larger than one is outsized
+    // (outsized.rs), stored on its own and charged to the same budget.
     let big_items = Config {
         eviction: Eviction::S3Fifo,
         item_size_max_bytes: 2 * SEGMENT_BYTES,
@@ -156,15 +156,38 @@ fn cache_mode_refuses_what_it_cannot_do() {
         ..Config::default()
     };
     let store = Store::new(big_items.clone()).unwrap();
-    store.set(b"big", &vec![1u8; SEGMENT_BYTES + 100], 0, Expiry::Never).unwrap();
-    assert_eq!(store.stats().segments, 8);
-    // A budget too small for SEGMENTS_MIN such segments is divided into
-    // smaller ones instead; an item larger than one is refused per request
-    // (as too large), everything smaller is cached and evicted as usual.
+    let value = |i: u32| -> Vec<u8> { (0..SEGMENT_BYTES + 100).map(|j| (j as u32 ^ i) as u8).collect() };
+    store.set(b"big", &value(7), 0, Expiry::Never).unwrap();
+    assert_eq!(store.stats().segments, 64, "16 MiB in 64 segments of 256 KiB");
+    assert_eq!(store.get(b"big", |it| it.value().to_vec()), Some(value(7)));
+    assert!(store.stats().outsized_bytes > SEGMENT_BYTES as u64, "charged: {:?}", store.stats());
+    // Many more outsized items than the budget holds: older ones are
+    // evicted, the newest is there, and what they take stays within it.
+    for i in 0..40u32 {
+        store.set(format!("big{i}").as_bytes(), &value(i), 0, Expiry::Never).unwrap();
+        store.set(format!("small{i}").as_bytes(), &[1u8; 1000], 0, Expiry::Never).unwrap();
+    }
+    let st = store.stats();
+    assert!(st.evictions > 0, "{st:?}");
+    assert!(st.outsized_bytes + st.reserved_bytes + st.index_bytes <= 16 * SEGMENT_BYTES as u64, "{st:?}");
+    assert!(st.items < 80, "{st:?}");
+    assert_eq!(store.get(b"big39", |it| it.value().to_vec()), Some(value(39)));
+    // Overwritten and deleted outsized items give their memory back.
+    for i in 0..40u32 {
+        let _ = store.delete(format!("big{i}").as_bytes());
+    }
+    let _ = store.delete(b"big");
+    store.wait_for_expansion(std::time::Duration::from_secs(1));
+    let freed = store.set(b"again", &value(1), 0, Expiry::Never);
+    assert!(freed.is_ok(), "{freed:?}");
+    // A small budget: an item too large for what outsized items may take
+    // (the budget less the index's share and the log's minimum) is refused
+    // per request; everything smaller is cached and evicted as usual.
     let small = Store::new(Config { memory_limit_bytes: 2 * SEGMENT_BYTES, ..big_items }).unwrap();
     let seg = small.stats().segment_bytes as usize;
     assert!(seg < SEGMENT_BYTES && small.stats().segments >= 32, "{:?}", small.stats());
-    assert_eq!(small.set(b"big", &vec![1u8; seg], 0, Expiry::Never), Err(Error::TooLarge));
+    assert!(small.set(b"big", &vec![1u8; seg], 0, Expiry::Never).is_ok());
+    assert_eq!(small.set(b"huge", &vec![1u8; 3 * SEGMENT_BYTES / 2], 0, Expiry::Never), Err(Error::TooLarge));
     for i in 0..10_000u32 {
         small.set(&i.to_le_bytes(), &[7u8; 1000], 0, Expiry::Never).unwrap();
     }

@@ -54,6 +54,9 @@ const BUF_KEEP_BYTES: usize = 4 << 20;
 /// A thread's scratch buffer above this after a record (a large value) is
 /// freed rather than kept.
 const SCRATCH_KEEP_BYTES: usize = 64 << 10;
+/// A record at least this long, appended when nothing else is buffered,
+/// becomes the buffer instead of being copied into it (`append`).
+const HANDOVER_RECORD_BYTES_MIN: usize = 1 << 20;
 
 /// When the log reaches the disk (Redis's appendfsync).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,14 +187,22 @@ impl Log {
 
     /// Appends one record: `encode` frames it (and computes its CRC) in
     /// this thread's scratch buffer, outside any lock; the shared buffer's
-    /// mutex is then held only for one memcpy and the sequence number.
+    /// mutex is then held only for one memcpy and the sequence number (for
+    /// a record of a megabyte or more into an empty buffer, not even that:
+    /// the scratch buffer is swapped in).
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             encode(scratch);
             let seq = {
                 let mut b = lock(&self.buf);
-                b.bytes.extend_from_slice(scratch);
+                if b.bytes.is_empty() && scratch.len() >= HANDOVER_RECORD_BYTES_MIN {
+                    // A large record (a large value) is handed over, not
+                    // copied again under the mutex every writer takes.
+                    std::mem::swap(&mut b.bytes, scratch);
+                } else {
+                    b.bytes.extend_from_slice(scratch);
+                }
                 b.last_seq += 1;
                 b.last_seq
             };

@@ -31,8 +31,8 @@
 //! |---|---|---|
 //! | [`INLINE_BYTES_MAX`] | 64 KiB without a line end | `PROTO_INLINE_MAX_SIZE` |
 //! | [`ARRAY_ELEMENTS_MAX`] | 1 Mi elements | 7.0: `INT_MAX` (bounded by the query buffer); 1 Mi up to 6.2 |
-//! | [`Limits::bulk_bytes_max`] | the server's item size (`-I`) | `proto-max-bulk-len`, 512 MB |
-//! | [`Limits::request_bytes_max`] | max([`REQUEST_BYTES_MIN`], item size + 64 KiB) | `client-query-buffer-limit`, 1 GiB |
+//! | [`Limits::bulk_bytes_max`] | the server's `proto-max-bulk-len` (512 MB), at most 1 GiB | `proto-max-bulk-len`, 512 MB |
+//! | [`Limits::request_bytes_max`] | max([`REQUEST_BYTES_MIN`], bulk limit + 64 KiB) | `client-query-buffer-limit`, 1 GiB |
 //!
 //! ## Deviations, on purpose
 //! Redis finds line ends with `strchr`, which stops at a NUL byte, so a NUL

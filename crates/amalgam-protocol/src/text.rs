@@ -242,6 +242,41 @@ pub fn parse_u64(t: &[u8]) -> Option<u64> {
     std::str::from_utf8(t).ok()?.parse().ok()
 }
 
+/// Where the data block of the storage request at the front of `buf`
+/// ends (its trailing CRLF included), once its command line is buffered:
+/// `set`/`add`/`replace`/`append`/`prepend`/`cas <key> <flags> <exptime>
+/// <bytes>` and meta's `ms <key> <datalen>`. None for anything else or a
+/// line not yet whole. Only a sizing hint (the server reads a large value
+/// into a buffer of exactly this size instead of one that doubles and
+/// copies as it fills): [`parse`] still decides what the request is.
+///
+/// ```
+/// use amalgam_protocol::text::block_end;
+/// assert_eq!(block_end(b"set k 0 0 100000\r\nabc"), Some(18 + 100_000 + 2));
+/// assert_eq!(block_end(b"ms k 5 T0\r\nab"), Some(11 + 5 + 2));
+/// assert_eq!(block_end(b"get k\r\n"), None);
+/// assert_eq!(block_end(b"set k 0 0 100000"), None);
+/// ```
+pub fn block_end(buf: &[u8]) -> Option<usize> {
+    let head = &buf[..buf.len().min(crate::LINE_BYTES_MAX)];
+    let nl = memchr(b'\n', head)?;
+    let line = head[..nl].strip_suffix(b"\r").unwrap_or(&head[..nl]);
+    // The first five words are all it needs (meta requests have more).
+    let mut w = [&line[..0]; 5];
+    let mut n = 0;
+    for word in line.split(|&b| b == b' ').filter(|w| !w.is_empty()).take(5) {
+        w[n] = word;
+        n += 1;
+    }
+    let len = match w[0] {
+        b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" if n >= 5 => w[4],
+        b"ms" if n >= 3 => w[2],
+        _ => return None,
+    };
+    let vlen = usize::try_from(parse_u64(len)?).ok()?;
+    (nl + 1).checked_add(vlen)?.checked_add(2)
+}
+
 /// memcached's `safe_strtol` (exptime, length): `strtol` on a 64-bit
 /// `long` (ERANGE beyond it), stored into an `int32_t` (so truncated:
 /// 2147483648 becomes -2147483648, 4294967396 becomes 100).

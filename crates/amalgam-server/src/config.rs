@@ -17,6 +17,18 @@ pub const MEMORY_LIMIT_MB_MAX: usize = 1 << 24;
 /// Smallest and largest `-I` memcached accepts.
 pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
 pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
+/// Redis's default `proto-max-bulk-len`: the longest RESP bulk string
+/// (a string value) accepted, 512 MB.
+pub const PROTO_MAX_BULK_LEN_DEFAULT: u64 = 512 << 20;
+/// Smallest `proto-max-bulk-len` Redis 7.0 accepts (1 MB).
+pub const PROTO_MAX_BULK_LEN_MIN: u64 = 1 << 20;
+/// Largest `proto-max-bulk-len` Redis 7.0 accepts (`LONG_MAX`).
+pub const PROTO_MAX_BULK_LEN_MAX: u64 = i64::MAX as u64;
+/// The longest bulk string Amalgam reads whatever `proto-max-bulk-len`
+/// says: the engine's largest value (its value length is 32 bits, and
+/// Redis's own `client-query-buffer-limit`, 1 GiB, stops a larger one).
+pub const RESP_BULK_BYTES_LIMIT: usize = amalgam_engine::ITEM_SIZE_MAX_BYTES_LIMIT;
+const _: () = assert!(PROTO_MAX_BULK_LEN_DEFAULT as usize <= RESP_BULK_BYTES_LIMIT);
 /// `--snapshot-every` default: Redis's `save 300 10` interval.
 pub const SNAPSHOT_EVERY_SECONDS_DEFAULT: u64 = 300;
 /// `--snapshot-after-writes` default: enough that a snapshot costs little
@@ -102,6 +114,13 @@ pub struct Args {
     /// with a k or m suffix: 1m, 512k.
     #[arg(short = 'I', long = "max-item-size", default_value = "1m", value_parser = parse_size)]
     pub max_item_size: usize,
+
+    /// Longest RESP bulk string, so longest string value, over the RESP
+    /// port (Redis's proto-max-bulk-len; bytes or a memory value: 512mb,
+    /// 1gb). Also settable with CONFIG SET. Values past 1 GiB are refused
+    /// whatever this says. memcached's port keeps -I.
+    #[arg(long = "proto-max-bulk-len", default_value = "536870912", value_parser = parse_proto_max_bulk_len)]
+    pub proto_max_bulk_len: u64,
 
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
@@ -239,14 +258,45 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         _ => (s, 1),
     };
     let n: usize = digits.parse().map_err(|_| format!("'{s}' is not a size (examples: 1048576, 512k, 1m)"))?;
-    let bytes = n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))?;
-    if !(ITEM_SIZE_MAX_BYTES_MIN..=ITEM_SIZE_MAX_BYTES_MAX).contains(&bytes) {
+    // The range is checked with memcached's texts (validate_memcached).
+    n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
+/// 1024, m, mb, g, gb; case-insensitive; no sign), or None if `s` is not
+/// a memory value.
+pub fn memory_value(s: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does (a
+/// negative number is not a memory value there); the error is the part
+/// Redis puts after "- " in its reply.
+pub fn check_proto_max_bulk_len(v: &[u8]) -> Result<u64, String> {
+    let n = memory_value(v).ok_or("argument must be a memory value")?;
+    if !(PROTO_MAX_BULK_LEN_MIN..=PROTO_MAX_BULK_LEN_MAX).contains(&n) {
         return Err(format!(
-            "item size must be between {ITEM_SIZE_MAX_BYTES_MIN} bytes and {}m",
-            ITEM_SIZE_MAX_BYTES_MAX >> 20
+            "argument must be between {PROTO_MAX_BULK_LEN_MIN} and {PROTO_MAX_BULK_LEN_MAX} inclusive"
         ));
     }
-    Ok(bytes)
+    Ok(n)
+}
+
+fn parse_proto_max_bulk_len(s: &str) -> Result<u64, String> {
+    check_proto_max_bulk_len(s.as_bytes()).map_err(|e| format!("--proto-max-bulk-len: {e}"))
 }
 
 impl Args {
@@ -291,9 +341,17 @@ impl Args {
     /// memcached's own refusals, with its texts; the caller exits with
     /// [`EXIT_USAGE`] as memcached does.
     pub fn validate_memcached(&self) -> Result<(), String> {
+        // memcached's checks of -I, in its order (lower bound, half of
+        // -m, 1 GiB) and with its texts.
+        if self.max_item_size < ITEM_SIZE_MAX_BYTES_MIN {
+            return Err("Item max size cannot be less than 1024 bytes.".into());
+        }
         // memcached: settings.item_size_max > settings.maxbytes / 2.
         if self.max_item_size > self.memory_limit_mb.saturating_mul(1 << 20) / 2 {
             return Err("Cannot set item size limit higher than 1/2 of memory max.".into());
+        }
+        if self.max_item_size > ITEM_SIZE_MAX_BYTES_MAX {
+            return Err("Cannot set item size limit higher than a gigabyte.".into());
         }
         Ok(())
     }
@@ -473,8 +531,13 @@ mod tests {
         assert_eq!(parse_size("1m"), Ok(1 << 20));
         assert_eq!(parse_size("512k"), Ok(512 << 10));
         assert_eq!(parse_size("2048"), Ok(2048));
-        assert!(parse_size("1").is_err());
-        assert!(parse_size("2048m").is_err());
+        // The range is memcached's refusal (validate_memcached).
+        let refused = |i: &str, m: &str| Args::parse_from(["amalgam", "-I", i, "-m", m]).validate_memcached();
+        assert_eq!(refused("1", "64"), Err("Item max size cannot be less than 1024 bytes.".into()));
+        assert_eq!(refused("1025m", "4096"), Err("Cannot set item size limit higher than a gigabyte.".into()));
+        assert_eq!(refused("1024m", "1024"), Err("Cannot set item size limit higher than 1/2 of memory max.".into()));
+        assert_eq!(refused("1025m", "64"), Err("Cannot set item size limit higher than 1/2 of memory max.".into()));
+        assert_eq!(refused("1024m", "2048"), Ok(()));
         assert!(parse_size("x").is_err());
     }
 

@@ -113,7 +113,7 @@ use amalgam_engine::Store;
 use config::Args;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -147,6 +147,9 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
+    /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
+    /// SET (read once per RESP round, [`Shared::resp_limits`]).
+    pub proto_max_bulk_len: AtomicU64,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -168,6 +171,7 @@ impl Shared {
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
+        let proto_max_bulk_len = args.proto_max_bulk_len;
         let store = Store::new(amalgam_engine::Config {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
@@ -189,17 +193,6 @@ impl Shared {
                 e
             }
         })?;
-        let seg = store.stats().segment_bytes as usize;
-        if seg > 0 && seg < args.max_item_size {
-            eprintln!(
-                "amalgam: warning: -m {} is divided into {} KiB segments, so items over {} KiB are refused as too \
-                 large (-I is {} KiB); give more memory or a smaller -I",
-                args.memory_limit_mb,
-                seg >> 10,
-                seg >> 10,
-                args.max_item_size >> 10
-            );
-        }
         let store = Arc::new(store);
         let persist = match args.persistence() {
             None => None,
@@ -246,7 +239,17 @@ impl Shared {
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
             slowlog: resp::cmdstats::SlowLog::default(),
+            proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
         }))
+    }
+
+    /// The RESP parser's bounds now: bulk strings up to
+    /// `proto-max-bulk-len`, never past [`config::RESP_BULK_BYTES_LIMIT`].
+    pub fn resp_limits(&self) -> amalgam_protocol::resp::Limits {
+        let bulk = self.proto_max_bulk_len.load(Ordering::Relaxed);
+        amalgam_protocol::resp::Limits::for_bulk_len(
+            usize::try_from(bulk).unwrap_or(usize::MAX).min(config::RESP_BULK_BYTES_LIMIT),
+        )
     }
 
     /// False with `-C`: every CAS reads 0 (config.rs).

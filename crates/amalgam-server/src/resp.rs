@@ -123,7 +123,7 @@ pub(crate) enum Reply {
 /// The RESP state of one connection.
 #[derive(Debug)]
 pub struct Session {
-    parser: Parser,
+    pub(crate) parser: Parser,
     proto: Proto,
     /// CLIENT ID: unique among this server's RESP connections.
     id: u64,
@@ -221,7 +221,26 @@ pub fn process(
         // Pipelined commands wait until the blocking one is answered.
         return;
     }
-    let limits = Limits::for_item_size(shared.args.max_item_size);
+    let limits = shared.resp_limits();
+    // A RESP string is limited by its length (`proto-max-bulk-len`), not
+    // by memcached's `-I`, which counts the whole item.
+    shared.store.with_value_bytes_max(limits.bulk_bytes_max, || {
+        process_round(shared, stats, session, buf, pos, out, close, limits)
+    })
+}
+
+/// [`process`] under the RESP value limit.
+#[allow(clippy::too_many_arguments)]
+fn process_round(
+    shared: &Shared,
+    stats: &WorkerStats,
+    session: &mut Session,
+    buf: &[u8],
+    pos: &mut usize,
+    out: &mut Vec<u8>,
+    close: &mut bool,
+    limits: Limits,
+) {
     let mut args: Vec<Arg<'_>> = Vec::new();
     let mut gets = std::mem::take(&mut session.gets);
     // The run of SETs in progress: each one's argument range.

@@ -39,6 +39,19 @@ const WRITE_BUFFER_KEEP_BYTES: usize = 256 * 1024;
 /// Read/parse/write rounds one connection gets per turn before the worker
 /// serves the others (fairness bound).
 pub const ROUNDS_PER_TURN_MAX: usize = 16;
+/// Most bytes one read asks for: a connection sending a large value gets
+/// this much per round, [`ROUNDS_PER_TURN_MAX`] rounds per turn (16 MiB,
+/// a few milliseconds of copying from the socket), and then the worker
+/// serves its other connections (the value's read goes on at its next
+/// turn), so one large value does not hold up a worker for the whole of
+/// its arrival. At 256 KiB a 512 MB SET took 128 turns, and each turn's
+/// yield on a loaded machine cost a scheduler slice: 5.5 s against Redis's
+/// 1.2 s (docs/benchmarks.md § Large values).
+pub const READ_BYTES_PER_ROUND_MAX: usize = 1 << 20;
+/// A request (a value) whose end lies at least this far past the front of
+/// the read buffer gets a buffer of exactly its size (`Conn::fill`).
+const EXACT_READ_BUFFER_BYTES_MIN: usize = 64 * 1024;
+const _: () = assert!(READ_BUFFER_BYTES_INITIAL <= EXACT_READ_BUFFER_BYTES_MIN);
 /// Requests parsed per round (bounds the batch and its key list).
 pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
 /// Connections accepted per listener event before the acceptor looks at
@@ -57,8 +70,8 @@ pub fn read_buffer_bytes_max(item_size_max: usize) -> usize {
 
 /// Largest read buffer a RESP connection can need: one whole request (the
 /// parser closes a connection whose request outgrows its limit first).
-pub fn resp_read_buffer_bytes_max(item_size_max: usize) -> usize {
-    amalgam_protocol::resp::Limits::for_item_size(item_size_max).request_bytes_max + READ_BUFFER_BYTES_INITIAL
+pub fn resp_read_buffer_bytes_max(limits: amalgam_protocol::resp::Limits) -> usize {
+    limits.request_bytes_max + READ_BUFFER_BYTES_INITIAL
 }
 
 /// The protocol a listener (and each connection it accepts) speaks.
@@ -227,7 +240,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
     let mut again: Vec<usize> = Vec::new();
     let limits = Limits { value_bytes_max: shared.args.max_item_size };
     let rbuf_max = read_buffer_bytes_max(shared.args.max_item_size);
-    let resp_rbuf_max = resp_read_buffer_bytes_max(shared.args.max_item_size);
+
     // `--fsync always`: connections whose replies wait for the committer
     // thread; it wakes this loop after each fsync (lib.rs § Persistence).
     let mut waiting: Vec<usize> = Vec::new();
@@ -386,6 +399,8 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 }
                 ready = std::mem::take(&mut parked);
             }
+            // `proto-max-bulk-len` may change (CONFIG SET): read per pass.
+            let resp_rbuf_max = resp_read_buffer_bytes_max(shared.resp_limits());
             for &key in &ready {
                 let Some(conn) = conns.get_mut(key) else { continue };
                 let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
@@ -535,8 +550,21 @@ impl Conn {
         Turn::Again
     }
 
-    /// Reads once into the free tail of the read buffer, compacting or
-    /// growing it (up to `rbuf_max`) first if it is full.
+    /// Reads once into the free tail of the read buffer (at most
+    /// [`READ_BYTES_PER_ROUND_MAX`]), compacting or growing it (up to
+    /// `rbuf_max`) first if it is full.
+    ///
+    /// # Large values
+    /// A request whose value is at least [`EXACT_READ_BUFFER_BYTES_MIN`]
+    /// long gets, as soon as its header is here, a buffer that holds the
+    /// whole request (RESP: `Parser::wanted`; memcached: `text::block_end`),
+    /// with only the bytes already received (at most the old buffer)
+    /// copied over. The value's bytes then arrive where the command reads
+    /// them, and the only copy the worker makes of them is into the item:
+    /// a buffer that doubled as it filled would copy them again at every
+    /// doubling (and once more when compacted). The buffer is a fresh
+    /// zeroed allocation, so the system maps it without writing it. Once
+    /// the request is consumed, what is left moves to a small buffer.
     fn fill(&mut self, rbuf_max: usize) -> std::io::Result<usize> {
         if self.rstart == self.rend {
             self.rstart = 0;
@@ -544,6 +572,32 @@ impl Conn {
             if self.rbuf.len() > READ_BUFFER_BYTES_INITIAL {
                 self.rbuf = vec![0; READ_BUFFER_BYTES_INITIAL];
             }
+        }
+        let pending = &self.rbuf[self.rstart..self.rend];
+        let wanted = match self.resp.as_deref() {
+            Some(s) => s.parser.wanted(),
+            None if !pending.is_empty() && self.swallow == 0 && self.binary != Some(true) => {
+                amalgam_protocol::text::block_end(pending)
+            }
+            None => None,
+        };
+        let room = self.rbuf.len() - self.rstart;
+        match wanted {
+            Some(w) if w >= EXACT_READ_BUFFER_BYTES_MIN && w > room => {
+                // Exactly the request, plus room for the start of the next
+                // (within the connection's bound; the parser refuses a
+                // request past it).
+                self.resize_exact((w + READ_BUFFER_BYTES_INITIAL).min(rbuf_max));
+            }
+            _ if self.rbuf.len() > 2 * READ_BUFFER_BYTES_INITIAL
+                && self.rend - self.rstart < READ_BUFFER_BYTES_INITIAL / 2
+                && wanted.is_none_or(|w| w < READ_BUFFER_BYTES_INITIAL / 2) =>
+            {
+                // The large request is done; the next one's first bytes
+                // move to a small buffer rather than keep a large one.
+                self.resize_exact(READ_BUFFER_BYTES_INITIAL);
+            }
+            _ => {}
         }
         if self.rend == self.rbuf.len() {
             if self.rstart > 0 {
@@ -559,11 +613,23 @@ impl Conn {
                 return Err(ErrorKind::InvalidData.into());
             }
         }
-        let asked = self.rbuf.len() - self.rend;
-        let n = self.sock.read(&mut self.rbuf[self.rend..])?;
+        let end = self.rbuf.len().min(self.rend + READ_BYTES_PER_ROUND_MAX);
+        let asked = end - self.rend;
+        let n = self.sock.read(&mut self.rbuf[self.rend..end])?;
         self.rend += n;
         self.drained = n < asked;
         Ok(n)
+    }
+
+    /// Moves the unparsed bytes to a fresh buffer of `bytes` (at least
+    /// their length), at its front.
+    fn resize_exact(&mut self, bytes: usize) {
+        let pending = self.rend - self.rstart;
+        let mut fresh = vec![0; bytes.max(pending)];
+        fresh[..pending].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
+        self.rbuf = fresh;
+        self.rstart = 0;
+        self.rend = pending;
     }
 
     /// Parses and executes what the read buffer holds, as one batch.

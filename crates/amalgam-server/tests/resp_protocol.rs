@@ -283,27 +283,26 @@ fn a_client_that_never_reads() {
 
 #[test]
 fn amalgam_bounds_bulk_strings_arrays_and_requests() {
-    // Amalgam's limits, tighter than Redis's: a bulk string over the item
-    // size (-I; Redis: 512 MB), more than 1 Mi elements (Redis 7: 2^31),
-    // a request over 8 MiB (Redis: 1 GiB, closed without a reply too).
-    let Some(mut server) = resp_private(&["-I", "2k"]) else { return };
+    // Amalgam's limits, tighter than Redis's: more than 1 Mi elements
+    // (Redis 7: 2^31), a request over 8 MiB (Redis: 1 GiB, closed without
+    // a reply too). A bulk string follows proto-max-bulk-len, as Redis's
+    // (resp_large.rs), not -I.
+    let Some(mut server) = resp_private(&["-I", "2k", "--proto-max-bulk-len", "1mb"]) else { return };
     let mut ctl = Resp::new(&server);
     let p = |m: &str| error(&format!("ERR Protocol error: {m}"));
-    refused(&server, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2049\r\n", &p("invalid bulk length"));
+    refused(&server, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048577\r\n", &p("invalid bulk length"));
     refused(&server, b"*1048577\r\n", &p("invalid multibulk length"));
     let mut c = Resp::new(&server);
-    c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2048\r\n");
+    c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4096\r\n");
     assert!(c.silent(), "waits for the value");
-    // A value at the bulk limit is too large for an item with its key.
-    c.send_raw(&[b'v'; 2048]);
-    assert_eq!(c.call_raw(b"\r\n"), error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
-    assert_eq!(c.call(&["APPEND", "k", &"x".repeat(1500)]), int(1500));
+    // A value over -I is a string Redis would store.
+    c.send_raw(&[b'v'; 4096]);
+    assert_eq!(c.call_raw(b"\r\n"), "+OK\r\n");
+    let tail = (1 << 20) - 4096;
+    assert_eq!(c.call(&["APPEND", "k", &"x".repeat(tail)]), int(1 << 20));
+    assert_eq!(c.call(&["APPEND", "k", "x"]), error("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
     assert_eq!(
-        c.call(&["APPEND", "k", &"x".repeat(1000)]),
-        error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-    );
-    assert_eq!(
-        c.call(&["SETRANGE", "k", "2100", "x"]),
+        c.call(&["SETRANGE", "k", "1048576", "x"]),
         error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
     );
     // 9 MiB of one MSET: closed without a reply.

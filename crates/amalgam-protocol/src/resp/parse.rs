@@ -7,8 +7,8 @@ use std::borrow::Cow;
 /// Bounds that depend on the server's configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Longest bulk string accepted (`invalid bulk length` past it): the
-    /// server's item size, since no longer value could be stored.
+    /// Longest bulk string accepted (`invalid bulk length` past it):
+    /// Redis's `proto-max-bulk-len`.
     pub bulk_bytes_max: usize,
     /// A request still incomplete with more than this many bytes buffered
     /// closes the connection without a reply.
@@ -16,17 +16,21 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits for a server whose largest item is `item_size_max` bytes.
+    /// The limits for a server that accepts bulk strings of up to
+    /// `bulk_bytes_max` bytes (`proto-max-bulk-len`): a request may be one
+    /// such string plus a command line's worth of other arguments.
     ///
     /// ```
-    /// let l = amalgam_protocol::resp::Limits::for_item_size(1 << 20);
+    /// let l = amalgam_protocol::resp::Limits::for_bulk_len(1 << 20);
     /// assert_eq!(l.bulk_bytes_max, 1 << 20);
     /// assert_eq!(l.request_bytes_max, amalgam_protocol::resp::REQUEST_BYTES_MIN);
+    /// let l = amalgam_protocol::resp::Limits::for_bulk_len(512 << 20);
+    /// assert_eq!(l.request_bytes_max, (512 << 20) + amalgam_protocol::resp::INLINE_BYTES_MAX);
     /// ```
-    pub fn for_item_size(item_size_max: usize) -> Limits {
+    pub fn for_bulk_len(bulk_bytes_max: usize) -> Limits {
         Limits {
-            bulk_bytes_max: item_size_max,
-            request_bytes_max: REQUEST_BYTES_MIN.max(item_size_max.saturating_add(INLINE_BYTES_MAX)),
+            bulk_bytes_max,
+            request_bytes_max: REQUEST_BYTES_MIN.max(bulk_bytes_max.saturating_add(INLINE_BYTES_MAX)),
         }
     }
 }
@@ -143,7 +147,7 @@ impl Parser {
     /// use amalgam_protocol::resp::{Limits, Parse, Parser};
     /// let mut p = Parser::new();
     /// let mut args = Vec::new();
-    /// let limits = Limits::for_item_size(1 << 20);
+    /// let limits = Limits::for_bulk_len(1 << 20);
     /// assert_eq!(p.parse(b"*2\r\n$3\r\nGET\r\n$1\r", limits, &mut args), Parse::Incomplete);
     /// assert_eq!(p.parse(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", limits, &mut args), Parse::Command { consumed: 20 });
     /// assert_eq!(args, [&b"GET"[..], b"k"]);
@@ -172,6 +176,25 @@ impl Parser {
                 r
             }
         }
+    }
+
+    /// Bytes the request at the front of the buffer needs before the
+    /// parser can get past the bulk string it is in, counted from the
+    /// request's first byte: the header of that string has been read and
+    /// its body (with its CRLF) ends there. None while no body is pending.
+    /// The server sizes a read buffer to hold it exactly, so a large value
+    /// arrives in place instead of through a buffer that doubles (and
+    /// copies) as it fills.
+    ///
+    /// ```
+    /// use amalgam_protocol::resp::{Limits, Parse, Parser};
+    /// let (mut p, mut args) = (Parser::new(), Vec::new());
+    /// let limits = Limits::for_bulk_len(1 << 20);
+    /// assert_eq!(p.parse(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\nab", limits, &mut args), Parse::Incomplete);
+    /// assert_eq!(p.wanted(), Some(29 + 100_000 + 2));
+    /// ```
+    pub fn wanted(&self) -> Option<usize> {
+        self.bulk.map(|len| self.next + len + 2)
     }
 
     fn reset(&mut self) {

@@ -9,8 +9,8 @@
 //! them held (`resp/multi.rs`), so it is atomic across its keys.
 //!
 //! A bit offset is refused when its byte would lie at or past the largest
-//! value (`-I`, what CONFIG GET proto-max-bulk-len reports), as SETRANGE
-//! refuses one (Redis: `proto-max-bulk-len`, 512 MB by default).
+//! string (`proto-max-bulk-len`, 512 MB by default, as Redis's), as
+//! SETRANGE refuses one.
 
 use super::strings::{engine_error, is_string};
 use super::table::Cmd;

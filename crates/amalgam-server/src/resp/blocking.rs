@@ -83,7 +83,7 @@ use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
-use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array, Limits};
+use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array};
 use amalgam_types::Kind;
 use mio::Waker;
 use std::collections::hash_map::RandomState;
@@ -481,7 +481,7 @@ fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session)
         shared,
         stats,
         session,
-        limits: Limits::for_item_size(shared.args.max_item_size),
+        limits: shared.resp_limits(),
         recorder: super::cmdstats::Recorder::new(Instant::now()),
     }
 }

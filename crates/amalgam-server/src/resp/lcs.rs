@@ -4,8 +4,8 @@
 //! emits matching ranges from the end). A missing key is the empty string.
 //!
 //! The table takes (len1 + 1) × (len2 + 1) × 4 bytes; past the largest
-//! value (`-I`, Amalgam's proto-max-bulk-len) the command is refused with
-//! Redis's error, so a worker never allocates more than one item's worth.
+//! string (`proto-max-bulk-len`, as Redis's) the command is refused with
+//! Redis's error, so a worker never allocates more than that.
 
 use super::strings::is_string;
 use super::{int_arg, is, Arg, Ctx};

@@ -197,7 +197,7 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("databases", "1".into()),
         ("port", a.resp_port.to_string()),
         ("bind", a.listen.clone()),
-        ("proto-max-bulk-len", a.max_item_size.to_string()),
+        ("proto-max-bulk-len", ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed).to_string()),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than_us.load(Ordering::Relaxed).to_string()),
@@ -225,6 +225,8 @@ enum Kind {
     Int(i64, i64),
     /// A memory value (`10mb`, `1gb`, bytes).
     Memory,
+    /// `proto-max-bulk-len`: a memory value in Redis's range for it.
+    BulkLen,
     /// `yes` or `no`.
     Bool,
     /// One of the names.
@@ -243,7 +245,8 @@ fn config_kind(name: &str) -> Kind {
         "slowlog-max-len" => Kind::Int(0, i64::MAX),
         "timeout" => Kind::Int(0, i32::MAX as i64),
         "port" => Kind::Int(0, 65535),
-        "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
+        "maxmemory" => Kind::Memory,
+        "proto-max-bulk-len" => Kind::BulkLen,
         "appendonly" => Kind::Bool,
         "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
         "maxmemory-policy" => Kind::Enum(&[
@@ -265,24 +268,7 @@ fn config_kind(name: &str) -> Kind {
     }
 }
 
-/// Redis's `memtoull`: digits with an optional unit (k = 1000, kb =
-/// 1024, m, mb, g, gb), case-insensitive.
-fn memory_value(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?.to_ascii_lowercase();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    digits.parse::<u64>().ok()?.checked_mul(mul)
-}
+use crate::config::memory_value;
 
 /// Checks `v` against `kind` and compares it with `current`: Ok(true) if
 /// it is the current value.
@@ -296,6 +282,7 @@ fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
             current.parse() == Ok(n)
         }
         Kind::Memory => memory_value(v).ok_or("argument must be a memory value")? == current.parse().unwrap_or(0),
+        Kind::BulkLen => crate::config::check_proto_max_bulk_len(v)? == current.parse().unwrap_or(0),
         Kind::Bool => {
             if !is(v, "yes") && !is(v, "no") {
                 return Err("argument must be 'yes' or 'no'".into());
@@ -319,8 +306,8 @@ fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
 /// the first failure (in Redis's order: unknown name, immutable,
 /// duplicate, then each value's check) answers its error with nothing
 /// changed. The collection thresholds (`hash-max-listpack-entries` …,
-/// resp/typed.rs) change at run time, applied only after every check
-/// passed; Amalgam changes none of the others: a value equal to
+/// resp/typed.rs) and `proto-max-bulk-len` change at run time, applied
+/// only after every check passed; Amalgam changes none of the others: a value equal to
 /// the current one is accepted (so `CONFIG SET save ""` and friends from
 /// tools succeed), any other gets "can't set immutable config" — restart
 /// with the flag instead. With no parameter changed, there is nothing to
@@ -361,7 +348,9 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
     let settable = |name: &str| {
-        LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b) || SLOWLOG_PARAMS.contains(&name)
+        name == "proto-max-bulk-len"
+            || LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b)
+            || SLOWLOG_PARAMS.contains(&name)
     };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
@@ -385,7 +374,10 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         for &(i, v) in &chosen {
             let name = params[i].0;
             let log = &ctx.shared.slowlog;
-            if name == "slowlog-log-slower-than" {
+            if name == "proto-max-bulk-len" {
+                let n = crate::config::check_proto_max_bulk_len(v).expect("checked above");
+                ctx.shared.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            } else if name == "slowlog-log-slower-than" {
                 log.slower_than_us.store(int_arg(v).expect("checked above"), Ordering::Relaxed);
             } else if name == "slowlog-max-len" {
                 log.max_len.store(int_arg(v).expect("checked above") as u64, Ordering::Relaxed);

@@ -90,6 +90,21 @@ impl Resp {
         }
     }
 
+    /// The next whole reply as bytes (for binary and large values), or
+    /// what arrived before the server closed or the read timed out.
+    pub fn reply_bytes(&mut self) -> Vec<u8> {
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            if let Some(n) = reply_len(&self.buf) {
+                return self.buf.drain(..n).collect();
+            }
+            match self.s.read(&mut chunk) {
+                Ok(0) | Err(_) => return std::mem::take(&mut self.buf),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
     /// Sends one command and returns its reply.
     pub fn call(&mut self, args: &[&str]) -> String {
         self.send(args);
