@@ -73,6 +73,8 @@ const KEYS_PER_GET: usize = 64;
 const PRELOAD_KEYS: usize = 60_000;
 /// Sets per pipelined batch when preloading.
 const PRELOAD_BATCH: usize = 256;
+/// How long the preload waits for one reply (see `put_keys_pipelined`).
+const PRELOAD_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Writes between snapshots in the crash harness: small, so snapshots and
 /// log rotation happen during the run.
 const SNAPSHOT_AFTER_WRITES: &str = "500";
@@ -1140,7 +1142,13 @@ fn put_keys(c: &mut Text, prefix: &str, n: usize) {
 }
 
 /// Sets `prefix0..prefix{n}` to version 1, [`PRELOAD_BATCH`] at a time.
+/// A batch under `--fsync always` and a snapshot every few hundred writes
+/// can take seconds on a loaded machine (seen once in a local CI run while
+/// other builds filled the disk queue), so the preload waits up to
+/// [`PRELOAD_READ_TIMEOUT`] per reply: a stuck server still fails it.
 fn put_keys_pipelined(c: &mut Text, prefix: &str, n: usize) {
+    c.s.set_read_timeout(Some(PRELOAD_READ_TIMEOUT)).unwrap();
+    c.s.set_write_timeout(Some(PRELOAD_READ_TIMEOUT)).unwrap();
     for start in (0..n).step_by(PRELOAD_BATCH) {
         let end = (start + PRELOAD_BATCH).min(n);
         let mut req = Vec::new();
@@ -1156,6 +1164,8 @@ fn put_keys_pipelined(c: &mut Text, prefix: &str, n: usize) {
             assert_eq!(c.line().as_deref(), Some(&b"STORED"[..]), "preload {prefix}{i}");
         }
     }
+    c.s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    c.s.set_write_timeout(Some(READ_TIMEOUT)).unwrap();
 }
 
 /// The keys among `prefix{i}`, i in `range`, that do not hold version 1
