@@ -90,6 +90,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod authfile;
 pub mod binary;
 pub mod clients;
 pub mod config;
@@ -135,6 +136,10 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
+    pub acl: resp::acl::Acl,
+    /// memcached's `-Y` users (`authfile.rs`), if given.
+    pub authfile: Option<authfile::AuthFile>,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -213,7 +218,15 @@ impl Shared {
                 Some(p)
             }
         };
+        let acl = resp::acl::Acl::new(args.requirepass.as_deref(), args.protected_mode, args.aclfile.as_deref())
+            .map_err(|e| format!("cannot load --aclfile: {}", e.strip_prefix("ERR ").unwrap_or(&e)))?;
+        let authfile = match &args.auth_file {
+            None => None,
+            Some(p) => Some(authfile::AuthFile::load(p)?),
+        };
         Ok(Arc::new(Shared {
+            acl,
+            authfile,
             store,
             persist,
             conn_limit: args.conn_limit,

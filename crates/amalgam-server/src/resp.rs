@@ -69,8 +69,10 @@
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
-//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
+//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
+//! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
 
+pub mod acl;
 mod bits;
 pub mod blocking;
 mod client;
@@ -143,6 +145,8 @@ pub struct Session {
     blocked: Option<Box<blocking::Blocked>>,
     /// MULTI's queue and WATCH's keys (`multi.rs`).
     multi: multi::Multi,
+    /// The connection's user and whether it must authenticate (`acl.rs`).
+    auth: acl::Auth,
 }
 
 impl Session {
@@ -161,6 +165,7 @@ impl Session {
             home: None,
             blocked: None,
             multi: multi::Multi::default(),
+            auth: acl::Auth::new(&shared.acl),
         }
     }
 
@@ -217,6 +222,12 @@ pub fn process(
         // Pipelined commands wait until the blocking one is answered.
         return;
     }
+    // A user changed since this connection's last read (one relaxed
+    // load otherwise); its user deleted closes it, as in Redis.
+    if !acl::fresh(&shared.acl, &mut session.auth) {
+        *close = true;
+        return;
+    }
     let limits = Limits::for_item_size(shared.args.max_item_size);
     let mut args: Vec<Arg<'_>> = Vec::new();
     let mut gets = std::mem::take(&mut session.gets);
@@ -263,9 +274,13 @@ pub fn process(
                 // the commands' order. A connection under CLIENT REPLY OFF
                 // or SKIP, and every connection while a MONITOR is
                 // attached, runs each command alone (`run_command` drops
-                // replies and feeds monitors).
-                let batch =
-                    ctx.session.reply == Reply::On && !shared.clients.monitoring() && !ctx.session.multi.queuing();
+                // replies and feeds monitors). So does a connection that
+                // must authenticate or whose user has rules (`acl.rs`:
+                // `open` is false), so its check in `dispatch` sees them.
+                let batch = ctx.session.auth.open
+                    && ctx.session.reply == Reply::On
+                    && !shared.clients.monitoring()
+                    && !ctx.session.multi.queuing();
                 if let (Some(s), true) = (spec, batch) {
                     // CLIENT LIST's cmd= for a batched command (the
                     // others are recorded at dispatch).
@@ -474,6 +489,11 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    // NOAUTH and NOPERM before MULTI queues, as Redis's processCommand;
+    // skipped (one byte test) when nothing can refuse this connection.
+    if !ctx.session.auth.open && acl::refused(ctx, spec, args, out) {
+        return After::Continue;
+    }
     if multi::queued(ctx, spec, args, out) {
         return After::Continue;
     }
@@ -662,6 +682,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
             return multi::run(ctx, spec.cmd, args, out)
         }
         Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
+        Cmd::Acl => return acl::run(ctx, args, out),
     }
     After::Continue
 }

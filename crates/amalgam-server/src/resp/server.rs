@@ -6,10 +6,7 @@
 //! commands and replies it follows (clients gate features on it), and
 //! HELLO's `server` and INFO's `amalgam_version` say what it is.
 //!
-//! Authentication does not exist yet: AUTH and HELLO's AUTH option are
-//! refused (AUTH with a password alone gets Redis's own answer for a
-//! server with no password; a user and password get WRONGPASS, where
-//! Redis would let its password-less `default` user in).
+//! AUTH and HELLO's AUTH option authenticate through `acl.rs`.
 
 use super::client::valid_attribute;
 use super::glob::matches;
@@ -53,11 +50,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Client => {}
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
-        Cmd::Auth => match args.len() {
-            2 => push_error(out, err::AUTH_NO_PASSWORD.as_bytes()),
-            3 => push_error(out, err::WRONGPASS.as_bytes()),
-            _ => push_error(out, err::SYNTAX.as_bytes()),
-        },
+        Cmd::Auth => super::acl::auth(ctx, args, out),
         _ => {}
     }
     After::Continue
@@ -132,13 +125,13 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         next = 2;
     }
-    let mut auth = false;
+    let mut auth: Option<(&[u8], &[u8])> = None;
     let mut name: Option<&[u8]> = None;
     let mut j = next;
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(&args[j], "auth") && more >= 2 {
-            auth = true;
+            auth = Some((&args[j + 1], &args[j + 2]));
             j += 3;
         } else if is(&args[j], "setname") && more >= 1 {
             name = Some(&args[j + 1]);
@@ -150,8 +143,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             return push_error(out, &m);
         }
     }
-    if auth {
-        return push_error(out, err::WRONGPASS.as_bytes());
+    if let Err(e) = super::acl::hello_auth(ctx, auth) {
+        return push_error(out, e.as_bytes());
     }
     if let Some(n) = name {
         if !valid_attribute(n) {
@@ -199,6 +192,8 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("proto-max-bulk-len", a.max_item_size.to_string()),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
+        ("requirepass", String::from_utf8_lossy(&ctx.shared.acl.requirepass()).into_owned()),
+        ("protected-mode", if ctx.shared.acl.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" }.into()),
     ];
     // The collection thresholds, settable (resp/typed.rs): Redis 7's
     // names and their legacy aliases, which CONFIG GET lists too.
@@ -236,7 +231,7 @@ fn config_kind(name: &str) -> Kind {
         "timeout" => Kind::Int(0, i32::MAX as i64),
         "port" => Kind::Int(0, 65535),
         "maxmemory" | "proto-max-bulk-len" => Kind::Memory,
-        "appendonly" => Kind::Bool,
+        "appendonly" | "protected-mode" => Kind::Bool,
         "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
         "maxmemory-policy" => Kind::Enum(&[
             "volatile-lru",
@@ -352,7 +347,11 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
-    let settable = |name: &str| LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b);
+    let settable = |name: &str| {
+        LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b)
+            || name == "requirepass"
+            || name == "protected-mode"
+    };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
         if failed.is_some() {
@@ -374,7 +373,11 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if failed.is_none() {
         for &(i, v) in &chosen {
             let name = params[i].0;
-            if settable(name) {
+            if name == "requirepass" {
+                ctx.shared.acl.set_requirepass(v);
+            } else if name == "protected-mode" {
+                ctx.shared.acl.protected_mode.store(is(v, "yes"), Ordering::Relaxed);
+            } else if settable(name) {
                 let n = match config_kind(name) {
                     Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
                     _ => int_arg(v),

@@ -179,6 +179,7 @@ pub enum Cmd {
     Unwatch,
     Rename,
     Renamenx,
+    Acl,
 }
 
 /// One command's description.
