@@ -175,10 +175,24 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// The pid the server at `addr` reports in `stats`, if one answers.
-fn server_pid(addr: SocketAddr) -> Option<u32> {
+/// The user and password a test's `-Y` auth file must hold (as a
+/// `user:password` line) for the harness to see the server start: it
+/// authenticates with them before asking `stats` for the pid.
+pub const TEST_AUTHFILE_USER: &str = "harness";
+pub const TEST_AUTHFILE_PASSWORD: &str = "harness-pw";
+
+/// The pid the server at `addr` reports in `stats`, if one answers;
+/// `authfile`: authenticate first, as [`TEST_AUTHFILE_USER`].
+fn server_pid(addr: SocketAddr, authfile: bool) -> Option<u32> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    if authfile {
+        let token = format!("{TEST_AUTHFILE_USER} {TEST_AUTHFILE_PASSWORD}");
+        s.write_all(format!("set auth 0 0 {}\r\n{token}\r\n", token.len()).as_bytes()).ok()?;
+        if read_until(&mut s, b"\r\n") != b"STORED\r\n" {
+            return None;
+        }
+    }
     s.write_all(b"stats\r\n").ok()?;
     let out = read_until(&mut s, b"END\r\n");
     let text = String::from_utf8_lossy(&out);
@@ -288,7 +302,7 @@ impl Server {
                 }
                 // Ready when the server on the port is this child: another
                 // server may hold the port, and this child then exits.
-                if server_pid(addr) == Some(pid) {
+                if server_pid(addr, args.contains(&"-Y")) == Some(pid) {
                     let resp = resp_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
                     return Ok(Server { addr, child: Some((child, pid)), is_memcached, resp, is_redis: false });
                 }
