@@ -178,6 +178,10 @@ pub struct User {
     pub name: Vec<u8>,
     pub on: bool,
     pub nopass: bool,
+    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
+    /// (false) flag, None until either is given: shown, no effect here
+    /// (there is no RESTORE to sanitize).
+    sanitize_payload: Option<bool>,
     /// SHA-256 of each password, in the order added.
     passwords: Vec<[u8; 32]>,
     /// The base: `+@all` (true) or `-@all`.
@@ -200,6 +204,7 @@ impl User {
             name: name.to_vec(),
             on: false,
             nopass: false,
+            sanitize_payload: None,
             passwords: Vec::new(),
             all_commands: false,
             rules: Vec::new(),
@@ -280,8 +285,10 @@ impl User {
             }
             b"allcommands" | b"+@all" => self.set_base(true),
             b"nocommands" | b"-@all" => self.set_base(false),
+            b"sanitize-payload" => self.sanitize_payload = Some(true),
+            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
             b"reset" => {
-                for o in ["resetpass", "resetkeys", "resetchannels", "off", "-@all"] {
+                for o in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "-@all"] {
                     self.apply(o.as_bytes())?;
                 }
             }
@@ -415,6 +422,11 @@ impl User {
         let mut f = vec![if self.on { "on" } else { "off" }];
         if self.nopass {
             f.push("nopass");
+        }
+        match self.sanitize_payload {
+            Some(false) => f.push("skip-sanitize-payload"),
+            Some(true) => f.push("sanitize-payload"),
+            None => {}
         }
         f
     }
@@ -636,11 +648,9 @@ impl Acl {
             if users.len() >= USERS_MAX {
                 return Err(at("too many users"));
             }
-            let mut u = if words[1] == b"default" { User::default_user() } else { User::new(words[1]) };
-            if words[1] == b"default" {
-                // The file states the default user's rules in full.
-                u.apply(b"reset").map_err(|e| at(&e))?;
-            }
+            // The file states each user's rules in full, the default
+            // user's too.
+            let mut u = User::new(words[1]);
             for w in &words[2..] {
                 u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
             }
@@ -804,11 +814,13 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
             _ => return false,
         }
     };
+    // AUTH, HELLO and QUIT: allowed before authenticating and to every
+    // user, whatever its rules (Redis's ACLSelectorCheckCmd).
+    if spec.flags.contains(&"no_auth") {
+        return false;
+    }
     let auth = &ctx.session.auth;
     let error = if auth.required {
-        if spec.flags.contains(&"no_auth") {
-            return false;
-        }
         NOAUTH.to_string()
     } else {
         let id = catalog().id(spec, sub);
