@@ -66,6 +66,18 @@
 //! drains. The request path writes only its own client's atomics and, with no
 //! monitor attached, pays one relaxed load for MONITOR.
 //!
+//! ## Authentication (`authfile.rs`, `resp/acl.rs`)
+//! memcached's port: with `-Y FILE` a connection is served by
+//! `authfile::process` until its authentication `set` succeeds (a bool on
+//! the connection; the binary protocol is off, as in memcached). RESP: the
+//! users live in `Shared::acl`; each session caches its user and an `open`
+//! flag (authenticated, every command, every key), compared with the
+//! users' epoch once per read; an open session pays one byte test per
+//! command, folded into the batch condition, and `resp::dispatch` checks
+//! NOAUTH/NOPERM only for the others. Protected mode is checked by the
+//! acceptor, once per RESP connection. A non-loopback `-l` without `-Y`
+//! prints a warning at start-up (`main.rs`).
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled

@@ -19,6 +19,12 @@
 //! monitors; without either, the batch pays one relaxed load for them.
 //! Inside MULTI nothing is batched: every command is queued
 //! (`resp/multi.rs`, which also makes multi-key commands atomic).
+//! Nor is anything batched for a connection that must authenticate or
+//! whose user has ACL rules (`Session::auth.open` false, `resp/acl.rs`):
+//! its commands go one by one through `dispatch`, whose first step,
+//! `acl::refused`, answers NOAUTH or NOPERM (before MULTI queues, as Redis's
+//! `processCommand`). An open connection pays one byte test for it, in
+//! the batch condition and at the top of `dispatch`.
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
