@@ -157,6 +157,8 @@ fn a_user_runs_only_its_commands_on_its_keys() {
     assert_eq!(c.call(&["AUTH", &u, "wrong"]), error(WRONGPASS));
     assert_eq!(c.call(&["AUTH", &u, "pw"]), OK);
     assert_eq!(c.call(&["ACL", "WHOAMI"]), bulk(&u));
+    let me = admin.call(&["CLIENT", "LIST"]);
+    assert!(me.contains(&format!(" user={u} ")), "CLIENT LIST shows the user: {me}");
     assert_eq!(c.call(&["GET", &mine]), bulk("1"));
     assert_eq!(c.call(&["GET", &other]), error(NOPERM_KEYS));
     assert_eq!(c.call(&["SET", &mine, "x"]), noperm("set"));

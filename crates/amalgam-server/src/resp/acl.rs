@@ -755,6 +755,8 @@ fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
     if !u.on || !u.check_password(password) {
         return false;
     }
+    // CLIENT LIST's user= field.
+    ctx.session.client.attrs().user = (u.name != b"default").then(|| u.name.clone());
     let auth = &mut ctx.session.auth;
     auth.user = u;
     auth.authenticated = true;
