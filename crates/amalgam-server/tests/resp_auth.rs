@@ -210,6 +210,10 @@ fn protected_mode_denies_other_hosts_without_a_password() {
     };
     // Against Redis when the RESP tests run against it, else amalgam.
     let redis = external_resp_addr().is_some();
+    if binary().contains("memcached") {
+        eprintln!("note: {} does not speak RESP; skipping a RESP test", binary());
+        return;
+    }
     if external_addr().is_some() && !redis {
         eprintln!("note: an external server is named; skipping a test that starts its own");
         return;
