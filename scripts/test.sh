@@ -85,6 +85,9 @@ fi
 # The black-box tests open 1000 connections at once: raise the soft limit
 # on open files to the hard limit (allowed without privileges).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# The password of the password-protected RESP servers (the tests'
+# TEST_REQUIREPASS, tests/common/mod.rs).
+test_requirepass=amalgam-test-pass
 memcached_bin=$(command -v memcached || true)
 memccapable_bin=$(command -v memccapable || true)
 redis_server_bin=$(command -v redis-server || true)
@@ -99,15 +102,16 @@ wait_port() {
   done
   return 1
 }
-# Starts a server (memcached's flags) on a free port; sets $port, and for
-# amalgam $resp_port (its RESP listener; empty for memcached).
+# Starts a server (memcached's flags, then any further arguments) on a
+# free port; sets $port, and for amalgam $resp_port (its RESP listener;
+# empty for memcached).
 start_server() {
   port=$(free_port)
   resp_port=""
   local extra=()
   if [ "$(basename "$1")" = memcached ] && [ "$(id -u)" -eq 0 ]; then extra=(-u root); fi
   if [ "$(basename "$1")" = amalgam ]; then resp_port=$(free_port); extra=(--resp-port "$resp_port"); fi
-  "$1" -p "$port" -l 127.0.0.1 -U 0 "${extra[@]}" >/dev/null 2>&1 &
+  "$1" -p "$port" -l 127.0.0.1 -U 0 "${extra[@]}" "${@:2}" >/dev/null 2>&1 &
   pids+=($!)
   if wait_port "$port" && { [ -z "$resp_port" ] || wait_port "$resp_port"; }; then return 0; fi
   echo "error: $1 did not start on port $port" >&2
@@ -115,17 +119,19 @@ start_server() {
 }
 # Starts Debian's redis-server on a free port, without persistence; sets
 # $port.
+# Further arguments go to redis-server (--requirepass ...).
 start_redis() {
   port=$(free_port)
-  "$redis_server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+  "$redis_server_bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no "$@" >/dev/null 2>&1 &
   pids+=($!)
   wait_port "$port" || { echo "error: redis-server did not start on port $port" >&2; return 1; }
 }
 # pytest over tests/python against the server at $1; its summary goes to
 # $pylog for the tally.
 # $2, if given, is where the server speaks RESP (for the redis-py tests).
+# $3, if given, is a RESP server started with --requirepass $test_requirepass.
 pytest_against() {
-  AMALGAM_TEST_ADDR="$1" AMALGAM_TEST_RESP_ADDR="${2:-}" \
+  AMALGAM_TEST_ADDR="$1" AMALGAM_TEST_RESP_ADDR="${2:-}" AMALGAM_TEST_RESP_AUTH_ADDR="${3:-}" \
     python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee -a "$pylog"
 }
 
@@ -152,14 +158,18 @@ fi
 
 if [ -n "$redis_server_bin" ]; then
   step "RESP black-box tests against redis-server ($redis_server_bin): the expectations are Redis's"
+  # A second redis-server with a password, for the tests of AUTH and
+  # NOAUTH (resp_auth.rs, redis-py's password=): AMALGAM_TEST_RESP_AUTH_ADDR.
+  start_redis --requirepass "$test_requirepass"
+  auth_port=$port
   start_redis
   resp_tests=()
   for f in crates/amalgam-server/tests/resp*.rs; do resp_tests+=(--test "$(basename "$f" .rs)"); done
-  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" cargo test -p amalgam-server "${resp_tests[@]}" --no-fail-fast 2>&1 |
-    tee -a "$log" || status=1
+  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
+    cargo test -p amalgam-server "${resp_tests[@]}" --no-fail-fast 2>&1 | tee -a "$log" || status=1
   step "redis-py (pytest tests/python/test_redis_py.py) against redis-server"
-  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py.py 2>&1 |
-    tee -a "$pylog" || status=1
+  AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
+    python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py.py 2>&1 | tee -a "$pylog" || status=1
 else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi
@@ -168,8 +178,10 @@ amalgam_bin=${CARGO_TARGET_DIR:-target}/debug/amalgam
 cargo build -q -p amalgam-server --bin amalgam
 
 step "Python clients (pytest tests/python) against amalgam"
+start_server "$amalgam_bin" --requirepass "$test_requirepass"
+auth_resp_port=$resp_port
 start_server "$amalgam_bin"
-pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" || status=1
+pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
 
 if [ -n "$memccapable_bin" ]; then
   step "memccapable -a (libmemcached's ascii conformance) against amalgam"

@@ -530,3 +530,57 @@ def test_rename(r):
     assert r.renamenx(b, a) is True
     with pytest.raises(redis.ResponseError, match="no such key"):
         r.rename(b, a)
+
+
+# The password of the server AMALGAM_TEST_RESP_AUTH_ADDR names (started
+# with --requirepass by scripts/test.sh; TEST_REQUIREPASS in the Rust tests).
+TEST_REQUIREPASS = "amalgam-test-pass"
+
+
+def test_password_protected_server():
+    addr = os.environ.get("AMALGAM_TEST_RESP_AUTH_ADDR")
+    if not addr:
+        pytest.skip("AMALGAM_TEST_RESP_AUTH_ADDR is not set (scripts/test.sh sets it)")
+    host, port = addr.rsplit(":", 1)
+    anon = redis.Redis(host=host, port=int(port), socket_timeout=5)
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        anon.ping()
+    anon.close()
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        redis.Redis(host=host, port=int(port), password="wrong", socket_timeout=5).ping()
+    for proto in (2, 3):
+        c = redis.Redis(host=host, port=int(port), password=TEST_REQUIREPASS, protocol=proto,
+                        socket_timeout=5, decode_responses=True)
+        key = k("auth")
+        assert c.set(key, "v")
+        assert c.get(key) == "v"
+        assert c.acl_whoami() == "default"
+        c.delete(key)
+        c.close()
+
+
+def test_acl_user_with_username_and_password(r):
+    user = k("user")
+    prefix = k("acl")
+    assert r.acl_setuser(user, enabled=True, passwords=["+pw"], keys=[f"{prefix}*"],
+                         commands=["+get", "+set", "+acl|whoami"])
+    try:
+        host, port = _addr()
+        u = redis.Redis(host=host, port=port, username=user, password="pw", socket_timeout=5,
+                        decode_responses=True)
+        assert u.acl_whoami() == user
+        assert u.set(f"{prefix}:a", "1")
+        assert u.get(f"{prefix}:a") == "1"
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            u.get(k("other"))
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            u.delete(f"{prefix}:a")
+        u.close()
+        with pytest.raises(redis.exceptions.AuthenticationError):
+            redis.Redis(host=host, port=port, username=user, password="wrong", socket_timeout=5).ping()
+        info = r.acl_getuser(user)
+        assert "on" in info["flags"]
+        assert info["passwords"] == ["30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4"]
+    finally:
+        r.acl_deluser(user)
+        r.delete(f"{prefix}:a")

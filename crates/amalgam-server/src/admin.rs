@@ -211,6 +211,9 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "cas_badval", t.cas_badval);
     push_stat(out, "touch_hits", t.touch_hits);
     push_stat(out, "touch_misses", t.touch_misses);
+    // memcached's -Y authentication `set`s, and those refused (authfile.rs).
+    push_stat(out, "auth_cmds", t.auth_cmds);
+    push_stat(out, "auth_errors", t.auth_errors);
     // Network bytes, as memcached: what the sockets read and wrote.
     push_stat(out, "bytes_read", t.bytes_read);
     push_stat(out, "bytes_written", t.bytes_written);

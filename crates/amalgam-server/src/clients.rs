@@ -54,6 +54,8 @@ pub mod flag {
 #[derive(Debug, Default)]
 pub struct Attrs {
     pub name: Option<Vec<u8>>,
+    /// The ACL user, when not `default` (set by AUTH, resp/acl.rs).
+    pub user: Option<Vec<u8>>,
     pub lib_name: Option<Vec<u8>>,
     pub lib_ver: Option<Vec<u8>>,
 }

@@ -233,9 +233,43 @@ pub struct Args {
     #[arg(short = 'u', long = "user")]
     pub user: Option<String>,
 
+    /// Redis's requirepass: the RESP port's `default` user needs this
+    /// password (AUTH, HELLO AUTH); every other command answers NOAUTH
+    /// until then. Also CONFIG SET requirepass.
+    #[arg(long = "requirepass", value_name = "PASSWORD")]
+    pub requirepass: Option<String>,
+
+    /// Redis's protected-mode: while the `default` user has no password,
+    /// RESP clients from other machines are answered -DENIED and closed.
+    /// On by default, as in Redis; `--protected-mode no` turns it off.
+    #[arg(long = "protected-mode", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub protected_mode: bool,
+
+    /// Redis's aclfile: ACL users are loaded from it at start-up (lines
+    /// `user <name> <rules>`), and ACL SAVE and ACL LOAD use it.
+    #[arg(long = "aclfile", value_name = "FILE")]
+    pub aclfile: Option<std::path::PathBuf>,
+
+    /// memcached's -Y: an auth file of `user:password` lines. Each
+    /// memcached-port connection must first send
+    /// `set <any> 0 0 <len>` with `user password` as its data; every other
+    /// command answers "CLIENT_ERROR unauthenticated" until then, and the
+    /// binary protocol is off, as in memcached.
+    #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
+    pub auth_file: Option<std::path::PathBuf>,
+
     /// Print this help.
     #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+}
+
+/// Parses Redis's `yes`/`no`.
+pub fn parse_yes_no(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("'{s}' is not yes or no")),
+    }
 }
 
 /// Parses `-m`: a whole number of megabytes, at least 1.

@@ -75,6 +75,18 @@
 //! table only its worker writes; the slow log is shared but taken only by
 //! a command slower than `slowlog-log-slower-than`.
 //!
+//! ## Authentication (`authfile.rs`, `resp/acl.rs`)
+//! memcached's port: with `-Y FILE` a connection is served by
+//! `authfile::process` until its authentication `set` succeeds (a bool on
+//! the connection; the binary protocol is off, as in memcached). RESP: the
+//! users live in `Shared::acl`; each session caches its user and an `open`
+//! flag (authenticated, every command, every key), compared with the
+//! users' epoch once per read; an open session pays one byte test per
+//! command, folded into the batch condition, and `resp::dispatch` checks
+//! NOAUTH/NOPERM only for the others. Protected mode is checked by the
+//! acceptor, once per RESP connection. A non-loopback `-l` without `-Y`
+//! prints a warning at start-up (`main.rs`).
+//!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
 //! the log position they depend on (the worker thread's last journaled
@@ -99,6 +111,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod authfile;
 pub mod binary;
 pub mod clients;
 pub mod config;
@@ -150,6 +163,10 @@ pub struct Shared {
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
     /// SET (read once per RESP round, [`Shared::resp_limits`]).
     pub proto_max_bulk_len: AtomicU64,
+    /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
+    pub acl: resp::acl::Acl,
+    /// memcached's `-Y` users (`authfile.rs`), if given.
+    pub authfile: Option<authfile::AuthFile>,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -218,7 +235,15 @@ impl Shared {
                 Some(p)
             }
         };
+        let acl = resp::acl::Acl::new(args.requirepass.as_deref(), args.protected_mode, args.aclfile.as_deref())
+            .map_err(|e| format!("cannot load --aclfile: {}", e.strip_prefix("ERR ").unwrap_or(&e)))?;
+        let authfile = match &args.auth_file {
+            None => None,
+            Some(p) => Some(authfile::AuthFile::load(p)?),
+        };
         Ok(Arc::new(Shared {
+            acl,
+            authfile,
             store,
             persist,
             conn_limit: args.conn_limit,

@@ -151,6 +151,14 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         .next()
         .ok_or_else(|| format!("-l {}: the name has no address; give an address such as 127.0.0.1", args.listen))?;
     let listener = listen(addr, "", "give another port with -p").map_err(|(_, e)| e)?;
+    if !addr.ip().is_loopback() && args.auth_file.is_none() {
+        // memcached's protocol has no protected mode: say it loudly.
+        eprintln!(
+            "amalgam: WARNING: the memcached port listens on {addr}, beyond this machine, with no \
+             authentication: anyone who can reach it can read, change and flush every key. Give -Y FILE \
+             (user:password lines) to require authentication, or -l 127.0.0.1 to serve this machine only."
+        );
+    }
     let mut listeners = vec![(listener, Protocol::Memcached)];
     if args.resp_port != 0 {
         let resp_addr = SocketAddr::new(addr.ip(), args.resp_port);

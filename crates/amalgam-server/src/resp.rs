@@ -19,6 +19,12 @@
 //! monitors; without either, the batch pays one relaxed load for them.
 //! Inside MULTI nothing is batched: every command is queued
 //! (`resp/multi.rs`, which also makes multi-key commands atomic).
+//! Nor is anything batched for a connection that must authenticate or
+//! whose user has ACL rules (`Session::auth.open` false, `resp/acl.rs`):
+//! its commands go one by one through `dispatch`, whose first step,
+//! `acl::refused`, answers NOAUTH or NOPERM (before MULTI queues, as Redis's
+//! `processCommand`). An open connection pays one byte test for it, in
+//! the batch condition and at the top of `dispatch`.
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
@@ -70,8 +76,10 @@
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
-//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET) |
+//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
+//! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
 
+pub mod acl;
 mod bits;
 pub mod blocking;
 mod client;
@@ -145,6 +153,8 @@ pub struct Session {
     blocked: Option<Box<blocking::Blocked>>,
     /// MULTI's queue and WATCH's keys (`multi.rs`).
     multi: multi::Multi,
+    /// The connection's user and whether it must authenticate (`acl.rs`).
+    auth: acl::Auth,
 }
 
 impl Session {
@@ -163,6 +173,7 @@ impl Session {
             home: None,
             blocked: None,
             multi: multi::Multi::default(),
+            auth: acl::Auth::new(&shared.acl),
         }
     }
 
@@ -219,6 +230,12 @@ pub fn process(
 ) {
     if session.blocked.is_some() {
         // Pipelined commands wait until the blocking one is answered.
+        return;
+    }
+    // A user changed since this connection's last read (one relaxed
+    // load otherwise); its user deleted closes it, as in Redis.
+    if !acl::fresh(&shared.acl, &mut session.auth) {
+        *close = true;
         return;
     }
     let limits = shared.resp_limits();
@@ -287,9 +304,13 @@ fn process_round(
                 // the commands' order. A connection under CLIENT REPLY OFF
                 // or SKIP, and every connection while a MONITOR is
                 // attached, runs each command alone (`run_command` drops
-                // replies and feeds monitors).
-                let batch =
-                    ctx.session.reply == Reply::On && !shared.clients.monitoring() && !ctx.session.multi.queuing();
+                // replies and feeds monitors). So does a connection that
+                // must authenticate or whose user has rules (`acl.rs`:
+                // `open` is false), so its check in `dispatch` sees them.
+                let batch = ctx.session.auth.open
+                    && ctx.session.reply == Reply::On
+                    && !shared.clients.monitoring()
+                    && !ctx.session.multi.queuing();
                 if let (Some(s), true) = (spec, batch) {
                     // CLIENT LIST's cmd= for a batched command (the
                     // others are recorded at dispatch).
@@ -508,6 +529,11 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    // NOAUTH and NOPERM before MULTI queues, as Redis's processCommand;
+    // skipped (one byte test) when nothing can refuse this connection.
+    if !ctx.session.auth.open && acl::refused(ctx, spec, args, out) {
+        return After::Continue;
+    }
     if multi::queued(ctx, spec, args, out) {
         return After::Continue;
     }
@@ -697,6 +723,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
             return multi::run(ctx, spec.cmd, args, out)
         }
         Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
+        Cmd::Acl => return acl::run(ctx, args, out),
     }
     After::Continue
 }

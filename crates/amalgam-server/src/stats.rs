@@ -60,6 +60,8 @@ counters!(
     bytes_written,
     total_connections,
     resp_commands,
+    auth_cmds,
+    auth_errors,
 );
 
 /// Adds `n` to a counter that only the calling worker writes.

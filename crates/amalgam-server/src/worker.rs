@@ -152,6 +152,12 @@ pub fn run_acceptor(
                             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
+                        if *protocol == Protocol::Resp && crate::resp::acl::protected(shared, peer) {
+                            // Redis's protected mode: answered at accept, closed.
+                            let _ = sock.write(crate::resp::acl::DENIED.as_bytes());
+                            shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
                         let _ = sock.set_nodelay(true);
                         shared.curr_connections.fetch_add(1, Ordering::Relaxed);
                         // Listed until the worker closes it (before the fd
@@ -210,6 +216,9 @@ struct Conn {
     /// An `lru_crawler metadump` in progress: the scan cursor it goes on
     /// from once the output drains (admin.rs).
     dump: Option<u64>,
+    /// memcached's `-Y`: false until the connection's authentication
+    /// `set` succeeded (authfile.rs); true from the start without `-Y`.
+    authed: bool,
     /// memcached's binary protocol: decided by the first byte a memcached
     /// connection sends (`0x80`), as memcached's `try_read_command_negotiate`
     /// does, and kept for the connection's life; None until a byte came.
@@ -341,6 +350,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         resp,
                         dump: None,
                         binary: None,
+                        authed: shared.authfile.is_none(),
                         commit_target: 0,
                     });
                     ready.push(token.0);
@@ -635,10 +645,19 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, authed, .. } = self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
             return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+        }
+        if !*authed {
+            // memcached's -Y: only the authentication `set` until it
+            // succeeds, and never the binary protocol.
+            *binary = Some(false);
+            crate::authfile::process(shared, stats, buf, rstart, wbuf, close_after_write, authed);
+            if !*authed || *close_after_write {
+                return;
+            }
         }
         if binary.is_none() && *rstart < buf.len() {
             *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);

@@ -399,3 +399,15 @@ fn disable_evictions_refuses_instead_of_evicting() {
     assert!(first.starts_with(b"VALUE big0 0 102400\r\n"), "{}", show(&first));
     assert_eq!(stat(&mut c, "evictions"), 0);
 }
+
+#[test]
+fn a_missing_auth_file_stops_the_start() {
+    // memcached: "Could not open authfile [...] for reading", exit 1.
+    let mut cmd = command(&["-Y", "/nonexistent/amalgam-authfile"]);
+    if !is_memcached_bin() {
+        cmd.args(["--resp-port", "0"]);
+    }
+    let (code, err) = refused_start(&mut cmd);
+    assert_eq!(code, 1, "stderr: {err}");
+    assert!(err.contains("/nonexistent/amalgam-authfile"), "names the file: {err}");
+}

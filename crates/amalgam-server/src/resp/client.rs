@@ -65,7 +65,7 @@ fn line(c: &Client, line: &mut String) {
     let _ = writeln!(
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 \
-         qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user=default \
+         qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} \
          redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -74,6 +74,7 @@ fn line(c: &Client, line: &mut String) {
         text(&attrs.name),
         c.age_secs(),
         c.idle_secs(),
+        attrs.user.as_deref().map_or("default".into(), String::from_utf8_lossy),
         c.resp.load(Ordering::Relaxed),
         text(&attrs.lib_name),
         text(&attrs.lib_ver),

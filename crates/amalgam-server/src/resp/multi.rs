@@ -178,6 +178,14 @@ fn error(out: &mut Vec<u8>, e: &str) -> After {
     After::Continue
 }
 
+/// A command refused before queuing (NOAUTH, NOPERM) makes EXEC abort,
+/// as Redis's `flagTransaction` does; outside MULTI nothing changes.
+pub(crate) fn flag(m: &mut Multi) {
+    if m.queuing() {
+        m.dirty = true;
+    }
+}
+
 /// Leaves MULTI and forgets the watched keys (EXEC, DISCARD).
 pub(crate) fn reset(m: &mut Multi) {
     m.queue = None;

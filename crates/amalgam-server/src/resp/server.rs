@@ -6,10 +6,7 @@
 //! commands and replies it follows (clients gate features on it), and
 //! HELLO's `server` and INFO's `amalgam_version` say what it is.
 //!
-//! Authentication does not exist yet: AUTH and HELLO's AUTH option are
-//! refused (AUTH with a password alone gets Redis's own answer for a
-//! server with no password; a user and password get WRONGPASS, where
-//! Redis would let its password-less `default` user in).
+//! AUTH and HELLO's AUTH option authenticate through `acl.rs`.
 
 use super::client::valid_attribute;
 use super::glob::matches;
@@ -54,11 +51,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Client => {}
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
-        Cmd::Auth => match args.len() {
-            2 => push_error(out, err::AUTH_NO_PASSWORD.as_bytes()),
-            3 => push_error(out, err::WRONGPASS.as_bytes()),
-            _ => push_error(out, err::SYNTAX.as_bytes()),
-        },
+        Cmd::Auth => super::acl::auth(ctx, args, out),
         _ => {}
     }
     After::Continue
@@ -133,13 +126,13 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         next = 2;
     }
-    let mut auth = false;
+    let mut auth: Option<(&[u8], &[u8])> = None;
     let mut name: Option<&[u8]> = None;
     let mut j = next;
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(&args[j], "auth") && more >= 2 {
-            auth = true;
+            auth = Some((&args[j + 1], &args[j + 2]));
             j += 3;
         } else if is(&args[j], "setname") && more >= 1 {
             name = Some(&args[j + 1]);
@@ -151,8 +144,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             return push_error(out, &m);
         }
     }
-    if auth {
-        return push_error(out, err::WRONGPASS.as_bytes());
+    if let Err(e) = super::acl::hello_auth(ctx, auth) {
+        return push_error(out, e.as_bytes());
     }
     if let Some(n) = name {
         if !valid_attribute(n) {
@@ -202,6 +195,8 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("io-threads", ctx.shared.workers.len().to_string()),
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than_us.load(Ordering::Relaxed).to_string()),
         ("slowlog-max-len", ctx.shared.slowlog.max_len.load(Ordering::Relaxed).to_string()),
+        ("requirepass", String::from_utf8_lossy(&ctx.shared.acl.requirepass()).into_owned()),
+        ("protected-mode", if ctx.shared.acl.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" }.into()),
     ];
     // The collection thresholds, settable (resp/typed.rs): Redis 7's
     // names and their legacy aliases, which CONFIG GET lists too.
@@ -247,7 +242,7 @@ fn config_kind(name: &str) -> Kind {
         "port" => Kind::Int(0, 65535),
         "maxmemory" => Kind::Memory,
         "proto-max-bulk-len" => Kind::BulkLen,
-        "appendonly" => Kind::Bool,
+        "appendonly" | "protected-mode" => Kind::Bool,
         "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
         "maxmemory-policy" => Kind::Enum(&[
             "volatile-lru",
@@ -351,6 +346,8 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         name == "proto-max-bulk-len"
             || LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b)
             || SLOWLOG_PARAMS.contains(&name)
+            || name == "requirepass"
+            || name == "protected-mode"
     };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
@@ -381,6 +378,10 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 log.slower_than_us.store(int_arg(v).expect("checked above"), Ordering::Relaxed);
             } else if name == "slowlog-max-len" {
                 log.max_len.store(int_arg(v).expect("checked above") as u64, Ordering::Relaxed);
+            } else if name == "requirepass" {
+                ctx.shared.acl.set_requirepass(v);
+            } else if name == "protected-mode" {
+                ctx.shared.acl.protected_mode.store(is(v, "yes"), Ordering::Relaxed);
             } else if settable(name) {
                 let n = match config_kind(name) {
                     Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),

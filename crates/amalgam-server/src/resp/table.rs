@@ -180,6 +180,7 @@ pub enum Cmd {
     Unwatch,
     Rename,
     Renamenx,
+    Acl,
 }
 
 /// One command's description.

@@ -116,6 +116,33 @@ pub fn resp_private(args: &[&str]) -> Option<Server> {
     Some(server)
 }
 
+/// The password of the password-protected RESP server tests share:
+/// `AMALGAM_TEST_RESP_AUTH_ADDR` names a redis-server started with
+/// `--requirepass` this (scripts/test.sh), and [`resp_with_password`]
+/// starts an amalgam with it.
+pub const TEST_REQUIREPASS: &str = "amalgam-test-pass";
+
+/// A RESP server whose `default` user needs [`TEST_REQUIREPASS`]: with an
+/// external RESP server named, the one `AMALGAM_TEST_RESP_AUTH_ADDR` names
+/// (None, with a note, if none is); else an amalgam of this test's own
+/// started with `--requirepass`. Tests must leave its password as found.
+pub fn resp_with_password() -> Option<Server> {
+    if external_resp_addr().is_some() || external_addr().is_some() {
+        let Some(s) = std::env::var("AMALGAM_TEST_RESP_AUTH_ADDR").ok().filter(|s| !s.is_empty()) else {
+            eprintln!("note: no AMALGAM_TEST_RESP_AUTH_ADDR; skipping a test that needs a password-protected server");
+            return None;
+        };
+        let addr = s.to_socket_addrs().ok().and_then(|mut a| a.next()).unwrap_or_else(|| panic!("{s}: no address"));
+        let mut server = Server { addr, child: None, is_memcached: false, resp: Some(addr), is_redis: false };
+        let mut c = server.resp_connect();
+        let auth = format!("AUTH {TEST_REQUIREPASS}\r\nINFO server\r\n");
+        let info = request(&mut c, auth.as_bytes(), b"\r\n\r\n");
+        server.is_redis = !String::from_utf8_lossy(&info).contains("amalgam_version");
+        return Some(server);
+    }
+    resp_private(&["--requirepass", TEST_REQUIREPASS])
+}
+
 /// Effective uid 0, read from /proc (no libc dependency).
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -148,10 +175,24 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// The pid the server at `addr` reports in `stats`, if one answers.
-fn server_pid(addr: SocketAddr) -> Option<u32> {
+/// The user and password a test's `-Y` auth file must hold (as a
+/// `user:password` line) for the harness to see the server start: it
+/// authenticates with them before asking `stats` for the pid.
+pub const TEST_AUTHFILE_USER: &str = "harness";
+pub const TEST_AUTHFILE_PASSWORD: &str = "harness-pw";
+
+/// The pid the server at `addr` reports in `stats`, if one answers;
+/// `authfile`: authenticate first, as [`TEST_AUTHFILE_USER`].
+fn server_pid(addr: SocketAddr, authfile: bool) -> Option<u32> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    if authfile {
+        let token = format!("{TEST_AUTHFILE_USER} {TEST_AUTHFILE_PASSWORD}");
+        s.write_all(format!("set auth 0 0 {}\r\n{token}\r\n", token.len()).as_bytes()).ok()?;
+        if read_until(&mut s, b"\r\n") != b"STORED\r\n" {
+            return None;
+        }
+    }
     s.write_all(b"stats\r\n").ok()?;
     let out = read_until(&mut s, b"END\r\n");
     let text = String::from_utf8_lossy(&out);
@@ -261,7 +302,7 @@ impl Server {
                 }
                 // Ready when the server on the port is this child: another
                 // server may hold the port, and this child then exits.
-                if server_pid(addr) == Some(pid) {
+                if server_pid(addr, args.contains(&"-Y")) == Some(pid) {
                     let resp = resp_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
                     return Ok(Server { addr, child: Some((child, pid)), is_memcached, resp, is_redis: false });
                 }

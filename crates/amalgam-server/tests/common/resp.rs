@@ -60,6 +60,13 @@ impl Resp {
         Resp { s: server.resp_connect(), buf: Vec::new() }
     }
 
+    /// A connection made elsewhere (a server the harness did not start).
+    pub fn from_stream(s: TcpStream) -> Resp {
+        s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        Resp { s, buf: Vec::new() }
+    }
+
     /// Sends one command.
     pub fn send(&mut self, args: &[&str]) {
         let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 164] = [
+pub static COMMANDS: [Spec; 165] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -2451,5 +2451,21 @@ pub static COMMANDS: [Spec; 164] = [
         acl: &["@keyspace"],
         keys: &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }, KeySpec { notes: "", flags: &["OW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
         ..spec!(Renamenx, "renamenx", 3, &["write", "fast"], (1, 2, 1), "generic", "1.0.0", "Rename a key, only if the new key does not exist")
+    },
+    Spec {
+        subcommands: &[
+            spec!(Acl, "acl|deluser", -3, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Remove the specified ACL users and the associated rules"),
+            spec!(Acl, "acl|load", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Reload the ACLs from the configured ACL file"),
+            spec!(Acl, "acl|getuser", 3, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Get the rules for a specific ACL user"),
+            spec!(Acl, "acl|save", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Save the current ACL rules in the configured ACL file"),
+            spec!(Acl, "acl|whoami", 2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Return the name of the user associated to the current connection"),
+            spec!(Acl, "acl|users", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the username of all the configured ACL rules"),
+            spec!(Acl, "acl|setuser", -3, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Modify or create the rules for a specific ACL user"),
+            spec!(Acl, "acl|help", 2, &["loading", "stale"], (0, 0, 0), "server", "6.0.0", "Show helpful text about the different subcommands"),
+            spec!(Acl, "acl|list", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the current ACL rules in ACL config file format"),
+            spec!(Acl, "acl|cat", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the ACL categories or the commands inside a category"),
+            spec!(Acl, "acl|genpass", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Generate a pseudorandom secure password to use for ACL users"),
+        ],
+        ..spec!(Acl, "acl", -2, &[], (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands")
     },
 ];

@@ -1,0 +1,1083 @@
+//! Authentication and access control on the RESP port: `--requirepass`,
+//! AUTH, HELLO's AUTH option, ACL users (ACL SETUSER GETUSER DELUSER LIST
+//! USERS WHOAMI CAT GENPASS SAVE LOAD), Redis 7.0's NOAUTH, WRONGPASS and
+//! NOPERM replies, and `--aclfile`.
+//!
+//! ## Users
+//! The server's users live in one [`Acl`] (a `RwLock`ed map, written only
+//! by ACL SETUSER/DELUSER/LOAD and CONFIG SET requirepass). A user is
+//! immutable once published: a change builds a new [`User`] and swaps the
+//! map's `Arc`, then bumps [`Acl::epoch`]. The user `default` always
+//! exists: on, `nopass`, `~* &* +@all`, unless `--requirepass` (or CONFIG
+//! SET requirepass) gives it a password, as Redis's does. Passwords are
+//! kept only as their SHA-256 (what ACL LIST and GETUSER show as `#<hex>`,
+//! as Redis does); AUTH hashes the password it is given and compares the
+//! hashes in constant time ([`same_hash`]); no password is ever logged.
+//!
+//! ## The per-request cost
+//! A connection caches what it needs in [`Auth`]: its user (an `Arc`), whether it
+//! must still authenticate, and `open`, true when neither authentication
+//! nor any rule can refuse it (authenticated, every command, every key) —
+//! the default user's case. `resp::process` compares the connection's
+//! epoch with [`Acl::epoch`] once per read (one relaxed load) and refreshes
+//! the cache when a user changed; an open connection then pays one byte
+//! test per command, folded into the condition the batched GET/SET path
+//! already tests, and `dispatch` calls [`refused`] only when it is not open.
+//! Difference from Redis: a rule changed by another connection takes
+//! effect for a client from its next read, not in the middle of a
+//! pipeline it already sent.
+//!
+//! ## The check (Redis's `processCommand` order)
+//! An unknown command and a wrong argument count are answered first (by
+//! dispatch and MULTI's queueing, as before); then NOAUTH for any command
+//! without the `no_auth` flag (AUTH, HELLO, QUIT) on a connection that
+//! must authenticate; then NOPERM when the user may not run the command
+//! (the subcommand, for a container: `config|get`) or a key its key
+//! specifications name (`table::keys_of`) matches none of the user's
+//! patterns (`glob.rs`). A refused command inside MULTI makes EXEC abort;
+//! a refused EXEC answers EXECABORT and discards the transaction, as
+//! Redis's `rejectCommand` does. EXEC's queued commands are checked again
+//! when they run.
+//!
+//! ## Rules
+//! Commands are numbered (`Catalog`: the table's rows, then each
+//! container's subcommands) and a user's permissions are a bitmap over
+//! those numbers, so the check is a bit test. A user keeps its command
+//! rules as given (`+@all`/`-@all` as the base, then `+cmd`, `-cmd`,
+//! `+@cat`, `-@cat` in order; a rule replaces an earlier one on the same
+//! command or category, and a category rule absorbs earlier rules on the
+//! commands in it); the bitmap is the rules replayed, and ACL LIST shows
+//! the rules that change it, which is what Redis 7.0 prints.
+//! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
+//! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN; pub/sub
+//! channel rules are kept and shown but there is no pub/sub to apply
+//! them to.
+
+use super::glob::matches;
+use super::server::{help, sub};
+use super::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
+use super::{is, multi, Arg, Ctx};
+use crate::exec::After;
+use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// Commands and subcommands the permission bitmap can number.
+pub const COMMAND_IDS_MAX: usize = 512;
+const BITS_WORDS: usize = COMMAND_IDS_MAX / 64;
+const _: () = assert!(COMMAND_IDS_MAX % 64 == 0);
+/// Users one server holds (Redis bounds them only by memory).
+pub const USERS_MAX: usize = 1 << 16;
+/// Passwords, key patterns, channel patterns and command rules one user
+/// holds, each.
+pub const USER_ENTRIES_MAX: usize = 1 << 12;
+/// ACL GENPASS's largest argument, Redis's.
+const GENPASS_BITS_MAX: i64 = 4096;
+/// ACL GENPASS's default, Redis's.
+const GENPASS_BITS_DEFAULT: i64 = 256;
+/// The longest ACL file `--aclfile` and ACL LOAD read.
+pub const ACL_FILE_BYTES_MAX: u64 = 64 << 20;
+
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+const NOPERM_KEYS: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
+const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+const UNKNOWN_RULE: &str = "Unknown command or category name in ACL";
+
+type Bits = [u64; BITS_WORDS];
+
+fn bit(b: &Bits, id: usize) -> bool {
+    b[id / 64] & (1 << (id % 64)) != 0
+}
+
+fn set_bit(b: &mut Bits, id: usize, on: bool) {
+    if on {
+        b[id / 64] |= 1 << (id % 64);
+    } else {
+        b[id / 64] &= !(1 << (id % 64));
+    }
+}
+
+/// Every command and subcommand, numbered.
+struct Catalog {
+    /// By id: the table's rows in order (id = row index), then each
+    /// container's subcommands.
+    specs: Vec<&'static Spec>,
+    /// Row count: ids below it are top-level commands.
+    top: usize,
+    /// For each row: the id of its first subcommand.
+    sub_base: Vec<usize>,
+    /// By id: bit i set when the command is in `ACL_CATEGORIES[i]`.
+    cats: Vec<u32>,
+    /// Every id set.
+    all: Bits,
+}
+
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let mut specs: Vec<&'static Spec> = COMMANDS.iter().collect();
+        let top = specs.len();
+        let mut sub_base = Vec::with_capacity(top);
+        for s in COMMANDS.iter() {
+            sub_base.push(specs.len());
+            specs.extend(s.subcommands.iter());
+        }
+        assert!(specs.len() <= COMMAND_IDS_MAX, "raise COMMAND_IDS_MAX to {}", specs.len());
+        let cats = specs
+            .iter()
+            .map(|s| {
+                table::acl_categories(s).iter().fold(0u32, |m, c| {
+                    m | ACL_CATEGORIES.iter().position(|n| Some(*n) == c.strip_prefix('@')).map_or(0, |i| 1 << i)
+                })
+            })
+            .collect();
+        let mut all = [0; BITS_WORDS];
+        for id in 0..specs.len() {
+            set_bit(&mut all, id, true);
+        }
+        Catalog { specs, top, sub_base, cats, all }
+    })
+}
+
+impl Catalog {
+    /// The id of `spec` (a row) or of its subcommand `sub`.
+    fn id(&self, spec: &'static Spec, sub: Option<&'static Spec>) -> usize {
+        let row = table::index_of(spec);
+        match sub {
+            None => row,
+            Some(s) => self.sub_base[row] + spec.subcommands.iter().position(|x| std::ptr::eq(x, s)).unwrap_or(0),
+        }
+    }
+
+    /// The ids a rule on `id` covers: a container's rule covers its
+    /// subcommands too.
+    fn covered(&self, id: usize) -> std::ops::Range<usize> {
+        if id < self.top {
+            let n = self.specs[id].subcommands.len();
+            if n > 0 {
+                return self.sub_base[id]..self.sub_base[id] + n;
+            }
+        }
+        id..id + 1
+    }
+}
+
+/// One command rule after the base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    Command(usize),
+    Category(usize),
+}
+
+/// One ACL user. Immutable once in [`Acl`]'s map.
+#[derive(Clone, Debug)]
+pub struct User {
+    pub name: Vec<u8>,
+    pub on: bool,
+    pub nopass: bool,
+    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
+    /// (false) flag, None until either is given: shown, no effect here
+    /// (there is no RESTORE to sanitize).
+    sanitize_payload: Option<bool>,
+    /// SHA-256 of each password, in the order added.
+    passwords: Vec<[u8; 32]>,
+    /// The base: `+@all` (true) or `-@all`.
+    all_commands: bool,
+    /// The rules after the base, in order: (allow, rule).
+    rules: Vec<(bool, Rule)>,
+    /// The rules replayed.
+    allowed: Bits,
+    allkeys: bool,
+    patterns: Vec<Vec<u8>>,
+    allchannels: bool,
+    channels: Vec<Vec<u8>>,
+}
+
+impl User {
+    /// A new user as ACL SETUSER creates it: off, no password, no
+    /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
+    fn new(name: &[u8]) -> User {
+        User {
+            name: name.to_vec(),
+            on: false,
+            nopass: false,
+            sanitize_payload: None,
+            passwords: Vec::new(),
+            all_commands: false,
+            rules: Vec::new(),
+            allowed: [0; BITS_WORDS],
+            allkeys: false,
+            patterns: Vec::new(),
+            allchannels: false,
+            channels: Vec::new(),
+        }
+    }
+
+    /// Redis's `default` user: `on nopass ~* &* +@all`.
+    fn default_user() -> User {
+        User {
+            on: true,
+            nopass: true,
+            all_commands: true,
+            allowed: catalog().all,
+            allkeys: true,
+            allchannels: true,
+            ..User::new(b"default")
+        }
+    }
+
+    /// True when no rule can refuse this user a command.
+    fn unrestricted(&self) -> bool {
+        self.allkeys && self.allowed == catalog().all
+    }
+
+    /// True if `password` is one of the user's (any, with nopass).
+    pub fn check_password(&self, password: &[u8]) -> bool {
+        if self.nopass {
+            return true;
+        }
+        let h = sha256(password);
+        // Every stored hash is compared, each in constant time.
+        self.passwords.iter().fold(false, |ok, p| same_hash(p, &h) | ok)
+    }
+
+    fn recompute(&mut self) {
+        let cat = catalog();
+        let mut b = if self.all_commands { cat.all } else { [0; BITS_WORDS] };
+        for &(allow, r) in &self.rules {
+            apply_rule(&mut b, allow, r);
+        }
+        self.allowed = b;
+    }
+
+    /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason.
+    fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+        let lower = op.to_ascii_lowercase();
+        match &lower[..] {
+            b"on" => self.on = true,
+            b"off" => self.on = false,
+            b"nopass" => {
+                self.nopass = true;
+                self.passwords.clear();
+            }
+            b"resetpass" => {
+                self.nopass = false;
+                self.passwords.clear();
+            }
+            b"allkeys" | b"~*" => {
+                self.allkeys = true;
+                self.patterns.clear();
+            }
+            b"resetkeys" => {
+                self.allkeys = false;
+                self.patterns.clear();
+            }
+            b"allchannels" | b"&*" => {
+                self.allchannels = true;
+                self.channels.clear();
+            }
+            b"resetchannels" => {
+                self.allchannels = false;
+                self.channels.clear();
+            }
+            b"allcommands" | b"+@all" => self.set_base(true),
+            b"nocommands" | b"-@all" => self.set_base(false),
+            b"sanitize-payload" => self.sanitize_payload = Some(true),
+            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
+            b"reset" => {
+                for o in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "-@all"] {
+                    self.apply(o.as_bytes())?;
+                }
+            }
+            _ => match op.first() {
+                Some(b'>') => {
+                    let h = sha256(&op[1..]);
+                    if !self.passwords.contains(&h) {
+                        self.bounded(self.passwords.len())?;
+                        self.passwords.push(h);
+                    }
+                    self.nopass = false;
+                }
+                Some(b'#') => {
+                    let h = parse_hash(&op[1..])?;
+                    if !self.passwords.contains(&h) {
+                        self.bounded(self.passwords.len())?;
+                        self.passwords.push(h);
+                    }
+                    self.nopass = false;
+                }
+                Some(b'<') => self.remove_password(sha256(&op[1..]))?,
+                Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
+                Some(b'~') => {
+                    if self.allkeys {
+                        return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
+                    }
+                    if !self.patterns.iter().any(|p| p[..] == op[1..]) {
+                        self.bounded(self.patterns.len())?;
+                        self.patterns.push(op[1..].to_vec());
+                    }
+                }
+                Some(b'&') => {
+                    if self.allchannels {
+                        return Err("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels".into());
+                    }
+                    if !self.channels.iter().any(|p| p[..] == op[1..]) {
+                        self.bounded(self.channels.len())?;
+                        self.channels.push(op[1..].to_vec());
+                    }
+                }
+                Some(&sign @ (b'+' | b'-')) => {
+                    let rule = parse_rule(&lower[1..]).ok_or(UNKNOWN_RULE)?;
+                    self.add_rule(sign == b'+', rule)?;
+                }
+                _ => return Err("Syntax error".into()),
+            },
+        }
+        Ok(())
+    }
+
+    fn bounded(&self, n: usize) -> Result<(), String> {
+        if n >= USER_ENTRIES_MAX {
+            return Err(format!("a user holds at most {USER_ENTRIES_MAX} passwords, patterns or rules of each kind"));
+        }
+        Ok(())
+    }
+
+    fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+        let Some(i) = self.passwords.iter().position(|p| *p == h) else {
+            return Err("The password you are trying to remove from the user does not exist".into());
+        };
+        self.passwords.remove(i);
+        Ok(())
+    }
+
+    fn set_base(&mut self, all: bool) {
+        self.all_commands = all;
+        self.rules.clear();
+        self.recompute();
+    }
+
+    /// Adds a command rule: it replaces an earlier rule on the same
+    /// command or category, and a category rule absorbs the earlier rules
+    /// on the commands in it.
+    fn add_rule(&mut self, allow: bool, rule: Rule) -> Result<(), String> {
+        let cat = catalog();
+        self.rules.retain(|&(_, r)| match (r, rule) {
+            (a, b) if a == b => false,
+            (Rule::Command(id), Rule::Category(c)) => cat.cats[id] & (1 << c) == 0,
+            _ => true,
+        });
+        self.bounded(self.rules.len())?;
+        self.rules.push((allow, rule));
+        self.recompute();
+        Ok(())
+    }
+
+    /// The command rules as ACL LIST shows them: the base, then each rule
+    /// that changes what the ones before it allowed.
+    fn describe_commands(&self) -> String {
+        let mut b = if self.all_commands { catalog().all } else { [0; BITS_WORDS] };
+        let mut s = String::from(if self.all_commands { "+@all" } else { "-@all" });
+        for &(allow, r) in &self.rules {
+            let before = b;
+            apply_rule(&mut b, allow, r);
+            if b != before {
+                s.push(' ');
+                s.push(if allow { '+' } else { '-' });
+                match r {
+                    Rule::Command(id) => s.push_str(catalog().specs[id].name),
+                    Rule::Category(c) => {
+                        s.push('@');
+                        s.push_str(ACL_CATEGORIES[c]);
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    fn describe_keys(&self) -> String {
+        if self.allkeys {
+            return "~*".into();
+        }
+        let p: Vec<String> = self.patterns.iter().map(|p| format!("~{}", String::from_utf8_lossy(p))).collect();
+        p.join(" ")
+    }
+
+    fn describe_channels(&self, for_list: bool) -> String {
+        if self.allchannels {
+            return "&*".into();
+        }
+        let mut p: Vec<String> = self.channels.iter().map(|p| format!("&{}", String::from_utf8_lossy(p))).collect();
+        if for_list {
+            p.insert(0, "resetchannels".into());
+        }
+        p.join(" ")
+    }
+
+    fn flags(&self) -> Vec<&'static str> {
+        let mut f = vec![if self.on { "on" } else { "off" }];
+        if self.nopass {
+            f.push("nopass");
+        }
+        match self.sanitize_payload {
+            Some(false) => f.push("skip-sanitize-payload"),
+            Some(true) => f.push("sanitize-payload"),
+            None => {}
+        }
+        f
+    }
+
+    /// The user as ACL LIST and the ACL file write it.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("user {}", String::from_utf8_lossy(&self.name))];
+        parts.extend(self.flags().iter().map(|f| f.to_string()));
+        parts.extend(self.passwords.iter().map(|h| format!("#{}", hex(h))));
+        let keys = self.describe_keys();
+        if !keys.is_empty() {
+            parts.push(keys);
+        }
+        parts.push(self.describe_channels(true));
+        parts.push(self.describe_commands());
+        parts.join(" ")
+    }
+}
+
+/// Applies one rule to a permission bitmap.
+fn apply_rule(b: &mut Bits, allow: bool, r: Rule) {
+    let cat = catalog();
+    match r {
+        Rule::Command(id) => {
+            set_bit(b, id, allow);
+            for s in cat.covered(id) {
+                set_bit(b, s, allow);
+            }
+        }
+        Rule::Category(c) => {
+            for id in 0..cat.specs.len() {
+                if cat.cats[id] & (1 << c) != 0 {
+                    set_bit(b, id, allow);
+                }
+            }
+        }
+    }
+}
+
+/// `get`, `config|get` or `@string` (lower case, sign removed).
+fn parse_rule(name: &[u8]) -> Option<Rule> {
+    if let Some(c) = name.strip_prefix(b"@") {
+        return ACL_CATEGORIES.iter().position(|n| n.as_bytes() == c).map(Rule::Category);
+    }
+    let spec = table::lookup_full(name)?;
+    let cat = catalog();
+    match name.iter().position(|&b| b == b'|') {
+        None => Some(Rule::Command(table::index_of(spec))),
+        Some(i) => {
+            let parent = table::lookup(&name[..i])?;
+            Some(Rule::Command(cat.id(parent, Some(spec))))
+        }
+    }
+}
+
+fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
+    let bad = || "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters";
+    if h.len() != 64 || !h.iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c)) {
+        return Err(bad().into());
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        let s = std::str::from_utf8(&h[2 * i..2 * i + 2]).map_err(|_| bad())?;
+        *o = u8::from_str_radix(s, 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
+/// Compares two password hashes in time independent of where they differ.
+fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The server's users.
+#[derive(Debug)]
+pub struct Acl {
+    users: RwLock<BTreeMap<Vec<u8>, Arc<User>>>,
+    /// Bumped after every change to `users`; connections compare.
+    epoch: AtomicU64,
+    /// `requirepass` as given (CONFIG GET shows it, as Redis's does).
+    requirepass: Mutex<Vec<u8>>,
+    /// Redis's protected-mode (`--protected-mode`, CONFIG SET).
+    pub protected_mode: AtomicBool,
+    /// `--aclfile`.
+    aclfile: Option<std::path::PathBuf>,
+}
+
+impl Acl {
+    /// The users at start-up: `default`, its password from `requirepass`,
+    /// and the ACL file's users. Err says what is wrong with the file.
+    pub fn new(
+        requirepass: Option<&str>,
+        protected_mode: bool,
+        aclfile: Option<&std::path::Path>,
+    ) -> Result<Acl, String> {
+        let acl = Acl {
+            users: RwLock::new(BTreeMap::new()),
+            epoch: AtomicU64::new(0),
+            requirepass: Mutex::new(Vec::new()),
+            protected_mode: AtomicBool::new(protected_mode),
+            aclfile: aclfile.map(|p| p.to_path_buf()),
+        };
+        let mut users = BTreeMap::new();
+        users.insert(b"default".to_vec(), Arc::new(User::default_user()));
+        *acl.users.write().unwrap_or_else(|e| e.into_inner()) = users;
+        if let Some(p) = requirepass {
+            acl.set_requirepass(p.as_bytes());
+        }
+        if acl.aclfile.is_some() {
+            acl.load()?;
+        }
+        Ok(acl)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
+        self.users.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
+        self.users.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn changed(&self) {
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn user(&self, name: &[u8]) -> Option<Arc<User>> {
+        self.read().get(name).cloned()
+    }
+
+    fn default_user(&self) -> Arc<User> {
+        self.user(b"default").unwrap_or_else(|| Arc::new(User::default_user()))
+    }
+
+    /// True when the default user needs no password (protected mode's
+    /// and NOAUTH's question).
+    pub fn default_nopass(&self) -> bool {
+        let d = self.default_user();
+        d.nopass && d.on
+    }
+
+    /// Redis's `ACLUpdateDefaultUserPassword`: resetpass, then the
+    /// password, or nopass for an empty one.
+    pub fn set_requirepass(&self, pass: &[u8]) {
+        *self.requirepass.lock().unwrap_or_else(|e| e.into_inner()) = pass.to_vec();
+        let mut users = self.write();
+        let mut d = users.get(&b"default"[..]).map_or_else(User::default_user, |u| (**u).clone());
+        d.passwords.clear();
+        if pass.is_empty() {
+            d.nopass = true;
+        } else {
+            d.nopass = false;
+            d.passwords.push(sha256(pass));
+        }
+        users.insert(b"default".to_vec(), Arc::new(d));
+        drop(users);
+        self.changed();
+    }
+
+    pub fn requirepass(&self) -> Vec<u8> {
+        self.requirepass.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// ACL SETUSER: every modifier applied to a copy, published only if
+    /// all are valid.
+    fn setuser(&self, name: &[u8], ops: &[Arg<'_>]) -> Result<(), String> {
+        let mut users = self.write();
+        let mut u = match users.get(name) {
+            Some(u) => (**u).clone(),
+            None if users.len() >= USERS_MAX => return Err(format!("ERR at most {USERS_MAX} users")),
+            None => User::new(name),
+        };
+        for op in ops {
+            u.apply(op)
+                .map_err(|why| format!("ERR Error in ACL SETUSER modifier '{}': {why}", String::from_utf8_lossy(op)))?;
+        }
+        users.insert(name.to_vec(), Arc::new(u));
+        drop(users);
+        self.changed();
+        Ok(())
+    }
+
+    /// Parses the ACL file's users (lines `user <name> <rules…>`; blank
+    /// lines and `#` comments skipped) and replaces every user with them;
+    /// on any error nothing changes. A file without `default` keeps the
+    /// built-in one.
+    fn load(&self) -> Result<(), String> {
+        let Some(path) = &self.aclfile else { return Err(NO_ACL_FILE.into()) };
+        let shown = path.display();
+        let text = match std::fs::metadata(path) {
+            Ok(m) if m.len() > ACL_FILE_BYTES_MAX => {
+                return Err(format!("ERR {shown} is larger than {ACL_FILE_BYTES_MAX} bytes"))
+            }
+            Ok(_) => std::fs::read(path).map_err(|e| format!("ERR Error loading ACLs, opening file '{shown}': {e}"))?,
+            // Redis starts with an empty set of users when the file is
+            // missing at start-up; ACL LOAD then reports it.
+            Err(e) => return Err(format!("ERR Error loading ACLs, opening file '{shown}': {e}")),
+        };
+        let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
+        for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let words: Vec<&[u8]> = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
+            if words.is_empty() || words[0].starts_with(b"#") {
+                continue;
+            }
+            let at = |why: &str| format!("ERR {shown}:{}: {why}", n + 1);
+            if words[0] != b"user" || words.len() < 2 {
+                return Err(at("should start with user keyword"));
+            }
+            if users.len() >= USERS_MAX {
+                return Err(at("too many users"));
+            }
+            // The file states each user's rules in full, the default
+            // user's too.
+            let mut u = User::new(words[1]);
+            for w in &words[2..] {
+                u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
+            }
+            users.insert(words[1].to_vec(), Arc::new(u));
+        }
+        users.entry(b"default".to_vec()).or_insert_with(|| Arc::new(User::default_user()));
+        *self.write() = users;
+        self.changed();
+        Ok(())
+    }
+
+    /// Writes every user to the ACL file (a temporary file renamed over
+    /// it, as Redis does).
+    fn save(&self) -> Result<(), String> {
+        let Some(path) = &self.aclfile else { return Err(NO_ACL_FILE.into()) };
+        let mut text = String::new();
+        for u in self.read().values() {
+            text.push_str(&u.describe());
+            text.push('\n');
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("ERR There was an error trying to save the ACLs. Please check the server logs for more information ({e})"))
+    }
+}
+
+/// Redis 7.0's reply to a non-loopback client in protected mode.
+pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Redis's protected mode (`clientAcceptHandlerCommon`): on, the default
+/// user without a password, and a client not on the loopback interface.
+/// Asked once per accepted RESP connection, by the acceptor.
+pub fn protected(shared: &crate::Shared, peer: std::net::SocketAddr) -> bool {
+    let acl = &shared.acl;
+    let ip = match peer.ip() {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    acl.protected_mode.load(Ordering::Relaxed) && !ip.is_loopback() && acl.default_user().nopass
+}
+
+/// A connection's authentication state (see the module's notes).
+#[derive(Debug)]
+pub struct Auth {
+    user: Arc<User>,
+    /// AUTH or HELLO AUTH succeeded, or the connection began while the
+    /// default user needed no password (Redis's `c->authenticated`).
+    authenticated: bool,
+    /// Commands other than AUTH/HELLO/QUIT answer NOAUTH.
+    required: bool,
+    /// Neither authentication nor any rule can refuse a command.
+    pub open: bool,
+    epoch: u64,
+}
+
+impl Auth {
+    /// A new connection's state: the default user.
+    pub fn new(acl: &Acl) -> Auth {
+        let epoch = acl.epoch.load(Ordering::Acquire);
+        let user = acl.default_user();
+        let authenticated = user.nopass && user.on;
+        let mut a = Auth { user, authenticated, required: false, open: false, epoch };
+        a.settle(authenticated);
+        a
+    }
+
+    /// Recomputes `required` and `open`; `default_nopass` is the default
+    /// user's state now.
+    fn settle(&mut self, default_nopass: bool) {
+        self.required = !self.authenticated && !default_nopass;
+        self.open = !self.required && self.user.unrestricted();
+    }
+
+    pub fn user_name(&self) -> &[u8] {
+        &self.user.name
+    }
+}
+
+/// Brings the connection's cached user up to date with the server's
+/// (one relaxed load when nothing changed). False when its user was
+/// deleted: Redis closes such connections.
+pub fn fresh(acl: &Acl, auth: &mut Auth) -> bool {
+    if acl.epoch.load(Ordering::Relaxed) == auth.epoch {
+        return true;
+    }
+    auth.epoch = acl.epoch.load(Ordering::Acquire);
+    let users = acl.read();
+    let Some(u) = users.get(&auth.user.name) else { return false };
+    auth.user = Arc::clone(u);
+    let nopass = users.get(&b"default"[..]).is_some_and(|d| d.nopass && d.on);
+    drop(users);
+    auth.settle(nopass);
+    true
+}
+
+/// Authenticates the connection as `user` (Redis's
+/// `ACLAuthenticateUser`): true on success.
+fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
+    let acl = &ctx.shared.acl;
+    let Some(u) = acl.user(user) else { return false };
+    if !u.on || !u.check_password(password) {
+        return false;
+    }
+    // CLIENT LIST's user= field.
+    ctx.session.client.attrs().user = (u.name != b"default").then(|| u.name.clone());
+    let auth = &mut ctx.session.auth;
+    auth.user = u;
+    auth.authenticated = true;
+    auth.epoch = acl.epoch.load(Ordering::Acquire);
+    auth.settle(acl.default_nopass());
+    true
+}
+
+/// AUTH [user] password.
+pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let (user, pass): (&[u8], &[u8]) = match args.len() {
+        2 => {
+            if ctx.shared.acl.default_nopass() {
+                return push_error(out, amalgam_protocol::resp::err::AUTH_NO_PASSWORD.as_bytes());
+            }
+            (b"default", &args[1])
+        }
+        3 => (&args[1], &args[2]),
+        _ => return push_error(out, amalgam_protocol::resp::err::SYNTAX.as_bytes()),
+    };
+    if authenticate(ctx, user, pass) {
+        push_simple(out, "OK");
+    } else {
+        push_error(out, amalgam_protocol::resp::err::WRONGPASS.as_bytes());
+    }
+}
+
+/// HELLO's AUTH step (after its options parsed): Err is the error reply.
+pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Result<(), &'static str> {
+    if let Some((user, pass)) = creds {
+        if !authenticate(ctx, user, pass) {
+            return Err(amalgam_protocol::resp::err::WRONGPASS);
+        }
+    }
+    if !ctx.session.auth.authenticated {
+        return Err(HELLO_NOAUTH);
+    }
+    Ok(())
+}
+
+/// The check before dispatch (see the module's notes): true when the
+/// command was refused and its error answered. Called only when the
+/// connection is not `open`.
+pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
+    // Unknown commands and wrong arities are answered by dispatch (or
+    // MULTI's queueing) first, as in Redis.
+    let Some(spec) = spec else { return false };
+    if !super::arity_ok(spec.arity, args.len()) {
+        return false;
+    }
+    let sub = if spec.subcommands.is_empty() || args.len() < 2 {
+        None
+    } else {
+        match table::subcommand(spec, &args[1]) {
+            Some(s) if super::arity_ok(s.arity, args.len()) => Some(s),
+            // An unknown subcommand or its arity: answered by the handler.
+            _ => return false,
+        }
+    };
+    // AUTH, HELLO and QUIT: allowed before authenticating and to every
+    // user, whatever its rules (Redis's ACLSelectorCheckCmd).
+    if spec.flags.contains(&"no_auth") {
+        return false;
+    }
+    let auth = &ctx.session.auth;
+    let error = if auth.required {
+        NOAUTH.to_string()
+    } else {
+        let id = catalog().id(spec, sub);
+        let own = sub.unwrap_or(spec);
+        if !bit(&auth.user.allowed, id) {
+            format!("NOPERM this user has no permissions to run the '{}' command", own.name)
+        } else if !auth.user.allkeys
+            && table::keys_of(own, args)
+                .iter()
+                .any(|&(i, _)| !auth.user.patterns.iter().any(|p| matches(p, &args[i], false)))
+        {
+            NOPERM_KEYS.to_string()
+        } else {
+            return false;
+        }
+    };
+    if spec.cmd == Cmd::Exec {
+        // Redis's execCommandAbort.
+        multi::reset(&mut ctx.session.multi);
+        push_error(out, format!("EXECABORT Transaction discarded because of: {error}").as_bytes());
+    } else {
+        multi::flag(&mut ctx.session.multi);
+        push_error(out, error.as_bytes());
+    }
+    true
+}
+
+/// The ACL command.
+pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    let Some(name) = sub(Cmd::Acl, args, out) else { return After::Continue };
+    let acl = &ctx.shared.acl;
+    match name {
+        "setuser" => {
+            let user = &args[2];
+            if user.iter().any(|&b| b == b' ' || b == 0) {
+                push_error(out, b"ERR Usernames can't contain spaces or null characters");
+            } else {
+                match acl.setuser(user, &args[3..]) {
+                    Ok(()) => push_simple(out, "OK"),
+                    Err(e) => push_error(out, e.as_bytes()),
+                }
+            }
+        }
+        "getuser" => match acl.user(&args[2]) {
+            None => push_null(out, ctx.proto()),
+            Some(u) => getuser(&u, ctx.proto(), out),
+        },
+        "deluser" => {
+            if args[2..].iter().any(|a| &a[..] == b"default") {
+                push_error(out, b"ERR The 'default' user cannot be removed");
+            } else {
+                let mut users = acl.write();
+                let n = args[2..].iter().filter(|a| users.remove(&a[..]).is_some()).count();
+                drop(users);
+                acl.changed();
+                push_int(out, n as i64);
+            }
+        }
+        "list" => {
+            let lines: Vec<String> = acl.read().values().map(|u| u.describe()).collect();
+            push_array(out, lines.len());
+            for l in lines {
+                push_bulk(out, l.as_bytes());
+            }
+        }
+        "users" => {
+            let names: Vec<Vec<u8>> = acl.read().keys().cloned().collect();
+            push_array(out, names.len());
+            for n in names {
+                push_bulk(out, &n);
+            }
+        }
+        "whoami" => push_bulk(out, &ctx.session.auth.user.name),
+        "cat" => cat(args, out),
+        "genpass" => genpass(args, out),
+        "save" => match acl.save() {
+            Ok(()) => push_simple(out, "OK"),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
+        "load" => match acl.load() {
+            Ok(()) => push_simple(out, "OK"),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
+        _ => help(
+            &[
+                "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "CAT [<category>]",
+                "    List all commands that belong to <category>, or all command categories",
+                "    when no category is specified.",
+                "DELUSER <username> [<username> ...]",
+                "    Delete a list of users.",
+                "GETUSER <username>",
+                "    Get the user's details.",
+                "GENPASS [<bits>]",
+                "    Generate a secure 256-bit user password. The optional `bits` argument can",
+                "    be used to specify a different size.",
+                "LIST",
+                "    Show users details in config file format.",
+                "LOAD",
+                "    Reload users from the ACL file.",
+                "SAVE",
+                "    Save the current config to the ACL file.",
+                "SETUSER <username> <attribute> [<attribute> ...]",
+                "    Create or modify a user with the specified attributes.",
+                "USERS",
+                "    List all the registered usernames.",
+                "WHOAMI",
+                "    Return the current connection username.",
+                "HELP",
+                "    Print this help.",
+            ],
+            out,
+        ),
+    }
+    // This connection's own user may have changed (or gone).
+    if !fresh(acl, &mut ctx.session.auth) {
+        return After::Close;
+    }
+    After::Continue
+}
+
+fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
+    push_map(out, 6, proto);
+    push_bulk(out, b"flags");
+    let flags = u.flags();
+    push_array(out, flags.len());
+    for f in flags {
+        push_bulk(out, f.as_bytes());
+    }
+    push_bulk(out, b"passwords");
+    push_array(out, u.passwords.len());
+    for h in &u.passwords {
+        push_bulk(out, hex(h).as_bytes());
+    }
+    push_bulk(out, b"commands");
+    push_bulk(out, u.describe_commands().as_bytes());
+    push_bulk(out, b"keys");
+    push_bulk(out, u.describe_keys().as_bytes());
+    push_bulk(out, b"channels");
+    push_bulk(out, u.describe_channels(false).as_bytes());
+    push_bulk(out, b"selectors");
+    push_array(out, 0);
+}
+
+/// ACL CAT [category].
+fn cat(args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if args.len() == 2 {
+        push_array(out, ACL_CATEGORIES.len());
+        for c in ACL_CATEGORIES {
+            push_bulk(out, c.as_bytes());
+        }
+        return;
+    }
+    let Some(c) = ACL_CATEGORIES.iter().position(|n| is(&args[2], n)) else {
+        let mut m = b"ERR Unknown category '".to_vec();
+        m.extend_from_slice(&args[2]);
+        m.push(b'\'');
+        return push_error(out, &m);
+    };
+    let cat = catalog();
+    let names: Vec<&str> =
+        (0..cat.specs.len()).filter(|&id| cat.cats[id] & (1 << c) != 0).map(|id| cat.specs[id].name).collect();
+    push_array(out, names.len());
+    for n in names {
+        push_bulk(out, n.as_bytes());
+    }
+}
+
+/// ACL GENPASS [bits]: random hex from the kernel's generator.
+fn genpass(args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let bits = match args.get(2) {
+        None => GENPASS_BITS_DEFAULT,
+        Some(a) => match super::int_arg(a) {
+            Some(n) if (1..=GENPASS_BITS_MAX).contains(&n) => n,
+            _ => {
+                return push_error(
+                    out,
+                    b"ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096",
+                )
+            }
+        },
+    };
+    let chars = (bits as usize).div_ceil(4);
+    let mut raw = vec![0u8; chars.div_ceil(2)];
+    use std::io::Read;
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut raw)).is_err() {
+        return push_error(out, b"ERR cannot read /dev/urandom");
+    }
+    push_bulk(out, &hex(&raw).as_bytes()[..chars]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(ops: &str) -> User {
+        let mut u = User::new(b"t");
+        for op in ops.split(' ').filter(|o| !o.is_empty()) {
+            u.apply(op.as_bytes()).unwrap();
+        }
+        u
+    }
+
+    #[test]
+    fn rules_describe_as_redis() {
+        // Each pair as Redis 7.0.15's ACL LIST shows it.
+        for (ops, want) in [
+            ("+get -get", "-@all"),
+            ("+@string +get", "-@all +@string"),
+            ("+get +@string", "-@all +@string"),
+            ("+get -@string", "-@all"),
+            ("-@all +get +set -get", "-@all +set"),
+            ("+@all -get +@read", "+@all"),
+            ("+@read -@read", "-@all"),
+            ("+config|get", "-@all +config|get"),
+            ("+@all -config|set", "+@all -config|set"),
+            ("allcommands -get nocommands +set", "-@all +set"),
+            ("+@all -@dangerous", "+@all -@dangerous"),
+            ("+get +@string -set", "-@all +@string -set"),
+        ] {
+            assert_eq!(user(ops).describe_commands(), want, "{ops}");
+        }
+        assert_eq!(
+            user("on >pw1 ~k* +get +@string -set").describe(),
+            "user t on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 ~k* resetchannels -@all +@string -set"
+        );
+        assert_eq!(User::default_user().describe(), "user default on nopass ~* &* +@all");
+        assert_eq!(user("~a allkeys").describe(), "user t off ~* resetchannels -@all");
+        assert_eq!(user(">a nopass").describe(), "user t off nopass resetchannels -@all");
+    }
+
+    #[test]
+    fn permissions_are_the_rules_replayed() {
+        let cat = catalog();
+        let id = |n: &str| table::index_of(table::lookup(n.as_bytes()).unwrap());
+        let u = user("+@string -set");
+        assert!(bit(&u.allowed, id("get")) && !bit(&u.allowed, id("set")) && !bit(&u.allowed, id("hget")));
+        let u = user("+@all -config|set");
+        let config = table::lookup(b"config").unwrap();
+        let set = table::subcommand(config, b"set").unwrap();
+        let get = table::subcommand(config, b"get").unwrap();
+        assert!(!bit(&u.allowed, cat.id(config, Some(set))) && bit(&u.allowed, cat.id(config, Some(get))));
+        assert!(!u.unrestricted() && User::default_user().unrestricted());
+    }
+
+    #[test]
+    fn passwords_are_hashed_and_checked() {
+        let u = user(">pw1 >pw2");
+        assert!(u.check_password(b"pw1") && u.check_password(b"pw2") && !u.check_password(b"pw3"));
+        assert!(user("nopass").check_password(b"anything"));
+        assert!(!user("").check_password(b""), "a user with no password and no nopass accepts none");
+        assert!(User::new(b"x").apply(b"<nope").is_err());
+        assert!(User::new(b"x").apply(b"#abc").is_err());
+        assert!(User::new(b"x").apply(b"bogus").is_err());
+        assert!(User::new(b"x").apply(b"+nosuch").is_err());
+        assert!(user("allkeys").apply(b"~x").is_err());
+    }
+}
