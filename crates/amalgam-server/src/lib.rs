@@ -41,6 +41,16 @@
 //! hand-off); the client pops for itself there. Deadlines live in a per-worker
 //! min-heap that bounds `epoll_wait`'s timeout.
 //!
+//! ## Transactions and multi-key commands (`resp/multi.rs`)
+//! MULTI queues a connection's commands; EXEC names every key they touch
+//! (their key specifications, as COMMAND GETKEYS) plus the WATCHed ones and
+//! runs the queue inside the engine's `Store::atomically`, which holds
+//! those keys' buckets so no other worker sees part of it (the engine's
+//! `txn.rs`: lock order, why readers wait, the deadlock argument). Every
+//! command naming two or more keys (SMOVE, LMOVE, MSET, RENAME, COPY,
+//! *STORE …) runs the same way; single-key commands and the batched GET/SET
+//! path are untouched.
+//!
 //! ## Bounds (every one named in `worker.rs` or the protocol crate)
 //! A command line without `\n` past 2048 bytes (1 MiB for multi-gets), a
 //! data block larger than `-I`, and more than `-c` connections are each
