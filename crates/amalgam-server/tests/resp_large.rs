@@ -9,7 +9,17 @@ mod common;
 use common::resp::*;
 use common::*;
 use std::io::Write;
+use std::sync::Mutex;
 use std::time::Duration;
+
+/// Held by every test here that reads or changes `proto-max-bulk-len` on
+/// the shared server: one test sets it to 2 MB for a while, and the
+/// others would see it (found by a CI run: the default read back 2097152).
+static LIMIT: Mutex<()> = Mutex::new(());
+
+fn limit_lock() -> std::sync::MutexGuard<'static, ()> {
+    LIMIT.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A value of `len` bytes that is not one byte repeated (so a misplaced
 /// chunk shows).
@@ -37,6 +47,7 @@ fn strings_past_a_megabyte_are_stored_and_read_back() {
     // A budget (-m) the values fit: the harness's own amalgam has 64 MB.
     let server = if external_resp_addr().is_some() { resp_server() } else { resp_private(&["-m", "1024"]) };
     let Some(server) = server else { return };
+    let _limit = limit_lock();
     let mut c = Resp::new(&server);
     let (two, sixty_four) = (key("resp-large-2m"), key("resp-large-64m"));
     round_trip(&mut c, &two, 2 << 20, 1);
@@ -47,6 +58,7 @@ fn strings_past_a_megabyte_are_stored_and_read_back() {
 #[test]
 fn a_bulk_over_proto_max_bulk_len_is_refused_with_redis_text() {
     let Some(server) = resp_server() else { return };
+    let _limit = limit_lock();
     let mut c = Resp::new(&server);
     // Over the default 512 MB: refused at the header, connection closed.
     c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870913\r\n");
@@ -72,6 +84,7 @@ fn proto_max_bulk_len_is_settable_and_bounds_strings() {
     // CONFIG SET changes a shared server's limit: a server of our own (or
     // a Redis set back at the end).
     let Some(server) = resp_server() else { return };
+    let _limit = limit_lock();
     let mut c = Resp::new(&server);
     assert_eq!(c.call(&["CONFIG", "SET", "proto-max-bulk-len", "2mb"]), "+OK\r\n");
     let k = key("resp-large-limit");
