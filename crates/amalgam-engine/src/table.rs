@@ -632,6 +632,12 @@ impl Table {
     /// writer holds it; that writer's critical section is bounded by one
     /// chain, so the wait is too.
     pub fn lock(&self, i: usize) -> Option<BucketGuard<'_>> {
+        self.acquire(i, LOCKED)
+    }
+
+    /// The spin of [`Table::lock`] and [`Table::lock_held`]: sets `bits`
+    /// (LOCKED, and HELD for a transaction) once the bucket is free.
+    fn acquire(&self, i: usize, bits: u32) -> Option<BucketGuard<'_>> {
         let b = self.bucket(i);
         let backoff = crossbeam_utils::Backoff::new();
         loop {
@@ -642,7 +648,7 @@ impl Table {
                 return None;
             }
             if w & LOCKED == 0
-                && b.lock.compare_exchange_weak(w, w | LOCKED, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && b.lock.compare_exchange_weak(w, w | bits, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 // Orders the LOCKED store before our slot stores, so a
                 // reader that sees any of them sees the lock word change
@@ -684,28 +690,7 @@ impl Table {
     /// another transaction holds it (`txn.rs` orders the acquisitions so
     /// that this wait ends).
     pub fn lock_held(&self, i: usize) -> Option<BucketGuard<'_>> {
-        let b = self.bucket(i);
-        let backoff = crossbeam_utils::Backoff::new();
-        loop {
-            // Acquire: as in `lock`.
-            let w = b.lock.load(Ordering::Acquire);
-            if w & MOVED != 0 {
-                return None;
-            }
-            if w & LOCKED == 0
-                && b.lock.compare_exchange_weak(w, w | LOCKED | HELD, Ordering::Acquire, Ordering::Relaxed).is_ok()
-            {
-                // As in `lock`: the lock word changes before any slot.
-                fence(Ordering::Release);
-                return Some(BucketGuard { table: self, bucket: b, word: w, moved: false, borrowed: false });
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-            spin_hint();
-        }
+        self.acquire(i, LOCKED | HELD)
     }
 
     /// The bucket that owns `hash` now (routing as `lock_routed` does,
