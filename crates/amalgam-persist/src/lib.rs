@@ -59,6 +59,7 @@
 
 pub mod format;
 mod log;
+pub mod ratelimit;
 pub mod recover;
 mod snapshot;
 
@@ -76,8 +77,6 @@ use amalgam_engine::{Change, Journal, Store};
 
 /// How often the background threads look at the clock and counters.
 const TICK: Duration = Duration::from_millis(100);
-/// At most one report of a failing log per this period.
-const RETRY_REPORT_PERIOD: Duration = Duration::from_secs(10);
 
 /// What persistence does, from the server's flags.
 #[derive(Clone, Debug)]
@@ -165,7 +164,10 @@ pub struct Persistence {
     /// Called after every commit of the committer thread (the workers'
     /// event-loop wakers).
     wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
-    last_error_report: Mutex<Option<Instant>>,
+    /// A failing log write or sync is logged at most once per
+    /// [`ratelimit::LOG_RATE_LIMIT_PERIOD`]; so is a failing snapshot.
+    log_error_limit: ratelimit::RateLimit,
+    snapshot_error_limit: ratelimit::RateLimit,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -197,7 +199,8 @@ impl Persistence {
             snapshots: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
-            last_error_report: Mutex::new(None),
+            log_error_limit: ratelimit::RateLimit::new(),
+            snapshot_error_limit: ratelimit::RateLimit::new(),
             requested: Mutex::new(0),
             request_cv: std::sync::Condvar::new(),
             wakers: Mutex::new(Vec::new()),
@@ -309,19 +312,21 @@ impl Persistence {
     /// A log write failed under `always`: exit rather than acknowledge
     /// writes that are not durable (crate notes, "Failure handling").
     fn exit_not_durable(&self, e: &std::io::Error) -> ! {
-        eprintln!(
-            "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than acknowledge \
-             writes that are not durable",
+        ::log::error!(
+            "cannot write the log in {} ({e}) with --fsync always; exiting rather than acknowledge writes that \
+             are not durable",
             self.cfg.dir.display()
         );
         std::process::exit(1);
     }
 
     fn report_error(&self, e: &std::io::Error) {
-        let mut last = self.last_error_report.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_none_or(|t| t.elapsed() >= RETRY_REPORT_PERIOD) {
-            *last = Some(Instant::now());
-            eprintln!("amalgam: warning: writing the log in {} failed ({e}); retrying", self.cfg.dir.display());
+        if let Some(held) = self.log_error_limit.allow() {
+            ::log::warn!(
+                "writing the log in {} failed ({e}); retrying{}",
+                self.cfg.dir.display(),
+                ratelimit::held_back(held)
+            );
         }
     }
 
@@ -349,6 +354,24 @@ impl Persistence {
         r
     }
 
+    /// A background snapshot, its outcome logged (a failure rate-limited:
+    /// a full disk fails every attempt).
+    fn snapshot_logged(&self, paced: bool) {
+        match self.snapshot_paced(paced) {
+            Ok(r) => ::log::info!(
+                "snapshot written in {}: {} items in {:.3} s",
+                self.cfg.dir.display(),
+                r.items,
+                r.elapsed.as_secs_f64()
+            ),
+            Err(e) => {
+                if let Some(held) = self.snapshot_error_limit.allow() {
+                    ::log::warn!("snapshot in {} failed: {e}{}", self.cfg.dir.display(), ratelimit::held_back(held));
+                }
+            }
+        }
+    }
+
     /// Starts a snapshot on a thread of its own (Redis's BGSAVE); false if
     /// one is running already.
     pub fn snapshot_in_background(self: &Arc<Self>) -> bool {
@@ -362,9 +385,7 @@ impl Persistence {
         }
         let p = Arc::clone(self);
         let started = std::thread::Builder::new().name("amalgam-bgsave".into()).spawn(move || {
-            if let Err(e) = p.snapshot_paced(true) {
-                eprintln!("amalgam: snapshot failed: {e}");
-            }
+            p.snapshot_logged(true);
             p.bgsave_claimed.store(false, Ordering::Release);
         });
         if started.is_err() {
@@ -402,7 +423,7 @@ impl Persistence {
             let _ = t.join();
         }
         if let Err(e) = self.log.sync_now() {
-            eprintln!("amalgam: warning: the last log sync at shutdown failed: {e}");
+            ::log::warn!("the last log sync at shutdown failed: {e}");
         }
     }
 
@@ -428,9 +449,7 @@ impl Persistence {
             let by_time = self.cfg.snapshot_every.is_some_and(|d| last.elapsed() >= d) && changes > 0;
             if by_count || by_time {
                 last = Instant::now();
-                if let Err(e) = self.snapshot_paced(true) {
-                    eprintln!("amalgam: snapshot failed: {e}");
-                }
+                self.snapshot_logged(true);
             }
         }
     }

@@ -43,7 +43,7 @@ pub const THREADS_MAX: usize = 256;
 #[derive(Parser, Debug, Clone)]
 // args_override_self: a repeated flag takes its last value, as memcached's
 // getopt loop does (wrappers append to a base command line).
-#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true, args_override_self = true)]
+#[command(name = "amalgam", version = crate::VERSION_LONG, about, long_about = None, disable_help_flag = true, args_override_self = true)]
 pub struct Args {
     /// TCP port to listen on (memcached's -p).
     #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
@@ -156,9 +156,15 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub snapshot_cpu_percent: u32,
 
-    /// Verbose logging to stderr; repeat for more (memcached's -v, -vv).
+    /// Verbose logging to stderr; repeat for more (memcached's -v: Redis's
+    /// loglevel verbose; -vv, -vvv: debug).
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Redis's loglevel: warning, notice (the default), verbose or debug.
+    /// With -v too, the more verbose of the two. Also CONFIG SET loglevel.
+    #[arg(long = "loglevel", value_parser = crate::logging::parse_level_arg, value_name = "LEVEL")]
+    pub loglevel: Option<String>,
 
     /// Allow the `shutdown` command (memcached's -A); without it
     /// `shutdown` answers "ERROR: shutdown not enabled".
@@ -257,6 +263,12 @@ pub struct Args {
     /// binary protocol is off, as in memcached.
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     pub auth_file: Option<std::path::PathBuf>,
+
+    /// Redis-style settings with no flag of their own (`--slowlog-max-len
+    /// 64`, the collection thresholds), from the config file and then the
+    /// command line, applied once the server is built (`settings.rs`).
+    #[arg(skip)]
+    pub runtime_settings: Vec<(String, String)>,
 
     /// Print this help.
     #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
@@ -439,6 +451,14 @@ impl Args {
             // config file rewrite).
             thresholds: amalgam_types::Thresholds::default(),
         })
+    }
+
+    /// The log level to start with: `--loglevel`, `-v`, the more verbose
+    /// of the two, else Redis's default (notice).
+    pub fn log_level(&self) -> log::LevelFilter {
+        let named = self.loglevel.as_deref().and_then(crate::logging::parse_level);
+        let verbose = crate::logging::level_for_verbose(self.verbose).and_then(crate::logging::parse_level);
+        named.max(verbose).unwrap_or(log::LevelFilter::Info)
     }
 
     /// Worker threads to run.

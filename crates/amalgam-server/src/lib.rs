@@ -126,9 +126,11 @@ pub mod binary;
 pub mod clients;
 pub mod config;
 pub mod exec;
+pub mod logging;
 pub mod meta;
 pub mod metrics;
 pub mod resp;
+pub mod settings;
 pub mod stats;
 pub mod worker;
 
@@ -139,6 +141,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// The commit this binary was built from (`build.rs`): 8 hex digits,
+/// `00000000` when built outside a git checkout.
+pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
+
+/// What `--version` (`-V`, memcached's) prints after the program's name.
+pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
 
 /// State every worker shares.
 #[derive(Debug)]
@@ -231,8 +240,8 @@ impl Shared {
                     Some((path, n)) => format!("snapshot {} ({n} items)", path.display()),
                     None => "no snapshot".into(),
                 };
-                eprintln!(
-                    "amalgam: recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
+                log::info!(
+                    "recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
                     rec.replayed,
                     store.len(),
                     rec.elapsed.as_secs_f64(),
@@ -251,7 +260,7 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
-        Ok(Arc::new(Shared {
+        let shared = Arc::new(Shared {
             acl,
             authfile,
             store,
@@ -275,7 +284,9 @@ impl Shared {
             blocking: resp::blocking::Registry::new(threads),
             slowlog: resp::cmdstats::SlowLog::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
-        }))
+        });
+        settings::apply_start(&shared);
+        Ok(shared)
     }
 
     /// The RESP parser's bounds now: bulk strings up to

@@ -96,6 +96,7 @@ mod monitor;
 pub mod multi;
 mod object;
 mod server;
+pub(crate) use server::maxmemory_policy;
 mod set;
 mod strings;
 mod table;
