@@ -124,6 +124,7 @@ pub mod admin;
 pub mod authfile;
 pub mod binary;
 pub mod clients;
+pub mod conffile;
 pub mod config;
 pub mod exec;
 pub mod logging;

@@ -52,9 +52,73 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
         Cmd::Auth => super::acl::auth(ctx, args, out),
+        Cmd::Shutdown => return shutdown(ctx, args, out),
         _ => {}
     }
     After::Continue
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], Redis 7.0's: a final
+/// snapshot with SAVE, or by default when persistence has a snapshot
+/// schedule (Redis saves by default when it has save points); none with
+/// NOSAVE. Either way the log is flushed and synced as at SIGTERM, so no
+/// acknowledged write is lost (Redis's NOSAVE loses what its RDB lacks).
+/// NOW and FORCE are accepted: there are no replicas to wait for, and
+/// FORCE stops even when the snapshot fails. ABORT answers that no
+/// shutdown is in progress (one never waits). On success the connection
+/// closes without a reply and the server stops the SIGTERM way.
+fn shutdown(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    let (mut nosave, mut save, mut force, mut abort) = (false, false, false, false);
+    for a in &args[1..] {
+        if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "now") {
+        } else if is(a, "force") {
+            force = true;
+        } else if is(a, "abort") {
+            abort = true;
+        } else {
+            push_error(out, err::SYNTAX.as_bytes());
+            return After::Continue;
+        }
+    }
+    if (nosave && save) || (abort && args.len() > 2) {
+        push_error(out, err::SYNTAX.as_bytes());
+        return After::Continue;
+    }
+    if abort {
+        push_error(out, b"ERR No shutdown in progress.");
+        return After::Continue;
+    }
+    let shared = ctx.shared;
+    let scheduled = shared.args.snapshot_every > 0 || shared.args.snapshot_after_writes > 0;
+    let snapshot = save || (!nosave && scheduled && shared.persist.is_some());
+    log::info!("User requested shutdown...");
+    if snapshot {
+        let saved = match &shared.persist {
+            None => Err("persistence is off (no --dir): there is nowhere to save".to_string()),
+            Some(p) => {
+                log::info!("Saving the final snapshot before exiting.");
+                p.snapshot().map(|r| r.items).map_err(|e| e.to_string())
+            }
+        };
+        match saved {
+            Ok(items) => log::info!("final snapshot written: {items} items"),
+            Err(e) if force => log::warn!("the final snapshot failed ({e}); shutting down anyway (FORCE)"),
+            Err(e) => {
+                log::warn!("Error trying to save the DB, can't exit: {e}");
+                push_error(out, b"ERR Errors trying to SHUTDOWN. Check logs.");
+                return After::Continue;
+            }
+        }
+    }
+    // The signal thread runs the one shutdown path (main.rs).
+    if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTERM) {
+        log::error!("SHUTDOWN: cannot signal myself: {e}");
+    }
+    After::Close
 }
 
 /// SAVE, BGSAVE (its SCHEDULE option accepted: it starts now or reports
@@ -264,6 +328,10 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             }
         }
         "set" => config_set(ctx, args, out),
+        "rewrite" => match crate::conffile::rewrite(ctx.shared) {
+            Ok(()) => push_simple(out, "OK"),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
         "resetstat" => {
             for w in ctx.shared.workers.iter() {
                 w.reset();
@@ -280,6 +348,8 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "    Set the configuration <directive> to <value>.",
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
                 "HELP",
                 "    Print this help.",
             ],
@@ -400,7 +470,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("uptime_in_seconds", &up);
                 field("uptime_in_days", &(up / 86400));
                 field("executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
-                field("config_file", &"");
+                field(
+                    "config_file",
+                    &shared.args.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                );
             }
             "clients" => {
                 // Both protocols' connections: they share the -c limit.
