@@ -164,6 +164,10 @@ pub struct Persistence {
     /// Called after every commit of the committer thread (the workers'
     /// event-loop wakers).
     wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
+    /// The snapshot schedule now (`set_schedule`): seconds between
+    /// snapshots if anything changed, and changes that start one; 0: off.
+    snapshot_every_ms: AtomicU64,
+    snapshot_after_writes: AtomicU64,
     /// A failing log write or sync is logged at most once per
     /// [`ratelimit::LOG_RATE_LIMIT_PERIOD`]; so is a failing snapshot.
     log_error_limit: ratelimit::RateLimit,
@@ -187,6 +191,8 @@ impl Persistence {
             return Err(std::io::Error::other("the store already has a journal"));
         }
         let p = Arc::new(Persistence {
+            snapshot_every_ms: AtomicU64::new(cfg.snapshot_every.map_or(0, |d| (d.as_millis() as u64).max(1))),
+            snapshot_after_writes: AtomicU64::new(cfg.snapshot_after_writes.unwrap_or(0)),
             cfg,
             store,
             log,
@@ -214,17 +220,32 @@ impl Persistence {
             let q = Arc::clone(&p);
             threads.push(std::thread::Builder::new().name("amalgam-commit".into()).spawn(move || q.commit_loop())?);
         }
-        if p.cfg.snapshot_every.is_some() || p.cfg.snapshot_after_writes.is_some() {
-            let q = Arc::clone(&p);
-            threads.push(std::thread::Builder::new().name("amalgam-snapshot".into()).spawn(move || q.snapshot_loop())?);
-        }
+        // Always: the schedule may be turned on at run time (CONFIG SET
+        // save); with none it looks at two atomics every TICK.
+        let q = Arc::clone(&p);
+        threads.push(std::thread::Builder::new().name("amalgam-snapshot".into()).spawn(move || q.snapshot_loop())?);
         *p.threads.lock().unwrap_or_else(|e| e.into_inner()) = threads;
         Ok((p, recovered))
     }
 
-    /// The configuration.
+    /// The configuration it started with (the schedule may have changed
+    /// since: [`Persistence::schedule`]).
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The snapshot schedule now: (seconds between snapshots if anything
+    /// changed, changes that start one), 0 meaning off.
+    pub fn schedule(&self) -> (u64, u64) {
+        let ms = self.snapshot_every_ms.load(Ordering::Relaxed);
+        (ms.div_ceil(1000), self.snapshot_after_writes.load(Ordering::Relaxed))
+    }
+
+    /// Changes the snapshot schedule at run time (Redis's CONFIG SET
+    /// save); the snapshot thread reads it at its next tick.
+    pub fn set_schedule(&self, every_secs: u64, after_writes: u64) {
+        self.snapshot_every_ms.store(every_secs.saturating_mul(1000), Ordering::Relaxed);
+        self.snapshot_after_writes.store(after_writes, Ordering::Relaxed);
     }
 
     /// True if the calling thread journaled changes that the policy has
@@ -445,8 +466,10 @@ impl Persistence {
         while !self.stop.load(Ordering::Acquire) {
             std::thread::park_timeout(TICK);
             let changes = self.log.changes_since_cut();
-            let by_count = self.cfg.snapshot_after_writes.is_some_and(|n| changes >= n);
-            let by_time = self.cfg.snapshot_every.is_some_and(|d| last.elapsed() >= d) && changes > 0;
+            let every_ms = self.snapshot_every_ms.load(Ordering::Relaxed);
+            let after_writes = self.snapshot_after_writes.load(Ordering::Relaxed);
+            let by_count = after_writes > 0 && changes >= after_writes;
+            let by_time = every_ms > 0 && last.elapsed() >= Duration::from_millis(every_ms) && changes > 0;
             if by_count || by_time {
                 last = Instant::now();
                 self.snapshot_logged(true);

@@ -37,6 +37,8 @@ pub enum Kind {
     Bool,
     /// One of the names.
     Enum(&'static [&'static str]),
+    /// Redis's `save`: `""` or `<seconds> <changes>` pairs.
+    Save,
     /// Any text.
     Text,
     /// Immutable in Redis too: CONFIG SET refuses even the current value.
@@ -128,19 +130,40 @@ fn bind_flag(v: &str) -> Result<Vec<String>, String> {
     Ok(vec!["-l".into(), first.trim_start_matches('-').into()])
 }
 
-/// `save`: `""` turns snapshots off; `<seconds> <changes> ...` snapshots
-/// every smallest `<seconds>` if anything changed (Amalgam's schedule,
-/// not Redis's per-pair thresholds; docs/operations.md).
+/// Redis's `save` as Amalgam's snapshot schedule, (seconds between
+/// snapshots if anything changed, changes that start one; 0: off). Redis
+/// saves after `<seconds>` if at least `<changes>` happened, per pair;
+/// Amalgam has one timer and one counter, so a pair with `<changes>` of
+/// 0 or 1 sets the timer (the smallest such seconds) and any other pair
+/// the counter (the smallest such changes; its seconds are dropped).
+/// `""` is no schedule. None: not Redis's syntax (Redis wants pairs of
+/// integers, seconds from 1).
+pub fn parse_save(v: &str) -> Option<(u64, u64)> {
+    let n: Vec<u64> = v.split_whitespace().map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if n.len() % 2 != 0 || n.chunks(2).any(|p| p[0] == 0) {
+        return None;
+    }
+    let every = n.chunks(2).filter(|p| p[1] <= 1).map(|p| p[0]).min().unwrap_or(0);
+    let after = n.chunks(2).filter(|p| p[1] > 1).map(|p| p[1]).min().unwrap_or(0);
+    Some((every, after))
+}
+
+/// The schedule in Redis's `save` syntax, read back by [`parse_save`].
+pub fn format_save((every, after): (u64, u64)) -> String {
+    let mut pairs = Vec::new();
+    if every > 0 {
+        pairs.push(format!("{every} 1"));
+    }
+    if after > 0 {
+        pairs.push(format!("1 {}", after.max(2)));
+    }
+    pairs.join(" ")
+}
+
+/// `save` from the file: the schedule's flags.
 fn save_flag(v: &str) -> Result<Vec<String>, String> {
-    let n: Vec<&str> = v.split_whitespace().collect();
-    if n.is_empty() {
-        return Ok(["--snapshot-every", "0", "--snapshot-after-writes", "0"].map(String::from).to_vec());
-    }
-    if n.len() % 2 != 0 || n.iter().any(|x| x.parse::<u64>().is_err()) {
-        return Err("Invalid save parameters".into());
-    }
-    let every = n.iter().step_by(2).filter_map(|x| x.parse::<u64>().ok()).min().unwrap_or(0);
-    Ok(vec!["--snapshot-every".into(), every.to_string()])
+    let (every, after) = parse_save(v).ok_or("Invalid save parameters")?;
+    Ok(vec!["--snapshot-every".into(), every.to_string(), "--snapshot-after-writes".into(), after.to_string()])
 }
 
 /// `timeout`: Amalgam never closes idle connections, so only 0 is taken.
@@ -184,9 +207,20 @@ fn rows() -> Vec<Setting> {
     let mut r = vec![
         Setting {
             name: "save",
-            kind: Kind::Text,
-            get: |_, _| String::new(),
-            set: None,
+            kind: Kind::Save,
+            // No persistence, no schedule (Redis always has one; Amalgam
+            // without --dir has nowhere to save).
+            get: |s, _| s.persist.as_ref().map(|p| format_save(p.schedule())).unwrap_or_default(),
+            set: Some(|s, _, v| {
+                let (every, after) = parse_save(&text(v)).expect("checked by the row's kind");
+                match &s.persist {
+                    Some(p) => p.set_schedule(every, after),
+                    None if every > 0 || after > 0 => {
+                        log::warn!("save {}: persistence is off (no --dir), nothing is saved", text(v));
+                    }
+                    None => {}
+                }
+            }),
             start: Start::Map(save_flag),
             default: empty,
         },
@@ -398,6 +432,9 @@ pub fn check(kind: Kind, v: &[u8]) -> Result<(), String> {
                 return Err(format!("argument(s) must be one of the following: {}", names.join(", ")));
             }
         }
+        Kind::Save => {
+            parse_save(&text(v)).ok_or("Invalid save parameters")?;
+        }
         Kind::Text | Kind::Immutable => {}
     }
     Ok(())
@@ -410,6 +447,7 @@ pub fn same(kind: Kind, v: &[u8], current: &str) -> bool {
         Kind::Int(..) => crate::resp::int_arg(v).is_some_and(|n| current.parse() == Ok(n)),
         Kind::Memory | Kind::BulkLen => crate::config::memory_value(v).is_some_and(|n| current.parse() == Ok(n)),
         Kind::Bool | Kind::Enum(_) => v.eq_ignore_ascii_case(current.as_bytes()),
+        Kind::Save => parse_save(&text(v)).is_some_and(|s| parse_save(current) == Some(s)),
         Kind::Text | Kind::Immutable => v == current.as_bytes(),
     }
 }
@@ -451,9 +489,15 @@ mod tests {
         assert_eq!(maxmemory_flag("1000000"), Ok(vec!["-m".into(), "1".into()]));
         assert_eq!(maxmemory_flag("0"), Ok(vec![]));
         assert_eq!(bind_flag("127.0.0.1 -::1"), Ok(vec!["-l".into(), "127.0.0.1".into()]));
-        assert_eq!(save_flag("").unwrap()[1], "0");
-        assert_eq!(save_flag("3600 1 300 100").unwrap(), vec!["--snapshot-every".to_string(), "300".into()]);
-        assert!(save_flag("3600").is_err());
+        assert_eq!(save_flag("").unwrap().join(" "), "--snapshot-every 0 --snapshot-after-writes 0");
+        // Redis's default: hourly if anything changed, after 100 changes.
+        assert_eq!(parse_save("3600 1 300 100 60 10000"), Some((3600, 100)));
+        assert_eq!(parse_save(&format_save((300, 1_000_000))), Some((300, 1_000_000)));
+        assert_eq!(parse_save(&format_save((0, 1))), Some((0, 2)));
+        assert_eq!(format_save((0, 0)), "");
+        for bad in ["3600", "0 100", "-1 1", "abc 1"] {
+            assert_eq!(parse_save(bad), None, "{bad}");
+        }
         assert!(timeout_flag("300").is_err());
     }
 }

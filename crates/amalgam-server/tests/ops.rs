@@ -245,3 +245,28 @@ fn shutdown_save_and_nosave_with_a_data_dir() {
     assert_eq!(c.call(&["SHUTDOWN", "SAVE"]), error("ERR Errors trying to SHUTDOWN. Check logs."));
     assert_eq!(c.call(&["PING"]), "+PONG\r\n");
 }
+
+/// CONFIG SET save changes the snapshot schedule of a running server.
+#[test]
+fn snapshot_schedule_changes_at_run_time() {
+    if !amalgam_only() {
+        return;
+    }
+    let dir = Scratch::new("save");
+    let data = dir.0.join("data");
+    let flags = ["--dir", s(&data), "--snapshot-every", "0", "--snapshot-after-writes", "0"];
+    let server = Server::spawn_with(&flags, None, None).unwrap();
+    let mut c = Resp::new(&server);
+    assert_eq!(get(&mut c, "save"), "");
+    assert_eq!(c.call(&["SET", "k", "v"]), OK);
+    assert_eq!(snapshots(&data), 0, "no schedule, no snapshot");
+    assert_eq!(c.call(&["CONFIG", "SET", "save", "1 1"]), OK);
+    assert_eq!(get(&mut c, "save"), "1 1");
+    eventually("a snapshot on the new schedule", || snapshots(&data) > 0);
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "save", "0 1"]),
+        error("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "save", "3600 1 300 100 60 10000"]), OK);
+    assert_eq!(get(&mut c, "save"), "3600 1 1 100", "Amalgam's timer and counter in Redis's syntax");
+}

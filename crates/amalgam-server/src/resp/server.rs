@@ -93,8 +93,8 @@ fn shutdown(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
         return After::Continue;
     }
     let shared = ctx.shared;
-    let scheduled = shared.args.snapshot_every > 0 || shared.args.snapshot_after_writes > 0;
-    let snapshot = save || (!nosave && scheduled && shared.persist.is_some());
+    let scheduled = shared.persist.as_ref().is_some_and(|p| p.schedule() != (0, 0));
+    let snapshot = save || (!nosave && scheduled);
     log::info!("User requested shutdown...");
     if snapshot {
         let saved = match &shared.persist {
