@@ -1,7 +1,8 @@
 //! Records the build's git commit for `--version` and INFO's
 //! `redis_git_sha1`/`amalgam_git_sha1`, as Redis's `mkreleasehdr.sh` does.
-//! Outside a git checkout (a source tarball, a Docker build context
-//! without `.git`) or without git, the commit is `00000000`, Redis's own
+//! `AMALGAM_GIT_SHA1` in the environment wins (the Dockerfile passes it:
+//! its build context has no `.git`); outside a git checkout (a source
+//! tarball) or without git, the commit is `00000000`, Redis's own
 //! placeholder, and the build goes on.
 
 use std::process::Command;
@@ -15,7 +16,11 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    let sha = git(&["rev-parse", "HEAD"])
+    // A build without .git (the Dockerfile's) passes the commit in.
+    println!("cargo:rerun-if-env-changed=AMALGAM_GIT_SHA1");
+    let given = std::env::var("AMALGAM_GIT_SHA1").ok().filter(|s| s != "00000000");
+    let sha = given
+        .or_else(|| git(&["rev-parse", "HEAD"]))
         .filter(|s| s.len() >= SHA_HEX_DIGITS && s.bytes().all(|b| b.is_ascii_hexdigit()))
         .map(|s| s[..SHA_HEX_DIGITS].to_string())
         .unwrap_or_else(|| "0".repeat(SHA_HEX_DIGITS));

@@ -445,6 +445,13 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_sample_config_reads() {
+        let (args, rt) = parse(include_str!("../../../contrib/amalgam.conf")).unwrap();
+        assert!(args.join(" ").contains("--resp-port 6379 --memcached-port 11211 -l 127.0.0.1 -m 64"), "{args:?}");
+        assert_eq!(rt.len(), 2, "the slow log's two settings: {rt:?}");
+    }
+
+    #[test]
     fn rewrite_keeps_lines_and_appends_changes() {
         let old = "# mine\nslowlog-max-len 5\n\nport 7000\nslowlog-max-len 6\nloglevel notice\n";
         let now = |r: &settings::Setting| match r.name {

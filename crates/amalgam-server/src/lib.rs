@@ -67,6 +67,15 @@
 //! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
 //! checks are in `config.rs` and `main.rs`.
 //!
+//! ## Operations (`logging.rs`, `settings.rs`, `conffile.rs`)
+//! Log lines go through the `log` facade to a logger writing Redis's line
+//! format to stderr, at Redis's `loglevel` (changed by CONFIG SET, `-v`,
+//! memcached's `verbosity`). Every CONFIG parameter is one row of
+//! `settings.rs`: its checks, how to read it, how to change it at run time,
+//! what a config-file line becomes; `conffile.rs` reads `--config` (Redis's
+//! format) into command-line arguments before clap parses, and CONFIG
+//! REWRITE writes run-time changes back. docs/operations.md.
+//!
 //! ## RESP clients (`clients.rs`)
 //! Each RESP connection registers what other threads may see of it (address,
 //! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,

@@ -7,11 +7,16 @@
 //! server forbids `unsafe`); the command returns 0 once the child listens,
 //! or the child's status and its error when it could not start.
 //!
-//! Signals: SIGINT and SIGTERM stop the server cleanly (the `shutdown`
-//! command raises SIGTERM); SIGHUP never stops it: memcached ignores it and
-//! Redis's users send it to make a server reopen its logs. Amalgam logs to
-//! stderr and reads no configuration file, so there is nothing to reopen
-//! or reload; with `-v` it says so.
+//! Signals: SIGINT and SIGTERM stop the server cleanly (memcached's
+//! `shutdown` and Redis's SHUTDOWN raise SIGTERM); SIGHUP never stops it:
+//! memcached ignores it and Redis's users send it to make a server reopen
+//! its logs. Amalgam logs to stderr and reads its config file only at
+//! start (CONFIG SET changes settings at run time), so there is nothing to
+//! reopen or reload; at loglevel verbose it says so.
+//!
+//! Logging (`logging.rs`) starts before anything else, at the level of
+//! `--loglevel`/`-v`; the config file (`--config`, `conffile.rs`) is read
+//! by `Args::parse_all` before the flags are parsed.
 
 #![forbid(unsafe_code)]
 
