@@ -270,3 +270,34 @@ fn snapshot_schedule_changes_at_run_time() {
     assert_eq!(c.call(&["CONFIG", "SET", "save", "3600 1 300 100 60 10000"]), OK);
     assert_eq!(get(&mut c, "save"), "3600 1 1 100", "Amalgam's timer and counter in Redis's syntax");
 }
+
+/// contrib/amalgam.service passes `systemd-analyze verify` (its ExecStart
+/// pointed at the binary under test, which must exist for verify), and
+/// its config file starts the server (contrib/amalgam.conf, with the
+/// harness's ports and a scratch `dir`).
+#[test]
+fn the_systemd_unit_verifies_and_its_config_starts() {
+    if !amalgam_only() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = Scratch::new("systemd");
+    let conf = root.join("contrib/amalgam.conf");
+    let server = Server::spawn_with(&["--config", s(&conf), "--dir", s(&dir.0.join("data"))], None, None).unwrap();
+    let mut c = Resp::new(&server);
+    assert_eq!(get(&mut c, "save"), "300 1 1 1000000");
+    assert_eq!(get(&mut c, "slowlog-max-len"), "128");
+    drop(server);
+
+    let Ok(analyze) = Command::new("systemd-analyze").arg("--version").output() else {
+        eprintln!("note: systemd-analyze not installed; the unit is not verified");
+        return;
+    };
+    assert!(analyze.status.success());
+    let unit = std::fs::read_to_string(root.join("contrib/amalgam.service")).unwrap();
+    let bin = std::fs::canonicalize(binary()).unwrap();
+    let unit_path = dir.file("amalgam.service", &unit.replace("/usr/local/bin/amalgam", s(&bin)));
+    let out = Command::new("systemd-analyze").args(["verify", s(&unit_path)]).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && !text.contains("amalgam.service:"), "systemd-analyze verify:\n{text}");
+}
