@@ -108,7 +108,12 @@ pub fn expand(argv: Vec<OsString>) -> Result<Expanded, String> {
 }
 
 fn read(path: &Path) -> Result<String, String> {
-    let cant = |e: std::io::Error| format!("Fatal error, can't open config file '{}': {e}", path.display());
+    // Redis's text: strerror alone, without Rust's " (os error N)".
+    let cant = |e: std::io::Error| {
+        let e = e.to_string();
+        let e = e.split(" (os error").next().unwrap_or(&e).to_string();
+        format!("Fatal error, can't open config file '{}': {e}", path.display())
+    };
     let f = std::fs::File::open(path).map_err(cant)?;
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(f, CONFIG_FILE_BYTES_MAX + 1), &mut text).map_err(cant)?;

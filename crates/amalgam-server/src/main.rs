@@ -51,12 +51,12 @@ fn main() -> ExitCode {
                 eprintln!("{e}");
                 return ExitCode::from(EXIT_ILLEGAL_SUBOPTION);
             }
-            Ok(ExtendedOption::Warned(name, why)) => log::warn!("-o {name} is not implemented: {why}"),
+            Ok(ExtendedOption::Warned(name, why)) => log::warn!("warning: -o {name} is not implemented: {why}"),
             Ok(_) => {}
         }
     }
     if args.lock_memory {
-        log::warn!("-k is not implemented: memory is not locked (mlockall)");
+        log::warn!("warning: -k is not implemented: memory is not locked (mlockall)");
     }
     if let Err(e) = args.validate() {
         eprintln!("amalgam: {e}");
@@ -179,7 +179,7 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
             // Left at its default, RESP must not stop a memcached-only
             // start where Redis (or another Amalgam) holds 6379.
             Err((ErrorKind::AddrInUse, e)) if !args.resp_port_explicit => {
-                log::warn!("{e}; serving memcached's protocol only");
+                log::warn!("warning: {e}; serving memcached's protocol only");
                 args.resp_port = 0;
             }
             Err((_, e)) => return Err(e),
