@@ -168,6 +168,11 @@ pub struct Persistence {
     /// snapshots if anything changed, and changes that start one; 0: off.
     snapshot_every_ms: AtomicU64,
     snapshot_after_writes: AtomicU64,
+    /// The fsync policy now: `always` is fixed at start (the workers'
+    /// commit path depends on it); `everysec` and `no` switch at run time
+    /// (both only write before replying; the fsync thread syncs once a
+    /// second under `everysec` and idles under `no`).
+    fsync: std::sync::atomic::AtomicU8,
     /// A failing log write or sync is logged at most once per
     /// [`ratelimit::LOG_RATE_LIMIT_PERIOD`]; so is a failing snapshot.
     log_error_limit: ratelimit::RateLimit,
@@ -193,6 +198,7 @@ impl Persistence {
         let p = Arc::new(Persistence {
             snapshot_every_ms: AtomicU64::new(cfg.snapshot_every.map_or(0, |d| (d.as_millis() as u64).max(1))),
             snapshot_after_writes: AtomicU64::new(cfg.snapshot_after_writes.unwrap_or(0)),
+            fsync: std::sync::atomic::AtomicU8::new(fsync_code(cfg.fsync)),
             cfg,
             store,
             log,
@@ -212,7 +218,7 @@ impl Persistence {
             wakers: Mutex::new(Vec::new()),
         });
         let mut threads = Vec::new();
-        if p.cfg.fsync == Fsync::EverySec {
+        if p.cfg.fsync != Fsync::Always {
             let q = Arc::clone(&p);
             threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
         }
@@ -232,6 +238,30 @@ impl Persistence {
     /// since: [`Persistence::schedule`]).
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The fsync policy now ([`Persistence::set_fsync`]).
+    pub fn fsync(&self) -> Fsync {
+        match self.fsync.load(Ordering::Relaxed) {
+            0 => Fsync::Always,
+            1 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+
+    /// Switches between `everysec` and `no` at run time (Redis's CONFIG
+    /// SET appendfsync); Err says why not: `always` (to or from) changes
+    /// how workers commit and is fixed at start.
+    pub fn set_fsync(&self, to: Fsync) -> Result<(), &'static str> {
+        let now = self.fsync();
+        if now == to {
+            return Ok(());
+        }
+        if now == Fsync::Always || to == Fsync::Always {
+            return Err("switching to or from 'always' needs a restart with --fsync");
+        }
+        self.fsync.store(fsync_code(to), Ordering::Relaxed);
+        Ok(())
     }
 
     /// The snapshot schedule now: (seconds between snapshots if anything
@@ -452,7 +482,8 @@ impl Persistence {
         let mut last = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
             std::thread::park_timeout(TICK);
-            if last.elapsed() >= EVERYSEC_PERIOD {
+            // Under `no` (CONFIG SET appendfsync no) it idles.
+            if last.elapsed() >= EVERYSEC_PERIOD && self.fsync() == Fsync::EverySec {
                 last = Instant::now();
                 if let Err(e) = self.log.sync_now() {
                     self.report_error(&e);
@@ -475,6 +506,15 @@ impl Persistence {
                 self.snapshot_logged(true);
             }
         }
+    }
+}
+
+/// [`Fsync`] as the byte `Persistence::fsync` holds.
+fn fsync_code(f: Fsync) -> u8 {
+    match f {
+        Fsync::Always => 0,
+        Fsync::EverySec => 1,
+        Fsync::No => 2,
     }
 }
 

@@ -59,6 +59,9 @@ pub enum Start {
     Ignored,
 }
 
+/// Why a value cannot be set now (None: it can).
+pub type Refuse = fn(&Shared, &[u8]) -> Option<String>;
+
 /// One setting.
 #[derive(Debug)]
 pub struct Setting {
@@ -70,6 +73,10 @@ pub struct Setting {
     /// Applies a value `kind` accepted; None: fixed at start.
     pub set: Option<fn(&Shared, &'static str, &[u8])>,
     pub start: Start,
+    /// A run-time change this server cannot make now, with the reason
+    /// CONFIG SET gives (checked after the value's type, before anything
+    /// is applied); None: every value `kind` accepts can be set.
+    pub refuse: Option<Refuse>,
     /// The value nothing set (CONFIG REWRITE), for run-time settings.
     pub default: fn(&'static str) -> String,
 }
@@ -222,6 +229,7 @@ fn rows() -> Vec<Setting> {
                 }
             }),
             start: Start::Map(save_flag),
+            refuse: None,
             default: empty,
         },
         Setting {
@@ -231,14 +239,33 @@ fn rows() -> Vec<Setting> {
             set: None,
             // Persistence is on with `dir` (--dir), whatever this says.
             start: Start::Ignored,
+            refuse: None,
             default: |_| "no".into(),
         },
         Setting {
             name: "appendfsync",
             kind: Kind::Enum(&["always", "everysec", "no"]),
-            get: |s, _| format!("{:?}", s.args.fsync).to_lowercase(),
-            set: None,
+            get: |s, _| format!("{:?}", s.persist.as_ref().map_or(s.args.fsync, |p| p.fsync())).to_lowercase(),
+            // everysec <-> no at run time (amalgam-persist: `always` is
+            // fixed at start); without --dir there is no log to change.
+            set: Some(|s, _, v| {
+                if let (Some(p), Ok(to)) = (&s.persist, text(v).to_ascii_lowercase().parse()) {
+                    let _ = p.set_fsync(to);
+                }
+            }),
             start: Start::Flag("--fsync"),
+            refuse: Some(|s, v| {
+                let to: amalgam_persist::Fsync = text(v).to_ascii_lowercase().parse().ok()?;
+                match &s.persist {
+                    Some(p) if p.fsync() == to => None,
+                    Some(p) if p.fsync() == amalgam_persist::Fsync::Always || to == amalgam_persist::Fsync::Always => {
+                        Some("switching to or from 'always' needs a restart with --fsync".into())
+                    }
+                    Some(_) => None,
+                    None if s.args.fsync == to => None,
+                    None => Some("can't set immutable config".into()),
+                }
+            }),
             default: |_| "everysec".into(),
         },
         Setting {
@@ -247,6 +274,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.args.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
             set: None,
             start: Start::Flag("--dir"),
+            refuse: None,
             default: empty,
         },
         Setting {
@@ -255,6 +283,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.store.stats().memory_limit_bytes.to_string(),
             set: None,
             start: Start::Map(maxmemory_flag),
+            refuse: None,
             default: |_| (crate::config::MEMORY_LIMIT_MB_DEFAULT << 20).to_string(),
         },
         Setting {
@@ -263,6 +292,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
             set: None,
             start: Start::Map(policy_flag),
+            refuse: None,
             default: |_| "allkeys-lru".into(),
         },
         Setting {
@@ -271,6 +301,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.args.conn_limit.to_string(),
             set: None,
             start: Start::Flag("-c"),
+            refuse: None,
             default: |_| crate::config::CONNECTIONS_MAX_DEFAULT.to_string(),
         },
         Setting {
@@ -280,6 +311,7 @@ fn rows() -> Vec<Setting> {
             set: None,
             // One keyspace: a Redis file's `databases 16` starts as is.
             start: Start::Ignored,
+            refuse: None,
             default: |_| "1".into(),
         },
         Setting {
@@ -289,6 +321,7 @@ fn rows() -> Vec<Setting> {
             set: None,
             // Redis's port is the RESP port (memcached's is `memcached-port`).
             start: Start::Flag("--resp-port"),
+            refuse: None,
             default: |_| crate::config::RESP_PORT_DEFAULT.to_string(),
         },
         Setting {
@@ -297,6 +330,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.args.listen.clone(),
             set: None,
             start: Start::Map(bind_flag),
+            refuse: None,
             default: |_| "127.0.0.1".into(),
         },
         Setting {
@@ -308,6 +342,7 @@ fn rows() -> Vec<Setting> {
                 s.proto_max_bulk_len.store(n, Ordering::Relaxed);
             }),
             start: Start::Flag("--proto-max-bulk-len"),
+            refuse: None,
             default: |_| crate::config::PROTO_MAX_BULK_LEN_DEFAULT.to_string(),
         },
         Setting {
@@ -316,6 +351,7 @@ fn rows() -> Vec<Setting> {
             get: |_, _| "0".into(),
             set: None,
             start: Start::Map(timeout_flag),
+            refuse: None,
             default: |_| "0".into(),
         },
         Setting {
@@ -324,6 +360,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.workers.len().to_string(),
             set: None,
             start: Start::Flag("--threads"),
+            refuse: None,
             default: empty,
         },
         Setting {
@@ -332,6 +369,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.slowlog.slower_than_us.load(Ordering::Relaxed).to_string(),
             set: Some(|s, _, v| s.slowlog.slower_than_us.store(int(v), Ordering::Relaxed)),
             start: Start::RunTime,
+            refuse: None,
             default: |_| crate::resp::cmdstats::SLOWLOG_SLOWER_THAN_US_DEFAULT.to_string(),
         },
         Setting {
@@ -340,6 +378,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.slowlog.max_len.load(Ordering::Relaxed).to_string(),
             set: Some(|s, _, v| s.slowlog.max_len.store(int(v) as u64, Ordering::Relaxed)),
             start: Start::RunTime,
+            refuse: None,
             default: |_| crate::resp::cmdstats::SLOWLOG_LEN_DEFAULT.to_string(),
         },
         Setting {
@@ -348,6 +387,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| text(&s.acl.requirepass()),
             set: Some(|s, _, v| s.acl.set_requirepass(v)),
             start: Start::Flag("--requirepass"),
+            refuse: None,
             default: empty,
         },
         Setting {
@@ -356,6 +396,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| yes_no(s.acl.protected_mode.load(Ordering::Relaxed)),
             set: Some(|s, _, v| s.acl.protected_mode.store(v.eq_ignore_ascii_case(b"yes"), Ordering::Relaxed)),
             start: Start::Flag("--protected-mode"),
+            refuse: None,
             default: |_| "yes".into(),
         },
         Setting {
@@ -364,6 +405,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| s.args.aclfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
             set: None,
             start: Start::Flag("--aclfile"),
+            refuse: None,
             default: empty,
         },
         Setting {
@@ -375,6 +417,7 @@ fn rows() -> Vec<Setting> {
                 crate::logging::set_level(level);
             }),
             start: Start::Flag("--loglevel"),
+            refuse: None,
             default: |_| crate::logging::LEVEL_DEFAULT.into(),
         },
     ];
@@ -388,6 +431,7 @@ fn rows() -> Vec<Setting> {
                 get: thresholds_get,
                 set: Some(thresholds_set),
                 start: Start::RunTime,
+                refuse: None,
                 default: thresholds_default,
             });
         }

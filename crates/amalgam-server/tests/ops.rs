@@ -301,3 +301,38 @@ fn the_systemd_unit_verifies_and_its_config_starts() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && !text.contains("amalgam.service:"), "systemd-analyze verify:\n{text}");
 }
+
+/// CONFIG SET appendfsync switches between everysec and no at run time;
+/// `always` (to or from) needs a restart.
+#[test]
+fn appendfsync_switches_between_everysec_and_no() {
+    if !amalgam_only() {
+        return;
+    }
+    let dir = Scratch::new("fsync");
+    let data = dir.0.join("data");
+    let server = Server::spawn_with(&["--dir", s(&data), "--fsync", "everysec"], None, None).unwrap();
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "no"]), OK);
+    assert_eq!(get(&mut c, "appendfsync"), "no");
+    assert!(c.call(&["INFO", "persistence"]).contains("amalgam_fsync:no\r\n"));
+    assert_eq!(c.call(&["SET", "k", "v"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "appendfsync", "always"]),
+        error(
+            "ERR CONFIG SET failed (possibly related to argument 'appendfsync') - switching to or from 'always' \
+             needs a restart with --fsync"
+        )
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "everysec"]), OK);
+    assert_eq!(get(&mut c, "appendfsync"), "everysec");
+    assert_eq!(c.call(&["GET", "k"]), bulk("v"));
+    // Without --dir there is no log: only the current value is taken.
+    let server = Server::spawn_with(&[], None, None).unwrap();
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "everysec"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "appendfsync", "no"]),
+        error("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - can't set immutable config")
+    );
+}

@@ -287,7 +287,10 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if failed.is_some() {
             break;
         }
-        match settings::check(row.kind, v) {
+        match settings::check(row.kind, v).and_then(|()| match row.refuse.and_then(|r| r(shared, v)) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }) {
             Err(e) => failed = Some((row.name.to_string(), e)),
             Ok(()) if row.set.is_none() && !settings::same(row.kind, v, &(row.get)(shared, row.name)) => {
                 changed = changed.or(Some(row.name));
@@ -493,7 +496,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
                 // its RDB, the log its AOF), then amalgam's own counters.
-                let p = shared.persist.as_ref().map(|p| (p.stats(), p.config().fsync));
+                let p = shared.persist.as_ref().map(|p| (p.stats(), p.fsync()));
                 let st = p.map(|p| p.0).unwrap_or_default();
                 field("loading", &0);
                 field("rdb_changes_since_last_save", &st.changes_since_snapshot);
