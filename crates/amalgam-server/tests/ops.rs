@@ -336,3 +336,37 @@ fn appendfsync_switches_between_everysec_and_no() {
         error("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - can't set immutable config")
     );
 }
+
+/// Evictions under memory pressure are logged (a warning), and
+/// rate-limited: one line per 10 s however many items go.
+#[test]
+fn evictions_are_logged_once_per_period() {
+    if !amalgam_only() {
+        return;
+    }
+    let dir = Scratch::new("evict");
+    let err = dir.0.join("stderr.txt");
+    let server = Server::spawn_with(&["-m", "8"], None, Some(&err)).unwrap();
+    let mut c = Resp::new(&server);
+    let value = "x".repeat(1000);
+    let lines =
+        || std::fs::read_to_string(&err).unwrap_or_default().matches("# evicting under memory pressure").count();
+    let mut fill = |from: usize| {
+        // Pipelined in runs of 100: 8 MB of 1 KB values is a few
+        // thousand SETs; 12 MB is surely past it.
+        for run in 0..120 {
+            for i in 0..100 {
+                c.send(&["SET", &format!("k{}", from + run * 100 + i), &value]);
+            }
+            for _ in 0..100 {
+                assert_eq!(c.reply(), OK);
+            }
+        }
+    };
+    fill(0);
+    eventually("the eviction warning", || lines() == 1);
+    fill(1_000_000);
+    // The watcher looks once a second: give it two looks.
+    std::thread::sleep(Duration::from_millis(2200));
+    assert_eq!(lines(), 1, "rate-limited:\n{}", std::fs::read_to_string(&err).unwrap_or_default());
+}
