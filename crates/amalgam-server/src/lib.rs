@@ -67,6 +67,15 @@
 //! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
 //! checks are in `config.rs` and `main.rs`.
 //!
+//! ## Operations (`logging.rs`, `settings.rs`, `conffile.rs`)
+//! Log lines go through the `log` facade to a logger writing Redis's line
+//! format to stderr, at Redis's `loglevel` (changed by CONFIG SET, `-v`,
+//! memcached's `verbosity`). Every CONFIG parameter is one row of
+//! `settings.rs`: its checks, how to read it, how to change it at run time,
+//! what a config-file line becomes; `conffile.rs` reads `--config` (Redis's
+//! format) into command-line arguments before clap parses, and CONFIG
+//! REWRITE writes run-time changes back. docs/operations.md.
+//!
 //! ## RESP clients (`clients.rs`)
 //! Each RESP connection registers what other threads may see of it (address,
 //! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,
@@ -124,11 +133,14 @@ pub mod admin;
 pub mod authfile;
 pub mod binary;
 pub mod clients;
+pub mod conffile;
 pub mod config;
 pub mod exec;
+pub mod logging;
 pub mod meta;
 pub mod metrics;
 pub mod resp;
+pub mod settings;
 pub mod stats;
 pub mod ticks;
 pub mod worker;
@@ -140,6 +152,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// The commit this binary was built from (`build.rs`): 8 hex digits,
+/// `00000000` when built outside a git checkout.
+pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
+
+/// What `--version` (`-V`, memcached's) prints after the program's name.
+pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
 
 /// State every worker shares.
 #[derive(Debug)]
@@ -233,8 +252,8 @@ impl Shared {
                     Some((path, n)) => format!("snapshot {} ({n} items)", path.display()),
                     None => "no snapshot".into(),
                 };
-                eprintln!(
-                    "amalgam: recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
+                log::info!(
+                    "recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
                     rec.replayed,
                     store.len(),
                     rec.elapsed.as_secs_f64(),
@@ -253,7 +272,7 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
-        Ok(Arc::new(Shared {
+        let shared = Arc::new(Shared {
             acl,
             authfile,
             store,
@@ -277,7 +296,9 @@ impl Shared {
             blocking: resp::blocking::Registry::new(threads),
             slowlog: resp::cmdstats::SlowLog::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
-        }))
+        });
+        settings::apply_start(&shared);
+        Ok(shared)
     }
 
     /// The RESP parser's bounds now: bulk strings up to

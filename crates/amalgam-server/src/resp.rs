@@ -96,6 +96,7 @@ mod monitor;
 pub mod multi;
 mod object;
 mod server;
+pub(crate) use server::maxmemory_policy;
 mod set;
 mod strings;
 mod table;
@@ -651,7 +652,8 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Auth
         | Cmd::Save
         | Cmd::Bgsave
-        | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
+        | Cmd::Lastsave
+        | Cmd::Shutdown => return server::run(ctx, spec.cmd, args, out),
         Cmd::Monitor => monitor::monitor(ctx, out),
         Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
             bits::run(ctx, spec.cmd, args, out)

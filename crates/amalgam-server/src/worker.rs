@@ -110,8 +110,14 @@ pub fn worker_poll() -> std::io::Result<(Poll, WorkerHandle, Inbox)> {
     Ok((poll, WorkerHandle { inbox: Arc::clone(&inbox), waker }, inbox))
 }
 
+/// A failing accept (EMFILE) is logged at most once per
+/// `LOG_RATE_LIMIT_PERIOD`.
+static ACCEPT_ERROR_LOG: amalgam_persist::ratelimit::RateLimit = amalgam_persist::ratelimit::RateLimit::new();
+
 /// Accepts connections on every listener until shutdown, enforcing `-c`
 /// over all of them together, and deals them to the workers round-robin.
+/// It also wakes every `WATCH_PERIOD` to log evictions under memory
+/// pressure (`logging::EvictionWatch`).
 pub fn run_acceptor(
     shared: &Shared,
     mut listeners: Vec<(TcpListener, Protocol)>,
@@ -121,7 +127,7 @@ pub fn run_acceptor(
     let mut listen_addrs = Vec::with_capacity(listeners.len());
     for (i, (listener, _)) in listeners.iter_mut().enumerate() {
         if let Err(e) = poll.registry().register(listener, Token(i), Interest::READABLE) {
-            eprintln!("amalgam: cannot watch the listening socket: {e}");
+            log::error!("cannot watch the listening socket: {e}");
             return;
         }
         let addr = listener.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
@@ -130,12 +136,14 @@ pub fn run_acceptor(
     }
     let mut events = Events::with_capacity(64);
     let mut next = 0;
+    let mut evictions = crate::logging::EvictionWatch::new(shared);
     while !shared.shutdown.load(Ordering::Acquire) {
-        if let Err(e) = poll.poll(&mut events, None) {
+        evictions.check(shared);
+        if let Err(e) = poll.poll(&mut events, Some(crate::logging::WATCH_PERIOD)) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            eprintln!("amalgam: acceptor poll failed: {e}");
+            log::error!("acceptor poll failed: {e}");
             return;
         }
         for ev in events.iter() {
@@ -177,7 +185,12 @@ pub fn run_acceptor(
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(e) => {
                         // EMFILE and friends: say what to do, keep serving.
-                        eprintln!("amalgam: accept failed: {e} (raise the open-file limit: ulimit -n)");
+                        if let Some(held) = ACCEPT_ERROR_LOG.allow() {
+                            log::warn!(
+                                "accept failed: {e} (raise the open-file limit: ulimit -n){}",
+                                amalgam_persist::ratelimit::held_back(held)
+                            );
+                        }
                         std::thread::sleep(std::time::Duration::from_millis(10));
                         break;
                     }
@@ -275,7 +288,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            eprintln!("amalgam: worker {id} poll failed: {e}");
+            log::error!("worker {id} poll failed: {e}");
             break;
         }
         // `ready` keeps its allocation from round to round (a fresh vector

@@ -68,6 +68,7 @@ pub enum Cmd {
     Save,
     Bgsave,
     Lastsave,
+    Shutdown,
     Monitor,
     Setbit,
     Getbit,

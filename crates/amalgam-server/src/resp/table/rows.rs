@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 165] = [
+pub static COMMANDS: [Spec; 166] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -549,6 +549,19 @@ pub static COMMANDS: [Spec; 165] = [
         )
     },
     Spec {
+        acl: &["@admin", "@dangerous"],
+        ..spec!(
+            Shutdown,
+            "shutdown",
+            -1,
+            &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Synchronously save the dataset to disk and then shut down the server"
+        )
+    },
+    Spec {
         acl: &["@connection"],
         ..spec!(
             Echo,
@@ -635,6 +648,16 @@ pub static COMMANDS: [Spec; 165] = [
                 "server",
                 "2.0.0",
                 "Reset the stats returned by INFO"
+            ),
+            spec!(
+                Config,
+                "config|rewrite",
+                2,
+                &["admin", "noscript", "loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "2.8.0",
+                "Rewrite the configuration file with the in memory configuration"
             ),
             spec!(
                 Config,
