@@ -48,6 +48,8 @@ pub mod flag {
     pub const NO_TOUCH: u8 = 2;
     /// MONITOR (`O`).
     pub const MONITOR: u8 = 4;
+    /// Holds a pub/sub subscription (`P`).
+    pub const PUBSUB: u8 = 8;
 }
 
 /// The attributes a client sets about itself.
@@ -81,6 +83,9 @@ pub struct Client {
     pub flags: AtomicU8,
     /// The protocol version (2 or 3).
     pub resp: AtomicU8,
+    /// Channels and patterns subscribed (CLIENT LIST's `sub=`, `psub=`).
+    pub sub: AtomicU32,
+    pub psub: AtomicU32,
     pub attrs: Mutex<Attrs>,
 }
 
@@ -213,6 +218,8 @@ impl Registry {
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         });
         self.lock().insert(id, Arc::clone(&c));
@@ -332,6 +339,8 @@ mod tests {
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         })
     }

@@ -168,6 +168,8 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
+    pub pubsub: resp::pubsub::Registry,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
@@ -251,6 +253,7 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
+        let pubsub_limit = args.client_output_buffer_limit_pubsub;
         Ok(Arc::new(Shared {
             acl,
             authfile,
@@ -273,6 +276,7 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
         }))

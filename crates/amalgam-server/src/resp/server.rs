@@ -25,6 +25,12 @@ pub const REDIS_VERSION: &str = "7.0.0";
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match cmd {
+        // RESP2 subscriber mode: `[pong, arg or ""]` (Redis's pingCommand).
+        Cmd::Ping if super::pubsub::subscribed(ctx.session) && ctx.proto() == Proto::Resp2 && args.len() <= 2 => {
+            push_array(out, 2);
+            push_bulk(out, b"pong");
+            push_bulk(out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        }
         Cmd::Ping => match args.len() {
             1 => push_simple(out, "PONG"),
             2 => push_bulk(out, &args[1]),
@@ -191,6 +197,15 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("port", a.resp_port.to_string()),
         ("bind", a.listen.clone()),
         ("proto-max-bulk-len", ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed).to_string()),
+        (
+            // Redis's defaults for the classes Amalgam does not bound;
+            // pubsub's soft limit is not enforced (resp/pubsub.rs): 0 0.
+            "client-output-buffer-limit",
+            format!(
+                "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
+                ctx.shared.pubsub.output_limit_bytes.load(Ordering::Relaxed)
+            ),
+        ),
         ("timeout", "0".into()),
         ("io-threads", ctx.shared.workers.len().to_string()),
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than_us.load(Ordering::Relaxed).to_string()),
@@ -598,6 +613,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // is not counted: the engine keeps no count of those).
                 field("evicted_keys", &engine.evictions);
                 field("expired_keys", &engine.swept_items);
+                field("pubsub_channels", &shared.pubsub.channels());
+                field("pubsub_patterns", &shared.pubsub.patterns());
+                field("pubsubshard_channels", &0);
             }
             "replication" => {
                 field("role", &"master");

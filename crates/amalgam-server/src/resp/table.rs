@@ -181,6 +181,12 @@ pub enum Cmd {
     Rename,
     Renamenx,
     Acl,
+    Subscribe,
+    Unsubscribe,
+    Psubscribe,
+    Punsubscribe,
+    Publish,
+    Pubsub,
 }
 
 /// One command's description.
