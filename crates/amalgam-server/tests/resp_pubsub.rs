@@ -309,3 +309,31 @@ fn a_subscriber_that_does_not_read_is_dropped_past_the_limit() {
     assert_eq!(publisher.call(&["PUBLISH", &fast_ch, "still"]), int(1));
     assert_eq!(fast.reply(), message('*', &fast_ch, "still"));
 }
+
+#[test]
+fn acl_channel_rules() {
+    let Some(server) = resp_server() else { return };
+    let (user, prefix) = (key("ps_user"), key("ps_acl"));
+    let mut admin = Resp::new(&server);
+    let allowed = format!("&{prefix}*");
+    assert_eq!(admin.call(&["ACL", "SETUSER", &user, "on", "nopass", "~*", &allowed, "+@all"]), OK);
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", &user, "x"]), OK);
+    let noperm = error("NOPERM this user has no permissions to access one of the channels used as arguments");
+    let (inside, outside) = (format!("{prefix}.a"), key("ps_elsewhere"));
+    assert_eq!(c.call(&["PUBLISH", &outside, "m"]), noperm);
+    assert_eq!(c.call(&["PUBLISH", &inside, "m"]), int(0));
+    assert_eq!(c.call(&["SUBSCRIBE", &inside, &outside]), noperm);
+    // A pattern must be one of the user's, not merely within one.
+    assert_eq!(c.call(&["PSUBSCRIBE", &format!("{prefix}.*")]), noperm);
+    assert_eq!(
+        c.call(&["PSUBSCRIBE", &format!("{prefix}*")]),
+        sub_reply('*', "psubscribe", Some(&format!("{prefix}*")), 1)
+    );
+    assert_eq!(c.call(&["PUNSUBSCRIBE"]), sub_reply('*', "punsubscribe", Some(&format!("{prefix}*")), 0));
+    // Inside MULTI the refusal aborts EXEC.
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["PUBLISH", &outside, "m"]), noperm);
+    assert_eq!(c.call(&["EXEC"]), error("EXECABORT Transaction discarded because of previous errors."));
+    assert_eq!(admin.call(&["ACL", "DELUSER", &user]), int(1));
+}
