@@ -233,6 +233,13 @@ pub fn process(
     out: &mut Vec<u8>,
     close: &mut bool,
 ) {
+    // Messages published (on any worker) for this subscriber, before the
+    // replies of what it sends next, and while it is blocked (RESP3);
+    // past its output limit it is closed (`pubsub.rs`).
+    if pubsub::drain(session, out) {
+        *close = true;
+        return;
+    }
     if session.blocked.is_some() {
         // Pipelined commands wait until the blocking one is answered.
         return;
@@ -279,12 +286,6 @@ fn process_round(
         if out.len() < WRITE_BUFFER_HIGH_BYTES {
             m.drain_into(out);
         }
-    }
-    // Messages published (on any worker) for this subscriber, before the
-    // replies of what it sends next; past its output limit it is closed.
-    if pubsub::drain(session, out) {
-        *close = true;
-        return;
     }
     let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now) };
     for _ in 0..REQUESTS_PER_ROUND_MAX {

@@ -208,6 +208,17 @@ fn resp3_pushes_and_commands_while_subscribed() {
     s.send(&["PUBLISH", &ch, "self"]);
     assert_eq!(s.reply(), message('>', &ch, "self"));
     assert_eq!(s.reply(), int(1));
+    // Messages reach a client blocked in BLPOP, and one under CLIENT
+    // REPLY OFF (Redis 7.0.15 delivers them too).
+    s.send(&["BLPOP", &key("ps_nokey"), "0.3"]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(publisher.call(&["PUBLISH", &ch, "while-blocked"]), int(1));
+    assert_eq!(s.reply(), message('>', &ch, "while-blocked"));
+    assert_eq!(s.reply(), NULL3, "BLPOP's timeout");
+    s.send(&["CLIENT", "REPLY", "OFF"]);
+    assert_eq!(publisher.call(&["PUBLISH", &ch, "replies-off"]), int(1));
+    assert_eq!(s.reply(), message('>', &ch, "replies-off"));
+    assert_eq!(s.call(&["CLIENT", "REPLY", "ON"]), OK);
     assert_eq!(s.call(&["UNSUBSCRIBE"]), sub_reply('>', "unsubscribe", Some(&ch), 0));
     assert_eq!(publisher.call(&["PUBLISH", &ch, "gone"]), int(0));
     assert!(s.silent());

@@ -40,7 +40,7 @@
 //!   ([`super::blocking::Registry::wake`]). The woken worker
 //!   (`worker.rs`, its waker branch) runs the connection's turn, whose
 //!   first step moves the queue into the connection's write buffer
-//!   ([`drain`], from `resp::process_round`), in arrival order, before any
+//!   ([`drain`], from `resp::process`, blocked or not), in arrival order, before any
 //!   reply of commands read later.
 //! * A connection that publishes to a channel it listens on (RESP3) gets
 //!   the message before PUBLISH's reply, as in Redis: PUBLISH drains the
