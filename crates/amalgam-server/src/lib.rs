@@ -41,6 +41,14 @@
 //! hand-off); the client pops for itself there. Deadlines live in a per-worker
 //! min-heap that bounds `epoll_wait`'s timeout.
 //!
+//! ## Pub/Sub (`resp/pubsub.rs`)
+//! A subscriber stays on its worker too. PUBLISH, on any worker, appends the
+//! message to each receiver's own queue (channel → subscribers in sharded
+//! maps, no global lock), posts the receiver to its worker's ready list and
+//! wakes that worker through the same waker; the receiver's worker moves the
+//! queue to the socket. A queue past the pubsub output limit closes its
+//! connection.
+//!
 //! ## Transactions and multi-key commands (`resp/multi.rs`)
 //! MULTI queues a connection's commands; EXEC names every key they touch
 //! (their key specifications, as COMMAND GETKEYS) plus the WATCHed ones and

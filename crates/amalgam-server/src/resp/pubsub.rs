@@ -71,6 +71,8 @@
 //! * SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (sharded pub/sub) and RESET are not
 //!   served (Redis's error text still names them, as it does).
 //! * The soft output limit is not enforced; CONFIG GET shows it as `0 0`.
+//! * Changing a user's channel rules (`acl.rs`) does not disconnect its
+//!   subscribed clients (Redis 7.0 does); they keep what they hold.
 //! * Between a publish on one worker and the delivery on another, a
 //!   command of the receiver may be answered first (in Redis the message is
 //!   in the output buffer before any later command runs).
