@@ -86,6 +86,8 @@ pub struct Client {
     /// Channels and patterns subscribed (CLIENT LIST's `sub=`, `psub=`).
     pub sub: AtomicU32,
     pub psub: AtomicU32,
+    /// Shard channels subscribed (`ssub=`).
+    pub ssub: AtomicU32,
     pub attrs: Mutex<Attrs>,
 }
 
@@ -220,6 +222,7 @@ impl Registry {
             resp: AtomicU8::new(2),
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         });
         self.lock().insert(id, Arc::clone(&c));
@@ -341,6 +344,7 @@ mod tests {
             resp: AtomicU8::new(2),
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         })
     }

@@ -75,7 +75,7 @@
 //! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
-//! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB, across workers |
+//! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
@@ -741,9 +741,15 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         }
         Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
         Cmd::Acl => return acl::run(ctx, args, out),
-        Cmd::Subscribe | Cmd::Unsubscribe | Cmd::Psubscribe | Cmd::Punsubscribe | Cmd::Publish | Cmd::Pubsub => {
-            pubsub::run(ctx, spec.cmd, args, out)
-        }
+        Cmd::Subscribe
+        | Cmd::Unsubscribe
+        | Cmd::Psubscribe
+        | Cmd::Punsubscribe
+        | Cmd::Publish
+        | Cmd::Pubsub
+        | Cmd::Ssubscribe
+        | Cmd::Sunsubscribe
+        | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

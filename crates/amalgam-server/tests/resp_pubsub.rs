@@ -327,13 +327,17 @@ fn acl_channel_rules() {
     let (user, prefix) = (key("ps_user"), key("ps_acl"));
     let mut admin = Resp::new(&server);
     let allowed = format!("&{prefix}*");
-    assert_eq!(admin.call(&["ACL", "SETUSER", &user, "on", "nopass", "~*", &allowed, "+@all"]), OK);
+    let keys = format!("~{prefix}*");
+    assert_eq!(admin.call(&["ACL", "SETUSER", &user, "on", "nopass", &keys, &allowed, "+@all"]), OK);
     let mut c = Resp::new(&server);
     assert_eq!(c.call(&["AUTH", &user, "x"]), OK);
     let noperm = error("NOPERM this user has no permissions to access one of the channels used as arguments");
     let (inside, outside) = (format!("{prefix}.a"), key("ps_elsewhere"));
     assert_eq!(c.call(&["PUBLISH", &outside, "m"]), noperm);
     assert_eq!(c.call(&["PUBLISH", &inside, "m"]), int(0));
+    // Shard channels too, checked as channels, not keys.
+    assert_eq!(c.call(&["SPUBLISH", &outside, "m"]), noperm);
+    assert_eq!(c.call(&["SPUBLISH", &inside, "m"]), int(0));
     assert_eq!(c.call(&["SUBSCRIBE", &inside, &outside]), noperm);
     // A pattern must be one of the user's, not merely within one.
     assert_eq!(c.call(&["PSUBSCRIBE", &format!("{prefix}.*")]), noperm);
@@ -347,4 +351,60 @@ fn acl_channel_rules() {
     assert_eq!(c.call(&["PUBLISH", &outside, "m"]), noperm);
     assert_eq!(c.call(&["EXEC"]), error("EXECABORT Transaction discarded because of previous errors."));
     assert_eq!(admin.call(&["ACL", "DELUSER", &user]), int(1));
+}
+
+#[test]
+fn sharded_channels_are_a_namespace_of_their_own() {
+    let Some(server) = two_workers() else { return };
+    let prefix = key("ps_shard");
+    let (a, b, c) = (format!("{prefix}a"), format!("{prefix}b"), format!("{prefix}c"));
+    let mut s = Resp::new(&server);
+    let mut p = Resp::new(&server);
+    assert_eq!(s.call(&["SUNSUBSCRIBE"]), sub_reply('*', "sunsubscribe", None, 0));
+    // Shard channels count apart from channels and patterns.
+    s.send(&["SSUBSCRIBE", &a, &b, &a]);
+    assert_eq!(s.reply(), sub_reply('*', "ssubscribe", Some(&a), 1));
+    assert_eq!(s.reply(), sub_reply('*', "ssubscribe", Some(&b), 2));
+    assert_eq!(s.reply(), sub_reply('*', "ssubscribe", Some(&a), 2));
+    assert_eq!(s.call(&["SUBSCRIBE", &c]), sub_reply('*', "subscribe", Some(&c), 1));
+    assert_eq!(s.call(&["GET", "x"]), refused("get"));
+    assert_eq!(p.call(&["SPUBLISH", &a, "m"]), int(1));
+    assert_eq!(s.reply(), format!("*3\r\n{}{}{}", bulk("smessage"), bulk(&a), bulk("m")));
+    // PUBLISH and SPUBLISH do not cross.
+    assert_eq!(p.call(&["PUBLISH", &a, "m"]), int(0));
+    assert_eq!(p.call(&["SPUBLISH", &c, "m"]), int(0));
+    assert!(s.silent());
+    let listed = p.call(&["PUBSUB", "SHARDCHANNELS", &format!("{prefix}*")]);
+    assert!(listed.starts_with("*2\r\n") && listed.contains(&bulk(&a)) && listed.contains(&bulk(&b)), "{listed:?}");
+    assert_eq!(
+        p.call(&["PUBSUB", "SHARDNUMSUB", &a, &c]),
+        format!("*4\r\n{}{}{}{}", bulk(&a), int(1), bulk(&c), int(0))
+    );
+    assert_eq!(p.call(&["PUBSUB", "NUMSUB", &a]), format!("*2\r\n{}{}", bulk(&a), int(0)));
+    let list = p.call(&["CLIENT", "LIST"]);
+    assert!(list.contains(" sub=1 psub=0 ssub=2 "), "{list}");
+    // SUNSUBSCRIBE without names leaves the shard channels only.
+    s.send(&["SUNSUBSCRIBE"]);
+    let mut left = BTreeSet::new();
+    for n in (0..2).rev() {
+        let r = s.reply();
+        assert!(r.starts_with(&format!("*3\r\n{}", bulk("sunsubscribe"))) && r.ends_with(&int(n)), "{r:?}");
+        left.insert(r.lines().nth(4).unwrap_or_default().to_string());
+    }
+    assert_eq!(left, BTreeSet::from([a.clone(), b.clone()]));
+    assert_eq!(s.call(&["UNSUBSCRIBE"]), sub_reply('*', "unsubscribe", Some(&c), 0));
+    assert_eq!(s.call(&["GET", &key("ps_x")]), NULL2);
+    // Not inside EXEC (SUBSCRIBE is).
+    assert_eq!(s.call(&["MULTI"]), OK);
+    assert_eq!(s.call(&["SSUBSCRIBE", &a]), "+QUEUED\r\n");
+    assert_eq!(
+        s.call(&["EXEC"]),
+        format!("*1\r\n{}", error("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client"))
+    );
+    // RESP3: pushes.
+    assert!(s.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(s.call(&["SSUBSCRIBE", &a]), sub_reply('>', "ssubscribe", Some(&a), 1));
+    assert_eq!(p.call(&["SPUBLISH", &a, "r3"]), int(1));
+    assert_eq!(s.reply(), format!(">3\r\n{}{}{}", bulk("smessage"), bulk(&a), bulk("r3")));
+    assert_eq!(p.call(&["COMMAND", "GETKEYS", "SPUBLISH", &a, "m"]), error("ERR The command has no key arguments"));
 }

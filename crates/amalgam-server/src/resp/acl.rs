@@ -51,7 +51,7 @@
 //! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
 //! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN.
 //! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
-//! PUBLISH and SUBSCRIBE (each channel matched against the user's
+//! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
 //! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
 //! 7.0's `ACLCheckChannelAgainstList`; unlike Redis 7.0, changing a user's
 //! channels does not disconnect its subscribed clients.
@@ -814,8 +814,8 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Re
 /// user's; a PSUBSCRIBE pattern must equal one.
 fn channels_allowed(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> bool {
     let names = match cmd {
-        Cmd::Publish => &args[1..2],
-        Cmd::Subscribe | Cmd::Psubscribe => &args[1..],
+        Cmd::Publish | Cmd::Spublish => &args[1..2],
+        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => &args[1..],
         _ => return true,
     };
     let literal = cmd == Cmd::Psubscribe;

@@ -1,4 +1,5 @@
-//! Pub/Sub: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB.
+//! Pub/Sub: SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB,
+//! and the sharded SSUBSCRIBE SUNSUBSCRIBE SPUBLISH.
 //!
 //! ## What Redis 7.0 promises, and what we keep
 //! A client subscribes to channels (exact names) and to patterns (Redis's
@@ -9,7 +10,12 @@
 //! and (P)UNSUBSCRIBE answers one reply per name with the connection's
 //! total of channels plus patterns after it; (P)UNSUBSCRIBE without names
 //! leaves every channel (pattern), and with none held answers one reply
-//! whose name is null. Under RESP2 a connection holding a subscription is
+//! whose name is null. Shard channels (SSUBSCRIBE, SPUBLISH, `smessage`)
+//! are what Redis 7.0 makes of them outside a cluster: a namespace of
+//! their own (PUBLISH does not reach them, patterns never match them),
+//! counted apart in replies (`ssub=`, `pubsubshard_channels`), channel
+//! names rather than keys (COMMAND GETKEYS: none; ACL: channel rules), and
+//! SSUBSCRIBE refused inside EXEC. Under RESP2 a connection holding a subscription is
 //! in subscriber mode: only (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING (answered
 //! `[pong, arg]`), QUIT and RESET run, the rest answer Redis's "Can't
 //! execute" error. Under RESP3 every reply about subscriptions and every
@@ -25,7 +31,8 @@
 //!   `Arc`): a queue of formatted messages other threads append to, the
 //!   `posted` flag, and `dropped`.
 //! * The [`Registry`] (in `Shared`) maps channel → subscribers in
-//!   [`CHANNEL_SHARDS`] mutex-protected shards by hash, and pattern →
+//!   [`CHANNEL_SHARDS`] mutex-protected shards by hash (one such map for
+//!   channels, one for shard channels), and pattern →
 //!   subscribers under one read-write lock (PUBLISH only reads it; Redis
 //!   too scans every pattern per message). A publish locks one channel
 //!   shard and, only if any pattern exists (an atomic count), reads the
@@ -68,8 +75,8 @@
 //! ([`leave`], from `worker.rs`'s close).
 //!
 //! ## Differences from Redis
-//! * SSUBSCRIBE SUNSUBSCRIBE SPUBLISH (sharded pub/sub) and RESET are not
-//!   served (Redis's error text still names them, as it does).
+//! * RESET is not served (the subscriber-mode error still names it, as
+//!   Redis's does).
 //! * The soft output limit is not enforced; CONFIG GET shows it as `0 0`.
 //! * Changing a user's channel rules (`acl.rs`) does not disconnect its
 //!   subscribed clients (Redis 7.0 does); they keep what they hold.
@@ -137,13 +144,69 @@ type Subscribers = HashMap<Vec<u8>, Vec<Arc<Subscriber>>>;
 /// A worker's ready entry: (connection token, client id, dropped).
 type Ready = (usize, u64, bool);
 
+/// Channel → subscribers, in [`CHANNEL_SHARDS`] locks by hash.
+#[derive(Debug)]
+struct ChannelMap {
+    shards: Box<[Mutex<Subscribers>]>,
+    hasher: RandomState,
+    /// Distinct channels with a subscriber.
+    count: AtomicUsize,
+}
+
+impl ChannelMap {
+    fn new() -> ChannelMap {
+        ChannelMap {
+            shards: (0..CHANNEL_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    fn shard(&self, channel: &[u8]) -> &Mutex<Subscribers> {
+        &self.shards[(self.hasher.hash_one(channel) % CHANNEL_SHARDS as u64) as usize]
+    }
+
+    fn add(&self, channel: &[u8], s: &Arc<Subscriber>) {
+        let mut shard = lock(self.shard(channel));
+        let subs = shard.entry(channel.to_vec()).or_default();
+        if subs.is_empty() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        subs.push(Arc::clone(s));
+    }
+
+    fn remove(&self, channel: &[u8], s: &Subscriber) {
+        let mut shard = lock(self.shard(channel));
+        if let Some(subs) = shard.get_mut(channel) {
+            subs.retain(|x| !std::ptr::eq(&**x, s));
+            if subs.is_empty() {
+                shard.remove(channel);
+                self.count.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Active channels matching `pattern` (all with None).
+    fn names(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let mut names = Vec::new();
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            names.extend(shard.keys().filter(|c| pattern.is_none_or(|p| matches(p, c, false))).cloned());
+        }
+        names
+    }
+
+    fn numsub(&self, channel: &[u8]) -> usize {
+        lock(self.shard(channel)).get(channel).map_or(0, Vec::len)
+    }
+}
+
 /// Who listens to what, and each worker's ready list (module notes).
 #[derive(Debug)]
 pub struct Registry {
-    channels: Box<[Mutex<Subscribers>]>,
-    hasher: RandomState,
-    /// Distinct channels with a subscriber (INFO's `pubsub_channels`).
-    channel_count: AtomicUsize,
+    channels: ChannelMap,
+    /// SSUBSCRIBE's channels: a namespace of their own, as in Redis.
+    shard_channels: ChannelMap,
     patterns: RwLock<Subscribers>,
     /// Distinct patterns (PUBSUB NUMPAT); 0: a publish skips `patterns`.
     pattern_count: AtomicUsize,
@@ -157,9 +220,8 @@ impl Registry {
     /// A registry for `workers` event loops.
     pub fn new(workers: usize, output_limit_bytes: usize) -> Registry {
         Registry {
-            channels: (0..CHANNEL_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
-            channel_count: AtomicUsize::new(0),
+            channels: ChannelMap::new(),
+            shard_channels: ChannelMap::new(),
             patterns: RwLock::new(HashMap::new()),
             pattern_count: AtomicUsize::new(0),
             ready: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
@@ -169,7 +231,12 @@ impl Registry {
 
     /// Distinct channels with a subscriber now.
     pub fn channels(&self) -> usize {
-        self.channel_count.load(Ordering::Relaxed)
+        self.channels.count.load(Ordering::Relaxed)
+    }
+
+    /// Distinct shard channels with a subscriber now.
+    pub fn shard_channels(&self) -> usize {
+        self.shard_channels.count.load(Ordering::Relaxed)
     }
 
     /// Distinct patterns with a subscriber now.
@@ -184,10 +251,6 @@ impl Registry {
         self.ready.get(id).map(|r| std::mem::take(&mut *lock(r))).unwrap_or_default()
     }
 
-    fn shard(&self, channel: &[u8]) -> &Mutex<Subscribers> {
-        &self.channels[(self.hasher.hash_one(channel) % CHANNEL_SHARDS as u64) as usize]
-    }
-
     fn patterns_read(&self) -> std::sync::RwLockReadGuard<'_, Subscribers> {
         self.patterns.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -196,42 +259,34 @@ impl Registry {
         self.patterns.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add_channel(&self, channel: &[u8], s: &Arc<Subscriber>) {
-        let mut shard = lock(self.shard(channel));
-        let subs = shard.entry(channel.to_vec()).or_default();
-        if subs.is_empty() {
-            self.channel_count.fetch_add(1, Ordering::Relaxed);
-        }
-        subs.push(Arc::clone(s));
-    }
-
-    fn remove_channel(&self, channel: &[u8], s: &Subscriber) {
-        let mut shard = lock(self.shard(channel));
-        if let Some(subs) = shard.get_mut(channel) {
-            subs.retain(|x| !std::ptr::eq(&**x, s));
-            if subs.is_empty() {
-                shard.remove(channel);
-                self.channel_count.fetch_sub(1, Ordering::Relaxed);
+    fn add(&self, kind: Kind, name: &[u8], s: &Arc<Subscriber>) {
+        match kind {
+            Kind::Channel => self.channels.add(name, s),
+            Kind::Shard => self.shard_channels.add(name, s),
+            Kind::Pattern => {
+                let mut p = self.patterns_write();
+                let subs = p.entry(name.to_vec()).or_default();
+                if subs.is_empty() {
+                    self.pattern_count.fetch_add(1, Ordering::Relaxed);
+                }
+                subs.push(Arc::clone(s));
             }
         }
     }
 
-    fn add_pattern(&self, pattern: &[u8], s: &Arc<Subscriber>) {
-        let mut p = self.patterns_write();
-        let subs = p.entry(pattern.to_vec()).or_default();
-        if subs.is_empty() {
-            self.pattern_count.fetch_add(1, Ordering::Relaxed);
-        }
-        subs.push(Arc::clone(s));
-    }
-
-    fn remove_pattern(&self, pattern: &[u8], s: &Subscriber) {
-        let mut p = self.patterns_write();
-        if let Some(subs) = p.get_mut(pattern) {
-            subs.retain(|x| !std::ptr::eq(&**x, s));
-            if subs.is_empty() {
-                p.remove(pattern);
-                self.pattern_count.fetch_sub(1, Ordering::Relaxed);
+    fn remove(&self, kind: Kind, name: &[u8], s: &Subscriber) {
+        match kind {
+            Kind::Channel => self.channels.remove(name, s),
+            Kind::Shard => self.shard_channels.remove(name, s),
+            Kind::Pattern => {
+                let mut p = self.patterns_write();
+                if let Some(subs) = p.get_mut(name) {
+                    subs.retain(|x| !std::ptr::eq(&**x, s));
+                    if subs.is_empty() {
+                        p.remove(name);
+                        self.pattern_count.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
@@ -270,24 +325,33 @@ impl Registry {
         }
     }
 
+    /// Queues `[kind, channel, message]` for the channel's subscribers in
+    /// `map`; answers how many.
+    fn deliver_channel(
+        &self,
+        map: &ChannelMap,
+        kind: &[u8],
+        channel: &[u8],
+        message: &[u8],
+        wake: &mut Vec<usize>,
+    ) -> usize {
+        let shard = lock(map.shard(channel));
+        let Some(subs) = shard.get(channel) else { return 0 };
+        let mut frame = Vec::with_capacity(32 + channel.len() + message.len());
+        push_array(&mut frame, 3);
+        push_bulk(&mut frame, kind);
+        push_bulk(&mut frame, channel);
+        push_bulk(&mut frame, message);
+        for s in subs {
+            self.deliver(s, &frame, wake);
+        }
+        subs.len()
+    }
+
     /// PUBLISH: queues the message for every receiver; answers how many
     /// messages were queued (Redis counts a pattern match as one more).
     fn publish(&self, channel: &[u8], message: &[u8], wake: &mut Vec<usize>) -> usize {
-        let mut receivers = 0;
-        {
-            let shard = lock(self.shard(channel));
-            if let Some(subs) = shard.get(channel) {
-                let mut frame = Vec::with_capacity(32 + channel.len() + message.len());
-                push_array(&mut frame, 3);
-                push_bulk(&mut frame, b"message");
-                push_bulk(&mut frame, channel);
-                push_bulk(&mut frame, message);
-                for s in subs {
-                    self.deliver(s, &frame, wake);
-                }
-                receivers += subs.len();
-            }
-        }
+        let mut receivers = self.deliver_channel(&self.channels, b"message", channel, message, wake);
         if self.pattern_count.load(Ordering::Relaxed) > 0 {
             let patterns = self.patterns_read();
             for (p, subs) in patterns.iter() {
@@ -308,19 +372,25 @@ impl Registry {
         }
         receivers
     }
+}
 
-    /// Active channels matching `pattern` (all with None).
-    fn channel_names(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
-        let mut names = Vec::new();
-        for shard in self.channels.iter() {
-            let shard = lock(shard);
-            names.extend(shard.keys().filter(|c| pattern.is_none_or(|p| matches(p, c, false))).cloned());
+/// The three namespaces a connection subscribes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Channel,
+    Pattern,
+    /// SSUBSCRIBE's shard channels.
+    Shard,
+}
+
+impl Kind {
+    /// The reply names for (subscribe, unsubscribe).
+    fn names(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Kind::Channel => (b"subscribe", b"unsubscribe"),
+            Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+            Kind::Shard => (b"ssubscribe", b"sunsubscribe"),
         }
-        names
-    }
-
-    fn numsub(&self, channel: &[u8]) -> usize {
-        lock(self.shard(channel)).get(channel).map_or(0, Vec::len)
     }
 }
 
@@ -332,11 +402,60 @@ pub struct State {
     channels: HashSet<Vec<u8>>,
     /// In subscription order, as Redis's per-client list.
     patterns: Vec<Vec<u8>>,
+    /// Shard channels, unordered.
+    shard: HashSet<Vec<u8>>,
 }
 
 impl State {
-    fn count(&self) -> usize {
-        self.channels.len() + self.patterns.len()
+    /// The count a (un)subscribe reply of `kind` carries: shard channels
+    /// count apart, as Redis 7.0's `clientShardSubscriptionsCount`.
+    fn count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Shard => self.shard.len(),
+            _ => self.channels.len() + self.patterns.len(),
+        }
+    }
+
+    fn holds(&self, kind: Kind, name: &[u8]) -> bool {
+        match kind {
+            Kind::Channel => self.channels.contains(name),
+            Kind::Shard => self.shard.contains(name),
+            Kind::Pattern => self.patterns.iter().any(|p| p[..] == name[..]),
+        }
+    }
+
+    fn insert(&mut self, kind: Kind, name: &[u8]) {
+        match kind {
+            Kind::Channel => drop(self.channels.insert(name.to_vec())),
+            Kind::Shard => drop(self.shard.insert(name.to_vec())),
+            Kind::Pattern => self.patterns.push(name.to_vec()),
+        }
+    }
+
+    /// Leaves `name`; true if it was held.
+    fn take(&mut self, kind: Kind, name: &[u8]) -> bool {
+        match kind {
+            Kind::Channel => self.channels.remove(name),
+            Kind::Shard => self.shard.remove(name),
+            Kind::Pattern => {
+                let before = self.patterns.len();
+                self.patterns.retain(|p| p[..] != name[..]);
+                self.patterns.len() != before
+            }
+        }
+    }
+
+    /// Every name held in `kind`, in the order Redis lists them.
+    fn all(&self, kind: Kind) -> Vec<Vec<u8>> {
+        match kind {
+            Kind::Channel => self.channels.iter().cloned().collect(),
+            Kind::Shard => self.shard.iter().cloned().collect(),
+            Kind::Pattern => self.patterns.clone(),
+        }
+    }
+
+    fn empty(&self) -> bool {
+        self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty()
     }
 }
 
@@ -346,7 +465,17 @@ pub(crate) fn refused(ctx: &Ctx<'_>, cmd: Cmd, name: &str, out: &mut Vec<u8>) ->
     if ctx.session.pubsub.is_none() || ctx.proto() != Proto::Resp2 || ctx.session.multi.executing {
         return false;
     }
-    if matches!(cmd, Cmd::Subscribe | Cmd::Unsubscribe | Cmd::Psubscribe | Cmd::Punsubscribe | Cmd::Ping | Cmd::Quit) {
+    if matches!(
+        cmd,
+        Cmd::Subscribe
+            | Cmd::Unsubscribe
+            | Cmd::Psubscribe
+            | Cmd::Punsubscribe
+            | Cmd::Ssubscribe
+            | Cmd::Sunsubscribe
+            | Cmd::Ping
+            | Cmd::Quit
+    ) {
         return false;
     }
     amalgam_protocol::resp::push_error(out, err_subscriber_mode(name).as_bytes());
@@ -373,10 +502,13 @@ pub(crate) fn drain(session: &super::Session, out: &mut Vec<u8>) -> bool {
 pub fn leave(shared: &crate::Shared, session: &mut super::Session) {
     if let Some(st) = session.pubsub.take() {
         for c in &st.channels {
-            shared.pubsub.remove_channel(c, &st.sub);
+            shared.pubsub.remove(Kind::Channel, c, &st.sub);
         }
         for p in &st.patterns {
-            shared.pubsub.remove_pattern(p, &st.sub);
+            shared.pubsub.remove(Kind::Pattern, p, &st.sub);
+        }
+        for c in &st.shard {
+            shared.pubsub.remove(Kind::Shard, c, &st.sub);
         }
     }
 }
@@ -405,14 +537,29 @@ fn wake_all(ctx: &Ctx<'_>, wake: &[usize]) {
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
-        Cmd::Subscribe | Cmd::Psubscribe => subscribe(ctx, cmd == Cmd::Psubscribe, &args[1..], out),
-        Cmd::Unsubscribe | Cmd::Punsubscribe => unsubscribe(ctx, cmd == Cmd::Punsubscribe, &args[1..], out),
-        Cmd::Publish => {
+        Cmd::Subscribe => subscribe(ctx, Kind::Channel, &args[1..], out),
+        Cmd::Psubscribe => subscribe(ctx, Kind::Pattern, &args[1..], out),
+        Cmd::Ssubscribe if ctx.session.multi.executing => {
+            // Redis 7.0 denies it to a client that may not block, as one
+            // inside EXEC (SUBSCRIBE is let through there for backward
+            // compatibility).
+            amalgam_protocol::resp::push_error(out, b"ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
+        }
+        Cmd::Ssubscribe => subscribe(ctx, Kind::Shard, &args[1..], out),
+        Cmd::Unsubscribe => unsubscribe(ctx, Kind::Channel, &args[1..], out),
+        Cmd::Punsubscribe => unsubscribe(ctx, Kind::Pattern, &args[1..], out),
+        Cmd::Sunsubscribe => unsubscribe(ctx, Kind::Shard, &args[1..], out),
+        Cmd::Publish | Cmd::Spublish => {
+            let r = &ctx.shared.pubsub;
             let mut wake = Vec::new();
-            let n = ctx.shared.pubsub.publish(&args[1], &args[2], &mut wake);
+            let n = if cmd == Cmd::Publish {
+                r.publish(&args[1], &args[2], &mut wake)
+            } else {
+                r.deliver_channel(&r.shard_channels, b"smessage", &args[1], &args[2], &mut wake)
+            };
             // Its own messages first, as Redis appends them before the
-            // reply (RESP3: a subscriber may publish).
-            // A dropped connection is closed by its next turn.
+            // reply (RESP3: a subscriber may publish). A dropped
+            // connection is closed by its next turn.
             drain(ctx.session, out);
             wake_all(ctx, &wake);
             push_int(out, n as i64);
@@ -422,7 +569,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     }
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, pattern: bool, names: &[Arg<'_>], out: &mut Vec<u8>) {
+fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let shared = ctx.shared;
     let session = &mut *ctx.session;
@@ -437,73 +584,58 @@ fn subscribe(ctx: &mut Ctx<'_>, pattern: bool, names: &[Arg<'_>], out: &mut Vec<
             }),
             channels: HashSet::new(),
             patterns: Vec::new(),
+            shard: HashSet::new(),
         })
     });
     for n in names {
-        if pattern {
-            if !st.patterns.iter().any(|p| p[..] == n[..]) {
-                st.patterns.push(n.to_vec());
-                shared.pubsub.add_pattern(n, &st.sub);
-            }
-        } else if !st.channels.contains(&n[..]) {
-            st.channels.insert(n.to_vec());
-            shared.pubsub.add_channel(n, &st.sub);
+        if !st.holds(kind, n) {
+            st.insert(kind, n);
+            shared.pubsub.add(kind, n, &st.sub);
         }
-        push_reply(out, proto, if pattern { b"psubscribe" } else { b"subscribe" }, Some(n), st.count());
+        push_reply(out, proto, kind.names().0, Some(n), st.count(kind));
     }
     count(session);
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, pattern: bool, names: &[Arg<'_>], out: &mut Vec<u8>) {
+fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let shared = ctx.shared;
-    let kind: &[u8] = if pattern { b"punsubscribe" } else { b"unsubscribe" };
+    let reply = kind.names().1;
     let session = &mut *ctx.session;
     let Some(st) = session.pubsub.as_deref_mut() else {
         // Nothing held: one reply per name, or one null one.
         if names.is_empty() {
-            push_reply(out, proto, kind, None, 0);
+            push_reply(out, proto, reply, None, 0);
         }
         for n in names {
-            push_reply(out, proto, kind, Some(n), 0);
+            push_reply(out, proto, reply, Some(n), 0);
         }
         return;
     };
     let all: Vec<Vec<u8>>;
     let names: Vec<&[u8]> = if names.is_empty() {
-        all = if pattern { st.patterns.clone() } else { st.channels.iter().cloned().collect() };
+        all = st.all(kind);
         all.iter().map(|n| &n[..]).collect()
     } else {
         names.iter().map(|n| &n[..]).collect()
     };
-    let mut removed = Vec::with_capacity(names.len());
+    let mut counts = Vec::with_capacity(names.len());
     for n in &names {
-        let held = if pattern {
-            let before = st.patterns.len();
-            st.patterns.retain(|p| p[..] != n[..]);
-            st.patterns.len() != before
-        } else {
-            st.channels.remove(*n)
-        };
-        if held {
-            if pattern {
-                shared.pubsub.remove_pattern(n, &st.sub);
-            } else {
-                shared.pubsub.remove_channel(n, &st.sub);
-            }
+        if st.take(kind, n) {
+            shared.pubsub.remove(kind, n, &st.sub);
         }
-        removed.push(st.count());
+        counts.push(st.count(kind));
     }
     // What was published before it left the registry goes out before the
     // replies (nothing more can arrive for the names it left).
     st.sub.drain_into(out);
     if names.is_empty() {
-        push_reply(out, proto, kind, None, st.count());
+        push_reply(out, proto, reply, None, st.count(kind));
     }
-    for (n, c) in names.iter().zip(removed) {
-        push_reply(out, proto, kind, Some(n), c);
+    for (n, c) in names.iter().zip(counts) {
+        push_reply(out, proto, reply, Some(n), c);
     }
-    if st.count() == 0 {
+    if st.empty() {
         session.client.set_flag(flag::PUBSUB, false);
         session.pubsub = None;
     }
@@ -512,9 +644,11 @@ fn unsubscribe(ctx: &mut Ctx<'_>, pattern: bool, names: &[Arg<'_>], out: &mut Ve
 
 /// Mirrors the connection's counts into CLIENT LIST's `sub=`/`psub=`.
 fn count(session: &super::Session) {
-    let (c, p) = session.pubsub.as_ref().map_or((0, 0), |st| (st.channels.len(), st.patterns.len()));
+    let (c, p, s) =
+        session.pubsub.as_ref().map_or((0, 0, 0), |st| (st.channels.len(), st.patterns.len(), st.shard.len()));
     session.client.sub.store(c as u32, Ordering::Relaxed);
     session.client.psub.store(p as u32, Ordering::Relaxed);
+    session.client.ssub.store(s as u32, Ordering::Relaxed);
 }
 
 const HELP: &[&str] = &[
@@ -547,31 +681,24 @@ fn pubsub(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return amalgam_protocol::resp::push_error(out, &m);
     }
     match name {
-        "channels" => {
-            let names = r.channel_names(args.get(2).map(|a| &a[..]));
+        "channels" | "shardchannels" => {
+            let map = if name == "channels" { &r.channels } else { &r.shard_channels };
+            let names = map.names(args.get(2).map(|a| &a[..]));
             push_array(out, names.len());
             for n in &names {
                 push_bulk(out, n);
             }
         }
-        "numsub" => {
+        "numsub" | "shardnumsub" => {
+            let map = if name == "numsub" { &r.channels } else { &r.shard_channels };
             // A flat array, RESP3 too (Redis 7.0's addReplyArrayLen).
             push_array(out, 2 * (args.len() - 2));
             for c in &args[2..] {
                 push_bulk(out, c);
-                push_int(out, r.numsub(c) as i64);
+                push_int(out, map.numsub(c) as i64);
             }
         }
         "numpat" => push_int(out, r.patterns() as i64),
-        // No sharded channels here (module notes): none active.
-        "shardchannels" => push_array(out, 0),
-        "shardnumsub" => {
-            push_array(out, 2 * (args.len() - 2));
-            for c in &args[2..] {
-                push_bulk(out, c);
-                push_int(out, 0);
-            }
-        }
         _ => super::server::help(HELP, out),
     }
 }

@@ -615,7 +615,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("expired_keys", &engine.swept_items);
                 field("pubsub_channels", &shared.pubsub.channels());
                 field("pubsub_patterns", &shared.pubsub.patterns());
-                field("pubsubshard_channels", &0);
+                field("pubsubshard_channels", &shared.pubsub.shard_channels());
             }
             "replication" => {
                 field("role", &"master");

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 171] = [
+pub static COMMANDS: [Spec; 174] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -2483,5 +2483,17 @@ pub static COMMANDS: [Spec; 171] = [
             spec!(Pubsub, "pubsub|shardnumsub", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "7.0.0", "Get the count of subscribers for shard channels"),
         ],
         ..spec!(Pubsub, "pubsub", -2, &[], (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, -1, 1)],
+        ..spec!(Ssubscribe, "ssubscribe", -2, &["pubsub", "noscript", "loading", "stale"], (1, -1, 1), "pubsub", "7.0.0", "Listen for messages published to the given shard channels")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, -1, 1)],
+        ..spec!(Sunsubscribe, "sunsubscribe", -1, &["pubsub", "noscript", "loading", "stale"], (1, -1, 1), "pubsub", "7.0.0", "Stop listening for messages posted to the given shard channels")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, 0, 1)],
+        ..spec!(Spublish, "spublish", 3, &["pubsub", "loading", "stale", "fast"], (1, 1, 1), "pubsub", "7.0.0", "Post a message to a shard channel")
     },
 ];
