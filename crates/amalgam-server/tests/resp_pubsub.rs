@@ -266,7 +266,13 @@ fn client_list_info_and_cleanup_on_disconnect() {
     assert!(channels >= 2, "{info}");
     assert!(info.contains("pubsub_patterns:"), "{info}");
     assert_eq!(numsub(&mut other, &a), 1);
-    drop(s);
+    // A subscriber is of type pubsub, not normal (Redis's getClientType).
+    let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap_or_default().to_string();
+    let of_type = |c: &mut Resp, t: &str| c.call(&["CLIENT", "LIST", "TYPE", t]).contains(&format!("id={id} "));
+    assert!(of_type(&mut other, "pubsub") && !of_type(&mut other, "normal"));
+    assert_eq!(other.call(&["CLIENT", "KILL", "ID", &id, "TYPE", "normal"]), int(0));
+    assert_eq!(other.call(&["CLIENT", "KILL", "ID", &id, "TYPE", "pubsub"]), int(1));
+    assert!(s.closed());
     // The disconnect is seen by the server a little later: poll.
     for _ in 0..100 {
         if numsub(&mut other, &a) == 0 && numsub(&mut other, &b) == 0 {
