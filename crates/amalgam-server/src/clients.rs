@@ -92,6 +92,28 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client of no connection, for other modules' unit tests.
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: 0,
+            worker,
+            token,
+            created: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            last_cmd: AtomicU32::new(0),
+            flags: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
+            attrs: Mutex::new(Attrs::default()),
+        })
+    }
+
     /// Records that the connection was served now (CLIENT LIST's idle).
     #[inline]
     pub fn touch(&self) {

@@ -702,3 +702,78 @@ fn pubsub(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         _ => super::server::help(HELP, out),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscriber(id: u64, worker: usize, token: usize) -> Arc<Subscriber> {
+        Arc::new(Subscriber {
+            client: Client::detached(id, worker, token),
+            queue: Mutex::new(Vec::new()),
+            posted: AtomicBool::new(false),
+            dropped: AtomicBool::new(false),
+        })
+    }
+
+    #[test]
+    fn publish_queues_posts_once_and_counts() {
+        let r = Registry::new(2, 0);
+        let (a, b) = (subscriber(1, 0, 5), subscriber(2, 1, 7));
+        r.add(Kind::Channel, b"ch", &a);
+        r.add(Kind::Channel, b"ch", &b);
+        r.add(Kind::Pattern, b"c*", &b);
+        r.add(Kind::Shard, b"ch", &a);
+        assert_eq!((r.channels(), r.patterns(), r.shard_channels()), (1, 1, 1));
+        let mut wake = Vec::new();
+        assert_eq!(r.publish(b"ch", b"m1", &mut wake), 3, "two subscribers and a pattern");
+        assert_eq!(r.publish(b"ch", b"m2", &mut wake), 3);
+        wake.sort_unstable();
+        assert_eq!(wake, [0, 1]);
+        // One post per subscriber until it drains.
+        assert_eq!(r.take_ready(0), [(5, 1, false)]);
+        assert_eq!(r.take_ready(1), [(7, 2, false)]);
+        let mut out = Vec::new();
+        a.drain_into(&mut out);
+        assert_eq!(
+            out,
+            b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nm1\r\n*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nm2\r\n"
+        );
+        // RESP3: the same frames as pushes; a pattern adds a pmessage.
+        b.client.resp.store(3, Ordering::Relaxed);
+        let mut wake = Vec::new();
+        assert_eq!(r.publish(b"cx", b"p", &mut wake), 1);
+        let mut out = Vec::new();
+        b.drain_into(&mut out);
+        let want_tail = b">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\ncx\r\n$1\r\np\r\n";
+        assert!(out.ends_with(want_tail), "{}", String::from_utf8_lossy(&out));
+        assert!(!b.posted.load(Ordering::Relaxed));
+        // Removing the last subscriber removes the name.
+        r.remove(Kind::Channel, b"ch", &a);
+        r.remove(Kind::Channel, b"ch", &b);
+        r.remove(Kind::Pattern, b"c*", &b);
+        r.remove(Kind::Shard, b"ch", &a);
+        assert_eq!((r.channels(), r.patterns(), r.shard_channels()), (0, 0, 0));
+        assert_eq!(r.publish(b"ch", b"m", &mut wake), 0);
+    }
+
+    #[test]
+    fn past_the_limit_the_queue_is_freed_and_the_subscriber_dropped() {
+        let frame_bytes = b"*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$4\r\nxxxx\r\n".len();
+        let r = Registry::new(1, 3 * frame_bytes);
+        let s = subscriber(9, 0, 3);
+        r.add(Kind::Channel, b"c", &s);
+        let mut wake = Vec::new();
+        for _ in 0..3 {
+            r.publish(b"c", b"xxxx", &mut wake);
+        }
+        assert!(!s.dropped.load(Ordering::Relaxed), "exactly at the limit");
+        r.publish(b"c", b"xxxx", &mut wake);
+        assert!(s.dropped.load(Ordering::Relaxed));
+        assert_eq!(lock(&s.queue).capacity(), 0, "its memory comes back");
+        // The first post and the drop's.
+        assert_eq!(r.take_ready(0), [(3, 9, false), (3, 9, true)]);
+        r.publish(b"c", b"xxxx", &mut wake);
+        assert!(r.take_ready(0).is_empty(), "nothing more for a dropped one");
+    }
+}
