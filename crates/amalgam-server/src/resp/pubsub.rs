@@ -408,7 +408,7 @@ pub struct State {
 
 impl State {
     /// The count a (un)subscribe reply of `kind` carries: shard channels
-    /// count apart, as Redis 7.0's `clientShardSubscriptionsCount`.
+    /// count apart, as in Redis 7.0 (observed on 7.0.15).
     fn count(&self, kind: Kind) -> usize {
         match kind {
             Kind::Shard => self.shard.len(),
