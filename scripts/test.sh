@@ -27,7 +27,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's heading shows the seconds since the start (CI's budget is
+# 20 minutes: the log shows where they go).
+step() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
 # A failing test step does not stop the script (the summary counts it);
 # it sets status, which decides the exit code.
 status=0
@@ -235,5 +237,6 @@ passed=$((cargo_passed + py_passed + cap_passed + fuzz_passed))
 failed=$((cargo_failed + py_failed + cap_failed + fuzz_failed))
 echo
 echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed"
+echo "took ${SECONDS}s"
 echo "tests: ${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

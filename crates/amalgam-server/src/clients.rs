@@ -74,8 +74,8 @@ pub struct Client {
     pub worker: usize,
     pub token: usize,
     created: Instant,
-    /// Milliseconds from `created` to the last batch served.
-    last_ms: AtomicU64,
+    /// When the last batch was served: a `ticks` reading.
+    last_tick: AtomicU64,
     /// The last command: its table index + 1 (0: none yet) in the low 16
     /// bits, its subcommand's index + 1 above.
     last_cmd: AtomicU32,
@@ -117,13 +117,13 @@ impl Client {
     /// Records that the connection was served now (CLIENT LIST's idle).
     #[inline]
     pub fn touch(&self) {
-        self.last_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.touch_at(crate::ticks::now());
     }
 
-    /// [`Client::touch`] with the time already read.
+    /// [`Client::touch`] with the time already read (a `ticks` reading).
     #[inline]
-    pub fn touch_at(&self, now: Instant) {
-        self.last_ms.store(now.saturating_duration_since(self.created).as_millis() as u64, Ordering::Relaxed);
+    pub fn touch_at(&self, tick: u64) {
+        self.last_tick.store(tick, Ordering::Relaxed);
     }
 
     /// Records the command being run (CLIENT LIST's cmd).
@@ -147,8 +147,7 @@ impl Client {
 
     /// Seconds since the connection was last served.
     pub fn idle_secs(&self) -> u64 {
-        let now = self.created.elapsed().as_millis() as u64;
-        now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000
+        crate::ticks::nanos_between(self.last_tick.load(Ordering::Relaxed), crate::ticks::now()) / 1_000_000_000
     }
 
     pub fn has(&self, f: u8) -> bool {
@@ -238,7 +237,7 @@ impl Registry {
             worker,
             token,
             created: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            last_tick: AtomicU64::new(crate::ticks::now()),
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
@@ -360,7 +359,7 @@ mod tests {
             worker: 0,
             token: 0,
             created: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            last_tick: AtomicU64::new(crate::ticks::now()),
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),

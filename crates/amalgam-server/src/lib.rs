@@ -138,6 +138,7 @@ pub mod meta;
 pub mod metrics;
 pub mod resp;
 pub mod stats;
+pub mod ticks;
 pub mod worker;
 
 use amalgam_engine::Store;
@@ -206,6 +207,7 @@ pub struct OpenConn {
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
+        ticks::init();
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
         let proto_max_bulk_len = args.proto_max_bulk_len;

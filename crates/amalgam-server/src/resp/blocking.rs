@@ -490,7 +490,7 @@ fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session)
         stats,
         session,
         limits: shared.resp_limits(),
-        recorder: super::cmdstats::Recorder::new(Instant::now()),
+        recorder: super::cmdstats::Recorder::new(crate::ticks::now()),
     }
 }
 
