@@ -103,7 +103,7 @@ impl Client {
             worker,
             token,
             created: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            last_tick: AtomicU64::new(crate::ticks::now()),
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
