@@ -169,9 +169,9 @@ if [ -n "$redis_server_bin" ]; then
   for f in crates/amalgam-server/tests/resp*.rs; do resp_tests+=(--test "$(basename "$f" .rs)"); done
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
     cargo test -p amalgam-server "${resp_tests[@]}" --no-fail-fast 2>&1 | tee -a "$log" || status=1
-  step "redis-py (pytest tests/python/test_redis_py.py) against redis-server"
+  step "redis-py (pytest tests/python/test_redis_py*.py) against redis-server"
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
-    python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py.py 2>&1 | tee -a "$pylog" || status=1
+    python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py*.py 2>&1 | tee -a "$pylog" || status=1
 else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi

@@ -48,6 +48,8 @@ pub mod flag {
     pub const NO_TOUCH: u8 = 2;
     /// MONITOR (`O`).
     pub const MONITOR: u8 = 4;
+    /// Holds a pub/sub subscription (`P`).
+    pub const PUBSUB: u8 = 8;
 }
 
 /// The attributes a client sets about itself.
@@ -81,10 +83,37 @@ pub struct Client {
     pub flags: AtomicU8,
     /// The protocol version (2 or 3).
     pub resp: AtomicU8,
+    /// Channels and patterns subscribed (CLIENT LIST's `sub=`, `psub=`).
+    pub sub: AtomicU32,
+    pub psub: AtomicU32,
+    /// Shard channels subscribed (`ssub=`).
+    pub ssub: AtomicU32,
     pub attrs: Mutex<Attrs>,
 }
 
 impl Client {
+    /// A client of no connection, for other modules' unit tests.
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: 0,
+            worker,
+            token,
+            created: Instant::now(),
+            last_tick: AtomicU64::new(crate::ticks::now()),
+            last_cmd: AtomicU32::new(0),
+            flags: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
+            attrs: Mutex::new(Attrs::default()),
+        })
+    }
+
     /// Records that the connection was served now (CLIENT LIST's idle).
     #[inline]
     pub fn touch(&self) {
@@ -212,6 +241,9 @@ impl Registry {
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         });
         self.lock().insert(id, Arc::clone(&c));
@@ -331,6 +363,9 @@ mod tests {
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         })
     }

@@ -122,6 +122,12 @@ pub struct Args {
     #[arg(long = "proto-max-bulk-len", default_value = "536870912", value_parser = parse_proto_max_bulk_len)]
     pub proto_max_bulk_len: u64,
 
+    /// A pub/sub subscriber whose unsent messages pass this many bytes is
+    /// disconnected (Redis's `client-output-buffer-limit pubsub` hard
+    /// limit, 32mb; bytes or with a k or m suffix; 0: no limit).
+    #[arg(long = "client-output-buffer-limit-pubsub", default_value = "32m", value_parser = parse_size)]
+    pub client_output_buffer_limit_pubsub: usize,
+
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,

@@ -41,6 +41,14 @@
 //! hand-off); the client pops for itself there. Deadlines live in a per-worker
 //! min-heap that bounds `epoll_wait`'s timeout.
 //!
+//! ## Pub/Sub (`resp/pubsub.rs`)
+//! A subscriber stays on its worker too. PUBLISH, on any worker, appends the
+//! message to each receiver's own queue (channel → subscribers in sharded
+//! maps, no global lock), posts the receiver to its worker's ready list and
+//! wakes that worker through the same waker; the receiver's worker moves the
+//! queue to the socket. A queue past the pubsub output limit closes its
+//! connection.
+//!
 //! ## Transactions and multi-key commands (`resp/multi.rs`)
 //! MULTI queues a connection's commands; EXEC names every key they touch
 //! (their key specifications, as COMMAND GETKEYS) plus the WATCHed ones and
@@ -188,6 +196,8 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
+    pub pubsub: resp::pubsub::Registry,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
@@ -272,6 +282,7 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
+        let pubsub_limit = args.client_output_buffer_limit_pubsub;
         let shared = Arc::new(Shared {
             acl,
             authfile,
@@ -294,6 +305,7 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
         });

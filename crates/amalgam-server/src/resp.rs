@@ -75,6 +75,7 @@
 //! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
+//! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
@@ -95,6 +96,7 @@ mod memory;
 mod monitor;
 pub mod multi;
 mod object;
+pub mod pubsub;
 mod server;
 pub(crate) use server::maxmemory_policy;
 mod set;
@@ -161,6 +163,8 @@ pub struct Session {
     multi: multi::Multi,
     /// The connection's user and whether it must authenticate (`acl.rs`).
     auth: acl::Auth,
+    /// Its channels and patterns, while it holds any (`pubsub.rs`).
+    pubsub: Option<Box<pubsub::State>>,
 }
 
 impl Session {
@@ -182,6 +186,7 @@ impl Session {
             blocked: None,
             multi: multi::Multi::default(),
             auth: acl::Auth::new(&shared.acl),
+            pubsub: None,
         }
     }
 
@@ -236,6 +241,13 @@ pub fn process(
     out: &mut Vec<u8>,
     close: &mut bool,
 ) {
+    // Messages published (on any worker) for this subscriber, before the
+    // replies of what it sends next, and while it is blocked (RESP3);
+    // past its output limit it is closed (`pubsub.rs`).
+    if pubsub::drain(session, out) {
+        *close = true;
+        return;
+    }
     if session.blocked.is_some() {
         // Pipelined commands wait until the blocking one is answered.
         return;
@@ -318,7 +330,8 @@ fn process_round(
                 let batch = ctx.session.auth.open
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
-                    && !ctx.session.multi.queuing();
+                    && !ctx.session.multi.queuing()
+                    && !pubsub::subscribed(ctx.session);
                 if let (Some(s), true) = (spec, batch) {
                     // CLIENT LIST's cmd= for a batched command (the
                     // others are recorded at dispatch).
@@ -586,6 +599,10 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // Redis does not show admin commands (CONFIG SET, CLIENT KILL …) to
     // monitors: a subcommand's own flags decide.
     let own = sub.map_or(spec, |i| &spec.subcommands[i]);
+    // RESP2 subscriber mode (one test when not subscribed).
+    if pubsub::refused(ctx, spec.cmd, own.name, out) {
+        return After::Continue;
+    }
     if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
@@ -757,6 +774,15 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         }
         Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
         Cmd::Acl => return acl::run(ctx, args, out),
+        Cmd::Subscribe
+        | Cmd::Unsubscribe
+        | Cmd::Psubscribe
+        | Cmd::Punsubscribe
+        | Cmd::Publish
+        | Cmd::Pubsub
+        | Cmd::Ssubscribe
+        | Cmd::Sunsubscribe
+        | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

@@ -24,6 +24,14 @@ use crate::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
+/// CONFIG GET client-output-buffer-limit's text.
+fn output_limits(s: &Shared) -> String {
+    format!(
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
+        s.pubsub.output_limit_bytes.load(Ordering::Relaxed)
+    )
+}
+
 /// How a value is checked (Redis's config types).
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
@@ -344,6 +352,24 @@ fn rows() -> Vec<Setting> {
             start: Start::Flag("--proto-max-bulk-len"),
             refuse: None,
             default: |_| crate::config::PROTO_MAX_BULK_LEN_DEFAULT.to_string(),
+        },
+        Setting {
+            // Redis's defaults for the classes Amalgam does not bound;
+            // pubsub's hard limit is --client-output-buffer-limit-pubsub,
+            // its soft limit is not enforced (resp/pubsub.rs): 0 0. A
+            // config file's line is accepted and ignored.
+            name: "client-output-buffer-limit",
+            kind: Kind::Text,
+            get: |s, _| output_limits(s),
+            set: None,
+            start: Start::Ignored,
+            refuse: None,
+            default: |_| {
+                format!(
+                    "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
+                    crate::resp::pubsub::OUTPUT_LIMIT_BYTES_DEFAULT
+                )
+            },
         },
         Setting {
             name: "timeout",

@@ -373,6 +373,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     });
                     ready.push(token.0);
                 }
+                // Subscribers with messages (any worker published them)
+                // run their turn; one past its output limit is closed
+                // (resp/pubsub.rs).
+                for (key, client, dropped) in shared.pubsub.take_ready(id) {
+                    if conns.get(key).is_some_and(|c| c.client_id() == Some(client)) {
+                        if dropped {
+                            close_conn(shared, &poll, &mut conns, key);
+                        } else {
+                            ready.push(key);
+                        }
+                    }
+                }
                 // CLIENT KILL from any worker, and MONITOR lines queued
                 // for this worker's monitors (clients.rs).
                 for (client, key) in shared.clients.take_kills(id) {
@@ -488,6 +500,8 @@ fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) 
         // A blocked client leaves its queues: nothing may be popped for a
         // client that is gone, and the next waiter must be woken.
         crate::resp::blocking::abandon(shared, s);
+        // And leaves its channels and patterns.
+        crate::resp::pubsub::leave(shared, s);
     }
     let _ = poll.registry().deregister(&mut c.sock);
     unlist(shared, &c.sock);

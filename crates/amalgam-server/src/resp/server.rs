@@ -25,6 +25,12 @@ pub const REDIS_VERSION: &str = "7.0.0";
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match cmd {
+        // RESP2 subscriber mode: `[pong, arg or ""]` (Redis's pingCommand).
+        Cmd::Ping if super::pubsub::subscribed(ctx.session) && ctx.proto() == Proto::Resp2 && args.len() <= 2 => {
+            push_array(out, 2);
+            push_bulk(out, b"pong");
+            push_bulk(out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        }
         Cmd::Ping => match args.len() {
             1 => push_simple(out, "PONG"),
             2 => push_bulk(out, &args[1]),
@@ -529,6 +535,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // is not counted: the engine keeps no count of those).
                 field("evicted_keys", &engine.evictions);
                 field("expired_keys", &engine.swept_items);
+                field("pubsub_channels", &shared.pubsub.channels());
+                field("pubsub_patterns", &shared.pubsub.patterns());
+                field("pubsubshard_channels", &shared.pubsub.shard_channels());
             }
             "replication" => {
                 field("role", &"master");
