@@ -313,16 +313,8 @@ impl List {
     /// Corrupt if they are not one. Bytes that do not fit one chunk of
     /// `t`'s limit become a large list.
     pub fn from_packed(bytes: Vec<u8>, t: &Thresholds) -> Result<List, Corrupt> {
-        let count = pack::validate(&bytes)?;
-        let body_len = bytes.len() - header_len(&bytes);
-        let mut l = List::new(t);
-        if l.limit.fits(count, body_len) {
-            l.repr = Repr::Compact(bytes);
-        } else {
-            let chunks = build_chunks(l.limit, Entries::new(&bytes[header_len(&bytes)..], count));
-            l.repr = Repr::Large(Quick::from_chunks(l.limit, chunks));
-        }
-        Ok(l)
+        pack::validate(&bytes)?;
+        Ok(List::adopt(bytes, t))
     }
 
     /// [`List::from_packed`] for bytes this build packed (the store's; see
@@ -330,6 +322,12 @@ impl List {
     /// entries are not walked (debug builds still check them).
     pub fn from_packed_trusted(bytes: Vec<u8>, t: &Thresholds) -> List {
         debug_assert!(pack::validate(&bytes).is_ok(), "trusted bytes that are not a pack");
+        List::adopt(bytes, t)
+    }
+
+    /// A list of a valid pack's bytes: compact if they fit one chunk of
+    /// `t`'s limit, else large.
+    fn adopt(bytes: Vec<u8>, t: &Thresholds) -> List {
         let count = pack::count(&bytes);
         let body_len = bytes.len() - header_len(&bytes);
         let mut l = List::new(t);

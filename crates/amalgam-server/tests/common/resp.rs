@@ -178,3 +178,73 @@ pub fn as_int(reply: &str) -> i64 {
         .and_then(|r| r.trim_end().parse().ok())
         .unwrap_or_else(|| panic!("not an integer reply: {reply:?}"))
 }
+
+/// A reply, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum V {
+    Int(i64),
+    Bulk(String),
+    Simple(String),
+    Error(String),
+    Array(Vec<V>),
+    Nil,
+}
+
+impl V {
+    pub fn int(&self) -> i64 {
+        match self {
+            V::Int(n) => *n,
+            v => panic!("not an integer: {v:?}"),
+        }
+    }
+
+    pub fn bulk(&self) -> &str {
+        match self {
+            V::Bulk(s) => s,
+            v => panic!("not a bulk string: {v:?}"),
+        }
+    }
+
+    pub fn array(&self) -> &[V] {
+        match self {
+            V::Array(a) => a,
+            v => panic!("not an array: {v:?}"),
+        }
+    }
+}
+
+/// Parses one RESP2 reply at the start of `s`: (value, bytes used).
+pub fn parse(s: &str) -> (V, usize) {
+    let end = s.find("\r\n").unwrap_or_else(|| panic!("no line end: {s:?}"));
+    let (head, rest) = (&s[1..end], end + 2);
+    match s.as_bytes()[0] {
+        b':' => (V::Int(head.parse().unwrap()), rest),
+        b'+' => (V::Simple(head.to_string()), rest),
+        b'-' => (V::Error(head.to_string()), rest),
+        b'$' if head == "-1" => (V::Nil, rest),
+        b'$' => {
+            let n: usize = head.parse().unwrap();
+            (V::Bulk(s[rest..rest + n].to_string()), rest + n + 2)
+        }
+        b'*' => {
+            let n: usize = head.parse().unwrap();
+            let mut at = rest;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (v, used) = parse(&s[at..]);
+                items.push(v);
+                at += used;
+            }
+            (V::Array(items), at)
+        }
+        b => panic!("unexpected reply type {:?} in {s:?}", b as char),
+    }
+}
+
+/// Sends a command and parses its one RESP2 reply.
+pub fn call(c: &mut Resp, args: &[&str]) -> V {
+    let r = c.call(args);
+    let (v, used) = parse(&r);
+    assert_eq!(used, r.len(), "one reply: {r:?}");
+    v
+}
