@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "amalgam,dashmap,scc,papaya,moka,quick_cache,mutex-hashmap,rwlock-hashbrown"
+        default_value = "amalgam,dashmap,scc,papaya,moka,quick_cache,mutex-hashmap,rwlock-hashbrown,flurry"
     )]
     pub contenders: Vec<String>,
     /// Build the peers with their crates' defaults (default hasher, no

@@ -6,7 +6,7 @@
 //! * **embedded** (`embedded.rs`, `peers.rs`): direct calls into
 //!   `amalgam-engine` and, in the same run and behind one trait, the peer
 //!   maps (dashmap, scc, papaya, moka, quick_cache, a sharded
-//!   `Mutex<HashMap>`, a sharded `RwLock<hashbrown::HashMap>`), by default
+//!   `Mutex<HashMap>`, a sharded `RwLock<hashbrown::HashMap>`, flurry), by default
 //!   on Amalgam's hasher (foldhash) and presized, with `--peer-defaults`
 //!   as their crates build them. Reports Mops/s per contender and thread
 //!   count, Amalgam's ratio to the best peer, load rate and resident bytes

@@ -1,6 +1,7 @@
 //! The contenders of the embedded driver behind one trait: Amalgam's
 //! engine and the peer maps of issue 2 §6, plus hashbrown behind a sharded
-//! `RwLock` (issue 23: the fast baseline a Rust user writes first).
+//! `RwLock` (issue 23: the fast baseline a Rust user writes first) and
+//! flurry (a port of Java's ConcurrentHashMap).
 //!
 //! Equal work per operation: `get` reads the value in place (or through the
 //! cheap clone the map hands out) and returns its length plus its first
@@ -14,7 +15,8 @@
 //!   user who cares about speed would build them. quick_cache's default
 //!   hasher is foldhash already and it is sized either way.
 //! * **defaults** (`--peer-defaults`, the table before issue 23): each
-//!   crate's default hasher (SipHash for dashmap, scc, papaya and moka)
+//!   crate's default hasher (SipHash for dashmap, scc, papaya and moka,
+//!   ahash for flurry)
 //!   and no presizing, which is what `::new()` gives its users; the sharded
 //!   `Mutex<HashMap>` keeps foldhash (fast) there too, as it always had.
 //!
@@ -32,7 +34,7 @@ pub const MUTEX_SHARDS: usize = 256;
 
 /// Names accepted by `--contenders`.
 pub const CONTENDERS: &[&str] =
-    &["amalgam", "dashmap", "scc", "papaya", "moka", "quick_cache", "mutex-hashmap", "rwlock-hashbrown"];
+    &["amalgam", "dashmap", "scc", "papaya", "moka", "quick_cache", "mutex-hashmap", "rwlock-hashbrown", "flurry"];
 
 /// How the peers are built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +63,7 @@ impl Peers {
             }
             Peers::Defaults => {
                 "Peers: crate defaults (--peer-defaults: each crate's default hasher, SipHash for dashmap, \
-                 scc, papaya and moka; no presizing)"
+                 scc, papaya and moka, ahash for flurry; no presizing)"
             }
         }
     }
@@ -135,6 +137,8 @@ pub fn build(name: &str, keys: usize, item_bytes: usize, peers: Peers) -> Result
         ("mutex-hashmap", Peers::Defaults) => Box::new(MutexMap::new()),
         ("rwlock-hashbrown", Peers::Fair) => Box::new(RwLockMap::with_capacity_and_hasher(keys, h())),
         ("rwlock-hashbrown", Peers::Defaults) => Box::new(RwLockMap::with_capacity_and_hasher(0, h())),
+        ("flurry", Peers::Fair) => Box::new(flurry::HashMap::<Bytes, Bytes, _>::with_capacity_and_hasher(keys, h())),
+        ("flurry", Peers::Defaults) => Box::new(flurry::HashMap::<Bytes, Bytes>::new()),
         (other, _) => return Err(format!("unknown contender {other:?}; known: {}", CONTENDERS.join(", "))),
     })
 }
@@ -287,6 +291,21 @@ impl Contender for quick_cache::sync::Cache<Box<[u8]>, Arc<[u8]>> {
     }
 }
 
+impl<S: BuildHasher + Send + Sync + 'static> Contender for flurry::HashMap<Bytes, Bytes, S> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn set(&self, key: &[u8], value: &[u8]) {
+        self.pin().insert(key.into(), value.into());
+    }
+    fn get(&self, key: &[u8]) -> Option<usize> {
+        self.pin().get(key).map(|v| digest(v))
+    }
+    fn items(&self) -> usize {
+        flurry::HashMap::len(self)
+    }
+}
+
 type Shard<S> = Mutex<HashMap<Bytes, Bytes, S>>;
 
 /// A sharded `Mutex<HashMap>`: the shard is picked by the key's hash.
@@ -412,6 +431,7 @@ mod tests {
         let s = s.as_any().downcast_ref::<scc::HashMap<Bytes, Bytes, FairHasher>>().expect("scc on foldhash");
         assert!(s.capacity() >= KEYS, "scc capacity {}", s.capacity());
         assert!(any("papaya").as_any().downcast_ref::<papaya::HashMap<Bytes, Bytes, FairHasher>>().is_some());
+        assert!(any("flurry").as_any().downcast_ref::<flurry::HashMap<Bytes, Bytes, FairHasher>>().is_some());
         assert!(any("moka").as_any().downcast_ref::<moka::sync::Cache<Bytes, Arc<[u8]>, FairHasher>>().is_some());
         let m = any("mutex-hashmap");
         let m = m.as_any().downcast_ref::<MutexMap<FairHasher>>().expect("mutex-hashmap on foldhash quality");
