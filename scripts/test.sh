@@ -47,6 +47,8 @@ python3 -m pip --version >/dev/null 2>&1 || apt_missing+=(python3-pip)
 # needs a compiler and libmemcached-dev.
 [ -d /usr/lib/python3/dist-packages/pylibmc ] || python3 -c 'import pylibmc' >/dev/null 2>&1 ||
   apt_missing+=(python3-pylibmc)
+# nutcracker (twemproxy; tests/python/test_sharding.py): in /usr/sbin.
+command -v nutcracker >/dev/null 2>&1 || [ -x /usr/sbin/nutcracker ] || apt_missing+=(nutcracker)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   step "installing ${apt_missing[*]} (apt)"
   if command -v apt-get >/dev/null 2>&1; then
@@ -183,7 +185,10 @@ step "Python clients (pytest tests/python) against amalgam"
 start_server "$amalgam_bin" --requirepass "$test_requirepass"
 auth_resp_port=$resp_port
 start_server "$amalgam_bin"
-pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
+# AMALGAM_TEST_SHARD_BIN: tests/python/test_sharding.py starts its own
+# amalgams (and memcacheds, redis-servers) behind nutcracker, in this pass only.
+AMALGAM_TEST_SHARD_BIN="$amalgam_bin" \
+  pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
 
 if [ -n "$memccapable_bin" ]; then
   step "memccapable -a (libmemcached's ascii conformance) against amalgam"

@@ -11,6 +11,10 @@
 //!   the preload runs on `--load-threads` threads and gives the load rate,
 //!   timed until the map has settled (`Contender::settle`: Amalgam's
 //!   background expansions, with the default initial table, count in it).
+//! * The peers are built fair by default: foldhash (Amalgam's hasher) for
+//!   every peer that takes a hasher, presized for `--keys` where it can be
+//!   (`peers.rs`); `--peer-defaults` builds them as their crates' `new()`
+//!   does. The printed table and every JSON line say which ran.
 //! * Amalgam's store gets a memory limit of keys × (item bytes + 64) × 2
 //!   (so no SET fails) and the default initial buckets; the report adds its
 //!   index shape after the preload (buckets, overflow nodes per bucket,
@@ -45,7 +49,7 @@
 //!   last-level-cache misses per GET under valgrind's cache simulator by
 //!   difference between two runs (`--llc-baseline` or `--gets 0`).
 
-use crate::peers::{self, Amalgam, Contender, CONTENDERS};
+use crate::peers::{self, Amalgam, Contender, Peers, CONTENDERS};
 use crate::workload::{self, op_stream, Op, SplitMix64, Workload};
 use serde_json::{json, Value};
 use std::hint::black_box;
@@ -75,8 +79,17 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "mercury-micro,mercury-ycsb-95,mercury-ycsb-50,memc3")]
     pub workload: Vec<String>,
     /// Contenders, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "amalgam,dashmap,scc,papaya,moka,quick_cache,mutex-hashmap")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "amalgam,dashmap,scc,papaya,moka,quick_cache,mutex-hashmap,rwlock-hashbrown,flurry"
+    )]
     pub contenders: Vec<String>,
+    /// Build the peers with their crates' defaults (default hasher, no
+    /// presizing), the comparison before issue 23; without it every peer
+    /// that takes a hasher gets foldhash, Amalgam's, and is presized.
+    #[arg(long)]
+    pub peer_defaults: bool,
     /// Keys preloaded.
     #[arg(long, default_value_t = KEYS_DEFAULT)]
     pub keys: usize,
@@ -156,8 +169,14 @@ pub fn run(args: &Args) -> Result<(), String> {
             results.push(spawn_child(args, w.name, c)?);
         }
     }
+    println!("{}\n", peers_of(args).describe());
     print!("{}", report(&results, &args.threads));
-    let out = json!({ "machine": machine(), "args": format!("{args:?}"), "results": results });
+    let out = json!({
+        "machine": machine(),
+        "args": format!("{args:?}"),
+        "peers": peers_of(args).name(),
+        "results": results,
+    });
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&out).unwrap()).map_err(|e| e.to_string())?;
     }
@@ -172,6 +191,7 @@ fn spawn_child(args: &Args, workload: &str, contender: &str) -> Result<Value, St
         .args(["--keys", &args.keys.to_string(), "--threads", &join(&args.threads)])
         .args(["--load-threads", &args.load_threads.to_string()])
         .args(["--ops-per-thread", &args.ops_per_thread.to_string(), "--runs", &args.runs.to_string()])
+        .args(args.peer_defaults.then_some("--peer-defaults"))
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| e.to_string())?;
@@ -332,7 +352,7 @@ fn child(args: &Args, w: &Workload, name: &str) -> Result<Value, String> {
     let keys = Keys::new(args.keys, w.key_bytes);
     let values: Vec<Vec<u8>> = (0..SET_VALUES as u64).map(|v| workload::value_of(v, 1, w.value_bytes)).collect();
     let before = resident_bytes();
-    let c = peers::build(name, args.keys, w.key_bytes + w.value_bytes)?;
+    let c = peers::build(name, args.keys, w.key_bytes + w.value_bytes, peers_of(args))?;
     let load_mops = preload(&*c, &keys, w.value_bytes, args.load_threads);
     let after = resident_bytes();
     let stored = c.items();
@@ -372,6 +392,7 @@ fn child(args: &Args, w: &Workload, name: &str) -> Result<Value, String> {
     Ok(json!({
         "workload": w.name,
         "contender": name,
+        "peers": peers_of(args).name(),
         "keys": args.keys,
         "load_threads": args.load_threads,
         "load_mops": load_mops,
@@ -379,6 +400,15 @@ fn child(args: &Args, w: &Workload, name: &str) -> Result<Value, String> {
         "results": per_threads,
         "facts": c.facts(),
     }))
+}
+
+/// How the peers are built, from `--peer-defaults`.
+fn peers_of(args: &Args) -> Peers {
+    if args.peer_defaults {
+        Peers::Defaults
+    } else {
+        Peers::Fair
+    }
 }
 
 fn machine() -> Value {
@@ -730,7 +760,7 @@ fn llc_lookups(map: &dyn Contender, stream: &[u8], key_bytes: usize, baseline: b
 fn experiment_llc(args: &Args) -> Result<(), String> {
     let [c] = &args.contenders[..] else { return Err("--experiment llc takes one --contenders entry".into()) };
     let (w, keys) = micro_keys(args);
-    let map = peers::build(c, args.keys, w.key_bytes + w.value_bytes)?;
+    let map = peers::build(c, args.keys, w.key_bytes + w.value_bytes, peers_of(args))?;
     preload(&*map, &keys, w.value_bytes, 1);
     let mut stream = Vec::with_capacity(args.gets * w.key_bytes);
     for id in uniform_ids(args.keys, args.gets, 5) {
@@ -806,6 +836,9 @@ mod tests {
         assert_eq!(a.threads, [1, 2]);
         assert_eq!(a.runs, 3);
         assert!(a.experiment.is_none() && !a.child && a.json.is_none());
+        // The fair comparison unless asked otherwise.
+        assert!(!a.peer_defaults && peers_of(&a) == Peers::Fair);
+        assert_eq!(peers_of(&parse(&["--peer-defaults"])), Peers::Defaults);
     }
 
     #[test]
@@ -859,6 +892,7 @@ mod tests {
         let args = Args {
             workload: vec!["memc3".into()],
             contenders: vec!["amalgam".into()],
+            peer_defaults: false,
             keys: 2000,
             threads: vec![2],
             load_threads: 2,
@@ -875,5 +909,12 @@ mod tests {
         let v = child(&args, &w, "amalgam").unwrap();
         assert_eq!(v["results"][0]["threads"], 2);
         assert!(v["results"][0]["mops"].as_f64().unwrap() > 0.0);
+        // Each peer variant runs too, and says which it was.
+        for (peer_defaults, name) in [(false, "fair"), (true, "defaults")] {
+            let args = Args { peer_defaults, ..args.clone() };
+            let v = child(&args, &w, "rwlock-hashbrown").unwrap();
+            assert_eq!(v["peers"], name);
+            assert!(v["results"][0]["mops"].as_f64().unwrap() > 0.0);
+        }
     }
 }

@@ -6,8 +6,11 @@
 //! * **embedded** (`embedded.rs`, `peers.rs`): direct calls into
 //!   `amalgam-engine` and, in the same run and behind one trait, the peer
 //!   maps (dashmap, scc, papaya, moka, quick_cache, a sharded
-//!   `Mutex<HashMap>`). Reports Mops/s per contender and thread count,
-//!   Amalgam's ratio to the best peer, load rate and resident bytes per item.
+//!   `Mutex<HashMap>`, a sharded `RwLock<hashbrown::HashMap>`, flurry), by default
+//!   on Amalgam's hasher (foldhash) and presized, with `--peer-defaults`
+//!   as their crates build them. Reports Mops/s per contender and thread
+//!   count, Amalgam's ratio to the best peer, load rate and resident bytes
+//!   per item.
 //! * **net** (`net.rs`): closed-loop connections speaking memcached's text
 //!   or meta protocol, or Redis's RESP (GET/SET, or with `--command` one of
 //!   the collection commands of `net/command.rs`, over many keys or one

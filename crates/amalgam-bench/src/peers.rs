@@ -1,25 +1,79 @@
 //! The contenders of the embedded driver behind one trait: Amalgam's
-//! engine and the peer maps of issue 2 §6.
+//! engine and the peer maps of issue 2 §6, plus hashbrown behind a sharded
+//! `RwLock` (issue 23: the fast baseline a Rust user writes first) and
+//! flurry (a port of Java's ConcurrentHashMap).
 //!
 //! Equal work per operation: `get` reads the value in place (or through the
 //! cheap clone the map hands out) and returns its length plus its first
 //! byte, which the driver folds into a `black_box`; `set` copies key and
-//! value into the map. Each peer uses its crate's default hasher, which is
-//! what its users get, except the sharded `Mutex<HashMap>`, which uses
-//! foldhash (hashbrown's default) rather than std's SipHash. Peers that are
-//! caches (moka, quick_cache) get a capacity of twice the key count so
-//! nothing is evicted.
+//! value into the map.
+//!
+//! Two ways to build the peers ([`Peers`]):
+//! * **fair** (the default, issue 23): every peer that takes a hasher gets
+//!   foldhash's quality hasher, the one Amalgam's engine hashes keys with,
+//!   and every peer that can be presized is sized for the key count, as a
+//!   user who cares about speed would build them. quick_cache's default
+//!   hasher is foldhash already and it is sized either way.
+//! * **defaults** (`--peer-defaults`, the table before issue 23): each
+//!   crate's default hasher (SipHash for dashmap, scc, papaya and moka,
+//!   ahash for flurry)
+//!   and no presizing, which is what `::new()` gives its users; the sharded
+//!   `Mutex<HashMap>` keeps foldhash (fast) there too, as it always had.
+//!
+//! Peers that are caches (moka, quick_cache) get a capacity of twice the
+//! key count in both, so nothing is evicted.
 
 use amalgam_engine::{Config, Expiry, Store};
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
-/// Shards of the `Mutex<HashMap>` peer (a power of two, several per core).
+/// Shards of the `Mutex<HashMap>` and `RwLock<hashbrown::HashMap>` peers
+/// (a power of two, several per core).
 pub const MUTEX_SHARDS: usize = 256;
 
 /// Names accepted by `--contenders`.
-pub const CONTENDERS: &[&str] = &["amalgam", "dashmap", "scc", "papaya", "moka", "quick_cache", "mutex-hashmap"];
+pub const CONTENDERS: &[&str] =
+    &["amalgam", "dashmap", "scc", "papaya", "moka", "quick_cache", "mutex-hashmap", "rwlock-hashbrown", "flurry"];
+
+/// How the peers are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peers {
+    /// foldhash (quality, Amalgam's) and presized for the key count.
+    Fair,
+    /// Each crate's defaults: its default hasher, no presizing.
+    Defaults,
+}
+
+impl Peers {
+    /// The name the report and the JSON give the variant.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peers::Fair => "fair",
+            Peers::Defaults => "defaults",
+        }
+    }
+
+    /// One line for the report saying how the peers were built.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Peers::Fair => {
+                "Peers: fair (foldhash quality, Amalgam's hasher, for every peer that takes a hasher; \
+                 presized for the key count where the map can be)"
+            }
+            Peers::Defaults => {
+                "Peers: crate defaults (--peer-defaults: each crate's default hasher, SipHash for dashmap, \
+                 scc, papaya and moka, ahash for flurry; no presizing)"
+            }
+        }
+    }
+}
+
+/// The hasher the fair peers get: foldhash's quality variant, as Amalgam's
+/// engine uses (seeded at random per map here; Amalgam seeds per store).
+pub type FairHasher = foldhash::quality::RandomState;
+
+type Bytes = Box<[u8]>;
 
 /// One map under test.
 pub trait Contender: Send + Sync {
@@ -57,18 +111,47 @@ fn digest(v: &[u8]) -> usize {
     v.len() + v.first().copied().unwrap_or(0) as usize
 }
 
-/// Builds a contender by name, sized for `keys` items of `item_bytes`.
-pub fn build(name: &str, keys: usize, item_bytes: usize) -> Result<Box<dyn Contender>, String> {
-    Ok(match name {
-        "amalgam" => Box::new(Amalgam::new(keys, item_bytes, None)?),
-        "dashmap" => Box::new(dashmap::DashMap::<Box<[u8]>, Box<[u8]>>::new()),
-        "scc" => Box::new(scc::HashMap::<Box<[u8]>, Box<[u8]>>::new()),
-        "papaya" => Box::new(papaya::HashMap::<Box<[u8]>, Box<[u8]>>::new()),
-        "moka" => Box::new(moka::sync::Cache::<Box<[u8]>, Arc<[u8]>>::new(2 * keys as u64)),
-        "quick_cache" => Box::new(quick_cache::sync::Cache::<Box<[u8]>, Arc<[u8]>>::new(2 * keys)),
-        "mutex-hashmap" => Box::new(MutexMap::new()),
-        other => return Err(format!("unknown contender {other:?}; known: {}", CONTENDERS.join(", "))),
+/// Builds a contender by name, sized for `keys` items of `item_bytes`,
+/// its peers built as `peers` says.
+pub fn build(name: &str, keys: usize, item_bytes: usize, peers: Peers) -> Result<Box<dyn Contender>, String> {
+    let h = FairHasher::default;
+    Ok(match (name, peers) {
+        ("amalgam", _) => Box::new(Amalgam::new(keys, item_bytes, None)?),
+        ("dashmap", Peers::Fair) => Box::new(dashmap::DashMap::<Bytes, Bytes, _>::with_capacity_and_hasher(keys, h())),
+        ("dashmap", Peers::Defaults) => Box::new(dashmap::DashMap::<Bytes, Bytes>::new()),
+        ("scc", Peers::Fair) => Box::new(scc::HashMap::<Bytes, Bytes, _>::with_capacity_and_hasher(keys, h())),
+        ("scc", Peers::Defaults) => Box::new(scc::HashMap::<Bytes, Bytes>::new()),
+        ("papaya", Peers::Fair) => Box::new(papaya::HashMap::<Bytes, Bytes, _>::with_capacity_and_hasher(keys, h())),
+        ("papaya", Peers::Defaults) => Box::new(papaya::HashMap::<Bytes, Bytes>::new()),
+        ("moka", Peers::Fair) => Box::new(
+            moka::sync::Cache::<Bytes, Arc<[u8]>, _>::builder()
+                .max_capacity(2 * keys as u64)
+                .initial_capacity(keys)
+                .build_with_hasher(h()),
+        ),
+        ("moka", Peers::Defaults) => Box::new(moka::sync::Cache::<Bytes, Arc<[u8]>>::new(2 * keys as u64)),
+        // Its default hasher is foldhash and `new` sizes it for its
+        // capacity: the same in both variants.
+        ("quick_cache", _) => Box::new(quick_cache::sync::Cache::<Bytes, Arc<[u8]>>::new(2 * keys)),
+        ("mutex-hashmap", Peers::Fair) => Box::new(MutexMap::with_capacity_and_hasher(keys, h())),
+        ("mutex-hashmap", Peers::Defaults) => Box::new(MutexMap::new()),
+        ("rwlock-hashbrown", Peers::Fair) => Box::new(RwLockMap::with_capacity_and_hasher(keys, h())),
+        ("rwlock-hashbrown", Peers::Defaults) => Box::new(RwLockMap::with_capacity_and_hasher(0, h())),
+        ("flurry", Peers::Fair) => Box::new(flurry::HashMap::<Bytes, Bytes, _>::with_capacity_and_hasher(keys, h())),
+        ("flurry", Peers::Defaults) => Box::new(flurry::HashMap::<Bytes, Bytes>::new()),
+        (other, _) => return Err(format!("unknown contender {other:?}; known: {}", CONTENDERS.join(", "))),
     })
+}
+
+/// Capacity of one of `shards` shards holding `keys` keys between them:
+/// an even share and an eighth more, as hashing does not split evenly.
+fn shard_capacity(keys: usize, shards: usize) -> usize {
+    let share = keys.div_ceil(shards);
+    if share == 0 {
+        0
+    } else {
+        share + share / 8 + 1
+    }
 }
 
 /// Amalgam's engine.
@@ -129,7 +212,7 @@ impl Contender for Amalgam {
     }
 }
 
-impl Contender for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
+impl<S: BuildHasher + Clone + Send + Sync + 'static> Contender for dashmap::DashMap<Bytes, Bytes, S> {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -144,7 +227,7 @@ impl Contender for dashmap::DashMap<Box<[u8]>, Box<[u8]>> {
     }
 }
 
-impl Contender for scc::HashMap<Box<[u8]>, Box<[u8]>> {
+impl<S: BuildHasher + Send + Sync + 'static> Contender for scc::HashMap<Bytes, Bytes, S> {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -159,7 +242,7 @@ impl Contender for scc::HashMap<Box<[u8]>, Box<[u8]>> {
     }
 }
 
-impl Contender for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
+impl<S: BuildHasher + Send + Sync + 'static> Contender for papaya::HashMap<Bytes, Bytes, S> {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -174,7 +257,7 @@ impl Contender for papaya::HashMap<Box<[u8]>, Box<[u8]>> {
     }
 }
 
-impl Contender for moka::sync::Cache<Box<[u8]>, Arc<[u8]>> {
+impl<S: BuildHasher + Clone + Send + Sync + 'static> Contender for moka::sync::Cache<Bytes, Arc<[u8]>, S> {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -208,24 +291,48 @@ impl Contender for quick_cache::sync::Cache<Box<[u8]>, Arc<[u8]>> {
     }
 }
 
-type Shard = Mutex<HashMap<Box<[u8]>, Box<[u8]>, foldhash::fast::RandomState>>;
+impl<S: BuildHasher + Send + Sync + 'static> Contender for flurry::HashMap<Bytes, Bytes, S> {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn set(&self, key: &[u8], value: &[u8]) {
+        self.pin().insert(key.into(), value.into());
+    }
+    fn get(&self, key: &[u8]) -> Option<usize> {
+        self.pin().get(key).map(|v| digest(v))
+    }
+    fn items(&self) -> usize {
+        flurry::HashMap::len(self)
+    }
+}
+
+type Shard<S> = Mutex<HashMap<Bytes, Bytes, S>>;
 
 /// A sharded `Mutex<HashMap>`: the shard is picked by the key's hash.
 #[derive(Debug)]
-pub struct MutexMap {
-    hasher: foldhash::fast::RandomState,
-    shards: Vec<Shard>,
+pub struct MutexMap<S = foldhash::fast::RandomState> {
+    hasher: S,
+    shards: Vec<Shard<S>>,
 }
 
 impl MutexMap {
-    /// An empty map of [`MUTEX_SHARDS`] shards.
+    /// An empty map of [`MUTEX_SHARDS`] shards on foldhash (fast), not
+    /// presized: the peer as it was before issue 23.
     pub fn new() -> MutexMap {
-        let hasher = foldhash::fast::RandomState::default();
-        let shards = (0..MUTEX_SHARDS).map(|_| Mutex::new(HashMap::with_hasher(hasher.clone()))).collect();
+        MutexMap::with_capacity_and_hasher(0, foldhash::fast::RandomState::default())
+    }
+}
+
+impl<S: BuildHasher + Clone> MutexMap<S> {
+    /// [`MUTEX_SHARDS`] shards sized for `keys` keys between them.
+    pub fn with_capacity_and_hasher(keys: usize, hasher: S) -> MutexMap<S> {
+        let cap = shard_capacity(keys, MUTEX_SHARDS);
+        let shards =
+            (0..MUTEX_SHARDS).map(|_| Mutex::new(HashMap::with_capacity_and_hasher(cap, hasher.clone()))).collect();
         MutexMap { hasher, shards }
     }
 
-    fn shard(&self, key: &[u8]) -> &Shard {
+    fn shard(&self, key: &[u8]) -> &Shard<S> {
         // High bits pick the shard; the map uses the low bits.
         &self.shards[(self.hasher.hash_one(key) >> 56) as usize % MUTEX_SHARDS]
     }
@@ -237,7 +344,7 @@ impl Default for MutexMap {
     }
 }
 
-impl Contender for MutexMap {
+impl<S: BuildHasher + Clone + Send + Sync + 'static> Contender for MutexMap<S> {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -252,25 +359,89 @@ impl Contender for MutexMap {
     }
 }
 
+/// A sharded `RwLock<hashbrown::HashMap>` on foldhash: readers of a shard
+/// share its lock. The shard is picked by the key's hash, whose high bits
+/// hashbrown's own probe does not use.
+#[derive(Debug)]
+pub struct RwLockMap {
+    hasher: FairHasher,
+    shards: Vec<RwLock<hashbrown::HashMap<Bytes, Bytes, FairHasher>>>,
+}
+
+impl RwLockMap {
+    /// [`MUTEX_SHARDS`] shards sized for `keys` keys between them.
+    pub fn with_capacity_and_hasher(keys: usize, hasher: FairHasher) -> RwLockMap {
+        let cap = shard_capacity(keys, MUTEX_SHARDS);
+        let shards = (0..MUTEX_SHARDS)
+            .map(|_| RwLock::new(hashbrown::HashMap::with_capacity_and_hasher(cap, hasher.clone())))
+            .collect();
+        RwLockMap { hasher, shards }
+    }
+
+    fn shard(&self, key: &[u8]) -> &RwLock<hashbrown::HashMap<Bytes, Bytes, FairHasher>> {
+        &self.shards[(self.hasher.hash_one(key) >> 56) as usize % MUTEX_SHARDS]
+    }
+}
+
+impl Contender for RwLockMap {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn set(&self, key: &[u8], value: &[u8]) {
+        self.shard(key).write().unwrap().insert(key.into(), value.into());
+    }
+    fn get(&self, key: &[u8]) -> Option<usize> {
+        self.shard(key).read().unwrap().get(key).map(|v| digest(v))
+    }
+    fn items(&self) -> usize {
+        self.shards.iter().map(|s| s.read().unwrap().len()).sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_contender_stores_and_reads() {
-        for name in CONTENDERS {
-            let c = build(name, 1000, 16).unwrap();
+        for (name, peers) in CONTENDERS.iter().flat_map(|n| [(n, Peers::Fair), (n, Peers::Defaults)]) {
+            let c = build(name, 1000, 16, peers).unwrap();
             for i in 0..1000u32 {
                 c.set(&i.to_le_bytes(), &[i as u8; 8]);
             }
-            assert_eq!(c.items(), 1000, "{name}");
-            assert_eq!(c.get(&7u32.to_le_bytes()), Some(8 + 7), "{name}");
-            assert_eq!(c.get(b"absent"), None, "{name}");
+            assert_eq!(c.items(), 1000, "{name} {peers:?}");
+            assert_eq!(c.get(&7u32.to_le_bytes()), Some(8 + 7), "{name} {peers:?}");
+            assert_eq!(c.get(b"absent"), None, "{name} {peers:?}");
             let keys: Vec<[u8; 4]> = (0..10u32).map(|i| i.to_le_bytes()).collect();
             let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
             let mut sink = 0;
-            assert_eq!(c.get_many(&refs, &mut sink), 10, "{name}");
+            assert_eq!(c.get_many(&refs, &mut sink), 10, "{name} {peers:?}");
         }
-        assert!(build("nope", 1, 1).is_err());
+        assert!(build("nope", 1, 1, Peers::Fair).is_err());
+    }
+
+    #[test]
+    fn fair_peers_hash_with_foldhash_and_are_presized() {
+        const KEYS: usize = 100_000;
+        let any = |name| build(name, KEYS, 16, Peers::Fair).unwrap();
+        let d = any("dashmap");
+        let d = d.as_any().downcast_ref::<dashmap::DashMap<Bytes, Bytes, FairHasher>>().expect("dashmap on foldhash");
+        assert!(d.capacity() >= KEYS, "dashmap capacity {}", d.capacity());
+        let s = any("scc");
+        let s = s.as_any().downcast_ref::<scc::HashMap<Bytes, Bytes, FairHasher>>().expect("scc on foldhash");
+        assert!(s.capacity() >= KEYS, "scc capacity {}", s.capacity());
+        assert!(any("papaya").as_any().downcast_ref::<papaya::HashMap<Bytes, Bytes, FairHasher>>().is_some());
+        assert!(any("flurry").as_any().downcast_ref::<flurry::HashMap<Bytes, Bytes, FairHasher>>().is_some());
+        assert!(any("moka").as_any().downcast_ref::<moka::sync::Cache<Bytes, Arc<[u8]>, FairHasher>>().is_some());
+        let m = any("mutex-hashmap");
+        let m = m.as_any().downcast_ref::<MutexMap<FairHasher>>().expect("mutex-hashmap on foldhash quality");
+        assert!(m.shards.iter().map(|s| s.lock().unwrap().capacity()).sum::<usize>() >= KEYS);
+        let r = any("rwlock-hashbrown");
+        let r = r.as_any().downcast_ref::<RwLockMap>().unwrap();
+        assert!(r.shards.iter().map(|s| s.read().unwrap().capacity()).sum::<usize>() >= KEYS);
+        // The defaults are the crates' own.
+        let d = build("dashmap", KEYS, 16, Peers::Defaults).unwrap();
+        let d = d.as_any().downcast_ref::<dashmap::DashMap<Bytes, Bytes>>().expect("dashmap on SipHash");
+        assert!(d.capacity() < KEYS);
     }
 }
