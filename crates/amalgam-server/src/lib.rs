@@ -130,6 +130,7 @@ pub mod meta;
 pub mod metrics;
 pub mod resp;
 pub mod stats;
+pub mod tls;
 pub mod worker;
 
 use amalgam_engine::Store;
@@ -177,6 +178,8 @@ pub struct Shared {
     pub acl: resp::acl::Acl,
     /// memcached's `-Y` users (`authfile.rs`), if given.
     pub authfile: Option<authfile::AuthFile>,
+    /// TLS's certificates and policies (`tls.rs`), if -Z or --tls-port.
+    pub tls: Option<tls::Tls>,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -251,7 +254,9 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
+        let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
         Ok(Arc::new(Shared {
+            tls,
             acl,
             authfile,
             store,

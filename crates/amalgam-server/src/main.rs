@@ -10,8 +10,9 @@
 //! Signals: SIGINT and SIGTERM stop the server cleanly (the `shutdown`
 //! command raises SIGTERM); SIGHUP never stops it: memcached ignores it and
 //! Redis's users send it to make a server reopen its logs. Amalgam logs to
-//! stderr and reads no configuration file, so there is nothing to reopen
-//! or reload; with `-v` it says so.
+//! stderr and reads no configuration file; with TLS on it reloads the
+//! certificate, key and CA files (tls.rs), otherwise there is nothing to
+//! reopen or reload and with `-v` it says so.
 
 #![forbid(unsafe_code)]
 
@@ -159,12 +160,13 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
              (user:password lines) to require authentication, or -l 127.0.0.1 to serve this machine only."
         );
     }
-    let mut listeners = vec![(listener, Protocol::Memcached)];
+    // -Z: memcached's port speaks TLS only, as memcached's does.
+    let mut listeners = vec![(listener, Protocol::Memcached, args.enable_ssl)];
     if args.resp_port != 0 {
         let resp_addr = SocketAddr::new(addr.ip(), args.resp_port);
         let fix = "give another with --resp-port, or --resp-port 0 to turn RESP off";
         match listen(resp_addr, "for RESP ", fix) {
-            Ok(resp) => listeners.push((resp, Protocol::Resp)),
+            Ok(resp) => listeners.push((resp, Protocol::Resp, false)),
             // Left at its default, RESP must not stop a memcached-only
             // start where Redis (or another Amalgam) holds 6379.
             Err((ErrorKind::AddrInUse, e)) if !args.resp_port_explicit => {
@@ -173,6 +175,11 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
             }
             Err((_, e)) => return Err(e),
         }
+    }
+    if args.tls_port != 0 {
+        let tls_addr = SocketAddr::new(addr.ip(), args.tls_port);
+        let tls = listen(tls_addr, "for TLS RESP ", "give another with --tls-port").map_err(|(_, e)| e)?;
+        listeners.push((tls, Protocol::Resp, true));
     }
     let metrics = match args.metrics_port {
         0 => None,
@@ -224,7 +231,16 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         .spawn(move || {
             for sig in signals.forever() {
                 if sig == SIGHUP {
-                    if sig_shared.verbosity.load(Ordering::Relaxed) > 0 {
+                    // TLS: read the certificate, key and CA again; new
+                    // connections use them (tls.rs).
+                    if let Some(tls) = &sig_shared.tls {
+                        match tls.reload(|_| {}) {
+                            Ok(()) => eprintln!("amalgam: SIGHUP: TLS certificates reloaded"),
+                            Err(e) => {
+                                eprintln!("amalgam: SIGHUP: TLS certificates not reloaded, the old ones serve on: {e}")
+                            }
+                        }
+                    } else if sig_shared.verbosity.load(Ordering::Relaxed) > 0 {
                         eprintln!("amalgam: SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
                     }
                     continue;
@@ -241,7 +257,7 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
 
     if verbose > 0 {
         eprintln!("amalgam: listening on {addr} with {threads} worker threads");
-        if let Some((l, _)) = listeners.get(1) {
+        if let Some((l, _, _)) = listeners.get(1) {
             eprintln!("amalgam: RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
         }
         if let Some(a) = metrics_addr {

@@ -198,6 +198,16 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("requirepass", String::from_utf8_lossy(&ctx.shared.acl.requirepass()).into_owned()),
         ("protected-mode", if ctx.shared.acl.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" }.into()),
     ];
+    // TLS (tls.rs): the files are settable (a set reloads them, even to
+    // the same names, as Redis does), the port and policy are not.
+    let files = ctx.shared.tls.as_ref().map(|t| t.files());
+    let shown = |p: Option<&std::path::PathBuf>| p.map(|p| p.display().to_string()).unwrap_or_default();
+    params.push(("tls-port", a.tls_port.to_string()));
+    params.push(("tls-cert-file", shown(files.as_ref().map(|f| &f.cert))));
+    params.push(("tls-key-file", shown(files.as_ref().map(|f| &f.key))));
+    params.push(("tls-ca-cert-file", shown(files.as_ref().and_then(|f| f.ca.as_ref()))));
+    let auth = ctx.shared.tls.as_ref().map_or(crate::tls::ClientAuth::Required, |t| t.resp_auth());
+    params.push(("tls-auth-clients", auth.redis_name().into()));
     // The collection thresholds, settable (resp/typed.rs): Redis 7's
     // names and their legacy aliases, which CONFIG GET lists too.
     for (name, alias) in LiveThresholds::NAMES {
@@ -209,6 +219,9 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     }
     params
 }
+
+/// TLS's files, which CONFIG SET reloads (tls.rs).
+const TLS_FILE_PARAMS: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
 
 /// The slow log's parameters, which CONFIG SET changes (`cmdstats.rs`).
 const SLOWLOG_PARAMS: [&str; 2] = ["slowlog-log-slower-than", "slowlog-max-len"];
@@ -239,7 +252,8 @@ fn config_kind(name: &str) -> Kind {
         "slowlog-log-slower-than" => Kind::Int(-1, i64::MAX),
         "slowlog-max-len" => Kind::Int(0, i64::MAX),
         "timeout" => Kind::Int(0, i32::MAX as i64),
-        "port" => Kind::Int(0, 65535),
+        "port" | "tls-port" => Kind::Int(0, 65535),
+        "tls-auth-clients" => Kind::Enum(&["no", "yes", "optional"]),
         "maxmemory" => Kind::Memory,
         "proto-max-bulk-len" => Kind::BulkLen,
         "appendonly" | "protected-mode" => Kind::Bool,
@@ -348,6 +362,7 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             || SLOWLOG_PARAMS.contains(&name)
             || name == "requirepass"
             || name == "protected-mode"
+            || (TLS_FILE_PARAMS.contains(&name) && ctx.shared.tls.is_some())
     };
     let mut changed: Option<&str> = None;
     for &(i, v) in &chosen {
@@ -366,6 +381,29 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     if let (None, Some(name)) = (&failed, changed) {
         failed = Some((name.to_string(), "can't set immutable config".into()));
+    }
+    if let (None, Some(tls)) = (&failed, &ctx.shared.tls) {
+        // New files are read and checked before anything else applies.
+        let files: Vec<(&str, std::path::PathBuf)> = chosen
+            .iter()
+            .filter(|&&(i, _)| TLS_FILE_PARAMS.contains(&params[i].0))
+            .map(|&(i, v)| (params[i].0, std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned())))
+            .collect();
+        if let Some(&(first, _)) = files.first() {
+            let reloaded = tls.reload(|f| {
+                for (name, path) in files.iter().cloned() {
+                    match name {
+                        "tls-cert-file" => f.cert = path,
+                        "tls-key-file" => f.key = path,
+                        _ => f.ca = (!path.as_os_str().is_empty()).then_some(path),
+                    }
+                }
+            });
+            if let Err(e) = reloaded {
+                eprintln!("amalgam: CONFIG SET {first}: TLS configuration not updated: {e}");
+                failed = Some((first.to_string(), "Unable to update TLS configuration. Check server logs.".into()));
+            }
+        }
     }
     if failed.is_none() {
         for &(i, v) in &chosen {
