@@ -420,6 +420,8 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 ctx.shared.acl.set_requirepass(v);
             } else if name == "protected-mode" {
                 ctx.shared.acl.protected_mode.store(is(v, "yes"), Ordering::Relaxed);
+            } else if TLS_FILE_PARAMS.contains(&name) {
+                // Reloaded above.
             } else if settable(name) {
                 let n = match config_kind(name) {
                     Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
