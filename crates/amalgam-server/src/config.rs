@@ -734,6 +734,29 @@ mod memcached_flags {
     }
 
     #[test]
+    fn tls_flags_the_memcached_and_redis_ways() {
+        use crate::tls::ClientAuth;
+        let tls = |argv: &[&str]| Args::parse_from(argv).tls_settings();
+        assert_eq!(tls(&["amalgam"]), Ok(None));
+        // -Z needs a certificate, as memcached does.
+        assert!(tls(&["amalgam", "-Z"]).unwrap_err().contains("needs a certificate"));
+        let s = tls(&["amalgam", "-Z", "-o", "modern,ssl_chain_cert=/c.pem,ssl_verify_mode=1,ssl_ca_cert=/ca.pem"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.files.cert, std::path::Path::new("/c.pem"));
+        assert_eq!(s.files.key, s.files.cert, "the key defaults to the chain file");
+        assert_eq!((s.memcached, s.resp), (Some(ClientAuth::Optional), ClientAuth::Required));
+        assert!(tls(&["amalgam", "-Z", "-o", "ssl_chain_cert=/c.pem,ssl_verify_mode=7"]).is_err());
+        // Redis's flags; the long flags win over -o.
+        let s = tls(&["amalgam", "--tls-port", "6380", "--tls-cert-file", "/r.pem", "-o", "ssl_chain_cert=/c.pem"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.files.cert.to_str(), s.memcached, s.resp), (Some("/r.pem"), None, ClientAuth::None));
+        assert!(tls(&["amalgam", "--tls-port", "1", "--tls-cert-file", "/r", "--tls-auth-clients", "x"]).is_err());
+        assert!(Args::parse_from(["amalgam", "--tls-port", "11211", "--tls-cert-file", "/r"]).validate().is_err());
+    }
+
+    #[test]
     fn memcached_switches_parse() {
         let a = Args::parse_from(["amalgam", "-A", "-F", "-C", "-d", "-P", "/tmp/p", "-u", "memcache"]);
         assert!(a.enable_shutdown && a.disable_flush_all && a.disable_cas && a.daemon);
