@@ -27,7 +27,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's heading shows the seconds since the start (CI's budget is
+# 20 minutes: the log shows where they go).
+step() { printf '\n== [%ss] %s\n' "$SECONDS" "$*"; }
 # A failing test step does not stop the script (the summary counts it);
 # it sets status, which decides the exit code.
 status=0
@@ -167,9 +169,9 @@ if [ -n "$redis_server_bin" ]; then
   for f in crates/amalgam-server/tests/resp*.rs; do resp_tests+=(--test "$(basename "$f" .rs)"); done
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
     cargo test -p amalgam-server "${resp_tests[@]}" --no-fail-fast 2>&1 | tee -a "$log" || status=1
-  step "redis-py (pytest tests/python/test_redis_py.py) against redis-server"
+  step "redis-py (pytest tests/python/test_redis_py*.py) against redis-server"
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
-    python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py.py 2>&1 | tee -a "$pylog" || status=1
+    python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py*.py 2>&1 | tee -a "$pylog" || status=1
 else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi
@@ -235,5 +237,6 @@ passed=$((cargo_passed + py_passed + cap_passed + fuzz_passed))
 failed=$((cargo_failed + py_failed + cap_failed + fuzz_failed))
 echo
 echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed"
+echo "took ${SECONDS}s"
 echo "tests: ${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

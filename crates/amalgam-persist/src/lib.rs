@@ -59,6 +59,7 @@
 
 pub mod format;
 mod log;
+pub mod ratelimit;
 pub mod recover;
 mod snapshot;
 
@@ -76,8 +77,6 @@ use amalgam_engine::{Change, Journal, Store};
 
 /// How often the background threads look at the clock and counters.
 const TICK: Duration = Duration::from_millis(100);
-/// At most one report of a failing log per this period.
-const RETRY_REPORT_PERIOD: Duration = Duration::from_secs(10);
 
 /// What persistence does, from the server's flags.
 #[derive(Clone, Debug)]
@@ -165,7 +164,19 @@ pub struct Persistence {
     /// Called after every commit of the committer thread (the workers'
     /// event-loop wakers).
     wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
-    last_error_report: Mutex<Option<Instant>>,
+    /// The snapshot schedule now (`set_schedule`): seconds between
+    /// snapshots if anything changed, and changes that start one; 0: off.
+    snapshot_every_ms: AtomicU64,
+    snapshot_after_writes: AtomicU64,
+    /// The fsync policy now: `always` is fixed at start (the workers'
+    /// commit path depends on it); `everysec` and `no` switch at run time
+    /// (both only write before replying; the fsync thread syncs once a
+    /// second under `everysec` and idles under `no`).
+    fsync: std::sync::atomic::AtomicU8,
+    /// A failing log write or sync is logged at most once per
+    /// [`ratelimit::LOG_RATE_LIMIT_PERIOD`]; so is a failing snapshot.
+    log_error_limit: ratelimit::RateLimit,
+    snapshot_error_limit: ratelimit::RateLimit,
 }
 
 impl std::fmt::Debug for Persistence {
@@ -185,6 +196,9 @@ impl Persistence {
             return Err(std::io::Error::other("the store already has a journal"));
         }
         let p = Arc::new(Persistence {
+            snapshot_every_ms: AtomicU64::new(cfg.snapshot_every.map_or(0, |d| (d.as_millis() as u64).max(1))),
+            snapshot_after_writes: AtomicU64::new(cfg.snapshot_after_writes.unwrap_or(0)),
+            fsync: std::sync::atomic::AtomicU8::new(fsync_code(cfg.fsync)),
             cfg,
             store,
             log,
@@ -197,13 +211,14 @@ impl Persistence {
             snapshots: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
-            last_error_report: Mutex::new(None),
+            log_error_limit: ratelimit::RateLimit::new(),
+            snapshot_error_limit: ratelimit::RateLimit::new(),
             requested: Mutex::new(0),
             request_cv: std::sync::Condvar::new(),
             wakers: Mutex::new(Vec::new()),
         });
         let mut threads = Vec::new();
-        if p.cfg.fsync == Fsync::EverySec {
+        if p.cfg.fsync != Fsync::Always {
             let q = Arc::clone(&p);
             threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
         }
@@ -211,17 +226,56 @@ impl Persistence {
             let q = Arc::clone(&p);
             threads.push(std::thread::Builder::new().name("amalgam-commit".into()).spawn(move || q.commit_loop())?);
         }
-        if p.cfg.snapshot_every.is_some() || p.cfg.snapshot_after_writes.is_some() {
-            let q = Arc::clone(&p);
-            threads.push(std::thread::Builder::new().name("amalgam-snapshot".into()).spawn(move || q.snapshot_loop())?);
-        }
+        // Always: the schedule may be turned on at run time (CONFIG SET
+        // save); with none it looks at two atomics every TICK.
+        let q = Arc::clone(&p);
+        threads.push(std::thread::Builder::new().name("amalgam-snapshot".into()).spawn(move || q.snapshot_loop())?);
         *p.threads.lock().unwrap_or_else(|e| e.into_inner()) = threads;
         Ok((p, recovered))
     }
 
-    /// The configuration.
+    /// The configuration it started with (the schedule may have changed
+    /// since: [`Persistence::schedule`]).
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The fsync policy now ([`Persistence::set_fsync`]).
+    pub fn fsync(&self) -> Fsync {
+        match self.fsync.load(Ordering::Relaxed) {
+            0 => Fsync::Always,
+            1 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+
+    /// Switches between `everysec` and `no` at run time (Redis's CONFIG
+    /// SET appendfsync); Err says why not: `always` (to or from) changes
+    /// how workers commit and is fixed at start.
+    pub fn set_fsync(&self, to: Fsync) -> Result<(), &'static str> {
+        let now = self.fsync();
+        if now == to {
+            return Ok(());
+        }
+        if now == Fsync::Always || to == Fsync::Always {
+            return Err("switching to or from 'always' needs a restart with --fsync");
+        }
+        self.fsync.store(fsync_code(to), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The snapshot schedule now: (seconds between snapshots if anything
+    /// changed, changes that start one), 0 meaning off.
+    pub fn schedule(&self) -> (u64, u64) {
+        let ms = self.snapshot_every_ms.load(Ordering::Relaxed);
+        (ms.div_ceil(1000), self.snapshot_after_writes.load(Ordering::Relaxed))
+    }
+
+    /// Changes the snapshot schedule at run time (Redis's CONFIG SET
+    /// save); the snapshot thread reads it at its next tick.
+    pub fn set_schedule(&self, every_secs: u64, after_writes: u64) {
+        self.snapshot_every_ms.store(every_secs.saturating_mul(1000), Ordering::Relaxed);
+        self.snapshot_after_writes.store(after_writes, Ordering::Relaxed);
     }
 
     /// True if the calling thread journaled changes that the policy has
@@ -309,19 +363,21 @@ impl Persistence {
     /// A log write failed under `always`: exit rather than acknowledge
     /// writes that are not durable (crate notes, "Failure handling").
     fn exit_not_durable(&self, e: &std::io::Error) -> ! {
-        eprintln!(
-            "amalgam: cannot write the log in {} ({e}) with --fsync always; exiting rather than acknowledge \
-             writes that are not durable",
+        ::log::error!(
+            "cannot write the log in {} ({e}) with --fsync always; exiting rather than acknowledge writes that \
+             are not durable",
             self.cfg.dir.display()
         );
         std::process::exit(1);
     }
 
     fn report_error(&self, e: &std::io::Error) {
-        let mut last = self.last_error_report.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_none_or(|t| t.elapsed() >= RETRY_REPORT_PERIOD) {
-            *last = Some(Instant::now());
-            eprintln!("amalgam: warning: writing the log in {} failed ({e}); retrying", self.cfg.dir.display());
+        if let Some(held) = self.log_error_limit.allow() {
+            ::log::warn!(
+                "writing the log in {} failed ({e}); retrying{}",
+                self.cfg.dir.display(),
+                ratelimit::held_back(held)
+            );
         }
     }
 
@@ -349,6 +405,24 @@ impl Persistence {
         r
     }
 
+    /// A background snapshot, its outcome logged (a failure rate-limited:
+    /// a full disk fails every attempt).
+    fn snapshot_logged(&self, paced: bool) {
+        match self.snapshot_paced(paced) {
+            Ok(r) => ::log::info!(
+                "snapshot written in {}: {} items in {:.3} s",
+                self.cfg.dir.display(),
+                r.items,
+                r.elapsed.as_secs_f64()
+            ),
+            Err(e) => {
+                if let Some(held) = self.snapshot_error_limit.allow() {
+                    ::log::warn!("snapshot in {} failed: {e}{}", self.cfg.dir.display(), ratelimit::held_back(held));
+                }
+            }
+        }
+    }
+
     /// Starts a snapshot on a thread of its own (Redis's BGSAVE); false if
     /// one is running already.
     pub fn snapshot_in_background(self: &Arc<Self>) -> bool {
@@ -362,9 +436,7 @@ impl Persistence {
         }
         let p = Arc::clone(self);
         let started = std::thread::Builder::new().name("amalgam-bgsave".into()).spawn(move || {
-            if let Err(e) = p.snapshot_paced(true) {
-                eprintln!("amalgam: snapshot failed: {e}");
-            }
+            p.snapshot_logged(true);
             p.bgsave_claimed.store(false, Ordering::Release);
         });
         if started.is_err() {
@@ -402,7 +474,7 @@ impl Persistence {
             let _ = t.join();
         }
         if let Err(e) = self.log.sync_now() {
-            eprintln!("amalgam: warning: the last log sync at shutdown failed: {e}");
+            ::log::warn!("the last log sync at shutdown failed: {e}");
         }
     }
 
@@ -410,7 +482,8 @@ impl Persistence {
         let mut last = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
             std::thread::park_timeout(TICK);
-            if last.elapsed() >= EVERYSEC_PERIOD {
+            // Under `no` (CONFIG SET appendfsync no) it idles.
+            if last.elapsed() >= EVERYSEC_PERIOD && self.fsync() == Fsync::EverySec {
                 last = Instant::now();
                 if let Err(e) = self.log.sync_now() {
                     self.report_error(&e);
@@ -424,15 +497,24 @@ impl Persistence {
         while !self.stop.load(Ordering::Acquire) {
             std::thread::park_timeout(TICK);
             let changes = self.log.changes_since_cut();
-            let by_count = self.cfg.snapshot_after_writes.is_some_and(|n| changes >= n);
-            let by_time = self.cfg.snapshot_every.is_some_and(|d| last.elapsed() >= d) && changes > 0;
+            let every_ms = self.snapshot_every_ms.load(Ordering::Relaxed);
+            let after_writes = self.snapshot_after_writes.load(Ordering::Relaxed);
+            let by_count = after_writes > 0 && changes >= after_writes;
+            let by_time = every_ms > 0 && last.elapsed() >= Duration::from_millis(every_ms) && changes > 0;
             if by_count || by_time {
                 last = Instant::now();
-                if let Err(e) = self.snapshot_paced(true) {
-                    eprintln!("amalgam: snapshot failed: {e}");
-                }
+                self.snapshot_logged(true);
             }
         }
+    }
+}
+
+/// [`Fsync`] as the byte `Persistence::fsync` holds.
+fn fsync_code(f: Fsync) -> u8 {
+    match f {
+        Fsync::Always => 0,
+        Fsync::EverySec => 1,
+        Fsync::No => 2,
     }
 }
 

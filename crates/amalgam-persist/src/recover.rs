@@ -153,11 +153,7 @@ impl Progress {
         if self.items % 4096 == 0 && self.last.elapsed() >= RECOVERY_REPORT_PERIOD {
             self.last = Instant::now();
             let secs = self.start.elapsed().as_secs_f64();
-            eprintln!(
-                "amalgam: recovery: {} {what} so far, {:.0} per second",
-                self.items,
-                self.items as f64 / secs.max(1e-9)
-            );
+            log::info!("recovery: {} {what} so far, {:.0} per second", self.items, self.items as f64 / secs.max(1e-9));
         }
     }
 }
@@ -226,7 +222,7 @@ fn load_snapshot(
 
 /// Prints and keeps a warning about one record recovery skipped.
 fn warn(warnings: &mut Vec<String>, w: &str) {
-    eprintln!("amalgam: recovery: warning: {w}");
+    log::warn!("recovery: warning: {w}");
     warnings.push(w.to_string());
 }
 
@@ -345,7 +341,7 @@ fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, 
     if let Err(e) = store.restore(key, value, flags, expiry, cas) {
         // Only possible when the store was started smaller than the data
         // (item size max or, in store mode, the memory limit).
-        eprintln!("amalgam: recovery: could not restore a key of {} bytes: {e}", value.len());
+        log::warn!("recovery: warning: could not restore a key of {} bytes: {e}", value.len());
     }
 }
 
@@ -354,7 +350,7 @@ fn discard(path: &Path, warnings: &mut Vec<String>, why: &str) {
     let mut to = path.as_os_str().to_owned();
     to.push(".discarded");
     let w = format!("{}: {why}; set aside as {}", path.display(), Path::new(&to).display());
-    eprintln!("amalgam: recovery: warning: {w}");
+    log::warn!("recovery: warning: {w}");
     warnings.push(w);
     let _ = std::fs::rename(path, &to);
 }
@@ -404,7 +400,7 @@ pub fn recover_with(dir: &Path, store: &Store, t: &Thresholds) -> std::io::Resul
             let w = format!(
                 "the log starts at record {first} but replay should start at {log_seq}; records between are missing"
             );
-            eprintln!("amalgam: recovery: warning: {w}");
+            log::warn!("recovery: warning: {w}");
             out.warnings.push(w);
         }
     }
@@ -438,7 +434,7 @@ pub fn recover_with(dir: &Path, store: &Store, t: &Thresholds) -> std::io::Resul
                     path.display(),
                     out.replayed
                 );
-                eprintln!("amalgam: recovery: warning: {w}");
+                log::warn!("recovery: warning: {w}");
                 out.warnings.push(w);
                 std::fs::OpenOptions::new().write(true).open(path)?.set_len(good_len)?;
                 next_seq = next_seq.max(end_seq);

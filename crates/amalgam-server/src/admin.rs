@@ -427,7 +427,7 @@ pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
         (None, _) | (Some(b"graceful"), None) => {
             // The signal thread runs the one shutdown path (main.rs).
             if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTERM) {
-                eprintln!("amalgam: shutdown: cannot signal myself: {e}");
+                log::error!("shutdown: cannot signal myself: {e}");
             }
             After::Close
         }
@@ -439,9 +439,12 @@ pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
 }
 
 /// `verbosity <level>`: stored (capped at memcached's 2) for `stats
-/// settings`.
+/// settings`, and made the log level (logging.rs: 1 verbose, 2 debug).
 pub fn verbosity(shared: &Shared, level: u32) {
     shared.verbosity.store(level.min(VERBOSITY_MAX), Ordering::Relaxed);
+    // And the log level, as -v at start: 0 is Redis's default (notice).
+    let name = crate::logging::level_for_verbose(level.min(u32::from(u8::MAX)) as u8);
+    crate::logging::set_level(name.and_then(crate::logging::parse_level).unwrap_or(log::LevelFilter::Info));
 }
 
 /// User and system CPU seconds of this process.

@@ -48,6 +48,8 @@ pub mod flag {
     pub const NO_TOUCH: u8 = 2;
     /// MONITOR (`O`).
     pub const MONITOR: u8 = 4;
+    /// Holds a pub/sub subscription (`P`).
+    pub const PUBSUB: u8 = 8;
 }
 
 /// The attributes a client sets about itself.
@@ -72,8 +74,8 @@ pub struct Client {
     pub worker: usize,
     pub token: usize,
     created: Instant,
-    /// Milliseconds from `created` to the last batch served.
-    last_ms: AtomicU64,
+    /// When the last batch was served: a `ticks` reading.
+    last_tick: AtomicU64,
     /// The last command: its table index + 1 (0: none yet) in the low 16
     /// bits, its subcommand's index + 1 above.
     last_cmd: AtomicU32,
@@ -81,20 +83,47 @@ pub struct Client {
     pub flags: AtomicU8,
     /// The protocol version (2 or 3).
     pub resp: AtomicU8,
+    /// Channels and patterns subscribed (CLIENT LIST's `sub=`, `psub=`).
+    pub sub: AtomicU32,
+    pub psub: AtomicU32,
+    /// Shard channels subscribed (`ssub=`).
+    pub ssub: AtomicU32,
     pub attrs: Mutex<Attrs>,
 }
 
 impl Client {
+    /// A client of no connection, for other modules' unit tests.
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
+        Arc::new(Client {
+            id,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: 0,
+            worker,
+            token,
+            created: Instant::now(),
+            last_tick: AtomicU64::new(crate::ticks::now()),
+            last_cmd: AtomicU32::new(0),
+            flags: AtomicU8::new(0),
+            resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
+            attrs: Mutex::new(Attrs::default()),
+        })
+    }
+
     /// Records that the connection was served now (CLIENT LIST's idle).
     #[inline]
     pub fn touch(&self) {
-        self.last_ms.store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.touch_at(crate::ticks::now());
     }
 
-    /// [`Client::touch`] with the time already read.
+    /// [`Client::touch`] with the time already read (a `ticks` reading).
     #[inline]
-    pub fn touch_at(&self, now: Instant) {
-        self.last_ms.store(now.saturating_duration_since(self.created).as_millis() as u64, Ordering::Relaxed);
+    pub fn touch_at(&self, tick: u64) {
+        self.last_tick.store(tick, Ordering::Relaxed);
     }
 
     /// Records the command being run (CLIENT LIST's cmd).
@@ -118,8 +147,7 @@ impl Client {
 
     /// Seconds since the connection was last served.
     pub fn idle_secs(&self) -> u64 {
-        let now = self.created.elapsed().as_millis() as u64;
-        now.saturating_sub(self.last_ms.load(Ordering::Relaxed)) / 1000
+        crate::ticks::nanos_between(self.last_tick.load(Ordering::Relaxed), crate::ticks::now()) / 1_000_000_000
     }
 
     pub fn has(&self, f: u8) -> bool {
@@ -209,10 +237,13 @@ impl Registry {
             worker,
             token,
             created: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            last_tick: AtomicU64::new(crate::ticks::now()),
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         });
         self.lock().insert(id, Arc::clone(&c));
@@ -328,10 +359,13 @@ mod tests {
             worker: 0,
             token: 0,
             created: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            last_tick: AtomicU64::new(crate::ticks::now()),
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            sub: AtomicU32::new(0),
+            psub: AtomicU32::new(0),
+            ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
         })
     }

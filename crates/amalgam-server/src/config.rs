@@ -43,10 +43,10 @@ pub const THREADS_MAX: usize = 256;
 #[derive(Parser, Debug, Clone)]
 // args_override_self: a repeated flag takes its last value, as memcached's
 // getopt loop does (wrappers append to a base command line).
-#[command(name = "amalgam", version, about, long_about = None, disable_help_flag = true, args_override_self = true)]
+#[command(name = "amalgam", version = crate::VERSION_LONG, about, long_about = None, disable_help_flag = true, args_override_self = true)]
 pub struct Args {
     /// TCP port to listen on (memcached's -p).
-    #[arg(short = 'p', long = "port", default_value_t = PORT_DEFAULT)]
+    #[arg(short = 'p', long = "port", alias = "memcached-port", default_value_t = PORT_DEFAULT)]
     pub port: u16,
 
     /// TCP port for Redis's protocol (RESP2/RESP3) on the same address and
@@ -122,6 +122,12 @@ pub struct Args {
     #[arg(long = "proto-max-bulk-len", default_value = "536870912", value_parser = parse_proto_max_bulk_len)]
     pub proto_max_bulk_len: u64,
 
+    /// A pub/sub subscriber whose unsent messages pass this many bytes is
+    /// disconnected (Redis's `client-output-buffer-limit pubsub` hard
+    /// limit, 32mb; bytes or with a k or m suffix; 0: no limit).
+    #[arg(long = "client-output-buffer-limit-pubsub", default_value = "32m", value_parser = parse_size)]
+    pub client_output_buffer_limit_pubsub: usize,
+
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,
@@ -156,9 +162,15 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub snapshot_cpu_percent: u32,
 
-    /// Verbose logging to stderr; repeat for more (memcached's -v, -vv).
+    /// Verbose logging to stderr; repeat for more (memcached's -v: Redis's
+    /// loglevel verbose; -vv, -vvv: debug).
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Redis's loglevel: warning, notice (the default), verbose or debug.
+    /// With -v too, the more verbose of the two. Also CONFIG SET loglevel.
+    #[arg(long = "loglevel", value_parser = crate::logging::parse_level_arg, value_name = "LEVEL")]
+    pub loglevel: Option<String>,
 
     /// Allow the `shutdown` command (memcached's -A); without it
     /// `shutdown` answers "ERROR: shutdown not enabled".
@@ -298,6 +310,23 @@ pub struct Args {
     /// else no.
     #[arg(long = "tls-auth-clients", value_name = "yes|no|optional")]
     pub tls_auth_clients: Option<String>,
+    /// A config file in Redis's format (`name value` lines; Redis's names
+    /// such as `port` (the RESP port), `maxmemory 100mb`, `bind`,
+    /// `requirepass`, `dir`, `loglevel`, and Amalgam's long flags such as
+    /// `threads 4`). Flags given here override it; CONFIG REWRITE writes
+    /// run-time changes back into it. See docs/operations.md.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+
+    /// The config file's absolute path (set by [`Args::parse_all`]).
+    #[arg(skip)]
+    pub config_file: Option<std::path::PathBuf>,
+
+    /// Redis-style settings with no flag of their own (`--slowlog-max-len
+    /// 64`, the collection thresholds), from the config file and then the
+    /// command line, applied once the server is built (`settings.rs`).
+    #[arg(skip)]
+    pub runtime_settings: Vec<(String, String)>,
 
     /// Print this help.
     #[arg(short = 'h', long = "help", action = clap::ArgAction::Help)]
@@ -438,8 +467,24 @@ impl Args {
     /// Parses the command line, noting whether `--resp-port` was given
     /// (an explicit port that cannot be bound stops the start; the default
     /// falls back to memcached's protocol alone).
+    /// Reads `--config FILE` first (`conffile.rs`: its lines go before the
+    /// command line, which overrides them); a bad file stops the start
+    /// with Redis's report and status 1.
     pub fn parse_all() -> Args {
-        Args::from_matches(Args::command().get_matches())
+        let expanded = match crate::conffile::expand(std::env::args_os().collect()) {
+            Ok(x) => x,
+            Err(e) => {
+                eprint!("{e}");
+                if !e.ends_with('\n') {
+                    eprintln!();
+                }
+                std::process::exit(1);
+            }
+        };
+        let mut a = Args::from_matches(Args::command().get_matches_from(expanded.argv));
+        a.config_file = expanded.file;
+        a.runtime_settings = expanded.runtime;
+        a
     }
 
     /// As [`Args::parse_all`], from `argv`.
@@ -527,6 +572,14 @@ impl Args {
         };
         let key = key.unwrap_or_else(|| cert.clone());
         Ok(Some(Settings { files: Files { cert, key, ca }, memcached, resp }))
+    }
+
+    /// The log level to start with: `--loglevel`, `-v`, the more verbose
+    /// of the two, else Redis's default (notice).
+    pub fn log_level(&self) -> log::LevelFilter {
+        let named = self.loglevel.as_deref().and_then(crate::logging::parse_level);
+        let verbose = crate::logging::level_for_verbose(self.verbose).and_then(crate::logging::parse_level);
+        named.max(verbose).unwrap_or(log::LevelFilter::Info)
     }
 
     /// Worker threads to run.

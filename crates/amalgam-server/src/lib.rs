@@ -41,6 +41,14 @@
 //! hand-off); the client pops for itself there. Deadlines live in a per-worker
 //! min-heap that bounds `epoll_wait`'s timeout.
 //!
+//! ## Pub/Sub (`resp/pubsub.rs`)
+//! A subscriber stays on its worker too. PUBLISH, on any worker, appends the
+//! message to each receiver's own queue (channel → subscribers in sharded
+//! maps, no global lock), posts the receiver to its worker's ready list and
+//! wakes that worker through the same waker; the receiver's worker moves the
+//! queue to the socket. A queue past the pubsub output limit closes its
+//! connection.
+//!
 //! ## Transactions and multi-key commands (`resp/multi.rs`)
 //! MULTI queues a connection's commands; EXEC names every key they touch
 //! (their key specifications, as COMMAND GETKEYS) plus the WATCHed ones and
@@ -66,6 +74,15 @@
 //! groups report the slab classes memcached would put the same items in
 //! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
 //! checks are in `config.rs` and `main.rs`.
+//!
+//! ## Operations (`logging.rs`, `settings.rs`, `conffile.rs`)
+//! Log lines go through the `log` facade to a logger writing Redis's line
+//! format to stderr, at Redis's `loglevel` (changed by CONFIG SET, `-v`,
+//! memcached's `verbosity`). Every CONFIG parameter is one row of
+//! `settings.rs`: its checks, how to read it, how to change it at run time,
+//! what a config-file line becomes; `conffile.rs` reads `--config` (Redis's
+//! format) into command-line arguments before clap parses, and CONFIG
+//! REWRITE writes run-time changes back. docs/operations.md.
 //!
 //! ## RESP clients (`clients.rs`)
 //! Each RESP connection registers what other threads may see of it (address,
@@ -124,12 +141,16 @@ pub mod admin;
 pub mod authfile;
 pub mod binary;
 pub mod clients;
+pub mod conffile;
 pub mod config;
 pub mod exec;
+pub mod logging;
 pub mod meta;
 pub mod metrics;
 pub mod resp;
+pub mod settings;
 pub mod stats;
+pub mod ticks;
 pub mod tls;
 pub mod worker;
 
@@ -140,6 +161,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// The commit this binary was built from (`build.rs`): 8 hex digits,
+/// `00000000` when built outside a git checkout.
+pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
+
+/// What `--version` (`-V`, memcached's) prints after the program's name.
+pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
 
 /// State every worker shares.
 #[derive(Debug)]
@@ -169,6 +197,8 @@ pub struct Shared {
     pub thresholds: resp::typed::LiveThresholds,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
+    pub pubsub: resp::pubsub::Registry,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
@@ -199,6 +229,7 @@ pub struct OpenConn {
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
+        ticks::init();
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
         let proto_max_bulk_len = args.proto_max_bulk_len;
@@ -234,8 +265,8 @@ impl Shared {
                     Some((path, n)) => format!("snapshot {} ({n} items)", path.display()),
                     None => "no snapshot".into(),
                 };
-                eprintln!(
-                    "amalgam: recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
+                log::info!(
+                    "recovered from {dir}: {snap}, {} log records, {} items, in {:.3} s{}",
                     rec.replayed,
                     store.len(),
                     rec.elapsed.as_secs_f64(),
@@ -255,7 +286,8 @@ impl Shared {
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
         let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
-        Ok(Arc::new(Shared {
+        let pubsub_limit = args.client_output_buffer_limit_pubsub;
+        let shared = Arc::new(Shared {
             tls,
             acl,
             authfile,
@@ -278,9 +310,12 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
-        }))
+        });
+        settings::apply_start(&shared);
+        Ok(shared)
     }
 
     /// The RESP parser's bounds now: bulk strings up to

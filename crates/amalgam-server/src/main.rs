@@ -7,12 +7,17 @@
 //! server forbids `unsafe`); the command returns 0 once the child listens,
 //! or the child's status and its error when it could not start.
 //!
-//! Signals: SIGINT and SIGTERM stop the server cleanly (the `shutdown`
-//! command raises SIGTERM); SIGHUP never stops it: memcached ignores it and
-//! Redis's users send it to make a server reopen its logs. Amalgam logs to
-//! stderr and reads no configuration file; with TLS on it reloads the
-//! certificate, key and CA files (tls.rs), otherwise there is nothing to
-//! reopen or reload and with `-v` it says so.
+//! Signals: SIGINT and SIGTERM stop the server cleanly (memcached's
+//! `shutdown` and Redis's SHUTDOWN raise SIGTERM); SIGHUP never stops it:
+//! memcached ignores it and Redis's users send it to make a server reopen
+//! its logs. Amalgam logs to stderr and reads its config file only at
+//! start (CONFIG SET changes settings at run time); with TLS on, SIGHUP
+//! reloads the certificate, key and CA files (tls.rs), otherwise there is
+//! nothing to reopen or reload and at loglevel verbose it says so.
+//!
+//! Logging (`logging.rs`) starts before anything else, at the level of
+//! `--loglevel`/`-v`; the config file (`--config`, `conffile.rs`) is read
+//! by `Args::parse_all` before the flags are parsed.
 
 #![forbid(unsafe_code)]
 
@@ -36,6 +41,7 @@ const EXIT_ILLEGAL_SUBOPTION: u8 = 1;
 
 fn main() -> ExitCode {
     let args = Args::parse_all();
+    amalgam_server::logging::init(args.log_level());
     if let Err(e) = args.validate_memcached() {
         eprintln!("{e}");
         return ExitCode::from(EXIT_USAGE);
@@ -46,12 +52,12 @@ fn main() -> ExitCode {
                 eprintln!("{e}");
                 return ExitCode::from(EXIT_ILLEGAL_SUBOPTION);
             }
-            Ok(ExtendedOption::Warned(name, why)) => eprintln!("amalgam: warning: -o {name} is not implemented: {why}"),
+            Ok(ExtendedOption::Warned(name, why)) => log::warn!("warning: -o {name} is not implemented: {why}"),
             Ok(_) => {}
         }
     }
     if args.lock_memory {
-        eprintln!("amalgam: warning: -k is not implemented: memory is not locked (mlockall)");
+        log::warn!("warning: -k is not implemented: memory is not locked (mlockall)");
     }
     if let Err(e) = args.validate() {
         eprintln!("amalgam: {e}");
@@ -111,7 +117,12 @@ fn daemonize(args: &Args) -> ExitCode {
     // The child keeps writing to the file it holds; the name goes now.
     let _ = std::fs::remove_file(&err_path);
     if ok {
-        eprint!("{errors}");
+        // Started: pass on its warnings, not its notices (memcached -d
+        // prints nothing when all is well). A log line's sixth field is
+        // its level mark (logging.rs); anything else is shown.
+        for l in errors.lines().filter(|l| !matches!(l.split_whitespace().nth(5), Some("*" | "-" | "."))) {
+            eprintln!("{l}");
+        }
         return ExitCode::SUCCESS;
     }
     eprint!("{errors}");
@@ -154,8 +165,8 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     let listener = listen(addr, "", "give another port with -p").map_err(|(_, e)| e)?;
     if !addr.ip().is_loopback() && args.auth_file.is_none() {
         // memcached's protocol has no protected mode: say it loudly.
-        eprintln!(
-            "amalgam: WARNING: the memcached port listens on {addr}, beyond this machine, with no \
+        log::warn!(
+            "WARNING: the memcached port listens on {addr}, beyond this machine, with no \
              authentication: anyone who can reach it can read, change and flush every key. Give -Y FILE \
              (user:password lines) to require authentication, or -l 127.0.0.1 to serve this machine only."
         );
@@ -170,7 +181,7 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
             // Left at its default, RESP must not stop a memcached-only
             // start where Redis (or another Amalgam) holds 6379.
             Err((ErrorKind::AddrInUse, e)) if !args.resp_port_explicit => {
-                eprintln!("amalgam: warning: {e}; serving memcached's protocol only");
+                log::warn!("warning: {e}; serving memcached's protocol only");
                 args.resp_port = 0;
             }
             Err((_, e)) => return Err(e),
@@ -185,7 +196,6 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         0 => None,
         port => Some(amalgam_server::metrics::bind(SocketAddr::new(addr.ip(), port))?),
     };
-    let verbose = args.verbose;
     let pidfile = args.pidfile.clone();
     let daemon = args.daemon;
     let shared = Shared::new(args)?;
@@ -235,16 +245,15 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
                     // connections use them (tls.rs).
                     if let Some(tls) = &sig_shared.tls {
                         match tls.reload(|_| {}) {
-                            Ok(()) => eprintln!("amalgam: SIGHUP: TLS certificates reloaded"),
-                            Err(e) => {
-                                eprintln!("amalgam: SIGHUP: TLS certificates not reloaded, the old ones serve on: {e}")
-                            }
+                            Ok(()) => log::warn!("SIGHUP: TLS certificates reloaded"),
+                            Err(e) => log::warn!("SIGHUP: TLS certificates not reloaded, the old ones serve on: {e}"),
                         }
-                    } else if sig_shared.verbosity.load(Ordering::Relaxed) > 0 {
-                        eprintln!("amalgam: SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
+                    } else {
+                        log::debug!("SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
                     }
                     continue;
                 }
+                log::info!("{}: shutting down", if sig == SIGINT { "SIGINT" } else { "SIGTERM" });
                 sig_shared.shutdown.store(true, Ordering::Release);
                 let _ = sig_acceptor.wake();
                 for w in &wakers {
@@ -255,15 +264,7 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         })
         .map_err(|e| format!("cannot start signal thread: {e}"))?;
 
-    if verbose > 0 {
-        eprintln!("amalgam: listening on {addr} with {threads} worker threads");
-        if let Some((l, _, _)) = listeners.get(1) {
-            eprintln!("amalgam: RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
-        }
-        if let Some(a) = metrics_addr {
-            eprintln!("amalgam: metrics on http://{a}/metrics");
-        }
-    }
+    log_start(&shared, addr, &listeners, metrics_addr);
     if daemon_child {
         // Listening: let the parent return. It may be gone; nothing else is
         // ever written to this pipe.
@@ -291,8 +292,36 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         // memcached removes its pid file at exit in daemon mode.
         let _ = std::fs::remove_file(p);
     }
-    if verbose > 0 {
-        eprintln!("amalgam: shut down");
-    }
+    log::info!("amalgam is now ready to exit, bye bye...");
     Ok(())
+}
+
+/// The start-up lines (notice): what listens where, with what.
+fn log_start(
+    shared: &Shared,
+    addr: SocketAddr,
+    listeners: &[amalgam_server::worker::Listener],
+    metrics: Option<SocketAddr>,
+) {
+    let a = &shared.args;
+    log::info!("amalgam {}, pid {}", amalgam_server::VERSION_LONG, std::process::id());
+    log::info!(
+        "memory limit {} MB, eviction {}, {} worker threads, at most {} connections",
+        a.memory_limit_mb,
+        a.eviction,
+        shared.workers.len(),
+        shared.conn_limit
+    );
+    match &a.dir {
+        Some(d) => log::info!("persistence in {} (fsync {:?})", d.display(), a.fsync),
+        None => log::info!("persistence off (no --dir)"),
+    }
+    log::info!("memcached protocol on {addr}");
+    if let Some((l, _, _)) = listeners.get(1) {
+        log::info!("RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
+    }
+    if let Some(m) = metrics {
+        log::info!("metrics on http://{m}/metrics");
+    }
+    log::info!("Ready to accept connections");
 }

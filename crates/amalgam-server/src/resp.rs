@@ -75,6 +75,7 @@
 //! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
+//! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
@@ -95,7 +96,9 @@ mod memory;
 mod monitor;
 pub mod multi;
 mod object;
+pub mod pubsub;
 mod server;
+pub(crate) use server::maxmemory_policy;
 mod set;
 mod strings;
 mod table;
@@ -145,6 +148,11 @@ pub struct Session {
     /// The run of GETs and MGETs of the batch in progress (kept to reuse
     /// its allocation; empty between batches).
     gets: Vec<PendingGet>,
+    /// The batch's arguments and its run of SETs, kept the same way: a
+    /// batch that allocated them costs a malloc, a grow and a free (about
+    /// 400 instructions, more than a GET's lookup) when it is one command.
+    args: Vec<Arg<'static>>,
+    sets: Vec<(usize, usize)>,
     /// Where the connection lives: (worker, slab token), for the blocking
     /// commands' wake-ups (`blocking.rs`); set by the worker.
     home: Option<(usize, usize)>,
@@ -155,6 +163,8 @@ pub struct Session {
     multi: multi::Multi,
     /// The connection's user and whether it must authenticate (`acl.rs`).
     auth: acl::Auth,
+    /// Its channels and patterns, while it holds any (`pubsub.rs`).
+    pubsub: Option<Box<pubsub::State>>,
 }
 
 impl Session {
@@ -170,10 +180,13 @@ impl Session {
             reply: Reply::On,
             monitor: None,
             gets: Vec::new(),
+            args: Vec::new(),
+            sets: Vec::new(),
             home: None,
             blocked: None,
             multi: multi::Multi::default(),
             auth: acl::Auth::new(&shared.acl),
+            pubsub: None,
         }
     }
 
@@ -228,6 +241,13 @@ pub fn process(
     out: &mut Vec<u8>,
     close: &mut bool,
 ) {
+    // Messages published (on any worker) for this subscriber, before the
+    // replies of what it sends next, and while it is blocked (RESP3);
+    // past its output limit it is closed (`pubsub.rs`).
+    if pubsub::drain(session, out) {
+        *close = true;
+        return;
+    }
     if session.blocked.is_some() {
         // Pipelined commands wait until the blocking one is answered.
         return;
@@ -258,11 +278,11 @@ fn process_round(
     close: &mut bool,
     limits: Limits,
 ) {
-    let mut args: Vec<Arg<'_>> = Vec::new();
+    let mut args: Vec<Arg<'_>> = recycle(std::mem::take(&mut session.args));
     let mut gets = std::mem::take(&mut session.gets);
     // The run of SETs in progress: each one's argument range.
-    let mut sets: Vec<(usize, usize)> = Vec::new();
-    let now = std::time::Instant::now();
+    let mut sets = std::mem::take(&mut session.sets);
+    let now = crate::ticks::now();
     session.client.touch_at(now);
     if let Some(m) = &session.monitor {
         // Lines other workers queued for this monitor, while the socket
@@ -310,7 +330,8 @@ fn process_round(
                 let batch = ctx.session.auth.open
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
-                    && !ctx.session.multi.queuing();
+                    && !ctx.session.multi.queuing()
+                    && !pubsub::subscribed(ctx.session);
                 if let (Some(s), true) = (spec, batch) {
                     // CLIENT LIST's cmd= for a batched command (the
                     // others are recorded at dispatch).
@@ -350,9 +371,33 @@ fn process_round(
     }
     run_gets(&mut ctx, &args, &mut gets, out);
     run_sets(&mut ctx, &args, &mut sets, out);
+    // Kept only while small: a batch of huge MGETs or long commands does
+    // not pin its vectors to the connection.
     if gets.capacity() <= REQUESTS_PER_ROUND_MAX {
         ctx.session.gets = gets;
     }
+    if sets.capacity() <= REQUESTS_PER_ROUND_MAX {
+        ctx.session.sets = sets;
+    }
+    if args.capacity() <= ARGS_KEPT_MAX {
+        ctx.session.args = recycle(args);
+    }
+}
+
+/// The most arguments whose vector a connection keeps between batches
+/// (24 bytes each: 96 KiB at most).
+const ARGS_KEPT_MAX: usize = 4096;
+
+/// `v`'s allocation, emptied, as a vector of arguments of another
+/// lifetime: nothing crosses (it is cleared first), and std's in-place
+/// `collect` of a `vec::IntoIter` keeps the buffer when the element type
+/// has the same size and alignment (it does: only the lifetime differs),
+/// so no allocation is made. If a std release stopped doing that the
+/// result would still be correct, only a new allocation; the unit test
+/// `recycle_keeps_the_allocation` would say so.
+fn recycle<'b>(mut v: Vec<Arg<'_>>) -> Vec<Arg<'b>> {
+    v.clear();
+    v.into_iter().map(|_| -> Arg<'b> { unreachable!("the vector was cleared") }).collect()
 }
 
 /// Executes the pending run of SETs (each `args[start..end]`) in order,
@@ -554,6 +599,10 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // Redis does not show admin commands (CONFIG SET, CLIENT KILL …) to
     // monitors: a subcommand's own flags decide.
     let own = sub.map_or(spec, |i| &spec.subcommands[i]);
+    // RESP2 subscriber mode (one test when not subscribed).
+    if pubsub::refused(ctx, spec.cmd, own.name, out) {
+        return After::Continue;
+    }
     if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
@@ -620,7 +669,8 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Auth
         | Cmd::Save
         | Cmd::Bgsave
-        | Cmd::Lastsave => return server::run(ctx, spec.cmd, args, out),
+        | Cmd::Lastsave
+        | Cmd::Shutdown => return server::run(ctx, spec.cmd, args, out),
         Cmd::Monitor => monitor::monitor(ctx, out),
         Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
             bits::run(ctx, spec.cmd, args, out)
@@ -724,6 +774,15 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         }
         Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
         Cmd::Acl => return acl::run(ctx, args, out),
+        Cmd::Subscribe
+        | Cmd::Unsubscribe
+        | Cmd::Psubscribe
+        | Cmd::Punsubscribe
+        | Cmd::Publish
+        | Cmd::Pubsub
+        | Cmd::Ssubscribe
+        | Cmd::Sunsubscribe
+        | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }
@@ -746,4 +805,21 @@ pub(crate) fn is(a: &[u8], name: &str) -> bool {
 /// Answers a missing value (`$-1` or `_`).
 pub(crate) fn null(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     push_null(out, ctx.proto());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recycle_keeps_the_allocation() {
+        let buf = b"key".to_vec();
+        let mut v: Vec<Arg<'_>> = Vec::with_capacity(64);
+        v.push(Cow::Borrowed(&buf[..]));
+        let p = v.as_ptr() as usize;
+        let w: Vec<Arg<'static>> = recycle(v);
+        assert!(w.is_empty());
+        assert_eq!(w.capacity(), 64);
+        assert_eq!(w.as_ptr() as usize, p, "the same buffer");
+    }
 }

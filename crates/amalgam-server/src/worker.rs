@@ -114,13 +114,19 @@ pub fn worker_poll() -> std::io::Result<(Poll, WorkerHandle, Inbox)> {
     Ok((poll, WorkerHandle { inbox: Arc::clone(&inbox), waker }, inbox))
 }
 
+/// A failing accept (EMFILE) is logged at most once per
+/// `LOG_RATE_LIMIT_PERIOD`.
+static ACCEPT_ERROR_LOG: amalgam_persist::ratelimit::RateLimit = amalgam_persist::ratelimit::RateLimit::new();
+
 /// Accepts connections on every listener until shutdown, enforcing `-c`
 /// over all of them together, and deals them to the workers round-robin.
+/// It also wakes every `WATCH_PERIOD` to log evictions under memory
+/// pressure (`logging::EvictionWatch`).
 pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Poll, workers: &[WorkerHandle]) {
     let mut listen_addrs = Vec::with_capacity(listeners.len());
     for (i, (listener, _, _)) in listeners.iter_mut().enumerate() {
         if let Err(e) = poll.registry().register(listener, Token(i), Interest::READABLE) {
-            eprintln!("amalgam: cannot watch the listening socket: {e}");
+            log::error!("cannot watch the listening socket: {e}");
             return;
         }
         let addr = listener.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
@@ -129,12 +135,14 @@ pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Pol
     }
     let mut events = Events::with_capacity(64);
     let mut next = 0;
+    let mut evictions = crate::logging::EvictionWatch::new(shared);
     while !shared.shutdown.load(Ordering::Acquire) {
-        if let Err(e) = poll.poll(&mut events, None) {
+        evictions.check(shared);
+        if let Err(e) = poll.poll(&mut events, Some(crate::logging::WATCH_PERIOD)) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            eprintln!("amalgam: acceptor poll failed: {e}");
+            log::error!("acceptor poll failed: {e}");
             return;
         }
         for ev in events.iter() {
@@ -183,7 +191,12 @@ pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Pol
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(e) => {
                         // EMFILE and friends: say what to do, keep serving.
-                        eprintln!("amalgam: accept failed: {e} (raise the open-file limit: ulimit -n)");
+                        if let Some(held) = ACCEPT_ERROR_LOG.allow() {
+                            log::warn!(
+                                "accept failed: {e} (raise the open-file limit: ulimit -n){}",
+                                amalgam_persist::ratelimit::held_back(held)
+                            );
+                        }
                         std::thread::sleep(std::time::Duration::from_millis(10));
                         break;
                     }
@@ -273,6 +286,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             let _ = waker.wake();
         }));
     }
+    let mut ready: Vec<usize> = Vec::new();
     while !shared.shutdown.load(Ordering::Acquire) {
         let timeout = if !again.is_empty() {
             Some(std::time::Duration::ZERO)
@@ -284,10 +298,14 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            eprintln!("amalgam: worker {id} poll failed: {e}");
+            log::error!("worker {id} poll failed: {e}");
             break;
         }
-        let mut ready: Vec<usize> = std::mem::take(&mut again);
+        // `ready` keeps its allocation from round to round (a fresh vector
+        // cost a malloc, a grow and a free per round: ~200 instructions,
+        // per request at pipeline 1), and so does `again`.
+        ready.clear();
+        ready.append(&mut again);
         if !deadlines.is_empty() {
             let now = Instant::now();
             // Bounded: each entry is popped once.
@@ -382,6 +400,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         tls,
                     });
                     ready.push(token.0);
+                }
+                // Subscribers with messages (any worker published them)
+                // run their turn; one past its output limit is closed
+                // (resp/pubsub.rs).
+                for (key, client, dropped) in shared.pubsub.take_ready(id) {
+                    if conns.get(key).is_some_and(|c| c.client_id() == Some(client)) {
+                        if dropped {
+                            close_conn(shared, &poll, &mut conns, key);
+                        } else {
+                            ready.push(key);
+                        }
+                    }
                 }
                 // CLIENT KILL from any worker, and MONITOR lines queued
                 // for this worker's monitors (clients.rs).
@@ -498,6 +528,8 @@ fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) 
         // A blocked client leaves its queues: nothing may be popped for a
         // client that is gone, and the next waiter must be woken.
         crate::resp::blocking::abandon(shared, s);
+        // And leaves its channels and patterns.
+        crate::resp::pubsub::leave(shared, s);
     }
     let _ = poll.registry().deregister(&mut c.sock);
     unlist(shared, &c.sock);

@@ -325,6 +325,23 @@ impl List {
         Ok(l)
     }
 
+    /// [`List::from_packed`] for bytes this build packed (the store's; see
+    /// `Hash::from_packed_trusted`): the count is the header's, the
+    /// entries are not walked (debug builds still check them).
+    pub fn from_packed_trusted(bytes: Vec<u8>, t: &Thresholds) -> List {
+        debug_assert!(pack::validate(&bytes).is_ok(), "trusted bytes that are not a pack");
+        let count = pack::count(&bytes);
+        let body_len = bytes.len() - header_len(&bytes);
+        let mut l = List::new(t);
+        if l.limit.fits(count, body_len) {
+            l.repr = Repr::Compact(bytes);
+        } else {
+            let chunks = build_chunks(l.limit, Entries::new(&bytes[header_len(&bytes)..], count));
+            l.repr = Repr::Large(Quick::from_chunks(l.limit, chunks));
+        }
+        l
+    }
+
     /// The compact form's bytes, or None once the list is large.
     pub fn packed(&self) -> Option<&[u8]> {
         match &self.repr {

@@ -290,6 +290,18 @@ impl Set {
         }
     }
 
+    /// [`Set::from_packed`] for bytes this build packed (the store's; see
+    /// `Hash::from_packed_trusted`): only the tag is read. Bytes of no
+    /// known tag give an empty set (never stored: debug builds assert).
+    pub fn from_packed_trusted(bytes: &[u8]) -> Set {
+        debug_assert!(Set::from_packed(bytes).is_ok(), "trusted bytes that are not a packed set");
+        match bytes.first() {
+            Some(&TAG_PACK) => Set { repr: Repr::Packed(bytes.to_vec()) },
+            Some(&t) if intset::is_tag(t) => Set { repr: Repr::IntSet(bytes.to_vec()) },
+            _ => Set::default(),
+        }
+    }
+
     /// Converts a compact set that exceeds `th` to the large form (as
     /// Redis does when it loads a snapshot under smaller limits); call
     /// after [`Set::decode`] or [`Set::from_packed`] if the thresholds may

@@ -60,6 +60,18 @@ impl Value {
         }
     }
 
+    /// [`Value::from_packed`] for the store's own items (bytes this build
+    /// packed, or that recovery checked with `from_packed`): not checked
+    /// again on every read and write (each type's `from_packed_trusted`).
+    pub fn from_packed_trusted(kind: Kind, bytes: &[u8], t: &Thresholds) -> Value {
+        match kind {
+            Kind::Hash => Value::Hash(Hash::from_packed_trusted(bytes)),
+            Kind::List => Value::List(List::from_packed_trusted(bytes.to_vec(), t)),
+            Kind::Set => Value::Set(Set::from_packed_trusted(bytes)),
+            Kind::ZSet => Value::ZSet(ZSet::from_packed_trusted(bytes.to_vec(), t)),
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Value::Hash(_) => Kind::Hash,

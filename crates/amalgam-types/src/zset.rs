@@ -467,6 +467,19 @@ impl ZSet {
         Ok(z)
     }
 
+    /// [`ZSet::from_packed`] for bytes this build packed (the store's; see
+    /// `Hash::from_packed_trusted`): adopted as they are, without the
+    /// walk that checked order and uniqueness through a hash set of every
+    /// member (debug builds still run it). A compact set stays compact
+    /// even if CONFIG SET lowered the thresholds since, as Redis's
+    /// listpack does until its next insert.
+    pub fn from_packed_trusted(bytes: Vec<u8>, t: &Thresholds) -> ZSet {
+        debug_assert!(ZSet::from_packed(bytes.clone(), t).is_ok(), "trusted bytes that are not a packed zset");
+        let mut z = ZSet::new(t);
+        z.repr = Repr::Compact(bytes);
+        z
+    }
+
     /// OBJECT ENCODING: "listpack" or "skiplist".
     pub fn encoding(&self) -> &'static str {
         match self.repr {

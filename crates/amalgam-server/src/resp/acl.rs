@@ -49,9 +49,12 @@
 //! commands in it); the bitmap is the rules replayed, and ACL LIST shows
 //! the rules that change it, which is what Redis 7.0 prints.
 //! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
-//! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN; pub/sub
-//! channel rules are kept and shown but there is no pub/sub to apply
-//! them to.
+//! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN.
+//! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
+//! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
+//! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
+//! 7.0's `ACLCheckChannelAgainstList`; unlike Redis 7.0, changing a user's
+//! channels does not disconnect its subscribed clients.
 
 use super::glob::matches;
 use super::server::{help, sub};
@@ -83,6 +86,7 @@ pub const ACL_FILE_BYTES_MAX: u64 = 64 << 20;
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
 const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
 const NOPERM_KEYS: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
+const NOPERM_CHANNELS: &str = "NOPERM this user has no permissions to access one of the channels used as arguments";
 const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
 const UNKNOWN_RULE: &str = "Unknown command or category name in ACL";
 
@@ -231,7 +235,7 @@ impl User {
 
     /// True when no rule can refuse this user a command.
     fn unrestricted(&self) -> bool {
-        self.allkeys && self.allowed == catalog().all
+        self.allkeys && self.allchannels && self.allowed == catalog().all
     }
 
     /// True if `password` is one of the user's (any, with nopass).
@@ -805,6 +809,19 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Re
     Ok(())
 }
 
+/// True if every channel `cmd` names is within `allowed` (Redis's
+/// `ACLCheckChannelAgainstList`): a channel matches a pattern of the
+/// user's; a PSUBSCRIBE pattern must equal one.
+fn channels_allowed(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> bool {
+    let names = match cmd {
+        Cmd::Publish | Cmd::Spublish => &args[1..2],
+        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => &args[1..],
+        _ => return true,
+    };
+    let literal = cmd == Cmd::Psubscribe;
+    names.iter().all(|n| allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) }))
+}
+
 /// The check before dispatch (see the module's notes): true when the
 /// command was refused and its error answered. Called only when the
 /// connection is not `open`.
@@ -843,6 +860,8 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
                 .any(|&(i, _)| !auth.user.patterns.iter().any(|p| matches(p, &args[i], false)))
         {
             NOPERM_KEYS.to_string()
+        } else if !auth.user.allchannels && !channels_allowed(&auth.user.channels, own.cmd, args) {
+            NOPERM_CHANNELS.to_string()
         } else {
             return false;
         }

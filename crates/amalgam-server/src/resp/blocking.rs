@@ -164,6 +164,14 @@ impl Registry {
         self.mailboxes.get(id).map(|m| std::mem::take(&mut *lock(&m.wakes))).unwrap_or_default()
     }
 
+    /// Wakes worker `id`'s event loop (also for `pubsub.rs`'s deliveries:
+    /// one waker per worker, whatever woke it).
+    pub fn wake(&self, id: usize) {
+        if let Some(w) = self.mailboxes.get(id).and_then(|m| m.waker.get()) {
+            let _ = w.wake();
+        }
+    }
+
     fn shard(&self, key: &[u8]) -> &Mutex<Queues> {
         &self.shards[(self.hasher.hash_one(key) % REGISTRY_SHARDS as u64) as usize]
     }
@@ -482,7 +490,7 @@ fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session)
         stats,
         session,
         limits: shared.resp_limits(),
-        recorder: super::cmdstats::Recorder::new(Instant::now()),
+        recorder: super::cmdstats::Recorder::new(crate::ticks::now()),
     }
 }
 

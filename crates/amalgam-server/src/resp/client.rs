@@ -46,6 +46,9 @@ fn line(c: &Client, line: &mut String) {
     if c.has(flag::MONITOR) {
         flags.push('O');
     }
+    if c.has(flag::PUBSUB) {
+        flags.push('P');
+    }
     if c.has(flag::NO_EVICT) {
         flags.push('e');
     }
@@ -64,7 +67,7 @@ fn line(c: &Client, line: &mut String) {
     };
     let _ = writeln!(
         line,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub={} psub={} ssub={} multi=-1 qbuf=0 \
          qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} \
          redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -74,6 +77,9 @@ fn line(c: &Client, line: &mut String) {
         text(&attrs.name),
         c.age_secs(),
         c.idle_secs(),
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
+        c.ssub.load(Ordering::Relaxed),
         attrs.user.as_deref().map_or("default".into(), String::from_utf8_lossy),
         c.resp.load(Ordering::Relaxed),
         text(&attrs.lib_name),
@@ -81,13 +87,33 @@ fn line(c: &Client, line: &mut String) {
     );
 }
 
-/// A client type name as Redis's `getClientTypeByName` knows it; every
-/// Amalgam client is `normal`.
-fn client_type(a: &[u8]) -> Option<bool> {
+/// A client's type as Redis's `getClientType` tells them apart: a
+/// connection holding a subscription is `pubsub`, every other Amalgam
+/// client `normal` (no replicas or masters yet).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Normal,
+    Pubsub,
+    /// `slave`, `replica`, `master`: none here.
+    Other,
+}
+
+fn type_of(c: &Client) -> Type {
+    if c.has(flag::PUBSUB) {
+        Type::Pubsub
+    } else {
+        Type::Normal
+    }
+}
+
+/// A client type name as Redis's `getClientTypeByName` knows it.
+fn client_type(a: &[u8]) -> Option<Type> {
     if is(a, "normal") {
-        Some(true)
-    } else if is(a, "slave") || is(a, "replica") || is(a, "pubsub") || is(a, "master") {
-        Some(false)
+        Some(Type::Normal)
+    } else if is(a, "pubsub") {
+        Some(Type::Pubsub)
+    } else if is(a, "slave") || is(a, "replica") || is(a, "master") {
+        Some(Type::Other)
     } else {
         None
     }
@@ -224,10 +250,10 @@ fn setinfo(me: &Client, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// CLIENT LIST [TYPE type | ID id ...], Redis 7.0's forms.
 fn list(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let mut ids: Option<Vec<i64>> = None;
-    let mut normal = true;
+    let mut kind: Option<Type> = None;
     if args.len() == 4 && is(&args[2], "type") {
         match client_type(&args[3]) {
-            Some(t) => normal = t,
+            Some(t) => kind = Some(t),
             None => return quoted_error("ERR Unknown client type ", &args[3], out),
         }
     } else if args.len() >= 4 && is(&args[2], "id") {
@@ -243,13 +269,11 @@ fn list(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, err::SYNTAX.as_bytes());
     }
     let mut text = String::new();
-    if normal {
-        for c in ctx.shared.clients.snapshot() {
-            if ids.as_ref().is_some_and(|ids| !ids.contains(&(c.id as i64))) {
-                continue;
-            }
-            line(&c, &mut text);
+    for c in ctx.shared.clients.snapshot() {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&(c.id as i64))) || kind.is_some_and(|k| k != type_of(&c)) {
+            continue;
         }
+        line(&c, &mut text);
     }
     push_verbatim_or_bulk(ctx.proto(), &text, out);
 }
@@ -260,7 +284,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     let mut addr: Option<&[u8]> = None;
     let mut laddr: Option<&[u8]> = None;
     let mut id: Option<u64> = None;
-    let mut normal = true;
+    let mut kind: Option<Type> = None;
     let mut skipme = true;
     if args.len() == 3 {
         addr = Some(&args[2]);
@@ -278,7 +302,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
                 }
             } else if is(opt, "type") {
                 match client_type(v) {
-                    Some(t) => normal = t,
+                    Some(t) => kind = Some(t),
                     None => {
                         quoted_error("ERR Unknown client type ", v, out);
                         return false;
@@ -315,22 +339,21 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     let me = ctx.session.id;
     let mut killed = 0i64;
     let mut myself = false;
-    if normal {
-        for c in ctx.shared.clients.snapshot() {
-            if addr.is_some_and(|a| a != c.addr.as_bytes())
-                || laddr.is_some_and(|a| a != c.laddr.as_bytes())
-                || id.is_some_and(|i| i != c.id)
-                || (skipme && c.id == me)
-            {
-                continue;
-            }
-            if c.id == me {
-                myself = true;
-            } else {
-                ctx.shared.clients.kill(&c);
-            }
-            killed += 1;
+    for c in ctx.shared.clients.snapshot() {
+        if addr.is_some_and(|a| a != c.addr.as_bytes())
+            || laddr.is_some_and(|a| a != c.laddr.as_bytes())
+            || id.is_some_and(|i| i != c.id)
+            || kind.is_some_and(|k| k != type_of(&c))
+            || (skipme && c.id == me)
+        {
+            continue;
         }
+        if c.id == me {
+            myself = true;
+        } else {
+            ctx.shared.clients.kill(&c);
+        }
+        killed += 1;
     }
     if args.len() == 3 {
         if killed == 0 {

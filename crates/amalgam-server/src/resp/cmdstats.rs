@@ -15,25 +15,27 @@
 //! ## One clock read per command
 //! A batch (`resp::process`) reads the clock once when it starts, and once
 //! after each command it runs; a command's time is the span since the
-//! previous read. So it includes parsing the command's arguments, which
+//! previous read (`crate::ticks`: the TSC, not `Instant`). So it includes parsing the command's arguments, which
 //! Redis's `call()` leaves out, and the sum of all commands' times is the
 //! time the worker spent in RESP batches. A run of batched GETs (MICA §5.3:
-//! looked up together) is one span, shared equally by its GETs. The clock
-//! is `Instant` (CLOCK_MONOTONIC through the vDSO: tens of nanoseconds with
-//! the TSC clocksource); what it costs is measured in docs/benchmarks.md.
+//! looked up together) is one span, shared equally by its GETs. What the
+//! clock costs is measured in docs/benchmarks.md.
 //!
 //! ## Per worker, merged on read
-//! Each worker owns one [`CommandStats`] (in its `WorkerStats`): a mutex
-//! over a row per command that only that worker takes on the request path,
-//! once per command run alone and once per run of GETs. Uncontended, that
-//! is an atomic exchange on a cache line no other core writes; INFO, CONFIG
-//! RESETSTAT and a `/metrics` scrape take each worker's lock in turn to
-//! read or clear it ([`merged`]), and only then does the line move. The
-//! histograms are HdrHistogram's, with Redis's parameters (1 ns to 1 s,
-//! two significant digits: [`HISTOGRAM_LOW_NS`]), so the percentiles INFO
-//! prints are the values Redis would print for the same samples. A
-//! histogram (≈ 24 KiB) is allocated the first time its command runs on a
-//! worker, as Redis allocates its own lazily.
+//! Each worker owns one [`CommandStats`] (in its `WorkerStats`): a cell
+//! per command of plain counters that only that worker writes, as DESIGN.md
+//! § Observability asks (no shared write on the request path). A worker
+//! adds with a relaxed load and store — no locked instruction, no lock:
+//! the mutex this replaced cost two atomic exchanges per command — and
+//! INFO, CONFIG RESETSTAT and a `/metrics` scrape read the cells from
+//! their own threads ([`merged`]). A reset cannot write cells another
+//! thread owns, so it records what they hold as a base that later reads
+//! subtract. The histograms keep HdrHistogram's layout with Redis's
+//! parameters (1 ns to 1 s, two significant digits: [`HISTOGRAM_LOW_NS`])
+//! as plain counts, and become real `hdrhistogram::Histogram`s when read,
+//! so the percentiles INFO prints are the values Redis would print for the
+//! same samples. A histogram (24 KiB) is allocated the first time its
+//! command runs on a worker, as Redis allocates its own lazily.
 //!
 //! ## The slow log
 //! One list for the server ([`SlowLog`], in `Shared`): a command whose time
@@ -54,7 +56,7 @@ use crate::clients::Client;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 /// Redis's `LATENCY_HISTOGRAM_MIN_VALUE`: the smallest time a histogram
 /// tells apart, in nanoseconds (a shorter one is recorded as this).
@@ -162,57 +164,154 @@ fn new_histogram() -> Box<Histogram<u64>> {
     )
 }
 
+/// HdrHistogram's layout for [`HISTOGRAM_LOW_NS`]..[`HISTOGRAM_HIGH_NS`]
+/// at two significant digits, computed as its `Histogram::new_with_bounds`
+/// computes it: values below 256 (2 × 10² rounded up to a power of two)
+/// each have a count; above that, each doubling of the value has 128.
+/// [`bucket_of`] is its `index_for` and [`value_of`] its
+/// `value_from_index`, so a count kept here reads back into a real
+/// `Histogram` ([`CommandStats::add_to`]) in the very bucket `record`
+/// would have put it (unit-tested against the crate).
+const SUB_BUCKET_HALF_MAGNITUDE: u32 = 7;
+const SUB_BUCKET_HALF: u64 = 1 << SUB_BUCKET_HALF_MAGNITUDE;
+const SUB_BUCKET_MASK: u64 = (SUB_BUCKET_HALF << 1) - 1;
+/// Buckets until 256 << (n - 1) passes [`HISTOGRAM_HIGH_NS`]: 23.
+const BUCKETS: usize = {
+    let mut n = 1;
+    let mut top = (SUB_BUCKET_HALF << 1) - 1;
+    while top < HISTOGRAM_HIGH_NS {
+        top = (top << 1) | 1;
+        n += 1;
+    }
+    n
+};
+/// Counts per histogram: 3,072 (24 KiB).
+const HISTOGRAM_COUNTS: usize = (BUCKETS + 1) << SUB_BUCKET_HALF_MAGNITUDE;
+
+const _: () = assert!(HISTOGRAM_LOW_NS == 1 && HISTOGRAM_SIGFIGS == 2, "the layout above is for these");
+
+/// The count that `ns` (already clamped to the range) goes in.
+#[inline]
+fn bucket_of(ns: u64) -> usize {
+    let bucket = (64 - (ns | SUB_BUCKET_MASK).leading_zeros()) - (SUB_BUCKET_HALF_MAGNITUDE + 1);
+    let sub = ns >> bucket;
+    (((bucket as u64 + 1) << SUB_BUCKET_HALF_MAGNITUDE) + sub - SUB_BUCKET_HALF) as usize
+}
+
+/// The lowest value that count `i` holds.
+fn value_of(i: usize) -> u64 {
+    let bucket = (i >> SUB_BUCKET_HALF_MAGNITUDE) as i64 - 1;
+    let sub = (i as u64 & (SUB_BUCKET_HALF - 1)) + SUB_BUCKET_HALF;
+    if bucket < 0 {
+        sub - SUB_BUCKET_HALF
+    } else {
+        sub << bucket
+    }
+}
+
+/// One command's figures on one worker: written by that worker alone.
+#[derive(Debug, Default)]
+struct Cell {
+    calls: AtomicU64,
+    nanos: AtomicU64,
+    rejected: AtomicU64,
+    failed: AtomicU64,
+    /// [`HISTOGRAM_COUNTS`] counts, made at the command's first call.
+    hist: OnceLock<Box<[AtomicU64]>>,
+}
+
+/// Adds `n` to a counter only its worker writes: a load and a store, no
+/// locked instruction (module notes).
+#[inline]
+fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
 /// One worker's per-command figures (module notes).
 #[derive(Debug)]
 pub struct CommandStats {
-    /// One row per slot, always [`slot_count`] of them.
-    rows: Mutex<Vec<Row>>,
+    /// One cell per slot, always [`slot_count`] of them.
+    cells: Box<[Cell]>,
+    /// What the cells held at the last CONFIG RESETSTAT (a reset cannot
+    /// write the cells: their worker alone does); read as the difference.
+    base: Mutex<Vec<Row>>,
 }
 
 impl Default for CommandStats {
     fn default() -> CommandStats {
-        CommandStats { rows: Mutex::new(vec![Row::default(); slot_count()]) }
+        CommandStats {
+            cells: (0..slot_count()).map(|_| Cell::default()).collect(),
+            base: Mutex::new(vec![Row::default(); slot_count()]),
+        }
     }
 }
 
 impl CommandStats {
-    fn lock(&self) -> MutexGuard<'_, Vec<Row>> {
-        self.rows.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Counts `calls` calls of `slot` that took `nanos_each` each, `failed`
-    /// of them answering an error.
+    /// of them answering an error. Only the owning worker calls this.
     pub(crate) fn record(&self, slot: usize, calls: u64, nanos_each: u64, failed: u64) {
-        let mut rows = self.lock();
-        let row = &mut rows[slot];
-        row.calls += calls;
-        row.nanos = row.nanos.wrapping_add(nanos_each.saturating_mul(calls));
-        row.failed += failed;
-        row.hist
-            .get_or_insert_with(new_histogram)
-            .saturating_record_n(nanos_each.clamp(HISTOGRAM_LOW_NS, HISTOGRAM_HIGH_NS), calls);
+        let cell = &self.cells[slot];
+        add(&cell.calls, calls);
+        add(&cell.nanos, nanos_each.saturating_mul(calls));
+        if failed > 0 {
+            add(&cell.failed, failed);
+        }
+        let hist = cell.hist.get_or_init(|| (0..HISTOGRAM_COUNTS).map(|_| AtomicU64::new(0)).collect());
+        add(&hist[bucket_of(nanos_each.clamp(HISTOGRAM_LOW_NS, HISTOGRAM_HIGH_NS))], calls);
     }
 
-    /// Counts a call of `slot` refused before it ran.
+    /// Counts a call of `slot` refused before it ran (owning worker only).
     pub(crate) fn reject(&self, slot: usize) {
-        self.lock()[slot].rejected += 1;
+        add(&self.cells[slot].rejected, 1);
     }
 
-    /// CONFIG RESETSTAT: forgets everything.
+    /// The cells as they are now, less nothing.
+    fn read(&self) -> Vec<Row> {
+        self.cells
+            .iter()
+            .map(|c| Row {
+                calls: c.calls.load(Ordering::Relaxed),
+                nanos: c.nanos.load(Ordering::Relaxed),
+                rejected: c.rejected.load(Ordering::Relaxed),
+                failed: c.failed.load(Ordering::Relaxed),
+                hist: c.hist.get().map(|h| {
+                    let mut out = new_histogram();
+                    for (i, n) in h.iter().enumerate() {
+                        let n = n.load(Ordering::Relaxed);
+                        if n > 0 {
+                            out.saturating_record_n(value_of(i), n);
+                        }
+                    }
+                    out
+                }),
+            })
+            .collect()
+    }
+
+    /// CONFIG RESETSTAT: forgets everything (what the cells hold now
+    /// becomes the base that reads subtract).
     pub fn reset(&self) {
-        self.lock().fill(Row::default());
+        let now = self.read();
+        *self.base.lock().unwrap_or_else(|e| e.into_inner()) = now;
     }
 
-    /// Adds this worker's rows into `into` (one per slot).
+    /// Adds this worker's rows since the last reset into `into` (one per
+    /// slot).
     fn add_to(&self, into: &mut [Row]) {
-        let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
-        for (sum, r) in into.iter_mut().zip(rows.iter()) {
-            sum.calls += r.calls;
-            sum.nanos = sum.nanos.wrapping_add(r.nanos);
-            sum.rejected += r.rejected;
-            sum.failed += r.failed;
-            if let Some(h) = &r.hist {
-                let _ = sum.hist.get_or_insert_with(new_histogram).add(&**h);
+        let now = self.read();
+        let base = self.base.lock().unwrap_or_else(|e| e.into_inner());
+        for ((sum, r), b) in into.iter_mut().zip(now).zip(base.iter()) {
+            sum.calls += r.calls.wrapping_sub(b.calls);
+            sum.nanos = sum.nanos.wrapping_add(r.nanos.wrapping_sub(b.nanos));
+            sum.rejected += r.rejected.wrapping_sub(b.rejected);
+            sum.failed += r.failed.wrapping_sub(b.failed);
+            if let Some(mut h) = r.hist {
+                if let Some(bh) = &b.hist {
+                    let _ = h.subtract(&**bh);
+                }
+                if !h.is_empty() {
+                    let _ = sum.hist.get_or_insert_with(new_histogram).add(&*h);
+                }
             }
         }
     }
@@ -228,26 +327,25 @@ pub fn merged(shared: &crate::Shared) -> Vec<Row> {
 }
 
 /// What a batch uses to time and count its commands (module notes): the
-/// clock's last reading, and where the figures go.
+/// clock's last reading (`crate::ticks`).
 #[derive(Debug)]
 pub(crate) struct Recorder {
-    last: std::time::Instant,
+    last: u64,
 }
 
 impl Recorder {
-    /// A batch starting at `now`.
-    pub fn new(now: std::time::Instant) -> Recorder {
+    /// A batch starting at tick `now`.
+    pub fn new(now: u64) -> Recorder {
         Recorder { last: now }
     }
 
-    /// Reads the clock: the nanoseconds since the last reading (in u64
-    /// arithmetic: `as_nanos` would go through u128).
+    /// Reads the clock: the nanoseconds since the last reading.
     #[inline]
     pub fn lap(&mut self) -> u64 {
-        let now = std::time::Instant::now();
-        let d = now.saturating_duration_since(self.last);
+        let now = crate::ticks::now();
+        let ns = crate::ticks::nanos_between(self.last, now);
         self.last = now;
-        d.as_secs().wrapping_mul(1_000_000_000).wrapping_add(u64::from(d.subsec_nanos()))
+        ns
     }
 }
 
@@ -540,6 +638,37 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<Arg<'static>> {
         v.iter().map(|s| Cow::Owned(s.as_bytes().to_vec())).collect()
+    }
+
+    #[test]
+    fn the_layout_is_hdrhistograms() {
+        let h = new_histogram();
+        assert_eq!(h.distinct_values(), HISTOGRAM_COUNTS, "as many counts as the crate keeps");
+        let mut v = HISTOGRAM_LOW_NS;
+        // Bounded: v grows by at least 1/64 each step up to 1 s.
+        while v <= HISTOGRAM_HIGH_NS {
+            assert_eq!(value_of(bucket_of(v)), h.lowest_equivalent(v), "{v} ns");
+            assert_eq!(value_of(bucket_of(v) + 1), h.next_non_equivalent(v), "{v} ns");
+            v += 1 + v / 64;
+        }
+        assert!(bucket_of(HISTOGRAM_HIGH_NS) < HISTOGRAM_COUNTS);
+    }
+
+    #[test]
+    fn a_reset_is_seen_by_reads_and_counting_goes_on() {
+        let c = CommandStats::default();
+        c.record(get_slot(), 3, 5_000, 1);
+        c.reject(get_slot());
+        assert_eq!(merged_one(&c)[get_slot()].calls, 3);
+        c.reset();
+        let r = &merged_one(&c)[get_slot()];
+        assert_eq!((r.calls, r.nanos, r.failed, r.rejected), (0, 0, 0, 0));
+        assert!(r.hist.is_none(), "an emptied histogram is not shown");
+        c.record(get_slot(), 2, 7_000, 0);
+        let r = &merged_one(&c)[get_slot()];
+        assert_eq!((r.calls, r.nanos, r.failed), (2, 14_000, 0));
+        assert_eq!(r.hist.as_ref().unwrap().len(), 2);
+        assert_eq!(r.percentile_ns(50.0), new_histogram().highest_equivalent(7_000));
     }
 
     #[test]

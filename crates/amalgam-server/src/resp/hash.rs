@@ -294,7 +294,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// listpack threshold) so that every operation has one code path.
 fn with_hash<R>(h: Found<'_>, f: impl FnOnce(&Hash) -> R) -> R {
     match h {
-        Found::Packed(b) => f(&Hash::from_packed(b).unwrap_or_default()),
+        Found::Packed(b) => f(&Hash::from_packed_trusted(b)),
         Found::Large(v) => f(large(v)),
     }
 }

@@ -11,9 +11,9 @@
 use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::{self, Cmd, Spec, COMMANDS};
-use super::typed::LiveThresholds;
 use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
 use crate::exec::After;
+use crate::settings::{self, Kind, Setting};
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim, Proto,
 };
@@ -25,6 +25,12 @@ pub const REDIS_VERSION: &str = "7.0.0";
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match cmd {
+        // RESP2 subscriber mode: `[pong, arg or ""]` (Redis's pingCommand).
+        Cmd::Ping if super::pubsub::subscribed(ctx.session) && ctx.proto() == Proto::Resp2 && args.len() <= 2 => {
+            push_array(out, 2);
+            push_bulk(out, b"pong");
+            push_bulk(out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        }
         Cmd::Ping => match args.len() {
             1 => push_simple(out, "PONG"),
             2 => push_bulk(out, &args[1]),
@@ -52,9 +58,73 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Hello => hello(ctx, args, out),
         Cmd::Save | Cmd::Bgsave | Cmd::Lastsave => save(ctx, cmd, out),
         Cmd::Auth => super::acl::auth(ctx, args, out),
+        Cmd::Shutdown => return shutdown(ctx, args, out),
         _ => {}
     }
     After::Continue
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], Redis 7.0's: a final
+/// snapshot with SAVE, or by default when persistence has a snapshot
+/// schedule (Redis saves by default when it has save points); none with
+/// NOSAVE. Either way the log is flushed and synced as at SIGTERM, so no
+/// acknowledged write is lost (Redis's NOSAVE loses what its RDB lacks).
+/// NOW and FORCE are accepted: there are no replicas to wait for, and
+/// FORCE stops even when the snapshot fails. ABORT answers that no
+/// shutdown is in progress (one never waits). On success the connection
+/// closes without a reply and the server stops the SIGTERM way.
+fn shutdown(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    let (mut nosave, mut save, mut force, mut abort) = (false, false, false, false);
+    for a in &args[1..] {
+        if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "now") {
+        } else if is(a, "force") {
+            force = true;
+        } else if is(a, "abort") {
+            abort = true;
+        } else {
+            push_error(out, err::SYNTAX.as_bytes());
+            return After::Continue;
+        }
+    }
+    if (nosave && save) || (abort && args.len() > 2) {
+        push_error(out, err::SYNTAX.as_bytes());
+        return After::Continue;
+    }
+    if abort {
+        push_error(out, b"ERR No shutdown in progress.");
+        return After::Continue;
+    }
+    let shared = ctx.shared;
+    let scheduled = shared.persist.as_ref().is_some_and(|p| p.schedule() != (0, 0));
+    let snapshot = save || (!nosave && scheduled);
+    log::info!("User requested shutdown...");
+    if snapshot {
+        let saved = match &shared.persist {
+            None => Err("persistence is off (no --dir): there is nowhere to save".to_string()),
+            Some(p) => {
+                log::info!("Saving the final snapshot before exiting.");
+                p.snapshot().map(|r| r.items).map_err(|e| e.to_string())
+            }
+        };
+        match saved {
+            Ok(items) => log::info!("final snapshot written: {items} items"),
+            Err(e) if force => log::warn!("the final snapshot failed ({e}); shutting down anyway (FORCE)"),
+            Err(e) => {
+                log::warn!("Error trying to save the DB, can't exit: {e}");
+                push_error(out, b"ERR Errors trying to SHUTDOWN. Check logs.");
+                return After::Continue;
+            }
+        }
+    }
+    // The signal thread runs the one shutdown path (main.rs).
+    if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTERM) {
+        log::error!("SHUTDOWN: cannot signal myself: {e}");
+    }
+    After::Close
 }
 
 /// SAVE, BGSAVE (its SCHEDULE option accepted: it starts now or reports
@@ -175,163 +245,25 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     push_array(out, 0);
 }
 
-/// The parameters CONFIG GET knows, with their values.
-fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
-    let a = &ctx.shared.args;
-    let engine = ctx.shared.store.stats();
-    let mut params = vec![
-        ("save", String::new()),
-        ("appendonly", if ctx.shared.persist.is_some() { "yes" } else { "no" }.into()),
-        ("appendfsync", format!("{:?}", a.fsync).to_lowercase()),
-        ("dir", a.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()),
-        ("maxmemory", engine.memory_limit_bytes.to_string()),
-        ("maxmemory-policy", maxmemory_policy(a.eviction).into()),
-        ("maxclients", a.conn_limit.to_string()),
-        ("databases", "1".into()),
-        ("port", a.resp_port.to_string()),
-        ("bind", a.listen.clone()),
-        ("proto-max-bulk-len", ctx.shared.proto_max_bulk_len.load(Ordering::Relaxed).to_string()),
-        ("timeout", "0".into()),
-        ("io-threads", ctx.shared.workers.len().to_string()),
-        ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than_us.load(Ordering::Relaxed).to_string()),
-        ("slowlog-max-len", ctx.shared.slowlog.max_len.load(Ordering::Relaxed).to_string()),
-        ("requirepass", String::from_utf8_lossy(&ctx.shared.acl.requirepass()).into_owned()),
-        ("protected-mode", if ctx.shared.acl.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" }.into()),
-    ];
-    // TLS (tls.rs): the files are settable (a set reloads them, even to
-    // the same names, as Redis does), the port and policy are not.
-    let files = ctx.shared.tls.as_ref().map(|t| t.files());
-    let shown = |p: Option<&std::path::PathBuf>| p.map(|p| p.display().to_string()).unwrap_or_default();
-    params.push(("tls-port", a.tls_port.to_string()));
-    params.push(("tls-cert-file", shown(files.as_ref().map(|f| &f.cert))));
-    params.push(("tls-key-file", shown(files.as_ref().map(|f| &f.key))));
-    params.push(("tls-ca-cert-file", shown(files.as_ref().and_then(|f| f.ca.as_ref()))));
-    let auth = ctx.shared.tls.as_ref().map_or(crate::tls::ClientAuth::Required, |t| t.resp_auth());
-    params.push(("tls-auth-clients", auth.redis_name().into()));
-    // The collection thresholds, settable (resp/typed.rs): Redis 7's
-    // names and their legacy aliases, which CONFIG GET lists too.
-    for (name, alias) in LiveThresholds::NAMES {
-        let v = ctx.shared.thresholds.get(name).unwrap_or(0).to_string();
-        params.push((name, v.clone()));
-        if alias != name {
-            params.push((alias, v));
-        }
-    }
-    params
-}
-
-/// TLS's files, which CONFIG SET reloads (tls.rs).
-const TLS_FILE_PARAMS: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
-
-/// The slow log's parameters, which CONFIG SET changes (`cmdstats.rs`).
-const SLOWLOG_PARAMS: [&str; 2] = ["slowlog-log-slower-than", "slowlog-max-len"];
-
-/// How CONFIG SET checks a parameter's value (Redis's config types).
-#[derive(Clone, Copy)]
-enum Kind {
-    /// An integer in [min, max].
-    Int(i64, i64),
-    /// A memory value (`10mb`, `1gb`, bytes).
-    Memory,
-    /// `proto-max-bulk-len`: a memory value in Redis's range for it.
-    BulkLen,
-    /// `yes` or `no`.
-    Bool,
-    /// One of the names.
-    Enum(&'static [&'static str]),
-    /// Any text.
-    Text,
-    /// Immutable in Redis too.
-    Immutable,
-}
-
-/// The type of each CONFIG GET parameter, as Redis 7.0 declares it.
-fn config_kind(name: &str) -> Kind {
-    match name {
-        "maxclients" => Kind::Int(1, u32::MAX as i64),
-        "slowlog-log-slower-than" => Kind::Int(-1, i64::MAX),
-        "slowlog-max-len" => Kind::Int(0, i64::MAX),
-        "timeout" => Kind::Int(0, i32::MAX as i64),
-        "port" | "tls-port" => Kind::Int(0, 65535),
-        "tls-auth-clients" => Kind::Enum(&["no", "yes", "optional"]),
-        "maxmemory" => Kind::Memory,
-        "proto-max-bulk-len" => Kind::BulkLen,
-        "appendonly" | "protected-mode" => Kind::Bool,
-        "appendfsync" => Kind::Enum(&["always", "everysec", "no"]),
-        "maxmemory-policy" => Kind::Enum(&[
-            "volatile-lru",
-            "volatile-lfu",
-            "volatile-random",
-            "volatile-ttl",
-            "allkeys-lru",
-            "allkeys-lfu",
-            "allkeys-random",
-            "noeviction",
-        ]),
-        "databases" | "io-threads" => Kind::Immutable,
-        "list-max-listpack-size" | "list-max-ziplist-size" => Kind::Int(i32::MIN as i64, i32::MAX as i64),
-        // Redis 7.0 declares the value limits memory configs (`64`, `1kb`).
-        n if n.ends_with("-value") && LiveThresholds::NAMES.iter().any(|(a, b)| n == *a || n == *b) => Kind::Memory,
-        n if LiveThresholds::NAMES.iter().any(|(a, b)| n == *a || n == *b) => Kind::Int(0, i64::MAX),
-        _ => Kind::Text,
-    }
-}
-
-use crate::config::memory_value;
-
-/// Checks `v` against `kind` and compares it with `current`: Ok(true) if
-/// it is the current value.
-fn config_check(kind: Kind, v: &[u8], current: &str) -> Result<bool, String> {
-    let same = match kind {
-        Kind::Int(min, max) => {
-            let n = int_arg(v).ok_or("argument couldn't be parsed into an integer")?;
-            if n < min || n > max {
-                return Err(format!("argument must be between {min} and {max} inclusive"));
-            }
-            current.parse() == Ok(n)
-        }
-        Kind::Memory => memory_value(v).ok_or("argument must be a memory value")? == current.parse().unwrap_or(0),
-        Kind::BulkLen => crate::config::check_proto_max_bulk_len(v)? == current.parse().unwrap_or(0),
-        Kind::Bool => {
-            if !is(v, "yes") && !is(v, "no") {
-                return Err("argument must be 'yes' or 'no'".into());
-            }
-            v.eq_ignore_ascii_case(current.as_bytes())
-        }
-        Kind::Enum(names) => {
-            if !names.iter().any(|n| is(v, n)) {
-                return Err(format!("argument(s) must be one of the following: {}", names.join(", ")));
-            }
-            v.eq_ignore_ascii_case(current.as_bytes())
-        }
-        Kind::Text => v == current.as_bytes(),
-        Kind::Immutable => return Err("can't set immutable config".into()),
-    };
-    Ok(same)
-}
-
-/// CONFIG SET name value [name value ...], Redis 7.0's `configSetCommand`:
-/// every pair is looked up and checked before anything is applied, and
-/// the first failure (in Redis's order: unknown name, immutable,
-/// duplicate, then each value's check) answers its error with nothing
-/// changed. The collection thresholds (`hash-max-listpack-entries` …,
-/// resp/typed.rs) and `proto-max-bulk-len` change at run time, applied
-/// only after every check passed; Amalgam changes none of the others: a value equal to
-/// the current one is accepted (so `CONFIG SET save ""` and friends from
-/// tools succeed), any other gets "can't set immutable config" — restart
-/// with the flag instead. With no parameter changed, there is nothing to
-/// roll back; one that becomes settable applies only after every check.
+/// CONFIG SET name value [name value ...], Redis 7.0's `configSetCommand`
+/// over the settings table (`crate::settings`): every pair is looked up
+/// and checked before anything is applied, and the first failure (in
+/// Redis's order: unknown name, immutable, duplicate, then each value's
+/// check) answers its error with nothing changed. A setting with a `set`
+/// changes at run time; one fixed at start accepts its current value (so
+/// `CONFIG SET save ""` and friends from tools succeed) and answers any
+/// other with "can't set immutable config": restart with the flag instead.
 fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if args.len() % 2 == 1 {
         return push_error(out, err::SYNTAX.as_bytes());
     }
-    let params = config_params(ctx);
+    let shared = ctx.shared;
     let c_str = |a: &[u8]| String::from_utf8_lossy(a.split(|&b| b == 0).next().unwrap_or(b"")).into_owned();
     let mut unknown: Option<String> = None;
     let mut failed: Option<(String, String)> = None;
-    let mut chosen: Vec<(usize, &[u8])> = Vec::new();
+    let mut chosen: Vec<(&Setting, &[u8])> = Vec::new();
     for pair in args[2..].chunks_exact(2) {
-        let Some(i) = params.iter().position(|(n, _)| is(&pair[0], n)) else {
+        let Some(row) = settings::find(&pair[0]) else {
             if failed.is_none() && unknown.is_none() {
                 unknown = Some(c_str(&pair[0]));
             }
@@ -340,12 +272,12 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if failed.is_some() || unknown.is_some() {
             continue;
         }
-        if matches!(config_kind(params[i].0), Kind::Immutable) {
+        if matches!(row.kind, Kind::Immutable) {
             failed = Some((c_str(&pair[0]), "can't set immutable config".into()));
-        } else if chosen.iter().any(|&(j, _)| j == i) {
+        } else if chosen.iter().any(|(r, _)| r.name == row.name) {
             failed = Some((c_str(&pair[0]), "duplicate parameter".into()));
         } else {
-            chosen.push((i, &pair[1]));
+            chosen.push((row, &pair[1]));
         }
     }
     if let Some(name) = unknown {
@@ -356,104 +288,91 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     // Every value's check first (Redis sets them in order and rolls back
     // at the first it refuses), then whether Amalgam can change it.
-    let settable = |name: &str| {
-        name == "proto-max-bulk-len"
-            || LiveThresholds::NAMES.iter().any(|(a, b)| name == *a || name == *b)
-            || SLOWLOG_PARAMS.contains(&name)
-            || name == "requirepass"
-            || name == "protected-mode"
-            || (TLS_FILE_PARAMS.contains(&name) && ctx.shared.tls.is_some())
-    };
     let mut changed: Option<&str> = None;
-    for &(i, v) in &chosen {
+    for &(row, v) in &chosen {
         if failed.is_some() {
             break;
         }
-        let (name, current) = &params[i];
-        match config_check(config_kind(name), v, current) {
-            Ok(true) => {}
-            // Of the parameters whose value changes, only the collection
-            // thresholds can change at run time; any other refuses the set.
-            Ok(false) if !settable(name) => changed = changed.or(Some(name)),
-            Ok(false) => {}
-            Err(e) => failed = Some((name.to_string(), e)),
+        match settings::check(row.kind, v).and_then(|()| match row.refuse.and_then(|r| r(shared, v)) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }) {
+            Err(e) => failed = Some((row.name.to_string(), e)),
+            Ok(()) if row.set.is_none() && !settings::same(row.kind, v, &(row.get)(shared, row.name)) => {
+                changed = changed.or(Some(row.name));
+            }
+            Ok(()) => {}
         }
     }
     if let (None, Some(name)) = (&failed, changed) {
         failed = Some((name.to_string(), "can't set immutable config".into()));
     }
-    if let (None, Some(tls)) = (&failed, &ctx.shared.tls) {
-        // New files are read and checked before anything else applies.
-        let files: Vec<(&str, std::path::PathBuf)> = chosen
-            .iter()
-            .filter(|&&(i, _)| TLS_FILE_PARAMS.contains(&params[i].0))
-            .map(|&(i, v)| (params[i].0, std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned())))
-            .collect();
-        if let Some(&(first, _)) = files.first() {
-            let reloaded = tls.reload(|f| {
-                for (name, path) in files.iter().cloned() {
-                    match name {
-                        "tls-cert-file" => f.cert = path,
-                        "tls-key-file" => f.key = path,
-                        _ => f.ca = (!path.as_os_str().is_empty()).then_some(path),
-                    }
-                }
-            });
-            if let Err(e) = reloaded {
-                eprintln!("amalgam: CONFIG SET {first}: TLS configuration not updated: {e}");
-                failed = Some((first.to_string(), "Unable to update TLS configuration. Check server logs.".into()));
-            }
-        }
-    }
-    if failed.is_none() {
-        for &(i, v) in &chosen {
-            let name = params[i].0;
-            let log = &ctx.shared.slowlog;
-            if name == "proto-max-bulk-len" {
-                let n = crate::config::check_proto_max_bulk_len(v).expect("checked above");
-                ctx.shared.proto_max_bulk_len.store(n, Ordering::Relaxed);
-            } else if name == "slowlog-log-slower-than" {
-                log.slower_than_us.store(int_arg(v).expect("checked above"), Ordering::Relaxed);
-            } else if name == "slowlog-max-len" {
-                log.max_len.store(int_arg(v).expect("checked above") as u64, Ordering::Relaxed);
-            } else if name == "requirepass" {
-                ctx.shared.acl.set_requirepass(v);
-            } else if name == "protected-mode" {
-                ctx.shared.acl.protected_mode.store(is(v, "yes"), Ordering::Relaxed);
-            } else if TLS_FILE_PARAMS.contains(&name) {
-                // Reloaded above.
-            } else if settable(name) {
-                let n = match config_kind(name) {
-                    Kind::Memory => memory_value(v).and_then(|m| i64::try_from(m).ok()),
-                    _ => int_arg(v),
-                };
-                let n = n.expect("checked above");
-                ctx.shared.thresholds.set(name, n).expect("range checked above");
-            }
-        }
-    }
     match failed {
         Some((name, why)) => {
             push_error(out, format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes())
         }
-        None => push_simple(out, "OK"),
+        None => {
+            // TLS's files (tls.rs) reload together, before anything else
+            // applies: a certificate and its key change in one CONFIG SET,
+            // and a file that does not load changes nothing.
+            if let Err((name, e)) = reload_tls(shared, &chosen) {
+                log::warn!("CONFIG SET {name}: TLS configuration not updated: {e}");
+                let why = "Unable to update TLS configuration. Check server logs.";
+                return push_error(
+                    out,
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes(),
+                );
+            }
+            for &(row, v) in &chosen {
+                if let Some(set) = row.set {
+                    set(shared, row.name, v);
+                }
+            }
+            push_simple(out, "OK")
+        }
     }
+}
+
+/// Reloads TLS with the `tls-*-file` values among `chosen` (even the same
+/// names: Redis reloads then too); Err: the first such name and why.
+fn reload_tls(shared: &crate::Shared, chosen: &[(&Setting, &[u8])]) -> Result<(), (&'static str, String)> {
+    let files: Vec<(&'static str, std::path::PathBuf)> = chosen
+        .iter()
+        .filter(|(row, _)| settings::TLS_FILES.contains(&row.name))
+        .map(|&(row, v)| (row.name, std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned())))
+        .collect();
+    let (Some(&(first, _)), Some(tls)) = (files.first(), &shared.tls) else { return Ok(()) };
+    tls.reload(|f| {
+        for (name, path) in files.iter().cloned() {
+            match name {
+                "tls-cert-file" => f.cert = path,
+                "tls-key-file" => f.key = path,
+                _ => f.ca = (!path.as_os_str().is_empty()).then_some(path),
+            }
+        }
+    })
+    .map_err(|e| (first, e))
 }
 
 fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let Some(name) = sub(Cmd::Config, args, out) else { return };
     match name {
         "get" => {
-            let params = config_params(ctx);
-            let hits: Vec<&(&str, String)> =
-                params.iter().filter(|(n, _)| args[2..].iter().any(|p| matches(p, n.as_bytes(), true))).collect();
+            let hits: Vec<&Setting> = settings::all()
+                .iter()
+                .filter(|s| args[2..].iter().any(|p| matches(p, s.name.as_bytes(), true)))
+                .collect();
             push_map(out, hits.len(), ctx.proto());
-            for (n, v) in hits {
-                push_bulk(out, n.as_bytes());
-                push_bulk(out, v.as_bytes());
+            for s in hits {
+                push_bulk(out, s.name.as_bytes());
+                push_bulk(out, (s.get)(ctx.shared, s.name).as_bytes());
             }
         }
         "set" => config_set(ctx, args, out),
+        "rewrite" => match crate::conffile::rewrite(ctx.shared) {
+            Ok(()) => push_simple(out, "OK"),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
         "resetstat" => {
             for w in ctx.shared.workers.iter() {
                 w.reset();
@@ -470,6 +389,8 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "    Set the configuration <directive> to <value>.",
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
                 "HELP",
                 "    Print this help.",
             ],
@@ -575,7 +496,12 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             "server" => {
                 let up = shared.started.elapsed().as_secs();
                 field("redis_version", &REDIS_VERSION);
+                // The build's commit, under Redis's name (tools read it)
+                // and Amalgam's (it is Amalgam's commit, not Redis's).
+                field("redis_git_sha1", &crate::GIT_SHA1);
+                field("redis_git_dirty", &0);
                 field("amalgam_version", &env!("CARGO_PKG_VERSION"));
+                field("amalgam_git_sha1", &crate::GIT_SHA1);
                 field("redis_mode", &"standalone");
                 field("os", &std::env::consts::OS);
                 field("arch_bits", &usize::BITS);
@@ -585,7 +511,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("uptime_in_seconds", &up);
                 field("uptime_in_days", &(up / 86400));
                 field("executable", &std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
-                field("config_file", &"");
+                field(
+                    "config_file",
+                    &shared.args.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                );
             }
             "clients" => {
                 // Both protocols' connections: they share the -c limit.
@@ -605,7 +534,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
                 // its RDB, the log its AOF), then amalgam's own counters.
-                let p = shared.persist.as_ref().map(|p| (p.stats(), p.config().fsync));
+                let p = shared.persist.as_ref().map(|p| (p.stats(), p.fsync()));
                 let st = p.map(|p| p.0).unwrap_or_default();
                 field("loading", &0);
                 field("rdb_changes_since_last_save", &st.changes_since_snapshot);
@@ -638,6 +567,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // is not counted: the engine keeps no count of those).
                 field("evicted_keys", &engine.evictions);
                 field("expired_keys", &engine.swept_items);
+                field("pubsub_channels", &shared.pubsub.channels());
+                field("pubsub_patterns", &shared.pubsub.patterns());
+                field("pubsubshard_channels", &shared.pubsub.shard_channels());
             }
             "replication" => {
                 field("role", &"master");

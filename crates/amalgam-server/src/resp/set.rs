@@ -167,14 +167,14 @@ fn contains(s: &Found<'_>, member: &[u8]) -> bool {
 /// thresholds), a large one member by member.
 fn owned(s: Found<'_>, t: &amalgam_types::Thresholds) -> Set {
     match s {
-        Found::Packed(b) => Set::from_packed(b).unwrap_or_default(),
+        Found::Packed(b) => Set::from_packed_trusted(b),
         Found::Large(v) => copy_of(large(v), t),
     }
 }
 
 fn copy_of(s: &Set, t: &amalgam_types::Thresholds) -> Set {
     match s.packed() {
-        Some(b) => Set::from_packed(b).unwrap_or_default(),
+        Some(b) => Set::from_packed_trusted(b),
         None => set::union(&[s], t),
     }
 }
@@ -371,7 +371,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// thresholds) so that every operation has one code path.
 fn with_set<R>(s: Found<'_>, f: impl FnOnce(&Set) -> R) -> R {
     match s {
-        Found::Packed(b) => f(&Set::from_packed(b).unwrap_or_default()),
+        Found::Packed(b) => f(&Set::from_packed_trusted(b)),
         Found::Large(v) => f(large(v)),
     }
 }

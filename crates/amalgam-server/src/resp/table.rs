@@ -68,6 +68,7 @@ pub enum Cmd {
     Save,
     Bgsave,
     Lastsave,
+    Shutdown,
     Monitor,
     Setbit,
     Getbit,
@@ -181,6 +182,15 @@ pub enum Cmd {
     Rename,
     Renamenx,
     Acl,
+    Subscribe,
+    Unsubscribe,
+    Psubscribe,
+    Punsubscribe,
+    Publish,
+    Pubsub,
+    Ssubscribe,
+    Sunsubscribe,
+    Spublish,
 }
 
 /// One command's description.
@@ -402,6 +412,11 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
     let argc = args.len() as i64;
     let mut found = Vec::new();
     for ks in spec.keys {
+        if ks.flags.contains(&"not_key") {
+            // Shard channels (SSUBSCRIBE, SPUBLISH): not keys, as Redis's
+            // default search (GET_KEYSPEC_INCLUDE_NOT_KEYS unset).
+            continue;
+        }
         let first = match ks.begin {
             Begin::Index(i) => i,
             Begin::Keyword(word, from) => {

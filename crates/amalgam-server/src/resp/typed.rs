@@ -220,11 +220,9 @@ pub(crate) fn write<R>(
         };
         let tag = it.tag();
         if tag == tag_of(kind) {
-            let Ok(mut v) = Value::from_packed(kind, it.value(), &t) else {
-                // A packed value this build cannot read: never written by
-                // it; leave it alone rather than guess.
-                return (Update::Keep, Access::WrongType);
-            };
+            // The store's own bytes: packed by this build, or checked by
+            // recovery (`Value::from_packed_trusted`).
+            let mut v = Value::from_packed_trusted(kind, it.value(), &t);
             // A new version of a compact value is a new item: no op record.
             let (changed, r) = op(&mut v, &t, &mut OpLog::new(false));
             if changed == Changed::No {

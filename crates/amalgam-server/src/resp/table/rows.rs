@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 165] = [
+pub static COMMANDS: [Spec; 175] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -549,6 +549,19 @@ pub static COMMANDS: [Spec; 165] = [
         )
     },
     Spec {
+        acl: &["@admin", "@dangerous"],
+        ..spec!(
+            Shutdown,
+            "shutdown",
+            -1,
+            &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+            (0, 0, 0),
+            "server",
+            "1.0.0",
+            "Synchronously save the dataset to disk and then shut down the server"
+        )
+    },
+    Spec {
         acl: &["@connection"],
         ..spec!(
             Echo,
@@ -635,6 +648,16 @@ pub static COMMANDS: [Spec; 165] = [
                 "server",
                 "2.0.0",
                 "Reset the stats returned by INFO"
+            ),
+            spec!(
+                Config,
+                "config|rewrite",
+                2,
+                &["admin", "noscript", "loading", "stale"],
+                (0, 0, 0),
+                "server",
+                "2.8.0",
+                "Rewrite the configuration file with the in memory configuration"
             ),
             spec!(
                 Config,
@@ -2467,5 +2490,33 @@ pub static COMMANDS: [Spec; 165] = [
             spec!(Acl, "acl|genpass", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Generate a pseudorandom secure password to use for ACL users"),
         ],
         ..spec!(Acl, "acl", -2, &[], (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands")
+    },
+    spec!(Subscribe, "subscribe", -2, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Listen for messages published to the given channels"),
+    spec!(Unsubscribe, "unsubscribe", -1, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Stop listening for messages posted to the given channels"),
+    spec!(Psubscribe, "psubscribe", -2, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Listen for messages published to channels matching the given patterns"),
+    spec!(Punsubscribe, "punsubscribe", -1, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Stop listening for messages posted to channels matching the given patterns"),
+    spec!(Publish, "publish", 3, &["pubsub", "loading", "stale", "fast"], (0, 0, 0), "pubsub", "2.0.0", "Post a message to a channel"),
+    Spec {
+        subcommands: &[
+            spec!(Pubsub, "pubsub|numsub", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "2.8.0", "Get the count of subscribers for channels"),
+            spec!(Pubsub, "pubsub|numpat", 2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "2.8.0", "Get the count of unique patterns pattern subscriptions"),
+            spec!(Pubsub, "pubsub|channels", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "2.8.0", "List active channels"),
+            spec!(Pubsub, "pubsub|help", 2, &["loading", "stale"], (0, 0, 0), "pubsub", "6.2.0", "Show helpful text about the different subcommands"),
+            spec!(Pubsub, "pubsub|shardchannels", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "7.0.0", "List active shard channels"),
+            spec!(Pubsub, "pubsub|shardnumsub", -2, &["pubsub", "loading", "stale"], (0, 0, 0), "pubsub", "7.0.0", "Get the count of subscribers for shard channels"),
+        ],
+        ..spec!(Pubsub, "pubsub", -2, &[], (0, 0, 0), "pubsub", "2.8.0", "A container for Pub/Sub commands")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, -1, 1)],
+        ..spec!(Ssubscribe, "ssubscribe", -2, &["pubsub", "noscript", "loading", "stale"], (1, -1, 1), "pubsub", "7.0.0", "Listen for messages published to the given shard channels")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, -1, 1)],
+        ..spec!(Sunsubscribe, "sunsubscribe", -1, &["pubsub", "noscript", "loading", "stale"], (1, -1, 1), "pubsub", "7.0.0", "Stop listening for messages posted to the given shard channels")
+    },
+    Spec {
+        keys: &[range(&["not_key"], 1, 0, 1)],
+        ..spec!(Spublish, "spublish", 3, &["pubsub", "loading", "stale", "fast"], (1, 1, 1), "pubsub", "7.0.0", "Post a message to a shard channel")
     },
 ];

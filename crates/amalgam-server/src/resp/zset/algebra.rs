@@ -147,7 +147,7 @@ impl Scored for Empty {
 /// set nor a set).
 fn source(ctx: &Ctx<'_>, key: &[u8], t: &amalgam_types::Thresholds) -> Option<Source> {
     match read(ctx, key, Kind::ZSet, |z| match z {
-        Found::Packed(b) => ZSet::from_packed(b.to_vec(), t).unwrap_or_else(|_| ZSet::new(t)),
+        Found::Packed(b) => ZSet::from_packed_trusted(b.to_vec(), t),
         Found::Large(v) => large(v).duplicate(),
     }) {
         Access::Done(z) => return Some(Source::Z(z)),
@@ -155,7 +155,7 @@ fn source(ctx: &Ctx<'_>, key: &[u8], t: &amalgam_types::Thresholds) -> Option<So
         Access::WrongType => {}
     }
     match read(ctx, key, Kind::Set, |s| match s {
-        Found::Packed(b) => Set::from_packed(b).unwrap_or_default(),
+        Found::Packed(b) => Set::from_packed_trusted(b),
         Found::Large(Value::Set(s)) => copy_set(s),
         Found::Large(_) => Set::new(),
     }) {

@@ -1,0 +1,633 @@
+//! Every setting CONFIG GET shows, CONFIG SET changes, the config file
+//! (`--config`, `conffile.rs`) sets and CONFIG REWRITE writes back: one
+//! table, one row per setting, so a new setting is one row here.
+//!
+//! A row says, under Redis's name:
+//! * its type ([`Kind`]: how a value is checked, with Redis 7.0's errors);
+//! * how to read it now (`get`, CONFIG GET's text);
+//! * whether it changes at run time (`set`: CONFIG SET, and a config-file
+//!   line for a setting no flag starts) or is fixed at start (`None`:
+//!   CONFIG SET accepts its current value only, as before);
+//! * what a config-file line (or a Redis-style `--name value` on the
+//!   command line) becomes at start ([`Start`]): a flag of `config.rs`
+//!   (so the command line, which comes after the file, overrides it, as in
+//!   Redis), a value applied once the server is built, or nothing;
+//! * its default (CONFIG REWRITE appends a run-time setting missing from
+//!   the file only when it differs).
+//!
+//! Settings with no row (memcached's flags such as `-t` or `-o`) are
+//! set in the config file by their long flag names (`threads 4`), which
+//! `conffile.rs` passes to clap as they are.
+
+use crate::resp::typed::LiveThresholds;
+use crate::Shared;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+/// CONFIG GET client-output-buffer-limit's text.
+fn output_limits(s: &Shared) -> String {
+    format!(
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
+        s.pubsub.output_limit_bytes.load(Ordering::Relaxed)
+    )
+}
+
+/// How a value is checked (Redis's config types).
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// An integer in [min, max].
+    Int(i64, i64),
+    /// A memory value (`10mb`, `1gb`, bytes).
+    Memory,
+    /// `proto-max-bulk-len`: a memory value in Redis's range for it.
+    BulkLen,
+    /// `yes` or `no`.
+    Bool,
+    /// One of the names.
+    Enum(&'static [&'static str]),
+    /// Redis's `save`: `""` or `<seconds> <changes>` pairs.
+    Save,
+    /// Any text.
+    Text,
+    /// Immutable in Redis too: CONFIG SET refuses even the current value.
+    Immutable,
+}
+
+/// What a config-file line becomes at start.
+#[derive(Clone, Copy, Debug)]
+pub enum Start {
+    /// This command-line flag with the value as it is.
+    Flag(&'static str),
+    /// These command-line arguments (Err: the file's error for the line);
+    /// the value was checked against the row's kind first.
+    Map(fn(&str) -> Result<Vec<String>, String>),
+    /// No flag: applied with the row's `set` once the server is built.
+    RunTime,
+    /// Accepted and ignored (Amalgam has nothing it would change).
+    Ignored,
+}
+
+/// Why a value cannot be set now (None: it can).
+pub type Refuse = fn(&Shared, &[u8]) -> Option<String>;
+
+/// One setting.
+#[derive(Debug)]
+pub struct Setting {
+    /// Redis's name (CONFIG GET/SET, the config file), lower case.
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The value now, as CONFIG GET shows it.
+    pub get: fn(&Shared, &'static str) -> String,
+    /// Applies a value `kind` accepted; None: fixed at start.
+    pub set: Option<fn(&Shared, &'static str, &[u8])>,
+    pub start: Start,
+    /// A run-time change this server cannot make now, with the reason
+    /// CONFIG SET gives (checked after the value's type, before anything
+    /// is applied); None: every value `kind` accepts can be set.
+    pub refuse: Option<Refuse>,
+    /// The value nothing set (CONFIG REWRITE), for run-time settings.
+    pub default: fn(&'static str) -> String,
+}
+
+/// Redis's `loglevel` names, as CONFIG SET lists them.
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
+
+/// Redis's eviction policies: the one Amalgam reports (`maxmemory_policy`).
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+fn text(s: &[u8]) -> String {
+    String::from_utf8_lossy(s).into_owned()
+}
+
+fn int(v: &[u8]) -> i64 {
+    crate::resp::int_arg(v).expect("checked by the row's kind")
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+fn empty(_: &'static str) -> String {
+    String::new()
+}
+
+/// `maxmemory` from the file: `-m` in whole megabytes, rounded up (Amalgam
+/// sizes its memory in megabytes, as memcached). Redis's 0 (no limit) has
+/// no counterpart: the default `-m` stays.
+fn maxmemory_flag(v: &str) -> Result<Vec<String>, String> {
+    let bytes = crate::config::memory_value(v.as_bytes()).ok_or("argument must be a memory value")?;
+    if bytes == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(vec!["-m".into(), bytes.div_ceil(1 << 20).to_string()])
+}
+
+/// `maxmemory-policy`: `noeviction` is Amalgam's store mode; every other
+/// policy evicts any key, as Amalgam's `--eviction` (S3-FIFO by default)
+/// does.
+fn policy_flag(v: &str) -> Result<Vec<String>, String> {
+    Ok(if v.eq_ignore_ascii_case("noeviction") { vec!["--eviction".into(), "none".into()] } else { Vec::new() })
+}
+
+/// `bind`: Amalgam listens on one address: the first (Redis's `-` prefix,
+/// "skip if unavailable", dropped).
+fn bind_flag(v: &str) -> Result<Vec<String>, String> {
+    let first = v.split_whitespace().next().unwrap_or("");
+    Ok(vec!["-l".into(), first.trim_start_matches('-').into()])
+}
+
+/// Redis's `save` as Amalgam's snapshot schedule, (seconds between
+/// snapshots if anything changed, changes that start one; 0: off). Redis
+/// saves after `<seconds>` if at least `<changes>` happened, per pair;
+/// Amalgam has one timer and one counter, so a pair with `<changes>` of
+/// 0 or 1 sets the timer (the smallest such seconds) and any other pair
+/// the counter (the smallest such changes; its seconds are dropped).
+/// `""` is no schedule. None: not Redis's syntax (Redis wants pairs of
+/// integers, seconds from 1).
+pub fn parse_save(v: &str) -> Option<(u64, u64)> {
+    let n: Vec<u64> = v.split_whitespace().map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if n.len() % 2 != 0 || n.chunks(2).any(|p| p[0] == 0) {
+        return None;
+    }
+    let every = n.chunks(2).filter(|p| p[1] <= 1).map(|p| p[0]).min().unwrap_or(0);
+    let after = n.chunks(2).filter(|p| p[1] > 1).map(|p| p[1]).min().unwrap_or(0);
+    Some((every, after))
+}
+
+/// The schedule in Redis's `save` syntax, read back by [`parse_save`].
+pub fn format_save((every, after): (u64, u64)) -> String {
+    let mut pairs = Vec::new();
+    if every > 0 {
+        pairs.push(format!("{every} 1"));
+    }
+    if after > 0 {
+        pairs.push(format!("1 {}", after.max(2)));
+    }
+    pairs.join(" ")
+}
+
+/// `save` from the file: the schedule's flags.
+fn save_flag(v: &str) -> Result<Vec<String>, String> {
+    let (every, after) = parse_save(v).ok_or("Invalid save parameters")?;
+    Ok(vec!["--snapshot-every".into(), every.to_string(), "--snapshot-after-writes".into(), after.to_string()])
+}
+
+/// `timeout`: Amalgam never closes idle connections, so only 0 is taken.
+fn timeout_flag(v: &str) -> Result<Vec<String>, String> {
+    if v == "0" {
+        Ok(Vec::new())
+    } else {
+        Err("Amalgam does not close idle connections: give timeout 0".into())
+    }
+}
+
+fn thresholds_get(s: &Shared, name: &'static str) -> String {
+    s.thresholds.get(name).unwrap_or(0).to_string()
+}
+
+fn thresholds_set(s: &Shared, name: &'static str, v: &[u8]) {
+    let n = match kind_of_threshold(name) {
+        Kind::Memory => crate::config::memory_value(v).and_then(|m| i64::try_from(m).ok()),
+        _ => crate::resp::int_arg(v),
+    };
+    let _ = s.thresholds.set(name, n.expect("checked by the row's kind"));
+}
+
+fn thresholds_default(name: &'static str) -> String {
+    LiveThresholds::default().get(name).unwrap_or(0).to_string()
+}
+
+/// Redis 7.0 declares the `-value` limits memory configs (`64`, `1kb`).
+fn kind_of_threshold(name: &str) -> Kind {
+    if name.starts_with("list-max-") {
+        Kind::Int(i32::MIN as i64, i32::MAX as i64)
+    } else if name.ends_with("-value") {
+        Kind::Memory
+    } else {
+        Kind::Int(0, i64::MAX)
+    }
+}
+
+/// The rows, in CONFIG GET's order.
+fn rows() -> Vec<Setting> {
+    let mut r = vec![
+        Setting {
+            name: "save",
+            kind: Kind::Save,
+            // No persistence, no schedule (Redis always has one; Amalgam
+            // without --dir has nowhere to save).
+            get: |s, _| s.persist.as_ref().map(|p| format_save(p.schedule())).unwrap_or_default(),
+            set: Some(|s, _, v| {
+                let (every, after) = parse_save(&text(v)).expect("checked by the row's kind");
+                match &s.persist {
+                    Some(p) => p.set_schedule(every, after),
+                    None if every > 0 || after > 0 => {
+                        log::warn!("save {}: persistence is off (no --dir), nothing is saved", text(v));
+                    }
+                    None => {}
+                }
+            }),
+            start: Start::Map(save_flag),
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "appendonly",
+            kind: Kind::Bool,
+            get: |s, _| yes_no(s.persist.is_some()),
+            set: None,
+            // Persistence is on with `dir` (--dir), whatever this says.
+            start: Start::Ignored,
+            refuse: None,
+            default: |_| "no".into(),
+        },
+        Setting {
+            name: "appendfsync",
+            kind: Kind::Enum(&["always", "everysec", "no"]),
+            get: |s, _| format!("{:?}", s.persist.as_ref().map_or(s.args.fsync, |p| p.fsync())).to_lowercase(),
+            // everysec <-> no at run time (amalgam-persist: `always` is
+            // fixed at start); without --dir there is no log to change.
+            set: Some(|s, _, v| {
+                if let (Some(p), Ok(to)) = (&s.persist, text(v).to_ascii_lowercase().parse()) {
+                    let _ = p.set_fsync(to);
+                }
+            }),
+            start: Start::Flag("--fsync"),
+            refuse: Some(|s, v| {
+                let to: amalgam_persist::Fsync = text(v).to_ascii_lowercase().parse().ok()?;
+                match &s.persist {
+                    Some(p) if p.fsync() == to => None,
+                    Some(p) if p.fsync() == amalgam_persist::Fsync::Always || to == amalgam_persist::Fsync::Always => {
+                        Some("switching to or from 'always' needs a restart with --fsync".into())
+                    }
+                    Some(_) => None,
+                    None if s.args.fsync == to => None,
+                    None => Some("can't set immutable config".into()),
+                }
+            }),
+            default: |_| "everysec".into(),
+        },
+        Setting {
+            name: "dir",
+            kind: Kind::Text,
+            get: |s, _| s.args.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+            set: None,
+            start: Start::Flag("--dir"),
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "maxmemory",
+            kind: Kind::Memory,
+            get: |s, _| s.store.stats().memory_limit_bytes.to_string(),
+            set: None,
+            start: Start::Map(maxmemory_flag),
+            refuse: None,
+            default: |_| (crate::config::MEMORY_LIMIT_MB_DEFAULT << 20).to_string(),
+        },
+        Setting {
+            name: "maxmemory-policy",
+            kind: Kind::Enum(POLICIES),
+            get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
+            set: None,
+            start: Start::Map(policy_flag),
+            refuse: None,
+            default: |_| "allkeys-lru".into(),
+        },
+        Setting {
+            name: "maxclients",
+            kind: Kind::Int(1, u32::MAX as i64),
+            get: |s, _| s.args.conn_limit.to_string(),
+            set: None,
+            start: Start::Flag("-c"),
+            refuse: None,
+            default: |_| crate::config::CONNECTIONS_MAX_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "databases",
+            kind: Kind::Immutable,
+            get: |_, _| "1".into(),
+            set: None,
+            // One keyspace: a Redis file's `databases 16` starts as is.
+            start: Start::Ignored,
+            refuse: None,
+            default: |_| "1".into(),
+        },
+        Setting {
+            name: "port",
+            kind: Kind::Int(0, 65535),
+            get: |s, _| s.args.resp_port.to_string(),
+            set: None,
+            // Redis's port is the RESP port (memcached's is `memcached-port`).
+            start: Start::Flag("--resp-port"),
+            refuse: None,
+            default: |_| crate::config::RESP_PORT_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "bind",
+            kind: Kind::Text,
+            get: |s, _| s.args.listen.clone(),
+            set: None,
+            start: Start::Map(bind_flag),
+            refuse: None,
+            default: |_| "127.0.0.1".into(),
+        },
+        Setting {
+            name: "proto-max-bulk-len",
+            kind: Kind::BulkLen,
+            get: |s, _| s.proto_max_bulk_len.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| {
+                let n = crate::config::check_proto_max_bulk_len(v).expect("checked by the row's kind");
+                s.proto_max_bulk_len.store(n, Ordering::Relaxed);
+            }),
+            start: Start::Flag("--proto-max-bulk-len"),
+            refuse: None,
+            default: |_| crate::config::PROTO_MAX_BULK_LEN_DEFAULT.to_string(),
+        },
+        Setting {
+            // Redis's defaults for the classes Amalgam does not bound;
+            // pubsub's hard limit is --client-output-buffer-limit-pubsub,
+            // its soft limit is not enforced (resp/pubsub.rs): 0 0. A
+            // config file's line is accepted and ignored.
+            name: "client-output-buffer-limit",
+            kind: Kind::Text,
+            get: |s, _| output_limits(s),
+            set: None,
+            start: Start::Ignored,
+            refuse: None,
+            default: |_| {
+                format!(
+                    "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
+                    crate::resp::pubsub::OUTPUT_LIMIT_BYTES_DEFAULT
+                )
+            },
+        },
+        Setting {
+            name: "timeout",
+            kind: Kind::Int(0, i32::MAX as i64),
+            get: |_, _| "0".into(),
+            set: None,
+            start: Start::Map(timeout_flag),
+            refuse: None,
+            default: |_| "0".into(),
+        },
+        Setting {
+            name: "io-threads",
+            kind: Kind::Immutable,
+            get: |s, _| s.workers.len().to_string(),
+            set: None,
+            start: Start::Flag("--threads"),
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "slowlog-log-slower-than",
+            kind: Kind::Int(-1, i64::MAX),
+            get: |s, _| s.slowlog.slower_than_us.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.slowlog.slower_than_us.store(int(v), Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::resp::cmdstats::SLOWLOG_SLOWER_THAN_US_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "slowlog-max-len",
+            kind: Kind::Int(0, i64::MAX),
+            get: |s, _| s.slowlog.max_len.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.slowlog.max_len.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::resp::cmdstats::SLOWLOG_LEN_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "requirepass",
+            kind: Kind::Text,
+            get: |s, _| text(&s.acl.requirepass()),
+            set: Some(|s, _, v| s.acl.set_requirepass(v)),
+            start: Start::Flag("--requirepass"),
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "protected-mode",
+            kind: Kind::Bool,
+            get: |s, _| yes_no(s.acl.protected_mode.load(Ordering::Relaxed)),
+            set: Some(|s, _, v| s.acl.protected_mode.store(v.eq_ignore_ascii_case(b"yes"), Ordering::Relaxed)),
+            start: Start::Flag("--protected-mode"),
+            refuse: None,
+            default: |_| "yes".into(),
+        },
+        Setting {
+            name: "aclfile",
+            kind: Kind::Text,
+            get: |s, _| s.args.aclfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            set: None,
+            start: Start::Flag("--aclfile"),
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "loglevel",
+            kind: Kind::Enum(LOGLEVELS),
+            get: |_, _| crate::logging::level_name().into(),
+            set: Some(|_, _, v| {
+                let level = crate::logging::parse_level(&text(v)).expect("checked by the row's kind");
+                crate::logging::set_level(level);
+            }),
+            start: Start::Flag("--loglevel"),
+            refuse: None,
+            default: |_| crate::logging::LEVEL_DEFAULT.into(),
+        },
+    ];
+    // TLS (tls.rs): the port and client policy are fixed at start; the
+    // files reload at CONFIG SET (resp/server.rs `reload_tls`, all of one
+    // CONFIG SET together), so their `set` has nothing left to do.
+    r.push(Setting {
+        name: "tls-port",
+        kind: Kind::Int(0, 65535),
+        get: |s, _| s.args.tls_port.to_string(),
+        set: None,
+        start: Start::Flag("--tls-port"),
+        refuse: None,
+        default: |_| "0".into(),
+    });
+    for (name, flag) in [("tls-cert-file", "--tls-cert-file"), ("tls-key-file", "--tls-key-file")] {
+        r.push(Setting {
+            name,
+            kind: Kind::Text,
+            get: tls_file,
+            set: Some(|_, _, _| {}),
+            start: Start::Flag(flag),
+            refuse: Some(tls_off),
+            default: empty,
+        });
+    }
+    r.push(Setting {
+        name: "tls-ca-cert-file",
+        kind: Kind::Text,
+        get: tls_file,
+        set: Some(|_, _, _| {}),
+        start: Start::Flag("--tls-ca-cert-file"),
+        refuse: Some(tls_off),
+        default: empty,
+    });
+    r.push(Setting {
+        name: "tls-auth-clients",
+        kind: Kind::Enum(&["no", "yes", "optional"]),
+        get: |s, _| s.tls.as_ref().map_or(crate::tls::ClientAuth::Required, |t| t.resp_auth()).redis_name().into(),
+        set: None,
+        start: Start::Flag("--tls-auth-clients"),
+        refuse: None,
+        default: |_| "yes".into(),
+    });
+    // The collection thresholds (resp/typed.rs): Redis 7's names and their
+    // legacy aliases, which CONFIG GET lists too.
+    for (name, alias) in LiveThresholds::NAMES {
+        for n in if alias == name { vec![name] } else { vec![name, alias] } {
+            r.push(Setting {
+                name: n,
+                kind: kind_of_threshold(n),
+                get: thresholds_get,
+                set: Some(thresholds_set),
+                start: Start::RunTime,
+                refuse: None,
+                default: thresholds_default,
+            });
+        }
+    }
+    r
+}
+
+/// TLS's file settings, which CONFIG SET reloads together (tls.rs).
+pub const TLS_FILES: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
+
+/// CONFIG GET tls-cert-file and friends: the file in use ("" without TLS).
+fn tls_file(s: &Shared, name: &'static str) -> String {
+    let Some(files) = s.tls.as_ref().map(|t| t.files()) else { return String::new() };
+    let path = match name {
+        "tls-cert-file" => Some(files.cert),
+        "tls-key-file" => Some(files.key),
+        _ => files.ca,
+    };
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Without TLS there is nothing to reload: a file cannot be set then.
+fn tls_off(s: &Shared, v: &[u8]) -> Option<String> {
+    (s.tls.is_none() && !v.is_empty()).then(|| "can't set immutable config".into())
+}
+
+/// Every setting, in CONFIG GET's order.
+pub fn all() -> &'static [Setting] {
+    static ROWS: OnceLock<Vec<Setting>> = OnceLock::new();
+    ROWS.get_or_init(rows)
+}
+
+/// The setting named `name` (case-insensitive).
+pub fn find(name: &[u8]) -> Option<&'static Setting> {
+    all().iter().find(|s| name.eq_ignore_ascii_case(s.name.as_bytes()))
+}
+
+/// Checks `v` against `kind`, Err with the text Redis puts after "- " in
+/// CONFIG SET's error (and under the line in the config file's).
+pub fn check(kind: Kind, v: &[u8]) -> Result<(), String> {
+    match kind {
+        Kind::Int(min, max) => {
+            let n = crate::resp::int_arg(v).ok_or("argument couldn't be parsed into an integer")?;
+            if n < min || n > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+        }
+        Kind::Memory => {
+            crate::config::memory_value(v).ok_or("argument must be a memory value")?;
+        }
+        Kind::BulkLen => {
+            crate::config::check_proto_max_bulk_len(v)?;
+        }
+        Kind::Bool => {
+            if !v.eq_ignore_ascii_case(b"yes") && !v.eq_ignore_ascii_case(b"no") {
+                return Err("argument must be 'yes' or 'no'".into());
+            }
+        }
+        Kind::Enum(names) => {
+            if !names.iter().any(|n| v.eq_ignore_ascii_case(n.as_bytes())) {
+                return Err(format!("argument(s) must be one of the following: {}", names.join(", ")));
+            }
+        }
+        Kind::Save => {
+            parse_save(&text(v)).ok_or("Invalid save parameters")?;
+        }
+        Kind::Text | Kind::Immutable => {}
+    }
+    Ok(())
+}
+
+/// True if `v` (checked) means the value `current` (CONFIG GET's text):
+/// `1mb` is 1048576, `YES` is yes.
+pub fn same(kind: Kind, v: &[u8], current: &str) -> bool {
+    match kind {
+        Kind::Int(..) => crate::resp::int_arg(v).is_some_and(|n| current.parse() == Ok(n)),
+        Kind::Memory | Kind::BulkLen => crate::config::memory_value(v).is_some_and(|n| current.parse() == Ok(n)),
+        Kind::Bool | Kind::Enum(_) => v.eq_ignore_ascii_case(current.as_bytes()),
+        Kind::Save => parse_save(&text(v)).is_some_and(|s| parse_save(current) == Some(s)),
+        Kind::Text | Kind::Immutable => v == current.as_bytes(),
+    }
+}
+
+/// Applies the run-time settings the config file or the command line gave
+/// (`Args::runtime_settings`, checked when they were read).
+pub fn apply_start(shared: &Shared) {
+    for (name, value) in &shared.args.runtime_settings {
+        if let Some(s) = find(name.as_bytes()) {
+            if let Some(set) = s.set {
+                set(shared, s.name, value.as_bytes());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_once_and_lower_case() {
+        let names: Vec<&str> = all().iter().map(|s| s.name).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(n.to_ascii_lowercase(), *n);
+            assert!(!names[..i].contains(n), "{n} twice");
+        }
+        // A run-time setting started by no flag must be settable.
+        for s in all() {
+            if matches!(s.start, Start::RunTime) {
+                assert!(s.set.is_some(), "{}", s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn file_values_become_flags() {
+        assert_eq!(maxmemory_flag("100mb"), Ok(vec!["-m".into(), "100".into()]));
+        assert_eq!(maxmemory_flag("1000000"), Ok(vec!["-m".into(), "1".into()]));
+        assert_eq!(maxmemory_flag("0"), Ok(vec![]));
+        assert_eq!(bind_flag("127.0.0.1 -::1"), Ok(vec!["-l".into(), "127.0.0.1".into()]));
+        assert_eq!(save_flag("").unwrap().join(" "), "--snapshot-every 0 --snapshot-after-writes 0");
+        // Redis's default: hourly if anything changed, after 100 changes.
+        assert_eq!(parse_save("3600 1 300 100 60 10000"), Some((3600, 100)));
+        assert_eq!(parse_save(&format_save((300, 1_000_000))), Some((300, 1_000_000)));
+        assert_eq!(parse_save(&format_save((0, 1))), Some((0, 2)));
+        assert_eq!(format_save((0, 0)), "");
+        for bad in ["3600", "0 100", "-1 1", "abc 1"] {
+            assert_eq!(parse_save(bad), None, "{bad}");
+        }
+        assert!(timeout_flag("300").is_err());
+    }
+}
