@@ -33,6 +33,13 @@
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.
 //!
+//! ## TLS (`tls.rs`)
+//! A connection from a TLS listener (memcached's port with `-Z`, RESP's
+//! `--tls-port`) carries a rustls session: its turn reads and writes
+//! through it, non-blocking, and is otherwise the same turn, so a stalled
+//! handshake waits for readiness holding no worker. The certificate files
+//! reload (SIGHUP, `refresh_certs`, CONFIG SET) for new connections.
+//!
 //! ## Blocked RESP clients (`resp/blocking.rs`)
 //! A client in BLPOP and friends stays on its worker, costing nothing: its
 //! connection waits in the event loop, its pipelined commands unparsed. A push
