@@ -227,6 +227,8 @@ fn build(files: &Files, memcached: ClientAuth, resp: ClientAuth) -> Result<Confi
 /// needed: Ok(0) at the end of the stream (close_notify or the peer's
 /// FIN), `WouldBlock` when the socket has nothing more, `InvalidData`
 /// when the peer broke the protocol (its alert is sent first).
+// Out of line: the plaintext turn must not carry its code.
+#[inline(never)]
 pub fn read(tls: &mut ServerConnection, sock: &mut impl ReadWrite, buf: &mut [u8]) -> std::io::Result<usize> {
     for _ in 0..READS_PER_CALL_MAX {
         match tls.reader().read(buf) {
@@ -256,6 +258,8 @@ pub fn read(tls: &mut ServerConnection, sock: &mut impl ReadWrite, buf: &mut [u8
 /// Encrypts as much of `buf` as rustls takes and writes the records the
 /// socket takes: Ok(n) for n bytes of `buf` taken (records may still be
 /// queued: [`flush`] sends them), `WouldBlock` if none could be taken.
+// Out of line: the plaintext turn must not carry its code.
+#[inline(never)]
 pub fn send(tls: &mut ServerConnection, sock: &mut impl ReadWrite, buf: &[u8]) -> std::io::Result<usize> {
     flush(tls, sock)?;
     let n = tls.writer().write(buf)?;
@@ -272,6 +276,8 @@ pub fn send(tls: &mut ServerConnection, sock: &mut impl ReadWrite, buf: &[u8]) -
 
 /// Writes the queued records until none is left (Ok) or the socket is
 /// full (`WouldBlock`).
+// Out of line: the plaintext turn must not carry its code.
+#[inline(never)]
 pub fn flush(tls: &mut ServerConnection, sock: &mut impl ReadWrite) -> std::io::Result<()> {
     for _ in 0..FLUSHES_PER_CALL_MAX {
         if !tls.wants_write() {

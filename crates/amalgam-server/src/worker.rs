@@ -555,16 +555,14 @@ impl Conn {
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
         for _ in 0..ROUNDS_PER_TURN_MAX {
-            if let Some(t) = self.tls.as_deref_mut() {
+            if self.tls.is_some() {
                 // Records rustls still holds (handshake messages, the end
                 // of a reply the socket did not take) go first.
-                if t.wants_write() {
-                    match crate::tls::flush(t, &mut self.sock) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
-                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                        Err(_) => return Turn::Closed,
-                    }
+                match self.tls_flush() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return Turn::Closed,
                 }
             }
             if self.wpos < self.wbuf.len() {
@@ -635,6 +633,17 @@ impl Conn {
             }
         }
         Turn::Again
+    }
+
+    /// Sends what a TLS connection's rustls session holds (out of line:
+    /// the plaintext turn carries none of it).
+    #[cold]
+    #[inline(never)]
+    fn tls_flush(&mut self) -> std::io::Result<()> {
+        match self.tls.as_deref_mut() {
+            Some(t) if t.wants_write() => crate::tls::flush(t, &mut self.sock),
+            _ => Ok(()),
+        }
     }
 
     /// Reads once into the free tail of the read buffer (at most
