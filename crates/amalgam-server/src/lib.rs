@@ -208,6 +208,8 @@ pub struct Shared {
     pub pubsub: resp::pubsub::Registry,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
+    /// LATENCY's events and `latency-monitor-threshold` (`resp/latency.rs`).
+    pub latency: resp::latency::Monitor,
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
     /// SET (read once per RESP round, [`Shared::resp_limits`]).
     pub proto_max_bulk_len: AtomicU64,
@@ -319,6 +321,7 @@ impl Shared {
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
+            latency: resp::latency::Monitor::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
         });
         settings::apply_start(&shared);

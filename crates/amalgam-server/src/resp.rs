@@ -90,6 +90,7 @@ mod glob;
 mod hash;
 mod keys;
 mod keyspace;
+pub mod latency;
 mod lcs;
 mod list;
 mod memory;
@@ -663,6 +664,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Info
         | Cmd::Config
         | Cmd::Slowlog
+        | Cmd::Latency
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello

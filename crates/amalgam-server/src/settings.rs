@@ -399,6 +399,15 @@ fn rows() -> Vec<Setting> {
             default: |_| crate::resp::cmdstats::SLOWLOG_SLOWER_THAN_US_DEFAULT.to_string(),
         },
         Setting {
+            name: "latency-monitor-threshold",
+            kind: Kind::Int(0, i64::MAX),
+            get: |s, _| s.latency.threshold_ms.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.latency.threshold_ms.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| "0".into(),
+        },
+        Setting {
             name: "slowlog-max-len",
             kind: Kind::Int(0, i64::MAX),
             get: |s, _| s.slowlog.max_len.load(Ordering::Relaxed).to_string(),

@@ -363,6 +363,9 @@ pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, arg
     if log.wants(ns / 1000) {
         log.push(args, ns / 1000, &ctx.session.client);
     }
+    // Redis's `call()`: "fast-command" for a command flagged fast.
+    let fast = spec.is_some_and(|s| s.flags.contains(&"fast"));
+    ctx.shared.latency.observe(if fast { "fast-command" } else { "command" }, ns);
 }
 
 /// Counts a run of batched GETs and MGETs that has just been answered: one
@@ -377,6 +380,7 @@ pub(crate) fn account_gets(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], gets: &[s
         if log.wants(ns / 1000) {
             log.push(&args[first - 1..first + 1], ns / 1000, &ctx.session.client);
         }
+        ctx.shared.latency.observe("fast-command", ns);
         return;
     }
     let ns = ctx.recorder.lap() / gets.len() as u64;
@@ -394,6 +398,7 @@ pub(crate) fn account_gets(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], gets: &[s
             log.push(&args[g.first - 1..g.first + g.mget.unwrap_or(1)], ns / 1000, &ctx.session.client);
         }
     }
+    ctx.shared.latency.observe("fast-command", ns);
 }
 
 /// The slot of MGET.

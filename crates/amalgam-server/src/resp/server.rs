@@ -52,6 +52,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
         Cmd::Slowlog => super::cmdstats::slowlog(ctx, args, out),
+        Cmd::Latency => super::latency::latency(ctx, args, out),
         Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}

@@ -61,6 +61,7 @@ pub enum Cmd {
     Info,
     Config,
     Slowlog,
+    Latency,
     Command,
     Client,
     Hello,

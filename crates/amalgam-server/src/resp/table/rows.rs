@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 175] = [
+pub static COMMANDS: [Spec; 176] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -734,6 +734,32 @@ pub static COMMANDS: [Spec; 175] = [
             ),
         ],
         ..spec!(Slowlog, "slowlog", -2, &[], (0, 0, 0), "server", "2.2.12", "A container for slow log commands")
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..spec!(Latency, "latency|reset", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Reset latency data for one or more events.")
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+                ..spec!(Latency, "latency|history", 3, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Return timestamp-latency samples for the event.")
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+                ..spec!(Latency, "latency|doctor", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Return a human readable latency analysis report.")
+            },
+            spec!(Latency, "latency|help", 2, &["loading", "stale"], (0, 0, 0), "server", "2.8.13", "Show helpful text about the different subcommands."),
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+                ..spec!(Latency, "latency|histogram", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "7.0.0", "Return the cumulative distribution of latencies of a subset of commands or all.")
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+                ..spec!(Latency, "latency|latest", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Return the latest latency samples for all events.")
+            },
+        ],
+        ..spec!(Latency, "latency", -2, &[], (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands")
     },
     Spec {
         acl: &["@connection"],

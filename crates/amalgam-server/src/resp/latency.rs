@@ -1,0 +1,289 @@
+//! The latency monitor: Redis 7.0's `LATENCY LATEST | HISTORY | RESET |
+//! DOCTOR | HISTOGRAM | HELP` and `latency-monitor-threshold` (Redis's
+//! `latency.c`), over the events that can stall a worker.
+//!
+//! ## Events and samples
+//! An event is a named kind of stall. A sample is recorded only when the
+//! monitor is on (`latency-monitor-threshold` milliseconds, CONFIG SET;
+//! 0, the default, is off) and the stall lasted at least that long
+//! ([`Monitor::observe`]: one relaxed load and a compare when off, so the
+//! request path pays nothing else). Each event keeps, as Redis does, the
+//! last [`SAMPLES_MAX`] samples at most one per second (a second stall in
+//! the same second raises that second's sample instead), and its all-time
+//! maximum. The events:
+//! * `command` and `fast-command`: a RESP command that took the threshold
+//!   or longer (`fast-command` for a command flagged `fast`), timed at
+//!   dispatch as INFO commandstats times it (`cmdstats.rs`) — Redis's two
+//!   events of the same names;
+//! * the engine's and persistence's stalls are not yet reported here (see
+//!   docs/observability.md): a table doubling's step, a segment merge, a
+//!   snapshot slice and an fsync run on their own threads or in bounded
+//!   steps, and their durations are in `/metrics` and INFO persistence.
+//!
+//! ## Differences from Redis
+//! `LATENCY GRAPH` (an ASCII sparkline) is not implemented and not in the
+//! command table. `LATENCY DOCTOR`'s report lists the same figures per
+//! event as Redis's (spikes, average, mean deviation, period, worst) with
+//! Amalgam's advice rather than Redis's.
+
+use super::Arg;
+use amalgam_protocol::resp::{push_array, push_bulk, push_int, push_map, push_verbatim};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Redis's `LATENCY_TS_LEN`: samples kept per event.
+pub const SAMPLES_MAX: usize = 160;
+/// LATENCY HISTOGRAM's first bucket and growth (Redis's
+/// `hdr_iter_log_init(&iter, histogram, 1024, 2)`): 1,024 ns, doubling.
+const HISTOGRAM_FIRST_BUCKET_NS: u64 = 1024;
+
+/// One event's samples.
+#[derive(Debug, Default)]
+struct Series {
+    /// (unix seconds, milliseconds), oldest first, at most [`SAMPLES_MAX`].
+    samples: std::collections::VecDeque<(u64, u64)>,
+    /// The largest sample ever recorded (until LATENCY RESET).
+    max: u64,
+}
+
+/// The server's latency monitor (module notes).
+#[derive(Debug, Default)]
+pub struct Monitor {
+    /// `latency-monitor-threshold`, milliseconds; 0 off.
+    pub threshold_ms: AtomicU64,
+    /// Events by name (sorted: LATENCY LATEST's order; Redis's is its
+    /// dictionary's).
+    events: Mutex<BTreeMap<&'static str, Series>>,
+}
+
+impl Monitor {
+    /// Records that `event` stalled for `nanos`, if the monitor is on and
+    /// the stall reaches its threshold.
+    #[inline]
+    pub fn observe(&self, event: &'static str, nanos: u64) {
+        let t = self.threshold_ms.load(Ordering::Relaxed);
+        if t != 0 && nanos / 1_000_000 >= t {
+            self.add(event, nanos / 1_000_000, unix_secs());
+        }
+    }
+
+    /// Redis's `latencyAddSample`: at most one sample per second.
+    fn add(&self, event: &'static str, ms: u64, now: u64) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let s = events.entry(event).or_default();
+        s.max = s.max.max(ms);
+        if let Some(last) = s.samples.back_mut() {
+            if last.0 == now {
+                last.1 = last.1.max(ms);
+                return;
+            }
+        }
+        if s.samples.len() == SAMPLES_MAX {
+            s.samples.pop_front();
+        }
+        s.samples.push_back((now, ms));
+    }
+
+    /// LATENCY RESET: forgets `names` (all events with none); answers how
+    /// many of them had samples.
+    fn reset(&self, names: &[Arg<'_>]) -> usize {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if names.is_empty() {
+            let n = events.len();
+            events.clear();
+            return n;
+        }
+        let mut n = 0;
+        for name in names {
+            let key = events.keys().copied().find(|k| k.as_bytes() == &name[..]);
+            if let Some(k) = key {
+                events.remove(k);
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// LATENCY's subcommands.
+pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(sub) = super::server::sub(super::table::Cmd::Latency, args, out) else { return };
+    let monitor = &ctx.shared.latency;
+    match sub {
+        "latest" => {
+            let events = monitor.events.lock().unwrap_or_else(|e| e.into_inner());
+            push_array(out, events.len());
+            for (name, s) in events.iter() {
+                let (time, ms) = s.samples.back().copied().unwrap_or((0, 0));
+                push_array(out, 4);
+                push_bulk(out, name.as_bytes());
+                push_int(out, time as i64);
+                push_int(out, ms as i64);
+                push_int(out, s.max as i64);
+            }
+        }
+        "history" => {
+            let events = monitor.events.lock().unwrap_or_else(|e| e.into_inner());
+            let s = events.iter().find(|(k, _)| k.as_bytes() == &args[2][..]).map(|(_, s)| s);
+            let Some(s) = s else { return push_array(out, 0) };
+            push_array(out, s.samples.len());
+            for &(time, ms) in &s.samples {
+                push_array(out, 2);
+                push_int(out, time as i64);
+                push_int(out, ms as i64);
+            }
+        }
+        "reset" => push_int(out, monitor.reset(&args[2..]) as i64),
+        "doctor" => {
+            let report = doctor(monitor);
+            let proto = ctx.proto();
+            push_verbatim(out, proto, b"txt", report.as_bytes());
+        }
+        "histogram" => histogram(ctx, &args[2..], out),
+        _ => super::server::help(
+            &[
+                "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DOCTOR",
+                "    Return a human readable latency analysis report.",
+                "HISTORY <event>",
+                "    Return time-latency samples for the <event> class.",
+                "LATEST",
+                "    Return the latest latency samples for all events.",
+                "RESET [<event> ...]",
+                "    Reset latency data of one or more <event> classes.",
+                "    (default: reset all data for all event classes)",
+                "HISTOGRAM [COMMAND ...]",
+                "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+                "    If no commands are specified then all histograms are replied.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
+}
+
+/// LATENCY DOCTOR's report (module notes).
+fn doctor(monitor: &Monitor) -> String {
+    use std::fmt::Write;
+    let events = monitor.events.lock().unwrap_or_else(|e| e.into_inner());
+    if events.values().all(|s| s.samples.is_empty()) {
+        return "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the \
+                slightest bit. I honestly think you ought to sit down calmly, take a stress pill, and think \
+                things over.\n"
+            .into();
+    }
+    let mut r = String::from(
+        "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you \
+         Dave?\n\n",
+    );
+    for (i, (name, s)) in events.iter().filter(|(_, s)| !s.samples.is_empty()).enumerate() {
+        let n = s.samples.len() as f64;
+        let avg = s.samples.iter().map(|x| x.1 as f64).sum::<f64>() / n;
+        let mad = s.samples.iter().map(|x| (x.1 as f64 - avg).abs()).sum::<f64>() / n;
+        let (first, last) = (s.samples.front().map_or(0, |x| x.0), s.samples.back().map_or(0, |x| x.0));
+        let period = if s.samples.len() > 1 { (last - first) as f64 / (n - 1.0) } else { 0.0 };
+        let _ = writeln!(
+            r,
+            "{}. {name}: {} latency spikes (average {:.0}ms, mean deviation {:.0}ms, period {:.2} sec). Worst all \
+             time event {}ms.",
+            i + 1,
+            s.samples.len(),
+            avg,
+            mad,
+            period,
+            s.max
+        );
+    }
+    r.push_str(
+        "\nI have a few advices for you:\n\n- Check your Slow Log (SLOWLOG GET) to see which commands are too slow \
+         to execute: a command over a large collection (KEYS, SMEMBERS, LRANGE 0 -1, ZUNIONSTORE ...) holds its \
+         worker and the keys it names while it runs.\n- INFO latencystats and LATENCY HISTOGRAM show each \
+         command's latency distribution.\n",
+    );
+    r
+}
+
+/// LATENCY HISTOGRAM [command ...]: Redis 7's map of command → {calls,
+/// histogram_usec: {bucket µs → cumulative count}} from the per-command
+/// histograms of INFO latencystats (`cmdstats.rs`), buckets at 1,024 ns
+/// doubling as Redis's log iterator reports them; commands never run are
+/// left out, unknown names ignored.
+fn histogram(ctx: &mut super::Ctx<'_>, names: &[Arg<'_>], out: &mut Vec<u8>) {
+    use super::cmdstats::{merged, slot_count, slot_name};
+    let proto = ctx.proto();
+    let rows = merged(ctx.shared);
+    let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n.eq_ignore_ascii_case(name.as_bytes()));
+    let chosen: Vec<usize> = (0..slot_count()).filter(|&i| rows[i].hist.is_some() && wanted(slot_name(i))).collect();
+    push_map(out, chosen.len(), proto);
+    for i in chosen {
+        let h = rows[i].hist.as_ref().expect("filtered");
+        let total = h.len();
+        push_bulk(out, slot_name(i).as_bytes());
+        push_map(out, 2, proto);
+        push_bulk(out, b"calls");
+        push_int(out, rows[i].calls as i64);
+        push_bulk(out, b"histogram_usec");
+        let mut buckets = Vec::new();
+        let (mut level, mut prev) = (HISTOGRAM_FIRST_BUCKET_NS, 0u64);
+        // Bounded: the level doubles up to the histogram's 1 s ceiling.
+        while prev < total && level <= super::cmdstats::HISTOGRAM_HIGH_NS * 2 {
+            let top = h.highest_equivalent(level);
+            let cumulative = h.count_between(0, top);
+            if cumulative > prev {
+                buckets.push((top / 1000, cumulative));
+            }
+            prev = cumulative;
+            level *= 2;
+        }
+        push_map(out, buckets.len(), proto);
+        for (us, n) in buckets {
+            push_int(out, us as i64);
+            push_int(out, n as i64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_sample_per_second_and_at_most_the_ring() {
+        let m = Monitor::default();
+        m.add("command", 5, 100);
+        m.add("command", 9, 100);
+        m.add("command", 2, 100);
+        {
+            let e = m.events.lock().unwrap();
+            assert_eq!(e["command"].samples, [(100, 9)], "the second's largest");
+            assert_eq!(e["command"].max, 9);
+        }
+        for t in 0..(SAMPLES_MAX as u64 + 5) {
+            m.add("command", 1, 200 + t);
+        }
+        let e = m.events.lock().unwrap();
+        assert_eq!(e["command"].samples.len(), SAMPLES_MAX);
+        assert_eq!(e["command"].samples.back(), Some(&(200 + SAMPLES_MAX as u64 + 4, 1)));
+        assert_eq!(e["command"].max, 9, "the all-time max outlives its sample");
+    }
+
+    #[test]
+    fn off_records_nothing_and_on_records_at_the_threshold() {
+        let m = Monitor::default();
+        m.observe("command", 50_000_000);
+        assert!(m.events.lock().unwrap().is_empty());
+        m.threshold_ms.store(10, Ordering::Relaxed);
+        m.observe("command", 9_999_999);
+        assert!(m.events.lock().unwrap().is_empty());
+        m.observe("command", 10_000_000);
+        assert_eq!(m.events.lock().unwrap()["command"].max, 10);
+        assert_eq!(m.reset(&[]), 1);
+        assert!(m.events.lock().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,184 @@
+//! LATENCY (the latency monitor) and `latency-monitor-threshold`,
+//! black-box: Redis 7.0's replies for LATEST, HISTORY, RESET, DOCTOR,
+//! HISTOGRAM and HELP, and its errors. Runs against amalgam and, in CI,
+//! against redis-server 7.0 (`AMALGAM_TEST_RESP_ADDR`): every expectation
+//! here is Redis's. The monitor is server-wide, so the tests take turns
+//! ([`TURN`]) and put the threshold back to 0 when done.
+mod common;
+use common::resp::*;
+use common::*;
+use std::sync::Mutex;
+
+static TURN: Mutex<()> = Mutex::new(());
+
+#[derive(Debug, Clone, PartialEq)]
+enum V {
+    Int(i64),
+    Bulk(String),
+    Simple(String),
+    Error(String),
+    Array(Vec<V>),
+    Nil,
+}
+
+impl V {
+    fn int(&self) -> i64 {
+        match self {
+            V::Int(n) => *n,
+            v => panic!("not an integer: {v:?}"),
+        }
+    }
+    fn bulk(&self) -> &str {
+        match self {
+            V::Bulk(s) => s,
+            v => panic!("not a bulk string: {v:?}"),
+        }
+    }
+    fn array(&self) -> &[V] {
+        match self {
+            V::Array(a) => a,
+            v => panic!("not an array: {v:?}"),
+        }
+    }
+}
+
+/// Parses one RESP2 reply at the start of `s`: (value, bytes used).
+fn parse(s: &str) -> (V, usize) {
+    let end = s.find("\r\n").unwrap_or_else(|| panic!("no line end: {s:?}"));
+    let (head, rest) = (&s[1..end], end + 2);
+    match s.as_bytes()[0] {
+        b':' => (V::Int(head.parse().unwrap()), rest),
+        b'+' => (V::Simple(head.to_string()), rest),
+        b'-' => (V::Error(head.to_string()), rest),
+        b'$' if head == "-1" => (V::Nil, rest),
+        b'$' => {
+            let n: usize = head.parse().unwrap();
+            (V::Bulk(s[rest..rest + n].to_string()), rest + n + 2)
+        }
+        b'*' => {
+            let n: usize = head.parse().unwrap();
+            let mut at = rest;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (v, used) = parse(&s[at..]);
+                items.push(v);
+                at += used;
+            }
+            (V::Array(items), at)
+        }
+        b => panic!("unexpected reply type {:?} in {s:?}", b as char),
+    }
+}
+
+fn call(c: &mut Resp, args: &[&str]) -> V {
+    let r = c.call(args);
+    let (v, used) = parse(&r);
+    assert_eq!(used, r.len(), "one reply: {r:?}");
+    v
+}
+
+/// Sets the threshold back to 0 (off, the default) when dropped.
+struct Off(std::net::SocketAddr);
+
+impl Drop for Off {
+    fn drop(&mut self) {
+        if let Ok(s) = std::net::TcpStream::connect(self.0) {
+            let _ = Resp::from_stream(s).call(&["CONFIG", "SET", "latency-monitor-threshold", "0"]);
+        }
+    }
+}
+
+#[test]
+fn help_errors_and_the_threshold_setting() {
+    let Some(server) = resp_server() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Resp::new(&server);
+    let help = call(&mut c, &["LATENCY", "HELP"]);
+    assert_eq!(help.array()[0], V::Simple("LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()));
+    assert!(help.array().contains(&V::Simple("HISTORY <event>".into())));
+    assert_eq!(c.call(&["LATENCY", "NOSUCH"]), error("ERR unknown subcommand 'NOSUCH'. Try LATENCY HELP."));
+    assert_eq!(c.call(&["LATENCY", "HISTORY"]), error("ERR wrong number of arguments for 'latency|history' command"));
+    assert_eq!(
+        c.call(&["LATENCY", "LATEST", "x"]),
+        error("ERR wrong number of arguments for 'latency|latest' command")
+    );
+    assert_eq!(c.call(&["LATENCY"]), error("ERR wrong number of arguments for 'latency' command"));
+    let _off = Off(server.resp_addr());
+    assert_eq!(c.call(&["CONFIG", "SET", "latency-monitor-threshold", "5"]), "+OK\r\n");
+    let got = call(&mut c, &["CONFIG", "GET", "latency-monitor-threshold"]);
+    assert_eq!(got.array()[1].bulk(), "5");
+    let bad = c.call(&["CONFIG", "SET", "latency-monitor-threshold", "-1"]);
+    assert!(
+        bad.starts_with("-ERR CONFIG SET failed (possibly related to argument 'latency-monitor-threshold')"),
+        "{bad}"
+    );
+    assert_eq!(call(&mut c, &["LATENCY", "HISTORY", "no-such-event"]), V::Array(vec![]));
+    assert_eq!(call(&mut c, &["LATENCY", "RESET", "no-such-event"]), V::Int(0));
+}
+
+#[test]
+fn a_slow_command_is_sampled_and_reset() {
+    let Some(server) = resp_server() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Resp::new(&server);
+    let _off = Off(server.resp_addr());
+    assert_eq!(c.call(&["CONFIG", "SET", "latency-monitor-threshold", "1"]), "+OK\r\n");
+    // One SADD of 200,000 members: milliseconds on either server.
+    let key = "latency:big";
+    c.call(&["DEL", key]);
+    let members: Vec<String> = (0..200_000).map(|i| format!("member:{i}")).collect();
+    let mut args: Vec<&str> = vec!["SADD", key];
+    args.extend(members.iter().map(|m| m.as_str()));
+    assert_eq!(as_int(&c.call(&args)), 200_000);
+    // SADD is flagged fast: Redis files it under "fast-command".
+    let latest = call(&mut c, &["LATENCY", "LATEST"]);
+    let row = latest
+        .array()
+        .iter()
+        .find(|r| r.array()[0].bulk() == "fast-command")
+        .unwrap_or_else(|| panic!("no fast-command event in {latest:?}"))
+        .clone();
+    let [_, time, last, max] = row.array() else { panic!("four fields: {row:?}") };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!((now - 60..=now + 1).contains(&time.int()), "{time:?}");
+    assert!(last.int() >= 1 && max.int() >= last.int(), "{row:?}");
+    let history = call(&mut c, &["LATENCY", "HISTORY", "fast-command"]);
+    assert!(!history.array().is_empty());
+    for s in history.array() {
+        assert_eq!(s.array().len(), 2, "[time, ms]: {s:?}");
+        assert!(s.array()[1].int() >= 1);
+    }
+    let doctor = call(&mut c, &["LATENCY", "DOCTOR"]);
+    assert!(doctor.bulk().contains("fast-command"), "{doctor:?}");
+    assert_eq!(call(&mut c, &["LATENCY", "RESET", "fast-command", "no-such-event"]), V::Int(1));
+    c.call(&["DEL", key]);
+}
+
+#[test]
+fn histogram_is_cumulative_per_command() {
+    let Some(server) = resp_server() else { return };
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Resp::new(&server);
+    c.call(&["SET", "latency:k", "v"]);
+    c.call(&["GET", "latency:k"]);
+    let h = call(&mut c, &["LATENCY", "HISTOGRAM", "get", "set", "no-such-command"]);
+    let h = h.array();
+    assert_eq!(h.len(), 4, "get and set, each name then its map: {h:?}");
+    for pair in h.chunks(2) {
+        assert!(["get", "set"].contains(&pair[0].bulk()), "{pair:?}");
+        let m = pair[1].array();
+        assert_eq!(m[0].bulk(), "calls");
+        let calls = m[1].int();
+        assert!(calls >= 1);
+        assert_eq!(m[2].bulk(), "histogram_usec");
+        let buckets = m[3].array();
+        assert!(!buckets.is_empty() && buckets.len() % 2 == 0, "{buckets:?}");
+        let mut prev = (0, 0);
+        for b in buckets.chunks(2) {
+            let (us, n) = (b[0].int(), b[1].int());
+            assert!(us > prev.0 && n > prev.1, "bucket bounds and counts both grow: {buckets:?}");
+            prev = (us, n);
+        }
+        assert_eq!(prev.1, calls, "the last bucket counts every call");
+    }
+}
