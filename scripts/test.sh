@@ -42,6 +42,9 @@ command -v memcached >/dev/null 2>&1 || apt_missing+=(memcached)
 command -v memccapable >/dev/null 2>&1 || apt_missing+=(libmemcached-tools)
 command -v redis-server >/dev/null 2>&1 || apt_missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || apt_missing+=(redis-tools)
+# openssl: the TLS tests make their certificates with it and drive
+# `openssl s_client` (tls_clients.rs, tests/python/test_tls.py).
+command -v openssl >/dev/null 2>&1 || apt_missing+=(openssl)
 python3 -m pip --version >/dev/null 2>&1 || apt_missing+=(python3-pip)
 # pylibmc (tests/python/test_pylibmc_binary.py): Debian's build; pip's
 # needs a compiler and libmemcached-dev.

@@ -108,6 +108,11 @@ pub enum Request<'a> {
     Shutdown {
         args: Keys<'a>,
     },
+    /// refresh_certs: read the TLS certificate files again (memcached's
+    /// reply is "OK" or the reason, noreply aside).
+    RefreshCerts {
+        noreply: bool,
+    },
     /// lru_crawler with its arguments (`metadump all`, ...).
     LruCrawler {
         args: Keys<'a>,
@@ -363,6 +368,10 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
         b"stats" => Parse::Done(Request::Stats { args: Keys(rest) }, consumed),
         b"shutdown" => Parse::Done(Request::Shutdown { args: Keys(rest) }, consumed),
         b"lru_crawler" => Parse::Done(Request::LruCrawler { args: Keys(rest) }, consumed),
+        b"refresh_certs" => {
+            let noreply = rest.split(|&b| b == b' ').any(|w| w == b"noreply");
+            Parse::Done(Request::RefreshCerts { noreply }, consumed)
+        }
         _ => {
             // memcached closes on what looks like an HTTP request line.
             let last = body.rsplit(|&b| b == b' ').find(|w| !w.is_empty()).unwrap_or(b"");

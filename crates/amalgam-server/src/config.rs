@@ -270,6 +270,46 @@ pub struct Args {
     #[arg(short = 'Y', long = "auth-file", value_name = "FILE")]
     pub auth_file: Option<std::path::PathBuf>,
 
+    // TLS (tls.rs): memcached's flags, then Redis's. One certificate, key
+    // and CA serve both ports; each port has its own client policy.
+    /// memcached's -Z: the memcached port (-p) speaks TLS only. Needs a
+    /// certificate: `-o ssl_chain_cert=FILE,ssl_key=FILE` (or the long
+    /// flags below, or --tls-cert-file/--tls-key-file).
+    #[arg(short = 'Z', long = "enable-ssl")]
+    pub enable_ssl: bool,
+    /// memcached's `-o ssl_chain_cert`: the certificate chain (PEM).
+    #[arg(long = "ssl-chain-cert", value_name = "FILE")]
+    pub ssl_chain_cert: Option<std::path::PathBuf>,
+    /// memcached's `-o ssl_key`: the private key (PEM); defaults to the
+    /// chain file.
+    #[arg(long = "ssl-key", value_name = "FILE")]
+    pub ssl_key: Option<std::path::PathBuf>,
+    /// memcached's `-o ssl_ca_cert`: CA certificates (PEM) for client
+    /// certificates.
+    #[arg(long = "ssl-ca-cert", value_name = "FILE")]
+    pub ssl_ca_cert: Option<std::path::PathBuf>,
+    /// memcached's `-o ssl_verify_mode`: client certificates on the
+    /// memcached port: 0 none (default), 1 request, 2 require, 3 once.
+    #[arg(long = "ssl-verify-mode", value_name = "0-3")]
+    pub ssl_verify_mode: Option<String>,
+    /// Redis's tls-port: a TLS RESP listener on this port (0, the
+    /// default: none); --resp-port still serves plain RESP (0 turns it off).
+    #[arg(long = "tls-port", default_value_t = 0)]
+    pub tls_port: u16,
+    /// Redis's tls-cert-file (the same as ssl_chain_cert).
+    #[arg(long = "tls-cert-file", value_name = "FILE")]
+    pub tls_cert_file: Option<std::path::PathBuf>,
+    /// Redis's tls-key-file (the same as ssl_key).
+    #[arg(long = "tls-key-file", value_name = "FILE")]
+    pub tls_key_file: Option<std::path::PathBuf>,
+    /// Redis's tls-ca-cert-file (the same as ssl_ca_cert).
+    #[arg(long = "tls-ca-cert-file", value_name = "FILE")]
+    pub tls_ca_cert_file: Option<std::path::PathBuf>,
+    /// Redis's tls-auth-clients for the TLS RESP port: yes (require a
+    /// client certificate), optional, no. Default: yes when a CA is given,
+    /// else no.
+    #[arg(long = "tls-auth-clients", value_name = "yes|no|optional")]
+    pub tls_auth_clients: Option<String>,
     /// A config file in Redis's format (`name value` lines; Redis's names
     /// such as `port` (the RESP port), `maxmemory 100mb`, `bind`,
     /// `requirepass`, `dir`, `loglevel`, and Amalgam's long flags such as
@@ -399,6 +439,10 @@ impl Args {
         for o in self.extended_options() {
             o?;
         }
+        if self.tls_port != 0 && (self.tls_port == self.port || self.tls_port == self.resp_port) {
+            return Err(format!("--tls-port {} is also the memcached or RESP port: give another", self.tls_port));
+        }
+        self.tls_settings()?;
         Ok(())
     }
 
@@ -487,6 +531,49 @@ impl Args {
         })
     }
 
+    /// The last `-o NAME=value` given, if any.
+    fn extended_value(&self, name: &str) -> Option<String> {
+        self.extended_options()
+            .filter_map(|o| match o {
+                Ok(ExtendedOption::Honoured(n, v)) if n == name => v,
+                _ => None,
+            })
+            .last()
+    }
+
+    /// The TLS configuration asked for (-Z, --tls-port), if any: the long
+    /// flags win over `-o`, Redis's names over memcached's.
+    pub fn tls_settings(&self) -> Result<Option<crate::tls::Settings>, String> {
+        use crate::tls::{ClientAuth, Files, Settings};
+        let path = |flag: &Option<std::path::PathBuf>, redis: &Option<std::path::PathBuf>, o: &str| {
+            redis.clone().or_else(|| flag.clone()).or_else(|| self.extended_value(o).map(Into::into))
+        };
+        let cert = path(&self.ssl_chain_cert, &self.tls_cert_file, "ssl_chain_cert");
+        let key = path(&self.ssl_key, &self.tls_key_file, "ssl_key");
+        let ca = path(&self.ssl_ca_cert, &self.tls_ca_cert_file, "ssl_ca_cert");
+        let verify = self.ssl_verify_mode.clone().or_else(|| self.extended_value("ssl_verify_mode"));
+        let memcached = match (self.enable_ssl, verify) {
+            (false, _) => None,
+            (true, None) => Some(ClientAuth::None),
+            (true, Some(v)) => Some(ClientAuth::from_verify_mode(&v)?),
+        };
+        if memcached.is_none() && self.tls_port == 0 {
+            return Ok(None);
+        }
+        let Some(cert) = cert else {
+            return Err("TLS (-Z or --tls-port) needs a certificate: give -o ssl_chain_cert=FILE,ssl_key=FILE or \
+                        --tls-cert-file FILE --tls-key-file FILE"
+                .into());
+        };
+        let resp = match &self.tls_auth_clients {
+            Some(v) => ClientAuth::from_auth_clients(v)?,
+            None if ca.is_some() => ClientAuth::Required,
+            None => ClientAuth::None,
+        };
+        let key = key.unwrap_or_else(|| cert.clone());
+        Ok(Some(Settings { files: Files { cert, key, ca }, memcached, resp }))
+    }
+
     /// The log level to start with: `--loglevel`, `-v`, the more verbose
     /// of the two, else Redis's default (notice).
     pub fn log_level(&self) -> log::LevelFilter {
@@ -506,7 +593,8 @@ impl Args {
 pub const EXIT_USAGE: u8 = 64;
 
 /// `-o` options Amalgam honours.
-const EXTENDED_HONOURED: &[&str] = &["track_sizes", "modern", "no_modern"];
+const EXTENDED_HONOURED: &[&str] =
+    &["track_sizes", "modern", "no_modern", "ssl_chain_cert", "ssl_key", "ssl_ca_cert", "ssl_verify_mode"];
 /// `-o` options memcached knows that tune what Amalgam does not have (its
 /// slab allocator, LRU threads, hash function, logging buffers, extstore's
 /// and TLS's tuning): accepted and ignored, so memcached's command lines
@@ -559,12 +647,8 @@ pub const EXTENDED_IGNORED: &[&str] = &[
     "ext_drop_under",
     "ext_max_frag",
     "ext_max_sleep",
-    "ssl_chain_cert",
-    "ssl_key",
     "ssl_keyformat",
-    "ssl_verify_mode",
     "ssl_ciphers",
-    "ssl_ca_cert",
     "ssl_wbuf_size",
     "ssl_session_cache",
     "ssl_kernel_tls",
@@ -700,6 +784,29 @@ mod memcached_flags {
         assert_eq!(opts("modern,napi_ids=1"), Err("Illegal suboption \"napi_ids=1\"".into()));
         assert!(Args::parse_from(["amalgam", "-o", "modern", "-o", "track_sizes"]).track_sizes());
         assert!(!Args::parse_from(["amalgam", "-o", "modern"]).track_sizes());
+    }
+
+    #[test]
+    fn tls_flags_the_memcached_and_redis_ways() {
+        use crate::tls::ClientAuth;
+        let tls = |argv: &[&str]| Args::parse_from(argv).tls_settings();
+        assert_eq!(tls(&["amalgam"]), Ok(None));
+        // -Z needs a certificate, as memcached does.
+        assert!(tls(&["amalgam", "-Z"]).unwrap_err().contains("needs a certificate"));
+        let s = tls(&["amalgam", "-Z", "-o", "modern,ssl_chain_cert=/c.pem,ssl_verify_mode=1,ssl_ca_cert=/ca.pem"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.files.cert, std::path::Path::new("/c.pem"));
+        assert_eq!(s.files.key, s.files.cert, "the key defaults to the chain file");
+        assert_eq!((s.memcached, s.resp), (Some(ClientAuth::Optional), ClientAuth::Required));
+        assert!(tls(&["amalgam", "-Z", "-o", "ssl_chain_cert=/c.pem,ssl_verify_mode=7"]).is_err());
+        // Redis's flags; the long flags win over -o.
+        let s = tls(&["amalgam", "--tls-port", "6380", "--tls-cert-file", "/r.pem", "-o", "ssl_chain_cert=/c.pem"])
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.files.cert.to_str(), s.memcached, s.resp), (Some("/r.pem"), None, ClientAuth::None));
+        assert!(tls(&["amalgam", "--tls-port", "1", "--tls-cert-file", "/r", "--tls-auth-clients", "x"]).is_err());
+        assert!(Args::parse_from(["amalgam", "--tls-port", "11211", "--tls-cert-file", "/r"]).validate().is_err());
     }
 
     #[test]

@@ -238,6 +238,14 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         Request::Quit => return After::Close,
         Request::Stats { args } => crate::admin::stats_command(shared, args, out),
         Request::Shutdown { args } => return crate::admin::shutdown(shared, args, out),
+        Request::RefreshCerts { noreply } => match &shared.tls {
+            // memcached's texts: without -Z, then a file that will not load.
+            None => push_line(out, "Error TLS not enabled"),
+            Some(tls) => match tls.reload(|_| {}) {
+                Ok(()) => reply_line("OK", noreply),
+                Err(e) => push_line(out, &format!("Error loading the certificate chain: {e}")),
+            },
+        },
         Request::LruCrawler { args } => return crate::admin::lru_crawler(shared, args, out),
         Request::Meta { cmd, line, data } => return crate::meta::run(shared, stats, cmd, line, data, out),
     }

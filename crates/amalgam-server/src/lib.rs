@@ -33,6 +33,13 @@
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.
 //!
+//! ## TLS (`tls.rs`)
+//! A connection from a TLS listener (memcached's port with `-Z`, RESP's
+//! `--tls-port`) carries a rustls session: its turn reads and writes
+//! through it, non-blocking, and is otherwise the same turn, so a stalled
+//! handshake waits for readiness holding no worker. The certificate files
+//! reload (SIGHUP, `refresh_certs`, CONFIG SET) for new connections.
+//!
 //! ## Blocked RESP clients (`resp/blocking.rs`)
 //! A client in BLPOP and friends stays on its worker, costing nothing: its
 //! connection waits in the event loop, its pipelined commands unparsed. A push
@@ -151,6 +158,7 @@ pub mod resp;
 pub mod settings;
 pub mod stats;
 pub mod ticks;
+pub mod tls;
 pub mod worker;
 
 use amalgam_engine::Store;
@@ -209,6 +217,8 @@ pub struct Shared {
     pub acl: resp::acl::Acl,
     /// memcached's `-Y` users (`authfile.rs`), if given.
     pub authfile: Option<authfile::AuthFile>,
+    /// TLS's certificates and policies (`tls.rs`), if -Z or --tls-port.
+    pub tls: Option<tls::Tls>,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -284,8 +294,10 @@ impl Shared {
             None => None,
             Some(p) => Some(authfile::AuthFile::load(p)?),
         };
+        let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
         let shared = Arc::new(Shared {
+            tls,
             acl,
             authfile,
             store,

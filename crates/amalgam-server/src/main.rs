@@ -11,8 +11,9 @@
 //! `shutdown` and Redis's SHUTDOWN raise SIGTERM); SIGHUP never stops it:
 //! memcached ignores it and Redis's users send it to make a server reopen
 //! its logs. Amalgam logs to stderr and reads its config file only at
-//! start (CONFIG SET changes settings at run time), so there is nothing to
-//! reopen or reload; at loglevel verbose it says so.
+//! start (CONFIG SET changes settings at run time); with TLS on, SIGHUP
+//! reloads the certificate, key and CA files (tls.rs), otherwise there is
+//! nothing to reopen or reload and at loglevel verbose it says so.
 //!
 //! Logging (`logging.rs`) starts before anything else, at the level of
 //! `--loglevel`/`-v`; the config file (`--config`, `conffile.rs`) is read
@@ -170,12 +171,13 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
              (user:password lines) to require authentication, or -l 127.0.0.1 to serve this machine only."
         );
     }
-    let mut listeners = vec![(listener, Protocol::Memcached)];
+    // -Z: memcached's port speaks TLS only, as memcached's does.
+    let mut listeners = vec![(listener, Protocol::Memcached, args.enable_ssl)];
     if args.resp_port != 0 {
         let resp_addr = SocketAddr::new(addr.ip(), args.resp_port);
         let fix = "give another with --resp-port, or --resp-port 0 to turn RESP off";
         match listen(resp_addr, "for RESP ", fix) {
-            Ok(resp) => listeners.push((resp, Protocol::Resp)),
+            Ok(resp) => listeners.push((resp, Protocol::Resp, false)),
             // Left at its default, RESP must not stop a memcached-only
             // start where Redis (or another Amalgam) holds 6379.
             Err((ErrorKind::AddrInUse, e)) if !args.resp_port_explicit => {
@@ -184,6 +186,11 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
             }
             Err((_, e)) => return Err(e),
         }
+    }
+    if args.tls_port != 0 {
+        let tls_addr = SocketAddr::new(addr.ip(), args.tls_port);
+        let tls = listen(tls_addr, "for TLS RESP ", "give another with --tls-port").map_err(|(_, e)| e)?;
+        listeners.push((tls, Protocol::Resp, true));
     }
     let metrics = match args.metrics_port {
         0 => None,
@@ -234,7 +241,16 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
         .spawn(move || {
             for sig in signals.forever() {
                 if sig == SIGHUP {
-                    log::debug!("SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
+                    // TLS: read the certificate, key and CA again; new
+                    // connections use them (tls.rs).
+                    if let Some(tls) = &sig_shared.tls {
+                        match tls.reload(|_| {}) {
+                            Ok(()) => log::warn!("SIGHUP: TLS certificates reloaded"),
+                            Err(e) => log::warn!("SIGHUP: TLS certificates not reloaded, the old ones serve on: {e}"),
+                        }
+                    } else {
+                        log::debug!("SIGHUP: nothing to reopen or reload (logs go to stderr); serving on");
+                    }
                     continue;
                 }
                 log::info!("{}: shutting down", if sig == SIGINT { "SIGINT" } else { "SIGTERM" });
@@ -284,7 +300,7 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
 fn log_start(
     shared: &Shared,
     addr: SocketAddr,
-    listeners: &[(mio::net::TcpListener, Protocol)],
+    listeners: &[amalgam_server::worker::Listener],
     metrics: Option<SocketAddr>,
 ) {
     let a = &shared.args;
@@ -301,7 +317,7 @@ fn log_start(
         None => log::info!("persistence off (no --dir)"),
     }
     log::info!("memcached protocol on {addr}");
-    if let Some((l, _)) = listeners.get(1) {
+    if let Some((l, _, _)) = listeners.get(1) {
         log::info!("RESP on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
     }
     if let Some(m) = metrics {

@@ -456,6 +456,47 @@ fn rows() -> Vec<Setting> {
             default: |_| crate::logging::LEVEL_DEFAULT.into(),
         },
     ];
+    // TLS (tls.rs): the port and client policy are fixed at start; the
+    // files reload at CONFIG SET (resp/server.rs `reload_tls`, all of one
+    // CONFIG SET together), so their `set` has nothing left to do.
+    r.push(Setting {
+        name: "tls-port",
+        kind: Kind::Int(0, 65535),
+        get: |s, _| s.args.tls_port.to_string(),
+        set: None,
+        start: Start::Flag("--tls-port"),
+        refuse: None,
+        default: |_| "0".into(),
+    });
+    for (name, flag) in [("tls-cert-file", "--tls-cert-file"), ("tls-key-file", "--tls-key-file")] {
+        r.push(Setting {
+            name,
+            kind: Kind::Text,
+            get: tls_file,
+            set: Some(|_, _, _| {}),
+            start: Start::Flag(flag),
+            refuse: Some(tls_off),
+            default: empty,
+        });
+    }
+    r.push(Setting {
+        name: "tls-ca-cert-file",
+        kind: Kind::Text,
+        get: tls_file,
+        set: Some(|_, _, _| {}),
+        start: Start::Flag("--tls-ca-cert-file"),
+        refuse: Some(tls_off),
+        default: empty,
+    });
+    r.push(Setting {
+        name: "tls-auth-clients",
+        kind: Kind::Enum(&["no", "yes", "optional"]),
+        get: |s, _| s.tls.as_ref().map_or(crate::tls::ClientAuth::Required, |t| t.resp_auth()).redis_name().into(),
+        set: None,
+        start: Start::Flag("--tls-auth-clients"),
+        refuse: None,
+        default: |_| "yes".into(),
+    });
     // The collection thresholds (resp/typed.rs): Redis 7's names and their
     // legacy aliases, which CONFIG GET lists too.
     for (name, alias) in LiveThresholds::NAMES {
@@ -472,6 +513,25 @@ fn rows() -> Vec<Setting> {
         }
     }
     r
+}
+
+/// TLS's file settings, which CONFIG SET reloads together (tls.rs).
+pub const TLS_FILES: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
+
+/// CONFIG GET tls-cert-file and friends: the file in use ("" without TLS).
+fn tls_file(s: &Shared, name: &'static str) -> String {
+    let Some(files) = s.tls.as_ref().map(|t| t.files()) else { return String::new() };
+    let path = match name {
+        "tls-cert-file" => Some(files.cert),
+        "tls-key-file" => Some(files.key),
+        _ => files.ca,
+    };
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// Without TLS there is nothing to reload: a file cannot be set then.
+fn tls_off(s: &Shared, v: &[u8]) -> Option<String> {
+    (s.tls.is_none() && !v.is_empty()).then(|| "can't set immutable config".into())
 }
 
 /// Every setting, in CONFIG GET's order.

@@ -81,8 +81,12 @@ pub enum Protocol {
     Resp,
 }
 
-/// New connections handed from the acceptor to one worker.
-pub type Inbox = Arc<Mutex<Vec<(TcpStream, Protocol)>>>;
+/// A listener: its socket, its protocol, and whether it speaks TLS (tls.rs).
+pub type Listener = (TcpListener, Protocol, bool);
+
+/// New connections handed from the acceptor to one worker, with their
+/// protocol and whether they speak TLS.
+pub type Inbox = Arc<Mutex<Vec<(TcpStream, Protocol, bool)>>>;
 
 /// A worker as the acceptor sees it: where to hand new connections.
 #[derive(Debug)]
@@ -118,14 +122,9 @@ static ACCEPT_ERROR_LOG: amalgam_persist::ratelimit::RateLimit = amalgam_persist
 /// over all of them together, and deals them to the workers round-robin.
 /// It also wakes every `WATCH_PERIOD` to log evictions under memory
 /// pressure (`logging::EvictionWatch`).
-pub fn run_acceptor(
-    shared: &Shared,
-    mut listeners: Vec<(TcpListener, Protocol)>,
-    mut poll: Poll,
-    workers: &[WorkerHandle],
-) {
+pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Poll, workers: &[WorkerHandle]) {
     let mut listen_addrs = Vec::with_capacity(listeners.len());
-    for (i, (listener, _)) in listeners.iter_mut().enumerate() {
+    for (i, (listener, _, _)) in listeners.iter_mut().enumerate() {
         if let Err(e) = poll.registry().register(listener, Token(i), Interest::READABLE) {
             log::error!("cannot watch the listening socket: {e}");
             return;
@@ -147,22 +146,29 @@ pub fn run_acceptor(
             return;
         }
         for ev in events.iter() {
-            let Some((listener, protocol)) = listeners.get(ev.token().0) else { continue };
+            let Some((listener, protocol, tls)) = listeners.get(ev.token().0) else { continue };
             let listen = listen_addrs[ev.token().0];
             for _ in 0..ACCEPTS_PER_EVENT_MAX {
                 match listener.accept() {
                     Ok((mut sock, peer)) => {
                         if shared.curr_connections.load(Ordering::Relaxed) >= shared.conn_limit {
-                            let _ = sock.write(match protocol {
-                                Protocol::Memcached => TOO_MANY_CONNECTIONS,
-                                Protocol::Resp => RESP_TOO_MANY_CONNECTIONS,
-                            });
+                            // A TLS client could not read a plain reply:
+                            // it is closed without one.
+                            if !*tls {
+                                let _ = sock.write(match protocol {
+                                    Protocol::Memcached => TOO_MANY_CONNECTIONS,
+                                    Protocol::Resp => RESP_TOO_MANY_CONNECTIONS,
+                                });
+                            }
                             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
                         if *protocol == Protocol::Resp && crate::resp::acl::protected(shared, peer) {
-                            // Redis's protected mode: answered at accept, closed.
-                            let _ = sock.write(crate::resp::acl::DENIED.as_bytes());
+                            // Redis's protected mode: answered at accept
+                            // (in the clear, so not to a TLS client), closed.
+                            if !*tls {
+                                let _ = sock.write(crate::resp::acl::DENIED.as_bytes());
+                            }
                             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
@@ -178,7 +184,7 @@ pub fn run_acceptor(
                             .insert(sock.as_raw_fd(), crate::OpenConn { peer, listen });
                         let w = &workers[next % workers.len()];
                         next += 1;
-                        w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push((sock, *protocol));
+                        w.inbox.lock().unwrap_or_else(|e| e.into_inner()).push((sock, *protocol, *tls));
                         w.wake();
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -240,6 +246,10 @@ struct Conn {
     /// (the worker thread's last journaled record when they were made);
     /// they are sent once the log has secured it (lib.rs § Persistence).
     commit_target: u64,
+    /// The TLS session of a connection from a TLS listener (tls.rs); its
+    /// reads and writes go through it. None for plaintext: one test per
+    /// read, write and round, never per command.
+    tls: Option<Box<rustls::ServerConnection>>,
 }
 
 /// What a turn left the connection in.
@@ -339,7 +349,24 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     }
                 }
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
-                for (mut sock, protocol) in fresh {
+                for (mut sock, protocol, tls) in fresh {
+                    let tls = match (tls, shared.tls.as_ref()) {
+                        (false, _) => None,
+                        (true, Some(t)) => match t.accept(protocol) {
+                            Ok(session) => Some(Box::new(session)),
+                            Err(e) => {
+                                eprintln!("amalgam: cannot start a TLS session: {e}");
+                                unlist(shared, &sock);
+                                shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                                continue;
+                            }
+                        },
+                        (true, None) => {
+                            unlist(shared, &sock);
+                            shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
                     let entry = conns.vacant_entry();
                     let token = Token(entry.key());
                     if poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE).is_err() {
@@ -370,6 +397,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         binary: None,
                         authed: shared.authfile.is_none(),
                         commit_target: 0,
+                        tls,
                     });
                     ready.push(token.0);
                 }
@@ -527,13 +555,28 @@ impl Conn {
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
         for _ in 0..ROUNDS_PER_TURN_MAX {
+            if self.tls.is_some() {
+                // Records rustls still holds (handshake messages, the end
+                // of a reply the socket did not take) go first.
+                match self.tls_flush() {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => return Turn::Closed,
+                }
+            }
             if self.wpos < self.wbuf.len() {
                 // Replies may acknowledge writes this thread journaled: they
                 // leave only after the log has them (lib.rs § Persistence).
                 if shared.persist.as_ref().is_some_and(|p| p.committed() < self.commit_target) {
                     return Turn::Commit;
                 }
-                match self.sock.write(&self.wbuf[self.wpos..]) {
+                let pending = &self.wbuf[self.wpos..];
+                let sent = match self.tls.as_deref_mut() {
+                    None => self.sock.write(pending),
+                    Some(t) => crate::tls::send(t, &mut self.sock, pending),
+                };
+                match sent {
                     Ok(0) => return Turn::Closed,
                     Ok(n) => {
                         bump(&stats.bytes_written, n as u64);
@@ -590,6 +633,17 @@ impl Conn {
             }
         }
         Turn::Again
+    }
+
+    /// Sends what a TLS connection's rustls session holds (out of line:
+    /// the plaintext turn carries none of it).
+    #[cold]
+    #[inline(never)]
+    fn tls_flush(&mut self) -> std::io::Result<()> {
+        match self.tls.as_deref_mut() {
+            Some(t) if t.wants_write() => crate::tls::flush(t, &mut self.sock),
+            _ => Ok(()),
+        }
     }
 
     /// Reads once into the free tail of the read buffer (at most
@@ -657,9 +711,14 @@ impl Conn {
         }
         let end = self.rbuf.len().min(self.rend + READ_BYTES_PER_ROUND_MAX);
         let asked = end - self.rend;
-        let n = self.sock.read(&mut self.rbuf[self.rend..end])?;
+        let n = match self.tls.as_deref_mut() {
+            None => self.sock.read(&mut self.rbuf[self.rend..end])?,
+            Some(t) => crate::tls::read(t, &mut self.sock, &mut self.rbuf[self.rend..end])?,
+        };
         self.rend += n;
-        self.drained = n < asked;
+        // A short read of decrypted bytes says nothing about the socket:
+        // a TLS connection reads on until the socket says WouldBlock.
+        self.drained = n < asked && self.tls.is_none();
         Ok(n)
     }
 

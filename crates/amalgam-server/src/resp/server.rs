@@ -313,6 +313,17 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             push_error(out, format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes())
         }
         None => {
+            // TLS's files (tls.rs) reload together, before anything else
+            // applies: a certificate and its key change in one CONFIG SET,
+            // and a file that does not load changes nothing.
+            if let Err((name, e)) = reload_tls(shared, &chosen) {
+                log::warn!("CONFIG SET {name}: TLS configuration not updated: {e}");
+                let why = "Unable to update TLS configuration. Check server logs.";
+                return push_error(
+                    out,
+                    format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}").as_bytes(),
+                );
+            }
             for &(row, v) in &chosen {
                 if let Some(set) = row.set {
                     set(shared, row.name, v);
@@ -321,6 +332,27 @@ fn config_set(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             push_simple(out, "OK")
         }
     }
+}
+
+/// Reloads TLS with the `tls-*-file` values among `chosen` (even the same
+/// names: Redis reloads then too); Err: the first such name and why.
+fn reload_tls(shared: &crate::Shared, chosen: &[(&Setting, &[u8])]) -> Result<(), (&'static str, String)> {
+    let files: Vec<(&'static str, std::path::PathBuf)> = chosen
+        .iter()
+        .filter(|(row, _)| settings::TLS_FILES.contains(&row.name))
+        .map(|&(row, v)| (row.name, std::path::PathBuf::from(String::from_utf8_lossy(v).into_owned())))
+        .collect();
+    let (Some(&(first, _)), Some(tls)) = (files.first(), &shared.tls) else { return Ok(()) };
+    tls.reload(|f| {
+        for (name, path) in files.iter().cloned() {
+            match name {
+                "tls-cert-file" => f.cert = path,
+                "tls-key-file" => f.key = path,
+                _ => f.ca = (!path.as_os_str().is_empty()).then_some(path),
+            }
+        }
+    })
+    .map_err(|e| (first, e))
 }
 
 fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# TLS throughput and handshake rate, side by side in one run (issue 20 §6):
+# Amalgam plaintext RESP vs Amalgam TLS RESP (the same server, two ports)
+# vs Debian's redis-server with TLS, with redis-benchmark (a client not
+# written here), RUNS alternating rounds, medians printed as a markdown
+# table. Certificates: scripts/tls-test-certs.sh (test-only, temporary).
+# Needs a release build: cargo build --release -p amalgam-server.
+# Usage: scripts/compare-tls.sh   (env: RUNS=3 N=200000 CLIENTS=50 HS_N=20000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-3} N=${N:-200000} CLIENTS=${CLIENTS:-50} HS_N=${HS_N:-20000}
+amalgam=${CARGO_TARGET_DIR:-target}/release/amalgam
+[ -x "$amalgam" ] || { echo "build first: cargo build --release -p amalgam-server" >&2; exit 1; }
+dir=$(mktemp -d)
+out=$dir/runs.csv
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+bash scripts/tls-test-certs.sh "$dir/certs" >/dev/null
+c=$dir/certs
+# Ports below 32768 (the ephemeral range starts there).
+mc_port=21911 plain_port=21912 tls_port=21913 redis_port=21914
+"$amalgam" -l 127.0.0.1 -p "$mc_port" -U 0 --resp-port "$plain_port" --tls-port "$tls_port" \
+  --tls-cert-file "$c/server.crt" --tls-key-file "$c/server.key" -m 1024 >/dev/null 2>&1 &
+pids+=($!)
+redis-server --port 0 --bind 127.0.0.1 --tls-port "$redis_port" --tls-cert-file "$c/server.crt" \
+  --tls-key-file "$c/server.key" --tls-ca-cert-file "$c/ca.crt" --tls-auth-clients no \
+  --save '' --appendonly no >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+tls=(--tls --cacert "$c/ca.crt")
+declare -A args=([amalgam-plain]="-p $plain_port" [amalgam-tls]="-p $tls_port ${tls[*]}" [redis-tls]="-p $redis_port ${tls[*]}")
+echo "target,pipeline,run,test,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms" >"$out"
+for run in $(seq 1 "$RUNS"); do
+  for p in 1 16; do
+    for t in amalgam-plain amalgam-tls redis-tls; do
+      # shellcheck disable=SC2086
+      redis-benchmark ${args[$t]} -c "$CLIENTS" -n "$N" -t get,set -P "$p" --threads 2 --csv 2>/dev/null |
+        tail -n +2 | tr -d '"' | sed "s/^/$t,$p,$run,/" >>"$out"
+    done
+  done
+  # Handshake rate: a new connection (and TLS handshake) per request (-k 0).
+  for t in amalgam-plain amalgam-tls redis-tls; do
+    # shellcheck disable=SC2086
+    redis-benchmark ${args[$t]} -c "$CLIENTS" -n "$HS_N" -t ping -k 0 --threads 2 --csv 2>/dev/null |
+      tail -n +2 | tr -d '"' | sed "s/^/$t,handshake,$run,/" >>"$out"
+  done
+done
+cp "$out" "${TLS_RUNS_CSV:-/tmp/compare-tls-runs.csv}"
+python3 - "$out" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def med(t, p, test, f):
+    v = [float(r[f]) for r in rows if r["target"] == t and r["pipeline"] == p and r["test"].startswith(test)]
+    return statistics.median(v) if v else float("nan")
+print("| test | pipeline | amalgam plain req/s | amalgam TLS req/s | redis TLS req/s | TLS cost | amalgam TLS / redis TLS | p99 ms plain / TLS / redis TLS |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
+for test in ("SET", "GET"):
+    for p in ("1", "16"):
+        a, t, r = (med(x, p, test, "rps") for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
+        p99 = " / ".join(f"{med(x, p, test, 'p99_ms'):.3f}" for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
+        print(f"| {test} | {p} | {a:.0f} | {t:.0f} | {r:.0f} | {100 * (1 - t / a):.1f}% | {t / r:.2f}x | {p99} |")
+a, t, r = (med(x, "handshake", "PING", "rps") for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
+print(f"| new connection per PING (-k 0) | 1 | {a:.0f} | {t:.0f} | {r:.0f} | {100 * (1 - t / a):.1f}% | {t / r:.2f}x | |")
+PY
