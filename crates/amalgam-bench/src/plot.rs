@@ -8,9 +8,11 @@
 //! * `latency.svg`: each run's latency percentile curve (`net`'s
 //!   `latency_curve`), the HdrHistogram percentile plot: x is the
 //!   percentile on a "nines" scale (-log10(1 - p): 90%, 99%, 99.9% equally
-//!   spaced), y the latency in µs on a log scale.
-//! * `rate.svg`: open-loop runs (`--rate`, `--rates`): p99 (thick) and p50 (thin)
-//!   latency against the achieved request rate, one curve per server.
+//!   spaced), y the latency on a log scale. Of repeated runs of one series
+//!   (same name and rate or depth), the median run by p99 is drawn.
+//! * `rate.svg`: open-loop runs (`--rate`, `--rates`): p99 (thick) and p50
+//!   (thin) latency against the achieved request rate, one curve per
+//!   server, each point the medians of the runs at one target rate.
 //! * `throughput.svg`: closed-loop runs of one server at two or more
 //!   pipeline depths (or else client thread counts): requests/s against
 //!   them, the median of repeated runs, one curve per server.
@@ -115,23 +117,31 @@ fn nines_label(x: &f64) -> String {
 }
 
 fn latency(path: &Path, results: &[Value]) -> Result<bool, String> {
-    let series: Vec<Series> = results
-        .iter()
-        .filter_map(|r| {
-            let pts: Vec<(f64, f64)> = r["latency_curve"]
-                .as_array()?
-                .iter()
-                .filter_map(|p| Some((nines(p[0].as_f64()?), p[1].as_f64()?.max(LATENCY_FLOOR_US))))
-                .collect();
-            if pts.is_empty() {
-                return None;
-            }
-            let mut name = name_of(r);
-            match r["target_rate"].as_f64() {
-                Some(rate) => name += &format!(" at {rate:.0}/s"),
-                None => name += &format!(" pipeline {}", r["pipeline"]),
-            }
-            Some((name, pts))
+    // Series name -> its runs' (p99, curve); the median run by p99 is drawn.
+    type Runs = Vec<(f64, Vec<(f64, f64)>)>;
+    let mut runs: BTreeMap<String, Runs> = BTreeMap::new();
+    for r in results {
+        let Some(curve) = r["latency_curve"].as_array() else { continue };
+        let pts: Vec<(f64, f64)> =
+            curve.iter().filter_map(|p| Some((nines(p[0].as_f64()?), p[1].as_f64()?.max(LATENCY_FLOOR_US)))).collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let mut name = name_of(r);
+        match r["target_rate"].as_f64() {
+            Some(rate) => name += &format!(" at {:.0}k/s", rate / 1e3),
+            None => name += &format!(" pipeline {}", r["pipeline"]),
+        }
+        let p99 = r["latency_us"]["p99"].as_f64().unwrap_or(0.0);
+        runs.entry(name).or_default().push((p99, pts));
+    }
+    let series: Vec<Series> = runs
+        .into_iter()
+        .map(|(name, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let n = v.len();
+            let (_, pts) = v.swap_remove((n - 1) / 2);
+            (if n > 1 { format!("{name} (median of {n} runs by p99)") } else { name }, pts)
         })
         .collect();
     if series.is_empty() {
@@ -144,6 +154,7 @@ fn latency(path: &Path, results: &[Value]) -> Result<bool, String> {
     let mut chart = ChartBuilder::on(&root)
         .caption("Latency by percentile", ("sans-serif", 22))
         .margin(12)
+        .margin_right(40)
         .x_label_area_size(45)
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max, (lo..hi).log_scale())
@@ -164,16 +175,33 @@ fn latency(path: &Path, results: &[Value]) -> Result<bool, String> {
 }
 
 fn rate(path: &Path, results: &[Value]) -> Result<bool, String> {
-    let mut p50: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut p99: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for r in results.iter().filter(|r| r["target_rate"].is_number()) {
-        let (Some(x), Some(a), Some(b)) =
-            (r["requests_per_s"].as_f64(), r["latency_us"]["p50"].as_f64(), r["latency_us"]["p99"].as_f64())
-        else {
+    // Series name -> target rate (as bits, for ordering) -> the runs'
+    // (achieved rate, p50, p99); each point is the medians of its runs.
+    type Runs = Vec<(f64, f64, f64)>;
+    let mut runs: BTreeMap<String, BTreeMap<u64, Runs>> = BTreeMap::new();
+    for r in results {
+        let (Some(target), Some(x), Some(a), Some(b)) = (
+            r["target_rate"].as_f64(),
+            r["requests_per_s"].as_f64(),
+            r["latency_us"]["p50"].as_f64(),
+            r["latency_us"]["p99"].as_f64(),
+        ) else {
             continue;
         };
-        p50.entry(name_of(r)).or_default().push((x, a.max(LATENCY_FLOOR_US)));
-        p99.entry(name_of(r)).or_default().push((x, b.max(LATENCY_FLOOR_US)));
+        runs.entry(name_of(r)).or_default().entry(target.to_bits()).or_default().push((x, a, b));
+    }
+    let mut p50: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut p99: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (name, by_rate) in runs {
+        for v in by_rate.into_values() {
+            let x = median(v.iter().map(|t| t.0).collect());
+            p50.entry(name.clone())
+                .or_default()
+                .push((x, median(v.iter().map(|t| t.1).collect()).max(LATENCY_FLOOR_US)));
+            p99.entry(name.clone())
+                .or_default()
+                .push((x, median(v.iter().map(|t| t.2).collect()).max(LATENCY_FLOOR_US)));
+        }
     }
     if p99.is_empty() {
         return Ok(false);
