@@ -192,6 +192,10 @@ pub struct Args {
     /// Label carried into the JSON (e.g. the server's name).
     #[arg(long)]
     pub label: Option<String>,
+    /// The server's worker threads, carried into the JSON (`plot` draws
+    /// throughput against it when runs differ in it).
+    #[arg(long)]
+    pub server_threads: Option<usize>,
     /// Seed of the op streams.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -376,6 +380,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         "mode": if args.rate.is_some() { "open" } else { "closed" },
         "target_rate": args.rate,
         "server_pid": args.server_pid,
+        "server_threads": args.server_threads,
         "preload": preload,
         "machine": machine(),
     });

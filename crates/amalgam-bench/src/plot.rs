@@ -14,8 +14,9 @@
 //!   (thin) latency against the achieved request rate, one curve per
 //!   server, each point the medians of the runs at one target rate.
 //! * `throughput.svg`: closed-loop runs of one server at two or more
-//!   pipeline depths (or else client thread counts): requests/s against
-//!   them, the median of repeated runs, one curve per server.
+//!   pipeline depths (or else server threads, as `net --server-threads`
+//!   recorded them, or else client threads): requests/s against them, the
+//!   median of repeated runs, one curve per server.
 //! * `miss-ratio.svg`: `replay` runs: miss ratio against the server's
 //!   memory limit (`limit_maxbytes`), one curve per server (and scan
 //!   setting).
@@ -251,11 +252,7 @@ fn throughput(path: &Path, results: &[Value]) -> Result<bool, String> {
         v.dedup();
         v.len()
     };
-    let field = if distinct("pipeline") > 1 {
-        "pipeline"
-    } else if distinct("threads") > 1 {
-        "threads"
-    } else {
+    let Some(field) = ["pipeline", "server_threads", "threads"].into_iter().find(|f| distinct(f) > 1) else {
         return Ok(false);
     };
     // Series name -> x -> the runs' requests/s (the median is drawn).
@@ -282,7 +279,11 @@ fn throughput(path: &Path, results: &[Value]) -> Result<bool, String> {
         .map_err(err)?;
     chart
         .configure_mesh()
-        .x_desc(if field == "pipeline" { "pipeline depth" } else { "client threads" })
+        .x_desc(match field {
+            "pipeline" => "pipeline depth",
+            "server_threads" => "server threads",
+            _ => "client threads",
+        })
         .y_desc("requests/s")
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{:.0}k", y / 1e3))

@@ -678,6 +678,13 @@ fn plots_are_valid_svg() {
     let lines = std::fs::read_to_string(&json).unwrap();
     assert_eq!(lines.lines().count(), 2, "one JSON line per rate");
 
+    // Server threads alone differ: throughput by server threads.
+    let mut by_threads: Vec<Value> = closed_template(&addr);
+    by_threads[1]["server_threads"] = 4.into();
+    let files = crate::plot::write_all(&dir.join("threads"), &by_threads).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("throughput.svg")), "{files:?}");
+    assert_svg(&std::fs::read_to_string(dir.join("threads/throughput.svg")).unwrap());
+
     // Closed loop at two depths, and two replay-like results.
     let mut closed = Vec::new();
     for p in ["1", "4"] {
@@ -697,4 +704,12 @@ fn plots_are_valid_svg() {
         assert_svg(&std::fs::read_to_string(dir.join("all").join(f)).unwrap());
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two short closed-loop runs at pipeline 1 recorded with 2 server threads.
+fn closed_template(addr: &SocketAddr) -> Vec<Value> {
+    let a = args(&["--server", &addr.to_string(), "--no-preload", "--duration", "0.2", "--server-threads", "2"]);
+    let r = measure(&a).unwrap();
+    assert_eq!(r["server_threads"], 2);
+    vec![r.clone(), r]
 }
