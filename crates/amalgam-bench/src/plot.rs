@@ -302,7 +302,8 @@ fn miss_ratio(path: &Path, results: &[Value]) -> Result<bool, String> {
             continue;
         };
         let mut name = name_of(r);
-        if r["scan_every"].as_u64().unwrap_or(0) > 0 {
+        // The scripts name the scan case themselves.
+        if r["scan_every"].as_u64().unwrap_or(0) > 0 && r["case"].is_null() {
             name += " with scans";
         }
         by.entry(name).or_default().push((limit / f64::from(1 << 20), m * 100.0));
