@@ -15,11 +15,16 @@
 //!   or meta protocol, or Redis's RESP (GET/SET, or with `--command` one of
 //!   the collection commands of `net/command.rs`, over many keys or one
 //!   `--hot-key`) to any server, with pipeline depth, multi-get size and
-//!   HdrHistogram latencies.
+//!   HdrHistogram latencies; or open-loop at a fixed `--rate`, latency
+//!   timed from each request's due time (coordinated omission corrected).
 //! * **cache** (`cache.rs`): cache-mode measurements against any
 //!   memcached-protocol server: items a memory budget holds (`fill`) and
 //!   the miss ratio of a self-filling Zipf stream, with or without scans
 //!   (`replay`).
+//! * **plot** (`plot.rs`): SVG figures of `net` and `replay` results
+//!   (latency percentile curves, latency against an open-loop rate,
+//!   throughput by pipeline depth, miss ratio by cache size), from `net
+//!   --plot DIR` or from JSON result files.
 //! * **floor** (`floor.rs`): a GET-only server that does nothing but socket
 //!   I/O in the server's event-loop shape; `net` against it measures what
 //!   the kernel alone costs per request, the floor under any server.
@@ -31,4 +36,5 @@ pub mod embedded;
 pub mod floor;
 pub mod net;
 pub mod peers;
+pub mod plot;
 pub mod workload;

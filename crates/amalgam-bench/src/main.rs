@@ -1,5 +1,5 @@
 //! `amalgam-bench`: see the crate documentation in `lib.rs`.
-use amalgam_bench::{cache, embedded, floor, net};
+use amalgam_bench::{cache, embedded, floor, net, plot};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -7,7 +7,7 @@ use clap::Parser;
 enum Cli {
     /// Direct engine calls, side by side with peer maps in one process.
     Embedded(embedded::Args),
-    /// Closed-loop connections to a memcached-protocol server.
+    /// Connections to a memcached-protocol or RESP server: closed loop, or open loop at --rate.
     Net(net::Args),
     /// SET distinct items until the server evicts (or refuses); count what it holds.
     Fill(cache::fill::Args),
@@ -15,6 +15,8 @@ enum Cli {
     Replay(cache::replay::Args),
     /// A GET/SET server doing nothing but socket I/O: the network stack's floor.
     Floor(floor::Args),
+    /// SVG plots of `net` / `replay` JSON results (one per line).
+    Plot(plot::Args),
 }
 
 fn main() {
@@ -24,6 +26,7 @@ fn main() {
         Cli::Fill(a) => cache::fill::run(&a),
         Cli::Replay(a) => cache::replay::run(&a),
         Cli::Floor(a) => floor::run(&a),
+        Cli::Plot(a) => plot::run(&a),
     };
     if let Err(e) = result {
         eprintln!("amalgam-bench: {e}");

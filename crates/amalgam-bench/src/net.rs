@@ -33,6 +33,19 @@
 //!   each keep `--pipeline` requests outstanding; a batch of requests is
 //!   one `write`, replies are parsed incrementally and each completes the
 //!   oldest outstanding request.
+//! * **Open loop** (`--rate N`, or a sweep `--rates A,B,...`, one run per
+//!   rate after one preload): N requests per second in total, spread evenly
+//!   over the connections (`net/schedule.rs`), each written when due
+//!   whatever the server has answered, and timed from its due time: the
+//!   latency is corrected for coordinated omission. `--pipeline` does not
+//!   apply (up to `schedule::OUTSTANDING_MAX` per connection are
+//!   outstanding). The report gives the target and the achieved rate; a
+//!   server that cannot keep up shows an achieved rate below the target and
+//!   latencies that grow with the run.
+//! * **Progress**: a bar with the rate and the time left on stderr when it
+//!   is a terminal (indicatif), nothing otherwise.
+//! * **Plots** (`--plot DIR`, `plot.rs`): the run's latency percentile
+//!   curve, and with `--rates` p99 against the achieved rate, as SVG.
 //! * **Measurement**: requests completed within `[warm-up end, run end)`
 //!   count. Latency is per request, from the clock read before its batch's
 //!   write to the clock read after the read that completed it, in an
@@ -49,16 +62,19 @@ pub mod client;
 pub mod command;
 mod driver;
 pub mod proto;
+pub mod schedule;
 
 pub use client::{Client, ServerStats};
 pub use command::Command;
 pub use driver::{Config, Errors, Phase, Source, Stats};
 pub use proto::Protocol;
+pub use schedule::Schedule;
 
 use crate::workload::{self, op_stream, value_of, Distribution, SplitMix64, Workload};
 use serde_json::{json, Value};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Key operations in all connections' streams together (32 MiB of `Op`s).
@@ -73,6 +89,16 @@ pub const PRELOAD_CONNS_PER_THREAD: usize = 4;
 const VERIFY_BATCH: usize = 32;
 /// Connect and verification read timeout.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Redraws of the progress bar.
+const PROGRESS_TICK: Duration = Duration::from_millis(250);
+/// Points of the latency percentile curve in the JSON, per decade of
+/// "nines" (90%, 99%, 99.9%, ...).
+pub const CURVE_POINTS_PER_NINE: u32 = 20;
+/// The curve stops at this many nines (99.999%) or where the histogram's
+/// count runs out, whichever comes first.
+pub const CURVE_NINES_MAX: f64 = 5.0;
+/// Rates of one `--rates` sweep, at most.
+pub const SWEEP_RATES_MAX: usize = 64;
 
 /// Flags of `amalgam-bench net`.
 #[derive(clap::Args, Debug, Clone)]
@@ -120,6 +146,17 @@ pub struct Args {
     /// Seconds run before the measured window.
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
+    /// Open loop: requests per second in total, spread evenly over the
+    /// connections, each timed from when it was due (not when sent).
+    #[arg(long, conflicts_with = "rates")]
+    pub rate: Option<f64>,
+    /// Open loop at each of these rates (comma-separated requests/s), one
+    /// run and one report row per rate, after one preload.
+    #[arg(long, value_delimiter = ',')]
+    pub rates: Vec<f64>,
+    /// Write SVG plots of the run into this directory (created if missing).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     /// Set every key once before the run (the default).
     #[arg(long, overrides_with = "no_preload")]
     pub preload: bool,
@@ -155,6 +192,10 @@ pub struct Args {
     /// Label carried into the JSON (e.g. the server's name).
     #[arg(long)]
     pub label: Option<String>,
+    /// The server's worker threads, carried into the JSON (`plot` draws
+    /// throughput against it when runs differ in it).
+    #[arg(long)]
+    pub server_threads: Option<usize>,
     /// Seed of the op streams.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -162,26 +203,76 @@ pub struct Args {
     /// holds at least STREAM_REQUESTS_MIN requests).
     #[arg(long, default_value_t = STREAM_KEY_OPS, hide = true)]
     pub stream_key_ops: usize,
+    /// Open loop: requests outstanding per connection at most; later ones
+    /// wait in the client (timed from their due times all the same).
+    #[arg(long, default_value_t = schedule::OUTSTANDING_MAX, hide = true)]
+    pub open_loop_outstanding: usize,
 }
 
-/// Runs the network driver: prints the human report and writes the JSON.
+/// Runs the network driver: prints the human report, writes the JSON (one
+/// line per run; a `--rates` sweep writes one per rate) and the plots.
 pub fn run(args: &Args) -> Result<(), String> {
-    let result = measure(args)?;
-    print!("{}", human(&result));
+    let results = if args.rates.is_empty() {
+        let result = measure(args)?;
+        print!("{}", human(&result));
+        vec![result]
+    } else {
+        sweep(args)?
+    };
     if let Some(path) = &args.json {
-        write_json(path, &result)?;
+        write_json_lines(path, &results)?;
+    }
+    if let Some(dir) = &args.plot {
+        for file in crate::plot::write_all(dir, &results)? {
+            eprintln!("amalgam-bench net: wrote {}", file.display());
+        }
     }
     Ok(())
 }
 
+/// One open-loop run per `--rates` rate, the first after the preload, the
+/// others on the preloaded server; prints one table with a row per rate.
+fn sweep(args: &Args) -> Result<Vec<Value>, String> {
+    if args.rates.len() > SWEEP_RATES_MAX {
+        return Err(format!("--rates takes at most {SWEEP_RATES_MAX} rates"));
+    }
+    let mut results = Vec::new();
+    for (i, &rate) in args.rates.iter().enumerate() {
+        let mut one = args.clone();
+        one.rate = Some(rate);
+        one.rates.clear();
+        if i > 0 {
+            one.no_preload = true;
+            one.preload = false;
+        }
+        let r = measure(&one)?;
+        if i == 0 {
+            print!("{}", human_head(&r));
+            print!("{}", table_header());
+        }
+        print!("{}", table_row(&r));
+        results.push(r);
+    }
+    Ok(results)
+}
+
 /// Writes `value` as one line of JSON to `path` ("-": stdout).
 pub fn write_json(path: &std::path::Path, value: &Value) -> Result<(), String> {
-    let line = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    write_json_lines(path, std::slice::from_ref(value))
+}
+
+/// Writes each of `values` as one line of JSON to `path` ("-": stdout).
+pub fn write_json_lines(path: &std::path::Path, values: &[Value]) -> Result<(), String> {
+    let mut text = String::new();
+    for v in values {
+        text += &serde_json::to_string(v).map_err(|e| e.to_string())?;
+        text.push('\n');
+    }
     if path.as_os_str() == "-" {
-        println!("{line}");
+        print!("{text}");
         Ok(())
     } else {
-        std::fs::write(path, line + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 }
 
@@ -243,6 +334,17 @@ pub fn measure(args: &Args) -> Result<Value, String> {
             ));
         }
     }
+    if let Some(rate) = args.rate {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err("--rate must be positive".into());
+        }
+        if args.pipeline != 1 {
+            return Err("--rate sends each request when due: --pipeline does not apply (leave it at 1)".into());
+        }
+    }
+    if args.rates.iter().any(|r| !(*r > 0.0 && r.is_finite())) {
+        return Err("--rates must all be positive".into());
+    }
     let times_ok = args.duration > 0.0 && args.duration.is_finite() && args.warmup >= 0.0 && args.warmup.is_finite();
     if !times_ok {
         return Err("--duration must be positive and --warmup not negative".into());
@@ -275,7 +377,10 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         "hot_key": args.hot_key,
         "duration_s": args.duration,
         "warmup_s": args.warmup,
+        "mode": if args.rate.is_some() { "open" } else { "closed" },
+        "target_rate": args.rate,
         "server_pid": args.server_pid,
+        "server_threads": args.server_threads,
         "preload": preload,
         "machine": machine(),
     });
@@ -287,7 +392,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         proto: args.protocol,
         key_bytes: w.key_bytes,
         value_bytes: w.value_bytes,
-        depth: args.pipeline,
+        depth: if args.rate.is_some() { args.open_loop_outstanding.max(1) } else { args.pipeline },
         multiget: args.multiget,
         command: args.command,
         members: args.members,
@@ -310,7 +415,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
                         .iter()
                         .map(|&seed| {
                             let ops = op_stream(&w, keys, ops_per_conn, seed);
-                            Ok((connect(addr)?, Source::Ops { ops, pos: 0 }))
+                            Ok((connect(addr)?, Source::Ops { ops, pos: 0, schedule: None }))
                         })
                         .collect()
                 })
@@ -324,22 +429,36 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     let measure_from = start + Duration::from_secs_f64(args.warmup);
     let end = measure_from + Duration::from_secs_f64(args.duration);
     let phase = Phase::Timed { measure_from, end };
+    let mut per_thread = per_thread;
+    if let Some(rate) = args.rate {
+        let n = args.threads * args.conns_per_thread;
+        for (i, (_, source)) in per_thread.iter_mut().flatten().enumerate() {
+            if let Source::Ops { schedule, .. } = source {
+                *schedule = Some(Schedule::new(start, rate, i, n));
+            }
+        }
+    }
+    let answered = AtomicU64::new(0);
+    let bar = progress_bar(args);
     let (stats, cpu) = std::thread::scope(|s| {
         let cfg = &cfg;
+        let answered = &answered;
         let handles: Vec<_> = per_thread
             .into_iter()
             .enumerate()
             .map(|(i, conns)| {
                 std::thread::Builder::new()
                     .name(format!("net-client-{i}"))
-                    .spawn_scoped(s, move || driver::run_thread(cfg, conns, phase))
+                    .spawn_scoped(s, move || driver::run_thread(cfg, conns, phase, answered))
                     .expect("cannot start a client thread")
             })
             .collect();
-        std::thread::sleep(measure_from.saturating_duration_since(Instant::now()));
+        let mut ticker = Ticker { bar: &bar, answered, start, last: (start, 0) };
+        ticker.sleep_until(measure_from);
         let cpu0 = (args.server_pid.and_then(|p| cpu_ticks(&p.to_string())), cpu_ticks("self"));
-        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        ticker.sleep_until(end);
         let cpu1 = (args.server_pid.and_then(|p| cpu_ticks(&p.to_string())), cpu_ticks("self"));
+        bar.finish_and_clear();
         let mut total = Stats::default();
         for h in handles {
             total.merge(&h.join().expect("client thread panicked"));
@@ -357,6 +476,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         return Err(format!("cannot read /proc/{}/stat", args.server_pid.unwrap_or(0)));
     }
     let q = |p: f64| stats.hist.value_at_quantile(p) as f64 / 1e3;
+    let curve: Vec<[f64; 2]> = percentile_curve(&stats.hist);
     let hit_ratio = if stats.get_keys > 0 { Some(stats.hits as f64 / stats.get_keys as f64) } else { None };
     let extra = json!({
         "requests": stats.requests,
@@ -373,6 +493,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
             "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p999": q(0.999),
             "max": stats.hist.max() as f64 / 1e3, "mean": stats.hist.mean() / 1e3,
         },
+        "latency_curve": curve,
         "errors": stats.errors.to_json(),
         "server_cpu_us_per_request": per_request_us(server0, server1, stats.requests),
         "server_cpu_us_per_key": per_request_us(server0, server1, stats.key_ops()),
@@ -390,6 +511,82 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         ));
     }
     Ok(result)
+}
+
+/// The latency distribution as `[percentile, µs]` points, evenly spaced
+/// in "nines" (x = -log10(1 - p): 0 at 0%, 1 at 90%, 2 at 99%, ...), the
+/// HdrHistogram percentile plot's axis, up to [`CURVE_NINES_MAX`] or
+/// the last percentile the count resolves. Empty for an empty histogram.
+pub fn percentile_curve(hist: &hdrhistogram::Histogram<u64>) -> Vec<[f64; 2]> {
+    if hist.is_empty() {
+        return Vec::new();
+    }
+    let nines_max = (hist.len() as f64).log10().min(CURVE_NINES_MAX);
+    let steps = (nines_max * f64::from(CURVE_POINTS_PER_NINE)).ceil() as u32;
+    (0..=steps)
+        .map(|i| {
+            let nines = (f64::from(i) / f64::from(CURVE_POINTS_PER_NINE)).min(nines_max);
+            let p = 1.0 - 10f64.powf(-nines);
+            [p * 100.0, hist.value_at_quantile(p) as f64 / 1e3]
+        })
+        .collect()
+}
+
+/// A progress bar on stderr over the run (warm-up and measured window), or
+/// a hidden one when stderr is not a terminal.
+fn progress_bar(args: &Args) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let total_ms = ((args.warmup + args.duration) * 1e3) as u64;
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total_ms), indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {msg}")
+        .expect("valid progress template")
+        .progress_chars("=> ");
+    bar.set_style(style);
+    let label = args.label.as_deref().unwrap_or("");
+    bar.set_prefix(match args.rate {
+        Some(r) => format!("net {label} at {r:.0}/s"),
+        None => format!("net {label}"),
+    });
+    bar
+}
+
+/// Redraws the progress bar while the main thread waits for the run.
+struct Ticker<'a> {
+    bar: &'a indicatif::ProgressBar,
+    answered: &'a AtomicU64,
+    start: Instant,
+    /// The previous tick: its time and the replies counted then.
+    last: (Instant, u64),
+}
+
+impl Ticker<'_> {
+    /// Sleeps until `t`, redrawing every [`PROGRESS_TICK`] (if the bar is
+    /// shown) with the rate since the previous tick and the time left.
+    fn sleep_until(&mut self, t: Instant) {
+        let end = self.start + Duration::from_millis(self.bar.length().unwrap_or(0));
+        loop {
+            let now = Instant::now();
+            if now >= t {
+                return;
+            }
+            if self.bar.is_hidden() {
+                std::thread::sleep(t - now);
+                continue;
+            }
+            std::thread::sleep((t - now).min(PROGRESS_TICK));
+            let now = Instant::now();
+            let n = self.answered.load(Ordering::Relaxed);
+            let secs = (now - self.last.0).as_secs_f64();
+            let rate = if secs > 0.0 { n.saturating_sub(self.last.1) as f64 / secs } else { 0.0 };
+            self.last = (now, n);
+            self.bar.set_position((now - self.start).as_millis() as u64);
+            let left = end.saturating_duration_since(now).as_secs_f64();
+            self.bar.set_message(format!("{rate:>10.0} req/s  {left:>5.1} s left"));
+        }
+    }
 }
 
 pub(crate) fn resolve(server: &str) -> Result<SocketAddr, String> {
@@ -434,11 +631,13 @@ fn preload(args: &Args, w: &Workload, addr: SocketAddr) -> Result<Value, String>
         per_thread.push(conns);
     }
     let t = Instant::now();
+    let answered = AtomicU64::new(0);
     let stats = std::thread::scope(|s| {
         let cfg = &cfg;
+        let answered = &answered;
         let handles: Vec<_> = per_thread
             .into_iter()
-            .map(|conns| s.spawn(move || driver::run_thread(cfg, conns, Phase::Preload)))
+            .map(|conns| s.spawn(move || driver::run_thread(cfg, conns, Phase::Preload, answered)))
             .collect();
         let mut total = Stats::default();
         for h in handles {
@@ -595,13 +794,23 @@ pub(crate) fn machine() -> Value {
     json!({ "cpu": cpu, "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0) })
 }
 
-/// The human report of a result.
+/// The human report of a result: its head, the table and its errors.
 pub fn human(r: &Value) -> String {
+    let mut out = human_head(r);
+    if r.get("requests").is_some() {
+        out += &table_header();
+        out += &table_row(r);
+    }
+    out
+}
+
+/// The run's description and its preload.
+pub fn human_head(r: &Value) -> String {
     let w = &r["workload"];
     let f = |v: &Value, digits: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.digits$}"));
     let mut out = format!(
         "net {} {}{} ({} B keys, {} B values, {}{}) over {} to {}: {} keys, {} threads x {} conns, \
-         pipeline {}, multiget {}, {} s (+{} s warm-up)\n",
+         {}, multiget {}, {} s (+{} s warm-up)\n",
         r["label"].as_str().unwrap_or(""),
         w["name"].as_str().unwrap_or("?"),
         match r["command"].as_str() {
@@ -625,7 +834,10 @@ pub fn human(r: &Value) -> String {
         r["keys"],
         r["threads"],
         r["conns_per_thread"],
-        r["pipeline"],
+        match r["target_rate"].as_f64() {
+            Some(_) => "open loop (latency from due times)".to_string(),
+            None => format!("pipeline {}", r["pipeline"]),
+        },
         r["multiget"],
         r["duration_s"],
         r["warmup_s"],
@@ -639,29 +851,40 @@ pub fn human(r: &Value) -> String {
             p["verified"]
         );
     }
-    if r.get("requests").is_none() {
-        return out;
-    }
-    let l = &r["latency_us"];
-    out += &format!(
-        "  {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+    out
+}
+
+/// The column heads of [`table_row`].
+pub fn table_header() -> String {
+    format!(
+        "  {:>12} {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+        "target/s",
         "requests/s",
         "keys/s",
         "hit %",
         "p50 us",
+        "p90 us",
         "p99 us",
         "p999 us",
         "max us",
         "errors",
         "srv CPU us/rq",
         "cli CPU us/rq"
-    );
-    out += &format!(
-        "  {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+    )
+}
+
+/// One result's row (target/s is "-" in closed loop), and its errors.
+pub fn table_row(r: &Value) -> String {
+    let f = |v: &Value, digits: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.digits$}"));
+    let l = &r["latency_us"];
+    let mut out = format!(
+        "  {:>12} {:>12} {:>12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13}\n",
+        f(&r["target_rate"], 0),
         f(&r["requests_per_s"], 0),
         f(&r["keys_per_s"], 0),
         r["hit_ratio"].as_f64().map_or("-".into(), |h| format!("{:.2}", h * 100.0)),
         f(&l["p50"], 1),
+        f(&l["p90"], 1),
         f(&l["p99"], 1),
         f(&l["p999"], 1),
         f(&l["max"], 0),

@@ -1,17 +1,29 @@
 //! One client thread: a mio event loop over its nonblocking connections,
-//! each keeping `depth` requests outstanding (closed loop).
+//! each keeping `depth` requests outstanding (closed loop), or sending each
+//! request when its [`Schedule`] says it is due (open loop, `--rate`).
 //!
 //! Per connection, requests go out in batches, one `write` per batch; the
 //! replies are read until the socket would block and parsed incrementally
 //! (`proto.rs`), each completing the oldest outstanding request. A request's
-//! latency runs from the clock read just before its batch was written to the
-//! clock read just after the read that completed its reply. Every reply
+//! latency runs from the clock read just before its batch was written (open
+//! loop: from its due time) to the clock read just after the read that
+//! completed its reply.
+//!
+//! Open loop: epoll waits in whole milliseconds (mio rounds up), too coarse
+//! for requests due tens of microseconds apart. When the next request is
+//! due within [`POLL_RESOLUTION`], the loop polls without waiting and, if
+//! nothing arrived, sleeps at most [`OPEN_LOOP_NAP`] (nanosleep: the
+//! kernel's timer slack, 50 µs by default, adds to it). A request may so
+//! be written up to about 100 µs after it was due, and a reply read as much
+//! after it arrived; both count in its latency (the client's own lateness
+//! is part of what it measures, never hidden). Every reply
 //! that is not the one the front request expects is counted in [`Errors`];
 //! a reply that puts the connection out of step (a malformed one, or one no
 //! request can have asked for) also closes that connection.
 
 use super::command::{self, Command, Expect, Outcome};
 use super::proto::{self, get_ends_with_end, push_get, push_set, Event, Protocol};
+use super::schedule::{self, Schedule};
 use crate::workload::{value_of, Op};
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
@@ -19,6 +31,7 @@ use mio::{Events, Interest, Poll, Token};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A thread gives up when none of its connections has received a reply
@@ -30,6 +43,12 @@ const READ_BUF_BYTES: usize = 32 << 10;
 const HIST_MAX_NS: u64 = 100_000_000_000;
 /// Prebuilt values a run's SETs choose from (by key id).
 pub const SET_VALUES: usize = 16;
+/// epoll's timeout granularity: a wait shorter than this is not left to
+/// `poll` (open loop).
+const POLL_RESOLUTION: Duration = Duration::from_millis(1);
+/// Longest sleep of an open-loop thread waiting for a request due within
+/// [`POLL_RESOLUTION`] (it does not see replies while it sleeps).
+const OPEN_LOOP_NAP: Duration = Duration::from_micros(50);
 
 /// What every connection of a run shares.
 #[derive(Clone, Debug)]
@@ -40,7 +59,8 @@ pub struct Config {
     pub key_bytes: usize,
     /// Value bytes of every SET, and of every GET hit.
     pub value_bytes: usize,
-    /// Requests outstanding per connection.
+    /// Requests outstanding per connection (closed loop), or at most
+    /// (open loop: `schedule::OUTSTANDING_MAX` unless a test says otherwise).
     pub depth: usize,
     /// Keys per GET request.
     pub multiget: usize,
@@ -73,6 +93,8 @@ pub enum Source {
         ops: Vec<Op>,
         /// Start of the next chunk.
         pos: usize,
+        /// Open loop: when each request is due (`None`: closed loop).
+        schedule: Option<Schedule>,
     },
 }
 
@@ -190,6 +212,9 @@ pub struct Stats {
     pub stored: u64,
     /// Errors over the whole thread run (warm-up included).
     pub errors: Errors,
+    /// Replies that completed a request over the whole run, warm-up and
+    /// errors included (progress only).
+    pub answered: u64,
 }
 
 impl Default for Stats {
@@ -203,6 +228,7 @@ impl Default for Stats {
             sets: 0,
             stored: 0,
             errors: Errors::default(),
+            answered: 0,
         }
     }
 }
@@ -223,12 +249,14 @@ impl Stats {
         self.sets += o.sets;
         self.stored += o.stored;
         self.errors.merge(&o.errors);
+        self.answered += o.answered;
     }
 }
 
 /// An outstanding request.
 #[derive(Debug)]
 struct Pending {
+    /// When it was written (closed loop) or due (open loop).
     sent: Instant,
     kind: Kind,
 }
@@ -290,9 +318,14 @@ struct Material<'a> {
 }
 
 /// Runs one client thread over `conns` (connected, nonblocking) until the
-/// phase ends, and returns what it measured. Connections are closed on
-/// return.
-pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase: Phase) -> Stats {
+/// phase ends, and returns what it measured. Replies are added to `answered`
+/// as they come (for a progress bar). Connections are closed on return.
+pub fn run_thread(
+    cfg: &Config,
+    conns: Vec<(std::net::TcpStream, Source)>,
+    phase: Phase,
+    answered: &AtomicU64,
+) -> Stats {
     let mut stats = Stats::default();
     let mut poll = match Poll::new() {
         Ok(p) => p,
@@ -338,11 +371,17 @@ pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase
         c.refill(&mut mat, Instant::now());
         c.flush(&poll, &mut stats.errors);
     }
+    let open_loop = conns.iter().any(|c| c.schedule().is_some());
     let mut events = Events::with_capacity(1024);
     let mut last_progress = Instant::now();
+    let mut published = 0;
     loop {
+        if stats.answered != published {
+            answered.fetch_add(stats.answered - published, Ordering::Relaxed);
+            published = stats.answered;
+        }
         let now = Instant::now();
-        let timeout = match window {
+        let mut timeout = match window {
             Some((_, end)) if now >= end => break,
             Some((_, end)) => (end - now).min(Duration::from_millis(100)),
             None if conns.iter().all(|c| !c.alive || (c.pending.is_empty() && c.exhausted())) => break,
@@ -360,7 +399,23 @@ pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase
             last_progress = now;
             continue;
         }
-        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+        if open_loop {
+            let next_due = conns.iter().filter(|c| c.alive).filter_map(|c| c.next_due(cfg.depth)).min();
+            if let Some(due) = next_due {
+                timeout = timeout.min(due.saturating_duration_since(now));
+            }
+        }
+        // Open loop: a wait below epoll's resolution is a poll that does
+        // not block, then a short nap if nothing arrived (module comment).
+        let nap = open_loop && timeout < POLL_RESOLUTION;
+        let wait = if nap {
+            Duration::ZERO
+        } else if open_loop {
+            timeout - POLL_RESOLUTION / 2
+        } else {
+            timeout
+        };
+        if let Err(e) = poll.poll(&mut events, Some(wait)) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
@@ -386,7 +441,18 @@ pub fn run_thread(cfg: &Config, conns: Vec<(std::net::TcpStream, Source)>, phase
                 }
             }
         }
+        if open_loop {
+            let now = Instant::now();
+            for c in conns.iter_mut().filter(|c| c.alive && c.next_due(cfg.depth).is_some_and(|d| d <= now)) {
+                c.refill(&mut mat, now);
+                c.flush(&poll, &mut stats.errors);
+            }
+            if nap && events.is_empty() {
+                std::thread::sleep(timeout.min(OPEN_LOOP_NAP));
+            }
+        }
     }
+    answered.fetch_add(stats.answered - published, Ordering::Relaxed);
     stats
 }
 
@@ -395,10 +461,33 @@ impl Conn {
         matches!(self.source, Source::Preload { next, end } if next >= end)
     }
 
-    /// Appends requests until `depth` are outstanding, all sent at `now`.
+    fn schedule(&self) -> Option<&Schedule> {
+        match &self.source {
+            Source::Ops { schedule, .. } => schedule.as_ref(),
+            Source::Preload { .. } => None,
+        }
+    }
+
+    /// Open loop: when the next request is due, unless the connection has
+    /// `depth` outstanding (then a reply must come first).
+    fn next_due(&self, depth: usize) -> Option<Instant> {
+        self.schedule().filter(|_| self.pending.len() < depth).map(Schedule::next_due)
+    }
+
+    /// Closed loop: appends requests until `depth` are outstanding, all
+    /// sent at `now`. Open loop: appends every request due by `now` (up to
+    /// `depth` outstanding), each timed from its due time; those beyond
+    /// wait in the client, still timed from their due times.
     fn refill(&mut self, mat: &mut Material<'_>, now: Instant) {
         let cfg = mat.cfg;
         while self.pending.len() < cfg.depth {
+            let sent = match &mut self.source {
+                Source::Ops { schedule: Some(s), .. } => match s.take_due(now) {
+                    Some(due) => due,
+                    None => break,
+                },
+                _ => now,
+            };
             let kind = match &mut self.source {
                 Source::Preload { next, end } => {
                     if *next >= *end {
@@ -418,7 +507,7 @@ impl Conn {
                         Kind::Set
                     }
                 }
-                Source::Ops { ops, pos } => {
+                Source::Ops { ops, pos, .. } => {
                     let first = *pos;
                     let n = cfg.multiget;
                     let chunk = &ops[first..first + n];
@@ -448,7 +537,7 @@ impl Conn {
                 }
             };
             self.seq += 1;
-            self.pending.push_back(Pending { sent: now, kind });
+            self.pending.push_back(Pending { sent, kind });
         }
     }
 
@@ -667,6 +756,7 @@ impl Conn {
             return;
         }
         let p = self.pending.pop_front().expect("front exists");
+        stats.answered += 1;
         if let Some((from, end)) = window {
             if now < from || now >= end {
                 return;
@@ -681,7 +771,7 @@ impl Conn {
         if failed || matches!(event, Event::Error | Event::ClientError | Event::ServerError | Event::NotStored) {
             return;
         }
-        stats.hist.saturating_record(now.saturating_duration_since(p.sent).as_nanos().max(1) as u64);
+        stats.hist.saturating_record(schedule::latency_ns(p.sent, now));
         stats.requests += 1;
         match p.kind {
             Kind::Get { n, hits, .. } => {

@@ -40,7 +40,18 @@ enum Fake {
     AlwaysStored,
     /// Knows no meta command (answers `ERROR`), like a text-only server.
     TextOnly,
+    /// Like `Good`, but once [`STALL_AFTER`] requests have come in (over
+    /// all `StallOnce` servers), holds every reply for [`STALL`].
+    StallOnce,
 }
+
+/// Requests a `StallOnce` server answers before it stalls.
+const STALL_AFTER: u64 = 100;
+/// How long it stalls.
+const STALL: Duration = Duration::from_millis(300);
+/// Requests seen by `StallOnce` servers, and when their stall ends.
+static STALL_SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static STALL_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// A minimal memcached (text get/set, meta mg/ms/mn) on a free port.
 fn fake_server(mode: Fake) -> SocketAddr {
@@ -114,6 +125,15 @@ fn serve(s: TcpStream, map: &Mutex<HashMap<Vec<u8>, Vec<u8>>>, mode: Fake, seed:
             },
             "mn" => out.extend_from_slice(b"MN\r\n"),
             _ => out.extend_from_slice(b"ERROR\r\n"),
+        }
+        if mode == Fake::StallOnce {
+            if STALL_SEEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == STALL_AFTER {
+                *STALL_UNTIL.lock().unwrap() = Some(Instant::now() + STALL);
+            }
+            let until = *STALL_UNTIL.lock().unwrap();
+            if let Some(wait) = until.map(|u| u.saturating_duration_since(Instant::now())) {
+                std::thread::sleep(wait);
+            }
         }
         // Cut the reply into small writes so the client sees partial units.
         let mut rest = &out[..];
@@ -533,4 +553,163 @@ fn collection_replies_that_do_not_fit_are_counted() {
     let r = measure(&a).unwrap();
     assert_eq!(r["errors"]["total"], 0, "{r}");
     assert_eq!(r["hit_ratio"], 1.0, "{r}");
+}
+
+/// Open loop against a server that stalls once for 300 ms early in the
+/// run: every request due during the stall is timed from its due time, so
+/// a large share of them (requests due 0.05–0.30 s into a 0.8 s run at a
+/// steady rate: about 30%) wait 50 ms or more, and p90 shows it. With one
+/// request outstanding per connection at most, the requests due during the
+/// stall are not even written until it ends: timed from when they were
+/// written (coordinated omission), all but 6 would look fast. A slower
+/// machine only makes the latencies longer: nothing here asserts a speed.
+#[test]
+fn open_loop_times_requests_from_their_due_time() {
+    let addr = fake_server(Fake::StallOnce);
+    let a = args(&[
+        "--server",
+        &addr.to_string(),
+        "--no-preload",
+        "--get-fraction",
+        "1",
+        "--rate",
+        "2000",
+        "--open-loop-outstanding",
+        "1",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.8",
+    ]);
+    let r = measure(&a).unwrap();
+    assert!(STALL_SEEN.load(std::sync::atomic::Ordering::SeqCst) >= STALL_AFTER, "the server never stalled: {r}");
+    assert_eq!(r["errors"]["total"], 0, "{r}");
+    assert_eq!((r["mode"].as_str(), r["target_rate"].as_f64()), (Some("open"), Some(2000.0)), "{r}");
+    let p90 = r["latency_us"]["p90"].as_f64().unwrap();
+    assert!(p90 >= 50_000.0, "p90 {p90} us: the stall is hidden: {r}");
+    assert!(r["latency_us"]["max"].as_f64().unwrap() >= 250_000.0, "{r}");
+    // The curve runs from 0% up, and never falls.
+    let curve = r["latency_curve"].as_array().unwrap();
+    assert_eq!(curve[0][0], 0.0);
+    assert!(curve.windows(2).all(|w| w[0][0].as_f64() < w[1][0].as_f64() && w[0][1].as_f64() <= w[1][1].as_f64()));
+    assert!(table_row(&r).contains("2000"));
+    assert!(human(&r).contains("open loop"));
+}
+
+#[test]
+fn open_loop_flags_are_checked() {
+    let addr = fake_server(Fake::Good).to_string();
+    for (bad, why) in [
+        (vec!["--rate", "0"], "positive"),
+        (vec!["--rate", "100", "--pipeline", "4"], "--pipeline"),
+        (vec!["--rates", "100,-1"], "positive"),
+    ] {
+        let mut flags = vec!["--server", addr.as_str()];
+        flags.extend(bad.iter().copied());
+        let e = measure(&args(&flags)).unwrap_err();
+        assert!(e.contains(why), "{bad:?}: {e}");
+    }
+    assert!(Cli::try_parse_from(["net", "--rate", "1", "--rates", "2,3"]).is_err(), "--rate and --rates conflict");
+}
+
+/// Checks that `text` is one well-formed SVG document: it opens with
+/// `<svg` (after an optional XML declaration), every element opened is
+/// closed in order, and it draws lines (`polyline` or `path`) and text.
+fn assert_svg(text: &str) {
+    let body = text.trim_start();
+    let body = if body.starts_with("<?xml") { &body[body.find("?>").expect("declaration ends") + 2..] } else { body };
+    assert!(body.trim_start().starts_with("<svg"), "not an SVG: {}", &text[..text.len().min(80)]);
+    let mut open: Vec<&str> = Vec::new();
+    let mut rest = body;
+    let mut seen = Vec::new();
+    while let Some(lt) = rest.find('<') {
+        let gt = rest[lt..].find('>').expect("every tag ends") + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        assert!(!tag.contains('<'), "a tag inside a tag: {tag}");
+        if tag.starts_with('!') || tag.starts_with('?') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(open.pop(), Some(name.trim()), "closing tag out of order");
+            continue;
+        }
+        let name = tag.split_whitespace().next().expect("a tag has a name");
+        seen.push(name);
+        if !tag.ends_with('/') {
+            open.push(name);
+        }
+    }
+    assert!(open.is_empty(), "unclosed: {open:?}");
+    assert!(rest.trim().is_empty(), "text after the root element");
+    assert!(seen.iter().any(|n| *n == "polyline" || *n == "path"), "draws no line");
+    assert!(seen.contains(&"text"), "has no text");
+}
+
+/// `--rates` with `--plot` and `--json` against the fake server, then
+/// `amalgam-bench plot` over its JSON and over closed-loop and replay-like
+/// results: every figure exists and is a well-formed SVG.
+#[test]
+fn plots_are_valid_svg() {
+    let dir = std::env::temp_dir().join(format!("amalgam-bench-plots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let addr = fake_server(Fake::Good);
+    let json = dir.join("open.jsonl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = args(&[
+        "--server",
+        &addr.to_string(),
+        "--rates",
+        "500,1000",
+        "--duration",
+        "0.3",
+        "--label",
+        "fake",
+        "--plot",
+        dir.join("net").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    run(&a).unwrap();
+    for f in ["latency.svg", "rate.svg"] {
+        assert_svg(&std::fs::read_to_string(dir.join("net").join(f)).unwrap());
+    }
+    assert!(!dir.join("net/throughput.svg").exists(), "no pipeline sweep, no throughput figure");
+    let lines = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(lines.lines().count(), 2, "one JSON line per rate");
+
+    // Server threads alone differ: throughput by server threads.
+    let mut by_threads: Vec<Value> = closed_template(&addr);
+    by_threads[1]["server_threads"] = 4.into();
+    let files = crate::plot::write_all(&dir.join("threads"), &by_threads).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("throughput.svg")), "{files:?}");
+    assert_svg(&std::fs::read_to_string(dir.join("threads/throughput.svg")).unwrap());
+
+    // Closed loop at two depths, and two replay-like results.
+    let mut closed = Vec::new();
+    for p in ["1", "4"] {
+        let mut r =
+            measure(&args(&["--server", &addr.to_string(), "--no-preload", "--pipeline", p, "--duration", "0.2"]))
+                .unwrap();
+        r["label"] = "fake".into();
+        closed.push(serde_json::to_string(&r).unwrap());
+    }
+    for (limit, miss) in [(64u64 << 20, 0.4), (128 << 20, 0.25)] {
+        closed.push(serde_json::json!({"label": "fake", "miss_ratio": miss, "limit_maxbytes": limit}).to_string());
+    }
+    std::fs::write(dir.join("more.jsonl"), closed.join("\n") + "\n").unwrap();
+    let p = crate::plot::Args { out: dir.join("all"), files: vec![json, dir.join("more.jsonl")] };
+    crate::plot::run(&p).unwrap();
+    for f in ["latency.svg", "rate.svg", "throughput.svg", "miss-ratio.svg"] {
+        assert_svg(&std::fs::read_to_string(dir.join("all").join(f)).unwrap());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two short closed-loop runs at pipeline 1 recorded with 2 server threads.
+fn closed_template(addr: &SocketAddr) -> Vec<Value> {
+    let a = args(&["--server", &addr.to_string(), "--no-preload", "--duration", "0.2", "--server-threads", "2"]);
+    let r = measure(&a).unwrap();
+    assert_eq!(r["server_threads"], 2);
+    vec![r.clone(), r]
 }
