@@ -257,6 +257,12 @@ pub struct Args {
     #[arg(long = "protected-mode", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
     pub protected_mode: bool,
 
+    /// Redis's enable-debug-command: who may run DEBUG (`resp/debug.rs`):
+    /// `no` (the default, as in Redis), `yes`, or `local` (loopback
+    /// clients only).
+    #[arg(long = "enable-debug-command", default_value = "no", value_parser = ["no", "yes", "local"], value_name = "no|yes|local")]
+    pub enable_debug_command: String,
+
     /// Redis's aclfile: ACL users are loaded from it at start-up (lines
     /// `user <name> <rules>`), and ACL SAVE and ACL LOAD use it.
     #[arg(long = "aclfile", value_name = "FILE")]

@@ -86,6 +86,7 @@ pub mod blocking;
 mod client;
 pub mod cmdstats;
 mod command;
+mod debug;
 mod glob;
 mod hash;
 mod keys;
@@ -665,6 +666,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Config
         | Cmd::Slowlog
         | Cmd::Latency
+        | Cmd::Debug
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello

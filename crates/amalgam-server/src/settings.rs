@@ -399,6 +399,15 @@ fn rows() -> Vec<Setting> {
             default: |_| crate::resp::cmdstats::SLOWLOG_SLOWER_THAN_US_DEFAULT.to_string(),
         },
         Setting {
+            name: "enable-debug-command",
+            kind: Kind::Enum(&["no", "yes", "local"]),
+            get: |s, _| s.args.enable_debug_command.clone(),
+            set: None,
+            start: Start::Flag("--enable-debug-command"),
+            refuse: None,
+            default: |_| "no".into(),
+        },
+        Setting {
             name: "latency-monitor-threshold",
             kind: Kind::Int(0, i64::MAX),
             get: |s, _| s.latency.threshold_ms.load(Ordering::Relaxed).to_string(),

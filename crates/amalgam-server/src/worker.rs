@@ -472,7 +472,22 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             for &key in &ready {
                 let Some(conn) = conns.get_mut(key) else { continue };
                 let max = if conn.resp.is_some() { resp_rbuf_max } else { rbuf_max };
-                let turn = conn.turn(shared, id, limits, max);
+                // A panic in a handler (a bug, or DEBUG PANIC) costs its
+                // connection, not the worker: caught here, the connection
+                // is closed below and the worker serves on. Unwinding
+                // released whatever the handler held (bucket guards and
+                // mutex guards drop; a poisoned mutex is read through, as
+                // everywhere in the server). The default hook has printed
+                // the panic's message and place.
+                let turn =
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(shared, id, limits, max)))
+                    {
+                        Ok(turn) => turn,
+                        Err(_) => {
+                            log::error!("worker {id}: a command's handler panicked; its connection is closed");
+                            Turn::Closed
+                        }
+                    };
                 if let Some((when, seq)) = conn.resp.as_deref_mut().and_then(crate::resp::blocking::new_deadline) {
                     deadlines.push(Reverse((when, key, seq)));
                     if deadlines.len() > 2 * conns.len() + DEADLINES_SLACK {

@@ -53,6 +53,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Config => config(ctx, args, out),
         Cmd::Slowlog => super::cmdstats::slowlog(ctx, args, out),
         Cmd::Latency => super::latency::latency(ctx, args, out),
+        Cmd::Debug => super::debug::debug(ctx, args, out),
         Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}

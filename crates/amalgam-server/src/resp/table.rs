@@ -62,6 +62,7 @@ pub enum Cmd {
     Config,
     Slowlog,
     Latency,
+    Debug,
     Command,
     Client,
     Hello,

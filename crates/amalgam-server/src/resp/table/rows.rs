@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 176] = [
+pub static COMMANDS: [Spec; 177] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -760,6 +760,9 @@ pub static COMMANDS: [Spec; 176] = [
             },
         ],
         ..spec!(Latency, "latency", -2, &[], (0, 0, 0), "server", "2.8.13", "A container for latency diagnostics commands")
+    },
+    Spec {
+        ..spec!(Debug, "debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "1.0.0", "A container for debugging commands")
     },
     Spec {
         acl: &["@connection"],
