@@ -257,6 +257,13 @@ pub struct Args {
     #[arg(long = "protected-mode", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
     pub protected_mode: bool,
 
+    /// Redis's `timeout`: a client idle this many seconds is closed (0,
+    /// the default: never); blocked clients and subscribers are not, as in
+    /// Redis. memcached's `-o idle_timeout=N` sets the same. CONFIG SET
+    /// timeout changes it at run time.
+    #[arg(long = "timeout", value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+
     /// Redis's enable-debug-command: who may run DEBUG (`resp/debug.rs`):
     /// `no` (the default, as in Redis), `yes`, or `local` (loopback
     /// clients only).
@@ -537,6 +544,18 @@ impl Args {
         })
     }
 
+    /// The idle timeout in seconds (0: none): Redis's `--timeout`, else
+    /// memcached's `-o idle_timeout=N` (Err: not a whole number).
+    pub fn idle_timeout_secs(&self) -> Result<u64, String> {
+        if let Some(t) = self.timeout {
+            return Ok(t);
+        }
+        match self.extended_value("idle_timeout") {
+            None => Ok(0),
+            Some(v) => v.parse().map_err(|_| format!("idle_timeout must be a whole number of seconds: {v}")),
+        }
+    }
+
     /// The last `-o NAME=value` given, if any.
     fn extended_value(&self, name: &str) -> Option<String> {
         self.extended_options()
@@ -599,8 +618,16 @@ impl Args {
 pub const EXIT_USAGE: u8 = 64;
 
 /// `-o` options Amalgam honours.
-const EXTENDED_HONOURED: &[&str] =
-    &["track_sizes", "modern", "no_modern", "ssl_chain_cert", "ssl_key", "ssl_ca_cert", "ssl_verify_mode"];
+const EXTENDED_HONOURED: &[&str] = &[
+    "track_sizes",
+    "modern",
+    "no_modern",
+    "ssl_chain_cert",
+    "ssl_key",
+    "ssl_ca_cert",
+    "ssl_verify_mode",
+    "idle_timeout",
+];
 /// `-o` options memcached knows that tune what Amalgam does not have (its
 /// slab allocator, LRU threads, hash function, logging buffers, extstore's
 /// and TLS's tuning): accepted and ignored, so memcached's command lines
@@ -663,10 +690,8 @@ pub const EXTENDED_IGNORED: &[&str] = &[
 /// `-o` options memcached knows that would change what the server does
 /// in ways Amalgam does not implement: accepted with a warning that says
 /// what is not done (refusing them would stop a drop-in start).
-const EXTENDED_WARNED: &[(&str, &str)] = &[
-    ("idle_timeout", "idle connections are not closed"),
-    ("ext_path", "there is no external storage (extstore): items live in memory only"),
-];
+const EXTENDED_WARNED: &[(&str, &str)] =
+    &[("ext_path", "there is no external storage (extstore): items live in memory only")];
 
 /// One `-o` option.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -213,6 +213,9 @@ pub struct Shared {
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
     /// SET (read once per RESP round, [`Shared::resp_limits`]).
     pub proto_max_bulk_len: AtomicU64,
+    /// Seconds a connection may stay idle (`timeout`, `-o idle_timeout`;
+    /// 0 never): `worker.rs` closes it on its once-a-second sweep.
+    pub idle_timeout_secs: AtomicU64,
     /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
     pub acl: resp::acl::Acl,
     /// memcached's `-Y` users (`authfile.rs`), if given.
@@ -242,6 +245,7 @@ impl Shared {
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
         let proto_max_bulk_len = args.proto_max_bulk_len;
+        let idle_timeout_secs = args.idle_timeout_secs()?;
         let store = Store::new(amalgam_engine::Config {
             memory_limit_bytes: args.memory_limit_mb.saturating_mul(1 << 20),
             item_size_max_bytes: args.max_item_size,
@@ -323,6 +327,7 @@ impl Shared {
             slowlog: resp::cmdstats::SlowLog::default(),
             latency: resp::latency::Monitor::default(),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
+            idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         settings::apply_start(&shared);
         Ok(shared)

@@ -182,14 +182,6 @@ fn save_flag(v: &str) -> Result<Vec<String>, String> {
 }
 
 /// `timeout`: Amalgam never closes idle connections, so only 0 is taken.
-fn timeout_flag(v: &str) -> Result<Vec<String>, String> {
-    if v == "0" {
-        Ok(Vec::new())
-    } else {
-        Err("Amalgam does not close idle connections: give timeout 0".into())
-    }
-}
-
 fn thresholds_get(s: &Shared, name: &'static str) -> String {
     s.thresholds.get(name).unwrap_or(0).to_string()
 }
@@ -374,9 +366,9 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "timeout",
             kind: Kind::Int(0, i32::MAX as i64),
-            get: |_, _| "0".into(),
-            set: None,
-            start: Start::Map(timeout_flag),
+            get: |s, _| s.idle_timeout_secs.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.idle_timeout_secs.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::Flag("--timeout"),
             refuse: None,
             default: |_| "0".into(),
         },
@@ -646,6 +638,5 @@ mod tests {
         for bad in ["3600", "0 100", "-1 1", "abc 1"] {
             assert_eq!(parse_save(bad), None, "{bad}");
         }
-        assert!(timeout_flag("300").is_err());
     }
 }

@@ -250,6 +250,9 @@ struct Conn {
     /// reads and writes go through it. None for plaintext: one test per
     /// read, write and round, never per command.
     tls: Option<Box<rustls::ServerConnection>>,
+    /// When the connection last had a turn (a `ticks` reading), kept only
+    /// while an idle timeout is set (`timeout`, `-o idle_timeout`).
+    active: u64,
 }
 
 /// What a turn left the connection in.
@@ -287,12 +290,22 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         }));
     }
     let mut ready: Vec<usize> = Vec::new();
+    let mut last_sweep = crate::ticks::now();
+    // Whether the idle timeout was on at the last round.
+    let mut sweeping = false;
     while !shared.shutdown.load(Ordering::Acquire) {
+        let idle_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
         let timeout = if !again.is_empty() {
             Some(std::time::Duration::ZERO)
         } else {
-            // Sleep no longer than the nearest blocked client's deadline.
-            deadlines.peek().map(|Reverse((when, _, _))| when.saturating_duration_since(Instant::now()))
+            // Sleep no longer than the nearest blocked client's deadline,
+            // nor past the next idle sweep.
+            let blocked = deadlines.peek().map(|Reverse((when, _, _))| when.saturating_duration_since(Instant::now()));
+            match (blocked, idle_secs) {
+                (t, 0) => t,
+                (Some(t), _) => Some(t.min(IDLE_SWEEP_EVERY)),
+                (None, _) => Some(IDLE_SWEEP_EVERY),
+            }
         };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() == ErrorKind::Interrupted {
@@ -398,6 +411,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         authed: shared.authfile.is_none(),
                         commit_target: 0,
                         tls,
+                        active: crate::ticks::now(),
                     });
                     ready.push(token.0);
                 }
@@ -479,6 +493,9 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 // mutex guards drop; a poisoned mutex is read through, as
                 // everywhere in the server). The default hook has printed
                 // the panic's message and place.
+                if idle_secs != 0 {
+                    conn.active = crate::ticks::now();
+                }
                 let turn =
                     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(shared, id, limits, max)))
                     {
@@ -507,6 +524,22 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 }
             }
         }
+        if idle_secs != 0 {
+            let now = crate::ticks::now();
+            if !sweeping {
+                // Turned on (CONFIG SET timeout): turns were not timed
+                // while it was off, so every connection's clock starts now.
+                sweeping = true;
+                for (_, c) in conns.iter_mut() {
+                    c.active = now;
+                }
+            }
+            if crate::ticks::nanos_between(last_sweep, now) >= IDLE_SWEEP_EVERY.as_nanos() as u64 {
+                last_sweep = now;
+                sweep_idle(shared, &poll, &mut conns, idle_secs, now);
+            }
+        }
+        sweeping &= idle_secs != 0;
         // Yield the CPU after each round that served a connection. A worker
         // under load always finds a ready connection, so it never sleeps in
         // `epoll_wait`, and neither do the clients it keeps busy. With every
@@ -532,6 +565,31 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         if let Some(id) = c.client_id() {
             shared.clients.remove(id);
         }
+    }
+}
+
+/// How often a worker looks for connections idle past the timeout.
+const IDLE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Closes the connections idle for `idle_secs` or more, as Redis's
+/// `clientsCronHandleTimeout` does, but neither a client blocked in a
+/// blocking command nor a subscriber (Redis spares both), and memcached's
+/// `idle_timeout` (the same rule; its port has neither kind). Bounded by
+/// the connections.
+fn sweep_idle(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, idle_secs: u64, now: u64) {
+    let limit_ns = idle_secs.saturating_mul(1_000_000_000);
+    let idle: Vec<usize> = conns
+        .iter()
+        .filter(|(_, c)| crate::ticks::nanos_between(c.active, now) >= limit_ns)
+        .filter(|(_, c)| {
+            c.resp
+                .as_deref()
+                .is_none_or(|s| !crate::resp::blocking::is_blocked(s) && !crate::resp::pubsub::subscribed(s))
+        })
+        .map(|(k, _)| k)
+        .collect();
+    for key in idle {
+        close_conn(shared, poll, conns, key);
     }
 }
 
