@@ -72,7 +72,11 @@
 //! answered with memcached's error and the connection closed; a client that
 //! does not read its replies stops being read from once its pending output
 //! passes a high-water mark; each connection gets a bounded amount of work
-//! per turn so no client can starve the others on its worker.
+//! per turn so no client can starve the others on its worker. With an
+//! idle timeout (`--timeout`, `-o idle_timeout`) each worker closes, once a
+//! second, the connections idle that long (not blocked clients or
+//! subscribers). A panic in a command's handler is caught at the
+//! connection's turn: that connection is closed and the worker goes on.
 //!
 //! ## Operator commands (`admin.rs`)
 //! The `stats` groups (one composing function each), `lru_crawler
@@ -105,9 +109,10 @@
 //! own (tiny_http), with memcached_exporter's and redis_exporter's names so
 //! their dashboards read it unchanged. Every figure is counted per worker
 //! and summed when read (stats, INFO, a scrape): RESP commands are counted
-//! once at dispatch, timed with one clock read each, into a per-worker
-//! table only its worker writes; the slow log is shared but taken only by
-//! a command slower than `slowlog-log-slower-than`.
+//! once at dispatch, timed with one TSC read each (`ticks.rs`), into a
+//! per-worker table of plain counters only its worker writes (no lock);
+//! the slow log and the latency monitor (`resp/latency.rs`) are shared but
+//! taken only by a command slower than their thresholds.
 //!
 //! ## Authentication (`authfile.rs`, `resp/acl.rs`)
 //! memcached's port: with `-Y FILE` a connection is served by
