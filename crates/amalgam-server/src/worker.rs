@@ -299,13 +299,11 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             Some(std::time::Duration::ZERO)
         } else {
             // Sleep no longer than the nearest blocked client's deadline,
-            // nor past the next idle sweep.
+            // nor past the next idle sweep: at most a second even with no
+            // timeout set, so that one CONFIG SET timeout turns on (on
+            // another worker) reaches a worker asleep here.
             let blocked = deadlines.peek().map(|Reverse((when, _, _))| when.saturating_duration_since(Instant::now()));
-            match (blocked, idle_secs) {
-                (t, 0) => t,
-                (Some(t), _) => Some(t.min(IDLE_SWEEP_EVERY)),
-                (None, _) => Some(IDLE_SWEEP_EVERY),
-            }
+            Some(blocked.map_or(IDLE_SWEEP_EVERY, |t| t.min(IDLE_SWEEP_EVERY)))
         };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() == ErrorKind::Interrupted {
