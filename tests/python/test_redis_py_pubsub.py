@@ -6,28 +6,13 @@ redis-server 7, proving the expectations are Redis's own); each test runs
 with RESP2 and RESP3. Skipped when the variable is unset.
 """
 
-import os
 import time
 import uuid
 
-import pytest
-import redis
 
-
-def _addr():
-    addr = os.environ.get("AMALGAM_TEST_RESP_ADDR")
-    if not addr:
-        pytest.skip("AMALGAM_TEST_RESP_ADDR is not set (scripts/test.sh sets it)")
-    host, port = addr.rsplit(":", 1)
-    return host, int(port)
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def r(request):
-    host, port = _addr()
-    c = redis.Redis(host=host, port=port, protocol=request.param, socket_timeout=5, decode_responses=True)
-    yield c
-    c.close()
+# The server's address and the RESP2/RESP3 client fixture, as
+# test_redis_py.py defines them (pytest puts this folder on sys.path).
+from test_redis_py import r  # noqa: F401
 
 
 def ch(name):

@@ -95,11 +95,16 @@ impl Client {
     /// A client of no connection, for other modules' unit tests.
     #[cfg(test)]
     pub(crate) fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
-        Arc::new(Client {
+        Arc::new(Client::new(id, String::new(), String::new(), 0, worker, token))
+    }
+
+    /// A new connection's client: RESP2, no name, nothing run yet.
+    fn new(id: u64, addr: String, laddr: String, fd: i32, worker: usize, token: usize) -> Client {
+        Client {
             id,
-            addr: String::new(),
-            laddr: String::new(),
-            fd: 0,
+            addr,
+            laddr,
+            fd,
             worker,
             token,
             created: Instant::now(),
@@ -111,7 +116,7 @@ impl Client {
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
-        })
+        }
     }
 
     /// Records that the connection was served now (CLIENT LIST's idle).
@@ -229,23 +234,8 @@ impl Registry {
     pub fn add(&self, id: u64, sock: &mio::net::TcpStream, worker: usize, token: usize) -> Arc<Client> {
         use std::os::fd::AsRawFd;
         let show = |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-        let c = Arc::new(Client {
-            id,
-            addr: show(sock.peer_addr()),
-            laddr: show(sock.local_addr()),
-            fd: sock.as_raw_fd(),
-            worker,
-            token,
-            created: Instant::now(),
-            last_tick: AtomicU64::new(crate::ticks::now()),
-            last_cmd: AtomicU32::new(0),
-            flags: AtomicU8::new(0),
-            resp: AtomicU8::new(2),
-            sub: AtomicU32::new(0),
-            psub: AtomicU32::new(0),
-            ssub: AtomicU32::new(0),
-            attrs: Mutex::new(Attrs::default()),
-        });
+        let c =
+            Arc::new(Client::new(id, show(sock.peer_addr()), show(sock.local_addr()), sock.as_raw_fd(), worker, token));
         self.lock().insert(id, Arc::clone(&c));
         c
     }
@@ -351,23 +341,7 @@ mod tests {
     use super::*;
 
     fn client(id: u64) -> Arc<Client> {
-        Arc::new(Client {
-            id,
-            addr: String::new(),
-            laddr: String::new(),
-            fd: 0,
-            worker: 0,
-            token: 0,
-            created: Instant::now(),
-            last_tick: AtomicU64::new(crate::ticks::now()),
-            last_cmd: AtomicU32::new(0),
-            flags: AtomicU8::new(0),
-            resp: AtomicU8::new(2),
-            sub: AtomicU32::new(0),
-            psub: AtomicU32::new(0),
-            ssub: AtomicU32::new(0),
-            attrs: Mutex::new(Attrs::default()),
-        })
+        Client::detached(id, 0, 0)
     }
 
     #[test]

@@ -363,9 +363,12 @@ pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, arg
     if log.wants(ns / 1000) {
         log.push(args, ns / 1000, &ctx.session.client);
     }
-    // Redis's `call()`: "fast-command" for a command flagged fast.
-    let fast = spec.is_some_and(|s| s.flags.contains(&"fast"));
-    ctx.shared.latency.observe(if fast { "fast-command" } else { "command" }, ns);
+    // Redis's `call()`: "fast-command" for a command flagged fast. The
+    // flags are searched only for a command the monitor records.
+    if ctx.shared.latency.wants(ns) {
+        let fast = spec.is_some_and(|s| s.flags.contains(&"fast"));
+        ctx.shared.latency.observe(if fast { "fast-command" } else { "command" }, ns);
+    }
 }
 
 /// Counts a run of batched GETs and MGETs that has just been answered: one

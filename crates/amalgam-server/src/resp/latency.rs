@@ -62,10 +62,17 @@ impl Monitor {
     /// the stall reaches its threshold.
     #[inline]
     pub fn observe(&self, event: &'static str, nanos: u64) {
-        let t = self.threshold_ms.load(Ordering::Relaxed);
-        if t != 0 && nanos / 1_000_000 >= t {
+        if self.wants(nanos) {
             self.add(event, nanos / 1_000_000, unix_secs());
         }
+    }
+
+    /// True if a stall of `nanos` is recorded (the monitor is on and it
+    /// reaches the threshold): lets a caller name the event only then.
+    #[inline]
+    pub fn wants(&self, nanos: u64) -> bool {
+        let t = self.threshold_ms.load(Ordering::Relaxed);
+        t != 0 && nanos / 1_000_000 >= t
     }
 
     /// Redis's `latencyAddSample`: at most one sample per second.
