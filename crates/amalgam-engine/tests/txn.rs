@@ -23,6 +23,11 @@ const MOVES_PER_THREAD: u64 = if cfg!(debug_assertions) { 3_000 } else { 30_000 
 const PAIRS: u64 = 32;
 /// Fresh keys inserted while the test runs, to make the table double.
 const GROWTH_KEYS: u64 = if cfg!(debug_assertions) { 60_000 } else { 400_000 };
+/// Every checker (auditor, plain reader) runs at least this many checks,
+/// and goes on until the writers finish: however the threads are
+/// scheduled, the checks happen (a checker that only looped "while the
+/// writers run" could find them already done and check nothing).
+const MIN_CHECKS: u64 = 200;
 
 fn account(i: u64) -> Vec<u8> {
     format!("acct:{i}").into_bytes()
@@ -85,7 +90,10 @@ fn transfers_conserve_units_while_the_table_doubles() {
         }
         let (store, movers_done, audits, all) = (&store, &movers_done, &audits, &all);
         s.spawn(move || {
-            while movers_done.load(Ordering::Relaxed) < MOVERS {
+            for n in 0.. {
+                if n >= MIN_CHECKS && movers_done.load(Ordering::Relaxed) == MOVERS {
+                    break;
+                }
                 let sum: u64 = store.atomically(all, || all.iter().map(|k| read_u64(store, k)).sum());
                 assert_eq!(sum, ACCOUNTS * UNITS_PER_ACCOUNT, "an audit saw a transfer half-done");
                 audits.fetch_add(1, Ordering::Relaxed);
@@ -97,7 +105,7 @@ fn transfers_conserve_units_while_the_table_doubles() {
             }
         });
     });
-    assert!(audits.load(Ordering::Relaxed) > 0);
+    assert!(audits.load(Ordering::Relaxed) >= MIN_CHECKS);
     let sum: u64 = all.iter().map(|k| read_u64(&store, k)).sum();
     assert_eq!(sum, ACCOUNTS * UNITS_PER_ACCOUNT);
     assert!(store.len() as u64 >= GROWTH_KEYS, "the growth keys are all there");
@@ -137,7 +145,10 @@ fn plain_readers_never_see_half_a_transaction() {
             let (store, writers_done, checks) = (&store, &writers_done, &checks);
             s.spawn(move || {
                 let mut rng = Rng(991 + t);
-                while writers_done.load(Ordering::Relaxed) < 2 {
+                for n in 0.. {
+                    if n >= MIN_CHECKS && writers_done.load(Ordering::Relaxed) == 2 {
+                        break;
+                    }
                     let p = rng.next() % PAIRS;
                     let a = read_u64(store, &first(p));
                     let b = read_u64(store, &second(p));
@@ -153,7 +164,7 @@ fn plain_readers_never_see_half_a_transaction() {
             }
         });
     });
-    assert!(checks.load(Ordering::Relaxed) > 0);
+    assert!(checks.load(Ordering::Relaxed) >= 2 * MIN_CHECKS);
     for p in 0..PAIRS {
         assert_eq!(read_u64(&store, &first(p)), read_u64(&store, &second(p)));
     }
