@@ -485,6 +485,19 @@ impl Store {
     pub fn cas_floor(&self) -> u64 {
         self.inner.cas_floor()
     }
+
+    /// The flush fence: items whose CAS is below it are gone (0: never
+    /// flushed). A replica shifts its primary's CAS uniques above it.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert_eq!(store.flush_fence(), 0);
+    /// store.flush_all();
+    /// assert!(store.flush_fence() > 0);
+    /// ```
+    pub fn flush_fence(&self) -> u64 {
+        self.inner.flush_cas.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// A snapshot state retired through the epoch scheme.

@@ -820,7 +820,7 @@ pub(crate) struct Inner {
     /// Next unreserved CAS value (CAS uniques start at 1).
     cas_counter: AtomicU64,
     /// Items with a CAS below this were flushed.
-    flush_cas: AtomicU64,
+    pub(crate) flush_cas: AtomicU64,
     /// Bumped by every flush so threads drop CAS blocks from before it,
     /// and by the write clock's ticks while store times are wanted
     /// (clock.rs).

@@ -61,6 +61,7 @@ pub mod format;
 mod log;
 pub mod ratelimit;
 pub mod recover;
+pub mod repl;
 mod snapshot;
 
 pub use log::{Fsync, Log, EVERYSEC_PERIOD};
@@ -103,18 +104,27 @@ struct LogJournal(Arc<Log>);
 
 impl Journal for LogJournal {
     fn record(&self, change: Change<'_>) {
-        self.0.append(|b| match change {
-            Change::Put(it) => format::put(b, &it),
-            Change::Delete(key) => format::delete(b, key),
-            Change::Flush { fence_cas } => format::flush(b, fence_cas),
-            Change::FlushAt { at } => format::flush_at(b, at),
-            Change::Meta(it) => format::meta(b, &it),
-            Change::Op { item, record } => {
-                debug_assert!(!record.is_empty(), "an in-place write without its op record");
-                let version = item.object().map_or(0, |c| c.version());
-                format::op(b, item.key(), version, record)
-            }
-        });
+        self.0.append(|b| encode_change(b, change));
+    }
+}
+
+/// One change as its log record (the log's and the replication stream's
+/// encoding: `repl.rs`).
+pub(crate) fn encode_change(b: &mut Vec<u8>, change: Change<'_>) {
+    match change {
+        Change::Put(it) => format::put(b, &it),
+        Change::Delete(key) => format::delete(b, key),
+        Change::Flush { fence_cas } => format::flush(b, fence_cas),
+        Change::FlushAt { at } => format::flush_at(b, at),
+        Change::Meta(it) => format::meta(b, &it),
+        // An in-place write made while no journal was wanted (the server
+        // asks for op records only while one is attached: a write that
+        // raced the attachment) is recorded as the whole item.
+        Change::Op { item, record: [] } => format::put(b, &item),
+        Change::Op { item, record } => {
+            let version = item.object().map_or(0, |c| c.version());
+            format::op(b, item.key(), version, record)
+        }
     }
 }
 
@@ -190,9 +200,23 @@ impl Persistence {
     /// log as its journal, and starts the fsync and snapshot threads.
     /// Call before the store serves anything.
     pub fn open(cfg: Config, store: Arc<Store>) -> std::io::Result<(Arc<Persistence>, Recovered)> {
+        Persistence::open_with_stream(cfg, store, None)
+    }
+
+    /// [`Persistence::open`], the journal also feeding `backlog` (the
+    /// replication stream, `repl.rs`) when given.
+    pub fn open_with_stream(
+        cfg: Config,
+        store: Arc<Store>,
+        backlog: Option<Arc<repl::Backlog>>,
+    ) -> std::io::Result<(Arc<Persistence>, Recovered)> {
         let recovered = recover::recover_with(&cfg.dir, &store, &cfg.thresholds)?;
         let log = Arc::new(Log::create(&cfg.dir, cfg.fsync, recovered.next_seq)?);
-        if store.set_journal(Arc::new(LogJournal(Arc::clone(&log)))).is_err() {
+        let journal: Arc<dyn Journal> = match backlog {
+            Some(b) => Arc::new(repl::StreamJournal::new(Some(Arc::clone(&log)), b)),
+            None => Arc::new(LogJournal(Arc::clone(&log))),
+        };
+        if store.set_journal(journal).is_err() {
             return Err(std::io::Error::other("the store already has a journal"));
         }
         let p = Arc::new(Persistence {

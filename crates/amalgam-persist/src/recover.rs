@@ -345,6 +345,30 @@ fn restore(store: &Store, key: &[u8], value: &[u8], flags: u32, expiry: Expiry, 
     }
 }
 
+/// Applies one change record to `store` (recovery's log replay, and a
+/// replica's stream: `repl.rs`); Err is a warning about a record skipped.
+/// A delayed flush (FLUSH_AT) is set at once here; recovery holds it back
+/// until the end of the log instead. An END record does nothing.
+pub(crate) fn apply_record(store: &Store, rec: Record<'_>, t: &Thresholds) -> Result<(), String> {
+    match rec {
+        Record::Put { key, value, flags, expiry, cas } => restore(store, key, value, flags, expiry, cas),
+        Record::PutTyped { key, tag, value, flags, expiry, cas } => {
+            restore_typed(store, key, tag, value, flags, expiry, cas, t)?
+        }
+        Record::Meta { key, flags, expiry, cas } => store
+            .restore_meta(key, flags, expiry, cas)
+            .map_err(|e| format!("key {}: {e}; a META record skipped", show(key)))?,
+        Record::Op { key, version, op } => apply_op(store, key, version, op, t)?,
+        Record::Delete { key } => {
+            let _ = store.delete(key);
+        }
+        Record::Flush { fence_cas } => store.restore_flush(fence_cas),
+        Record::FlushAt { at } => store.flush_all_at(at),
+        Record::End { .. } => {}
+    }
+    Ok(())
+}
+
 /// Sets a damaged or unusable file aside under `<name>.discarded`.
 fn discard(path: &Path, warnings: &mut Vec<String>, why: &str) {
     let mut to = path.as_os_str().to_owned();
@@ -498,25 +522,6 @@ fn replay_segment(
         };
         if seq >= from_seq {
             match rec {
-                Record::Put { key, value, flags, expiry, cas } => restore(store, key, value, flags, expiry, cas),
-                Record::PutTyped { key, tag, value, flags, expiry, cas } => {
-                    if let Err(e) = restore_typed(store, key, tag, value, flags, expiry, cas, t) {
-                        warn(&mut out.warnings, &e);
-                    }
-                }
-                Record::Meta { key, flags, expiry, cas } => {
-                    if let Err(e) = store.restore_meta(key, flags, expiry, cas) {
-                        warn(&mut out.warnings, &format!("key {}: {e}; a META record skipped", show(key)));
-                    }
-                }
-                Record::Op { key, version, op } => {
-                    if let Err(e) = apply_op(store, key, version, op, t) {
-                        warn(&mut out.warnings, &e);
-                    }
-                }
-                Record::Delete { key } => {
-                    let _ = store.delete(key);
-                }
                 Record::Flush { fence_cas } => {
                     store.restore_flush(fence_cas);
                     *pending_flush_at = None;
@@ -528,6 +533,11 @@ fn replay_segment(
                         good_len,
                         why: "a snapshot record in the log".into(),
                     })
+                }
+                rec => {
+                    if let Err(e) = apply_record(store, rec, t) {
+                        warn(&mut out.warnings, &e);
+                    }
                 }
             }
             out.replayed += 1;

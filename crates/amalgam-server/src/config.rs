@@ -128,6 +128,17 @@ pub struct Args {
     #[arg(long = "client-output-buffer-limit-pubsub", default_value = "32m", value_parser = parse_size)]
     pub client_output_buffer_limit_pubsub: usize,
 
+    /// Follow the primary at HOST PORT (its RESP port) as a read-only
+    /// replica (Redis's `replicaof`; REPLICAOF changes it at run time).
+    #[arg(long = "replicaof", alias = "slaveof", num_args = 2, value_names = ["HOST", "PORT"], value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub replicaof_parts: Vec<String>,
+
+    /// The replication backlog: stream bytes kept for replicas that
+    /// reconnect (Redis's `repl-backlog-size`; bytes or with a k or m
+    /// suffix).
+    #[arg(long = "repl-backlog-size", default_value = "1m", value_parser = parse_size)]
+    pub repl_backlog_size: usize,
+
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,

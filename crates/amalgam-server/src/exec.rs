@@ -93,9 +93,31 @@ fn expiry(store: &Store, exptime: i64) -> Expiry {
     Expiry::from_memcached(exptime, store.now())
 }
 
+/// A write on a read-only replica, on memcached's port.
+pub const READONLY_REPLY: &str = "SERVER_ERROR READONLY You can't write against a read only replica.";
+
 /// Executes one request that is not a plain get.
 pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec<u8>) -> After {
     let store = &shared.store;
+    if shared.repl.read_only() {
+        // A read-only replica (crate::repl): memcached has no replicas, so
+        // the refusal is Redis's text in memcached's SERVER_ERROR form.
+        let noreply = match req {
+            Request::Store { noreply, .. }
+            | Request::Delete { noreply, .. }
+            | Request::Arith { noreply, .. }
+            | Request::Touch { noreply, .. }
+            | Request::FlushAll { noreply, .. } => Some(noreply),
+            Request::Get { touch: Some(_), .. } => Some(false),
+            _ => None,
+        };
+        if let Some(noreply) = noreply {
+            if !noreply {
+                push_line(out, READONLY_REPLY);
+            }
+            return After::Continue;
+        }
+    }
     let mut reply_line = |line: &str, noreply: bool| {
         if !noreply {
             push_line(out, line);

@@ -159,6 +159,7 @@ pub mod exec;
 pub mod logging;
 pub mod meta;
 pub mod metrics;
+pub mod repl;
 pub mod resp;
 pub mod settings;
 pub mod stats;
@@ -227,6 +228,11 @@ pub struct Shared {
     pub authfile: Option<authfile::AuthFile>,
     /// TLS's certificates and policies (`tls.rs`), if -Z or --tls-port.
     pub tls: Option<tls::Tls>,
+    /// Replication: role, backlog, replicas, the link (`repl.rs`).
+    pub repl: repl::Replication,
+    /// This `Shared` itself, for threads started by a command (REPLICAOF,
+    /// a replica's sender).
+    me: std::sync::OnceLock<std::sync::Weak<Shared>>,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -273,12 +279,14 @@ impl Shared {
             }
         })?;
         let store = Arc::new(store);
+        let backlog = Arc::new(amalgam_persist::repl::Backlog::new(args.repl_backlog_size));
         let persist = match args.persistence() {
             None => None,
             Some(cfg) => {
                 let dir = cfg.dir.display().to_string();
-                let (p, rec) = amalgam_persist::Persistence::open(cfg, Arc::clone(&store))
-                    .map_err(|e| format!("cannot use --dir {dir}: {e}"))?;
+                let (p, rec) =
+                    amalgam_persist::Persistence::open_with_stream(cfg, Arc::clone(&store), Some(Arc::clone(&backlog)))
+                        .map_err(|e| format!("cannot use --dir {dir}: {e}"))?;
                 let snap = match &rec.snapshot {
                     Some((path, n)) => format!("snapshot {} ({n} items)", path.display()),
                     None => "no snapshot".into(),
@@ -305,7 +313,10 @@ impl Shared {
         };
         let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
+        let journaled = persist.is_some();
         let shared = Arc::new(Shared {
+            repl: repl::Replication::new(backlog, journaled),
+            me: std::sync::OnceLock::new(),
             tls,
             acl,
             authfile,
@@ -334,8 +345,17 @@ impl Shared {
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
+        let _ = shared.me.set(Arc::downgrade(&shared));
         settings::apply_start(&shared);
+        if let [host, port] = &shared.args.replicaof_parts[..] {
+            repl::replicaof(&shared, host.as_bytes(), port.as_bytes()).map_err(|e| format!("--replicaof: {e}"))?;
+        }
         Ok(shared)
+    }
+
+    /// This `Shared` as an `Arc` (None once it is being dropped).
+    pub fn arc(&self) -> Option<Arc<Shared>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// The RESP parser's bounds now: bulk strings up to

@@ -103,7 +103,7 @@ mod server;
 pub(crate) use server::maxmemory_policy;
 mod set;
 mod strings;
-mod table;
+pub(crate) mod table;
 pub mod typed;
 mod zset;
 
@@ -167,6 +167,12 @@ pub struct Session {
     auth: acl::Auth,
     /// Its channels and patterns, while it holds any (`pubsub.rs`).
     pubsub: Option<Box<pubsub::State>>,
+    /// REPLCONF listening-port and ip-address (a replica's handshake).
+    pub(crate) repl_port: u16,
+    pub(crate) repl_ip: Option<String>,
+    /// PSYNC or SYNC was said: the worker hands the connection to a
+    /// replication sender (`crate::repl`) once its replies are out.
+    pub(crate) handoff: Option<Box<crate::repl::Psync>>,
 }
 
 impl Session {
@@ -189,6 +195,9 @@ impl Session {
             multi: multi::Multi::default(),
             auth: acl::Auth::new(&shared.acl),
             pubsub: None,
+            repl_port: 0,
+            repl_ip: None,
+            handoff: None,
         }
     }
 
@@ -250,8 +259,9 @@ pub fn process(
         *close = true;
         return;
     }
-    if session.blocked.is_some() {
-        // Pipelined commands wait until the blocking one is answered.
+    if session.blocked.is_some() || session.handoff.is_some() {
+        // Pipelined commands wait until the blocking one is answered (a
+        // replica's, for its sender thread).
         return;
     }
     // A user changed since this connection's last read (one relaxed
@@ -350,7 +360,7 @@ fn process_round(
                         gets.push(PendingGet { first: start + 1, mget: Some(cmd.len() - 1) });
                         continue;
                     }
-                    Some(Cmd::Set) if cmd.len() >= 3 => {
+                    Some(Cmd::Set) if cmd.len() >= 3 && !shared.repl.guards_writes() => {
                         run_gets(&mut ctx, &args[..start], &mut gets, out);
                         sets.push((start, args.len()));
                         continue;
@@ -365,7 +375,7 @@ fn process_round(
                     *close = true;
                     break;
                 }
-                if ctx.session.blocked.is_some() {
+                if ctx.session.blocked.is_some() || ctx.session.handoff.is_some() {
                     break;
                 }
             }
@@ -581,6 +591,23 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     if !ctx.session.auth.open && acl::refused(ctx, spec, args, out) {
         return After::Continue;
     }
+    // A read-only replica and min-replicas-to-write refuse writes, before
+    // MULTI queues them (Redis's processCommand); two relaxed loads.
+    if let Some(s) = spec.filter(|s| s.flags.contains(&"write")) {
+        let repl = &ctx.shared.repl;
+        let refusal = if repl.read_only() {
+            Some(crate::repl::ERR_READONLY)
+        } else if repl.too_few_replicas() {
+            Some(crate::repl::ERR_NOREPLICAS)
+        } else {
+            None
+        };
+        if let Some(e) = refusal.filter(|_| arity_ok(s.arity, args.len())) {
+            ctx.session.multi.refused_one();
+            push_error(out, e.as_bytes());
+            return After::Continue;
+        }
+    }
     if multi::queued(ctx, spec, args, out) {
         return After::Continue;
     }
@@ -773,6 +800,9 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Bzpopmin
         | Cmd::Bzpopmax
         | Cmd::Bzmpop => blocking::run(ctx, spec.cmd, args, out),
+        Cmd::Replicaof | Cmd::Slaveof | Cmd::Role | Cmd::Replconf | Cmd::Psync | Cmd::Sync | Cmd::Wait => {
+            return crate::repl::run(ctx, spec.cmd, args, out);
+        }
         Cmd::Multi | Cmd::Exec | Cmd::Discard | Cmd::Watch | Cmd::Unwatch => {
             return multi::run(ctx, spec.cmd, args, out)
         }

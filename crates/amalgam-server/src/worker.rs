@@ -265,6 +265,9 @@ enum Turn {
     /// Out of budget with work left: serve again after the others.
     Again,
     Closed,
+    /// A replica said PSYNC and its replies are out: the connection
+    /// leaves the event loop for a replication sender (`crate::repl`).
+    Detach,
 }
 
 /// A worker: an event loop over its connections.
@@ -519,6 +522,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     Turn::Commit if pass == 0 => parked.push(key),
                     Turn::Again | Turn::Commit => again.push(key),
                     Turn::Closed => close_conn(shared, &poll, &mut conns, key),
+                    Turn::Detach => detach_replica(shared, &poll, &mut conns, key),
                 }
             }
         }
@@ -610,6 +614,33 @@ fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) 
     }
 }
 
+/// Hands connection `key`, which said PSYNC, to a replication sender
+/// thread: out of the poll and the connection lists (it is a replica now,
+/// listed in INFO replication), with the bytes it sent after PSYNC.
+/// Replication runs in the clear only: a TLS connection is closed.
+fn detach_replica(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
+    let Some(mut c) = conns.try_remove(key) else { return };
+    if let Some(s) = c.resp.as_deref_mut() {
+        crate::resp::blocking::abandon(shared, s);
+        crate::resp::pubsub::leave(shared, s);
+    }
+    let _ = poll.registry().deregister(&mut c.sock);
+    unlist(shared, &c.sock);
+    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
+    if let Some(id) = c.client_id() {
+        shared.clients.remove(id);
+    }
+    let Some(req) = c.resp.as_deref_mut().and_then(|s| s.handoff.take()) else { return };
+    if c.tls.is_some() {
+        log::warn!("replication: a replica connected over TLS; replication runs in the clear only, closed");
+        return;
+    }
+    let (Some(me), Ok(peer)) = (shared.arc(), c.sock.peer_addr()) else { return };
+    log::debug!("replication: {peer} becomes a replica");
+    let pending = c.rbuf[c.rstart..c.rend].to_vec();
+    crate::repl::serve_replica(me, std::net::TcpStream::from(c.sock), *req, pending);
+}
+
 /// Takes a connection off `stats conns`' list; called before its socket
 /// closes, so its fd cannot be listed for a newer connection meanwhile.
 fn unlist(shared: &Shared, sock: &TcpStream) {
@@ -667,6 +698,9 @@ impl Conn {
             if self.close_after_write {
                 return Turn::Closed;
             }
+            if self.resp.as_deref().is_some_and(|s| s.handoff.is_some()) {
+                return Turn::Detach;
+            }
             self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
                 if shared.persist.is_some() {
@@ -676,6 +710,9 @@ impl Conn {
             }
             if self.close_after_write {
                 return Turn::Closed;
+            }
+            if self.resp.as_deref().is_some_and(|s| s.handoff.is_some()) {
+                return Turn::Detach;
             }
             if self.eof {
                 return Turn::Closed;

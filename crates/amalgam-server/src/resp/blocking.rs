@@ -246,6 +246,10 @@ enum Op {
     /// BZPOPMIN, BZPOPMAX (`count` None: reply `[key, member, score]`),
     /// BZMPOP (`count`: reply `[key, [[member, score]...]]`).
     ZPop { max: bool, count: Option<usize> },
+    /// WAIT: until `replicas` replicas acknowledged the stream up to
+    /// `offset` (`crate::repl`); no keys. Woken by the replicas' acks,
+    /// answered with the count on its deadline.
+    Wait { offset: u64, replicas: u64 },
 }
 
 impl Op {
@@ -358,6 +362,8 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
             continue;
         }
         match op {
+            // No keys: never reached (woken and timed_out answer WAIT).
+            Op::Wait { .. } => return Try::Wait,
             Op::Pop { end, count } => match list::pop(ctx, k, *end, count.unwrap_or(1)) {
                 Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
@@ -501,6 +507,16 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
     // Cleared before the attempt: a push after this point posts again.
     b.ticket.notified.store(false, Ordering::Release);
+    if let Op::Wait { offset, replicas } = b.op {
+        let acked = shared.repl.acked(offset);
+        if acked >= replicas {
+            end_wait(shared, &b);
+            amalgam_protocol::resp::push_int(out, acked as i64);
+            return true;
+        }
+        session.blocked = Some(b);
+        return false;
+    }
     let may = shared.blocking.heads(&b.ticket, &b.keys);
     let c = ctx(shared, stats, session);
     // Its keys held, as a multi-key command is when it runs first
@@ -524,16 +540,82 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
 /// true (the connection runs again).
 pub fn timed_out(shared: &Shared, session: &mut Session, seq: u64, out: &mut Vec<u8>) -> bool {
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
+    if let Op::Wait { offset, .. } = b.op {
+        end_wait(shared, &b);
+        amalgam_protocol::resp::push_int(out, shared.repl.acked(offset) as i64);
+        return true;
+    }
     shared.blocking.unregister(&b.ticket, &b.keys);
     pass_on(shared, &b.keys);
     push_null_array(out, session.proto);
     true
 }
 
+/// A WAIT episode ends (answered, timed out or its client gone).
+fn end_wait(shared: &Shared, b: &Blocked) {
+    shared.repl.forget_waiter(b.ticket.seq);
+    shared.blocking.unregister(&b.ticket, &b.keys);
+}
+
+/// WAIT that cannot answer yet: blocks the connection until `replicas`
+/// replicas acknowledged `offset` or `timeout` passes (None: forever).
+/// Inside EXEC (or off a worker) it answers the count now, as Redis does
+/// for a client that may not block.
+pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout: Option<Duration>, out: &mut Vec<u8>) {
+    let shared = ctx.shared;
+    let home = ctx.session.home.filter(|_| !ctx.session.multi.executing);
+    let Some((worker, token)) = home else {
+        return amalgam_protocol::resp::push_int(out, shared.repl.acked(offset) as i64);
+    };
+    let registry = &shared.blocking;
+    let ticket = Arc::new(Ticket {
+        worker,
+        token,
+        seq: registry.next_seq.fetch_add(1, Ordering::Relaxed),
+        notified: AtomicBool::new(false),
+    });
+    registry.register(&ticket, &[]);
+    shared.repl.add_waiter(Arc::clone(&ticket), offset, replicas);
+    // Once more, now that an ack would wake us (an ack between the
+    // caller's count and the registration would otherwise be missed).
+    let acked = shared.repl.acked(offset);
+    let b = Blocked { op: Op::Wait { offset, replicas }, keys: Vec::new(), ticket, deadline: None, armed: false };
+    if acked >= replicas {
+        end_wait(shared, &b);
+        return amalgam_protocol::resp::push_int(out, acked as i64);
+    }
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    ctx.session.blocked = Some(Box::new(Blocked { deadline, ..b }));
+}
+
+/// Wakes the WAIT client of `ticket` (from a replica's ack thread),
+/// unless a wake-up is already on its way.
+pub fn wake_ticket(shared: &Shared, ticket: &Ticket) {
+    if ticket.notified.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if let Some(m) = shared.blocking.mailboxes.get(ticket.worker) {
+        lock(&m.wakes).push((ticket.token, ticket.seq));
+        if let Some(w) = m.waker.get() {
+            let _ = w.wake();
+        }
+    }
+}
+
+impl Ticket {
+    /// Its blocking episode's number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// The connection of `session` is closing: withdraws its blocked command,
 /// if any (nothing is popped for it).
 pub fn abandon(shared: &Shared, session: &mut Session) {
     if let Some(b) = session.blocked.take() {
+        if matches!(b.op, Op::Wait { .. }) {
+            return end_wait(shared, &b);
+        }
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);
     }

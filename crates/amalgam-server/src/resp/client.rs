@@ -94,8 +94,11 @@ fn line(c: &Client, line: &mut String) {
 enum Type {
     Normal,
     Pubsub,
-    /// `slave`, `replica`, `master`: none here.
-    Other,
+    /// `slave`, `replica`: the replicas of this primary, which leave the
+    /// registry for a sender thread (`crate::repl`).
+    Replica,
+    /// `master`: a replica's link to its primary (`crate::repl`).
+    Master,
 }
 
 fn type_of(c: &Client) -> Type {
@@ -112,8 +115,10 @@ fn client_type(a: &[u8]) -> Option<Type> {
         Some(Type::Normal)
     } else if is(a, "pubsub") {
         Some(Type::Pubsub)
-    } else if is(a, "slave") || is(a, "replica") || is(a, "master") {
-        Some(Type::Other)
+    } else if is(a, "slave") || is(a, "replica") {
+        Some(Type::Replica)
+    } else if is(a, "master") {
+        Some(Type::Master)
     } else {
         None
     }
@@ -339,6 +344,14 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     let me = ctx.session.id;
     let mut killed = 0i64;
     let mut myself = false;
+    // Replicas and the link to the primary are not in the registry.
+    if addr.is_none() && laddr.is_none() && id.is_none() {
+        match kind {
+            Some(Type::Replica) => killed += ctx.shared.repl.kill_peers() as i64,
+            Some(Type::Master) => killed += i64::from(ctx.shared.repl.kill_link()),
+            _ => {}
+        }
+    }
     for c in ctx.shared.clients.snapshot() {
         if addr.is_some_and(|a| a != c.addr.as_bytes())
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())

@@ -86,6 +86,14 @@ impl Multi {
     pub fn queuing(&self) -> bool {
         self.queue.is_some()
     }
+
+    /// A command was refused before queueing (READONLY, NOREPLICAS):
+    /// EXEC answers EXECABORT, as Redis's `flagTransaction`.
+    pub(crate) fn refused_one(&mut self) {
+        if self.queuing() {
+            self.dirty = true;
+        }
+    }
 }
 
 /// Commands that run at once even inside MULTI (Redis's `processCommand`).

@@ -572,11 +572,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("pubsub_channels", &shared.pubsub.channels());
                 field("pubsub_patterns", &shared.pubsub.patterns());
                 field("pubsubshard_channels", &shared.pubsub.shard_channels());
+                field("sync_full", &shared.repl.sync_full.load(Ordering::Relaxed));
+                field("sync_partial_ok", &shared.repl.sync_partial_ok.load(Ordering::Relaxed));
+                field("sync_partial_err", &shared.repl.sync_partial_err.load(Ordering::Relaxed));
             }
-            "replication" => {
-                field("role", &"master");
-                field("connected_slaves", &0);
-            }
+            "replication" => crate::repl::info(shared, &mut field),
             "cpu" => {
                 let [sys, user, sys_children, user_children] = cpu_seconds();
                 field("used_cpu_sys", &sys);

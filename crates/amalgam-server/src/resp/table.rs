@@ -193,6 +193,13 @@ pub enum Cmd {
     Ssubscribe,
     Sunsubscribe,
     Spublish,
+    Replicaof,
+    Slaveof,
+    Role,
+    Replconf,
+    Psync,
+    Sync,
+    Wait,
 }
 
 /// One command's description.

@@ -198,7 +198,7 @@ pub(crate) fn write<R>(
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
-    let logged = ctx.shared.persist.is_some();
+    let logged = ctx.shared.persist.is_some() || ctx.shared.repl.journaled();
     if create && ctx.shared.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
         return Err(Refused::OutOfMemory);

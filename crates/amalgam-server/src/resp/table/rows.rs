@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 177] = [
+pub static COMMANDS: [Spec; 184] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -2547,5 +2547,19 @@ pub static COMMANDS: [Spec; 177] = [
     Spec {
         keys: &[range(&["not_key"], 1, 0, 1)],
         ..spec!(Spublish, "spublish", 3, &["pubsub", "loading", "stale", "fast"], (1, 1, 1), "pubsub", "7.0.0", "Post a message to a shard channel")
+    },
+    spec!(Replicaof, "replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "5.0.0", "Configure a server as replica of another, or promote it to a master"),
+    spec!(Slaveof, "slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master"),
+    Spec {
+        acl: &["@admin", "@dangerous"],
+        ..spec!(Role, "role", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "server", "2.8.12", "Return the role of the instance in the context of replication")
+    },
+    spec!(Replconf, "replconf", -1, &["admin", "noscript", "loading", "stale", "allow_busy"], (0, 0, 0), "server", "3.0.0", "An internal command for configuring the replication stream"),
+    spec!(Psync, "psync", -3, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "2.8.0", "An internal command used in replication"),
+    spec!(Sync, "sync", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "1.0.0", "An internal command used in replication"),
+    Spec {
+        acl: &["@connection"],
+        tips: &["request_policy:all_shards", "response_policy:agg_min"],
+        ..spec!(Wait, "wait", 3, &["noscript"], (0, 0, 0), "generic", "3.0.0", "Wait for the synchronous replication of all the write commands sent in the context of the current connection")
     },
 ];

@@ -1,0 +1,982 @@
+//! # Replication (issue 22): roles, the handshake, the threads
+//!
+//! Redis's model, so Redis Sentinel and Redis's tools drive it unchanged:
+//! a replica connects to its primary's RESP port and says `PING`,
+//! `REPLCONF listening-port <port>`, `REPLCONF capa eof capa psync2` and
+//! `PSYNC <replid> <offset>`; the primary answers `+CONTINUE` (the
+//! replica's offset is still in the backlog) or `+FULLRESYNC <replid>
+//! <offset>` and a full sync, then streams its changes; the replica acks
+//! its offset with `REPLCONF ACK <offset>`. `ROLE`, `INFO replication`,
+//! `WAIT`, `REPLICAOF`, `-READONLY` are Redis's.
+//!
+//! What differs is below the handshake (amalgam-persist `repl.rs`): the
+//! full sync is the engine's fork-less snapshot streamed straight into the
+//! socket (Redis forks and sends an RDB), and the stream is the log's own
+//! records (Redis sends RESP commands). So an Amalgam replica follows an
+//! Amalgam primary only; a Redis replica cannot follow Amalgam, nor the
+//! other way round.
+//!
+//! ## Threads
+//! * The primary hands a connection that said PSYNC (or SYNC) out of its
+//!   worker's event loop (`worker.rs`, `Turn::Detach`) to a sender thread
+//!   of its own: it writes the full sync (the snapshot's cursor runs on
+//!   it, paced by [`FULL_SYNC_CPU_PERCENT`]) and then the backlog, with
+//!   blocking writes, so a slow replica holds no worker. A second thread
+//!   per replica reads its acks (and notices it leaving). Replicas are
+//!   few; two threads each is Redis's own cost in a fork.
+//! * A replica runs one link thread: connect, handshake, load, then apply
+//!   the stream record by record (each under its key's bucket lock, like
+//!   any write: readers on every worker see each change whole), feed the
+//!   same bytes to its own backlog (so, promoted, it can continue its
+//!   peers' streams: PSYNC2), and ack after each read. A lost link is
+//!   retried once a second with a partial resync.
+//!
+//! ## What replicates
+//! Every change the engine journals: the memcached port's writes (set,
+//! cas, incr, touch, flush_all …) and every RESP write, every data type.
+//! Expiry: the primary's deadlines travel with the items (absolute unix
+//! times), so a replica hides an expired key exactly when its primary
+//! does; its own sweeps remove only what is already expired.
+//!
+//! ## Limits
+//! `repl-backlog-size` (Redis's 1 MiB default), a replica at most
+//! [`amalgam_persist::repl::REPLICA_LAG_BYTES_MAX_DEFAULT`] behind (then
+//! dropped; it resyncs), `repl-timeout` for a silent primary, handshake
+//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. Not supported: replication
+//! over TLS, `masterauth` (a primary with a password refuses the
+//! handshake), diskless-load options, `replica-serve-stale-data no`.
+
+use crate::Shared;
+use amalgam_persist::format::{self, Bad};
+use amalgam_persist::repl::{self as stream, Applier, Attach, Backlog};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The share of one core a full sync's snapshot cursor may use (the
+/// workers serve on meanwhile; 100 is unpaced).
+pub const FULL_SYNC_CPU_PERCENT: u32 = 50;
+/// Redis's `repl-timeout` default: a link silent this long is dropped.
+pub const REPL_TIMEOUT_SECS_DEFAULT: u64 = 60;
+/// How long connecting to a primary may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A dropped link is retried this often.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// The longest handshake line either side accepts.
+pub const HANDSHAKE_LINE_BYTES_MAX: usize = 4096;
+/// A replica reads the stream in chunks of this much.
+const READ_CHUNK_BYTES: usize = 256 << 10;
+/// How long a sender waits for new stream bytes before it looks at its
+/// replica's state again (killed, role changed, shutdown).
+const SENDER_WAIT: Duration = Duration::from_millis(100);
+/// Redis's `replica-priority` default.
+pub const REPLICA_PRIORITY_DEFAULT: u64 = 100;
+
+const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis \
+                                   4.0 if a replica is configured to be writable (which is not the default) writes \
+                                   to replicas are just local and are not propagated.";
+/// Redis's answer to a write when `min-replicas-to-write` is not met.
+pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// Redis's answer to a write on a read-only replica.
+pub const ERR_READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// What a replica's PSYNC (or SYNC) asked for: the handshake's end, handed
+/// with the connection to a sender thread.
+#[derive(Debug, Clone)]
+pub struct Psync {
+    /// `?` for a first sync.
+    pub replid: String,
+    /// The next offset it wants (-1 with `?`).
+    pub offset: i64,
+    /// REPLCONF listening-port (0: not said).
+    pub listening_port: u16,
+    /// REPLCONF ip-address, if said.
+    pub ip_address: Option<String>,
+}
+
+/// A replica connected to this primary.
+#[derive(Debug)]
+pub struct Peer {
+    /// The replica's address and listening port (INFO's slaveN, ROLE).
+    pub ip: String,
+    pub port: u16,
+    /// The offset it acknowledged.
+    pub ack: AtomicU64,
+    /// When it last acked (unix seconds; INFO's `lag`).
+    pub last_ack: AtomicU64,
+    /// Streaming (after its full sync).
+    pub online: AtomicBool,
+    /// CLIENT KILL TYPE replica, a role change, or the ack thread saw it
+    /// leave.
+    pub kill: AtomicBool,
+    sock: TcpStream,
+}
+
+/// The link to this replica's primary.
+#[derive(Debug)]
+pub struct Link {
+    pub host: String,
+    pub port: u16,
+    /// REPLICAOF changed or shutdown: the link thread ends.
+    stop: AtomicBool,
+    /// Streaming (master_link_status:up).
+    up: AtomicBool,
+    /// ROLE's state: connect, connecting, sync, connected.
+    state: Mutex<&'static str>,
+    /// Unix seconds of the last byte from the primary.
+    last_io: AtomicU64,
+    /// Unix seconds since the link is down (0: up or never up).
+    down_since: AtomicU64,
+    /// The socket, for CLIENT KILL TYPE master and REPLICAOF.
+    sock: Mutex<Option<TcpStream>>,
+}
+
+impl Link {
+    fn set_state(&self, s: &'static str) {
+        *lock(&self.state) = s;
+    }
+
+    fn close(&self) {
+        if let Some(s) = lock(&self.sock).as_ref() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Role {
+    Primary,
+    Replica(Arc<Link>),
+}
+
+/// A client blocked in WAIT.
+#[derive(Debug)]
+struct Waiter {
+    ticket: Arc<crate::resp::blocking::Ticket>,
+    offset: u64,
+    replicas: u64,
+}
+
+/// Replication's state (in `Shared`).
+#[derive(Debug)]
+pub struct Replication {
+    pub backlog: Arc<Backlog>,
+    /// A stream journal is attached to the store (persistence attaches
+    /// one at start; otherwise the first full sync or REPLICAOF does).
+    journal: AtomicBool,
+    /// Client writes are refused now (a replica with replica-read-only).
+    read_only: AtomicBool,
+    /// `replica-read-only`.
+    pub replica_read_only: AtomicBool,
+    role: Mutex<Role>,
+    peers: Mutex<Vec<Arc<Peer>>>,
+    waiters: Mutex<Vec<Waiter>>,
+    /// INFO stats' sync_full, sync_partial_ok, sync_partial_err.
+    pub sync_full: AtomicU64,
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
+    /// `replica-priority` (Sentinel reads it in INFO).
+    pub replica_priority: AtomicU64,
+    /// `repl-timeout` in seconds.
+    pub timeout_secs: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag`.
+    pub min_replicas_to_write: AtomicU64,
+    pub min_replicas_max_lag: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Replication {
+    /// A primary's state with a backlog of `backlog_bytes`; `journaled`:
+    /// persistence attached the stream journal already.
+    pub fn new(backlog: Arc<Backlog>, journaled: bool) -> Replication {
+        Replication {
+            backlog,
+            journal: AtomicBool::new(journaled),
+            read_only: AtomicBool::new(false),
+            replica_read_only: AtomicBool::new(true),
+            role: Mutex::new(Role::Primary),
+            peers: Mutex::new(Vec::new()),
+            waiters: Mutex::new(Vec::new()),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+            replica_priority: AtomicU64::new(REPLICA_PRIORITY_DEFAULT),
+            timeout_secs: AtomicU64::new(REPL_TIMEOUT_SECS_DEFAULT),
+            min_replicas_to_write: AtomicU64::new(0),
+            min_replicas_max_lag: AtomicU64::new(10),
+        }
+    }
+
+    /// True if client writes are refused (one relaxed load on the write
+    /// paths).
+    #[inline]
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
+    /// True if a write may be refused (read-only, or
+    /// `min-replicas-to-write` set): the batched SET path then goes
+    /// through dispatch, which checks.
+    #[inline]
+    pub fn guards_writes(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed) || self.min_replicas_to_write.load(Ordering::Relaxed) > 0
+    }
+
+    /// True while a stream journal is attached: in-place collection
+    /// writes must then produce their op records (`resp/typed.rs`).
+    #[inline]
+    pub fn journaled(&self) -> bool {
+        self.journal.load(Ordering::Relaxed)
+    }
+
+    /// Attaches the stream journal if nothing did (no persistence).
+    fn attach_journal(&self, shared: &Shared) {
+        if self.journal.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let j = stream::StreamJournal::new(None, Arc::clone(&self.backlog));
+        if shared.store.set_journal(Arc::new(j)).is_err() {
+            // Persistence's journal: it feeds the backlog already.
+            log::debug!("replication: the store's journal was attached already");
+        }
+    }
+
+    /// True if this node is a replica.
+    pub fn is_replica(&self) -> bool {
+        matches!(*lock(&self.role), Role::Replica(_))
+    }
+
+    /// `replica-read-only` changed (CONFIG SET).
+    pub fn set_replica_read_only(&self, on: bool) {
+        self.replica_read_only.store(on, Ordering::Relaxed);
+        self.read_only.store(on && self.is_replica(), Ordering::Relaxed);
+    }
+
+    /// Replicas that acknowledged `offset` or beyond.
+    pub fn acked(&self, offset: u64) -> u64 {
+        lock(&self.peers)
+            .iter()
+            .filter(|p| p.online.load(Ordering::Relaxed) && p.ack.load(Ordering::Acquire) >= offset)
+            .count() as u64
+    }
+
+    /// Registers a WAIT client (`resp/blocking.rs`).
+    pub fn add_waiter(&self, ticket: Arc<crate::resp::blocking::Ticket>, offset: u64, replicas: u64) {
+        lock(&self.waiters).push(Waiter { ticket, offset, replicas });
+    }
+
+    /// A WAIT episode ended.
+    pub fn forget_waiter(&self, seq: u64) {
+        lock(&self.waiters).retain(|w| w.ticket.seq() != seq);
+    }
+
+    /// A replica acked: wakes the WAIT clients it may satisfy.
+    fn wake_waiters(&self, shared: &Shared) {
+        let waiters = lock(&self.waiters);
+        if waiters.is_empty() {
+            return;
+        }
+        for w in waiters.iter() {
+            if self.acked(w.offset) >= w.replicas {
+                crate::resp::blocking::wake_ticket(shared, &w.ticket);
+            }
+        }
+    }
+
+    /// Disconnects every replica (CLIENT KILL TYPE replica, a role
+    /// change); returns how many.
+    pub fn kill_peers(&self) -> usize {
+        let peers = lock(&self.peers);
+        for p in peers.iter() {
+            p.kill.store(true, Ordering::Relaxed);
+            let _ = p.sock.shutdown(Shutdown::Both);
+        }
+        self.backlog.wake_readers();
+        peers.len()
+    }
+
+    /// Drops the link to the primary (CLIENT KILL TYPE master); it
+    /// reconnects with a partial resync. True if there was one.
+    pub fn kill_link(&self) -> bool {
+        match &*lock(&self.role) {
+            Role::Replica(l) => {
+                l.close();
+                true
+            }
+            Role::Primary => false,
+        }
+    }
+
+    /// Good replicas for `min-replicas-to-write`: online, acked within
+    /// `min-replicas-max-lag` seconds.
+    pub fn good_replicas(&self) -> u64 {
+        let max_lag = self.min_replicas_max_lag.load(Ordering::Relaxed);
+        let now = unix_now();
+        lock(&self.peers)
+            .iter()
+            .filter(|p| {
+                p.online.load(Ordering::Relaxed) && now.saturating_sub(p.last_ack.load(Ordering::Relaxed)) <= max_lag
+            })
+            .count() as u64
+    }
+
+    /// True if a write must be refused for `min-replicas-to-write`.
+    pub fn too_few_replicas(&self) -> bool {
+        let min = self.min_replicas_to_write.load(Ordering::Relaxed);
+        min > 0 && !self.is_replica() && self.good_replicas() < min
+    }
+}
+
+/// REPLICAOF / SLAVEOF: `host port` or `NO ONE`. The reply.
+pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static str, String> {
+    let r = &shared.repl;
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        let mut role = lock(&r.role);
+        if let Role::Replica(link) = &*role {
+            link.stop.store(true, Ordering::Relaxed);
+            link.close();
+            r.attach_journal(shared);
+            r.backlog.promote();
+            *role = Role::Primary;
+            r.read_only.store(false, Ordering::Relaxed);
+            drop(role);
+            // Its replicas learn the new id by reconnecting (PSYNC2: they
+            // continue under the old one).
+            r.kill_peers();
+            log::warn!("MASTER MODE enabled (user request)");
+        }
+        return Ok("OK");
+    }
+    let host = std::str::from_utf8(host).map_err(|_| "ERR Invalid master host".to_string())?.to_string();
+    let port = std::str::from_utf8(port)
+        .ok()
+        .and_then(|p| p.parse::<i64>().ok())
+        .filter(|p| (0..=65535).contains(p))
+        .ok_or_else(|| "ERR Invalid master port".to_string())? as u16;
+    let mut role = lock(&r.role);
+    if let Role::Replica(link) = &*role {
+        if link.host.eq_ignore_ascii_case(&host) && link.port == port {
+            return Ok("OK Already connected to specified master");
+        }
+        link.stop.store(true, Ordering::Relaxed);
+        link.close();
+    }
+    let link = Arc::new(Link {
+        host: host.clone(),
+        port,
+        stop: AtomicBool::new(false),
+        up: AtomicBool::new(false),
+        state: Mutex::new("connect"),
+        last_io: AtomicU64::new(0),
+        down_since: AtomicU64::new(unix_now()),
+        sock: Mutex::new(None),
+    });
+    r.attach_journal(shared);
+    r.backlog.pause_feeding();
+    *role = Role::Replica(Arc::clone(&link));
+    r.read_only.store(r.replica_read_only.load(Ordering::Relaxed), Ordering::Relaxed);
+    drop(role);
+    r.kill_peers();
+    let Some(me) = shared.arc() else { return Err("ERR the server is shutting down".into()) };
+    log::warn!("Connecting to MASTER {host}:{port}");
+    std::thread::Builder::new()
+        .name("amalgam-repl-link".into())
+        .spawn(move || link_loop(&me, &link))
+        .map_err(|e| format!("ERR cannot start the replication thread: {e}"))?;
+    Ok("OK")
+}
+
+/// The link thread of a replica: sessions until REPLICAOF changes.
+fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
+    // Kept across sessions: a reconnect continues with it (partial
+    // resync); None until the first full sync of this link.
+    let mut applier: Option<Applier> = None;
+    while !link.stop.load(Ordering::Relaxed) && !shared.shutdown.load(Ordering::Relaxed) {
+        match session(shared, link, &mut applier) {
+            Ok(()) => {}
+            Err(e) => {
+                if !link.stop.load(Ordering::Relaxed) {
+                    log::warn!("replication: link to {}:{} lost: {e}", link.host, link.port);
+                }
+            }
+        }
+        if link.up.swap(false, Ordering::Relaxed) {
+            link.down_since.store(unix_now(), Ordering::Relaxed);
+        }
+        link.set_state("connect");
+        *lock(&link.sock) = None;
+        let until = Instant::now() + RETRY_EVERY;
+        while Instant::now() < until && !link.stop.load(Ordering::Relaxed) && !shared.shutdown.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Bytes read from the primary, parsed from the front.
+struct Input {
+    sock: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Input {
+    /// Reads more; Err on EOF.
+    fn fill(&mut self, link: &Link) -> std::io::Result<usize> {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > READ_CHUNK_BYTES {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + READ_CHUNK_BYTES, 0);
+        let n = loop {
+            match self.sock.read(&mut self.buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(len);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(len + n);
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the primary closed the connection"));
+        }
+        link.last_io.store(unix_now(), Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// One `\r\n`-terminated line (without it).
+    fn line(&mut self, link: &Link) -> std::io::Result<String> {
+        loop {
+            if let Some(i) = self.buf[self.pos..].windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.buf[self.pos..self.pos + i]).into_owned();
+                self.pos += i + 2;
+                return Ok(line);
+            }
+            if self.buf.len() - self.pos > HANDSHAKE_LINE_BYTES_MAX {
+                return Err(std::io::Error::other("a handshake line past its limit"));
+            }
+            self.fill(link)?;
+        }
+    }
+}
+
+/// Sends one command as a RESP array.
+fn send_command(sock: &mut TcpStream, args: &[&str]) -> std::io::Result<()> {
+    let mut out = Vec::new();
+    amalgam_protocol::resp::push_array(&mut out, args.len());
+    for a in args {
+        amalgam_protocol::resp::push_bulk(&mut out, a.as_bytes());
+    }
+    sock.write_all(&out)
+}
+
+/// One connection to the primary: handshake, sync, stream.
+fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>) -> std::io::Result<()> {
+    let r = &shared.repl;
+    link.set_state("connecting");
+    let addr: SocketAddr = (link.host.as_str(), link.port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("the primary's address does not resolve"))?;
+    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+    sock.set_nodelay(true)?;
+    sock.set_read_timeout(Some(Duration::from_secs(r.timeout_secs.load(Ordering::Relaxed).max(1))))?;
+    *lock(&link.sock) = Some(sock.try_clone()?);
+    if link.stop.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut w = sock.try_clone()?;
+    let mut input = Input { sock, buf: Vec::new(), pos: 0 };
+    send_command(&mut w, &["PING"])?;
+    let pong = input.line(link)?;
+    if pong.starts_with('-') {
+        return Err(std::io::Error::other(format!("the primary answered PING with {pong}")));
+    }
+    let port = shared.args.resp_port.to_string();
+    send_command(&mut w, &["REPLCONF", "listening-port", &port])?;
+    let _ = input.line(link)?;
+    send_command(&mut w, &["REPLCONF", "capa", "eof", "capa", "psync2"])?;
+    let _ = input.line(link)?;
+    let (replid, _, offset, _) = r.backlog.ids();
+    // A node that holds a stream (synced before, or a former primary)
+    // asks to continue it: PSYNC2 lets a promoted replica continue its
+    // old primary's id, so a failover needs no full sync.
+    let (id, next) = if applier.is_some() || r.backlog.active() {
+        (replid, (offset + 1).to_string())
+    } else {
+        ("?".into(), "-1".into())
+    };
+    send_command(&mut w, &["PSYNC", &id, &next])?;
+    let reply = loop {
+        // A primary busy preparing the sync may send bare newlines.
+        let l = input.line(link)?;
+        if !l.is_empty() {
+            break l;
+        }
+    };
+    let mut words = reply.split_whitespace();
+    match words.next() {
+        Some("+FULLRESYNC") => {
+            let replid = words.next().unwrap_or("").to_string();
+            let offset: u64 = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+            link.set_state("sync");
+            let mut a = Applier::begin_full_sync(Arc::clone(&shared.store), shared.thresholds.load());
+            let t = Instant::now();
+            load(&mut input, link, &mut a)?;
+            r.backlog.follow(&replid, offset);
+            log::warn!(
+                "MASTER <-> REPLICA sync: finished with success ({} records in {:.3} s)",
+                a.applied,
+                t.elapsed().as_secs_f64()
+            );
+            *applier = Some(a);
+        }
+        Some("+CONTINUE") => {
+            if let Some(new_id) = words.next() {
+                r.backlog.adopt_id(new_id);
+            }
+            if applier.is_none() {
+                *applier = Some(Applier::continuing(Arc::clone(&shared.store), shared.thresholds.load()));
+            }
+            log::warn!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+        }
+        _ => return Err(std::io::Error::other(format!("the primary answered PSYNC with {reply}"))),
+    }
+    let Some(a) = applier.as_mut() else { return Err(std::io::Error::other("no sync")) };
+    link.set_state("connected");
+    link.up.store(true, Ordering::Relaxed);
+    link.down_since.store(0, Ordering::Relaxed);
+    ack(&mut w, r.backlog.offset())?;
+    stream_in(&mut input, &mut w, link, shared, a)
+}
+
+/// Reads the full sync's snapshot (header, items, END) into the store.
+fn load(input: &mut Input, link: &Link, a: &mut Applier) -> std::io::Result<()> {
+    while input.buf.len() - input.pos < stream::SYNC_HEADER_BYTES {
+        input.fill(link)?;
+    }
+    stream::read_sync_header(&input.buf[input.pos..input.pos + stream::SYNC_HEADER_BYTES])
+        .map_err(|e| std::io::Error::other(format!("not a full sync from an Amalgam primary: {e}")))?;
+    input.pos += stream::SYNC_HEADER_BYTES;
+    loop {
+        loop {
+            match format::read_record(&input.buf[input.pos..]) {
+                Ok((rec, n)) => {
+                    input.pos += n;
+                    if a.apply(rec) {
+                        return Ok(());
+                    }
+                }
+                Err(Bad::Torn) => break,
+                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt sync record: {why}"))),
+            }
+        }
+        input.fill(link)?;
+    }
+}
+
+/// Applies the stream until the link drops or stops.
+fn stream_in(
+    input: &mut Input,
+    w: &mut TcpStream,
+    link: &Link,
+    shared: &Shared,
+    a: &mut Applier,
+) -> std::io::Result<()> {
+    let r = &shared.repl;
+    loop {
+        let mut applied = false;
+        loop {
+            match format::read_record(&input.buf[input.pos..]) {
+                Ok((rec, n)) => {
+                    let bytes = &input.buf[input.pos..input.pos + n];
+                    a.apply(rec);
+                    r.backlog.feed(bytes);
+                    input.pos += n;
+                    applied = true;
+                }
+                Err(Bad::Torn) => break,
+                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
+            }
+        }
+        if applied {
+            ack(w, r.backlog.offset())?;
+        }
+        if link.stop.load(Ordering::Relaxed) || shared.shutdown.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        input.fill(link)?;
+    }
+}
+
+fn ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
+    send_command(w, &["REPLCONF", "ACK", &offset.to_string()])
+}
+
+/// The primary side: `sock` said PSYNC (`req`); serves it on threads of
+/// its own until it leaves. `pending`: bytes it sent after PSYNC.
+pub fn serve_replica(shared: Arc<Shared>, sock: TcpStream, req: Psync, pending: Vec<u8>) {
+    let started = std::thread::Builder::new().name("amalgam-repl-send".into()).spawn(move || {
+        if let Err(e) = serve(&shared, sock, &req, pending) {
+            log::warn!("replication: a replica's stream ended: {e}");
+        }
+    });
+    if let Err(e) = started {
+        log::warn!("replication: cannot start a sender thread: {e}");
+    }
+}
+
+fn serve(shared: &Arc<Shared>, sock: TcpStream, req: &Psync, pending: Vec<u8>) -> std::io::Result<()> {
+    let r = &shared.repl;
+    sock.set_nonblocking(false)?;
+    sock.set_nodelay(true)?;
+    let peer_ip = match sock.peer_addr()?.ip() {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
+        ip => ip.to_string(),
+    };
+    let peer = Arc::new(Peer {
+        ip: req.ip_address.clone().unwrap_or(peer_ip),
+        port: req.listening_port,
+        ack: AtomicU64::new(0),
+        last_ack: AtomicU64::new(unix_now()),
+        online: AtomicBool::new(false),
+        kill: AtomicBool::new(false),
+        sock: sock.try_clone()?,
+    });
+    lock(&r.peers).push(Arc::clone(&peer));
+    let result = (|| {
+        let reader = {
+            let (shared, peer, rd) = (Arc::clone(shared), Arc::clone(&peer), sock.try_clone()?);
+            std::thread::Builder::new()
+                .name("amalgam-repl-ack".into())
+                .spawn(move || read_acks(&shared, &peer, rd, pending))?
+        };
+        let mut w = sock;
+        let attach = match req.offset {
+            o if o >= 0 && req.replid != "?" => r.backlog.attach(&req.replid, o as u64),
+            _ => Attach::Full,
+        };
+        let reader_id = match attach {
+            Attach::Continue { reader, replid } => {
+                r.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+                w.write_all(format!("+CONTINUE {replid}\r\n").as_bytes())?;
+                log::warn!("Partial resynchronization request from {}:{} accepted", peer.ip, peer.port);
+                reader
+            }
+            Attach::Full => {
+                if req.replid != "?" {
+                    r.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+                }
+                r.sync_full.fetch_add(1, Ordering::Relaxed);
+                r.attach_journal(shared);
+                log::warn!(
+                    "Replica {}:{} asks for synchronization; full sync from a fork-less snapshot",
+                    peer.ip,
+                    peer.port
+                );
+                let preamble = |id: &str, off: u64| format!("+FULLRESYNC {id} {off}\r\n").into_bytes();
+                let sync = stream::full_sync(&shared.store, &r.backlog, &mut w, &preamble, FULL_SYNC_CPU_PERCENT)?;
+                log::warn!(
+                    "Synchronization with replica {}:{} succeeded ({} items, {} bytes)",
+                    peer.ip,
+                    peer.port,
+                    sync.stats.items,
+                    sync.bytes
+                );
+                sync.reader
+            }
+        };
+        peer.online.store(true, Ordering::Relaxed);
+        let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
+        let out = loop {
+            if peer.kill.load(Ordering::Relaxed) || shared.shutdown.load(Ordering::Relaxed) {
+                break Ok(());
+            }
+            buf.clear();
+            match r.backlog.read(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, SENDER_WAIT) {
+                Ok(0) => continue,
+                Ok(_) => {
+                    if let Err(e) = w.write_all(&buf) {
+                        break Err(e);
+                    }
+                }
+                Err(stream::Gone) => {
+                    break Err(std::io::Error::other("the replica fell further behind than the backlog keeps"))
+                }
+            }
+        };
+        r.backlog.detach(reader_id);
+        let _ = w.shutdown(Shutdown::Both);
+        let _ = reader.join();
+        out
+    })();
+    let _ = peer.sock.shutdown(Shutdown::Both);
+    lock(&r.peers).retain(|p| !Arc::ptr_eq(p, &peer));
+    r.wake_waiters(shared);
+    result
+}
+
+/// Reads a replica's `REPLCONF ACK <offset>` commands.
+fn read_acks(shared: &Shared, peer: &Peer, mut sock: TcpStream, mut buf: Vec<u8>) {
+    use amalgam_protocol::resp::{Parse, Parser};
+    let mut parser = Parser::new();
+    let limits = amalgam_protocol::resp::Limits::for_bulk_len(HANDSHAKE_LINE_BYTES_MAX);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let mut pos = 0;
+        let mut args = Vec::new();
+        loop {
+            args.clear();
+            match parser.parse(&buf[pos..], limits, &mut args) {
+                Parse::Command { consumed } => {
+                    pos += consumed;
+                    if args.len() == 3
+                        && args[0].eq_ignore_ascii_case(b"replconf")
+                        && args[1].eq_ignore_ascii_case(b"ack")
+                    {
+                        if let Some(off) = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok()) {
+                            peer.ack.fetch_max(off, Ordering::AcqRel);
+                            peer.last_ack.store(unix_now(), Ordering::Relaxed);
+                        }
+                    }
+                }
+                Parse::Empty { consumed } => pos += consumed,
+                Parse::Incomplete => break,
+                Parse::Error(_) => {
+                    peer.kill.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+        buf.drain(..pos);
+        shared.repl.wake_waiters(shared);
+        match sock.read(&mut chunk) {
+            Ok(0) | Err(_) => {
+                peer.kill.store(true, Ordering::Relaxed);
+                let _ = sock.shutdown(Shutdown::Both);
+                shared.repl.backlog.wake_readers();
+                return;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+        if buf.len() > HANDSHAKE_LINE_BYTES_MAX * 4 {
+            peer.kill.store(true, Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
+/// ROLE's reply.
+pub fn role(shared: &Shared, out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_array, push_bulk, push_int};
+    let r = &shared.repl;
+    match &*lock(&r.role) {
+        Role::Primary => {
+            push_array(out, 3);
+            push_bulk(out, b"master");
+            push_int(out, r.backlog.offset() as i64);
+            let peers = lock(&r.peers);
+            let online: Vec<_> = peers.iter().filter(|p| p.online.load(Ordering::Relaxed)).collect();
+            push_array(out, online.len());
+            for p in online {
+                push_array(out, 3);
+                push_bulk(out, p.ip.as_bytes());
+                push_bulk(out, p.port.to_string().as_bytes());
+                push_bulk(out, p.ack.load(Ordering::Relaxed).to_string().as_bytes());
+            }
+        }
+        Role::Replica(l) => {
+            push_array(out, 5);
+            push_bulk(out, b"slave");
+            push_bulk(out, l.host.as_bytes());
+            push_int(out, i64::from(l.port));
+            push_bulk(out, lock(&l.state).as_bytes());
+            let off = if l.up.load(Ordering::Relaxed) { r.backlog.offset() as i64 } else { -1 };
+            push_int(out, off);
+        }
+    }
+}
+
+/// INFO's replication section, as `field` lines.
+pub fn info(shared: &Shared, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
+    let r = &shared.repl;
+    let (replid, replid2, offset, second) = r.backlog.ids();
+    let role = lock(&r.role);
+    match &*role {
+        Role::Primary => field("role", &"master"),
+        Role::Replica(l) => {
+            let up = l.up.load(Ordering::Relaxed);
+            field("role", &"slave");
+            field("master_host", &l.host);
+            field("master_port", &l.port);
+            field("master_link_status", &if up { "up" } else { "down" });
+            let last = l.last_io.load(Ordering::Relaxed);
+            field("master_last_io_seconds_ago", &if last == 0 { -1 } else { unix_now().saturating_sub(last) as i64 });
+            field("master_sync_in_progress", &u8::from(*lock(&l.state) == "sync"));
+            field("slave_read_repl_offset", &offset);
+            field("slave_repl_offset", &offset);
+            if !up {
+                field(
+                    "master_link_down_since_seconds",
+                    &unix_now().saturating_sub(l.down_since.load(Ordering::Relaxed)),
+                );
+            }
+            field("slave_priority", &r.replica_priority.load(Ordering::Relaxed));
+            field("slave_read_only", &u8::from(r.replica_read_only.load(Ordering::Relaxed)));
+            field("replica_announced", &1);
+        }
+    }
+    drop(role);
+    let peers: Vec<Arc<Peer>> = lock(&r.peers).clone();
+    field("connected_slaves", &peers.len());
+    if r.min_replicas_to_write.load(Ordering::Relaxed) > 0 {
+        field("min_slaves_good_slaves", &r.good_replicas());
+    }
+    let now = unix_now();
+    for (i, p) in peers.iter().enumerate() {
+        let state = if p.online.load(Ordering::Relaxed) { "online" } else { "wait_bgsave" };
+        field(
+            &format!("slave{i}"),
+            &format_args!(
+                "ip={},port={},state={state},offset={},lag={}",
+                p.ip,
+                p.port,
+                p.ack.load(Ordering::Relaxed),
+                now.saturating_sub(p.last_ack.load(Ordering::Relaxed))
+            ),
+        );
+    }
+    field("master_failover_state", &"no-failover");
+    field("master_replid", &replid);
+    field("master_replid2", &replid2);
+    field("master_repl_offset", &offset);
+    field("second_repl_offset", &second);
+    let (active, size, first, histlen) = r.backlog.backlog_info();
+    field("repl_backlog_active", &u8::from(active));
+    field("repl_backlog_size", &size);
+    field("repl_backlog_first_byte_offset", &first);
+    field("repl_backlog_histlen", &histlen);
+}
+
+/// WAIT numreplicas timeout.
+pub(crate) fn wait(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_error, push_int};
+    let shared = ctx.shared;
+    if shared.repl.is_replica() {
+        return push_error(out, ERR_WAIT_ON_REPLICA.as_bytes());
+    }
+    let Some(replicas) = crate::resp::int_arg(&args[1]) else {
+        return push_error(out, b"ERR value is not an integer or out of range");
+    };
+    let Some(ms) = crate::resp::int_arg(&args[2]) else {
+        return push_error(out, b"ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return push_error(out, b"ERR timeout is negative");
+    }
+    // The stream up to now covers this client's writes (Redis waits for
+    // the client's own last write offset; this may wait for a little more).
+    let offset = shared.repl.backlog.offset();
+    let acked = shared.repl.acked(offset);
+    let replicas = replicas.max(0) as u64;
+    if acked >= replicas || offset == 0 && shared.repl.acked(0) >= replicas {
+        return push_int(out, acked as i64);
+    }
+    let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+    crate::resp::blocking::block_wait(ctx, offset, replicas, timeout, out);
+}
+
+/// REPLICAOF SLAVEOF ROLE REPLCONF PSYNC SYNC WAIT.
+pub(crate) fn run(
+    ctx: &mut crate::resp::Ctx<'_>,
+    cmd: crate::resp::table::Cmd,
+    args: &[crate::resp::Arg<'_>],
+    out: &mut Vec<u8>,
+) -> crate::exec::After {
+    use crate::resp::table::Cmd;
+    use amalgam_protocol::resp::{push_error, push_simple};
+    match cmd {
+        Cmd::Replicaof | Cmd::Slaveof => match replicaof(ctx.shared, &args[1], &args[2]) {
+            Ok(reply) => push_simple(out, reply),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
+        Cmd::Role => role(ctx.shared, out),
+        Cmd::Replconf => replconf(ctx, args, out),
+        Cmd::Psync | Cmd::Sync => {
+            if ctx.shared.repl.is_replica() && !ctx.shared.repl.link_up() {
+                push_error(out, b"NOMASTERLINK Can't SYNC while not connected with my master");
+            } else {
+                let (replid, offset) = match cmd {
+                    Cmd::Psync => {
+                        (String::from_utf8_lossy(&args[1]).into_owned(), crate::resp::int_arg(&args[2]).unwrap_or(-1))
+                    }
+                    _ => ("?".into(), -1),
+                };
+                ctx.session.handoff = Some(Box::new(Psync {
+                    replid,
+                    offset,
+                    listening_port: ctx.session.repl_port,
+                    ip_address: ctx.session.repl_ip.clone(),
+                }));
+            }
+        }
+        Cmd::Wait => wait(ctx, args, out),
+        _ => unreachable!("dispatched here only for replication commands"),
+    }
+    crate::exec::After::Continue
+}
+
+/// REPLCONF listening-port | ip-address | capa | ack | getack ….
+fn replconf(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_error, push_simple};
+    if args.len() % 2 == 0 {
+        return push_error(out, b"ERR syntax error");
+    }
+    for pair in args[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if opt.eq_ignore_ascii_case(b"listening-port") {
+            match crate::resp::int_arg(val).filter(|p| (0..=65535).contains(p)) {
+                Some(p) => ctx.session.repl_port = p as u16,
+                None => return push_error(out, b"ERR value is not an integer or out of range"),
+            }
+        } else if opt.eq_ignore_ascii_case(b"ip-address") {
+            ctx.session.repl_ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"getack") {
+            // From a replica on a plain connection: no reply, as Redis.
+            return;
+        } else if !(opt.eq_ignore_ascii_case(b"capa")
+            || opt.eq_ignore_ascii_case(b"rdb-only")
+            || opt.eq_ignore_ascii_case(b"rdb-filter-only"))
+        {
+            return push_error(
+                out,
+                format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).as_bytes(),
+            );
+        }
+    }
+    push_simple(out, "OK");
+}
+
+impl Replication {
+    /// A replica whose link is streaming.
+    pub fn link_up(&self) -> bool {
+        match &*lock(&self.role) {
+            Role::Replica(l) => l.up.load(Ordering::Relaxed),
+            Role::Primary => false,
+        }
+    }
+}
