@@ -2,18 +2,19 @@
 # The whole test suite: the README's test command, and what CI runs.
 #
 # Installs what the tests need beyond the Rust toolchain (memcached,
-# libmemcached-tools, redis-server and redis-tools from apt; promtool out
-# of Debian's prometheus package; pymemcache / meta-memcache / redis /
-# pytest / prometheus_client from pip; each only if missing), then runs
-# formatting and lint checks, every crate's unit, integration and doc tests,
-# and the loom models of the concurrency core. Then the black-box server
-# tests again against Debian's memcached (proof that their expectations are
-# memcached's), the RESP black-box tests against Debian's redis-server 7
-# (proof that theirs are Redis's), the Python client tests against amalgam,
-# memcached and redis-server, and libmemcached's memccapable (ascii and
-# binary protocols) against amalgam. Ends with one summary line "tests: N
-# passed, N failed" that counts cargo's tests, pytest's and memccapable's
-# cases.
+# libmemcached-tools, redis-server, redis-sentinel and redis-tools from apt;
+# promtool out of Debian's prometheus package; pymemcache / meta-memcache /
+# redis / pytest / prometheus_client from pip; each only if missing), then
+# runs formatting and lint checks, every crate's unit, integration and doc
+# tests, and the loom models of the concurrency core. Then the black-box
+# server tests again against Debian's memcached (proof that their
+# expectations are memcached's), the RESP black-box tests against Debian's
+# redis-server 7 (proof that theirs are Redis's), the Python client tests
+# against amalgam, memcached and redis-server, the replication and Sentinel
+# failover tests against redis-server (and amalgam, once it has
+# --replicaof), and libmemcached's memccapable (ascii and binary protocols)
+# against amalgam. Ends with one summary line "tests: N passed, N failed"
+# that counts cargo's tests, pytest's and memccapable's cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +43,8 @@ command -v memcached >/dev/null 2>&1 || apt_missing+=(memcached)
 command -v memccapable >/dev/null 2>&1 || apt_missing+=(libmemcached-tools)
 command -v redis-server >/dev/null 2>&1 || apt_missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 && command -v redis-benchmark >/dev/null 2>&1 || apt_missing+=(redis-tools)
+# redis-sentinel: the failover test of tests/python/test_replication.py.
+command -v redis-sentinel >/dev/null 2>&1 || apt_missing+=(redis-sentinel)
 # openssl: the TLS tests make their certificates with it and drive
 # `openssl s_client` (tls_clients.rs, tests/python/test_tls.py).
 command -v openssl >/dev/null 2>&1 || apt_missing+=(openssl)
@@ -177,6 +180,10 @@ if [ -n "$redis_server_bin" ]; then
   step "redis-py (pytest tests/python/test_redis_py*.py) against redis-server"
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
     python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py*.py 2>&1 | tee -a "$pylog" || status=1
+  step "replication and Sentinel failover (pytest tests/python/test_replication.py) against redis-server"
+  # The file starts its own primaries, replicas and sentinels.
+  AMALGAM_TEST_REPL_BIN="$redis_server_bin" \
+    python3 -m pytest -q -p no:cacheprovider tests/python/test_replication.py 2>&1 | tee -a "$pylog" || status=1
 else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi
@@ -190,7 +197,14 @@ auth_resp_port=$resp_port
 start_server "$amalgam_bin"
 # AMALGAM_TEST_SHARD_BIN: tests/python/test_sharding.py starts its own
 # amalgams (and memcacheds, redis-servers) behind nutcracker, in this pass only.
-AMALGAM_TEST_SHARD_BIN="$amalgam_bin" \
+# AMALGAM_TEST_REPL_BIN: tests/python/test_replication.py starts its own
+# amalgam primaries and replicas, in this pass only, and only once amalgam
+# has --replicaof (until then the file skips itself; the help is captured
+# first: grep -q closing the pipe early would fail the pipeline).
+amalgam_help=$("$amalgam_bin" --help 2>&1 || true)
+repl_bin=""
+if grep -q -- --replicaof <<<"$amalgam_help"; then repl_bin=$amalgam_bin; fi
+AMALGAM_TEST_SHARD_BIN="$amalgam_bin" AMALGAM_TEST_REPL_BIN="$repl_bin" \
   pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
 
 if [ -n "$memccapable_bin" ]; then
