@@ -245,6 +245,7 @@ impl Backlog {
         }
         r.bytes.extend(bytes);
         r.end += bytes.len() as u64;
+        LAST_FED.with(|c| c.set(r.end));
         r.trim();
         if r.sleeping > 0 {
             self.more.notify_all();
@@ -388,7 +389,16 @@ impl StreamJournal {
     }
 }
 
+/// The stream offset just past the last record the calling thread fed
+/// (WAIT waits for its connection's last write: the server compares this
+/// before and after a connection's commands).
+pub fn last_fed_here() -> u64 {
+    LAST_FED.with(|c| c.get())
+}
+
 thread_local! {
+    /// See [`last_fed_here`].
+    static LAST_FED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Where a change is encoded when only the backlog takes it.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

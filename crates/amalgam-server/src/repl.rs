@@ -872,6 +872,17 @@ pub fn info(shared: &Shared, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)
     field("repl_backlog_histlen", &histlen);
 }
 
+/// Updates the connection's last write offset (`Session::woff`) from its
+/// worker thread's, if the thread fed the stream since the batch began
+/// (one thread-local read).
+pub(crate) fn note_writes(session: &mut crate::resp::Session) {
+    let now = amalgam_persist::repl::last_fed_here();
+    if now != session.fed_mark {
+        session.woff = now;
+        session.fed_mark = now;
+    }
+}
+
 /// WAIT numreplicas timeout.
 pub(crate) fn wait(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: &mut Vec<u8>) {
     use amalgam_protocol::resp::{push_error, push_int};
@@ -888,12 +899,13 @@ pub(crate) fn wait(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>]
     if ms < 0 {
         return push_error(out, b"ERR timeout is negative");
     }
-    // The stream up to now covers this client's writes (Redis waits for
-    // the client's own last write offset; this may wait for a little more).
-    let offset = shared.repl.backlog.offset();
+    // The connection's own last write, as Redis's WAIT (a connection that
+    // wrote nothing waits for nothing).
+    note_writes(ctx.session);
+    let offset = ctx.session.woff;
     let acked = shared.repl.acked(offset);
     let replicas = replicas.max(0) as u64;
-    if acked >= replicas || offset == 0 && shared.repl.acked(0) >= replicas {
+    if acked >= replicas {
         return push_int(out, acked as i64);
     }
     let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));

@@ -173,6 +173,12 @@ pub struct Session {
     /// PSYNC or SYNC was said: the worker hands the connection to a
     /// replication sender (`crate::repl`) once its replies are out.
     pub(crate) handoff: Option<Box<crate::repl::Psync>>,
+    /// The stream offset of this connection's last write (WAIT waits for
+    /// it), and the worker thread's last fed offset when its batch began
+    /// (a different one after the batch means the batch wrote). Kept
+    /// only while a replication journal is attached.
+    pub(crate) woff: u64,
+    pub(crate) fed_mark: u64,
 }
 
 impl Session {
@@ -198,6 +204,8 @@ impl Session {
             repl_port: 0,
             repl_ip: None,
             handoff: None,
+            woff: 0,
+            fed_mark: 0,
         }
     }
 
@@ -307,6 +315,10 @@ fn process_round(
             m.drain_into(out);
         }
     }
+    let journaled = shared.repl.journaled();
+    if journaled {
+        session.fed_mark = amalgam_persist::repl::last_fed_here();
+    }
     let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now) };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
         if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
@@ -383,6 +395,9 @@ fn process_round(
     }
     run_gets(&mut ctx, &args, &mut gets, out);
     run_sets(&mut ctx, &args, &mut sets, out);
+    if journaled {
+        crate::repl::note_writes(ctx.session);
+    }
     // Kept only while small: a batch of huge MGETs or long commands does
     // not pin its vectors to the connection.
     if gets.capacity() <= REQUESTS_PER_ROUND_MAX {
