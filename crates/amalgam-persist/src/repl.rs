@@ -353,6 +353,21 @@ impl Backlog {
         }
     }
 
+    /// Restart (a state a clean shutdown saved, with the data it
+    /// describes): the stream continues at `offset` under `replid`, so a
+    /// replica that has everything up to there continues by PSYNC; the
+    /// backlog itself starts empty. `following`: this node restarts as a
+    /// replica (its link feeds the backlog).
+    pub fn restore(&self, replid: &str, offset: u64, following: bool) {
+        let mut r = lock(&self.ring);
+        r.replid = replid.to_string();
+        r.end = offset;
+        r.bytes.clear();
+        r.active = true;
+        r.following = following;
+        self.journal_feeds.store(!following, Ordering::Relaxed);
+    }
+
     /// A replica stops following (its link is down or REPLICAOF changed)
     /// but keeps its id and offset for a partial resync.
     pub fn pause_feeding(&self) {
@@ -554,8 +569,15 @@ impl Applier {
 
     /// Continuing a stream this store already holds (a former primary,
     /// or a replica that loaded it before): no flush, no CAS shift.
-    pub fn continuing(store: Arc<Store>, thresholds: amalgam_types::Thresholds) -> Applier {
-        Applier { store, thresholds, cas_shift: 0, applied: 0, skipped: 0 }
+    /// `cas_shift`: the one the stream's first full sync chose (0 for a
+    /// former primary).
+    pub fn continuing(store: Arc<Store>, thresholds: amalgam_types::Thresholds, cas_shift: u64) -> Applier {
+        Applier { store, thresholds, cas_shift, applied: 0, skipped: 0 }
+    }
+
+    /// The CAS shift (saved with the replication state at shutdown).
+    pub fn cas_shift(&self) -> u64 {
+        self.cas_shift
     }
 
     /// One record of the full sync or the stream. True at the snapshot's

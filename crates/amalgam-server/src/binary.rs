@@ -180,6 +180,30 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             push_response(out, req.opcode, status::SUCCESS, req.opaque, cas, &[], &[], &[]);
         }
     };
+    let writes = matches!(
+        req.command,
+        Command::Touch { .. }
+            | Command::Gat { .. }
+            | Command::Store { .. }
+            | Command::Delete { .. }
+            | Command::Arith { .. }
+            | Command::Flush { .. }
+    );
+    if writes && shared.repl.read_only() {
+        // A read-only replica (crate::repl): memcached's binary protocol
+        // has no such status; NOT_STORED with Redis's text says why.
+        push_response(
+            out,
+            req.opcode,
+            status::NOT_STORED,
+            req.opaque,
+            0,
+            &[],
+            &[],
+            crate::exec::READONLY_REPLY.trim_start_matches("SERVER_ERROR ").as_bytes(),
+        );
+        return After::Continue;
+    }
     match req.command {
         Command::Get { .. } => {
             let mut one = vec![req];

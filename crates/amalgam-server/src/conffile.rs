@@ -144,9 +144,11 @@ fn parse(text: &str) -> Result<(Vec<String>, RunTimeSettings), String> {
         let name = words[0].to_ascii_lowercase();
         let values = &words[1..];
         if let Some(row) = settings::find(name.as_bytes()) {
-            // `save` and `bind` take a list; every other setting one value.
+            // `save` and `bind` take a list, `replicaof` two words; every
+            // other setting one value.
             let value = match row.name {
                 "save" | "bind" if !values.is_empty() => values.join(" "),
+                "replicaof" if values.len() == 2 => values.join(" "),
                 _ if values.len() == 1 => values[0].clone(),
                 _ => return Err(fail("wrong number of arguments")),
             };
@@ -340,11 +342,15 @@ pub fn rewritten(old: &str, current: &dyn Fn(&settings::Setting) -> String) -> S
         }
         done.push(name);
         let now = current(row);
+        if row.name == "replicaof" && now.is_empty() {
+            // A primary now: Redis drops the line.
+            continue;
+        }
         let value = words[1..].join(" ");
         if words.len() == 2 && settings::same(row.kind, value.as_bytes(), &now) {
             out.push(raw.to_string());
         } else {
-            out.push(format!("{} {}", words[0], quote(&now)));
+            out.push(format!("{} {}", words[0], render(row, &now)));
         }
     }
     let mut header = old.lines().any(|l| l.trim() == REWRITE_HEADER);
@@ -365,11 +371,22 @@ pub fn rewritten(old: &str, current: &dyn Fn(&settings::Setting) -> String) -> S
             out.push(REWRITE_HEADER.to_string());
             header = true;
         }
-        out.push(format!("{name} {}", quote(&now)));
+        out.push(format!("{name} {}", render(row, &now)));
     }
     let mut text = out.join("\n");
     text.push('\n');
     text
+}
+
+/// A value as a config-file line writes it: quoted as needed, except
+/// `replicaof`'s two words, written as Redis writes them
+/// (`replicaof 127.0.0.1 6379`).
+fn render(row: &settings::Setting, now: &str) -> String {
+    if row.name == "replicaof" && !now.is_empty() {
+        now.split_whitespace().map(quote).collect::<Vec<_>>().join(" ")
+    } else {
+        quote(now)
+    }
 }
 
 /// CONFIG REWRITE: Err is the reply's error.

@@ -346,6 +346,10 @@ impl Shared {
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
+        if let Some(dir) = &shared.args.dir {
+            let replica = shared.args.replicaof_parts.len() == 2;
+            shared.repl.load_state(dir, replica);
+        }
         settings::apply_start(&shared);
         if let [host, port] = &shared.args.replicaof_parts[..] {
             repl::replicaof(&shared, host.as_bytes(), port.as_bytes()).map_err(|e| format!("--replicaof: {e}"))?;

@@ -284,8 +284,12 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     }
     signal_handle.close();
     let _ = signal_thread.join();
-    // Everything journaled reaches the disk, whatever the fsync policy.
-    if let Some(p) = &shared.persist {
+    // Everything journaled reaches the disk, whatever the fsync policy,
+    // with the replication state of what it holds (repl.rs).
+    if let (Some(p), Some(dir)) = (&shared.persist, &shared.args.dir) {
+        if let Err(e) = shared.repl.save_state(dir) {
+            log::warn!("cannot save the replication state in {}: {e}", dir.display());
+        }
         p.shutdown();
     }
     if let (Some(p), true) = (&pidfile, daemon) {

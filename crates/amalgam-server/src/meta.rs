@@ -81,6 +81,12 @@ pub fn run(shared: &Shared, stats: &WorkerStats, cmd: MetaCmd, line: &[u8], data
     };
     let store = &shared.store;
     let cas_on = shared.cas_enabled();
+    if shared.repl.read_only() && matches!(cmd, MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith) {
+        // A read-only replica (crate::repl), as on the text protocol; the
+        // `q` flag hides it like any other failure reply it hides not.
+        push_line(out, crate::exec::READONLY_REPLY);
+        return After::Continue;
+    }
     match cmd {
         MetaCmd::Noop => push_line(out, "MN"),
         MetaCmd::Get => meta_get(store, stats, &req, out, cas_on),

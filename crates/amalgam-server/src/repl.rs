@@ -131,6 +131,9 @@ pub struct Link {
     down_since: AtomicU64,
     /// The socket, for CLIENT KILL TYPE master and REPLICAOF.
     sock: Mutex<Option<TcpStream>>,
+    /// Held while a batch of the stream is applied: a clean shutdown
+    /// takes it to read an offset that matches the store.
+    applying: Mutex<()>,
 }
 
 impl Link {
@@ -184,7 +187,24 @@ pub struct Replication {
     /// `min-replicas-to-write` and `min-replicas-max-lag`.
     pub min_replicas_to_write: AtomicU64,
     pub min_replicas_max_lag: AtomicU64,
+    /// The store holds the stream up to the backlog's offset (false
+    /// while a full sync loads, and before a replica's first sync): only
+    /// then does a clean shutdown save the replication state.
+    consistent: AtomicBool,
+    /// A replica's CAS shift (`Applier`), kept for the state file.
+    cas_shift: AtomicU64,
+    /// A restarted replica continues with its saved state (the link's
+    /// first PSYNC names it).
+    resume: AtomicBool,
 }
+
+/// The file a clean shutdown leaves in `--dir`: the replication id,
+/// offset and CAS shift of the data the log holds, so a restarted
+/// primary keeps its id and offset and a restarted replica continues by
+/// partial resync. Read and removed at start (a crash after that start
+/// leaves none: a restart after a crash resyncs in full, as the log's
+/// tail may not match any offset).
+pub const STATE_FILE: &str = "replication.state";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -213,7 +233,60 @@ impl Replication {
             timeout_secs: AtomicU64::new(REPL_TIMEOUT_SECS_DEFAULT),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(10),
+            consistent: AtomicBool::new(true),
+            cas_shift: AtomicU64::new(0),
+            resume: AtomicBool::new(false),
         }
+    }
+
+    /// At start, after recovery from `dir`: takes the state a clean
+    /// shutdown saved ([`STATE_FILE`]) and removes the file. `replica`:
+    /// the node starts as a replica.
+    pub fn load_state(&self, dir: &std::path::Path, replica: bool) {
+        let path = dir.join(STATE_FILE);
+        let Ok(text) = std::fs::read_to_string(&path) else { return };
+        let _ = std::fs::remove_file(&path);
+        let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')).map(str::trim);
+        let (Some(replid), Some(offset), Some(shift)) = (
+            field("replid").filter(|id| id.len() == stream::REPLID_BYTES),
+            field("offset").and_then(|o| o.parse::<u64>().ok()),
+            field("cas_shift").and_then(|o| o.parse::<u64>().ok()),
+        ) else {
+            log::warn!("{}: not a replication state; ignored", path.display());
+            return;
+        };
+        self.backlog.restore(replid, offset, replica);
+        self.cas_shift.store(shift, Ordering::Relaxed);
+        self.resume.store(true, Ordering::Relaxed);
+        log::info!("replication: continuing {replid} at offset {offset}");
+    }
+
+    /// At a clean shutdown, before the log's last sync: stops the link
+    /// (no record is applied after this) and saves the replication state
+    /// of the data the log holds ([`STATE_FILE`]).
+    pub fn save_state(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        let link = match &*lock(&self.role) {
+            Role::Replica(l) => Some(Arc::clone(l)),
+            Role::Primary => None,
+        };
+        let _held = link.as_ref().map(|l| {
+            l.stop.store(true, Ordering::Relaxed);
+            l.close();
+            lock(&l.applying)
+        });
+        if !self.backlog.active() || !self.consistent.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (replid, _, offset, _) = self.backlog.ids();
+        let text = format!("replid {replid}\noffset {offset}\ncas_shift {}\n", self.cas_shift.load(Ordering::Relaxed));
+        let tmp = dir.join(format!("{STATE_FILE}.tmp"));
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, dir.join(STATE_FILE))?;
+        std::fs::File::open(dir)?.sync_all()
     }
 
     /// True if client writes are refused (one relaxed load on the write
@@ -247,6 +320,14 @@ impl Replication {
         if shared.store.set_journal(Arc::new(j)).is_err() {
             // Persistence's journal: it feeds the backlog already.
             log::debug!("replication: the store's journal was attached already");
+        }
+    }
+
+    /// The primary this node follows, if it is a replica.
+    pub fn primary(&self) -> Option<(String, u16)> {
+        match &*lock(&self.role) {
+            Role::Replica(l) => Some((l.host.clone(), l.port)),
+            Role::Primary => None,
         }
     }
 
@@ -379,6 +460,7 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
         last_io: AtomicU64::new(0),
         down_since: AtomicU64::new(unix_now()),
         sock: Mutex::new(None),
+        applying: Mutex::new(()),
     });
     r.attach_journal(shared);
     r.backlog.pause_feeding();
@@ -399,7 +481,10 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
 fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
     // Kept across sessions: a reconnect continues with it (partial
     // resync); None until the first full sync of this link.
-    let mut applier: Option<Applier> = None;
+    let r = &shared.repl;
+    let mut applier: Option<Applier> = r.resume.swap(false, Ordering::Relaxed).then(|| {
+        Applier::continuing(Arc::clone(&shared.store), shared.thresholds.load(), r.cas_shift.load(Ordering::Relaxed))
+    });
     while !link.stop.load(Ordering::Relaxed) && !shared.shutdown.load(Ordering::Relaxed) {
         match session(shared, link, &mut applier) {
             Ok(()) => {}
@@ -534,10 +619,14 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
             let replid = words.next().unwrap_or("").to_string();
             let offset: u64 = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
             link.set_state("sync");
+            r.consistent.store(false, Ordering::Relaxed);
+            *applier = None;
             let mut a = Applier::begin_full_sync(Arc::clone(&shared.store), shared.thresholds.load());
             let t = Instant::now();
             load(&mut input, link, &mut a)?;
             r.backlog.follow(&replid, offset);
+            r.cas_shift.store(a.cas_shift(), Ordering::Relaxed);
+            r.consistent.store(true, Ordering::Relaxed);
             log::warn!(
                 "MASTER <-> REPLICA sync: finished with success ({} records in {:.3} s)",
                 a.applied,
@@ -550,7 +639,9 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
                 r.backlog.adopt_id(new_id);
             }
             if applier.is_none() {
-                *applier = Some(Applier::continuing(Arc::clone(&shared.store), shared.thresholds.load()));
+                // A former primary: its own CAS uniques.
+                r.cas_shift.store(0, Ordering::Relaxed);
+                *applier = Some(Applier::continuing(Arc::clone(&shared.store), shared.thresholds.load(), 0));
             }
             log::warn!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
         }
@@ -600,6 +691,10 @@ fn stream_in(
     let r = &shared.repl;
     loop {
         let mut applied = false;
+        let held = lock(&link.applying);
+        if link.stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         loop {
             match format::read_record(&input.buf[input.pos..]) {
                 Ok((rec, n)) => {
@@ -613,6 +708,7 @@ fn stream_in(
                 Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
             }
         }
+        drop(held);
         if applied {
             ack(w, r.backlog.offset())?;
         }

@@ -138,6 +138,16 @@ fn policy_flag(v: &str) -> Result<Vec<String>, String> {
     Ok(if v.eq_ignore_ascii_case("noeviction") { vec!["--eviction".into(), "none".into()] } else { Vec::new() })
 }
 
+/// `replicaof <host> <port>` from the file (`""`: a primary).
+fn replicaof_flag(v: &str) -> Result<Vec<String>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match words[..] {
+        [] => Ok(Vec::new()),
+        [host, port] => Ok(vec!["--replicaof".into(), host.into(), port.into()]),
+        _ => Err("wrong number of arguments".into()),
+    }
+}
+
 /// `bind`: Amalgam listens on one address: the first (Redis's `-` prefix,
 /// "skip if unavailable", dropped).
 fn bind_flag(v: &str) -> Result<Vec<String>, String> {
@@ -498,6 +508,79 @@ fn rows() -> Vec<Setting> {
         refuse: None,
         default: |_| "yes".into(),
     });
+    // Replication (repl.rs).
+    r.extend([
+        Setting {
+            // Redis's `replicaof <host> <port>` (REPLICAOF changes it at run
+            // time; CONFIG SET refuses it, as Redis's does). CONFIG REWRITE
+            // writes it, so a node Sentinel reconfigured restarts as it was
+            // left.
+            name: "replicaof",
+            kind: Kind::Text,
+            get: |s, _| s.repl.primary().map(|(h, p)| format!("{h} {p}")).unwrap_or_default(),
+            set: Some(|_, _, _| {}),
+            start: Start::Map(replicaof_flag),
+            refuse: Some(|_, _| Some("can't set immutable config".into())),
+            default: empty,
+        },
+        Setting {
+            name: "replica-read-only",
+            kind: Kind::Bool,
+            get: |s, _| yes_no(s.repl.replica_read_only.load(Ordering::Relaxed)),
+            set: Some(|s, _, v| s.repl.set_replica_read_only(v.eq_ignore_ascii_case(b"yes"))),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| "yes".into(),
+        },
+        Setting {
+            name: "repl-backlog-size",
+            kind: Kind::Memory,
+            get: |s, _| s.repl.backlog.backlog_info().1.to_string(),
+            set: Some(|s, _, v| {
+                let bytes = crate::config::memory_value(v).expect("checked by the row's kind");
+                s.repl.backlog.set_size(usize::try_from(bytes).unwrap_or(usize::MAX));
+            }),
+            start: Start::Flag("--repl-backlog-size"),
+            refuse: None,
+            default: |_| amalgam_persist::repl::REPL_BACKLOG_BYTES_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "repl-timeout",
+            kind: Kind::Int(1, i32::MAX as i64),
+            get: |s, _| s.repl.timeout_secs.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.repl.timeout_secs.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::repl::REPL_TIMEOUT_SECS_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "replica-priority",
+            kind: Kind::Int(0, i32::MAX as i64),
+            get: |s, _| s.repl.replica_priority.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.repl.replica_priority.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::repl::REPLICA_PRIORITY_DEFAULT.to_string(),
+        },
+        Setting {
+            name: "min-replicas-to-write",
+            kind: Kind::Int(0, i32::MAX as i64),
+            get: |s, _| s.repl.min_replicas_to_write.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.repl.min_replicas_to_write.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| "0".into(),
+        },
+        Setting {
+            name: "min-replicas-max-lag",
+            kind: Kind::Int(0, i32::MAX as i64),
+            get: |s, _| s.repl.min_replicas_max_lag.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.repl.min_replicas_max_lag.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| "10".into(),
+        },
+    ]);
     // The collection thresholds (resp/typed.rs): Redis 7's names and their
     // legacy aliases, which CONFIG GET lists too.
     for (name, alias) in LiveThresholds::NAMES {
