@@ -63,10 +63,12 @@ KEYS_PER_TYPE = 40
 # Expiry times given by the load, in seconds: long enough that nothing
 # expires while the test compares the copies.
 TTL_MIN_S, TTL_MAX_S = 300, 3000
-# Milliseconds two copies' PTTLs may differ by: they hold the same absolute
-# deadline (Redis propagates SET EX and EXPIRE as absolute times), read a
-# moment apart.
-PTTL_SLACK_MS = 2000
+# Milliseconds two copies' deadlines (PEXPIRETIME) may differ by: none.
+# They hold the same absolute deadline: Redis propagates SET EX and EXPIRE
+# as absolute times, Amalgam replicates the item's deadline. (A PTTL read
+# on each copy a moment apart differs by the time between the reads, which
+# a dump of a few hundred keys in a debug build makes seconds.)
+DEADLINE_SLACK_MS = 0
 # A value this long now and then: a replication stream is more than short
 # commands.
 BIG_VALUE_BYTES = 20_000
@@ -272,8 +274,9 @@ def connected_replicas(primary):
 
 
 def dump(client):
-    """Every key: (TYPE, value, PTTL). Sets sorted; sorted sets with their
-    scores in ZRANGE's order."""
+    """Every key: (TYPE, value, PEXPIRETIME: the absolute deadline in unix
+    ms, -1 for none). Sets sorted; sorted sets with their scores in
+    ZRANGE's order."""
     out = {}
     for k in client.scan_iter(count=1000):
         t = client.type(k)
@@ -289,13 +292,13 @@ def dump(client):
             v = client.zrange(k, 0, -1, withscores=True)
         else:
             v = None
-        out[k] = (t, v, client.pttl(k))
+        out[k] = (t, v, client.execute_command("PEXPIRETIME", k))
     return out
 
 
 def same_contents(a, b):
     """Two dumps hold the same keys, types and values, and the same expiry
-    (both none, or both set and within PTTL_SLACK_MS). Returns the first
+    (both none, or both the same deadline). Returns the first
     difference, or None."""
     if set(a) != set(b):
         return f"keys differ: only in first {sorted(set(a) - set(b))[:5]}, only in second {sorted(set(b) - set(a))[:5]}"
@@ -303,8 +306,8 @@ def same_contents(a, b):
         (ta, va, pa), (tb, vb, pb) = a[k], b[k]
         if (ta, va) != (tb, vb):
             return f"{k!r}: {ta} {va!r} != {tb} {vb!r}"
-        if ((pa < 0 or pb < 0) and pa != pb) or abs(pa - pb) > PTTL_SLACK_MS:
-            return f"{k!r}: PTTL {pa} != {pb}"
+        if ((pa < 0 or pb < 0) and pa != pb) or abs(pa - pb) > DEADLINE_SLACK_MS:
+            return f"{k!r}: PEXPIRETIME {pa} != {pb}"
     return None
 
 
@@ -439,8 +442,8 @@ def test_replicas_hold_the_primarys_contents_after_a_concurrent_load(trio):
     # The load left every type behind, some keys with expiry, some without.
     types = {t for t, _, _ in want.values()}
     assert types == {b"string", b"hash", b"list", b"set", b"zset"}, types
-    assert any(pttl > 0 for _, _, pttl in want.values())
-    assert any(pttl == -1 for _, _, pttl in want.values())
+    assert any(deadline > 0 for _, _, deadline in want.values())
+    assert any(deadline == -1 for _, _, deadline in want.values())
     for r in replicas:
         got = dump(r.c)
         assert same_contents(want, got) is None, same_contents(want, got)
@@ -683,6 +686,71 @@ def test_wait_counts_acknowledgements_of_its_own_connections_writes(pair):
     finally:
         writer.close()
         idle.close()
+
+
+def stop_and_restart(node):
+    """Stops `node` cleanly (SIGTERM: Redis saves its RDB, Amalgam its log
+    and replication state) and starts it again with the same arguments,
+    directory and port."""
+    node.proc.send_signal(signal.SIGTERM)
+    node.proc.wait(timeout=START_TIMEOUT_S)
+    node.c.close()
+    return Node(node.argv, node.port, node.log_path)
+
+
+def test_clean_restarts_with_persistence_continue_by_partial_resync(tmp_path):
+    """With persistence (Redis: an RDB saved at shutdown; Amalgam: its log
+    in `dir`), a replica restarted cleanly continues from its offset (a
+    partial resync, no full one) and converges. Amalgam only: a primary
+    restarted cleanly keeps its replication id and offset, so its replica
+    continues too."""
+    tmp = str(tmp_path)
+    # Redis saves at shutdown only with a save point; Amalgam's nodes log
+    # to their `dir` already (the config file's `dir`).
+    extra = () if IS_AMALGAM else ("--save", "3600 1")
+    nodes = []
+    try:
+        primary = start_node(free_port(), extra=extra, conf_dir=tmp)
+        nodes.append(primary)
+        replica = start_node(free_port(), replicaof=primary.port, extra=extra, conf_dir=tmp)
+        nodes.append(replica)
+        wait_until(lambda: link_up(replica), "master_link_status:up")
+        concurrent_load(primary.port, seed=11, ops=300)
+        assert wait_replicas(primary.c, 1) == 1
+        before = info_fields(primary.c, "stats")
+
+        replica = stop_and_restart(replica)
+        nodes[1] = replica
+        # Writes while it was down (or starting) reach it from the backlog.
+        run_load(primary.port, 12, 300, big=False)
+        wait_until(lambda: link_up(replica), "master_link_status:up after the replica's restart")
+        assert wait_replicas(primary.c, 1) == 1
+        after = info_fields(primary.c, "stats")
+        assert int(after["sync_partial_ok"]) == int(before["sync_partial_ok"]) + 1, after
+        assert after["sync_full"] == before["sync_full"], after
+        assert same_contents(dump(primary.c), dump(replica.c)) is None
+
+        if not IS_AMALGAM:
+            # Redis 7.0.15 gives a restarted primary a new replication id
+            # (measured: its replica then resyncs in full); keeping it is
+            # what issue 22 asks of Amalgam, beyond Redis.
+            return
+        ids = info_fields(primary.c, "replication")
+        primary = stop_and_restart(primary)
+        nodes[0] = primary
+        again = info_fields(primary.c, "replication")
+        assert again["master_replid"] == ids["master_replid"], (ids, again)
+        assert again["master_repl_offset"] == ids["master_repl_offset"], (ids, again)
+        wait_until(lambda: link_up(replica), "master_link_status:up after the primary's restart")
+        wait_until(lambda: connected_replicas(primary) == 1, "the replica back on the restarted primary")
+        stats = info_fields(primary.c, "stats")
+        assert (stats["sync_full"], stats["sync_partial_ok"]) == ("0", "1"), stats
+        run_load(primary.port, 13, 200, big=False)
+        assert wait_replicas(primary.c, 1) == 1
+        assert same_contents(dump(primary.c), dump(replica.c)) is None
+    finally:
+        for n in nodes:
+            n.kill()
 
 
 # ------------------------------------------------------------ Sentinel

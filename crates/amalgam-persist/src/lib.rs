@@ -41,6 +41,11 @@
 //!   here unable to check a collection).
 //!   `docs/persistence.md` § Collections has the details.
 //!
+//! * **Replication** (`repl.rs`): the log's records are also the
+//!   replication stream ([`repl::StreamJournal`] feeds both from one
+//!   encoding), a full sync is the same fork-less snapshot written into a
+//!   socket, and a replica applies records with recovery's code.
+//!
 //! ## Failure handling
 //!
 //! A write error in `always` mode cannot be hidden (the reply would claim a
@@ -56,6 +61,7 @@
 //! | `log.rs` | the log buffer, group commit, rotation |
 //! | `snapshot.rs` | writing a snapshot and retiring old files |
 //! | `recover.rs` | start-up: snapshot + log replay, damage handling |
+//! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
 
 pub mod format;
 mod log;

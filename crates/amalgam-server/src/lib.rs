@@ -56,6 +56,17 @@
 //! queue to the socket. A queue past the pubsub output limit closes its
 //! connection.
 //!
+//! ## Replication (`repl.rs`, amalgam-persist `repl.rs`)
+//! Redis's handshake, roles and commands over Amalgam's own stream: the
+//! log's records, a full sync from the fork-less snapshot. A connection
+//! that says PSYNC leaves its worker (`Turn::Detach`) for a sender thread
+//! and an ack thread of its own; a replica runs one link thread that
+//! applies the stream under bucket locks like any writer. The request
+//! path pays one relaxed load per write for read-only replicas and
+//! `min-replicas-to-write` (folded into the batched SET's condition),
+//! and, while a replication journal is attached, one thread-local read
+//! per batch for WAIT's per-connection offset. docs/replication.md.
+//!
 //! ## Transactions and multi-key commands (`resp/multi.rs`)
 //! MULTI queues a connection's commands; EXEC names every key they touch
 //! (their key specifications, as COMMAND GETKEYS) plus the WATCHed ones and

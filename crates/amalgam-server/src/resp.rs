@@ -607,8 +607,9 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         return After::Continue;
     }
     // A read-only replica and min-replicas-to-write refuse writes, before
-    // MULTI queues them (Redis's processCommand); two relaxed loads.
-    if let Some(s) = spec.filter(|s| s.flags.contains(&"write")) {
+    // MULTI queues them (Redis's processCommand); two relaxed loads when
+    // neither is on.
+    if let Some(s) = spec.filter(|s| ctx.shared.repl.guards_writes() && s.flags.contains(&"write")) {
         let repl = &ctx.shared.repl;
         let refusal = if repl.read_only() {
             Some(crate::repl::ERR_READONLY)
