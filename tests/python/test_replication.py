@@ -753,6 +753,59 @@ def test_clean_restarts_with_persistence_continue_by_partial_resync(tmp_path):
             n.kill()
 
 
+def test_a_replica_killed_mid_load_and_restarted_converges(tmp_path):
+    """A replica SIGKILLed while its primary takes writes, and started again
+    on the same directory, continues by partial resync and converges to the
+    primary's contents. Redis's replica reloads the RDB of its full sync
+    (kept in its `dir`, with the stream offset in it) and continues from
+    there; Amalgam's replays its log, whose REPL_POS records say where its
+    data stands in the stream."""
+    tmp = str(tmp_path)
+    nodes = []
+    try:
+        primary = start_node(free_port(), conf_dir=tmp)
+        nodes.append(primary)
+        replica = start_node(free_port(), replicaof=primary.port, conf_dir=tmp)
+        nodes.append(replica)
+        wait_until(lambda: link_up(replica), "master_link_status:up")
+        concurrent_load(primary.port, seed=21, ops=200)
+        assert wait_replicas(primary.c, 1) == 1
+        before = info_fields(primary.c, "stats")
+
+        stop = threading.Event()
+        errors = []
+
+        def writer():
+            try:
+                # Paced, so the writes while the replica is down fit the
+                # backlog (1 MB) for a partial resync.
+                run_load(primary.port, 22, 10**6, stop=stop, pause_s=0.001, big=False)
+            except Exception as e:
+                errors.append(e)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            time.sleep(0.5)
+            replica.kill()
+            replica = Node(replica.argv, replica.port, replica.log_path)
+            nodes[1] = replica
+            wait_until(lambda: link_up(replica), "master_link_status:up after the restart")
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            t.join()
+        assert not errors, errors
+        assert wait_replicas(primary.c, 1) == 1
+        after = info_fields(primary.c, "stats")
+        assert int(after["sync_partial_ok"]) == int(before["sync_partial_ok"]) + 1, after
+        assert after["sync_full"] == before["sync_full"], after
+        assert same_contents(dump(primary.c), dump(replica.c)) is None
+    finally:
+        for n in nodes:
+            n.kill()
+
+
 # ------------------------------------------------------------ Sentinel
 
 

@@ -48,7 +48,12 @@ use amalgam_engine::{Expiry, ItemRef, KEY_BYTES_MAX, TAG_BYTES, TAG_OBJECT, TAG_
 /// version says "not for you" first. Version 2 added the header checksum
 /// (version 1 headers were not covered by any CRC, so a flipped `log_seq`
 /// went unnoticed).
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
+/// Version 5 added the REPL_POS record (a replica's place in its
+/// primary's stream, issue 22): a version 4 reader would call it corrupt
+/// and truncate the log there. The fourth version is still read: version
+/// 5 without REPL_POS.
+pub const VERSION_4: u32 = 4;
 /// The third version, still read: version 4 without collections.
 pub const VERSION_3: u32 = 3;
 /// The second version, still read: version 3 without PUT_MS records.
@@ -95,6 +100,13 @@ pub const T_DELETE: u8 = 2;
 pub const T_FLUSH: u8 = 3;
 /// Record type: a delayed flush_all was scheduled.
 pub const T_FLUSH_AT: u8 = 4;
+/// Record type: a replica applied its primary's stream up to here
+/// (version 5): the replication id, the offset and the replica's CAS
+/// shift, so a replica restarted after a crash continues by partial
+/// resync from what its log holds.
+pub const T_REPL_POS: u8 = 9;
+/// Bytes of a replication id in a REPL_POS record.
+pub const REPLID_BYTES: usize = 40;
 /// Record type: end of a complete snapshot.
 pub const T_END: u8 = 0x7F;
 
@@ -165,8 +177,10 @@ pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
     match version {
         VERSION_1 if field != 0 => return Err("version 1 header with nonzero flags".into()),
         VERSION_1 => {}
-        VERSION | VERSION_3 | VERSION_2 if field != header_crc(h) => return Err("header checksum mismatch".into()),
-        VERSION | VERSION_3 | VERSION_2 => {}
+        VERSION | VERSION_4 | VERSION_3 | VERSION_2 if field != header_crc(h) => {
+            return Err("header checksum mismatch".into())
+        }
+        VERSION | VERSION_4 | VERSION_3 | VERSION_2 => {}
         _ => return Err(format!("unknown format version {version}")),
     }
     Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
@@ -319,6 +333,15 @@ pub fn flush_at(out: &mut Vec<u8>, at: u32) {
     frame(out, T_FLUSH_AT, &[&at.to_le_bytes()]);
 }
 
+/// Appends a REPL_POS record; `replid` is [`REPLID_BYTES`] long (a
+/// longer one is cut, a shorter one padded with `0`).
+pub fn repl_pos(out: &mut Vec<u8>, replid: &str, offset: u64, cas_shift: u64) {
+    let mut id = [b'0'; REPLID_BYTES];
+    let n = replid.len().min(REPLID_BYTES);
+    id[..n].copy_from_slice(&replid.as_bytes()[..n]);
+    frame(out, T_REPL_POS, &[&id, &offset.to_le_bytes(), &cas_shift.to_le_bytes()]);
+}
+
 /// Appends a snapshot's END record.
 pub fn end(out: &mut Vec<u8>, items: u64) {
     frame(out, T_END, &[&items.to_le_bytes()]);
@@ -389,6 +412,15 @@ pub enum Record<'a> {
     FlushAt {
         /// Unix seconds.
         at: u32,
+    },
+    /// A replica's place in its primary's stream (version 5).
+    ReplPos {
+        /// The primary's replication id.
+        replid: &'a [u8],
+        /// The stream offset applied up to here.
+        offset: u64,
+        /// The replica's CAS shift (`repl.rs`, `Applier`).
+        cas_shift: u64,
     },
     /// End of a snapshot.
     End {
@@ -514,7 +546,12 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
         T_FLUSH if p.len() == 8 => Ok(Record::Flush { fence_cas: u64_at(0) }),
         T_FLUSH_AT if p.len() == 4 => Ok(Record::FlushAt { at: u32_at(0) }),
         T_END if p.len() == 8 => Ok(Record::End { items: u64_at(0) }),
-        T_FLUSH | T_FLUSH_AT | T_END => bad("wrong payload length"),
+        T_REPL_POS if p.len() == REPLID_BYTES + 16 => Ok(Record::ReplPos {
+            replid: &p[..REPLID_BYTES],
+            offset: u64_at(REPLID_BYTES),
+            cas_shift: u64_at(REPLID_BYTES + 8),
+        }),
+        T_FLUSH | T_FLUSH_AT | T_END | T_REPL_POS => bad("wrong payload length"),
         _ => bad("unknown record type"),
     }
 }

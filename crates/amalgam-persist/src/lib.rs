@@ -180,6 +180,10 @@ pub struct Persistence {
     /// Called after every commit of the committer thread (the workers'
     /// event-loop wakers).
     wakers: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
+    /// A replica's last REPL_POS (replication id, offset, CAS shift):
+    /// logged after each applied batch, and again after each snapshot's
+    /// cut so the log from the cut always names one.
+    repl_pos: Arc<Mutex<Option<(String, u64, u64)>>>,
     /// The snapshot schedule now (`set_schedule`): seconds between
     /// snapshots if anything changed, and changes that start one; 0: off.
     snapshot_every_ms: AtomicU64,
@@ -246,6 +250,7 @@ impl Persistence {
             requested: Mutex::new(0),
             request_cv: std::sync::Condvar::new(),
             wakers: Mutex::new(Vec::new()),
+            repl_pos: Arc::new(Mutex::new(None)),
         });
         let mut threads = Vec::new();
         if p.cfg.fsync != Fsync::Always {
@@ -411,6 +416,16 @@ impl Persistence {
         }
     }
 
+    /// A replica applied its primary's stream up to `offset` (the records
+    /// this thread journaled before this call): logs a REPL_POS record
+    /// after them, so recovery knows where the data it restores stands
+    /// (`Recovered::repl_pos`; a replica restarted after a crash then
+    /// continues by partial resync from there).
+    pub fn note_repl_pos(&self, replid: &str, offset: u64, cas_shift: u64) {
+        *self.repl_pos.lock().unwrap_or_else(|e| e.into_inner()) = Some((replid.to_string(), offset, cas_shift));
+        self.log.append(|b| format::repl_pos(b, replid, offset, cas_shift));
+    }
+
     /// Writes a snapshot now (Redis's SAVE), waiting for one already
     /// running to finish first.
     pub fn snapshot(&self) -> std::io::Result<SnapshotReport> {
@@ -424,7 +439,7 @@ impl Persistence {
         let _one = self.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.snapshot_running.store(true, Ordering::Release);
         let pct = if paced { self.cfg.snapshot_cpu_percent } else { 100 };
-        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, pct);
+        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, pct, &self.repl_pos);
         self.snapshot_running.store(false, Ordering::Release);
         if let Ok(rep) = &r {
             self.last_snapshot_unix.store(unix_now(), Ordering::Relaxed);

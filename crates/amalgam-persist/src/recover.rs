@@ -56,6 +56,9 @@ pub struct Recovered {
     pub warnings: Vec<String>,
     /// Wall time of the whole recovery.
     pub elapsed: Duration,
+    /// The last REPL_POS record replayed: a replica's (replication id,
+    /// offset, CAS shift) that the recovered data holds at least.
+    pub repl_pos: Option<(String, u64, u64)>,
 }
 
 /// Reads framed records from a file, one at a time.
@@ -364,7 +367,7 @@ pub(crate) fn apply_record(store: &Store, rec: Record<'_>, t: &Thresholds) -> Re
         }
         Record::Flush { fence_cas } => store.restore_flush(fence_cas),
         Record::FlushAt { at } => store.flush_all_at(at),
-        Record::End { .. } => {}
+        Record::End { .. } | Record::ReplPos { .. } => {}
     }
     Ok(())
 }
@@ -527,6 +530,9 @@ fn replay_segment(
                     *pending_flush_at = None;
                 }
                 Record::FlushAt { at } => *pending_flush_at = Some(at),
+                Record::ReplPos { replid, offset, cas_shift } => {
+                    out.repl_pos = Some((String::from_utf8_lossy(replid).into_owned(), offset, cas_shift));
+                }
                 Record::End { .. } => {
                     return Ok(SegmentEnd::Damaged {
                         end_seq: seq,

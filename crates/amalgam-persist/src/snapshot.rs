@@ -96,6 +96,7 @@ pub(crate) fn write_snapshot(
     store: &Store,
     log: &Log,
     cpu_percent: u32,
+    repl_pos: &Mutex<Option<(String, u64, u64)>>,
 ) -> std::io::Result<SnapshotReport> {
     let start = Instant::now();
     let tmp = dir.join(TMP_NAME);
@@ -120,6 +121,12 @@ pub(crate) fn write_snapshot(
         sink.clone(),
         || {
             cut = log.rotate();
+            // A replica's place, again at the head of the new segment: the
+            // snapshot holds at least what it names (a record applied
+            // twice on a resync from there is harmless: repl.rs).
+            if let Some((id, offset, shift)) = repl_pos.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                log.append(|b| format::repl_pos(b, &id, offset, shift));
+            }
             if let Ok(seq) = &cut {
                 let created = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -29,10 +29,16 @@ const OP: &str = "11000000532ea5af0801680100000000000000010101660177";
 /// amalgam-types op.rs: HSET of one pair (`f`, `w`): code 1, count 1,
 /// then each string as varint length and bytes.
 const OP_HSET: &str = "010101660177";
-/// Version 4 headers: log first_seq 17; snapshot log_seq 5, created
+/// Version 5: REPL_POS of replication id
+/// "0123456789abcdef0123456789abcdef01234567", offset 1000, CAS shift 7.
+const REPL_POS: &str = "39000000a93e4dc00930313233343536373839616263646566303132333435363738396162636465663031323334353637e8030000000000000700000000000000";
+/// Version 5 headers: log first_seq 17; snapshot log_seq 5, created
 /// 1,700,000,000; each with the CRC32C of its other bytes at 12..16.
-const LOG_HEADER: &str = "414d414c474c4f4704000000dfc8cfaa1100000000000000";
-const SNAP_HEADER: &str = "414d414c47534e5004000000ff6767f4050000000000000000f1536500000000";
+const LOG_HEADER: &str = "414d414c474c4f4705000000ef1cbe9b1100000000000000";
+const SNAP_HEADER: &str = "414d414c47534e5005000000429024c3050000000000000000f1536500000000";
+/// The same headers in version 4 (no REPL_POS), still read.
+const LOG_HEADER_V4: &str = "414d414c474c4f4704000000dfc8cfaa1100000000000000";
+const SNAP_HEADER_V4: &str = "414d414c47534e5004000000ff6767f4050000000000000000f1536500000000";
 /// The same headers in version 3 (no collections), still read.
 const LOG_HEADER_V3: &str = "414d414c474c4f47030000004fe49a3c1100000000000000";
 const SNAP_HEADER_V3: &str = "414d414c47534e5003000000cca1ac70050000000000000000f1536500000000";
@@ -78,6 +84,9 @@ fn records_encode_to_the_pinned_bytes() {
     assert_eq!(op.to_bytes(), hex(OP_HSET));
     format::op(&mut b, b"h", 1, &op.to_bytes());
     assert_eq!(b, hex(OP));
+    b.clear();
+    format::repl_pos(&mut b, "0123456789abcdef0123456789abcdef01234567", 1000, 7);
+    assert_eq!(b, hex(REPL_POS));
     assert_eq!(format::log_header(17).to_vec(), hex(LOG_HEADER));
     assert_eq!(format::snap_header(5, 1_700_000_000).to_vec(), hex(SNAP_HEADER));
     assert_eq!(format::log_name(17), "log-00000000000000000017.aml");
@@ -108,6 +117,12 @@ fn pinned_bytes_decode() {
     let op = hex(OP_HSET);
     assert_eq!(format::read_record(&hex(OP)).unwrap().0, Record::Op { key: b"h", version: 1, op: &op });
     assert_eq!(Op::decode(&op), Ok(Op::HSet(vec![(b"f".to_vec(), b"w".to_vec())])));
+    let repl_pos = hex(REPL_POS);
+    let r = format::read_record(&repl_pos).unwrap().0;
+    let replid = b"0123456789abcdef0123456789abcdef01234567";
+    assert_eq!(r, Record::ReplPos { replid, offset: 1000, cas_shift: 7 });
+    assert_eq!(format::parse_header(&hex(LOG_HEADER_V4), format::LOG_MAGIC), Ok(17));
+    assert_eq!(format::parse_header(&hex(SNAP_HEADER_V4), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V3), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V3), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER), format::LOG_MAGIC), Ok(17));
@@ -118,7 +133,7 @@ fn pinned_bytes_decode() {
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V1), format::SNAP_MAGIC), Ok(5));
 }
 
-/// Every single-bit flip of a version 4, 3 or 2 header is refused (the checksum
+/// Every single-bit flip of a version 5, 4, 3 or 2 header is refused (the checksum
 /// covers the sequence number and the creation time too), and so is a
 /// version 1 header with nonzero flags or an unknown version.
 #[test]
@@ -126,6 +141,8 @@ fn damaged_headers_are_refused() {
     let headers = [
         (hex(LOG_HEADER), format::LOG_MAGIC),
         (hex(SNAP_HEADER), format::SNAP_MAGIC),
+        (hex(LOG_HEADER_V4), format::LOG_MAGIC),
+        (hex(SNAP_HEADER_V4), format::SNAP_MAGIC),
         (hex(LOG_HEADER_V3), format::LOG_MAGIC),
         (hex(SNAP_HEADER_V3), format::SNAP_MAGIC),
         (hex(LOG_HEADER_V2), format::LOG_MAGIC),
@@ -143,9 +160,9 @@ fn damaged_headers_are_refused() {
     let mut v1 = hex(LOG_HEADER_V1);
     v1[12] = 1;
     assert!(format::parse_header(&v1, format::LOG_MAGIC).is_err());
-    let mut v5 = hex(LOG_HEADER);
-    v5[8] = 5;
-    assert!(format::parse_header(&v5, format::LOG_MAGIC).is_err());
+    let mut v6 = hex(LOG_HEADER);
+    v6[8] = 6;
+    assert!(format::parse_header(&v6, format::LOG_MAGIC).is_err());
 }
 
 /// Files written by version 1 (same records, headers without checksum)

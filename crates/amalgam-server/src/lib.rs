@@ -291,6 +291,7 @@ impl Shared {
         })?;
         let store = Arc::new(store);
         let backlog = Arc::new(amalgam_persist::repl::Backlog::new(args.repl_backlog_size));
+        let mut repl_pos = None;
         let persist = match args.persistence() {
             None => None,
             Some(cfg) => {
@@ -313,6 +314,7 @@ impl Shared {
                         format!(" ({} warnings above)", rec.warnings.len())
                     }
                 );
+                repl_pos = rec.repl_pos;
                 Some(p)
             }
         };
@@ -359,7 +361,7 @@ impl Shared {
         let _ = shared.me.set(Arc::downgrade(&shared));
         if let Some(dir) = &shared.args.dir {
             let replica = shared.args.replicaof_parts.len() == 2;
-            shared.repl.load_state(dir, replica);
+            shared.repl.load_state(dir, replica, repl_pos);
         }
         settings::apply_start(&shared);
         if let [host, port] = &shared.args.replicaof_parts[..] {

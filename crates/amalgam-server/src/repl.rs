@@ -239,12 +239,37 @@ impl Replication {
         }
     }
 
+    /// With persistence, a replica logs where the data its log holds
+    /// stands in the primary's stream (a REPL_POS record after the
+    /// batch's own records) and writes the batch out (a replica's workers
+    /// never commit: nothing else would until the next second, or ever
+    /// under `appendfsync no`).
+    fn log_position(&self, shared: &Shared) {
+        if let Some(p) = &shared.persist {
+            let (replid, _, offset, _) = self.backlog.ids();
+            p.note_repl_pos(&replid, offset, self.cas_shift.load(Ordering::Relaxed));
+            p.commit();
+        }
+    }
+
     /// At start, after recovery from `dir`: takes the state a clean
-    /// shutdown saved ([`STATE_FILE`]) and removes the file. `replica`:
-    /// the node starts as a replica.
-    pub fn load_state(&self, dir: &std::path::Path, replica: bool) {
+    /// shutdown saved ([`STATE_FILE`]) and removes the file; without one
+    /// (a crash), a replica continues from the last REPL_POS record
+    /// recovery replayed (`recovered`), which the recovered data holds at
+    /// least. `replica`: the node starts as a replica.
+    pub fn load_state(&self, dir: &std::path::Path, replica: bool, recovered: Option<(String, u64, u64)>) {
         let path = dir.join(STATE_FILE);
-        let Ok(text) = std::fs::read_to_string(&path) else { return };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            if let Some((replid, offset, shift)) =
+                recovered.filter(|(id, _, _)| replica && id.len() == stream::REPLID_BYTES)
+            {
+                self.backlog.restore(&replid, offset, true);
+                self.cas_shift.store(shift, Ordering::Relaxed);
+                self.resume.store(true, Ordering::Relaxed);
+                log::info!("replication: continuing {replid} at offset {offset} (from the log)");
+            }
+            return;
+        };
         let _ = std::fs::remove_file(&path);
         let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')).map(str::trim);
         let (Some(replid), Some(offset), Some(shift)) = (
@@ -627,6 +652,7 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
             r.backlog.follow(&replid, offset);
             r.cas_shift.store(a.cas_shift(), Ordering::Relaxed);
             r.consistent.store(true, Ordering::Relaxed);
+            r.log_position(shared);
             log::warn!(
                 "MASTER <-> REPLICA sync: finished with success ({} records in {:.3} s)",
                 a.applied,
@@ -707,6 +733,9 @@ fn stream_in(
                 Err(Bad::Torn) => break,
                 Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
             }
+        }
+        if applied {
+            r.log_position(shared);
         }
         drop(held);
         if applied {
