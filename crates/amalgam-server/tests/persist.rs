@@ -82,12 +82,13 @@ const SNAPSHOT_AFTER_WRITES: &str = "500";
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
 
-/// The format version written (4: version 3 plus the collections'
-/// PUT_TYPED, META and OP records; version 3 added PUT_MS).
-const FORMAT_VERSION: u32 = 4;
-/// Log segment header: magic, u32 version (4), u32 header CRC32C, u64 first_seq.
+/// The format version written (5: version 4 plus replication's REPL_POS
+/// record; version 4 added the collections' PUT_TYPED, META and OP
+/// records, version 3 PUT_MS).
+const FORMAT_VERSION: u32 = 5;
+/// Log segment header: magic, u32 version (5), u32 header CRC32C, u64 first_seq.
 const LOG_HEADER_BYTES: usize = 24;
-/// Snapshot header: magic, u32 version (4), u32 header CRC32C, u64 log_seq, u64 created.
+/// Snapshot header: magic, u32 version (5), u32 header CRC32C, u64 log_seq, u64 created.
 const SNAP_HEADER_BYTES: usize = 32;
 /// Record framing: u32 body length, u32 CRC32C of the body.
 const RECORD_HEADER_BYTES: usize = 8;
