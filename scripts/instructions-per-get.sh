@@ -15,8 +15,11 @@
 # pipeline 16 still varies a little from run to run (a few instructions
 # per GET: run each binary twice to see it).
 #
-# Usage: [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# OP=set counts SETs instead (redis-benchmark -t set, the same way).
+#
+# Usage: [OP=get|set] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
+OP=${OP:-get}
 GETS=${GETS:-40000}
 KEYS=${KEYS:-1000}
 [ $# -gt 0 ] || { echo "usage: $0 path/to/amalgam [more ...]" >&2; exit 1; }
@@ -38,11 +41,11 @@ for bin in "$@"; do
   row="$bin:"
   for p in 1 16; do
     callgrind_control -z "$vpid" >/dev/null 2>&1
-    redis-benchmark -p "$port" -t get -n "$GETS" -r "$KEYS" -c 1 -P "$p" -q >/dev/null 2>&1
+    redis-benchmark -p "$port" -t "$OP" -n "$GETS" -r "$KEYS" -c 1 -P "$p" -q >/dev/null 2>&1
     callgrind_control -d "p$p" "$vpid" >/dev/null 2>&1
     f=$(grep -l "Trigger: dump p$p" "$dir"/cg.* | head -1)
     ir=$(awk '/^summary:/ { print $2 }' "$f")
-    row="$row p$p $(awk -v i="$ir" -v n="$GETS" 'BEGIN { printf "%.0f", i / n }') instructions/GET;"
+    row="$row p$p $(awk -v i="$ir" -v n="$GETS" 'BEGIN { printf "%.0f", i / n }') instructions/${OP^^};"
   done
   kill "$vpid" 2>/dev/null || true
   wait "$vpid" 2>/dev/null || true

@@ -146,6 +146,16 @@ impl Link {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
+
+    /// Stops the link for good: its thread applies nothing after this
+    /// returns (it checks `stop` under `applying`, which this waits for:
+    /// at most the batch in progress), so a new link's full sync or a
+    /// promotion never races the old stream.
+    fn retire(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.close();
+        drop(lock(&self.applying));
+    }
 }
 
 #[derive(Debug)]
@@ -294,11 +304,9 @@ impl Replication {
             Role::Replica(l) => Some(Arc::clone(l)),
             Role::Primary => None,
         };
-        let _held = link.as_ref().map(|l| {
-            l.stop.store(true, Ordering::Relaxed);
-            l.close();
-            lock(&l.applying)
-        });
+        if let Some(l) = &link {
+            l.retire();
+        }
         if !self.backlog.active() || !self.consistent.load(Ordering::Relaxed) {
             return Ok(());
         }
@@ -448,8 +456,7 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
         let mut role = lock(&r.role);
         if let Role::Replica(link) = &*role {
-            link.stop.store(true, Ordering::Relaxed);
-            link.close();
+            link.retire();
             r.attach_journal(shared);
             r.backlog.promote();
             *role = Role::Primary;
@@ -473,8 +480,7 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
         if link.host.eq_ignore_ascii_case(&host) && link.port == port {
             return Ok("OK Already connected to specified master");
         }
-        link.stop.store(true, Ordering::Relaxed);
-        link.close();
+        link.retire();
     }
     let link = Arc::new(Link {
         host: host.clone(),
@@ -690,6 +696,11 @@ fn load(input: &mut Input, link: &Link, a: &mut Applier) -> std::io::Result<()> 
         .map_err(|e| std::io::Error::other(format!("not a full sync from an Amalgam primary: {e}")))?;
     input.pos += stream::SYNC_HEADER_BYTES;
     loop {
+        // Under `applying`, and nothing once stopped (Link::retire).
+        let held = lock(&link.applying);
+        if link.stop.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("the link was stopped during the full sync"));
+        }
         loop {
             match format::read_record(&input.buf[input.pos..]) {
                 Ok((rec, n)) => {
@@ -702,6 +713,7 @@ fn load(input: &mut Input, link: &Link, a: &mut Applier) -> std::io::Result<()> 
                 Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt sync record: {why}"))),
             }
         }
+        drop(held);
         input.fill(link)?;
     }
 }
