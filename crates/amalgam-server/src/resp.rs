@@ -267,9 +267,8 @@ pub fn process(
         *close = true;
         return;
     }
-    if session.blocked.is_some() || session.handoff.is_some() {
-        // Pipelined commands wait until the blocking one is answered (a
-        // replica's, for its sender thread).
+    if session.blocked.is_some() {
+        // Pipelined commands wait until the blocking one is answered.
         return;
     }
     // A user changed since this connection's last read (one relaxed
@@ -317,7 +316,7 @@ fn process_round(
     }
     let journaled = shared.repl.journaled();
     if journaled {
-        session.fed_mark = amalgam_persist::repl::last_fed_here();
+        crate::repl::mark_batch(session);
     }
     let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now) };
     for _ in 0..REQUESTS_PER_ROUND_MAX {
@@ -387,7 +386,7 @@ fn process_round(
                     *close = true;
                     break;
                 }
-                if ctx.session.blocked.is_some() || ctx.session.handoff.is_some() {
+                if ctx.session.blocked.is_some() {
                     break;
                 }
             }

@@ -566,7 +566,7 @@ fn rows() -> Vec<Setting> {
             name: "min-replicas-to-write",
             kind: Kind::Int(0, i32::MAX as i64),
             get: |s, _| s.repl.min_replicas_to_write.load(Ordering::Relaxed).to_string(),
-            set: Some(|s, _, v| s.repl.min_replicas_to_write.store(int(v) as u64, Ordering::Relaxed)),
+            set: Some(|s, _, v| s.repl.set_min_replicas_to_write(int(v) as u64)),
             start: Start::RunTime,
             refuse: None,
             default: |_| "0".into(),

@@ -696,10 +696,7 @@ impl Conn {
                 self.wbuf = Vec::new();
             }
             if self.close_after_write {
-                return Turn::Closed;
-            }
-            if self.resp.as_deref().is_some_and(|s| s.handoff.is_some()) {
-                return Turn::Detach;
+                return self.closing();
             }
             self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
@@ -709,10 +706,7 @@ impl Conn {
                 continue;
             }
             if self.close_after_write {
-                return Turn::Closed;
-            }
-            if self.resp.as_deref().is_some_and(|s| s.handoff.is_some()) {
-                return Turn::Detach;
+                return self.closing();
             }
             if self.eof {
                 return Turn::Closed;
@@ -741,6 +735,19 @@ impl Conn {
             }
         }
         Turn::Again
+    }
+
+    /// The connection is done with its worker once its replies are out:
+    /// closed, or handed to a replication sender if it said PSYNC (which
+    /// ends its turns the way QUIT does, so the request path tests
+    /// nothing more for it).
+    #[cold]
+    fn closing(&self) -> Turn {
+        if self.resp.as_deref().is_some_and(|s| s.handoff.is_some()) {
+            Turn::Detach
+        } else {
+            Turn::Closed
+        }
     }
 
     /// Sends what a TLS connection's rustls session holds (out of line:
