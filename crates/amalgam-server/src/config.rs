@@ -134,9 +134,9 @@ pub struct Args {
     pub replicaof_parts: Vec<String>,
 
     /// The replication backlog: stream bytes kept for replicas that
-    /// reconnect (Redis's `repl-backlog-size`; bytes or with a k or m
-    /// suffix).
-    #[arg(long = "repl-backlog-size", default_value = "1m", value_parser = parse_size)]
+    /// reconnect (Redis's `repl-backlog-size`: a Redis memory value, e.g.
+    /// 1048576, 512kb, 10mb; at least 16kb).
+    #[arg(long = "repl-backlog-size", default_value = "1mb", value_parser = parse_memory)]
     pub repl_backlog_size: usize,
 
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
@@ -388,6 +388,13 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     let n: usize = digits.parse().map_err(|_| format!("'{s}' is not a size (examples: 1048576, 512k, 1m)"))?;
     // The range is checked with memcached's texts (validate_memcached).
     n.checked_mul(unit).ok_or_else(|| format!("'{s}' is too large"))
+}
+
+/// A flag that takes a Redis memory value ([`memory_value`]).
+pub fn parse_memory(s: &str) -> Result<usize, String> {
+    memory_value(s.as_bytes())
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("'{s}' is not a memory value (examples: 1048576, 512kb, 10mb, 1gb)"))
 }
 
 /// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
