@@ -30,8 +30,11 @@
 #   scripts/replication-probe.py sync samples the primary for 3 s (memory,
 #   INFO stats total_commands_processed), starts an empty replica and polls
 #   it every 50 ms until master_link_status:up and DBSIZE = KEYS, sampling
-#   the primary's memory every 50 ms meanwhile: VmRSS of the primary, and
-#   PSS / RSS summed over it and its children (Redis's fork child).
+#   the primary's memory meanwhile: VmRSS of the primary and summed with its
+#   children (Redis's fork child) every 50 ms, and PSS summed over them as
+#   often as the walk of their page tables costs at most 20% of a CPU (it
+#   takes ~100 ms for a 1.5 GB Redis and its child: sampled every 50 ms it
+#   would take a CPU from the server being measured).
 #   Reported: sync seconds (replica exec to converged), peak / before of
 #   each memory figure, the primary's commands/s during / before. The
 #   replica is killed after each case; RUNS rounds, alternating servers.
@@ -79,8 +82,9 @@
 #        [SERVER_THREADS=2] [MEMORY_MB=8192] [LAG_RATES="0 50000 100000"]
 #        [LAG_SECS=15] [FAILOVER_RUNS=5] [REDIS_DISKLESS_LOAD=disabled]
 #        [PORT_BASE=27600] [DATA_BASE=target] [KEEP_DATA=1]
-#        [OUT=target/compare-replication.jsonl] [NO_BUILD=1]
+#        [OUT=target/compare-replication.jsonl] [NO_BUILD=1] [TABLES_ONLY=1]
 #        scripts/compare-replication.sh
+# TABLES_ONLY=1 prints the tables of the SECTIONS in an existing OUT.
 # NO_BUILD=1 uses the release binaries already in $CARGO_TARGET_DIR (or
 # target/).
 set -euo pipefail
@@ -119,6 +123,11 @@ if has failover; then
   command -v redis-sentinel >/dev/null || { echo "redis-sentinel not found (apt-get install redis-sentinel)" >&2; exit 1; }
   python3 -c 'import redis, pytest' 2>/dev/null || { echo "python3 needs redis and pytest (pip)" >&2; exit 1; }
 fi
+
+# TABLES_ONLY=1: print the tables of an existing OUT, run nothing.
+RUN_SECTIONS=$SECTIONS
+[ -z "${TABLES_ONLY:-}" ] || { RUN_SECTIONS="" NO_BUILD=1; }
+runs() { [[ " $RUN_SECTIONS " == *" $1 "* ]]; }
 
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
 target_dir=${CARGO_TARGET_DIR:-target}
@@ -206,7 +215,7 @@ stop_server() {
 alive() { kill -0 "${PID[$1]}" 2>/dev/null || { echo "$1 died; its log:" >&2; tail -n 30 "${LOG[$1]}" >&2; exit 1; }; }
 
 tmp_json=$work/run.json
-: >"$OUT"
+[ -n "${TABLES_ONLY:-}" ] || : >"$OUT"
 shape=(--protocol resp --workload memc3 --key-bytes 16 --value-bytes 32 --distribution uniform)
 load=(--threads "$THREADS" --conns-per-thread "$CONNS")
 
@@ -247,7 +256,7 @@ LOAD_START=$(loadavg)
 
 # --- 1: full sync -------------------------------------------------------------
 
-if has fullsync; then
+if runs fullsync; then
   for k in redis amalgam; do start_server "$k-primary" "$k"; done
   for k in redis amalgam; do preload "$k-primary" "$KEYS"; done
   for r in $(seq 1 "$RUNS"); do
@@ -294,7 +303,7 @@ attach() {
   python3 "$probe" attach --primary-port "${PORT[$1-p]}" --replicas "${PORT[$1-r1]},${PORT[$1-r2]}" --count "$2" >&2
 }
 
-if has throughput || has lag; then
+if runs throughput || runs lag; then
   for k in redis amalgam; do
     start_server "$k-p" "$k"
     start_server "$k-r1" "$k"
@@ -303,7 +312,7 @@ if has throughput || has lag; then
   for k in redis amalgam; do preload "$k-p" "$LOAD_KEYS"; done
 fi
 
-if has throughput; then
+if runs throughput; then
   for r in $(seq 1 "$RUNS"); do
     if [ $((r % 2)) = 1 ]; then order="0 1 2"; else order="2 1 0"; fi
     for n in $order; do
@@ -326,7 +335,7 @@ if has throughput; then
   done
 fi
 
-if has lag; then
+if runs lag; then
   for k in redis amalgam; do attach "$k" 1; done
   for r in $(seq 1 "$RUNS"); do
     for rate in $LAG_RATES; do
@@ -358,7 +367,7 @@ if has lag; then
   done
 fi
 
-if has throughput || has lag; then
+if runs throughput || runs lag; then
   for k in redis amalgam; do
     for s in r1 r2 p; do stop_server "$k-$s"; done
   done
@@ -366,7 +375,7 @@ fi
 
 # --- 4: failover under Sentinel -------------------------------------------------
 
-if has failover; then
+if runs failover; then
   for r in $(seq 1 "$FAILOVER_RUNS"); do
     for k in $(servers_in_round "$r"); do
       if [ "$k" = redis ]; then bin=$REDIS; else bin=$amalgam; fi
@@ -401,15 +410,16 @@ echo "Amalgam (-t $SERVER_THREADS, --eviction none -m $MEMORY_MB) vs Redis $redi
 
 if has fullsync; then
   echo
-  echo "### 1. Full sync of $KEYS keys (replica exec to link up and DBSIZE equal; primary sampled every 50 ms)"
+  echo "### 1. Full sync of $KEYS keys (replica exec to link up and DBSIZE equal; primary's RSS sampled every 50 ms," \
+    "PSS as often as its page-table walk takes at most 20% of a CPU)"
   echo
   jq -rs "$jq_defs"'
     def mb: . / 1024 | f(0);
     [.[] | select(.section == "fullsync")] as $all
     | "| load during the sync | server | sync s | primary RSS before MB | RSS peak / before"
       + " | PSS (primary + children) before MB | PSS peak / before | RSS (primary + children) peak / before"
-      + " | primary cmds/s before | cmds/s during | during / before |",
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      + " | PSS samples (ms each) | primary cmds/s before | cmds/s during | during / before |",
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
       ($all | group_by(.case) | sort_by({"idle": 0, "get": 1, "set": 2}[.[0].case])[] as $c
        | ("redis", "amalgam") as $s | [$c[] | select(.label == $s)] as $rows | select($rows | length > 0)
        | ($rows | map(.sync_s) | median) as $t
@@ -419,6 +429,7 @@ if has fullsync; then
          + " | \($rows | map(.before.sum_pss_kb) | median | mb)"
          + " | \($rows | map(ratio(.peak.sum_pss_kb; .before.sum_pss_kb)) | median | f(3))"
          + " | \($rows | map(ratio(.peak.sum_rss_kb; .before.sum_rss_kb)) | median | f(3))"
+         + " | \($rows | map(.pss_samples) | median | f(0)) (\($rows | map(.pss_sample_ms_mean) | median | f(0)) ms)"
          + (if $c[0].case == "idle" then " | - | - | - |" else
              " | \($rows | map(.primary_cmds_per_s_before) | median | f(0))"
              + " | \($rows | map(.primary_cmds_per_s_during) | median | f(0))"

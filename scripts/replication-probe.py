@@ -12,10 +12,11 @@ share two CPUs with the servers, so they stay cheap).
   --every-s until its INFO replication says master_link_status:up and its
   DBSIZE equals the primary's (read before the start: the caller's loads
   only overwrite preloaded keys). Meanwhile it samples the primary every
-  --every-s: RSS of the primary alone (/proc/PID/status VmRSS) and PSS and
-  RSS summed over the primary and its children (/proc/PID/smaps_rollup;
-  Redis's fork child is a child: PSS splits the pages they share, so the
-  sum is what the pair really uses). Prints one JSON line: sync seconds,
+  --every-s: RSS of the primary alone and summed with its children's
+  (/proc/PID/status VmRSS; Redis's fork child is a child), and PSS summed
+  over them (/proc/PID/smaps_rollup: PSS splits the pages they share, so
+  the sum is what the pair really uses) as often as a walk of their page
+  tables costs at most PSS_DUTY_MAX of a CPU. Prints one JSON line: sync seconds,
   before / peak memory, the primary's commands per second before and
   during the sync (INFO stats total_commands_processed deltas).
 
@@ -57,6 +58,8 @@ RECV_BYTES = 1 << 16
 ATTACH_TIMEOUT_S = 600.0
 # Seconds between two looks while waiting.
 POLL_S = 0.05
+# The largest share of one CPU the memory sampler's PSS walks may take.
+PSS_DUTY_MAX = 0.2
 
 
 def encode(*args):
@@ -197,14 +200,33 @@ def vmrss(pid):
     return 0
 
 
-def mem_sample(pid):
+def mem_sample(pid, pss=True):
+    """The primary's VmRSS, VmRSS summed with its children's, and (if
+    `pss`) their PSS summed. VmRSS is a counter (cheap); PSS walks every
+    page table entry (tens of ms for a GB), so the caller rations it."""
     kids = children(pid)
-    rss_sum = pss_sum = 0
-    for p in [pid] + kids:
-        r, s = rollup(p)
-        rss_sum += r
-        pss_sum += s
-    return {"rss_kb": vmrss(pid), "sum_rss_kb": rss_sum, "sum_pss_kb": pss_sum, "children": len(kids)}
+    out = {"rss_kb": vmrss(pid), "sum_rss_kb": sum(vmrss(p) for p in [pid] + kids), "children": len(kids)}
+    if pss:
+        out["sum_pss_kb"] = sum(rollup(p)[1] for p in [pid] + kids)
+    return out
+
+
+class PssRation:
+    """When to take the next PSS sample: no sooner than PSS_DUTY_MAX^-1
+    times the last one's cost after it, so the sampler's page-table walks
+    take at most that share of a CPU from the server it measures (a 1.5 GB
+    Redis and its fork child cost ~100 ms a walk)."""
+
+    def __init__(self):
+        self.next = 0.0
+        self.cost_s = []
+
+    def due(self, now):
+        return now >= self.next
+
+    def took(self, start, end):
+        self.cost_s.append(end - start)
+        self.next = end + (end - start) / PSS_DUTY_MAX
 
 
 class Peak:
@@ -233,7 +255,7 @@ def cmd_sync(a):
     tick = t_b0
     while time.monotonic() < deadline:
         tick += a.every_s
-        before.add(mem_sample(a.primary_pid))
+        before.add(mem_sample(a.primary_pid, pss=False))
         time.sleep(max(0.0, tick - time.monotonic()))
     before_mem = mem_sample(a.primary_pid)
     c1 = int(primary.info("stats")["total_commands_processed"])
@@ -244,6 +266,7 @@ def cmd_sync(a):
         f.write(f"{proc.pid}\n")
     peak = Peak()
     peak.add(before_mem)
+    ration = PssRation()
     replica = None
     up_at = None
     polls = 0
@@ -254,7 +277,11 @@ def cmd_sync(a):
         # On a fixed tick (not a fixed pause): sampling a large process
         # takes milliseconds of its own.
         tick += a.every_s
-        peak.add(mem_sample(a.primary_pid))
+        now = time.monotonic()
+        pss = ration.due(now)
+        peak.add(mem_sample(a.primary_pid, pss))
+        if pss:
+            ration.took(now, time.monotonic())
         if proc.poll() is not None:
             sys.exit(f"the replica exited with {proc.returncode}; see {a.replica_log}")
         try:
@@ -289,6 +316,8 @@ def cmd_sync(a):
                 "before_window_peak": before.peak,
                 "peak": peak.peak,
                 "samples": peak.samples,
+                "pss_samples": len(ration.cost_s),
+                "pss_sample_ms_mean": 1000 * sum(ration.cost_s) / max(1, len(ration.cost_s)),
                 "replica_polls": polls,
                 "primary_cmds_per_s_before": (c1 - c0) / (t0 - t_b0),
                 "primary_cmds_per_s_during": (c2 - c1) / (t1 - t0),
