@@ -105,6 +105,11 @@ pub const T_FLUSH_AT: u8 = 4;
 /// shift, so a replica restarted after a crash continues by partial
 /// resync from what its log holds.
 pub const T_REPL_POS: u8 = 9;
+/// Record type: a primary asks its replicas to acknowledge their offset
+/// now (Redis's `REPLCONF GETACK *`; in the replication stream only,
+/// never in a file: WAIT sends one, and an idle primary one every
+/// `REPL_PING_SECS` as Redis's ping to its replicas).
+pub const T_GETACK: u8 = 10;
 /// Bytes of a replication id in a REPL_POS record.
 pub const REPLID_BYTES: usize = 40;
 /// Record type: end of a complete snapshot.
@@ -342,6 +347,11 @@ pub fn repl_pos(out: &mut Vec<u8>, replid: &str, offset: u64, cas_shift: u64) {
     frame(out, T_REPL_POS, &[&id, &offset.to_le_bytes(), &cas_shift.to_le_bytes()]);
 }
 
+/// Appends a GETACK record (stream only).
+pub fn getack(out: &mut Vec<u8>) {
+    frame(out, T_GETACK, &[]);
+}
+
 /// Appends a snapshot's END record.
 pub fn end(out: &mut Vec<u8>, items: u64) {
     frame(out, T_END, &[&items.to_le_bytes()]);
@@ -422,6 +432,8 @@ pub enum Record<'a> {
         /// The replica's CAS shift (`repl.rs`, `Applier`).
         cas_shift: u64,
     },
+    /// The primary asks for an acknowledgement (stream only).
+    GetAck,
     /// End of a snapshot.
     End {
         /// Items the snapshot holds.
@@ -551,7 +563,8 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
             offset: u64_at(REPLID_BYTES),
             cas_shift: u64_at(REPLID_BYTES + 8),
         }),
-        T_FLUSH | T_FLUSH_AT | T_END | T_REPL_POS => bad("wrong payload length"),
+        T_GETACK if p.is_empty() => Ok(Record::GetAck),
+        T_FLUSH | T_FLUSH_AT | T_END | T_REPL_POS | T_GETACK => bad("wrong payload length"),
         _ => bad("unknown record type"),
     }
 }

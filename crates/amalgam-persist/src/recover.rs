@@ -367,7 +367,7 @@ pub(crate) fn apply_record(store: &Store, rec: Record<'_>, t: &Thresholds) -> Re
         }
         Record::Flush { fence_cas } => store.restore_flush(fence_cas),
         Record::FlushAt { at } => store.flush_all_at(at),
-        Record::End { .. } | Record::ReplPos { .. } => {}
+        Record::End { .. } | Record::ReplPos { .. } | Record::GetAck => {}
     }
     Ok(())
 }

@@ -32,6 +32,8 @@ const OP_HSET: &str = "010101660177";
 /// Version 5: REPL_POS of replication id
 /// "0123456789abcdef0123456789abcdef01234567", offset 1000, CAS shift 7.
 const REPL_POS: &str = "39000000a93e4dc00930313233343536373839616263646566303132333435363738396162636465663031323334353637e8030000000000000700000000000000";
+/// Version 5: GETACK (the replication stream only).
+const GETACK: &str = "01000000697b9f390a";
 /// Version 5 headers: log first_seq 17; snapshot log_seq 5, created
 /// 1,700,000,000; each with the CRC32C of its other bytes at 12..16.
 const LOG_HEADER: &str = "414d414c474c4f4705000000ef1cbe9b1100000000000000";
@@ -87,6 +89,9 @@ fn records_encode_to_the_pinned_bytes() {
     b.clear();
     format::repl_pos(&mut b, "0123456789abcdef0123456789abcdef01234567", 1000, 7);
     assert_eq!(b, hex(REPL_POS));
+    b.clear();
+    format::getack(&mut b);
+    assert_eq!(b, hex(GETACK));
     assert_eq!(format::log_header(17).to_vec(), hex(LOG_HEADER));
     assert_eq!(format::snap_header(5, 1_700_000_000).to_vec(), hex(SNAP_HEADER));
     assert_eq!(format::log_name(17), "log-00000000000000000017.aml");
@@ -121,6 +126,7 @@ fn pinned_bytes_decode() {
     let r = format::read_record(&repl_pos).unwrap().0;
     let replid = b"0123456789abcdef0123456789abcdef01234567";
     assert_eq!(r, Record::ReplPos { replid, offset: 1000, cas_shift: 7 });
+    assert_eq!(format::read_record(&hex(GETACK)).unwrap().0, Record::GetAck);
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V4), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V4), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V3), format::LOG_MAGIC), Ok(17));

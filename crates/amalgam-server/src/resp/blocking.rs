@@ -584,6 +584,8 @@ pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout:
         end_wait(shared, &b);
         return amalgam_protocol::resp::push_int(out, acked as i64);
     }
+    // The replicas ack once a second on their own: ask them now.
+    shared.repl.backlog.request_acks();
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     ctx.session.blocked = Some(Box::new(Blocked { deadline, ..b }));
 }
