@@ -675,6 +675,30 @@ mod tests {
     }
 
     #[test]
+    fn the_backlog_gives_back_what_a_lagging_reader_made_it_grow_to() {
+        let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
+        let (_, _, reader) = b.cut();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..16 {
+            b.feed(&chunk);
+        }
+        // The reader lags: 16 MiB are kept for it.
+        assert!(lock(&b.ring).bytes.capacity() >= 16 << 20);
+        let mut out = Vec::new();
+        while b.read(reader, &mut out, SEND_CHUNK_BYTES, Duration::ZERO) != Ok(0) {
+            out.clear();
+        }
+        b.feed(b"one more");
+        let r = lock(&b.ring);
+        assert_eq!(r.bytes.len(), REPL_BACKLOG_BYTES_MIN, "the backlog's own size is kept");
+        assert!(
+            r.bytes.capacity() <= BACKLOG_SHRINK_BYTES_MIN,
+            "capacity {} after the reader caught up",
+            r.bytes.capacity()
+        );
+    }
+
+    #[test]
     fn a_promoted_replica_continues_its_old_primarys_id() {
         let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
         let old = new_replid();
