@@ -598,7 +598,14 @@ fn sweep_idle(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, idle_secs: u
 /// Closes connection `key` of this worker: out of the poll, `stats conns`'
 /// list, the count and the client registry.
 fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
-    let Some(mut c) = conns.try_remove(key) else { return };
+    drop(take_conn(shared, poll, conns, key));
+}
+
+/// Takes connection `key` out of this worker (its queues and channels,
+/// the poll, `stats conns`' list, the count, the client registry) and
+/// returns it, its socket still open.
+fn take_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) -> Option<Conn> {
+    let mut c = conns.try_remove(key)?;
     if let Some(s) = c.resp.as_deref_mut() {
         // A blocked client leaves its queues: nothing may be popped for a
         // client that is gone, and the next waiter must be woken.
@@ -612,6 +619,7 @@ fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) 
     if let Some(id) = c.client_id() {
         shared.clients.remove(id);
     }
+    Some(c)
 }
 
 /// Hands connection `key`, which said PSYNC, to a replication sender
@@ -619,17 +627,7 @@ fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) 
 /// listed in INFO replication), with the bytes it sent after PSYNC.
 /// Replication runs in the clear only: a TLS connection is closed.
 fn detach_replica(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
-    let Some(mut c) = conns.try_remove(key) else { return };
-    if let Some(s) = c.resp.as_deref_mut() {
-        crate::resp::blocking::abandon(shared, s);
-        crate::resp::pubsub::leave(shared, s);
-    }
-    let _ = poll.registry().deregister(&mut c.sock);
-    unlist(shared, &c.sock);
-    shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
-    if let Some(id) = c.client_id() {
-        shared.clients.remove(id);
-    }
+    let Some(mut c) = take_conn(shared, poll, conns, key) else { return };
     let Some(req) = c.resp.as_deref_mut().and_then(|s| s.handoff.take()) else { return };
     if c.tls.is_some() {
         log::warn!("replication: a replica connected over TLS; replication runs in the clear only, closed");
