@@ -300,42 +300,17 @@ fn with_hash<R>(h: Found<'_>, f: impl FnOnce(&Hash) -> R) -> R {
 }
 
 fn hscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    // Redis 7.0.15's order: the cursor, then the key (absent: an empty
-    // scan; another kind: WRONGTYPE), then the options.
-    let Some(cursor) = typed::parse_cursor(&args[2]) else {
-        return push_error(out, err::INVALID_CURSOR.as_bytes());
-    };
-    let opts = typed::scan_options(&args[3..]);
-    let r = read(ctx, &args[1], Kind::Hash, |h| {
-        let o = opts.as_ref().ok()?;
-        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let next = with_hash(h, |h| {
+    let scan = |h: Found<'_>, cursor, o: &typed::ScanArgs<'_>, kept: &mut Vec<(Vec<u8>, Vec<u8>)>| {
+        with_hash(h, |h| {
             h.scan(cursor, o.count, &mut |f, v| {
                 if o.matches(f) {
-                    pairs.push((f.to_vec(), v.to_vec()));
+                    kept.push((f.to_vec(), v.to_vec()));
                 }
             })
-        });
-        Some((next, pairs))
-    });
-    let Some(found) = typed::or_reply(r, out, |out| {
-        push_array(out, 2);
-        push_bulk(out, b"0");
-        push_array(out, 0);
-    }) else {
-        return;
+        })
     };
-    let Some((next, pairs)) = found else {
-        if let Err(e) = opts {
-            push_error(out, e.as_bytes());
-        }
-        return;
-    };
-    push_array(out, 2);
-    push_bulk(out, next.to_string().as_bytes());
-    push_array(out, pairs.len() * 2);
-    for (f, v) in &pairs {
+    typed::scan_command(ctx, args, Kind::Hash, out, scan, 2, |out, (f, v)| {
         push_bulk(out, f);
         push_bulk(out, v);
-    }
+    });
 }

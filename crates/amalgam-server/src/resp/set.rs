@@ -460,43 +460,16 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 fn sscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    // Redis 7.0.15's order: the cursor, then the key (absent: an empty
-    // scan; another kind: WRONGTYPE), then the options.
-    let Some(cursor) = typed::parse_cursor(&args[2]) else {
-        return push_error(out, err::INVALID_CURSOR.as_bytes());
-    };
-    let opts = typed::scan_options(&args[3..]);
-    let r = read(ctx, &args[1], Kind::Set, |s| {
-        let o = opts.as_ref().ok()?;
-        let mut members: Vec<Vec<u8>> = Vec::new();
-        let next = with_set(s, |s| {
+    let scan = |s: Found<'_>, cursor, o: &typed::ScanArgs<'_>, kept: &mut Vec<Vec<u8>>| {
+        with_set(s, |s| {
             s.scan(cursor, o.count, &mut |m| {
                 m.with_bytes(|b| {
                     if o.matches(b) {
-                        members.push(b.to_vec());
+                        kept.push(b.to_vec());
                     }
                 })
             })
-        });
-        Some((next, members))
-    });
-    let Some(found) = typed::or_reply(r, out, |out| {
-        push_array(out, 2);
-        push_bulk(out, b"0");
-        push_array(out, 0);
-    }) else {
-        return;
+        })
     };
-    let Some((next, members)) = found else {
-        if let Err(e) = opts {
-            push_error(out, e.as_bytes());
-        }
-        return;
-    };
-    push_array(out, 2);
-    push_bulk(out, next.to_string().as_bytes());
-    push_array(out, members.len());
-    for m in &members {
-        push_bulk(out, m);
-    }
+    typed::scan_command(ctx, args, Kind::Set, out, scan, 1, |out, m| push_bulk(out, m));
 }

@@ -48,7 +48,7 @@ use super::glob::matches;
 use super::{int_arg, is, Arg, Ctx};
 use amalgam_engine::{ItemRef, NewValue, Update, TAG_BYTES, TAG_OBJECT};
 use amalgam_protocol::resp::err;
-use amalgam_protocol::resp::push_error;
+use amalgam_protocol::resp::{push_array, push_bulk, push_error};
 use amalgam_types::op::Op;
 use amalgam_types::value::{kind_of_tag, tag_of, Value};
 use amalgam_types::{Kind, Thresholds};
@@ -526,6 +526,53 @@ pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'st
         j += 2;
     }
     Ok(o)
+}
+
+/// SSCAN, HSCAN and ZSCAN (`key cursor [MATCH pattern] [COUNT count]`):
+/// Redis 7.0.15's order of checks — the cursor, then the key (absent: an
+/// empty scan; another kind: WRONGTYPE), then the options — and its reply,
+/// `[next cursor, elements]`. `scan` walks the collection it is given from
+/// `cursor` for about `count` elements, keeping those that pass
+/// [`ScanArgs::matches`], and returns the next cursor; `push` writes one
+/// kept element as `width` bulk strings (a member; a field and its value).
+pub(crate) fn scan_command<T>(
+    ctx: &Ctx<'_>,
+    args: &[Arg<'_>],
+    kind: Kind,
+    out: &mut Vec<u8>,
+    scan: impl FnOnce(Found<'_>, u64, &ScanArgs<'_>, &mut Vec<T>) -> u64,
+    width: usize,
+    push: impl Fn(&mut Vec<u8>, &T),
+) {
+    let Some(cursor) = parse_cursor(&args[2]) else {
+        return push_error(out, err::INVALID_CURSOR.as_bytes());
+    };
+    let opts = scan_options(&args[3..]);
+    let r = read(ctx, &args[1], kind, |found| {
+        let o = opts.as_ref().ok()?;
+        let mut kept = Vec::new();
+        let next = scan(found, cursor, o, &mut kept);
+        Some((next, kept))
+    });
+    let Some(found) = or_reply(r, out, |out| {
+        push_array(out, 2);
+        push_bulk(out, b"0");
+        push_array(out, 0);
+    }) else {
+        return;
+    };
+    let Some((next, kept)) = found else {
+        if let Err(e) = opts {
+            push_error(out, e.as_bytes());
+        }
+        return;
+    };
+    push_array(out, 2);
+    push_bulk(out, next.to_string().as_bytes());
+    push_array(out, kept.len() * width);
+    for element in &kept {
+        push(out, element);
+    }
 }
 
 /// Redis 7.0's error for a random-pick count of `i64::MIN`.

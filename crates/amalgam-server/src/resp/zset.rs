@@ -708,43 +708,18 @@ fn rank_span((lo, hi): (usize, usize)) -> (i64, i64) {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    // Redis 7.0.15's order: the cursor, then the key (absent: an empty
-    // scan; another kind: WRONGTYPE), then the options.
-    let Some(cursor) = typed::parse_cursor(&args[2]) else {
-        return push_error(out, err::INVALID_CURSOR.as_bytes());
-    };
-    let opts = typed::scan_options(&args[3..]);
     let t = ctx.shared.thresholds.load();
-    let r = read(ctx, &args[1], Kind::ZSet, |z| {
-        let o = opts.as_ref().ok()?;
-        let mut pairs: Vec<(Vec<u8>, f64)> = Vec::new();
-        let next = with_zset(z, &t, |z| {
+    let scan = |z: Found<'_>, cursor, o: &typed::ScanArgs<'_>, kept: &mut Vec<(Vec<u8>, f64)>| {
+        with_zset(z, &t, |z| {
             z.scan(cursor, o.count, &mut |m, s| {
                 if o.matches(m) {
-                    pairs.push((m.to_vec(), s));
+                    kept.push((m.to_vec(), s));
                 }
             })
-        });
-        Some((next, pairs))
-    });
-    let Some(found) = typed::or_reply(r, out, |out| {
-        push_array(out, 2);
-        push_bulk(out, b"0");
-        push_array(out, 0);
-    }) else {
-        return;
+        })
     };
-    let Some((next, pairs)) = found else {
-        if let Err(e) = opts {
-            push_error(out, e.as_bytes());
-        }
-        return;
-    };
-    push_array(out, 2);
-    push_bulk(out, next.to_string().as_bytes());
-    push_array(out, pairs.len() * 2);
-    for (m, s) in &pairs {
+    typed::scan_command(ctx, args, Kind::ZSet, out, scan, 2, |out, (m, s)| {
         push_bulk(out, m);
         push_bulk(out, &score_text(*s));
-    }
+    });
 }
