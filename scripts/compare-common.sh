@@ -1,7 +1,51 @@
-# Shared by scripts/compare-memcached.sh and scripts/compare-redis.sh:
-# the alternating runs and the table of medians. Source it after defining
-# port_of and pid_of (server label -> port, pid) and the variables bench,
-# common (amalgam-bench net flags), OUT, RUNS, DURATION and WARMUP.
+# Shared by the compare-*.sh scripts (compare-memcached, compare-redis,
+# compare-metrics, compare-openloop): the set-up every one of them needs
+# (release build, the processes it started killed on exit, port checks)
+# and, for compare-memcached and compare-redis, the alternating runs and
+# the table of medians. Source it after `cd` to the repository; the
+# scripts that call compare_runs define port_of and pid_of (server label
+# -> port, pid) and the variables common (amalgam-bench net flags), OUT,
+# RUNS, DURATION and WARMUP.
+
+# build_release: amalgam and amalgam-bench, release (unless NO_BUILD);
+# sets target_dir and bench.
+build_release() {
+  [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
+  target_dir=${CARGO_TARGET_DIR:-target}
+  bench=$target_dir/release/amalgam-bench
+}
+
+# Every server or load a script starts goes into pids; all are killed and
+# reaped on exit.
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_ports HINT PORT... : exits, naming HINT (the variables to set), if
+# any PORT is taken.
+free_ports() {
+  local hint=$1 p
+  shift
+  for p in "$@"; do
+    ! listening "$p" || { echo "port $p is already in use: set $hint" >&2; exit 1; }
+  done
+}
+
+wait_port() { # port pid
+  for _ in $(seq 1 200); do
+    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
+    listening "$1" && return 0
+    sleep 0.05
+  done
+  echo "nothing listening on port $1" >&2
+  return 1
+}
 
 # compare_runs PEER CASE... : preloads both servers, then for each case
 # ("name get-fraction pipeline") runs RUNS alternating runs, PEER first,

@@ -47,36 +47,10 @@ MEMCACHED=${MEMCACHED:-$(command -v memcached || true)}
 [ -n "$MEMCACHED" ] || { echo "memcached not found (apt-get install memcached)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
 
-[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-target_dir=${CARGO_TARGET_DIR:-target}
-bench=$target_dir/release/amalgam-bench
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null || true
-  done
-  for p in "${pids[@]}"; do
-    wait "$p" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$MEMCACHED_PORT" "$AMALGAM_PORT"; do
-  ! listening "$p" || { echo "port $p is already in use: set MEMCACHED_PORT / AMALGAM_PORT" >&2; exit 1; }
-done
-
-wait_port() { # port pid
-  for _ in $(seq 1 200); do
-    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
-    listening "$1" && return 0
-    sleep 0.05
-  done
-  echo "nothing listening on port $1" >&2
-  return 1
-}
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+build_release
+free_ports "MEMCACHED_PORT / AMALGAM_PORT" "$MEMCACHED_PORT" "$AMALGAM_PORT"
 
 user=()
 [ "$(id -u)" -ne 0 ] || user=(-u root)
@@ -95,9 +69,6 @@ port_of() { if [ "$1" = memcached ]; then echo "$MEMCACHED_PORT"; else echo "$AM
 pid_of() { if [ "$1" = memcached ]; then echo "$memcached_pid"; else echo "$amalgam_pid"; fi; }
 
 mkdir -p "$(dirname "$OUT")"
-trap cleanup EXIT
-# shellcheck source=scripts/compare-common.sh
-. scripts/compare-common.sh
 compare_runs memcached "get100-p1 1.0 1" "get100-p16 1.0 16" "get90-p1 0.9 1" "get90-p16 0.9 16"
 
 echo "Amalgam vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): $PROTOCOL protocol, multiget $MULTIGET, 16 B keys / 32 B values," \

@@ -39,31 +39,10 @@ METRICS_PORT=${METRICS_PORT:-46393}
 SCRAPE_EVERY=${SCRAPE_EVERY:-1}
 OUT=${OUT:-target/compare-metrics.jsonl}
 
-[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-target_dir=${CARGO_TARGET_DIR:-target}
-bench=$target_dir/release/amalgam-bench
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_port() { # port pid
-  for _ in $(seq 1 200); do
-    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
-    listening "$1" && return 0
-    sleep 0.05
-  done
-  echo "nothing listening on port $1" >&2
-  return 1
-}
-for p in "$BASE_PORT" "$AMALGAM_PORT" "$METRICS_PORT" $((BASE_PORT + 10)) $((AMALGAM_PORT + 10)); do
-  ! listening "$p" || { echo "port $p is already in use: set BASE_PORT / AMALGAM_PORT / METRICS_PORT" >&2; exit 1; }
-done
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+build_release
+free_ports "BASE_PORT / AMALGAM_PORT / METRICS_PORT" "$BASE_PORT" "$AMALGAM_PORT" "$METRICS_PORT" $((BASE_PORT + 10)) $((AMALGAM_PORT + 10))
 
 server_flags=(-l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096)
 "$BASE" "${server_flags[@]}" -p $((BASE_PORT + 10)) --resp-port "$BASE_PORT" &
@@ -89,8 +68,6 @@ port_of() { if [ "$1" = base ]; then echo "$BASE_PORT"; else echo "$AMALGAM_PORT
 pid_of() { if [ "$1" = base ]; then echo "$base_pid"; else echo "$amalgam_pid"; fi; }
 
 mkdir -p "$(dirname "$OUT")"
-# shellcheck source=scripts/compare-common.sh
-. scripts/compare-common.sh
 compare_runs base "get-p1 1.0 1" "get-p16 1.0 16"
 
 echo "amalgam ($target_dir/release/amalgam${SCRAPE:+, --metrics-port scraped every ${SCRAPE_EVERY} s}) vs base ($BASE):" \

@@ -48,31 +48,10 @@ esac
 [ -n "$peer_bin" ] || { echo "$PEER not found (apt-get install ${PEER/redis/redis-server})" >&2; exit 1; }
 command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
 
-[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-target_dir=${CARGO_TARGET_DIR:-target}
-bench=$target_dir/release/amalgam-bench
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$PEER_PORT" "$AMALGAM_PORT"; do
-  ! listening "$p" || { echo "port $p is already in use: set PEER_PORT / AMALGAM_PORT" >&2; exit 1; }
-done
-wait_port() { # port pid
-  for _ in $(seq 1 200); do
-    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
-    listening "$1" && return 0
-    sleep 0.05
-  done
-  echo "nothing listening on port $1" >&2
-  return 1
-}
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+build_release
+free_ports "PEER_PORT / AMALGAM_PORT" "$PEER_PORT" "$AMALGAM_PORT"
 
 if [ "$PEER" = memcached ]; then
   "$peer_bin" -u root -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$PEER_PORT" &

@@ -50,36 +50,10 @@ REDIS_BENCHMARK=${REDIS_BENCHMARK:-$(command -v redis-benchmark || true)}
 [ -n "$REDIS" ] || { echo "redis-server not found (apt-get install redis-server)" >&2; exit 1; }
 command -v jq >/dev/null || { echo "jq not found (apt-get install jq)" >&2; exit 1; }
 
-[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server -p amalgam-bench
-target_dir=${CARGO_TARGET_DIR:-target}
-bench=$target_dir/release/amalgam-bench
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null || true
-  done
-  for p in "${pids[@]}"; do
-    wait "$p" 2>/dev/null || true
-  done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in "$REDIS_PORT" "$AMALGAM_PORT" "$AMALGAM_MC_PORT"; do
-  ! listening "$p" || { echo "port $p is already in use: set REDIS_PORT / AMALGAM_PORT / AMALGAM_MC_PORT" >&2; exit 1; }
-done
-
-wait_port() { # port pid
-  for _ in $(seq 1 200); do
-    kill -0 "$2" 2>/dev/null || { echo "server on port $1 exited" >&2; return 1; }
-    listening "$1" && return 0
-    sleep 0.05
-  done
-  echo "nothing listening on port $1" >&2
-  return 1
-}
+# shellcheck source=scripts/compare-common.sh
+. scripts/compare-common.sh
+build_release
+free_ports "REDIS_PORT / AMALGAM_PORT / AMALGAM_MC_PORT" "$REDIS_PORT" "$AMALGAM_PORT" "$AMALGAM_MC_PORT"
 
 "$REDIS" --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --maxclients 4096 \
   --maxmemory "${MEMORY_MB}mb" >/dev/null &
@@ -98,9 +72,6 @@ port_of() { if [ "$1" = redis ]; then echo "$REDIS_PORT"; else echo "$AMALGAM_PO
 pid_of() { if [ "$1" = redis ]; then echo "$redis_pid"; else echo "$amalgam_pid"; fi; }
 
 mkdir -p "$(dirname "$OUT")"
-trap cleanup EXIT
-# shellcheck source=scripts/compare-common.sh
-. scripts/compare-common.sh
 compare_runs redis "get-p1 1.0 1" "get-p16 1.0 16" "set-p1 0.0 1" "set-p16 0.0 16"
 
 echo "Amalgam (RESP) vs Redis $("$REDIS" --version | grep -o 'v=[0-9.]*' | cut -d= -f2): 16 B keys / 32 B values," \
