@@ -298,7 +298,7 @@ impl Backlog {
     pub fn read(&self, reader: ReaderId, out: &mut Vec<u8>, max: usize, wait: Duration) -> Result<usize, Gone> {
         let mut r = lock(&self.ring);
         let Some(i) = r.readers.iter().position(|&(id, _)| id == reader.0) else { return Err(Gone) };
-        if r.readers[i].1 > r.end {
+        if r.readers[i].1 > r.end && !wait.is_zero() {
             r.sleeping += 1;
             r = self.more.wait_timeout(r, wait).unwrap_or_else(|e| e.into_inner()).0;
             r.sleeping -= 1;

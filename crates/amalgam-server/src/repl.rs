@@ -80,6 +80,14 @@ const ACK_EVERY: Duration = Duration::from_secs(1);
 /// link never looks silent for `repl-timeout` (Redis's
 /// `repl-ping-replica-period`, 10 s).
 const REPL_PING_EVERY: Duration = Duration::from_secs(10);
+/// A sender that sent something this recently polls the backlog (sleeping
+/// SENDER_POLL_SLEEP between looks) instead of waiting on its condition
+/// variable: while the stream is busy, writers then never wake it (no
+/// futex wake on the request path), and each send(2) carries what
+/// accumulated meanwhile, as Redis writes its replicas' output once per
+/// event-loop pass. Adds at most SENDER_POLL_SLEEP to the lag.
+const SENDER_POLL_WINDOW: Duration = Duration::from_millis(5);
+const SENDER_POLL_SLEEP: Duration = Duration::from_micros(50);
 /// Redis's `replica-priority` default.
 pub const REPLICA_PRIORITY_DEFAULT: u64 = 100;
 
@@ -919,8 +927,14 @@ fn serve(shared: &Arc<Shared>, sock: TcpStream, req: &Psync, pending: Vec<u8>) -
                 break Ok(());
             }
             buf.clear();
-            match r.backlog.read(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, SENDER_WAIT) {
+            let polling = last_sent.elapsed() < SENDER_POLL_WINDOW;
+            let wait = if polling { Duration::ZERO } else { SENDER_WAIT };
+            match r.backlog.read(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
                 Ok(0) => {
+                    if polling {
+                        std::thread::sleep(SENDER_POLL_SLEEP);
+                        continue;
+                    }
                     if last_sent.elapsed() >= REPL_PING_EVERY {
                         // An idle primary's ping: the replica acks it.
                         r.backlog.request_acks();
