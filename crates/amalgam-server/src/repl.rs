@@ -21,15 +21,19 @@
 //!   worker's event loop (`worker.rs`, `Turn::Detach`) to a sender thread
 //!   of its own: it writes the full sync (the snapshot's cursor runs on
 //!   it, paced by [`FULL_SYNC_CPU_PERCENT`]) and then the backlog, with
-//!   blocking writes, so a slow replica holds no worker. A second thread
-//!   per replica reads its acks (and notices it leaving). Replicas are
-//!   few; two threads each is Redis's own cost in a fork.
+//!   blocking writes, so a slow replica holds no worker. While the stream
+//!   is busy the sender polls the backlog ([`SENDER_POLL_WINDOW`]) rather
+//!   than waiting to be woken, so a write never pays a futex wake-up and
+//!   each send carries what accumulated. A second thread per replica
+//!   reads its acks (and notices it leaving). Replicas are few; two
+//!   threads each is Redis's own cost in a fork.
 //! * A replica runs one link thread: connect, handshake, load, then apply
 //!   the stream record by record (each under its key's bucket lock, like
 //!   any write: readers on every worker see each change whole), feed the
 //!   same bytes to its own backlog (so, promoted, it can continue its
-//!   peers' streams: PSYNC2), and ack after each read. A lost link is
-//!   retried once a second with a partial resync.
+//!   peers' streams: PSYNC2), and ack once a second and whenever a
+//!   GETACK record asks. A lost link is retried once a second with a
+//!   partial resync.
 //!
 //! ## What replicates
 //! Every change the engine journals: the memcached port's writes (set,
