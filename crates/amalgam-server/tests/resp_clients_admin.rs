@@ -260,6 +260,29 @@ fn monitor_sees_every_client() {
 }
 
 #[test]
+fn monitor_never_shows_a_password() {
+    let Some(server) = resp_server() else { return };
+    let mut m = Resp::new(&server);
+    assert_eq!(m.call(&["MONITOR"]), OK);
+    let mut a = Resp::new(&server);
+    // Wrong either way (no such user): refused, and still shown redacted.
+    assert!(a.call(&["AUTH", "nosuchuser", "pw1"]).starts_with("-WRONGPASS"));
+    assert!(a.call(&["HELLO", "3", "AUTH", "nosuchuser", "pw2", "SETNAME", "mon"]).starts_with("-WRONGPASS"));
+    let k = key("mon-secret");
+    assert_eq!(a.call(&["SET", &k, "v"]), OK);
+    let aa = a.s.local_addr().unwrap().to_string();
+    let mut mine = || loop {
+        let l = m.reply();
+        if l.contains(&format!(" [0 {aa}] ")) || !l.starts_with('+') {
+            return l;
+        }
+    };
+    assert_monitor_line(&mine(), &aa, "\"AUTH\" \"(redacted)\" \"(redacted)\"");
+    assert_monitor_line(&mine(), &aa, "\"HELLO\" \"3\" \"AUTH\" \"(redacted)\" \"(redacted)\" \"SETNAME\" \"mon\"");
+    assert_monitor_line(&mine(), &aa, &format!("\"SET\" \"{k}\" \"v\""));
+}
+
+#[test]
 fn a_monitor_that_does_not_read_is_dropped() {
     // Amalgam bounds what a monitor may have queued (32 MiB) and drops a
     // monitor past it, so a slow monitor never holds a worker.

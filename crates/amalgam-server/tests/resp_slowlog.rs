@@ -257,3 +257,33 @@ fn commandstats_count_calls_rejections_and_failures() {
     assert_eq!((stats[0].0.as_str(), [stats[0].1[0], stats[0].1[2], stats[0].1[3]]), ("config|resetstat", [1, 0, 0]));
     c.call(&["DEL", k, l]);
 }
+
+#[test]
+fn slowlog_hides_the_values_of_sensitive_settings() {
+    // Redis's SENSITIVE_CONFIG settings (requirepass, masterauth,
+    // masteruser): CONFIG SET logs their values as "(redacted)", the
+    // other pairs of the same call as given.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = resp_server() else { return };
+    let restore = Restore::new(server);
+    let mut c = Resp::new(restore.server());
+    let (auth, user) = (config_get(&mut c, "masterauth"), config_get(&mut c, "masteruser"));
+    assert_eq!(c.call(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]), OK);
+    assert_eq!(c.call(&["SLOWLOG", "RESET"]), OK);
+    let set = ["CONFIG", "SET", "masterauth", "s3cret", "slowlog-max-len", "128", "MASTERUSER", "bob"];
+    assert_eq!(c.call(&set), OK);
+    assert_eq!(config_get(&mut c, "masterauth"), "s3cret", "CONFIG GET still shows it, as Redis's does");
+    assert_eq!(config_get(&mut c, "masteruser"), "bob");
+    let got = call(&mut c, &["SLOWLOG", "GET", "3"]);
+    let logged = got
+        .array()
+        .iter()
+        .map(|e| e.array()[3].array().iter().map(|a| a.bulk().to_string()).collect::<Vec<_>>())
+        .find(|a| a.len() == set.len())
+        .expect("the CONFIG SET entry");
+    assert_eq!(
+        logged,
+        ["CONFIG", "SET", "masterauth", "(redacted)", "slowlog-max-len", "128", "MASTERUSER", "(redacted)"]
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "masterauth", &auth, "masteruser", &user]), OK);
+}

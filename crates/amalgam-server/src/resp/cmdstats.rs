@@ -507,25 +507,40 @@ impl SlowLog {
     }
 }
 
+/// The settings whose values CONFIG SET's logged arguments hide (Redis's
+/// `SENSITIVE_CONFIG` flag).
+const SENSITIVE_SETTINGS: [&str; 3] = ["requirepass", "masterauth", "masteruser"];
+
+/// True if argument `j` of `args` is a secret that SLOWLOG and MONITOR
+/// show as `(redacted)`, as Redis 7's `redactClientCommandArgument` marks
+/// them: AUTH's arguments, HELLO AUTH's user and password, and the values
+/// CONFIG SET gives sensitive settings.
+pub(crate) fn is_secret(args: &[Arg<'_>], j: usize) -> bool {
+    if is(&args[0], "auth") {
+        return j >= 1;
+    }
+    // CONFIG SET name value [name value …].
+    if is(&args[0], "config") && args.len() > 1 && is(&args[1], "set") {
+        return j >= 3 && j % 2 == 1 && SENSITIVE_SETTINGS.iter().any(|n| is(&args[j - 1], n));
+    }
+    // HELLO [protover [AUTH username password] [SETNAME name]].
+    is(&args[0], "hello") && j >= 3 && is(&args[j - 1], "auth")
+        || is(&args[0], "hello") && j >= 4 && is(&args[j - 2], "auth")
+}
+
+/// The text a secret argument is logged as.
+pub(crate) const REDACTED: &[u8] = b"(redacted)";
+
 /// The arguments as Redis 7 logs them (`slowlogCreateEntry`, module
-/// notes): AUTH's and HELLO AUTH's secrets redacted, at most
-/// [`SLOWLOG_ARGS_MAX`] kept, each cut at [`SLOWLOG_ARG_BYTES_MAX`] bytes.
+/// notes): secrets redacted ([`is_secret`]); at most [`SLOWLOG_ARGS_MAX`]
+/// kept, each cut at [`SLOWLOG_ARG_BYTES_MAX`] bytes.
 fn logged_args(args: &[Arg<'_>]) -> Vec<Vec<u8>> {
-    const REDACTED: &[u8] = b"(redacted)";
-    let redacted = |j: usize| -> bool {
-        if is(&args[0], "auth") {
-            return j >= 1;
-        }
-        // HELLO [protover [AUTH username password] [SETNAME name]].
-        is(&args[0], "hello") && j >= 3 && is(&args[j - 1], "auth")
-            || is(&args[0], "hello") && j >= 4 && is(&args[j - 2], "auth")
-    };
     let kept = args.len().min(SLOWLOG_ARGS_MAX);
     (0..kept)
         .map(|j| {
             if kept != args.len() && j == kept - 1 {
                 format!("... ({} more arguments)", args.len() - kept + 1).into_bytes()
-            } else if redacted(j) {
+            } else if is_secret(args, j) {
                 REDACTED.to_vec()
             } else if args[j].len() > SLOWLOG_ARG_BYTES_MAX {
                 let mut a = args[j][..SLOWLOG_ARG_BYTES_MAX].to_vec();
@@ -721,6 +736,29 @@ mod tests {
     #[test]
     fn secrets_are_redacted() {
         assert_eq!(logged_args(&args(&["auth", "pw"])), [&b"auth"[..], b"(redacted)"]);
+        let config = logged_args(&args(&[
+            "CONFIG",
+            "SET",
+            "masterauth",
+            "a",
+            "maxmemory-policy",
+            "noeviction",
+            "REQUIREPASS",
+            "b",
+        ]));
+        assert_eq!(
+            config,
+            [
+                &b"CONFIG"[..],
+                b"SET",
+                b"masterauth",
+                b"(redacted)",
+                b"maxmemory-policy",
+                b"noeviction",
+                b"REQUIREPASS",
+                b"(redacted)"
+            ]
+        );
         let hello = logged_args(&args(&["hello", "3", "auth", "u", "p", "setname", "n"]));
         assert_eq!(hello, [&b"hello"[..], b"3", b"auth", b"(redacted)", b"(redacted)", b"setname", b"n"]);
     }

@@ -3,7 +3,8 @@
 //! "arg" "arg"…`, each argument quoted as `sdscatrepr` does. The fan-out,
 //! its bound and the cost when nobody monitors are in `crate::clients`.
 //! Commands with the `admin` flag are not shown, as in Redis; unknown
-//! commands and arity errors are not either.
+//! commands and arity errors are not either. Secrets (AUTH's and HELLO
+//! AUTH's arguments) show as `"(redacted)"`, as in Redis.
 
 use super::{Arg, Ctx};
 use amalgam_protocol::resp::push_simple;
@@ -14,9 +15,11 @@ pub(crate) fn feed(ctx: &Ctx<'_>, args: &[Arg<'_>]) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let mut line = Vec::with_capacity(64 + args.iter().map(|a| a.len() + 3).sum::<usize>());
     let _ = write!(line, "+{}.{:06} [0 {}]", now.as_secs(), now.subsec_micros(), ctx.session.client.addr);
-    for a in args {
+    for (j, a) in args.iter().enumerate() {
         line.push(b' ');
-        repr(a, &mut line);
+        // Passwords never reach a monitor (Redis shows them so too).
+        let shown: &[u8] = if super::cmdstats::is_secret(args, j) { super::cmdstats::REDACTED } else { a };
+        repr(shown, &mut line);
     }
     line.extend_from_slice(b"\r\n");
     ctx.shared.clients.feed(&line);
