@@ -95,6 +95,13 @@ RETRY_PAUSE_S = 0.05
 # WAIT's timeout (ms) after each of the failover writer's writes.
 WRITER_WAIT_MS = 1000
 
+# masterauth: the primary's requirepass, an ACL user's password, and how
+# long a replica with a wrong password is watched staying down (seconds;
+# it retries once a second).
+PRIMARY_PASSWORD = "primary-pw"
+REPL_USER_PASSWORD = "repl-user-pw"
+LINK_DOWN_LOOK_S = 3.0
+
 READONLY_TEXT = "You can't write against a read only replica."
 WAIT_ON_REPLICA_TEXT = (
     "WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is "
@@ -132,10 +139,11 @@ class Node:
     """One started process answering RESP on `port`; `c` is a client of it
     (redis-py's clients are thread-safe), closed when it is killed."""
 
-    def __init__(self, argv, port, log_path):
+    def __init__(self, argv, port, log_path, password=None):
         self.port = port
         self.argv = argv
         self.log_path = log_path
+        self.password = password
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -147,7 +155,7 @@ class Node:
 
     def _wait_ping(self):
         deadline = time.monotonic() + START_TIMEOUT_S
-        c = redis.Redis(port=self.port, socket_timeout=0.5, socket_connect_timeout=0.5)
+        c = redis.Redis(port=self.port, password=self.password, socket_timeout=0.5, socket_connect_timeout=0.5)
         try:
             # Bounded by the deadline.
             while time.monotonic() < deadline:
@@ -172,6 +180,7 @@ class Node:
             return ""
 
     def client(self, **kw):
+        kw.setdefault("password", self.password)
         return redis.Redis(port=self.port, socket_timeout=CLIENT_TIMEOUT_S, **kw)
 
     def kill(self):
@@ -182,9 +191,10 @@ class Node:
             self.c.close()
 
 
-def start_node(port, replicaof=None, extra=(), conf_dir=None):
+def start_node(port, replicaof=None, extra=(), conf_dir=None, password=None):
     """Starts the node under test with its RESP port `port`, a replica of
-    127.0.0.1:`replicaof` if given, `extra` arguments appended. With
+    127.0.0.1:`replicaof` if given, `extra` arguments appended; with
+    `password`, it is the node's requirepass and its clients' password. With
     `conf_dir` the node's config file, log and `dir` go in a directory of
     its own under it (Sentinel's CONFIG REWRITE rewrites the file on a
     failover); without, under a scratch directory removed after the module.
@@ -208,8 +218,10 @@ def start_node(port, replicaof=None, extra=(), conf_dir=None):
         argv = [NODE_BIN, conf, "--repl-diskless-sync-delay", "0"]
     if replicaof is not None:
         argv += ["--replicaof", "127.0.0.1", str(replicaof)]
+    if password is not None:
+        argv += ["--requirepass", password]
     argv += list(extra)
-    return Node(argv, port, log)
+    return Node(argv, port, log, password=password)
 
 
 _scratch = []
@@ -591,6 +603,49 @@ def test_replicaof_at_run_time_and_no_one(tmp_path):
         assert n.set("after:promotion", "1") is True
         assert n.get("after:promotion") == b"1"
         wait_until(lambda: connected_replicas(primary) == 0, "connected_slaves:0 after REPLICAOF NO ONE")
+    finally:
+        primary.kill()
+        if node:
+            node.kill()
+
+
+def test_a_replica_authenticates_with_masterauth_and_masteruser(tmp_path):
+    """A primary with requirepass: a replica whose masterauth is wrong
+    stays down (Redis logs `Unable to AUTH to MASTER`) and retries; CONFIG
+    SET masterauth brings the link up and the contents over. With
+    masteruser the replica says `AUTH user password`: an ACL user with
+    just what replication needs, while the default user's password has
+    changed, keeps the link up across a dropped connection."""
+    tmp = str(tmp_path)
+    primary = start_node(free_port(), conf_dir=tmp, password=PRIMARY_PASSWORD)
+    node = None
+    try:
+        p = primary.c
+        p.mset({f"auth:{i}": i for i in range(100)})
+        node = start_node(free_port(), replicaof=primary.port, conf_dir=tmp, extra=["--masterauth", "wrong"])
+        n = node.c
+        assert raw(n, "CONFIG", "GET", "masterauth") == {b"masterauth": b"wrong"}
+        # Down, and staying down through several retries (once a second).
+        deadline = time.monotonic() + LINK_DOWN_LOOK_S
+        while time.monotonic() < deadline:
+            assert not link_up(node), "a wrong masterauth must not sync"
+            time.sleep(POLL_S * 4)
+        assert n.dbsize() == 0
+
+        assert n.config_set("masterauth", PRIMARY_PASSWORD)
+        wait_until(lambda: link_up(node), "master_link_status:up after CONFIG SET masterauth")
+        wait_until(lambda: same_contents(dump(p), dump(n)) is None, "the replica holds the primary's keys")
+
+        # An ACL user for replication, then the default user's password
+        # changed: only `AUTH repl <its password>` can reconnect.
+        assert raw(p, "ACL", "SETUSER", "repl", "on", ">" + REPL_USER_PASSWORD, "+psync", "+replconf", "+ping") == b"OK"
+        assert n.config_set("masteruser", "repl")
+        assert n.config_set("masterauth", REPL_USER_PASSWORD)
+        assert p.config_set("requirepass", "changed-" + PRIMARY_PASSWORD)
+        assert raw(n, "CLIENT", "KILL", "TYPE", "master") >= 1
+        p.set("auth:after", "1")
+        wait_until(lambda: link_up(node) and n.get("auth:after") == b"1", "the link back up as user repl")
+        assert raw(n, "CONFIG", "GET", "masteruser") == {b"masteruser": b"repl"}
     finally:
         primary.kill()
         if node:

@@ -46,9 +46,11 @@
 //! `repl-backlog-size` (Redis's 1 MiB default), a replica at most
 //! [`amalgam_persist::repl::REPLICA_LAG_BYTES_MAX_DEFAULT`] behind (then
 //! dropped; it resyncs), `repl-timeout` for a silent primary, handshake
-//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. Not supported: replication
-//! over TLS, `masterauth` (a primary with a password refuses the
-//! handshake), diskless-load options, `replica-serve-stale-data no`.
+//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. A primary with a password
+//! (`requirepass`, ACL users) is followed with `masterauth` and
+//! `masteruser`: the replica says `AUTH [user] password` after its PING,
+//! as Redis's does. Not supported: replication over TLS, diskless-load
+//! options, `replica-serve-stale-data no`.
 
 use crate::Shared;
 use amalgam_persist::format::{self, Bad};
@@ -230,6 +232,11 @@ pub struct Replication {
     /// A restarted replica continues with its saved state (the link's
     /// first PSYNC names it).
     resume: AtomicBool,
+    /// `masterauth` and `masteruser`: what a replica says in `AUTH
+    /// [user] password` after its PING (empty: nothing), read at each
+    /// connection (CONFIG SET applies from the next one). Never logged.
+    pub masterauth: Mutex<String>,
+    pub masteruser: Mutex<String>,
 }
 
 /// The file a clean shutdown leaves in `--dir`: the replication id,
@@ -271,6 +278,8 @@ impl Replication {
             consistent: AtomicBool::new(true),
             cas_shift: AtomicU64::new(0),
             resume: AtomicBool::new(false),
+            masterauth: Mutex::new(String::new()),
+            masteruser: Mutex::new(String::new()),
         }
     }
 
@@ -661,6 +670,12 @@ impl Input {
     }
 }
 
+/// The errors a primary may answer PING with before the replica
+/// authenticates (Redis's `syncWithMaster` lets exactly these through).
+fn ping_error_allowed(reply: &str) -> bool {
+    reply.starts_with("-NOAUTH") || reply.starts_with("-NOPERM") || reply.starts_with("-ERR operation not permitted")
+}
+
 /// Sends one command as a RESP array.
 fn send_command(sock: &mut TcpStream, args: &[&str]) -> std::io::Result<()> {
     let mut out = Vec::new();
@@ -693,8 +708,24 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
     let mut input = Input { sock, buf: Vec::new(), pos: 0, timeout_secs };
     send_command(&mut w, &["PING"])?;
     let pong = input.line(link)?;
-    if pong.starts_with('-') {
+    // A primary that wants a password answers PING with NOAUTH (or NOPERM
+    // for an ACL user without +ping): Redis's replica goes on to AUTH.
+    if pong.starts_with('-') && !ping_error_allowed(&pong) {
         return Err(std::io::Error::other(format!("the primary answered PING with {pong}")));
+    }
+    let auth = lock(&r.masterauth).clone();
+    if !auth.is_empty() {
+        let user = lock(&r.masteruser).clone();
+        if user.is_empty() {
+            send_command(&mut w, &["AUTH", &auth])?;
+        } else {
+            send_command(&mut w, &["AUTH", &user, &auth])?;
+        }
+        let reply = input.line(link)?;
+        if reply.starts_with('-') {
+            // Redis's log line; the reply names no password.
+            return Err(std::io::Error::other(format!("Unable to AUTH to MASTER: {reply}")));
+        }
     }
     let port = shared.args.resp_port.to_string();
     send_command(&mut w, &["REPLCONF", "listening-port", &port])?;

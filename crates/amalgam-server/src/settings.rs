@@ -524,6 +524,32 @@ fn rows() -> Vec<Setting> {
             default: empty,
         },
         Setting {
+            name: "masterauth",
+            kind: Kind::Text,
+            get: |s, _| s.repl.masterauth.lock().map(|v| v.clone()).unwrap_or_default(),
+            set: Some(|s, _, v| {
+                if let Ok(mut m) = s.repl.masterauth.lock() {
+                    *m = text(v);
+                }
+            }),
+            start: Start::RunTime,
+            refuse: None,
+            default: empty,
+        },
+        Setting {
+            name: "masteruser",
+            kind: Kind::Text,
+            get: |s, _| s.repl.masteruser.lock().map(|v| v.clone()).unwrap_or_default(),
+            set: Some(|s, _, v| {
+                if let Ok(mut m) = s.repl.masteruser.lock() {
+                    *m = text(v);
+                }
+            }),
+            start: Start::RunTime,
+            refuse: None,
+            default: empty,
+        },
+        Setting {
             name: "replica-read-only",
             kind: Kind::Bool,
             get: |s, _| yes_no(s.repl.replica_read_only.load(Ordering::Relaxed)),
