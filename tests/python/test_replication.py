@@ -703,6 +703,36 @@ def test_a_dropped_link_resyncs_partially(pair):
     assert same_contents(want, dump(r)) is None, same_contents(want, dump(r))
 
 
+def client_lines(client, kind):
+    """CLIENT LIST TYPE `kind`, each line as {field: value}."""
+    text = raw(client, "CLIENT", "LIST", "TYPE", kind).decode()
+    return [dict(f.split("=", 1) for f in line.split(" ")) for line in text.splitlines() if line]
+
+
+def test_client_list_shows_replicas_and_the_link_to_the_primary(pair):
+    primary, replica = pair
+    p = primary.c
+    assert wait_replicas(p, 1) == 1
+    [s] = client_lines(p, "replica")
+    [m] = client_lines(replica.c, "master")
+    assert s["flags"] == "S"
+    assert (m["flags"], m["user"], m["addr"]) == ("M", "(superuser)", f"127.0.0.1:{primary.port}")
+    # The two ends of one connection.
+    assert (s["addr"], s["laddr"]) == (m["laddr"], m["addr"])
+    assert all(line["flags"] != "S" for line in client_lines(p, "normal"))
+    # CLIENT KILL ID of the replica's connection: it reconnects and
+    # continues from its offset, under a new id.
+    before = int(info_fields(p, "stats")["sync_partial_ok"])
+    assert p.client_kill_filter(_id=int(s["id"])) == 1
+    wait_until(
+        lambda: int(info_fields(p, "stats")["sync_partial_ok"]) == before + 1,
+        "sync_partial_ok +1 after CLIENT KILL ID of the replica",
+    )
+    wait_until(lambda: link_up(replica), "master_link_status:up after CLIENT KILL ID")
+    [again] = wait_until(lambda: client_lines(p, "replica"), "the replica listed again")
+    assert again["id"] != s["id"]
+
+
 def test_wait_without_replicas(tmp_path):
     node = start_node(free_port(), conf_dir=str(tmp_path))
     try:

@@ -50,6 +50,21 @@ pub mod flag {
     pub const MONITOR: u8 = 4;
     /// Holds a pub/sub subscription (`P`).
     pub const PUBSUB: u8 = 8;
+    /// A replica's connection, served by a replication sender thread
+    /// (`S`).
+    pub const REPLICA: u8 = 16;
+    /// This replica's link to its primary (`M`).
+    pub const MASTER: u8 = 32;
+}
+
+/// What CLIENT KILL does to a connection no worker owns (a replica's,
+/// the link to the primary): its replication thread's own way to drop it.
+pub struct KillHook(Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for KillHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KillHook")
+    }
 }
 
 /// The attributes a client sets about itself.
@@ -89,6 +104,9 @@ pub struct Client {
     /// Shard channels subscribed (`ssub=`).
     pub ssub: AtomicU32,
     pub attrs: Mutex<Attrs>,
+    /// Set when a replication thread serves the connection instead of a
+    /// worker ([`Registry::kill`] calls it).
+    kill_hook: OnceLock<KillHook>,
 }
 
 impl Client {
@@ -116,6 +134,7 @@ impl Client {
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),
             attrs: Mutex::new(Attrs::default()),
+            kill_hook: OnceLock::new(),
         }
     }
 
@@ -240,6 +259,30 @@ impl Registry {
         c
     }
 
+    /// Lists a connection a replication thread serves, not a worker: a
+    /// replica's (`client`, the connection's own entry, flagged
+    /// [`flag::REPLICA`]) or the link to the primary (a new entry for
+    /// `sock`, flagged [`flag::MASTER`], with id `id`). CLIENT KILL runs
+    /// `kill`; the thread calls [`Registry::remove`] when it ends.
+    pub fn add_replication(&self, client: Arc<Client>, flag: u8, kill: impl Fn() + Send + Sync + 'static) {
+        client.set_flag(flag, true);
+        let _ = client.kill_hook.set(KillHook(Box::new(kill)));
+        self.lock().insert(client.id, client);
+    }
+
+    /// A client entry for `sock`, owned by no worker (for
+    /// [`Registry::add_replication`]).
+    pub fn unowned(id: u64, sock: &std::net::TcpStream) -> Arc<Client> {
+        use std::os::fd::AsRawFd;
+        let show = |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        Arc::new(Client::new(id, show(sock.peer_addr()), show(sock.local_addr()), sock.as_raw_fd(), usize::MAX, 0))
+    }
+
+    /// The client `id`, if listed.
+    pub fn get(&self, id: u64) -> Option<Arc<Client>> {
+        self.lock().get(&id).cloned()
+    }
+
     /// Unregisters a closed connection (and its monitor, if any).
     pub fn remove(&self, id: u64) {
         if let Some(c) = self.lock().remove(&id) {
@@ -256,6 +299,9 @@ impl Registry {
 
     /// Asks the owning worker to close `c`.
     pub fn kill(&self, c: &Client) {
+        if let Some(hook) = c.kill_hook.get() {
+            return (hook.0)();
+        }
         let Some(inbox) = self.kills.get(c.worker) else { return };
         inbox.lock().unwrap_or_else(|e| e.into_inner()).push((c.id, c.token));
         self.wake(c.worker);

@@ -137,6 +137,16 @@ pub struct Peer {
     sock: TcpStream,
 }
 
+impl Peer {
+    /// Drops the replica: its sender and ack threads see `kill` or a
+    /// failed socket call and end (the caller wakes the backlog's
+    /// readers, so a sender waiting for bytes looks now).
+    fn kill(&self) {
+        self.kill.store(true, Ordering::Relaxed);
+        let _ = self.sock.shutdown(Shutdown::Both);
+    }
+}
+
 /// The link to this replica's primary.
 #[derive(Debug)]
 pub struct Link {
@@ -463,8 +473,7 @@ impl Replication {
     pub fn kill_peers(&self) -> usize {
         let peers = lock(&self.peers);
         for p in peers.iter() {
-            p.kill.store(true, Ordering::Relaxed);
-            let _ = p.sock.shutdown(Shutdown::Both);
+            p.kill();
         }
         self.backlog.wake_readers();
         peers.len()
@@ -589,6 +598,15 @@ fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
     }
 }
 
+/// Takes a CLIENT LIST entry out when dropped.
+struct Unlist<'a>(&'a crate::clients::Registry, u64);
+
+impl Drop for Unlist<'_> {
+    fn drop(&mut self) {
+        self.0.remove(self.1);
+    }
+}
+
 /// Bytes read from the primary, parsed from the front.
 struct Input {
     sock: TcpStream,
@@ -703,6 +721,16 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
     if link.stop.load(Ordering::Relaxed) {
         return Ok(());
     }
+    // Listed in CLIENT LIST while the session lasts (`flags=M`, Redis's
+    // `user=(superuser)`); CLIENT KILL drops the link as TYPE master does.
+    let _listed = {
+        let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let client = crate::clients::Registry::unowned(id, &sock);
+        client.attrs().user = Some(b"(superuser)".to_vec());
+        let l = Arc::clone(link);
+        shared.clients.add_replication(client, crate::clients::flag::MASTER, move || l.close());
+        Unlist(&shared.clients, id)
+    };
     let mut w = sock.try_clone()?;
     let timeout_secs = r.timeout_secs.load(Ordering::Relaxed);
     let mut input = Input { sock, buf: Vec::new(), pos: 0, timeout_secs };
@@ -880,9 +908,17 @@ fn ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
 
 /// The primary side: `sock` said PSYNC (`req`); serves it on threads of
 /// its own until it leaves. `pending`: bytes it sent after PSYNC.
-pub fn serve_replica(shared: Arc<Shared>, sock: TcpStream, req: Psync, pending: Vec<u8>) {
+/// `client`: the connection's CLIENT LIST entry, listed as a replica's
+/// while it is served.
+pub fn serve_replica(
+    shared: Arc<Shared>,
+    sock: TcpStream,
+    req: Psync,
+    pending: Vec<u8>,
+    client: Option<Arc<crate::clients::Client>>,
+) {
     let started = std::thread::Builder::new().name("amalgam-repl-send".into()).spawn(move || {
-        if let Err(e) = serve(&shared, sock, &req, pending) {
+        if let Err(e) = serve(&shared, sock, &req, pending, client) {
             log::warn!("replication: a replica's stream ended: {e}");
         }
     });
@@ -891,7 +927,13 @@ pub fn serve_replica(shared: Arc<Shared>, sock: TcpStream, req: Psync, pending: 
     }
 }
 
-fn serve(shared: &Arc<Shared>, sock: TcpStream, req: &Psync, pending: Vec<u8>) -> std::io::Result<()> {
+fn serve(
+    shared: &Arc<Shared>,
+    sock: TcpStream,
+    req: &Psync,
+    pending: Vec<u8>,
+    client: Option<Arc<crate::clients::Client>>,
+) -> std::io::Result<()> {
     let r = &shared.repl;
     sock.set_nonblocking(false)?;
     sock.set_nodelay(true)?;
@@ -909,6 +951,14 @@ fn serve(shared: &Arc<Shared>, sock: TcpStream, req: &Psync, pending: Vec<u8>) -
         sock: sock.try_clone()?,
     });
     lock(&r.peers).push(Arc::clone(&peer));
+    let listed = client.map(|c| {
+        let (id, killed, backlog) = (c.id, Arc::clone(&peer), Arc::clone(&r.backlog));
+        shared.clients.add_replication(c, crate::clients::flag::REPLICA, move || {
+            killed.kill();
+            backlog.wake_readers();
+        });
+        id
+    });
     let result = (|| {
         let reader = {
             let (shared, peer, rd) = (Arc::clone(shared), Arc::clone(&peer), sock.try_clone()?);
@@ -994,6 +1044,9 @@ fn serve(shared: &Arc<Shared>, sock: TcpStream, req: &Psync, pending: Vec<u8>) -
         out
     })();
     let _ = peer.sock.shutdown(Shutdown::Both);
+    if let Some(id) = listed {
+        shared.clients.remove(id);
+    }
     lock(&r.peers).retain(|p| !Arc::ptr_eq(p, &peer));
     r.wake_waiters(shared);
     result

@@ -627,6 +627,8 @@ fn take_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) -
 /// listed in INFO replication), with the bytes it sent after PSYNC.
 /// Replication runs in the clear only: a TLS connection is closed.
 fn detach_replica(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
+    // Its CLIENT LIST entry stays, as a replica's (`flags=S`).
+    let client = conns.get(key).and_then(Conn::client_id).and_then(|id| shared.clients.get(id));
     let Some(mut c) = take_conn(shared, poll, conns, key) else { return };
     let Some(req) = c.resp.as_deref_mut().and_then(|s| s.handoff.take()) else { return };
     if c.tls.is_some() {
@@ -636,7 +638,7 @@ fn detach_replica(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usi
     let (Some(me), Ok(peer)) = (shared.arc(), c.sock.peer_addr()) else { return };
     log::debug!("replication: {peer} becomes a replica");
     let pending = c.rbuf[c.rstart..c.rend].to_vec();
-    crate::repl::serve_replica(me, std::net::TcpStream::from(c.sock), *req, pending);
+    crate::repl::serve_replica(me, std::net::TcpStream::from(c.sock), *req, pending, client);
 }
 
 /// Takes a connection off `stats conns`' list; called before its socket

@@ -6,7 +6,12 @@
 //! an idle connection: `db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0
 //! qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0
 //! tot-mem=0 events=r user=default redir=-1`. Only RESP connections are
-//! listed (memcached's have no client id).
+//! listed (memcached's have no client id). A replica's connection
+//! (`flags=S`, TYPE replica) and a replica's link to its primary
+//! (`flags=M`, `user=(superuser)`, TYPE master) are listed while their
+//! replication threads serve them, and CLIENT KILL drops them through
+//! those threads; a replica's `cmd=` is `psync` (Redis shows the
+//! `replconf` of its last ack).
 //!
 //! CLIENT NO-EVICT is accepted and shown (`e`), and true: Amalgam never
 //! evicts clients. CLIENT NO-TOUCH (Redis 7.2) is accepted and shown
@@ -43,6 +48,12 @@ fn line(c: &Client, line: &mut String) {
     let attrs = c.attrs();
     let text = |v: &Option<Vec<u8>>| String::from_utf8_lossy(v.as_deref().unwrap_or(b"")).into_owned();
     let mut flags = String::new();
+    if c.has(flag::REPLICA) {
+        flags.push('S');
+    }
+    if c.has(flag::MASTER) {
+        flags.push('M');
+    }
     if c.has(flag::MONITOR) {
         flags.push('O');
     }
@@ -102,7 +113,11 @@ enum Type {
 }
 
 fn type_of(c: &Client) -> Type {
-    if c.has(flag::PUBSUB) {
+    if c.has(flag::REPLICA) {
+        Type::Replica
+    } else if c.has(flag::MASTER) {
+        Type::Master
+    } else if c.has(flag::PUBSUB) {
         Type::Pubsub
     } else {
         Type::Normal
@@ -344,14 +359,6 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     let me = ctx.session.id;
     let mut killed = 0i64;
     let mut myself = false;
-    // Replicas and the link to the primary are not in the registry.
-    if addr.is_none() && laddr.is_none() && id.is_none() {
-        match kind {
-            Some(Type::Replica) => killed += ctx.shared.repl.kill_peers() as i64,
-            Some(Type::Master) => killed += i64::from(ctx.shared.repl.kill_link()),
-            _ => {}
-        }
-    }
     for c in ctx.shared.clients.snapshot() {
         if addr.is_some_and(|a| a != c.addr.as_bytes())
             || laddr.is_some_and(|a| a != c.laddr.as_bytes())
