@@ -268,8 +268,12 @@ impl Inner {
             Reclaim::Writer => !cache.background,
             Reclaim::Force => false,
         };
-        if merge && cache.merge && (self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other)) {
-            return true;
+        if merge && cache.merge {
+            let timing = crate::stall::Timing::start(self.watcher());
+            if self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other) {
+                timing.end(self.watcher(), crate::stall::Stall::SegmentMerge);
+                return true;
+            }
         }
         let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
         let popped = {

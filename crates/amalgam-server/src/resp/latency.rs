@@ -15,11 +15,28 @@
 //!   or longer (`fast-command` for a command flagged `fast`), timed at
 //!   dispatch as INFO commandstats times it (`cmdstats.rs`) — Redis's two
 //!   events of the same names;
-//! * the engine's and persistence's stalls are not yet reported here (see
-//!   docs/observability.md): a table doubling's step, a segment merge, a
-//!   snapshot slice and an fsync run on their own threads or in bounded
-//!   steps, and their durations are in `/metrics` and INFO persistence.
+//! * the engine's and persistence's stalls, timed where they happen and
+//!   handed over through a watcher (`StallEvents`, installed on the store
+//!   and the persistence at start: the engine and persistence know no
+//!   LATENCY names, and with the monitor off their steps read no clock).
+//!   Redis's names where Redis has the event, Amalgam's for the rest:
 //!
+//!   | event | what stalled | who waits |
+//!   |---|---|---|
+//!   | `expire-cycle` (Redis's) | one step of the background expiry sweep (16 Ki buckets) | writers to the buckets it holds, one at a time |
+//!   | `eviction-cycle` (Redis's) | one eviction pass: the maintenance thread's (up to 64 segments) or a writer's that found no free segment | that writer's connections; else writers to the items it moves |
+//!   | `aof-write` (Redis's) | one write(2) of the log (a group commit) | the replies of that commit |
+//!   | `aof-fsync-always` (Redis's) | one fdatasync under `appendfsync always` | the replies it covers |
+//!   | `aof-fsync-background` | the `everysec` thread's fdatasync | nobody (a slow disk shows here first) |
+//!   | `snapshot-slice` | one slice of a snapshot between pacing pauses | writers to the buckets it serializes |
+//!   | `expansion-step` | 64 buckets of a table doubling, each under its lock | writers to those buckets |
+//!   | `segment-merge` | merging one run of sparse segments (cache mode) | writers to the items it moves |
+//!
+//!   Redis's `eviction-del`, `fork`, `rdb-unlink-temp-file`,
+//!   `aof-rewrite-*`, `aof-fstat` and `while-blocked-cron` have nothing to
+//!   time here: no per-key eviction delete (segments are reclaimed whole),
+//!   no fork, no log rewrite, no fstat, no blocking load.
+
 //! ## Differences from Redis
 //! `LATENCY GRAPH` (an ASCII sparkline) is not implemented and not in the
 //! command table. `LATENCY DOCTOR`'s report lists the same figures per
@@ -110,6 +127,54 @@ impl Monitor {
             }
         }
         n
+    }
+}
+
+/// The engine's and persistence's timed steps (`amalgam_engine::Stall`,
+/// `amalgam_persist::stall::Stall`) as LATENCY events, under Redis's
+/// names where Redis has the event (module notes). Watching only while
+/// the monitor is on: otherwise the steps read no clock.
+#[derive(Debug)]
+pub struct StallEvents(pub std::sync::Arc<Monitor>);
+
+/// LATENCY's name for an engine step.
+pub fn engine_event(kind: amalgam_engine::Stall) -> &'static str {
+    match kind {
+        amalgam_engine::Stall::ExpansionStep => "expansion-step",
+        amalgam_engine::Stall::ExpireCycle => "expire-cycle",
+        amalgam_engine::Stall::EvictionCycle => "eviction-cycle",
+        amalgam_engine::Stall::SegmentMerge => "segment-merge",
+    }
+}
+
+/// LATENCY's name for a persistence step.
+pub fn persist_event(kind: amalgam_persist::stall::Stall) -> &'static str {
+    use amalgam_persist::stall::Stall;
+    match kind {
+        Stall::LogWrite => "aof-write",
+        Stall::LogFsyncAlways => "aof-fsync-always",
+        Stall::LogFsyncBackground => "aof-fsync-background",
+        Stall::SnapshotSlice => "snapshot-slice",
+    }
+}
+
+impl amalgam_engine::StallWatcher for StallEvents {
+    #[inline]
+    fn watching(&self) -> bool {
+        self.0.threshold_ms.load(Ordering::Relaxed) != 0
+    }
+    fn stalled(&self, kind: amalgam_engine::Stall, took: std::time::Duration) {
+        self.0.observe(engine_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
+    }
+}
+
+impl amalgam_persist::stall::StallWatcher for StallEvents {
+    #[inline]
+    fn watching(&self) -> bool {
+        self.0.threshold_ms.load(Ordering::Relaxed) != 0
+    }
+    fn stalled(&self, kind: amalgam_persist::stall::Stall, took: std::time::Duration) {
+        self.0.observe(persist_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
     }
 }
 
@@ -278,6 +343,29 @@ mod tests {
         assert_eq!(e["command"].samples.len(), SAMPLES_MAX);
         assert_eq!(e["command"].samples.back(), Some(&(200 + SAMPLES_MAX as u64 + 4, 1)));
         assert_eq!(e["command"].max, 9, "the all-time max outlives its sample");
+    }
+
+    /// The engine's and persistence's steps reach LATENCY under their
+    /// names, only while the monitor is on and at its threshold.
+    #[test]
+    fn stalls_become_events_by_name() {
+        use amalgam_engine::StallWatcher as Engine;
+        use amalgam_persist::stall::StallWatcher as Persist;
+        let m = std::sync::Arc::new(Monitor::default());
+        let events = StallEvents(std::sync::Arc::clone(&m));
+        assert!(!Engine::watching(&events), "off: the engine reads no clock");
+        assert!(!Persist::watching(&events));
+        m.threshold_ms.store(2, Ordering::Relaxed);
+        assert!(Engine::watching(&events) && Persist::watching(&events));
+        let ms = std::time::Duration::from_millis;
+        Engine::stalled(&events, amalgam_engine::Stall::EvictionCycle, ms(5));
+        Engine::stalled(&events, amalgam_engine::Stall::ExpireCycle, ms(1));
+        Persist::stalled(&events, amalgam_persist::stall::Stall::LogFsyncAlways, ms(7));
+        Persist::stalled(&events, amalgam_persist::stall::Stall::SnapshotSlice, ms(2));
+        let e = m.events.lock().unwrap();
+        assert_eq!(e.keys().copied().collect::<Vec<_>>(), ["aof-fsync-always", "eviction-cycle", "snapshot-slice"]);
+        assert_eq!(e["aof-fsync-always"].max, 7);
+        assert_eq!(e["eviction-cycle"].max, 5);
     }
 
     #[test]
