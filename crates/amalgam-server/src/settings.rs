@@ -143,6 +143,34 @@ fn maxmemory_bytes(v: &[u8]) -> usize {
     }
 }
 
+/// Why CONFIG SET maxmemory-policy cannot switch to `v` now (None: it is
+/// the current policy's name). Store mode (`noeviction`) and cache mode
+/// keep items in different memory, size-class pools and a segment log
+/// (engine `pool.rs`, `segment.rs`), each with its own account: a switch
+/// would copy every item across while writers run, so it takes a restart.
+/// Redis's other evicting policies (LFU, random, volatile-*) are not
+/// Amalgam's: its cache evicts any key by S3-FIFO or CLOCK, reported as
+/// `allkeys-lru`.
+fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
+    let now = crate::resp::maxmemory_policy(s.args.eviction);
+    let to = text(v).to_ascii_lowercase();
+    if to == now {
+        return None;
+    }
+    Some(if now == "noeviction" || to == "noeviction" {
+        format!(
+            "switching between noeviction (--eviction none: items in size-class pools) and an evicting policy \
+             (items in a segment log) needs a restart with --eviction; the policy now is {now}"
+        )
+    } else {
+        format!(
+            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: restart \
+             with --eviction clock or s3fifo to change the eviction policy",
+            s.args.eviction
+        )
+    })
+}
+
 /// `maxmemory-policy`: `noeviction` is Amalgam's store mode; every other
 /// policy evicts any key, as Amalgam's `--eviction` (S3-FIFO by default)
 /// does.
@@ -337,7 +365,7 @@ fn rows() -> Vec<Setting> {
             get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
             set: None,
             start: Start::Map(policy_flag),
-            refuse: None,
+            refuse: Some(policy_refusal),
             default: |_| "allkeys-lru".into(),
         },
         Setting {

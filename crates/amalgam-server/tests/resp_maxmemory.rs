@@ -178,3 +178,26 @@ fn amalgam_memory_limit_max_bounds_the_raise() {
     let r = c.call(&["CONFIG", "SET", "maxmemory", "33mb"]);
     assert!(r.contains(&(32u64 << 20).to_string()), "{r}");
 }
+
+/// CONFIG SET maxmemory-policy: the current name is taken; noeviction <->
+/// an evicting policy is refused (store mode and cache mode keep items in
+/// different memory: a restart with --eviction), and so are Redis's
+/// policies Amalgam does not have, each with the reason.
+#[test]
+fn amalgam_maxmemory_policy_refuses_what_needs_a_restart() {
+    let Some(cache) = resp_private(&[]) else { return };
+    let mut c = Resp::new(&cache);
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), OK);
+    let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    assert!(r.starts_with("-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - "), "{r}");
+    assert!(r.contains("needs a restart with --eviction; the policy now is allkeys-lru"), "{r}");
+    let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    assert!(r.contains("evicts any key with s3fifo (reported as allkeys-lru); allkeys-lfu is not implemented"), "{r}");
+    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
+
+    let Some(store) = resp_private(&["--eviction", "none"]) else { return };
+    let mut c = Resp::new(&store);
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "NoEviction"]), OK);
+    let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]);
+    assert!(r.contains("the policy now is noeviction"), "{r}");
+}
