@@ -171,3 +171,40 @@ fn store_refuses_past_a_lowered_limit_until_deletes() {
     store.set_memory_limit(64 << 20).unwrap();
     assert_eq!(store.stats().memory_limit_bytes, 64 << 20);
 }
+
+/// The eviction policy switched at run time (`Store::set_eviction`),
+/// S3-FIFO to CLOCK and back, on a full cache: writes go on, evictions go
+/// on, and after CLOCK has run, S3-FIFO's probationary queue has been
+/// drained (CLOCK reclaims what S3-FIFO left in Small first). Store mode
+/// refuses.
+#[test]
+fn eviction_policy_switches_at_run_time() {
+    const BUDGET: usize = 32 * SEGMENT_BYTES;
+    let store = cache(BUDGET, 0);
+    fill(&store, 0, 60_000);
+    let s3 = settle(&store, BUDGET as u64);
+    assert!(s3.evictions > 0, "{s3:?}");
+    assert_eq!(store.eviction(), Eviction::S3Fifo);
+
+    store.set_eviction(Eviction::Clock).unwrap();
+    assert_eq!(store.eviction(), Eviction::Clock);
+    fill(&store, 1_000_000, 60_000);
+    let clock = settle(&store, BUDGET as u64);
+    assert!(clock.evictions > s3.evictions, "CLOCK evicts: {clock:?}");
+    // S3-FIFO wrote its newest items to Small; two budgets of writes
+    // later CLOCK has reclaimed them (without draining Small first they
+    // would stay for good, never read and never evicted).
+    let stranded = (59_000..60_000u64).filter(|i| store.get(format!("key:{i}").as_bytes(), |_| ()).is_some()).count();
+    assert_eq!(stranded, 0, "S3-FIFO's Small queue drained under CLOCK: {clock:?}");
+    assert!(store.get(b"key:1059999", |_| ()).is_some());
+
+    store.set_eviction(Eviction::S3Fifo).unwrap();
+    fill(&store, 2_000_000, 60_000);
+    let back = settle(&store, BUDGET as u64);
+    assert!(back.evictions > clock.evictions && back.reserved_bytes + back.index_bytes <= BUDGET as u64, "{back:?}");
+    assert!(store.set_eviction(Eviction::None).is_err());
+
+    let plain = Store::new(Config::default()).unwrap();
+    assert!(plain.set_eviction(Eviction::Clock).is_err(), "store mode stays store mode");
+    assert_eq!(plain.eviction(), Eviction::None);
+}
