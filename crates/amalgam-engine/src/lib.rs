@@ -81,6 +81,7 @@
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |
+//! | `stall.rs` | the engine's bounded steps timed for a watcher (the server's LATENCY), no protocol names |
 //! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
 //!
@@ -103,6 +104,7 @@ mod pool;
 mod reclaim;
 mod scan;
 mod segment;
+mod stall;
 mod store;
 mod sync;
 mod table;
@@ -113,6 +115,7 @@ pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
+pub use stall::{Stall, StallWatcher};
 pub use store::{
     Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
     CACHE_INDEX_BUDGET_SHARE, CACHE_LOAD_PER_BUCKET_MAX, INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT,

@@ -130,9 +130,29 @@ pub(crate) fn map_zeroed(bytes: usize) -> Option<*mut u8> {
 /// is what cache mode's resident-segment account counts in
 /// (`segment.rs`). Unmap with [`unmap`]`(p, bytes)`.
 pub(crate) fn map_zeroed_aligned(bytes: usize) -> Option<*mut u8> {
+    map_aligned(bytes, 0)
+}
+
+/// Address space for cache mode's segment log when its budget may be
+/// raised past what it starts with (`Store::set_memory_limit`): mapped
+/// with `MAP_NORESERVE`, so the kernel charges no commit for the part the
+/// memory account does not let the store touch (the account, not the
+/// mapping, bounds what is resident). On a 2 MiB boundary and advised for
+/// hugepages when `aligned` (as [`map_zeroed_aligned`]), else small pages.
+/// Unmap with [`unmap`]`(p, bytes)`.
+pub(crate) fn map_address_space(bytes: usize, aligned: bool) -> Option<*mut u8> {
+    if aligned {
+        map_aligned(bytes, libc::MAP_NORESERVE)
+    } else {
+        map_anonymous(bytes, libc::MAP_NORESERVE)
+    }
+}
+
+/// [`map_zeroed_aligned`] with extra mmap flags.
+fn map_aligned(bytes: usize, flags: libc::c_int) -> Option<*mut u8> {
     let bytes = bytes.max(1);
     // Over-map by one chunk and trim so the start is 2 MiB aligned.
-    let raw = map_zeroed_small_pages(bytes.checked_add(CHUNK_BYTES)?)?;
+    let raw = map_anonymous(bytes.checked_add(CHUNK_BYTES)?, flags)?;
     let aligned = (raw as usize).next_multiple_of(CHUNK_BYTES) as *mut u8;
     let head = aligned as usize - raw as usize;
     // SAFETY: head and tail lie inside the mapping just made and outside
@@ -155,6 +175,12 @@ pub(crate) fn map_zeroed_aligned(bytes: usize) -> Option<*mut u8> {
 /// hugepage would make 2 MiB resident for one line; and the base of the
 /// two mappings above.
 pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
+    map_anonymous(bytes, 0)
+}
+
+/// An anonymous private read-write mapping of `bytes`, with `flags` added
+/// (0 or MAP_NORESERVE).
+fn map_anonymous(bytes: usize, flags: libc::c_int) -> Option<*mut u8> {
     let bytes = bytes.max(1);
     // SAFETY: an anonymous private mapping with no address hint has no
     // preconditions; the result is checked for MAP_FAILED.
@@ -163,7 +189,7 @@ pub(crate) fn map_zeroed_small_pages(bytes: usize) -> Option<*mut u8> {
             std::ptr::null_mut(),
             bytes,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
             -1,
             0,
         )
@@ -223,8 +249,14 @@ pub(crate) struct SharedPool {
     /// Cache mode's segment log (segment.rs); None in store mode. Here so
     /// the epoch scheme, which frees into the pool, frees segments too.
     pub(crate) segments: Option<crate::segment::Segments>,
-    budget_bytes: usize,
-    /// Chunks plus large items, in bytes; never above `budget_bytes`.
+    /// The budget; changed at run time by `Store::set_memory_limit`
+    /// (usize::MAX: no limit, store mode only). Relaxed: a writer that
+    /// reads the old value for a moment after a change reserves against
+    /// it, which is the change's own race with that writer.
+    budget_bytes: AtomicUsize,
+    /// Chunks plus large items, in bytes; never above `budget_bytes` when
+    /// reserved (a budget lowered later may sit below it: chunks are never
+    /// given back in store mode).
     reserved_bytes: AtomicUsize,
     chunks: Mutex<Vec<Chunk>>,
     depot: Vec<Mutex<Vec<FreeList>>>,
@@ -237,7 +269,7 @@ impl SharedPool {
         SharedPool {
             classes,
             segments: None,
-            budget_bytes,
+            budget_bytes: AtomicUsize::new(budget_bytes),
             reserved_bytes: AtomicUsize::new(0),
             chunks: Mutex::new(Vec::new()),
             depot,
@@ -245,7 +277,12 @@ impl SharedPool {
     }
 
     pub(crate) fn budget_bytes(&self) -> usize {
-        self.budget_bytes
+        self.budget_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets the budget (`Store::set_memory_limit` checks the value).
+    pub(crate) fn set_budget_bytes(&self, bytes: usize) {
+        self.budget_bytes.store(bytes, Ordering::Relaxed);
     }
 
     pub(crate) fn reserved_bytes(&self) -> usize {
@@ -255,7 +292,7 @@ impl SharedPool {
     fn reserve(&self, bytes: usize) -> bool {
         self.reserved_bytes
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
-                r.checked_add(bytes).filter(|&n| n <= self.budget_bytes)
+                r.checked_add(bytes).filter(|&n| n <= self.budget_bytes())
             })
             .is_ok()
     }

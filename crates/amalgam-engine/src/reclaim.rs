@@ -254,7 +254,7 @@ impl Inner {
     /// pinned (the maintenance thread is not; writers are not).
     pub(crate) fn reclaim_segment(&self, local: &Local, how: Reclaim) -> bool {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
-        let first = cache.policy.victim(segs.queue_bytes());
+        let first = cache.policy().victim(segs.queue_bytes());
         let other = if first == Queue::Main { Queue::Small } else { Queue::Main };
         let force = how == Reclaim::Force;
         let merge = match how {
@@ -268,8 +268,12 @@ impl Inner {
             Reclaim::Writer => !cache.background,
             Reclaim::Force => false,
         };
-        if merge && cache.merge && (self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other)) {
-            return true;
+        if merge && cache.merge {
+            let timing = crate::stall::Timing::start(self.watcher());
+            if self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other) {
+                timing.end(self.watcher(), crate::stall::Stall::SegmentMerge);
+                return true;
+            }
         }
         let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
         let popped = {
@@ -349,7 +353,7 @@ impl Inner {
                 return;
             }
         }
-        let verdict = match cache.policy.reclaim(queue, freq, hash) {
+        let verdict = match cache.policy().reclaim(queue, freq, hash) {
             Verdict::Keep { .. } if force => Verdict::Evict,
             v => v,
         };

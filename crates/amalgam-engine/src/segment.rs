@@ -4,9 +4,12 @@
 //!
 //! # Layout
 //!
-//! The budget (`memory_limit_bytes`) is one anonymous mapping of
-//! `count = budget / segment_bytes` segments, reserved at start and paged
-//! in by first touch, so resident item memory can never exceed it. Items
+//! The log is one anonymous mapping of `count = reserve / segment_bytes`
+//! segments, reserved at start and paged in by first touch: the reserve is
+//! the budget (`memory_limit_bytes`), or the most it may be raised to at
+//! run time (`Config::memory_limit_max_bytes`, then mapped with
+//! `MAP_NORESERVE`). The memory account below, not the mapping, bounds
+//! what is resident. Items
 //! are laid end to end in a segment, each starting 8-byte aligned, and are
 //! self-describing (`item::layout`), so a sealed segment is walked from
 //! offset 0 to its fill offset:
@@ -272,33 +275,47 @@ impl std::fmt::Debug for Segments {
 }
 
 impl Segments {
-    /// The log for a budget, or Err with what to change.
-    pub(crate) fn new(budget_bytes: usize, segment_bytes: usize) -> Result<Segments, String> {
+    /// The log for a budget that may later be raised up to `reserve_bytes`
+    /// (at least `budget_bytes`; `Store::set_memory_limit`), or Err with
+    /// what to change. The mapping covers the reserve; the resident limit
+    /// starts at the budget.
+    pub(crate) fn new(budget_bytes: usize, reserve_bytes: usize, segment_bytes: usize) -> Result<Segments, String> {
         if segment_bytes < SEGMENT_BYTES_MIN || segment_bytes % ITEM_ALIGN_BYTES != 0 {
             return Err(format!(
                 "segment size must be a multiple of {ITEM_ALIGN_BYTES} of at least {SEGMENT_BYTES_MIN}"
             ));
         }
-        let count = budget_bytes / segment_bytes;
-        if !(SEGMENTS_MIN..=SEGMENTS_MAX).contains(&count) {
+        let budget_count = budget_bytes / segment_bytes;
+        if !(SEGMENTS_MIN..=SEGMENTS_MAX).contains(&budget_count) {
             return Err(format!(
                 "cache mode needs a memory limit of at least {SEGMENTS_MIN} segments of {segment_bytes} bytes \
                  ({} bytes); got {budget_bytes}",
                 SEGMENTS_MIN * segment_bytes
             ));
         }
+        let count = (reserve_bytes.max(budget_bytes) / segment_bytes).min(SEGMENTS_MAX);
         // Large budgets of segments of half a hugepage or more live on
         // hugepages, counted in granules of one hugepage (segment sizes
         // are powers of two, so granules tile hugepages exactly) or one
         // segment where segments are larger. Smaller budgets live on small
         // pages, a granule per segment: at `-m 64` rounding the account
-        // down to 2 MiB would cost up to 3% of the items.
-        let huge = segment_bytes * 2 >= crate::pool::CHUNK_BYTES && count * segment_bytes >= HUGEPAGE_BUDGET_MIN;
+        // down to 2 MiB would cost up to 3% of the items. Decided by the
+        // budget the store starts with, not the reserve: a small cache
+        // that may grow keeps its exact account.
+        let huge = segment_bytes * 2 >= crate::pool::CHUNK_BYTES && budget_count * segment_bytes >= HUGEPAGE_BUDGET_MIN;
         let per = if huge { (crate::pool::CHUNK_BYTES / segment_bytes).max(1) } else { 1 };
         let granules = count.div_ceil(per);
+        // The starting limit: the budget's granules (a partial last one
+        // only when the mapping ends there, as before reserves existed).
+        let limit = if count == budget_count { granules } else { budget_count / per };
         let bytes = count * segment_bytes;
-        let map =
-            if huge { crate::pool::map_zeroed_aligned(bytes) } else { crate::pool::map_zeroed_small_pages(bytes) };
+        let map = if count > budget_count {
+            crate::pool::map_address_space(bytes, huge)
+        } else if huge {
+            crate::pool::map_zeroed_aligned(bytes)
+        } else {
+            crate::pool::map_zeroed_small_pages(bytes)
+        };
         let base = map.ok_or_else(|| format!("could not map {} bytes of segments", count * segment_bytes))?;
         let metas = (0..count)
             .map(|_| SegmentMeta {
@@ -318,10 +335,10 @@ impl Segments {
                 warm: Vec::with_capacity(count),
                 cold: (0..granules as u32).rev().collect(),
                 resident: 0,
-                limit: granules,
+                limit,
                 per,
             }),
-            free_count: AtomicUsize::new(count),
+            free_count: AtomicUsize::new((limit * per).min(count)),
             reclaiming: AtomicUsize::new(0),
             queues: [Mutex::new(VecDeque::with_capacity(count)), Mutex::new(VecDeque::with_capacity(count))],
             queue_len: [AtomicUsize::new(0), AtomicUsize::new(0)],
@@ -755,7 +772,7 @@ mod tests {
 
     #[test]
     fn bump_seals_on_full_and_victims_come_oldest_first() {
-        let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+        let s = Segments::new(SEGMENTS_MIN * 64, 0, 64).unwrap();
         let mut open: OpenSegments = [None, None];
         let a = s.bump(&mut open, Queue::Main, 30, 0).unwrap();
         let b = s.bump(&mut open, Queue::Main, 30, 0).unwrap();
@@ -783,7 +800,7 @@ mod tests {
     #[test]
     fn merged_run_goes_back_after_its_predecessor() {
         let setup = || {
-            let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+            let s = Segments::new(SEGMENTS_MIN * 64, 0, 64).unwrap();
             let mut open: OpenSegments = [None, None];
             let ids: Vec<u32> = (0..5).map(|_| s.id_of(s.bump(&mut open, Queue::Main, 64, 0).unwrap())).collect();
             s.add_live(s.base_of(ids[0]), 64); // dense: not part of a sparse run
@@ -820,7 +837,7 @@ mod tests {
         assert_eq!(queue(&s)[0], out);
         // An OPEN segment before the run (another writer's, which
         // `pop_victim` rotates to the tail) is not a place: the head is.
-        let s = Segments::new(SEGMENTS_MIN * 64, 64).unwrap();
+        let s = Segments::new(SEGMENTS_MIN * 64, 0, 64).unwrap();
         let (mut idle, mut busy): (OpenSegments, OpenSegments) = ([None, None], [None, None]);
         let open_id = s.id_of(s.bump(&mut idle, Queue::Main, 8, 0).unwrap());
         let ids: Vec<u32> = (0..4).map(|_| s.id_of(s.bump(&mut busy, Queue::Main, 64, 0).unwrap())).collect();
@@ -838,7 +855,7 @@ mod tests {
     #[test]
     fn limit_bounds_resident_granules() {
         const MIB: usize = 1 << 20;
-        let s = Segments::new(HUGEPAGE_BUDGET_MIN, MIB).unwrap();
+        let s = Segments::new(HUGEPAGE_BUDGET_MIN, 0, MIB).unwrap();
         assert_eq!(s.set_limit_bytes(17 * MIB), 0, "nothing paged in yet");
         assert_eq!(s.limit(), 16, "rounded down to whole granules");
         assert_eq!(s.free_count(), 16);

@@ -8,7 +8,8 @@ use crate::local::{Epochs, Garbage, Local};
 use crate::object::{self, Object, ObjectCell, RetiredCell, TAG_BYTES, TAG_OBJECT};
 use crate::pool::{Block, SharedPool, SMALL_ITEM_BYTES_MAX};
 use crate::reclaim::Reclaim;
-use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT_BYTES};
+use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENTS_MIN, SEGMENT_BYTES};
+use crate::stall::{Stall, Timing};
 use crate::table::{self, prefetch_line, split_hash, Probe, Table, OPTIMISTIC_RETRIES_MAX, TABLE_LOG2_MAX};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
@@ -416,6 +417,15 @@ pub struct Config {
     /// policies' exact eviction order holds for embedders and tests; the
     /// server turns it on (`--merge-segments`, default true).
     pub merge_segments: bool,
+    /// Cache mode: the most [`Store::set_memory_limit`] may raise the
+    /// budget to. The segment log's address space is reserved for it at
+    /// start (`MAP_NORESERVE`: no page and no commit charge until the
+    /// memory account lets a segment be used), with 64 bytes of side table
+    /// per segment. 0 (the default) is `memory_limit_bytes`: the budget
+    /// may be lowered and raised back, not past where it started. Store
+    /// mode ignores it: its chunks are mapped one by one as needed, so any
+    /// limit can be set.
+    pub memory_limit_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -430,6 +440,7 @@ impl Default for Config {
             background_eviction: true,
             index_in_budget: true,
             merge_segments: false,
+            memory_limit_max_bytes: 0,
         }
     }
 }
@@ -855,6 +866,8 @@ pub(crate) struct Inner {
     pub(crate) cache: Option<Cache>,
     /// Persistence's journal, if attached (journal.rs).
     pub(crate) journal: std::sync::OnceLock<Arc<dyn crate::journal::Journal>>,
+    /// Who times the engine's steps (stall.rs), if anyone.
+    pub(crate) stall_watcher: std::sync::OnceLock<Arc<dyn crate::stall::StallWatcher>>,
     /// The running snapshot's state, null if none (journal.rs).
     pub(crate) snapshot: AtomicPtr<crate::journal::SnapState>,
     /// Held by the expand thread while it expands and by a snapshot while
@@ -863,13 +876,20 @@ pub(crate) struct Inner {
     /// The policy's `freq_max` in cache mode, 0 in store mode: a GET hit
     /// raises an item's frequency while it is below this (so 0 writes
     /// nothing, with one load of a field read on every GET anyway).
-    freq_max: u8,
+    freq_max: std::sync::atomic::AtomicU8,
 }
 
 /// Cache mode's shared state (the segments themselves are in
 /// `SharedPool::segments`, where the epoch scheme frees into them).
 pub(crate) struct Cache {
-    pub(crate) policy: Box<dyn Policy>,
+    /// Both policies, CLOCK then S3-FIFO, built at start so the policy
+    /// can change at run time (`Store::set_eviction`); `active` names the
+    /// one in force.
+    policies: [Box<dyn Policy>; 2],
+    /// Index into `policies` (`policy_index`). Relaxed: a writer or the
+    /// reclaimer that reads the old one for a moment after a switch makes
+    /// one more decision by it, which the contract allows (below).
+    active: std::sync::atomic::AtomicU8,
     /// Serializes the policy's decisions (the Policy contract: `reclaim`
     /// never runs concurrently with itself) and owns the reclaimer's open
     /// segments, into which kept items are copied. A victim's reclamation
@@ -1077,9 +1097,10 @@ impl Inner {
     /// No lock, and the only line possibly written is the item's own.
     #[inline]
     fn touched(&self, p: *const u8) {
-        if self.freq_max != 0 {
+        let freq_max = self.freq_max.load(Ordering::Relaxed);
+        if freq_max != 0 {
             // SAFETY: the callers found p while pinned and still are.
-            unsafe { item::touch_freq(p, self.freq_max) };
+            unsafe { item::touch_freq(p, freq_max) };
         }
     }
 
@@ -1277,7 +1298,7 @@ impl Inner {
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         let block = match (&self.cache, &self.shared.segments) {
             (Some(_), Some(segs)) if len > segs.segment_bytes() => self.alloc_outsized(local, n.key, len)?,
-            (Some(c), _) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
+            (Some(c), _) => self.alloc_in_segment(local, c.policy().admit(self.hash(n.key)), len)?,
             (None, _) => self.alloc(local, len)?,
         };
         // SAFETY: the block is fresh, at least `len` bytes, and ours.
@@ -1287,6 +1308,20 @@ impl Inner {
     }
 
     fn alloc(&self, local: &Local, len: usize) -> Result<Block, Error> {
+        if self.shared.reserved_bytes() > self.shared.budget_bytes() && self.store_over_budget(self.object_bytes()) {
+            // The budget was lowered below the chunks already reserved
+            // (`Store::set_memory_limit`): Redis's noeviction refuses
+            // every write that needs memory while the used memory is past
+            // maxmemory, even one the free lists could serve. Free what
+            // this thread retired first (deletes count once freed).
+            // SAFETY: own Local; the reference ends with this statement.
+            if unsafe { local.owned() }.pin_depth == 0 {
+                self.epochs.reclaim(local, &self.shared, RECLAIM_ROUNDS_MAX);
+            }
+            if self.store_over_budget(self.object_bytes()) {
+                return Err(Error::OutOfMemory);
+            }
+        }
         for attempt in 0..2 {
             // SAFETY: our own Local, no other owned reference live.
             let owned = unsafe { local.owned() };
@@ -1354,8 +1389,10 @@ impl Inner {
             return;
         }
         // Whatever it reaches, the write goes on: with nothing reclaimable
-        // it takes from the reserve.
+        // it takes from the reserve. Timed: this write's reply waits.
+        let timing = Timing::start(self.watcher());
         self.reclaim_above_reserve(local, segs);
+        timing.end(self.watcher(), Stall::EvictionCycle);
     }
 
     /// A writer's reclamation: reclaims one segment at a time (the last of
@@ -1713,6 +1750,31 @@ impl Inner {
         }
     }
 
+    /// Store mode: whether the memory in use plus `extra` bytes reaches
+    /// the budget. In use is the chunks reserved while they are within
+    /// the budget (a full store's free lists count as used, so a new
+    /// collection is not promised memory a chunk could not supply); once
+    /// the budget has been lowered below the chunks
+    /// (`Store::set_memory_limit`: chunks are never given back), it is the
+    /// blocks handed out, summed over the threads (one relaxed load each,
+    /// only in that state), so deletes bring the store back under it.
+    fn store_over_budget(&self, extra: usize) -> bool {
+        let budget = self.shared.budget_bytes();
+        let reserved = self.shared.reserved_bytes();
+        let used = if reserved > budget {
+            self.epochs.all().map(|l| l.block_bytes.load(Ordering::Relaxed)).sum::<i64>().max(0) as usize
+        } else {
+            reserved
+        };
+        used.saturating_add(extra) >= budget
+    }
+
+    /// The stall watcher, if one is installed (stall.rs).
+    #[inline]
+    pub(crate) fn watcher(&self) -> Option<&dyn crate::stall::StallWatcher> {
+        self.stall_watcher.get().map(|w| &**w)
+    }
+
     /// Bytes charged for objects now (object.rs, MEMORY): the sum of the
     /// threads' counters (one relaxed load each).
     fn object_bytes(&self) -> usize {
@@ -1845,6 +1907,7 @@ impl Inner {
             self.hash(unsafe { item::key(p) })
         };
         let n = old.bucket_count();
+        let mut timing = Timing::start(self.watcher());
         for i in 0..n {
             old.prefetch_bucket_items(i + MIGRATE_PREFETCH_AHEAD_BUCKETS);
             self.epochs.pin(local);
@@ -1853,6 +1916,8 @@ impl Inner {
             r.expect("the successor's overflow arena holds every chain");
             if (i + 1) % table::PROGRESS_STRIDE_BUCKETS == 0 {
                 old.set_migrated(i + 1);
+                timing.end(self.watcher(), Stall::ExpansionStep);
+                timing = Timing::start(self.watcher());
             }
         }
         old.set_migrated(n);
@@ -1911,9 +1976,10 @@ impl Inner {
     /// wake, wrapping around the table; no full-table pause, and nothing at
     /// all until some item has had an expiry. A doubling restarts it at 0
     /// (bucket i of the old table is buckets i, i + n, ... of the new).
-    fn expiry_sweep_step(&self, cursor: &mut (u32, usize)) {
+    /// Returns whether it swept anything (false until an expiry is seen).
+    fn expiry_sweep_step(&self, cursor: &mut (u32, usize)) -> bool {
         if !self.ttl_seen.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
         // SAFETY: only this thread replaces `current`.
         let t = unsafe { &*self.current.load(Ordering::Acquire) };
@@ -1933,6 +1999,7 @@ impl Inner {
             i = 0;
         }
         cursor.1 = i;
+        true
     }
 
     /// Removes flushed and expired items from buckets `from..to` of `t`
@@ -1981,6 +2048,7 @@ impl Inner {
             return false;
         }
         let mut reclaimed = false;
+        let timing = Timing::start(self.watcher());
         for _ in 0..EVICT_SEGMENTS_PER_WAKE_MAX {
             if segs.free_or_pending() > EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS
                 || self.shutdown.load(Ordering::Relaxed)
@@ -1992,6 +2060,9 @@ impl Inner {
             }
             reclaimed = true;
             self.epochs.reclaim(local, &self.shared, 1);
+        }
+        if reclaimed {
+            timing.end(self.watcher(), Stall::EvictionCycle);
         }
         reclaimed
     }
@@ -2036,7 +2107,10 @@ impl Inner {
             // garbage to free, and the sweep is background work.
             if last_expiry_step.elapsed() >= MAINTENANCE_PERIOD {
                 last_expiry_step = std::time::Instant::now();
-                self.expiry_sweep_step(&mut expiry_cursor);
+                let timing = Timing::start(self.watcher());
+                if self.expiry_sweep_step(&mut expiry_cursor) {
+                    timing.end(self.watcher(), Stall::ExpireCycle);
+                }
             }
             self.account_memory(0);
             let evicting = self.evict_ahead(local);
@@ -2056,6 +2130,23 @@ impl Inner {
             let period = period.min(to_next_second);
             std::thread::park_timeout(period);
         }
+    }
+}
+
+/// `Cache::policies`'s index of an evicting policy (0 for `None`, which
+/// has no policy object and never reaches here).
+fn policy_index(e: Eviction) -> u8 {
+    match e {
+        Eviction::S3Fifo => 1,
+        Eviction::Clock | Eviction::None => 0,
+    }
+}
+
+impl Cache {
+    /// The policy in force.
+    #[inline]
+    pub(crate) fn policy(&self) -> &dyn Policy {
+        &*self.policies[usize::from(self.active.load(Ordering::Relaxed) & 1)]
     }
 }
 
@@ -2234,12 +2325,18 @@ impl Store {
                 0 => default_segment_bytes(config.memory_limit_bytes),
                 n => n,
             };
-            shared.segments = Some(Segments::new(config.memory_limit_bytes, segment_bytes).map_err(|e| {
+            let reserve = config.memory_limit_max_bytes.max(config.memory_limit_bytes);
+            shared.segments = Some(Segments::new(config.memory_limit_bytes, reserve, segment_bytes).map_err(|e| {
                 ConfigError(format!("{e} (eviction {}: give more memory, or eviction none)", config.eviction))
             })?);
             freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
+            drop(policy);
+            let ghost = config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY;
+            let policies = [Eviction::Clock, Eviction::S3Fifo]
+                .map(|e| e.policy(ghost).expect("an evicting policy has a policy object"));
             cache = Some(Cache {
-                policy,
+                policies,
+                active: std::sync::atomic::AtomicU8::new(policy_index(config.eviction)),
                 reclaimer: std::sync::Mutex::new([None, None]),
                 background: config.background_eviction,
                 index_in_budget: config.index_in_budget,
@@ -2281,9 +2378,10 @@ impl Store {
             maintenance_thread: std::sync::OnceLock::new(),
             cache,
             journal: std::sync::OnceLock::new(),
+            stall_watcher: std::sync::OnceLock::new(),
             snapshot: crate::journal::no_snapshot(),
             expand_gate: std::sync::Mutex::new(()),
-            freq_max,
+            freq_max: std::sync::atomic::AtomicU8::new(freq_max),
         });
         let worker = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
@@ -2984,8 +3082,179 @@ impl Store {
     /// ```
     pub fn objects_over_budget(&self) -> bool {
         let inner = &*self.inner;
-        inner.cache.is_none()
-            && inner.shared.reserved_bytes().saturating_add(inner.object_bytes()) >= inner.shared.budget_bytes()
+        inner.cache.is_none() && inner.store_over_budget(inner.object_bytes())
+    }
+
+    /// The memory limit (`memory_limit_bytes`, memcached's `-m`, Redis's
+    /// `maxmemory`) changed at run time, or Err saying which values are
+    /// possible. Store mode takes any value (`usize::MAX`: no limit, which
+    /// [`Stats::memory_limit_bytes`] shows as 0, Redis's `maxmemory 0`);
+    /// cache mode takes from [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) segments
+    /// up to [`Store::memory_limit_max_bytes`].
+    ///
+    /// # How a change takes effect
+    ///
+    /// The limit is one number (`SharedPool::budget_bytes`) that both modes
+    /// already obey everywhere memory is handed out, so a change is a
+    /// store of that number and a wake-up; nothing is resized in place.
+    ///
+    /// * **Cache mode, lower.** The memory account (`account_memory`, run
+    ///   here at once and by the maintenance thread every round) sets the
+    ///   segments' resident limit to the new budget less the index. With
+    ///   the limit below the segments in use, `free_count` falls to zero
+    ///   (`segment.rs`, "Resident segments"): the maintenance thread, woken
+    ///   here, evicts through the policy as it does for any full cache,
+    ///   at most EVICT_SEGMENTS_PER_WAKE_MAX segments per round before it
+    ///   looks at its other work, and a writer that finds no free segment
+    ///   reclaims at most WRITER_RECLAIMS_MAX itself. So the cache comes
+    ///   down in steps of whole segments, each behind its epoch grace
+    ///   period, never in one stall; and a granule whose segments are all
+    ///   free while more are resident than the limit is discarded at once
+    ///   (`MADV_DONTNEED`), so the process's resident memory falls with
+    ///   the limit rather than only its item count.
+    /// * **Cache mode, raise.** The resident limit rises; cold granules
+    ///   beyond the old one are paged in as writers need them. The segment
+    ///   log is one mapping, so it can grow only inside the address space
+    ///   reserved at start ([`Config::memory_limit_max_bytes`]); past it
+    ///   the change is refused, naming the maximum.
+    /// * **Store mode.** Chunks are reserved against the budget as they
+    ///   are needed, so raising it simply lets more be reserved. Lowering
+    ///   it below the chunks already reserved cannot give them back (their
+    ///   blocks are spread over every size class's free lists): instead
+    ///   every allocation refuses (out of memory, Redis's `-OOM`) while
+    ///   the blocks in use plus objects reach the new budget, and succeeds
+    ///   again once deletes bring them below it.
+    ///
+    /// # Limitations
+    ///
+    /// The index does not shrink: in cache mode its bytes stay charged, so
+    /// a much lower budget holds fewer items than a cache started at that
+    /// budget until keys are gone. The eviction policy's own structure
+    /// (S3-FIFO's ghost) keeps the size it was given at start. Store
+    /// mode's chunks stay mapped once reserved.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Store};
+    /// let store = Store::new(Config {
+    ///     eviction: Eviction::S3Fifo,
+    ///     memory_limit_bytes: 16 << 20,
+    ///     memory_limit_max_bytes: 64 << 20,
+    ///     ..Config::default()
+    /// })
+    /// .unwrap();
+    /// store.set_memory_limit(48 << 20).unwrap();
+    /// assert_eq!(store.stats().memory_limit_bytes, 48 << 20);
+    /// assert!(store.set_memory_limit(65 << 20).unwrap_err().to_string().contains("67108864"));
+    /// ```
+    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
+        self.check_memory_limit(bytes)?;
+        let inner = &*self.inner;
+        inner.shared.set_budget_bytes(bytes);
+        if let (Some(cache), Some(segs)) = (&inner.cache, &inner.shared.segments) {
+            if cache.index_in_budget {
+                inner.account_memory(0);
+            } else {
+                segs.set_limit_bytes(bytes.saturating_sub(inner.shared.reserved_bytes()));
+            }
+        }
+        if let Some(th) = inner.maintenance_thread.get() {
+            th.unpark();
+        }
+        Ok(())
+    }
+
+    /// Whether [`Store::set_memory_limit`] would take `bytes` (Err: why
+    /// not, naming the range), changing nothing.
+    pub fn check_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
+        if let Some(segs) = &self.inner.shared.segments {
+            let (min, max) = (SEGMENTS_MIN * segs.segment_bytes(), self.memory_limit_max_bytes());
+            if !(min..=max).contains(&bytes) {
+                return Err(ConfigError(format!(
+                    "cache mode's memory limit must be from {min} to {max} bytes (the most reserved at start: \
+                     restart with a larger maximum to go past it); got {bytes}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The most [`Store::set_memory_limit`] accepts: in cache mode the
+    /// segment log reserved at start (`Config::memory_limit_max_bytes`),
+    /// in store mode `usize::MAX` (no limit).
+    pub fn memory_limit_max_bytes(&self) -> usize {
+        match &self.inner.shared.segments {
+            Some(segs) => segs.count() * segs.segment_bytes(),
+            None => usize::MAX,
+        }
+    }
+
+    /// Installs the watcher of the engine's timed steps (`stall.rs`: table
+    /// doubling strides, expiry sweep steps, eviction passes, segment
+    /// merges); Err (the watcher back) if one is installed already.
+    pub fn set_stall_watcher(
+        &self,
+        watcher: Arc<dyn crate::stall::StallWatcher>,
+    ) -> Result<(), Arc<dyn crate::stall::StallWatcher>> {
+        self.inner.stall_watcher.set(watcher)
+    }
+
+    /// The eviction policy in force ([`Eviction::None`] in store mode).
+    pub fn eviction(&self) -> Eviction {
+        match &self.inner.cache {
+            None => Eviction::None,
+            Some(c) if c.policy().name() == "clock" => Eviction::Clock,
+            Some(_) => Eviction::S3Fifo,
+        }
+    }
+
+    /// Switches a cache's eviction policy at run time between CLOCK and
+    /// S3-FIFO; Err for store mode or to [`Eviction::None`] (items live in
+    /// size-class pools in store mode and in the segment log in cache mode:
+    /// a switch would copy every item across).
+    ///
+    /// # Why a switch is sound
+    ///
+    /// Both policies run on the same segment log and obey one contract
+    /// (`evict/mod.rs`), so the state a policy leaves is one the other
+    /// accepts: items carry a frequency of at most 3 (2 bits) and CLOCK
+    /// keeps any nonzero one as 0 (still one pass of progress per item);
+    /// segments S3-FIFO left in its Small queue are reclaimed by CLOCK too
+    /// (`pop_victim` falls back to the other queue when the policy's choice
+    /// is empty, and CLOCK moves what it keeps to Main); S3-FIFO starts
+    /// with its ghost as it was (stale entries only admit a key to Main
+    /// once). The reclaimer's decisions stay serialized by its mutex, and a
+    /// writer or reclaimer that read the old policy an instant before the
+    /// switch makes one decision by it, which either policy's contract
+    /// allows. GET hits raise frequencies up to the new cap from the next
+    /// load on.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set_eviction(Eviction::Clock).unwrap();
+    /// assert_eq!(store.eviction(), Eviction::Clock);
+    /// assert!(store.set_eviction(Eviction::None).is_err());
+    /// ```
+    pub fn set_eviction(&self, to: Eviction) -> Result<(), ConfigError> {
+        let Some(cache) = &self.inner.cache else {
+            return Err(ConfigError(
+                "store mode (eviction none) cannot start evicting: restart with --eviction".into(),
+            ));
+        };
+        if to == Eviction::None {
+            return Err(ConfigError("a cache cannot become a store (eviction none): restart with --eviction".into()));
+        }
+        let i = policy_index(to);
+        let freq_max = cache.policies[usize::from(i)].freq_max().min(item::FREQ_BITS_MAX);
+        cache.active.store(i, Ordering::Relaxed);
+        self.inner.freq_max.store(freq_max, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether the store evicts (cache mode) or refuses writes when full
+    /// (store mode, `Eviction::None`).
+    pub fn is_cache(&self) -> bool {
+        self.inner.cache.is_some()
     }
 
     /// The store's clock: unix seconds, as used for expiry.
@@ -3196,7 +3465,10 @@ impl Store {
         let t = pin.current();
         let mut s = Stats {
             items: inner.item_count(),
-            memory_limit_bytes: inner.shared.budget_bytes() as u64,
+            memory_limit_bytes: match inner.shared.budget_bytes() {
+                usize::MAX => 0,
+                b => b as u64,
+            },
             reserved_bytes: inner.shared.reserved_bytes() as u64,
             buckets: t.bucket_count() as u64,
             overflow_nodes: t.overflow_nodes() as u64,
@@ -3210,13 +3482,13 @@ impl Store {
             s.outsized_bytes = s.reserved_bytes;
             s.reserved_bytes = segs.resident_bytes() as u64;
             s.segment_limit = segs.limit() as u64;
-            s.policy_bytes = c.policy.memory_bytes() as u64;
+            s.policy_bytes = c.policy().memory_bytes() as u64;
             s.evictions = c.evictions.load(Ordering::Relaxed);
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);
             s.reclaimed_segments = c.reclaimed_segments.load(Ordering::Relaxed);
             s.merged_segments = c.merged_segments.load(Ordering::Relaxed);
-            s.segments = segs.count() as u64;
+            s.segments = (segs.count().min(inner.shared.budget_bytes() / segs.segment_bytes())) as u64;
             s.free_segments = segs.free_count() as u64;
             s.segment_bytes = segs.segment_bytes() as u64;
         }

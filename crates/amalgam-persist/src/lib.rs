@@ -62,6 +62,7 @@
 //! | `snapshot.rs` | writing a snapshot and retiring old files |
 //! | `recover.rs` | start-up: snapshot + log replay, damage handling |
 //! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
+//! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 
 pub mod format;
 mod log;
@@ -69,6 +70,7 @@ pub mod ratelimit;
 pub mod recover;
 pub mod repl;
 mod snapshot;
+pub mod stall;
 
 pub use log::{Fsync, Log, EVERYSEC_PERIOD};
 pub use recover::Recovered;
@@ -188,11 +190,6 @@ pub struct Persistence {
     /// snapshots if anything changed, and changes that start one; 0: off.
     snapshot_every_ms: AtomicU64,
     snapshot_after_writes: AtomicU64,
-    /// The fsync policy now: `always` is fixed at start (the workers'
-    /// commit path depends on it); `everysec` and `no` switch at run time
-    /// (both only write before replying; the fsync thread syncs once a
-    /// second under `everysec` and idles under `no`).
-    fsync: std::sync::atomic::AtomicU8,
     /// A failing log write or sync is logged at most once per
     /// [`ratelimit::LOG_RATE_LIMIT_PERIOD`]; so is a failing snapshot.
     log_error_limit: ratelimit::RateLimit,
@@ -232,7 +229,6 @@ impl Persistence {
         let p = Arc::new(Persistence {
             snapshot_every_ms: AtomicU64::new(cfg.snapshot_every.map_or(0, |d| (d.as_millis() as u64).max(1))),
             snapshot_after_writes: AtomicU64::new(cfg.snapshot_after_writes.unwrap_or(0)),
-            fsync: std::sync::atomic::AtomicU8::new(fsync_code(cfg.fsync)),
             cfg,
             store,
             log,
@@ -252,15 +248,14 @@ impl Persistence {
             wakers: Mutex::new(Vec::new()),
             repl_pos: Arc::new(Mutex::new(None)),
         });
+        // Both, whatever the policy, since it may change at run time
+        // (`set_fsync`): the fsync thread idles but under `everysec`, the
+        // committer while no worker asks it for anything (`always`).
         let mut threads = Vec::new();
-        if p.cfg.fsync != Fsync::Always {
-            let q = Arc::clone(&p);
-            threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
-        }
-        if p.cfg.fsync == Fsync::Always {
-            let q = Arc::clone(&p);
-            threads.push(std::thread::Builder::new().name("amalgam-commit".into()).spawn(move || q.commit_loop())?);
-        }
+        let q = Arc::clone(&p);
+        threads.push(std::thread::Builder::new().name("amalgam-fsync".into()).spawn(move || q.fsync_loop())?);
+        let q = Arc::clone(&p);
+        threads.push(std::thread::Builder::new().name("amalgam-commit".into()).spawn(move || q.commit_loop())?);
         // Always: the schedule may be turned on at run time (CONFIG SET
         // save); with none it looks at two atomics every TICK.
         let q = Arc::clone(&p);
@@ -277,26 +272,58 @@ impl Persistence {
 
     /// The fsync policy now ([`Persistence::set_fsync`]).
     pub fn fsync(&self) -> Fsync {
-        match self.fsync.load(Ordering::Relaxed) {
-            0 => Fsync::Always,
-            1 => Fsync::EverySec,
-            _ => Fsync::No,
-        }
+        self.log.policy()
     }
 
-    /// Switches between `everysec` and `no` at run time (Redis's CONFIG
-    /// SET appendfsync); Err says why not: `always` (to or from) changes
-    /// how workers commit and is fixed at start.
-    pub fn set_fsync(&self, to: Fsync) -> Result<(), &'static str> {
-        let now = self.fsync();
-        if now == to {
-            return Ok(());
+    /// Switches the fsync policy at run time (Redis's CONFIG SET
+    /// appendfsync), `always` included.
+    ///
+    /// # Why a switch to `always` is sound
+    ///
+    /// A reply that acknowledges a write leaves only once
+    /// [`Persistence::committed`] has reached the last record its thread
+    /// journaled, and `committed` reads the policy each time: *written*
+    /// under `everysec` and `no`, *durable* under `always`. So from the
+    /// moment the policy changes, every reply not yet sent is held until
+    /// its records are fsynced, wherever it is: a worker that committed
+    /// under the old policy finds its reply held at the send
+    /// (`Turn::Commit`) and, seeing [`Persistence::asynchronous`] now, hands
+    /// it to the committer thread, which runs (idle) whatever the policy.
+    /// The switch then fsyncs everything appended so far before it
+    /// returns, so every write acknowledged before the switch's OK is
+    /// durable too: after CONFIG SET appendfsync always answers OK, the
+    /// log is as if the server had started with `--fsync always`.
+    ///
+    /// # Away from `always`
+    ///
+    /// Replies then wait for *written* only. A reply parked for the
+    /// committer is released by its next commit (which now writes without
+    /// syncing) or by the worker's own, and the fsync thread takes over
+    /// once a second under `everysec`. Nothing acknowledged is weakened:
+    /// what was durable stays durable.
+    ///
+    /// An fsync failing at the switch is reported as any log error; under
+    /// `always` the next commit that fails exits (crate notes, "Failure
+    /// handling").
+    pub fn set_fsync(&self, to: Fsync) {
+        if self.fsync() == to {
+            return;
         }
-        if now == Fsync::Always || to == Fsync::Always {
-            return Err("switching to or from 'always' needs a restart with --fsync");
+        self.log.set_policy(to);
+        if to == Fsync::Always {
+            if let Err(e) = self.log.sync_now() {
+                self.report_error(&e);
+            }
         }
-        self.fsync.store(fsync_code(to), Ordering::Relaxed);
-        Ok(())
+        // A committer waiting for a request re-reads `committed` (the
+        // policy decides which counter it is).
+        self.request_cv.notify_all();
+    }
+
+    /// Installs the watcher of the log's writes and fsyncs and the
+    /// snapshots' slices (`stall.rs`); a second call changes nothing.
+    pub fn set_stall_watcher(&self, w: Arc<dyn stall::StallWatcher>) {
+        let _ = self.log.set_stall_watcher(w);
     }
 
     /// The snapshot schedule now: (seconds between snapshots if anything
@@ -339,7 +366,7 @@ impl Persistence {
     /// thread ([`Persistence::request_commit`]) and serve on while it
     /// syncs, instead of calling [`Persistence::commit`].
     pub fn asynchronous(&self) -> bool {
-        self.cfg.fsync == Fsync::Always
+        self.fsync() == Fsync::Always
     }
 
     /// Registers a function the committer thread calls after each commit
@@ -388,7 +415,7 @@ impl Persistence {
     /// errors.
     pub fn commit(&self) {
         if let Err(e) = self.log.commit() {
-            if self.cfg.fsync == Fsync::Always {
+            if self.fsync() == Fsync::Always {
                 self.exit_not_durable(&e);
             }
             self.report_error(&e);
@@ -551,15 +578,6 @@ impl Persistence {
                 self.snapshot_logged(true);
             }
         }
-    }
-}
-
-/// [`Fsync`] as the byte `Persistence::fsync` holds.
-fn fsync_code(f: Fsync) -> u8 {
-    match f {
-        Fsync::Always => 0,
-        Fsync::EverySec => 1,
-        Fsync::No => 2,
     }
 }
 

@@ -41,10 +41,11 @@ use std::cell::{Cell, RefCell};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::format;
+use crate::stall::{Stall, StallWatcher, Timing};
 
 /// How often `everysec` syncs.
 pub const EVERYSEC_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
@@ -60,6 +61,7 @@ const HANDOVER_RECORD_BYTES_MIN: usize = 1 << 20;
 
 /// When the log reaches the disk (Redis's appendfsync).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Fsync {
     /// fdatasync before a write is acknowledged (group commit).
     Always,
@@ -110,7 +112,11 @@ struct Io {
 /// The log: see the module notes.
 pub struct Log {
     dir: PathBuf,
-    policy: Fsync,
+    /// The fsync policy ([`Fsync`] as a byte: `Log::set_policy`), read on
+    /// every commit check. Release on change, acquire on read: a worker
+    /// that sees `always` checks its reply against `durable`, and the
+    /// switch's own sync (`Persistence::set_fsync`) follows the store.
+    policy: AtomicU8,
     buf: Mutex<Buf>,
     io: Mutex<Io>,
     /// Records up to here are written / durable (mirrors for fast checks).
@@ -122,6 +128,8 @@ pub struct Log {
     cut_seq: AtomicU64,
     /// Set after an I/O error, cleared by the next success.
     failing: AtomicBool,
+    /// Who times the log's writes and fsyncs (`stall.rs`), once set.
+    watcher: std::sync::OnceLock<Arc<dyn crate::stall::StallWatcher>>,
     /// Counters for INFO / stats.
     pub(crate) fsyncs: AtomicU64,
     pub(crate) writes: AtomicU64,
@@ -129,7 +137,7 @@ pub struct Log {
 
 impl std::fmt::Debug for Log {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Log").field("dir", &self.dir).field("policy", &self.policy).finish()
+        f.debug_struct("Log").field("dir", &self.dir).field("policy", &self.policy()).finish()
     }
 }
 
@@ -163,7 +171,7 @@ impl Log {
         let last = next_seq - 1;
         Ok(Log {
             dir: dir.to_path_buf(),
-            policy,
+            policy: AtomicU8::new(policy as u8),
             buf: Mutex::new(Buf { bytes: Vec::new(), last_seq: last }),
             io: Mutex::new(Io {
                 file: Arc::new(file),
@@ -175,14 +183,35 @@ impl Log {
             durable: AtomicU64::new(last),
             cut_seq: AtomicU64::new(last),
             failing: AtomicBool::new(false),
+            watcher: std::sync::OnceLock::new(),
             fsyncs: AtomicU64::new(0),
             writes: AtomicU64::new(0),
         })
     }
 
+    /// Installs the watcher of the log's steps (`stall.rs`); Err if one
+    /// is installed already.
+    pub fn set_stall_watcher(&self, w: Arc<dyn StallWatcher>) -> Result<(), Arc<dyn StallWatcher>> {
+        self.watcher.set(w)
+    }
+
+    pub(crate) fn watcher(&self) -> Option<&dyn StallWatcher> {
+        self.watcher.get().map(|w| &**w)
+    }
+
     /// The fsync policy.
     pub fn policy(&self) -> Fsync {
-        self.policy
+        match self.policy.load(Ordering::Acquire) {
+            x if x == Fsync::Always as u8 => Fsync::Always,
+            x if x == Fsync::EverySec as u8 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+
+    /// Changes the policy at run time (`Persistence::set_fsync` says what
+    /// else a switch to or from `always` needs).
+    pub fn set_policy(&self, policy: Fsync) {
+        self.policy.store(policy as u8, Ordering::Release);
     }
 
     /// Appends one record: `encode` frames it (and computes its CRC) in
@@ -223,7 +252,7 @@ impl Log {
     /// higher sequence number must wait.
     #[inline]
     pub fn committed(&self) -> u64 {
-        let done = if self.policy == Fsync::Always { &self.durable } else { &self.written };
+        let done = if self.policy() == Fsync::Always { &self.durable } else { &self.written };
         done.load(Ordering::Acquire)
     }
 
@@ -257,7 +286,7 @@ impl Log {
         if self.committed() >= target {
             return Ok(());
         }
-        let r = self.write_locked(&mut io, self.policy == Fsync::Always);
+        let r = self.write_locked(&mut io, self.policy() == Fsync::Always);
         self.failing.store(r.is_err(), Ordering::Relaxed);
         r
     }
@@ -269,7 +298,9 @@ impl Log {
             (bytes, b.last_seq)
         };
         if !bytes.is_empty() {
+            let timing = Timing::start(self.watcher());
             let r = (&*io.file).write_all(&bytes);
+            timing.end(self.watcher(), Stall::LogWrite);
             if let Err(e) = r {
                 // A partial write would leave half a record that a retry
                 // then follows with whole ones: cut the segment back.
@@ -292,7 +323,9 @@ impl Log {
         }
         io.spare = bytes;
         if sync && self.durable.load(Ordering::Acquire) < last {
+            let timing = Timing::start(self.watcher());
             io.file.sync_data()?;
+            timing.end(self.watcher(), Stall::LogFsyncAlways);
             self.fsyncs.fetch_add(1, Ordering::Relaxed);
             self.durable.fetch_max(last, Ordering::AcqRel);
         }
@@ -309,7 +342,9 @@ impl Log {
             (Arc::clone(&io.file), io.written_seq)
         };
         if self.durable.load(Ordering::Acquire) < last {
+            let timing = Timing::start(self.watcher());
             file.sync_data()?;
+            timing.end(self.watcher(), Stall::LogFsyncBackground);
             self.fsyncs.fetch_add(1, Ordering::Relaxed);
             self.durable.fetch_max(last, Ordering::AcqRel);
         }

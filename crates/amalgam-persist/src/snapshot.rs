@@ -110,9 +110,13 @@ pub(crate) fn write_snapshot(
     })));
     let mut cut: std::io::Result<u64> = Err(std::io::Error::other("the cut did not run"));
     let mut step_start = Instant::now();
+    let watcher = log.watcher();
     let mut pace = || {
+        let worked = step_start.elapsed();
+        if let Some(w) = watcher.filter(|w| w.watching()) {
+            w.stalled(crate::stall::Stall::SnapshotSlice, worked);
+        }
         if (1..100).contains(&cpu_percent) {
-            let worked = step_start.elapsed();
             std::thread::sleep(worked.mul_f64(f64::from(100 - cpu_percent) / f64::from(cpu_percent)));
         }
         step_start = Instant::now();

@@ -14,6 +14,10 @@ pub const MEMORY_LIMIT_MB_DEFAULT: usize = 64;
 /// Largest `-m`: 2^44 bytes (16 TiB) in megabytes, above any machine's
 /// memory and below what the address arithmetic could overflow.
 pub const MEMORY_LIMIT_MB_MAX: usize = 1 << 24;
+/// `--memory-limit-max`'s default, as a multiple of `-m`: room to raise
+/// CONFIG SET maxmemory fourfold, for 4 × 80 bytes of side tables per
+/// MiB of `-m` (segment headers and lists, `amalgam_engine::Segments`).
+pub const MEMORY_LIMIT_MAX_FACTOR_DEFAULT: usize = 4;
 /// Smallest and largest `-I` memcached accepts.
 pub const ITEM_SIZE_MAX_BYTES_MIN: usize = 1024;
 pub const ITEM_SIZE_MAX_BYTES_MAX: usize = 1 << 30;
@@ -83,6 +87,14 @@ pub struct Args {
     #[arg(short = 'm', long = "memory-limit", default_value_t = MEMORY_LIMIT_MB_DEFAULT,
           allow_hyphen_values = true, value_parser = parse_megabytes)]
     pub memory_limit_mb: usize,
+
+    /// Cache mode: the most CONFIG SET maxmemory may raise -m to, in
+    /// megabytes (address space reserved at start, no memory used until
+    /// the limit lets it be). Default: four times -m, capped at the
+    /// machine's memory (and never below -m). Store mode (--eviction none)
+    /// takes any maxmemory and ignores this.
+    #[arg(long = "memory-limit-max", value_parser = parse_megabytes)]
+    pub memory_limit_max_mb: Option<usize>,
 
     /// Simultaneous connections (memcached's -c); more are answered
     /// "ERROR Too many open connections" and closed.
@@ -366,6 +378,30 @@ pub fn parse_yes_no(s: &str) -> Result<bool, String> {
     }
 }
 
+impl Args {
+    /// Cache mode's reserve for CONFIG SET maxmemory, in bytes
+    /// (`--memory-limit-max`, or MEMORY_LIMIT_MAX_FACTOR_DEFAULT × -m
+    /// capped at `machine_bytes`, never below -m).
+    pub fn memory_limit_max_bytes(&self, machine_bytes: Option<usize>) -> usize {
+        let limit = self.memory_limit_mb.saturating_mul(1 << 20);
+        match self.memory_limit_max_mb {
+            Some(mb) => mb.saturating_mul(1 << 20),
+            None => limit
+                .saturating_mul(MEMORY_LIMIT_MAX_FACTOR_DEFAULT)
+                .min(machine_bytes.unwrap_or(usize::MAX))
+                .max(limit),
+        }
+    }
+}
+
+/// The machine's memory (`/proc/meminfo`'s MemTotal), if readable.
+pub fn machine_memory_bytes() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// Parses `-m`: a whole number of megabytes, at least 1.
 pub fn parse_megabytes(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -457,6 +493,9 @@ impl Args {
         }
         if self.memory_limit_mb == 0 {
             return Err("-m must be at least 1 (megabytes)".into());
+        }
+        if let Some(max) = self.memory_limit_max_mb.filter(|&max| max < self.memory_limit_mb) {
+            return Err(format!("--memory-limit-max {max} is below -m {}: give at least -m", self.memory_limit_mb));
         }
         if let Some(dir) = &self.dir {
             if dir.exists() && !dir.is_dir() {

@@ -149,7 +149,9 @@
 //! the workers after each fsync, and the parked replies whose targets it
 //! covered go out. So a reply never acknowledges a write the policy has
 //! not secured, and one fsync covers everything every worker executed
-//! while the previous one ran.
+//! while the previous one ran. The policy is read per commit and per
+//! reply (`CONFIG SET appendfsync` may change it, `always` included), and
+//! every worker registers its waker with the committer whatever the policy.
 //!
 //! On the RESP port the same bounds hold, with Redis's limits and errors
 //! (`amalgam_protocol::resp`): a bulk string over `-I`, an array of more
@@ -226,7 +228,7 @@ pub struct Shared {
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
     /// LATENCY's events and `latency-monitor-threshold` (`resp/latency.rs`).
-    pub latency: resp::latency::Monitor,
+    pub latency: Arc<resp::latency::Monitor>,
     /// Redis's `proto-max-bulk-len`: `--proto-max-bulk-len`, then CONFIG
     /// SET (read once per RESP round, [`Shared::resp_limits`]).
     pub proto_max_bulk_len: AtomicU64,
@@ -273,6 +275,7 @@ impl Shared {
             item_size_max_bytes: args.max_item_size,
             eviction: args.eviction,
             merge_segments: args.merge_segments,
+            memory_limit_max_bytes: args.memory_limit_max_bytes(crate::config::machine_memory_bytes()),
             ..amalgam_engine::Config::default()
         })
         .map_err(|e| {
@@ -354,11 +357,17 @@ impl Shared {
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
-            latency: resp::latency::Monitor::default(),
+            latency: Arc::new(resp::latency::Monitor::default()),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
+        // The engine's and persistence's stalls as LATENCY events.
+        let events = Arc::new(resp::latency::StallEvents(Arc::clone(&shared.latency)));
+        let _ = shared.store.set_stall_watcher(events.clone());
+        if let Some(p) = &shared.persist {
+            p.set_stall_watcher(events);
+        }
         if let Some(dir) = &shared.args.dir {
             let replica = shared.args.replicaof_parts.len() == 2;
             shared.repl.load_state(dir, replica, repl_pos);

@@ -121,14 +121,54 @@ fn empty(_: &'static str) -> String {
 }
 
 /// `maxmemory` from the file: `-m` in whole megabytes, rounded up (Amalgam
-/// sizes its memory in megabytes, as memcached). Redis's 0 (no limit) has
-/// no counterpart: the default `-m` stays.
+/// sizes its memory in megabytes, as memcached). Redis's 0 (no limit) is
+/// store mode's only and the policy may come later in the file: at start
+/// the default `-m` stays (CONFIG SET maxmemory 0 is no limit in store
+/// mode).
 fn maxmemory_flag(v: &str) -> Result<Vec<String>, String> {
     let bytes = crate::config::memory_value(v.as_bytes()).ok_or("argument must be a memory value")?;
     if bytes == 0 {
         return Ok(Vec::new());
     }
     Ok(vec!["-m".into(), bytes.div_ceil(1 << 20).to_string()])
+}
+
+/// CONFIG SET maxmemory's value as the engine's limit: Redis's 0, no
+/// limit, is `usize::MAX` (store mode only: the row refuses it for a
+/// cache, which must evict at some size).
+fn maxmemory_bytes(v: &[u8]) -> usize {
+    match crate::config::memory_value(v).expect("checked by the row's kind") {
+        0 => usize::MAX,
+        b => usize::try_from(b).unwrap_or(usize::MAX),
+    }
+}
+
+/// Why CONFIG SET maxmemory-policy cannot switch to `v` now (None: it is
+/// the current policy's name). Store mode (`noeviction`) and cache mode
+/// keep items in different memory, size-class pools and a segment log
+/// (engine `pool.rs`, `segment.rs`), each with its own account: a switch
+/// would copy every item across while writers run, so it takes a restart.
+/// Redis's other evicting policies (LFU, random, volatile-*) are not
+/// Amalgam's: its cache evicts any key by S3-FIFO or CLOCK, reported as
+/// `allkeys-lru`.
+fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
+    let now = crate::resp::maxmemory_policy(s.store.eviction());
+    let to = text(v).to_ascii_lowercase();
+    if to == now {
+        return None;
+    }
+    Some(if now == "noeviction" || to == "noeviction" {
+        format!(
+            "switching between noeviction (--eviction none: items in size-class pools) and an evicting policy \
+             (items in a segment log) needs a restart with --eviction; the policy now is {now}"
+        )
+    } else {
+        format!(
+            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: CONFIG SET \
+             eviction clock|s3fifo changes Amalgam's eviction policy",
+            s.store.eviction()
+        )
+    })
 }
 
 /// `maxmemory-policy`: `noeviction` is Amalgam's store mode; every other
@@ -256,21 +296,18 @@ fn rows() -> Vec<Setting> {
             name: "appendfsync",
             kind: Kind::Enum(&["always", "everysec", "no"]),
             get: |s, _| format!("{:?}", s.persist.as_ref().map_or(s.args.fsync, |p| p.fsync())).to_lowercase(),
-            // everysec <-> no at run time (amalgam-persist: `always` is
-            // fixed at start); without --dir there is no log to change.
+            // Any policy at run time, `always` included (amalgam-persist's
+            // `set_fsync` says why that is sound); without --dir there is
+            // no log to change.
             set: Some(|s, _, v| {
                 if let (Some(p), Ok(to)) = (&s.persist, text(v).to_ascii_lowercase().parse()) {
-                    let _ = p.set_fsync(to);
+                    p.set_fsync(to);
                 }
             }),
             start: Start::Flag("--fsync"),
             refuse: Some(|s, v| {
                 let to: amalgam_persist::Fsync = text(v).to_ascii_lowercase().parse().ok()?;
                 match &s.persist {
-                    Some(p) if p.fsync() == to => None,
-                    Some(p) if p.fsync() == amalgam_persist::Fsync::Always || to == amalgam_persist::Fsync::Always => {
-                        Some("switching to or from 'always' needs a restart with --fsync".into())
-                    }
                     Some(_) => None,
                     None if s.args.fsync == to => None,
                     None => Some("can't set immutable config".into()),
@@ -291,19 +328,72 @@ fn rows() -> Vec<Setting> {
             name: "maxmemory",
             kind: Kind::Memory,
             get: |s, _| s.store.stats().memory_limit_bytes.to_string(),
-            set: None,
+            set: Some(|s, _, v| {
+                let bytes = maxmemory_bytes(v);
+                if s.store.set_memory_limit(bytes).is_ok() {
+                    let st = s.store.stats();
+                    let used = st.item_bytes + st.index_bytes; // INFO's used_memory
+                    if (used as usize) > bytes {
+                        // Redis's warning, in Amalgam's words for each mode.
+                        log::warn!(
+                            "the new maxmemory value set via CONFIG SET ({bytes}) is smaller than the current \
+                             memory usage ({used}): {}",
+                            if s.store.is_cache() {
+                                "keys are evicted down to it"
+                            } else {
+                                "writes are refused (OOM) until deletes bring the usage below it"
+                            }
+                        );
+                    }
+                }
+            }),
             start: Start::Map(maxmemory_flag),
-            refuse: None,
+            refuse: Some(|s, v| {
+                let bytes = maxmemory_bytes(v);
+                if bytes == usize::MAX && s.store.is_cache() {
+                    return Some(
+                        "maxmemory 0 (no limit) is for noeviction (--eviction none) only: a cache needs a limit".into(),
+                    );
+                }
+                s.store.check_memory_limit(bytes).err().map(|e| e.to_string())
+            }),
             default: |_| (crate::config::MEMORY_LIMIT_MB_DEFAULT << 20).to_string(),
         },
         Setting {
             name: "maxmemory-policy",
             kind: Kind::Enum(POLICIES),
-            get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
+            get: |s, _| crate::resp::maxmemory_policy(s.store.eviction()).into(),
             set: None,
             start: Start::Map(policy_flag),
-            refuse: None,
+            refuse: Some(policy_refusal),
             default: |_| "allkeys-lru".into(),
+        },
+        Setting {
+            // Amalgam's own (Redis has no such parameter; named after the
+            // flag, so a config file's `eviction clock` is this row): the
+            // cache's policy, switchable between s3fifo and clock at run
+            // time (engine `Store::set_eviction` says why that is sound);
+            // `none` (store mode) to or from a cache needs a restart.
+            name: "eviction",
+            kind: Kind::Enum(&amalgam_engine::evict::Eviction::NAMES),
+            get: |s, _| s.store.eviction().to_string(),
+            set: Some(|s, _, v| {
+                if let Ok(to) = text(v).to_ascii_lowercase().parse() {
+                    let _ = s.store.set_eviction(to);
+                }
+            }),
+            start: Start::Flag("--eviction"),
+            refuse: Some(|s, v| {
+                let to: amalgam_engine::evict::Eviction = text(v).to_ascii_lowercase().parse().ok()?;
+                if to == s.store.eviction() {
+                    return None;
+                }
+                // Only store <-> cache is refused, in maxmemory-policy's words.
+                let store = to == amalgam_engine::evict::Eviction::None;
+                let as_redis: &[u8] = if store { b"noeviction" } else { b"allkeys-lru" };
+                (store || !s.store.is_cache()).then(|| policy_refusal(s, as_redis)).flatten()
+            }),
+            default: |_| amalgam_engine::evict::Eviction::S3Fifo.to_string(),
         },
         Setting {
             name: "maxclients",

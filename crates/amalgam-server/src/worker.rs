@@ -286,7 +286,9 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
     // episode); stale entries are skipped, and pruned past a bound.
     let mut deadlines: BinaryHeap<Reverse<(Instant, usize, u64)>> = BinaryHeap::new();
     shared.blocking.attach(id, Arc::clone(&waker));
-    if let Some(p) = shared.persist.as_ref().filter(|p| p.asynchronous()) {
+    // Registered whatever the policy: CONFIG SET appendfsync always may
+    // make it asynchronous later.
+    if let Some(p) = shared.persist.as_ref() {
         let waker = waker.clone();
         p.register_waker(Arc::new(move || {
             let _ = waker.wake();

@@ -37,6 +37,16 @@ fn help_errors_and_the_threshold_setting() {
         error("ERR wrong number of arguments for 'latency|latest' command")
     );
     assert_eq!(c.call(&["LATENCY"]), error("ERR wrong number of arguments for 'latency' command"));
+    assert!(help.array().contains(&V::Simple("GRAPH <event>".into())));
+    assert_eq!(c.call(&["LATENCY", "GRAPH"]), error("ERR wrong number of arguments for 'latency|graph' command"));
+    assert_eq!(
+        c.call(&["LATENCY", "GRAPH", "a", "b"]),
+        error("ERR wrong number of arguments for 'latency|graph' command")
+    );
+    assert_eq!(
+        c.call(&["LATENCY", "GRAPH", "no-such-event"]),
+        error("ERR No samples available for event 'no-such-event'")
+    );
     let _off = Off(server.resp_addr());
     assert_eq!(c.call(&["CONFIG", "SET", "latency-monitor-threshold", "5"]), "+OK\r\n");
     let got = call(&mut c, &["CONFIG", "GET", "latency-monitor-threshold"]);
@@ -84,6 +94,18 @@ fn a_slow_command_is_sampled_and_reset() {
     }
     let doctor = call(&mut c, &["LATENCY", "DOCTOR"]);
     assert!(doctor.bulk().contains("fast-command"), "{doctor:?}");
+    // Redis's sparkline: title, a rule of 80 dashes, four rows of bars
+    // (one column per sample), a blank row, then each sample's age
+    // written downwards ("0s" for this second's).
+    let graph = call(&mut c, &["LATENCY", "GRAPH", "fast-command"]);
+    let lines: Vec<&str> = graph.bulk().lines().collect();
+    assert!(lines[0].starts_with("fast-command - high ") && lines[0].contains(" ms (all time high "), "{lines:?}");
+    assert_eq!(lines[1], "-".repeat(80));
+    let columns = history.array().len();
+    assert!(lines[2..6].iter().all(|l| l.len() == columns), "{lines:?}");
+    assert!(lines[5].chars().all(|ch| "_o#|".contains(ch)), "every sample has a bar on the bottom row: {lines:?}");
+    assert_eq!(lines[6], " ".repeat(columns));
+    assert!(lines[8].ends_with('s'), "the newest sample's age in seconds: {lines:?}");
     assert_eq!(call(&mut c, &["LATENCY", "RESET", "fast-command", "no-such-event"]), V::Int(1));
     c.call(&["DEL", key]);
 }

@@ -15,19 +15,37 @@
 //!   or longer (`fast-command` for a command flagged `fast`), timed at
 //!   dispatch as INFO commandstats times it (`cmdstats.rs`) — Redis's two
 //!   events of the same names;
-//! * the engine's and persistence's stalls are not yet reported here (see
-//!   docs/observability.md): a table doubling's step, a segment merge, a
-//!   snapshot slice and an fsync run on their own threads or in bounded
-//!   steps, and their durations are in `/metrics` and INFO persistence.
+//! * the engine's and persistence's stalls, timed where they happen and
+//!   handed over through a watcher (`StallEvents`, installed on the store
+//!   and the persistence at start: the engine and persistence know no
+//!   LATENCY names, and with the monitor off their steps read no clock).
+//!   Redis's names where Redis has the event, Amalgam's for the rest:
 //!
+//!   | event | what stalled | who waits |
+//!   |---|---|---|
+//!   | `expire-cycle` (Redis's) | one step of the background expiry sweep (16 Ki buckets) | writers to the buckets it holds, one at a time |
+//!   | `eviction-cycle` (Redis's) | one eviction pass: the maintenance thread's (up to 64 segments) or a writer's that found no free segment | that writer's connections; else writers to the items it moves |
+//!   | `aof-write` (Redis's) | one write(2) of the log (a group commit) | the replies of that commit |
+//!   | `aof-fsync-always` (Redis's) | one fdatasync under `appendfsync always` | the replies it covers |
+//!   | `aof-fsync-background` | the `everysec` thread's fdatasync | nobody (a slow disk shows here first) |
+//!   | `snapshot-slice` | one slice of a snapshot between pacing pauses | writers to the buckets it serializes |
+//!   | `expansion-step` | 64 buckets of a table doubling, each under its lock | writers to those buckets |
+//!   | `segment-merge` | merging one run of sparse segments (cache mode) | writers to the items it moves |
+//!
+//!   Redis's `eviction-del`, `fork`, `rdb-unlink-temp-file`,
+//!   `aof-rewrite-*`, `aof-fstat` and `while-blocked-cron` have nothing to
+//!   time here: no per-key eviction delete (segments are reclaimed whole),
+//!   no fork, no log rewrite, no fstat, no blocking load.
+
 //! ## Differences from Redis
-//! `LATENCY GRAPH` (an ASCII sparkline) is not implemented and not in the
-//! command table. `LATENCY DOCTOR`'s report lists the same figures per
+//! `LATENCY GRAPH event` draws Redis's ASCII sparkline (`graph`), the same
+//! rows, characters and age labels; an event is one Amalgam has only if it
+//! has had a sample (Redis's error otherwise). `LATENCY DOCTOR`'s report lists the same figures per
 //! event as Redis's (spikes, average, mean deviation, period, worst) with
 //! Amalgam's advice rather than Redis's.
 
 use super::Arg;
-use amalgam_protocol::resp::{push_array, push_bulk, push_int, push_map, push_verbatim};
+use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_verbatim};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -113,6 +131,54 @@ impl Monitor {
     }
 }
 
+/// The engine's and persistence's timed steps (`amalgam_engine::Stall`,
+/// `amalgam_persist::stall::Stall`) as LATENCY events, under Redis's
+/// names where Redis has the event (module notes). Watching only while
+/// the monitor is on: otherwise the steps read no clock.
+#[derive(Debug)]
+pub struct StallEvents(pub std::sync::Arc<Monitor>);
+
+/// LATENCY's name for an engine step.
+pub fn engine_event(kind: amalgam_engine::Stall) -> &'static str {
+    match kind {
+        amalgam_engine::Stall::ExpansionStep => "expansion-step",
+        amalgam_engine::Stall::ExpireCycle => "expire-cycle",
+        amalgam_engine::Stall::EvictionCycle => "eviction-cycle",
+        amalgam_engine::Stall::SegmentMerge => "segment-merge",
+    }
+}
+
+/// LATENCY's name for a persistence step.
+pub fn persist_event(kind: amalgam_persist::stall::Stall) -> &'static str {
+    use amalgam_persist::stall::Stall;
+    match kind {
+        Stall::LogWrite => "aof-write",
+        Stall::LogFsyncAlways => "aof-fsync-always",
+        Stall::LogFsyncBackground => "aof-fsync-background",
+        Stall::SnapshotSlice => "snapshot-slice",
+    }
+}
+
+impl amalgam_engine::StallWatcher for StallEvents {
+    #[inline]
+    fn watching(&self) -> bool {
+        self.0.threshold_ms.load(Ordering::Relaxed) != 0
+    }
+    fn stalled(&self, kind: amalgam_engine::Stall, took: std::time::Duration) {
+        self.0.observe(engine_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
+    }
+}
+
+impl amalgam_persist::stall::StallWatcher for StallEvents {
+    #[inline]
+    fn watching(&self) -> bool {
+        self.0.threshold_ms.load(Ordering::Relaxed) != 0
+    }
+    fn stalled(&self, kind: amalgam_persist::stall::Stall, took: std::time::Duration) {
+        self.0.observe(persist_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
+    }
+}
+
 fn unix_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
@@ -146,6 +212,18 @@ pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
             }
         }
         "reset" => push_int(out, monitor.reset(&args[2..]) as i64),
+        "graph" => {
+            let events = monitor.events.lock().unwrap_or_else(|e| e.into_inner());
+            let found = events.iter().find(|(k, s)| k.as_bytes() == &args[2][..] && !s.samples.is_empty());
+            let Some((name, s)) = found else {
+                let m = format!("ERR No samples available for event '{}'", String::from_utf8_lossy(&args[2]));
+                return push_error(out, m.as_bytes());
+            };
+            let graph = graph(name, s, unix_secs());
+            drop(events);
+            let proto = ctx.proto();
+            push_verbatim(out, proto, b"txt", graph.as_bytes());
+        }
         "doctor" => {
             let report = doctor(monitor);
             let proto = ctx.proto();
@@ -157,6 +235,8 @@ pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
                 "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "DOCTOR",
                 "    Return a human readable latency analysis report.",
+                "GRAPH <event>",
+                "    Return an ASCII latency graph for the <event> class.",
                 "HISTORY <event>",
                 "    Return time-latency samples for the <event> class.",
                 "LATEST",
@@ -173,6 +253,87 @@ pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
             out,
         ),
     }
+}
+
+/// Columns of LATENCY GRAPH (Redis's `LATENCY_GRAPH_COLS`): samples per
+/// band of the graph; more samples start another band below.
+const GRAPH_COLUMNS: usize = 80;
+/// Rows of LATENCY GRAPH's bars (Redis renders with 4).
+const GRAPH_ROWS: usize = 4;
+/// Sparkline characters, lowest first, within a row (Redis's
+/// `charset_fill`); a row wholly below a sample's top is `|`.
+const GRAPH_FILL: [u8; 3] = [b'_', b'o', b'#'];
+/// Blank rows between the bars and the labels (Redis's
+/// `label_margin_top`).
+const GRAPH_LABEL_MARGIN_ROWS: usize = 1;
+
+/// LATENCY GRAPH's text for one event: Redis 7's
+/// `latencyCommandGenSparkline` and `sparkline.c` (`sparklineRender` with
+/// SPARKLINE_FILL), so the picture is the one Redis users know. A title
+/// line (`<event> - high H ms, low L ms (all time high M ms)`), a rule of
+/// 80 dashes, then per band of up to 80 samples (oldest first) four rows
+/// of bars, each sample's height scaled between the series' low and high
+/// into 12 steps drawn with `_ o #`
+/// and `|` below the top, a blank row, and each sample's age written
+/// downwards (`5s`, `3m`, `2h`, `1d`). Bounded: SAMPLES_MAX samples.
+fn graph(name: &str, s: &Series, now: u64) -> String {
+    let values: Vec<u64> = s.samples.iter().map(|x| x.1).collect();
+    let (low, high) = (values.iter().copied().min().unwrap_or(0), values.iter().copied().max().unwrap_or(0));
+    let labels: Vec<String> = s
+        .samples
+        .iter()
+        .map(|&(t, _)| {
+            let ago = now.saturating_sub(t);
+            match ago {
+                0..60 => format!("{ago}s"),
+                60..3600 => format!("{}m", ago / 60),
+                3600..86_400 => format!("{}h", ago / 3600),
+                _ => format!("{}d", ago / 86_400),
+            }
+        })
+        .collect();
+    let mut g = format!("{name} - high {high} ms, low {low} ms (all time high {} ms)\n", s.max);
+    g.push_str(&"-".repeat(GRAPH_COLUMNS));
+    g.push('\n');
+    let steps = GRAPH_FILL.len() * GRAPH_ROWS;
+    let range = if high == low { 1.0 } else { (high - low) as f64 };
+    // sparkline.c's `(int) (relval*steps)/relmax`: the product truncated
+    // to an int, then divided as a double and truncated again.
+    let step_of = |v: u64| ((((v - low) as f64 * steps as f64) as i64 as f64 / range) as usize).min(steps - 1);
+    for (band, start) in (0..values.len()).step_by(GRAPH_COLUMNS).enumerate() {
+        if band > 0 {
+            g.push('\n');
+        }
+        let end = (start + GRAPH_COLUMNS).min(values.len());
+        for row in 0..GRAPH_ROWS {
+            let floor = (GRAPH_ROWS - row - 1) * GRAPH_FILL.len();
+            let line: String = values[start..end]
+                .iter()
+                .map(|&v| {
+                    let step = step_of(v);
+                    match step.checked_sub(floor) {
+                        Some(i) if i < GRAPH_FILL.len() => GRAPH_FILL[i] as char,
+                        Some(_) => '|',
+                        None => ' ',
+                    }
+                })
+                .collect();
+            g.push_str(&line);
+            g.push('\n');
+        }
+        for _ in 0..GRAPH_LABEL_MARGIN_ROWS {
+            g.push_str(&" ".repeat(end - start));
+            g.push('\n');
+        }
+        let tallest = labels[start..end].iter().map(String::len).max().unwrap_or(0);
+        for at in 0..tallest {
+            let line: String =
+                labels[start..end].iter().map(|l| l.as_bytes().get(at).map_or(' ', |&b| b as char)).collect();
+            g.push_str(&line);
+            g.push('\n');
+        }
+    }
+    g
 }
 
 /// LATENCY DOCTOR's report (module notes).
@@ -278,6 +439,53 @@ mod tests {
         assert_eq!(e["command"].samples.len(), SAMPLES_MAX);
         assert_eq!(e["command"].samples.back(), Some(&(200 + SAMPLES_MAX as u64 + 4, 1)));
         assert_eq!(e["command"].max, 9, "the all-time max outlives its sample");
+    }
+
+    /// The engine's and persistence's steps reach LATENCY under their
+    /// names, only while the monitor is on and at its threshold.
+    #[test]
+    fn stalls_become_events_by_name() {
+        use amalgam_engine::StallWatcher as Engine;
+        use amalgam_persist::stall::StallWatcher as Persist;
+        let m = std::sync::Arc::new(Monitor::default());
+        let events = StallEvents(std::sync::Arc::clone(&m));
+        assert!(!Engine::watching(&events), "off: the engine reads no clock");
+        assert!(!Persist::watching(&events));
+        m.threshold_ms.store(2, Ordering::Relaxed);
+        assert!(Engine::watching(&events) && Persist::watching(&events));
+        let ms = std::time::Duration::from_millis;
+        Engine::stalled(&events, amalgam_engine::Stall::EvictionCycle, ms(5));
+        Engine::stalled(&events, amalgam_engine::Stall::ExpireCycle, ms(1));
+        Persist::stalled(&events, amalgam_persist::stall::Stall::LogFsyncAlways, ms(7));
+        Persist::stalled(&events, amalgam_persist::stall::Stall::SnapshotSlice, ms(2));
+        let e = m.events.lock().unwrap();
+        assert_eq!(e.keys().copied().collect::<Vec<_>>(), ["aof-fsync-always", "eviction-cycle", "snapshot-slice"]);
+        assert_eq!(e["aof-fsync-always"].max, 7);
+        assert_eq!(e["eviction-cycle"].max, 5);
+    }
+
+    /// The graph Redis 7.0.15 drew for `command` samples of 5, 50 and
+    /// 22 ms taken 2, 1 and 0 seconds before (DEBUG SLEEP 0.005, 0.05,
+    /// 0.02 a second apart; `redis-cli LATENCY GRAPH command`).
+    #[test]
+    fn graph_matches_redis() {
+        let s = Series { samples: [(100, 5), (101, 50), (102, 22)].into_iter().collect(), max: 50 };
+        assert_eq!(
+            graph("command", &s, 102),
+            format!(
+                "command - high 50 ms, low 5 ms (all time high 50 ms)\n{}\n # \n | \n |o\n_||\n   \n210\nsss\n",
+                "-".repeat(80)
+            )
+        );
+        // Ages in minutes, hours, days; a flat series sits on the floor;
+        // more than 80 samples make a second band.
+        let s = Series { samples: (0..81).map(|i| (i, 7)).collect(), max: 9 };
+        let g = graph("e", &s, 80 + 90_000);
+        let lines: Vec<&str> = g.lines().collect();
+        assert_eq!(lines[0], "e - high 7 ms, low 7 ms (all time high 9 ms)");
+        assert_eq!(lines[5], "_".repeat(80));
+        assert_eq!(&lines[7][..1], "1", "a day ago");
+        assert!(lines.contains(&"_"), "the 81st sample, in a band of its own");
     }
 
     #[test]

@@ -756,6 +756,10 @@ pub static COMMANDS: [Spec; 184] = [
             },
             Spec {
                 tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
+                ..spec!(Latency, "latency|graph", 3, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Return a latency graph for the event.")
+            },
+            Spec {
+                tips: &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"],
                 ..spec!(Latency, "latency|latest", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "2.8.13", "Return the latest latency samples for all events.")
             },
         ],

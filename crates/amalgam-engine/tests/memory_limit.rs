@@ -1,0 +1,210 @@
+//! The memory limit changed at run time (`Store::set_memory_limit`,
+//! Redis's `CONFIG SET maxmemory`): a cache lowered evicts down to the new
+//! budget and gives the memory back to the kernel; one raised holds more,
+//! up to the address space reserved at start; a store lowered refuses
+//! writes (out of memory) until deletes bring it under. A file of its own
+//! so its RSS check runs in a process of its own (the tests of one file
+//! share a process and run in parallel, so that check is one test).
+
+use amalgam_engine::evict::Eviction;
+use amalgam_engine::{Config, Error, Expiry, Store, SEGMENTS_MIN, SEGMENT_BYTES};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::rss_bytes;
+
+/// Bytes per test value: a few hundred items per segment.
+const VALUE_BYTES: usize = 1000;
+/// How long the maintenance thread may take to evict down (a bound on
+/// waiting, not a speed asserted: it normally takes milliseconds).
+const SETTLE_WAIT: Duration = Duration::from_secs(30);
+
+fn cache(budget: usize, max: usize) -> Store {
+    Store::new(Config {
+        eviction: Eviction::S3Fifo,
+        memory_limit_bytes: budget,
+        memory_limit_max_bytes: max,
+        ..Config::default()
+    })
+    .unwrap()
+}
+
+/// Writes `n` distinct keys from `from` with VALUE_BYTES values.
+fn fill(store: &Store, from: u64, n: u64) {
+    let value = vec![b'v'; VALUE_BYTES];
+    for i in from..from + n {
+        store.set(format!("key:{i}").as_bytes(), &value, 0, Expiry::Never).unwrap();
+    }
+}
+
+/// Waits (bounded by SETTLE_WAIT) until resident segment memory plus the
+/// index fits `budget`; returns the stats then.
+fn settle(store: &Store, budget: u64) -> amalgam_engine::Stats {
+    let start = Instant::now();
+    loop {
+        let st = store.stats();
+        if st.reserved_bytes + st.index_bytes <= budget || start.elapsed() > SETTLE_WAIT {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Lowered from 64 to 16 segments: the cache evicts down to the new
+/// budget in the background (no write needed), the resident memory the
+/// account allows falls with it, RSS falls (the granules given back with
+/// MADV_DONTNEED), and writes go on within the new budget. Raised back
+/// to 64, it fills past 16 again.
+#[test]
+fn cache_shrinks_and_grows_back() {
+    const BUDGET: usize = 64 * SEGMENT_BYTES;
+    const SMALL: usize = 16 * SEGMENT_BYTES;
+    let store = cache(BUDGET, BUDGET);
+    fill(&store, 0, 120_000);
+    let full = settle(&store, BUDGET as u64);
+    assert!(full.evictions > 0 && full.reserved_bytes > SMALL as u64 * 3, "filled past 48 MiB: {full:?}");
+    let rss_full = rss_bytes();
+
+    store.set_memory_limit(SMALL).unwrap();
+    let st = settle(&store, SMALL as u64);
+    assert_eq!(st.memory_limit_bytes, SMALL as u64);
+    assert!(st.reserved_bytes + st.index_bytes <= SMALL as u64, "evicted down to the new budget: {st:?}");
+    assert!(st.items < full.items / 2 && st.evictions > full.evictions, "{full:?} then {st:?}");
+    let rss_small = rss_bytes();
+    assert!(
+        rss_full.saturating_sub(rss_small) >= (BUDGET - SMALL) / 2,
+        "RSS {rss_full} -> {rss_small}: the freed segments' pages went back to the kernel"
+    );
+
+    // Writes go on within the new budget.
+    fill(&store, 1_000_000, 50_000);
+    let st = settle(&store, SMALL as u64);
+    assert!(st.reserved_bytes + st.index_bytes <= SMALL as u64, "still within the budget: {st:?}");
+    assert!(store.get(b"key:1049999", |_| ()).is_some(), "the newest key is held");
+
+    // Raised back: the cache holds more again.
+    store.set_memory_limit(BUDGET).unwrap();
+    fill(&store, 2_000_000, 120_000);
+    let st = settle(&store, BUDGET as u64);
+    assert!(st.reserved_bytes > 2 * SMALL as u64, "grew past the small budget again: {st:?}");
+}
+
+/// Started at 16 segments with room reserved for 64: raising holds about
+/// four times the items (the address space was reserved, not paged in, so
+/// the small start costs no more RSS than a 16-segment cache). Past the
+/// reserve, and under the fewest segments, a change is refused naming the
+/// limits, and nothing changes.
+#[test]
+fn cache_grows_into_its_reserve_and_refuses_past_it() {
+    const SMALL: usize = 16 * SEGMENT_BYTES;
+    const MAX: usize = 64 * SEGMENT_BYTES;
+    let store = cache(SMALL, MAX);
+    assert_eq!(store.memory_limit_max_bytes(), MAX);
+    fill(&store, 0, 100_000);
+    let small = settle(&store, SMALL as u64);
+    assert!(small.evictions > 0, "{small:?}");
+    assert!(small.reserved_bytes + small.index_bytes <= SMALL as u64, "the reserve is not used: {small:?}");
+
+    store.set_memory_limit(MAX).unwrap();
+    fill(&store, 1_000_000, 100_000);
+    let big = settle(&store, MAX as u64);
+    assert_eq!(big.memory_limit_bytes, MAX as u64);
+    assert!(big.items > 3 * small.items, "a budget four times larger holds more: {small:?} then {big:?}");
+
+    let e = store.set_memory_limit(MAX + 1).unwrap_err().to_string();
+    assert!(e.contains(&MAX.to_string()), "{e}");
+    // A 16 MiB cache has segments of a quarter MiB (64 to a budget).
+    let min = SEGMENTS_MIN * big.segment_bytes as usize;
+    let e = store.set_memory_limit(min - 1).unwrap_err().to_string();
+    assert!(e.contains(&format!("from {min} to {MAX}")), "{e}");
+    store.set_memory_limit(min).unwrap();
+    store.set_memory_limit(MAX).unwrap();
+    assert_eq!(store.stats().memory_limit_bytes, MAX as u64, "a refused change changes nothing");
+    assert!(store.set_memory_limit(usize::MAX).is_err(), "cache mode has no 'no limit'");
+}
+
+/// Without a reserve (the default) the budget can be lowered and raised
+/// back to where it started, not past it.
+#[test]
+fn cache_without_reserve_returns_to_its_start() {
+    const BUDGET: usize = 16 * SEGMENT_BYTES;
+    let store = cache(BUDGET, 0);
+    assert_eq!(store.memory_limit_max_bytes(), BUDGET);
+    store.set_memory_limit(8 * SEGMENT_BYTES).unwrap();
+    store.set_memory_limit(BUDGET).unwrap();
+    assert!(store.set_memory_limit(BUDGET + SEGMENT_BYTES).is_err());
+}
+
+/// Store mode: a limit lowered below what is stored refuses writes (out of
+/// memory, as Redis's noeviction past maxmemory) though the free lists
+/// could serve them; deletes bring it back under and writes succeed; no
+/// limit (usize::MAX) shows as 0 and refuses nothing the machine has.
+#[test]
+fn store_refuses_past_a_lowered_limit_until_deletes() {
+    let store = Store::new(Config { memory_limit_bytes: 64 << 20, ..Config::default() }).unwrap();
+    assert_eq!(store.memory_limit_max_bytes(), usize::MAX);
+    fill(&store, 0, 8_000); // about 8 MiB of blocks
+    let before = store.stats();
+    assert!(before.block_bytes > 7 << 20, "{before:?}");
+
+    store.set_memory_limit(4 << 20).unwrap();
+    assert_eq!(store.stats().memory_limit_bytes, 4 << 20);
+    assert_eq!(store.set(b"key:0", b"small", 0, Expiry::Never), Err(Error::OutOfMemory), "overwrite refused");
+    assert_eq!(store.set(b"new", b"x", 0, Expiry::Never), Err(Error::OutOfMemory), "insert refused");
+    assert!(store.get(b"key:0", |_| ()).is_some(), "reads go on");
+
+    for i in 0..6_000u64 {
+        store.delete(format!("key:{i}").as_bytes()).unwrap();
+    }
+    // The deleted blocks are freed after their grace period; a refused
+    // write frees what its thread retired first, so one retry suffices,
+    // but the epoch may need another thread to move on: bounded retries.
+    let start = Instant::now();
+    while store.set(b"new", b"x", 0, Expiry::Never).is_err() {
+        assert!(start.elapsed() < SETTLE_WAIT, "still refused after deletes: {:?}", store.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    store.set_memory_limit(usize::MAX).unwrap();
+    assert_eq!(store.stats().memory_limit_bytes, 0, "no limit shows as 0");
+    fill(&store, 100_000, 8_000);
+    store.set_memory_limit(64 << 20).unwrap();
+    assert_eq!(store.stats().memory_limit_bytes, 64 << 20);
+}
+
+/// The eviction policy switched at run time (`Store::set_eviction`),
+/// S3-FIFO to CLOCK and back, on a full cache: writes go on, evictions go
+/// on, and after CLOCK has run, S3-FIFO's probationary queue has been
+/// drained (CLOCK reclaims what S3-FIFO left in Small first). Store mode
+/// refuses.
+#[test]
+fn eviction_policy_switches_at_run_time() {
+    const BUDGET: usize = 32 * SEGMENT_BYTES;
+    let store = cache(BUDGET, 0);
+    fill(&store, 0, 60_000);
+    let s3 = settle(&store, BUDGET as u64);
+    assert!(s3.evictions > 0, "{s3:?}");
+    assert_eq!(store.eviction(), Eviction::S3Fifo);
+
+    store.set_eviction(Eviction::Clock).unwrap();
+    assert_eq!(store.eviction(), Eviction::Clock);
+    fill(&store, 1_000_000, 60_000);
+    let clock = settle(&store, BUDGET as u64);
+    assert!(clock.evictions > s3.evictions, "CLOCK evicts: {clock:?}");
+    // S3-FIFO wrote its newest items to Small; two budgets of writes
+    // later CLOCK has reclaimed them (without draining Small first they
+    // would stay for good, never read and never evicted).
+    let stranded = (59_000..60_000u64).filter(|i| store.get(format!("key:{i}").as_bytes(), |_| ()).is_some()).count();
+    assert_eq!(stranded, 0, "S3-FIFO's Small queue drained under CLOCK: {clock:?}");
+    assert!(store.get(b"key:1059999", |_| ()).is_some());
+
+    store.set_eviction(Eviction::S3Fifo).unwrap();
+    fill(&store, 2_000_000, 60_000);
+    let back = settle(&store, BUDGET as u64);
+    assert!(back.evictions > clock.evictions && back.reserved_bytes + back.index_bytes <= BUDGET as u64, "{back:?}");
+    assert!(store.set_eviction(Eviction::None).is_err());
+
+    let plain = Store::new(Config::default()).unwrap();
+    assert!(plain.set_eviction(Eviction::Clock).is_err(), "store mode stays store mode");
+    assert_eq!(plain.eviction(), Eviction::None);
+}
