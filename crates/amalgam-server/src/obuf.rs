@@ -32,8 +32,11 @@
 //!   multi-get of many large values, a round of large GETs).
 //! * The soft limit is checked by each worker once a second
 //!   ([`SWEEP_EVERY`]) over its connections (only while a soft limit is
-//!   set): a connection found at or above it twice, more than the soft
-//!   seconds apart, with no check in between finding it below, is closed.
+//!   set; the worker looks at the clock every 16 rounds of its loop or
+//!   when a poll found nothing, so a worker whose events come about once a
+//!   second sweeps less often, at worst every 16 s): a connection found at
+//!   or above it twice, more than the soft seconds apart, with no check in
+//!   between finding it below, is closed.
 //!   Redis checks the soft limit only when output is appended, so a client
 //!   that stopped reading and gets no more output is never closed by it
 //!   there; here it is (deliberately: that client holds the memory).
