@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (cargo-fuzz + libFuzzer) on stable Rust of the
 # protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of recovery
-# from damaged files (recover_files) and of the log's collection ops
-# (op_decode). scripts/test.sh runs it for 20 s per target; the proptest
+# from damaged files (recover_files), of the log's collection ops
+# (op_decode), and of memcached's `-Y` authentication (authfile) and the
+# ACL file / ACL SETUSER rule parser (acl_rules), which live in
+# amalgam-server (a dependency of the fuzz crate for them). scripts/test.sh
+# runs it for 10 s per target; the proptest
 # counterparts (crates/amalgam-protocol/tests/parse_fuzz.rs, meta_fuzz.rs,
 # binary_fuzz.rs, resp_fuzz.rs, crates/amalgam-persist/tests/recover_fuzz.rs
 # and crates/amalgam-types/tests/op_model.rs) run in `cargo test` with the

@@ -56,6 +56,13 @@ impl AuthFile {
             return Err(format!("the auth file {shown} (-Y) is larger than {AUTH_FILE_BYTES_MAX} bytes"));
         }
         let text = std::fs::read(path).map_err(|e| format!("cannot read the auth file {shown} (-Y): {e}"))?;
+        AuthFile::parse(&text, &shown.to_string())
+    }
+
+    /// Parses the file's text (`shown` names it in errors): `user:password`
+    /// lines (the first `:` splits), `\r\n` or `\n`, blank lines skipped.
+    /// Bounded by the text's lines. Fuzzed (`fuzz/fuzz_targets/authfile.rs`).
+    pub fn parse(text: &[u8], shown: &str) -> Result<AuthFile, String> {
         let mut entries = Vec::new();
         for (n, line) in text.split(|&b| b == b'\n').enumerate() {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -104,13 +111,38 @@ pub fn process(
         *authed = true;
         return;
     };
+    let counts = serve(file, buf, pos, out, close, authed);
+    bump(&stats.auth_cmds, counts.cmds);
+    bump(&stats.auth_errors, counts.errors);
+}
+
+/// What [`serve`] counted: authentication `set`s, and those refused.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub cmds: u64,
+    pub errors: u64,
+}
+
+/// [`process`]'s parser and replies, without the server (fuzzed:
+/// `fuzz/fuzz_targets/authfile.rs`). `*pos` only moves forward, past whole
+/// lines and data blocks; `*close` is set for a line without `\n` longer
+/// than [`AUTH_LINE_BYTES_MAX`] or a block over [`AUTH_DATA_BYTES_MAX`].
+pub fn serve(
+    file: &AuthFile,
+    buf: &[u8],
+    pos: &mut usize,
+    out: &mut Vec<u8>,
+    close: &mut bool,
+    authed: &mut bool,
+) -> Counts {
+    let mut counts = Counts::default();
     while !*authed && *pos < buf.len() {
         let rest = &buf[*pos..];
         let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
             if rest.len() > AUTH_LINE_BYTES_MAX {
                 *close = true;
             }
-            return;
+            return counts;
         };
         let line = &rest[..nl];
         let tokens: Vec<&[u8]> = line.split(|&b| b == b' ').filter(|t| !t.is_empty()).collect();
@@ -123,14 +155,14 @@ pub fn process(
         let need = size.saturating_add(2);
         if need > AUTH_DATA_BYTES_MAX {
             *close = true;
-            return;
+            return counts;
         }
         if rest.len() < nl + 1 + need {
-            return;
+            return counts;
         }
         let data = &rest[nl + 1..nl + 1 + need];
         *pos += nl + 1 + need;
-        bump(&stats.auth_cmds, 1);
+        counts.cmds += 1;
         if !data.ends_with(b"\r\n") {
             out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
             continue;
@@ -144,10 +176,11 @@ pub fn process(
             out.extend_from_slice(b"STORED\r\n");
             *authed = true;
         } else {
-            bump(&stats.auth_errors, 1);
+            counts.errors += 1;
             out.extend_from_slice(b"CLIENT_ERROR authentication failure\r\n");
         }
     }
+    counts
 }
 
 /// memcached's `safe_strtoul` on a token: decimal digits, then nothing

@@ -23,7 +23,7 @@
 use crate::admin::stats_command;
 use crate::exec::{After, VERSION_LINE};
 use crate::stats::{bump, WorkerStats};
-use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
+use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update};
 use amalgam_protocol::binary::{
@@ -66,6 +66,9 @@ pub fn process(
             Parse::Done(req @ Request { command: Command::Get { .. }, .. }, n) => {
                 gets.push(req);
                 pos += n;
+                if gets.len() >= GETS_RUN_REQUESTS_MAX {
+                    run_gets(&shared.store, stats, &mut gets, wbuf);
+                }
             }
             Parse::Done(req, n) => {
                 run_gets(&shared.store, stats, &mut gets, wbuf);

@@ -144,10 +144,10 @@ fn parse(text: &str) -> Result<(Vec<String>, RunTimeSettings), String> {
         let name = words[0].to_ascii_lowercase();
         let values = &words[1..];
         if let Some(row) = settings::find(name.as_bytes()) {
-            // `save` and `bind` take a list, `replicaof` two words; every
+            // `save`, `bind` and `client-output-buffer-limit` take a list, `replicaof` two words; every
             // other setting one value.
             let value = match row.name {
-                "save" | "bind" if !values.is_empty() => values.join(" "),
+                "save" | "bind" | "client-output-buffer-limit" if !values.is_empty() => values.join(" "),
                 "replicaof" if values.len() == 2 => values.join(" "),
                 _ if values.len() == 1 => values[0].clone(),
                 _ => return Err(fail("wrong number of arguments")),

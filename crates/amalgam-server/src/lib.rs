@@ -172,6 +172,7 @@ pub mod exec;
 pub mod logging;
 pub mod meta;
 pub mod metrics;
+pub mod obuf;
 pub mod repl;
 pub mod resp;
 pub mod settings;
@@ -225,6 +226,8 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
+    /// `client-output-buffer-limit` and its disconnections (`obuf.rs`).
+    pub obuf: obuf::OutputLimits,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
     /// LATENCY's events and `latency-monitor-threshold` (`resp/latency.rs`).
@@ -356,6 +359,7 @@ impl Shared {
             clients: clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
+            obuf: obuf::OutputLimits::new(pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             latency: Arc::new(resp::latency::Monitor::default()),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),

@@ -110,7 +110,7 @@ mod zset;
 use crate::clients::Client;
 use crate::exec::After;
 use crate::stats::{bump, WorkerStats};
-use crate::worker::{REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
+use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
 use amalgam_engine::TAG_BYTES;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
@@ -364,11 +364,13 @@ fn process_round(
                     Some(Cmd::Get) if cmd.len() == 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         gets.push(PendingGet { first: start + 1, mget: None });
+                        end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
                     Some(Cmd::Mget) if cmd.len() >= 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         gets.push(PendingGet { first: start + 1, mget: Some(cmd.len() - 1) });
+                        end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
                     Some(Cmd::Set) if cmd.len() >= 3 && !shared.repl.guards_writes() => {
@@ -456,6 +458,15 @@ fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>,
 fn run_set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let after = run_command(ctx, table::lookup(&args[0]), args, out);
     debug_assert!(after == After::Continue, "SET does not close the connection");
+}
+
+/// Runs the pending GETs once they are [`GETS_RUN_REQUESTS_MAX`], so
+/// that the round's high-water check sees their replies (`worker.rs`).
+#[inline]
+fn end_long_run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out: &mut Vec<u8>) {
+    if gets.len() >= GETS_RUN_REQUESTS_MAX {
+        run_gets(ctx, args, gets, out);
+    }
 }
 
 /// Executes the pending run of GETs and MGETs as one engine batch,

@@ -24,14 +24,6 @@ use crate::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
-/// CONFIG GET client-output-buffer-limit's text.
-fn output_limits(s: &Shared) -> String {
-    format!(
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
-        s.pubsub.output_limit_bytes.load(Ordering::Relaxed)
-    )
-}
-
 /// How a value is checked (Redis's config types).
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
@@ -47,6 +39,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Redis's `save`: `""` or `<seconds> <changes>` pairs.
     Save,
+    /// Redis's `client-output-buffer-limit`: `<class> <hard> <soft>
+    /// <seconds>` groups (`obuf.rs`).
+    OutputLimits,
     /// Any text.
     Text,
     /// Immutable in Redis too: CONFIG SET refuses even the current value.
@@ -446,22 +441,17 @@ fn rows() -> Vec<Setting> {
             default: |_| crate::config::PROTO_MAX_BULK_LEN_DEFAULT.to_string(),
         },
         Setting {
-            // Redis's defaults for the classes Amalgam does not bound;
-            // pubsub's hard limit is --client-output-buffer-limit-pubsub,
-            // its soft limit is not enforced (resp/pubsub.rs): 0 0. A
-            // config file's line is accepted and ignored.
+            // Every class, as Redis shows them; `normal` bounds both
+            // ports' clients, `pubsub` subscribers, `slave` is shown and
+            // not enforced (obuf.rs). CONFIG SET and each config-file line
+            // change the classes they name.
             name: "client-output-buffer-limit",
-            kind: Kind::Text,
-            get: |s, _| output_limits(s),
-            set: None,
-            start: Start::Ignored,
+            kind: Kind::OutputLimits,
+            get: |s, _| s.obuf.format(),
+            set: Some(|s, _, v| s.obuf.apply(s, &crate::obuf::parse(v).expect("checked by the row's kind"))),
+            start: Start::RunTime,
             refuse: None,
-            default: |_| {
-                format!(
-                    "normal 0 0 0 slave 268435456 67108864 60 pubsub {} 0 0",
-                    crate::resp::pubsub::OUTPUT_LIMIT_BYTES_DEFAULT
-                )
-            },
+            default: |_| crate::obuf::OutputLimits::format_default(),
         },
         Setting {
             name: "timeout",
@@ -774,6 +764,9 @@ pub fn check(kind: Kind, v: &[u8]) -> Result<(), String> {
         Kind::Save => {
             parse_save(&text(v)).ok_or("Invalid save parameters")?;
         }
+        Kind::OutputLimits => {
+            crate::obuf::parse(v)?;
+        }
         Kind::Text | Kind::Immutable => {}
     }
     Ok(())
@@ -787,7 +780,7 @@ pub fn same(kind: Kind, v: &[u8], current: &str) -> bool {
         Kind::Memory | Kind::BulkLen => crate::config::memory_value(v).is_some_and(|n| current.parse() == Ok(n)),
         Kind::Bool | Kind::Enum(_) => v.eq_ignore_ascii_case(current.as_bytes()),
         Kind::Save => parse_save(&text(v)).is_some_and(|s| parse_save(current) == Some(s)),
-        Kind::Text | Kind::Immutable => v == current.as_bytes(),
+        Kind::OutputLimits | Kind::Text | Kind::Immutable => v == current.as_bytes(),
     }
 }
 

@@ -54,6 +54,14 @@ const EXACT_READ_BUFFER_BYTES_MIN: usize = 64 * 1024;
 const _: () = assert!(READ_BUFFER_BYTES_INITIAL <= EXACT_READ_BUFFER_BYTES_MIN);
 /// Requests parsed per round (bounds the batch and its key list).
 pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
+/// Pipelined GETs run as one engine batch at most this many at a time
+/// (the engine's prefetch window), so that the high-water check between
+/// requests sees their replies: a round's output then passes
+/// [`WRITE_BUFFER_HIGH_BYTES`] by at most this many values (or one
+/// command's reply), which bounds what a client that does not read can
+/// make the server hold (`obuf.rs`). A run of all the round's GETs at
+/// once (up to [`REQUESTS_PER_ROUND_MAX`]) held 1024 values per client.
+pub const GETS_RUN_REQUESTS_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 /// Connections accepted per listener event before the acceptor looks at
 /// its other events.
 const ACCEPTS_PER_EVENT_MAX: usize = 256;
@@ -253,6 +261,9 @@ struct Conn {
     /// When the connection last had a turn (a `ticks` reading), kept only
     /// while an idle timeout is set (`timeout`, `-o idle_timeout`).
     active: u64,
+    /// When its pending output was first found at or above its class's
+    /// soft limit (a `ticks` reading; 0: it was not), `obuf.rs`.
+    soft_since: u64,
 }
 
 /// What a turn left the connection in.
@@ -296,6 +307,9 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
     }
     let mut ready: Vec<usize> = Vec::new();
     let mut last_sweep = crate::ticks::now();
+    let mut last_output_sweep = last_sweep;
+    // Rounds since the output sweep's clock was last read.
+    let mut output_rounds = 0usize;
     // Whether the idle timeout was on at the last round.
     let mut sweeping = false;
     while !shared.shutdown.load(Ordering::Acquire) {
@@ -415,6 +429,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         commit_target: 0,
                         tls,
                         active: crate::ticks::now(),
+                        soft_since: 0,
                     });
                     ready.push(token.0);
                 }
@@ -544,6 +559,20 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             }
         }
         sweeping &= idle_secs != 0;
+        // The clock is read every OUTPUT_SWEEP_ROUNDS rounds, or after a
+        // poll that found nothing (at least once a second then): reading
+        // it every round cost ~25 instructions per unpipelined GET
+        // (callgrind). A worker that gets events at most once a second
+        // sweeps at least every OUTPUT_SWEEP_ROUNDS seconds.
+        output_rounds += 1;
+        if (output_rounds >= OUTPUT_SWEEP_ROUNDS || events.is_empty()) && shared.obuf.soft_on() {
+            output_rounds = 0;
+            let now = crate::ticks::now();
+            if crate::ticks::nanos_between(last_output_sweep, now) >= crate::obuf::SWEEP_EVERY.as_nanos() as u64 {
+                last_output_sweep = now;
+                sweep_output(shared, &poll, &mut conns, now);
+            }
+        }
         // Yield the CPU after each round that served a connection. A worker
         // under load always finds a ready connection, so it never sleeps in
         // `epoll_wait`, and neither do the clients it keeps busy. With every
@@ -572,6 +601,10 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
     }
 }
 
+/// Rounds of a worker's loop between two looks at the clock for the
+/// output sweep (`obuf.rs`).
+const OUTPUT_SWEEP_ROUNDS: usize = 16;
+
 /// How often a worker looks for connections idle past the timeout.
 const IDLE_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -593,6 +626,29 @@ fn sweep_idle(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, idle_secs: u
         .map(|(k, _)| k)
         .collect();
     for key in idle {
+        close_conn(shared, poll, conns, key);
+    }
+}
+
+/// Closes the connections whose pending output is at or above their
+/// class's hard limit, or has stayed at or above its soft limit longer
+/// than the soft seconds (`obuf.rs`; Redis's `client-output-buffer-limit`).
+/// Once per [`crate::obuf::SWEEP_EVERY`] while a soft limit is set;
+/// bounded by the connections.
+fn sweep_output(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, now: u64) {
+    let mut over: Vec<usize> = Vec::new();
+    for (key, c) in conns.iter_mut() {
+        let pending = c.wbuf.len() - c.wpos;
+        if pending == 0 && c.soft_since == 0 {
+            continue;
+        }
+        let class = c.output_class();
+        if shared.obuf.over_hard(class, pending) || shared.obuf.soft_expired(class, pending, &mut c.soft_since, now) {
+            shared.obuf.closed(&c.describe(), class, pending);
+            over.push(key);
+        }
+    }
+    for key in over {
         close_conn(shared, poll, conns, key);
     }
 }
@@ -655,6 +711,35 @@ impl Conn {
         self.resp.as_ref().map(|s| s.id())
     }
 
+    /// The client class whose output limits apply (`obuf.rs`): a RESP
+    /// subscriber is `pubsub`, every other connection of either port
+    /// `normal`.
+    fn output_class(&self) -> crate::obuf::Class {
+        match self.resp.as_deref() {
+            Some(s) if crate::resp::pubsub::subscribed(s) => crate::obuf::Class::Pubsub,
+            _ => crate::obuf::Class::Normal,
+        }
+    }
+
+    /// Who the connection is, for the log: Redis's `id=` and `addr=`.
+    #[cold]
+    fn describe(&self) -> String {
+        let addr = self.sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        match self.client_id() {
+            Some(id) => format!("id={id} addr={addr}"),
+            None => format!("addr={addr}"),
+        }
+    }
+
+    /// The round's output reached the hard limit: the connection is
+    /// closed, its buffers freed with it (`obuf.rs`).
+    #[cold]
+    #[inline(never)]
+    fn over_hard_limit(&self, shared: &Shared) -> Turn {
+        shared.obuf.closed(&self.describe(), self.output_class(), self.wbuf.len() - self.wpos);
+        Turn::Closed
+    }
+
     /// One bounded turn: flush, parse and execute, read; repeat.
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
@@ -702,6 +787,11 @@ impl Conn {
             }
             self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
+                // The round's output against the hard limit: once per
+                // round, not per reply (`obuf.rs`).
+                if shared.obuf.over_hard(self.output_class(), self.wbuf.len()) {
+                    return self.over_hard_limit(shared);
+                }
                 if shared.persist.is_some() {
                     self.commit_target = amalgam_persist::Persistence::last_appended_here();
                 }
@@ -899,6 +989,10 @@ impl Conn {
                     run_stores(shared, stats, &mut stores, wbuf);
                     gets.push((keys, cas));
                     pos += n;
+                    if gets.len() >= GETS_RUN_REQUESTS_MAX {
+                        run_gets(shared, stats, &gets, wbuf);
+                        gets.clear();
+                    }
                 }
                 Parse::Done(req @ Request::Store { .. }, n) => {
                     if !gets.is_empty() {

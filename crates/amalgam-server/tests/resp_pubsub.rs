@@ -300,7 +300,7 @@ fn a_subscriber_that_does_not_read_is_dropped_past_the_limit() {
         format!(
             "*2\r\n{}{}",
             bulk("client-output-buffer-limit"),
-            bulk("normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 0 0")
+            bulk("normal 1073741824 67108864 60 slave 268435456 67108864 60 pubsub 1048576 8388608 60")
         )
     );
     assert_eq!(slow.call(&["SUBSCRIBE", &ch]), sub_reply('*', "subscribe", Some(&ch), 1));

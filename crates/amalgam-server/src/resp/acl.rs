@@ -203,7 +203,7 @@ pub struct User {
 impl User {
     /// A new user as ACL SETUSER creates it: off, no password, no
     /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
-    fn new(name: &[u8]) -> User {
+    pub fn new(name: &[u8]) -> User {
         User {
             name: name.to_vec(),
             on: false,
@@ -258,7 +258,8 @@ impl User {
     }
 
     /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason.
-    fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+    /// Fuzzed with the file's parser (`fuzz/fuzz_targets/acl_rules.rs`).
+    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
             b"on" => self.on = true,
@@ -638,29 +639,7 @@ impl Acl {
             // missing at start-up; ACL LOAD then reports it.
             Err(e) => return Err(format!("ERR Error loading ACLs, opening file '{shown}': {e}")),
         };
-        let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
-        for (n, line) in text.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let words: Vec<&[u8]> = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
-            if words.is_empty() || words[0].starts_with(b"#") {
-                continue;
-            }
-            let at = |why: &str| format!("ERR {shown}:{}: {why}", n + 1);
-            if words[0] != b"user" || words.len() < 2 {
-                return Err(at("should start with user keyword"));
-            }
-            if users.len() >= USERS_MAX {
-                return Err(at("too many users"));
-            }
-            // The file states each user's rules in full, the default
-            // user's too.
-            let mut u = User::new(words[1]);
-            for w in &words[2..] {
-                u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
-            }
-            users.insert(words[1].to_vec(), Arc::new(u));
-        }
-        users.entry(b"default".to_vec()).or_insert_with(|| Arc::new(User::default_user()));
+        let users = parse_acl_file(&text, &shown.to_string())?;
         *self.write() = users;
         self.changed();
         Ok(())
@@ -680,6 +659,39 @@ impl Acl {
             .and_then(|_| std::fs::rename(&tmp, path))
             .map_err(|e| format!("ERR There was an error trying to save the ACLs. Please check the server logs for more information ({e})"))
     }
+}
+
+/// The users of an ACL file's text (`shown` names it in errors): lines
+/// `user <name> <rules…>`, blank lines and `#` comments skipped; each
+/// user's rules in full, from a new user; `default` built in if the file
+/// has none. Bounded by the lines and [`USERS_MAX`]. Fuzzed
+/// (`fuzz/fuzz_targets/acl_rules.rs`: what ACL SAVE writes loads back the
+/// same).
+pub fn parse_acl_file(text: &[u8], shown: &str) -> Result<BTreeMap<Vec<u8>, Arc<User>>, String> {
+    let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let words: Vec<&[u8]> = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
+        if words.is_empty() || words[0].starts_with(b"#") {
+            continue;
+        }
+        let at = |why: &str| format!("ERR {shown}:{}: {why}", n + 1);
+        if words[0] != b"user" || words.len() < 2 {
+            return Err(at("should start with user keyword"));
+        }
+        if users.len() >= USERS_MAX {
+            return Err(at("too many users"));
+        }
+        // The file states each user's rules in full, the default
+        // user's too.
+        let mut u = User::new(words[1]);
+        for w in &words[2..] {
+            u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
+        }
+        users.insert(words[1].to_vec(), Arc::new(u));
+    }
+    users.entry(b"default".to_vec()).or_insert_with(|| Arc::new(User::default_user()));
+    Ok(users)
 }
 
 /// Redis 7.0's reply to a non-loopback client in protected mode.

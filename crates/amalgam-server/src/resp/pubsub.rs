@@ -55,16 +55,18 @@
 //!
 //! ## Output bound
 //! Redis disconnects a pubsub client whose output buffer passes
-//! `client-output-buffer-limit pubsub 32mb 8mb 60` (hard 32 MiB; the soft
-//! limit, 8 MiB for 60 s, is not implemented here). Here the hard limit is
-//! `--client-output-buffer-limit-pubsub` ([`OUTPUT_LIMIT_BYTES_DEFAULT`];
-//! 0: none), checked against the queue when a message is appended: a
+//! `client-output-buffer-limit pubsub 32mb 8mb 60` (hard 32 MiB, or 8 MiB
+//! for 60 s). Here the hard limit is `--client-output-buffer-limit-pubsub`
+//! ([`OUTPUT_LIMIT_BYTES_DEFAULT`]; 0: none; CONFIG SET
+//! client-output-buffer-limit "pubsub ..." changes it), checked against
+//! the queue when a message is appended: a
 //! message that would take it past the limit empties the queue (its memory
 //! comes back at once), marks the subscriber `dropped`, and its worker
 //! closes the connection, which leaves every subscription. What counts is
 //! the queue; the queue moves to the write buffer only when that buffer
 //! has gone out whole, so what a subscriber has pending is at most twice
-//! the limit.
+//! the limit. The worker checks the write buffer against both limits too,
+//! as for every client (`obuf.rs`: the soft limit once a second).
 //!
 //! ## Bounds and costs
 //! A connection's subscriptions are bounded by what it sends (as in
@@ -77,7 +79,6 @@
 //! ## Differences from Redis
 //! * RESET is not served (the subscriber-mode error still names it, as
 //!   Redis's does).
-//! * The soft output limit is not enforced; CONFIG GET shows it as `0 0`.
 //! * Changing a user's channel rules (`acl.rs`) does not disconnect its
 //!   subscribed clients (Redis 7.0 does); they keep what they hold.
 //! * Between a publish on one worker and the delivery on another, a

@@ -575,6 +575,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("sync_full", &shared.repl.sync_full.load(Ordering::Relaxed));
                 field("sync_partial_ok", &shared.repl.sync_partial_ok.load(Ordering::Relaxed));
                 field("sync_partial_err", &shared.repl.sync_partial_err.load(Ordering::Relaxed));
+                // Redis 7.2's field (7.0.15 has none): clients of either
+                // port closed for their output (obuf.rs).
+                field("client_output_buffer_limit_disconnections", &shared.obuf.disconnections.load(Ordering::Relaxed));
             }
             "replication" => crate::repl::info(shared, &mut field),
             "cpu" => {
