@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (cargo-fuzz + libFuzzer) on stable Rust of the
-# protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of recovery
-# from damaged files (recover_files), of the log's collection ops
-# (op_decode), and of memcached's `-Y` authentication (authfile) and the
-# ACL file / ACL SETUSER rule parser (acl_rules), which live in
-# amalgam-server (a dependency of the fuzz crate for them). scripts/test.sh
-# runs it for 10 s per target; the proptest
-# counterparts (crates/amalgam-protocol/tests/parse_fuzz.rs, meta_fuzz.rs,
-# binary_fuzz.rs, resp_fuzz.rs, crates/amalgam-persist/tests/recover_fuzz.rs
-# and crates/amalgam-types/tests/op_model.rs) run in `cargo test` with the
-# same invariants.
+# protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of
+# recovery from damaged files (recover_files) and of the log's collection
+# ops (op_decode): the targets in fuzz/. scripts/test.sh runs them for 10 s
+# each; the proptest counterparts (crates/amalgam-protocol/tests/
+# parse_fuzz.rs, meta_fuzz.rs, binary_fuzz.rs, resp_fuzz.rs,
+# crates/amalgam-persist/tests/recover_fuzz.rs and
+# crates/amalgam-types/tests/op_model.rs) run in `cargo test` with the same
+# invariants.
 #
-#   FUZZ_SECONDS=60 bash scripts/fuzz.sh [target...]   (default: all targets)
+# FUZZ_DIR=fuzz-server: the targets of the parsers in amalgam-server
+# (memcached's `-Y` authfile, the ACL file / ACL SETUSER rules). Building
+# the server under libFuzzer's instrumentation takes longer than CI's
+# budget, so CI runs their invariants uninstrumented over mutated seeds
+# (crates/amalgam-server/tests/fuzz_smoke.rs) and this long mode is run by
+# hand (docs/security.md records its counts).
+#
+#   [FUZZ_DIR=fuzz|fuzz-server] FUZZ_SECONDS=60 bash scripts/fuzz.sh [target...]
+#   (default: every target of FUZZ_DIR, fuzz/ by default)
 #
 # Installs cargo-fuzz if missing (`cargo install --locked`, about two
 # minutes on two cores; later runs reuse the binary), builds every target,
@@ -44,7 +50,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   fi
 fi
 
-cd fuzz
+cd "${FUZZ_DIR:-fuzz}"
 if [ $# -gt 0 ]; then
   targets=("$@")
 else
@@ -73,7 +79,7 @@ for t in "${targets[@]}"; do
   else
     # The report without libFuzzer's progress lines.
     grep -Ev '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|RELOAD|INITED)' "$log" | tail -n 80
-    echo "$t: CRASH (full log: fuzz/$log)"
+    echo "$t: CRASH (full log: ${FUZZ_DIR:-fuzz}/$log)"
     failed=1
   fi
 done

@@ -61,7 +61,7 @@ impl AuthFile {
 
     /// Parses the file's text (`shown` names it in errors): `user:password`
     /// lines (the first `:` splits), `\r\n` or `\n`, blank lines skipped.
-    /// Bounded by the text's lines. Fuzzed (`fuzz/fuzz_targets/authfile.rs`).
+    /// Bounded by the text's lines. Fuzzed (`fuzz-server/fuzz_targets/authfile.rs`).
     pub fn parse(text: &[u8], shown: &str) -> Result<AuthFile, String> {
         let mut entries = Vec::new();
         for (n, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -124,7 +124,7 @@ pub struct Counts {
 }
 
 /// [`process`]'s parser and replies, without the server (fuzzed:
-/// `fuzz/fuzz_targets/authfile.rs`). `*pos` only moves forward, past whole
+/// `fuzz-server/fuzz_targets/authfile.rs`). `*pos` only moves forward, past whole
 /// lines and data blocks; `*close` is set for a line without `\n` longer
 /// than [`AUTH_LINE_BYTES_MAX`] or a block over [`AUTH_DATA_BYTES_MAX`].
 pub fn serve(

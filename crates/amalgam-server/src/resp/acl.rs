@@ -258,7 +258,7 @@ impl User {
     }
 
     /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason.
-    /// Fuzzed with the file's parser (`fuzz/fuzz_targets/acl_rules.rs`).
+    /// Fuzzed with the file's parser (`fuzz-server/fuzz_targets/acl_rules.rs`).
     pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
@@ -665,7 +665,7 @@ impl Acl {
 /// `user <name> <rules…>`, blank lines and `#` comments skipped; each
 /// user's rules in full, from a new user; `default` built in if the file
 /// has none. Bounded by the lines and [`USERS_MAX`]. Fuzzed
-/// (`fuzz/fuzz_targets/acl_rules.rs`: what ACL SAVE writes loads back the
+/// (`fuzz-server/fuzz_targets/acl_rules.rs`: what ACL SAVE writes loads back the
 /// same).
 pub fn parse_acl_file(text: &[u8], shown: &str) -> Result<BTreeMap<Vec<u8>, Arc<User>>, String> {
     let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();

@@ -1,4 +1,4 @@
-//! libFuzzer target for memcached's ASCII authentication (`-Y`,
+//! The invariants of memcached's ASCII authentication (`-Y`,
 //! amalgam-server's authfile.rs): the input is an auth file's text, a NUL,
 //! then what an unauthenticated client sends. The file's parser never
 //! panics; with a file it accepts, the connection's bytes are served as
@@ -10,10 +10,10 @@
 //!   file, and then the last reply is `STORED`;
 //! * unless a bound closed the connection, reads split anywhere give the
 //!   same replies and the same outcome as the whole stream.
-#![no_main]
-
+//!
+//! Shared by the libFuzzer target (fuzz-server/fuzz_targets/authfile.rs)
+//! and the fuzz smoke test (tests/fuzz_smoke.rs).
 use amalgam_server::authfile::{serve, AuthFile};
-use libfuzzer_sys::fuzz_target;
 
 /// The replies an unauthenticated connection may get.
 const REPLIES: [&[u8]; 5] = [
@@ -43,7 +43,8 @@ fn run(file: &AuthFile, stream: &[u8], cuts: &[usize]) -> (Vec<u8>, bool, bool) 
     (out, authed, close)
 }
 
-fuzz_target!(|data: &[u8]| {
+/// Checks one input (module notes).
+pub fn check(data: &[u8]) {
     let split = data.iter().position(|&b| b == 0).unwrap_or(data.len());
     let Ok(file) = AuthFile::parse(&data[..split], "fuzz") else { return };
     let stream = data.get(split + 1..).unwrap_or(&[]);
@@ -62,4 +63,4 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(split_out, whole, "reads split at {cuts:?}");
         assert_eq!(split_authed, authed);
     }
-});
+}

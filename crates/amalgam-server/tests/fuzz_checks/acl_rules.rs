@@ -1,15 +1,16 @@
-//! libFuzzer target for the ACL rule parser (amalgam-server's
+//! The invariants of the ACL rule parser (amalgam-server's
 //! resp/acl.rs): an ACL file's text (`--aclfile`, ACL LOAD) or, after a
 //! leading NUL, ACL SETUSER modifiers separated by NULs (which, unlike a
 //! file's words, may hold spaces). Neither panics; and what ACL SAVE
 //! writes for a user a UTF-8 file defined (`User::describe`, ACL LIST's
 //! line) loads back as the same user (described the same).
-#![no_main]
-
+//!
+//! Shared by the libFuzzer target (fuzz-server/fuzz_targets/acl_rules.rs)
+//! and the fuzz smoke test (tests/fuzz_smoke.rs).
 use amalgam_server::resp::acl::{parse_acl_file, User};
-use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
+/// Checks one input (module notes).
+pub fn check(data: &[u8]) {
     if let Some(ops) = data.strip_prefix(&[0]) {
         // ACL SETUSER: every modifier in turn, stopping at the first
         // refused (Redis publishes none of them then).
@@ -33,4 +34,4 @@ fuzz_target!(|data: &[u8]| {
         let back = again.get(&u.name).unwrap_or_else(|| panic!("{line:?} lost its user"));
         assert_eq!(back.describe(), line, "saved and loaded");
     }
-});
+}

@@ -1,0 +1,131 @@
+//! The fuzz targets of `fuzz-server/` (memcached's authfile, the ACL
+//! rules) inside `cargo test`: their invariants (`tests/fuzz_checks/`) over
+//! the committed seeds and [`MUTATIONS_PER_SEED`] deterministic mutations
+//! of each. No coverage guidance — that is `FUZZ_DIR=fuzz-server bash
+//! scripts/fuzz.sh` — but every CI run feeds both parsers some thousands
+//! of odd inputs without building amalgam-server under libFuzzer's
+//! instrumentation, which CI's time budget cannot hold (fuzz-server's
+//! Cargo.toml). A failure prints the input that broke the invariant.
+
+#[path = "fuzz_checks/acl_rules.rs"]
+mod acl_rules;
+#[path = "fuzz_checks/authfile.rs"]
+mod authfile;
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// Mutated inputs per seed file.
+const MUTATIONS_PER_SEED: usize = 20_000;
+/// Edits applied to make one mutated input.
+const EDITS_MAX: u64 = 8;
+/// A mutated input is cut to this many bytes.
+const INPUT_BYTES_MAX: usize = 4096;
+/// Bytes the parsers give meaning to, tried more often than chance would.
+const SPECIAL: &[u8] = b"\0\r\n :+-~%&>#<@*!^\"'\\\xff\x7fonfoffresetallkeysallcommandsnopassuser";
+
+/// xorshift64*: fixed seed, so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// The committed seeds of `target` (`fuzz-server/corpus/<target>/seed-*`).
+fn seeds(target: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz-server/corpus").join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed-")))
+        .collect();
+    files.sort();
+    let seeds: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(!seeds.is_empty(), "no seeds in {}", dir.display());
+    seeds
+}
+
+/// One input: `base` after 1..=EDITS_MAX random edits (a byte changed,
+/// inserted or deleted, a run duplicated or removed, a piece of another
+/// seed spliced in).
+fn mutate(rng: &mut Rng, base: &[u8], pool: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = base.to_vec();
+    let edits = 1 + rng.next() % EDITS_MAX;
+    for _ in 0..edits {
+        let pick =
+            |rng: &mut Rng| if rng.next() % 2 == 0 { SPECIAL[rng.below(SPECIAL.len())] } else { rng.next() as u8 };
+        match rng.next() % 6 {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] = pick(rng);
+            }
+            1 => {
+                let i = rng.below(v.len() + 1);
+                let b = pick(rng);
+                v.insert(i, b);
+            }
+            2 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                let n = 1 + rng.below((v.len() - i).min(16));
+                v.drain(i..i + n);
+            }
+            3 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                let n = 1 + rng.below((v.len() - i).min(64));
+                let run = v[i..i + n].to_vec();
+                let at = rng.below(v.len() + 1);
+                v.splice(at..at, run);
+            }
+            _ => {
+                let other = &pool[rng.below(pool.len())];
+                if !other.is_empty() {
+                    let i = rng.below(other.len());
+                    let n = 1 + rng.below((other.len() - i).min(64));
+                    let at = rng.below(v.len() + 1);
+                    v.splice(at..at, other[i..i + n].iter().copied());
+                }
+            }
+        }
+        v.truncate(INPUT_BYTES_MAX);
+    }
+    v
+}
+
+/// Runs `check` over the seeds of `target` and their mutations.
+fn run(target: &str, seed: u64, check: fn(&[u8])) {
+    let pool = seeds(target);
+    let mut rng = Rng(seed);
+    let one = |input: &[u8]| {
+        if let Err(e) = catch_unwind(AssertUnwindSafe(|| check(input))) {
+            eprintln!("{target}: the input that broke it: {:?}", String::from_utf8_lossy(input));
+            eprintln!("as bytes: {input:?}");
+            resume_unwind(e);
+        }
+    };
+    for s in &pool {
+        one(s);
+    }
+    for s in &pool {
+        for _ in 0..MUTATIONS_PER_SEED {
+            one(&mutate(&mut rng, s, &pool));
+        }
+    }
+}
+
+#[test]
+fn authfile_invariants_hold_over_mutated_seeds() {
+    run("authfile", 0x9e37_79b9_7f4a_7c15, authfile::check);
+}
+
+#[test]
+fn acl_rules_invariants_hold_over_mutated_seeds() {
+    run("acl_rules", 0xd1b5_4a32_d192_ed03, acl_rules::check);
+}

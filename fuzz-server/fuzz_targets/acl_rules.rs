@@ -1,0 +1,14 @@
+//! libFuzzer target for the ACL rule parser (ACL files, ACL SETUSER): the invariants in
+//! crates/amalgam-server/tests/fuzz_checks/acl_rules.rs, which the fuzz smoke
+//! test (crates/amalgam-server/tests/fuzz_smoke.rs) also runs in `cargo
+//! test`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../crates/amalgam-server/tests/fuzz_checks/acl_rules.rs"]
+mod checks;
+
+fuzz_target!(|data: &[u8]| {
+    checks::check(data);
+});
