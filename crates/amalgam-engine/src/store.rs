@@ -876,20 +876,13 @@ pub(crate) struct Inner {
     /// The policy's `freq_max` in cache mode, 0 in store mode: a GET hit
     /// raises an item's frequency while it is below this (so 0 writes
     /// nothing, with one load of a field read on every GET anyway).
-    freq_max: std::sync::atomic::AtomicU8,
+    freq_max: u8,
 }
 
 /// Cache mode's shared state (the segments themselves are in
 /// `SharedPool::segments`, where the epoch scheme frees into them).
 pub(crate) struct Cache {
-    /// Both policies, CLOCK then S3-FIFO, built at start so the policy
-    /// can change at run time (`Store::set_eviction`); `active` names the
-    /// one in force.
-    policies: [Box<dyn Policy>; 2],
-    /// Index into `policies` (`policy_index`). Relaxed: a writer or the
-    /// reclaimer that reads the old one for a moment after a switch makes
-    /// one more decision by it, which the contract allows (below).
-    active: std::sync::atomic::AtomicU8,
+    pub(crate) policy: Box<dyn Policy>,
     /// Serializes the policy's decisions (the Policy contract: `reclaim`
     /// never runs concurrently with itself) and owns the reclaimer's open
     /// segments, into which kept items are copied. A victim's reclamation
@@ -1097,10 +1090,9 @@ impl Inner {
     /// No lock, and the only line possibly written is the item's own.
     #[inline]
     fn touched(&self, p: *const u8) {
-        let freq_max = self.freq_max.load(Ordering::Relaxed);
-        if freq_max != 0 {
+        if self.freq_max != 0 {
             // SAFETY: the callers found p while pinned and still are.
-            unsafe { item::touch_freq(p, freq_max) };
+            unsafe { item::touch_freq(p, self.freq_max) };
         }
     }
 
@@ -1298,7 +1290,7 @@ impl Inner {
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         let block = match (&self.cache, &self.shared.segments) {
             (Some(_), Some(segs)) if len > segs.segment_bytes() => self.alloc_outsized(local, n.key, len)?,
-            (Some(c), _) => self.alloc_in_segment(local, c.policy().admit(self.hash(n.key)), len)?,
+            (Some(c), _) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
             (None, _) => self.alloc(local, len)?,
         };
         // SAFETY: the block is fresh, at least `len` bytes, and ours.
@@ -2133,23 +2125,6 @@ impl Inner {
     }
 }
 
-/// `Cache::policies`'s index of an evicting policy (0 for `None`, which
-/// has no policy object and never reaches here).
-fn policy_index(e: Eviction) -> u8 {
-    match e {
-        Eviction::S3Fifo => 1,
-        Eviction::Clock | Eviction::None => 0,
-    }
-}
-
-impl Cache {
-    /// The policy in force.
-    #[inline]
-    pub(crate) fn policy(&self) -> &dyn Policy {
-        &*self.policies[usize::from(self.active.load(Ordering::Relaxed) & 1)]
-    }
-}
-
 /// Cache mode's segment size when the configuration does not choose one:
 /// [`SEGMENT_BYTES`] once the budget holds SMALL_BUDGET_SEGMENTS of them;
 /// a smaller budget is divided into SMALL_BUDGET_SEGMENTS segments (a power
@@ -2330,13 +2305,8 @@ impl Store {
                 ConfigError(format!("{e} (eviction {}: give more memory, or eviction none)", config.eviction))
             })?);
             freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
-            drop(policy);
-            let ghost = config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY;
-            let policies = [Eviction::Clock, Eviction::S3Fifo]
-                .map(|e| e.policy(ghost).expect("an evicting policy has a policy object"));
             cache = Some(Cache {
-                policies,
-                active: std::sync::atomic::AtomicU8::new(policy_index(config.eviction)),
+                policy,
                 reclaimer: std::sync::Mutex::new([None, None]),
                 background: config.background_eviction,
                 index_in_budget: config.index_in_budget,
@@ -2381,7 +2351,7 @@ impl Store {
             stall_watcher: std::sync::OnceLock::new(),
             snapshot: crate::journal::no_snapshot(),
             expand_gate: std::sync::Mutex::new(()),
-            freq_max: std::sync::atomic::AtomicU8::new(freq_max),
+            freq_max,
         });
         let worker = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
@@ -3198,59 +3168,6 @@ impl Store {
         self.inner.stall_watcher.set(watcher)
     }
 
-    /// The eviction policy in force ([`Eviction::None`] in store mode).
-    pub fn eviction(&self) -> Eviction {
-        match &self.inner.cache {
-            None => Eviction::None,
-            Some(c) if c.policy().name() == "clock" => Eviction::Clock,
-            Some(_) => Eviction::S3Fifo,
-        }
-    }
-
-    /// Switches a cache's eviction policy at run time between CLOCK and
-    /// S3-FIFO; Err for store mode or to [`Eviction::None`] (items live in
-    /// size-class pools in store mode and in the segment log in cache mode:
-    /// a switch would copy every item across).
-    ///
-    /// # Why a switch is sound
-    ///
-    /// Both policies run on the same segment log and obey one contract
-    /// (`evict/mod.rs`), so the state a policy leaves is one the other
-    /// accepts: items carry a frequency of at most 3 (2 bits) and CLOCK
-    /// keeps any nonzero one as 0 (still one pass of progress per item);
-    /// segments S3-FIFO left in its Small queue are reclaimed by CLOCK too
-    /// (`pop_victim` falls back to the other queue when the policy's choice
-    /// is empty, and CLOCK moves what it keeps to Main); S3-FIFO starts
-    /// with its ghost as it was (stale entries only admit a key to Main
-    /// once). The reclaimer's decisions stay serialized by its mutex, and a
-    /// writer or reclaimer that read the old policy an instant before the
-    /// switch makes one decision by it, which either policy's contract
-    /// allows. GET hits raise frequencies up to the new cap from the next
-    /// load on.
-    ///
-    /// ```
-    /// # use amalgam_engine::{evict::Eviction, Config, Store};
-    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
-    /// store.set_eviction(Eviction::Clock).unwrap();
-    /// assert_eq!(store.eviction(), Eviction::Clock);
-    /// assert!(store.set_eviction(Eviction::None).is_err());
-    /// ```
-    pub fn set_eviction(&self, to: Eviction) -> Result<(), ConfigError> {
-        let Some(cache) = &self.inner.cache else {
-            return Err(ConfigError(
-                "store mode (eviction none) cannot start evicting: restart with --eviction".into(),
-            ));
-        };
-        if to == Eviction::None {
-            return Err(ConfigError("a cache cannot become a store (eviction none): restart with --eviction".into()));
-        }
-        let i = policy_index(to);
-        let freq_max = cache.policies[usize::from(i)].freq_max().min(item::FREQ_BITS_MAX);
-        cache.active.store(i, Ordering::Relaxed);
-        self.inner.freq_max.store(freq_max, Ordering::Relaxed);
-        Ok(())
-    }
-
     /// Whether the store evicts (cache mode) or refuses writes when full
     /// (store mode, `Eviction::None`).
     pub fn is_cache(&self) -> bool {
@@ -3482,7 +3399,7 @@ impl Store {
             s.outsized_bytes = s.reserved_bytes;
             s.reserved_bytes = segs.resident_bytes() as u64;
             s.segment_limit = segs.limit() as u64;
-            s.policy_bytes = c.policy().memory_bytes() as u64;
+            s.policy_bytes = c.policy.memory_bytes() as u64;
             s.evictions = c.evictions.load(Ordering::Relaxed);
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);

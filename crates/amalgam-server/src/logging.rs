@@ -163,7 +163,7 @@ impl EvictionWatch {
                 n - self.logged,
                 n,
                 stats.memory_limit_bytes,
-                shared.store.eviction()
+                shared.args.eviction
             );
             self.logged = n;
         }

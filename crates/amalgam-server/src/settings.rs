@@ -147,7 +147,7 @@ fn maxmemory_bytes(v: &[u8]) -> usize {
 /// Amalgam's: its cache evicts any key by S3-FIFO or CLOCK, reported as
 /// `allkeys-lru`.
 fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
-    let now = crate::resp::maxmemory_policy(s.store.eviction());
+    let now = crate::resp::maxmemory_policy(s.args.eviction);
     let to = text(v).to_ascii_lowercase();
     if to == now {
         return None;
@@ -159,9 +159,9 @@ fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
         )
     } else {
         format!(
-            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: CONFIG SET \
-             eviction clock|s3fifo changes Amalgam's eviction policy",
-            s.store.eviction()
+            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: restart \
+             with --eviction clock or s3fifo to change the eviction policy",
+            s.args.eviction
         )
     })
 }
@@ -357,38 +357,11 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "maxmemory-policy",
             kind: Kind::Enum(POLICIES),
-            get: |s, _| crate::resp::maxmemory_policy(s.store.eviction()).into(),
+            get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
             set: None,
             start: Start::Map(policy_flag),
             refuse: Some(policy_refusal),
             default: |_| "allkeys-lru".into(),
-        },
-        Setting {
-            // Amalgam's own (Redis has no such parameter; named after the
-            // flag, so a config file's `eviction clock` is this row): the
-            // cache's policy, switchable between s3fifo and clock at run
-            // time (engine `Store::set_eviction` says why that is sound);
-            // `none` (store mode) to or from a cache needs a restart.
-            name: "eviction",
-            kind: Kind::Enum(&amalgam_engine::evict::Eviction::NAMES),
-            get: |s, _| s.store.eviction().to_string(),
-            set: Some(|s, _, v| {
-                if let Ok(to) = text(v).to_ascii_lowercase().parse() {
-                    let _ = s.store.set_eviction(to);
-                }
-            }),
-            start: Start::Flag("--eviction"),
-            refuse: Some(|s, v| {
-                let to: amalgam_engine::evict::Eviction = text(v).to_ascii_lowercase().parse().ok()?;
-                if to == s.store.eviction() {
-                    return None;
-                }
-                // Only store <-> cache is refused, in maxmemory-policy's words.
-                let store = to == amalgam_engine::evict::Eviction::None;
-                let as_redis: &[u8] = if store { b"noeviction" } else { b"allkeys-lru" };
-                (store || !s.store.is_cache()).then(|| policy_refusal(s, as_redis)).flatten()
-            }),
-            default: |_| amalgam_engine::evict::Eviction::S3Fifo.to_string(),
         },
         Setting {
             name: "maxclients",

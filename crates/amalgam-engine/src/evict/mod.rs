@@ -42,11 +42,6 @@
 //! | `s3fifo` | `s3fifo.rs` | Small (10%) + Main + ghost | 3 | Yang et al., SOSP '23 |
 //! | `none` | — | — | — | store mode: a full store answers out of memory |
 //!
-//! A cache switches between `clock` and `s3fifo` at run time
-//! (`Store::set_eviction`): both are built at start and one index names
-//! the one in force, so every policy must accept the state another leaves
-//! (frequencies up to [`FREQ_LIMIT`], segments in either queue).
-//!
 //! [`Model`] runs a policy over an item-granularity log (each item its own
 //! segment): the exact order the algorithm evicts in, for tests that dump
 //! the queues and compare, and for replaying key traces to compare miss
