@@ -99,6 +99,16 @@ const POLICIES: &[&str] = &[
     "noeviction",
 ];
 
+/// A text setting kept in a mutex (masterauth, masteruser): its value.
+fn read_text(m: &std::sync::Mutex<String>) -> String {
+    m.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Sets a text setting kept in a mutex.
+fn write_text(m: &std::sync::Mutex<String>, v: &[u8]) {
+    *m.lock().unwrap_or_else(|e| e.into_inner()) = text(v);
+}
+
 fn text(s: &[u8]) -> String {
     String::from_utf8_lossy(s).into_owned()
 }
@@ -579,12 +589,8 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "masterauth",
             kind: Kind::Text,
-            get: |s, _| s.repl.masterauth.lock().map(|v| v.clone()).unwrap_or_default(),
-            set: Some(|s, _, v| {
-                if let Ok(mut m) = s.repl.masterauth.lock() {
-                    *m = text(v);
-                }
-            }),
+            get: |s, _| read_text(&s.repl.masterauth),
+            set: Some(|s, _, v| write_text(&s.repl.masterauth, v)),
             start: Start::RunTime,
             refuse: None,
             default: empty,
@@ -592,12 +598,8 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "masteruser",
             kind: Kind::Text,
-            get: |s, _| s.repl.masteruser.lock().map(|v| v.clone()).unwrap_or_default(),
-            set: Some(|s, _, v| {
-                if let Ok(mut m) = s.repl.masteruser.lock() {
-                    *m = text(v);
-                }
-            }),
+            get: |s, _| read_text(&s.repl.masteruser),
+            set: Some(|s, _, v| write_text(&s.repl.masteruser, v)),
             start: Start::RunTime,
             refuse: None,
             default: empty,
