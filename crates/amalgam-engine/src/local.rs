@@ -94,6 +94,9 @@ pub(crate) struct Owned {
     pub pool: LocalPool,
     /// Cache mode: this thread's open segment per queue (segment.rs).
     pub open: OpenSegments,
+    /// Cache mode: the eviction policy (`Cache::active`) this thread's
+    /// last write saw; a write that sees another seals `open` first.
+    pub policy_seen: u32,
     /// Next CAS value to hand out and the end of this thread's block.
     pub cas_next: u64,
     pub cas_end: u64,
@@ -146,6 +149,7 @@ impl Local {
                 sealed: VecDeque::new(),
                 pool: LocalPool::new(&shared.classes),
                 open: [None, None],
+                policy_seen: 0,
                 cas_next: 0,
                 cas_end: 0,
                 cas_generation: 0,

@@ -234,7 +234,7 @@ impl Inner {
         let mut now = None;
         let expired = !self.is_live(&it, &mut now);
         if !expired {
-            if let Verdict::Keep { freq: f, .. } = cache.policy.reclaim(Queue::Main, freq, entry.hash) {
+            if let Verdict::Keep { freq: f, .. } = cache.policy().reclaim(Queue::Main, freq, entry.hash) {
                 if f < freq {
                     // SAFETY: live item, bucket lock held.
                     unsafe { item::set_freq(p, f) };

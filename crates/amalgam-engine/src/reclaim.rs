@@ -254,7 +254,7 @@ impl Inner {
     /// pinned (the maintenance thread is not; writers are not).
     pub(crate) fn reclaim_segment(&self, local: &Local, how: Reclaim) -> bool {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
-        let first = cache.policy.victim(segs.queue_bytes());
+        let first = cache.policy().victim(segs.queue_bytes());
         let other = if first == Queue::Main { Queue::Small } else { Queue::Main };
         let force = how == Reclaim::Force;
         let merge = match how {
@@ -353,7 +353,7 @@ impl Inner {
                 return;
             }
         }
-        let verdict = match cache.policy.reclaim(queue, freq, hash) {
+        let verdict = match cache.policy().reclaim(queue, freq, hash) {
             Verdict::Keep { .. } if force => Verdict::Evict,
             v => v,
         };

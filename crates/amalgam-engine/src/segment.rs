@@ -543,6 +543,18 @@ impl Segments {
         m.state.store(SEALED, Ordering::Release);
     }
 
+    /// Seals every segment in `open` (the caller's, which has no item in
+    /// progress, as for `bump`) and leaves it empty: the owner's next
+    /// write to any queue takes a fresh segment. Used when the eviction
+    /// policy changes (`Store::set_eviction`).
+    pub(crate) fn seal_open(&self, open: &mut OpenSegments) {
+        for slot in open.iter_mut() {
+            if let Some(o) = slot.take() {
+                self.seal(o);
+            }
+        }
+    }
+
     /// Removes the oldest SEALED segment of `queue` for reclamation.
     /// An OPEN segment at the head is sealed first if it is one of `own`
     /// (the caller's: it has no item in progress), else rotated to the tail

@@ -876,13 +876,30 @@ pub(crate) struct Inner {
     /// The policy's `freq_max` in cache mode, 0 in store mode: a GET hit
     /// raises an item's frequency while it is below this (so 0 writes
     /// nothing, with one load of a field read on every GET anyway).
-    freq_max: u8,
+    freq_max: std::sync::atomic::AtomicU8,
 }
 
 /// Cache mode's shared state (the segments themselves are in
 /// `SharedPool::segments`, where the epoch scheme frees into them).
 pub(crate) struct Cache {
-    pub(crate) policy: Box<dyn Policy>,
+    /// Both policies, built at start so the policy can change at run time
+    /// (`Store::set_eviction`); `active` names the one in force. Concrete
+    /// types rather than `dyn Policy`: a writer's `admit` is inlined.
+    clock: crate::evict::Clock,
+    pub(crate) s3fifo: crate::evict::S3Fifo,
+    /// `switches << 1 | policy`, policy [`ACTIVE_S3FIFO`] or
+    /// [`ACTIVE_CLOCK`], switches counting `Store::set_eviction`'s changes.
+    /// Relaxed: a writer or the reclaimer that reads the old policy for a
+    /// moment after a switch makes one more decision by it, which the
+    /// contract allows (`Store::set_eviction`). Each writer remembers the
+    /// value its last write saw (`Owned::policy_seen`): a write that sees
+    /// another one seals that thread's open segments first
+    /// (`Inner::alloc_in_segment`), so no segment stays open in a queue
+    /// the new policy never writes to.
+    active: std::sync::atomic::AtomicU32,
+    /// Held while `Store::set_eviction` changes `active` and the frequency
+    /// cap with it.
+    switching: std::sync::Mutex<()>,
     /// Serializes the policy's decisions (the Policy contract: `reclaim`
     /// never runs concurrently with itself) and owns the reclaimer's open
     /// segments, into which kept items are copied. A victim's reclamation
@@ -1090,9 +1107,10 @@ impl Inner {
     /// No lock, and the only line possibly written is the item's own.
     #[inline]
     fn touched(&self, p: *const u8) {
-        if self.freq_max != 0 {
+        let freq_max = self.freq_max.load(Ordering::Relaxed);
+        if freq_max != 0 {
             // SAFETY: the callers found p while pinned and still are.
-            unsafe { item::touch_freq(p, self.freq_max) };
+            unsafe { item::touch_freq(p, freq_max) };
         }
     }
 
@@ -1290,7 +1308,7 @@ impl Inner {
         let len = item::encoded_len(n.key.len(), n.vlen, &meta);
         let block = match (&self.cache, &self.shared.segments) {
             (Some(_), Some(segs)) if len > segs.segment_bytes() => self.alloc_outsized(local, n.key, len)?,
-            (Some(c), _) => self.alloc_in_segment(local, c.policy.admit(self.hash(n.key)), len)?,
+            (Some(c), _) => self.alloc_in_segment(local, c, self.hash(n.key), len)?,
             (None, _) => self.alloc(local, len)?,
         };
         // SAFETY: the block is fresh, at least `len` bytes, and ours.
@@ -1331,9 +1349,16 @@ impl Inner {
     }
 
     /// Cache mode: `len` bytes at the end of this thread's open segment of
-    /// `queue`. Never reclaims (the caller may hold a bucket lock): writers
+    /// the queue the policy in force admits the key (of hash `key_hash`)
+    /// to. Never reclaims (the caller may hold a bucket lock): writers
     /// make room first, in `make_room`, before they lock anything.
-    fn alloc_in_segment(&self, local: &Local, queue: Queue, len: usize) -> Result<Block, Error> {
+    ///
+    /// The first write of a thread after the policy changed
+    /// (`Store::set_eviction`) first seals the thread's open segments: the
+    /// new policy may never write to one of their queues again (CLOCK
+    /// writes nothing to Small), and an open segment is reclaimed by no one
+    /// but its owner, so it would stay, with its items, for good.
+    fn alloc_in_segment(&self, local: &Local, cache: &Cache, key_hash: u64, len: usize) -> Result<Block, Error> {
         let segs = self.shared.segments.as_ref().expect("cache mode has segments");
         if len > segs.segment_bytes() {
             return Err(Error::TooLarge);
@@ -1345,8 +1370,16 @@ impl Inner {
             return Err(Error::OutOfMemory);
         }
         // SAFETY: our own Local; no other reference to its owned part is
-        // live (the reference ends with this statement).
-        let p = segs.bump(&mut unsafe { local.owned() }.open, queue, len, 0);
+        // live (this one ends with the function).
+        let owned = unsafe { local.owned() };
+        let active = cache.active.load(Ordering::Relaxed);
+        if active != owned.policy_seen {
+            // Every item this thread allocated before is finished (bump's
+            // own precondition), so its open segments may be sealed.
+            segs.seal_open(&mut owned.open);
+            owned.policy_seen = active;
+        }
+        let p = segs.bump(&mut owned.open, cache.admit(active, key_hash), len, 0);
         match p {
             Some(ptr) => Ok(Block { ptr, bytes: len.next_multiple_of(ITEM_ALIGN_BYTES) }),
             None => Err(Error::OutOfMemory),
@@ -2125,6 +2158,49 @@ impl Inner {
     }
 }
 
+/// `Cache::active`'s low bit: CLOCK in force.
+const ACTIVE_CLOCK: u32 = 0;
+/// `Cache::active`'s low bit: S3-FIFO in force.
+const ACTIVE_S3FIFO: u32 = 1;
+
+/// `Cache::active`'s low bit for an evicting policy (`None` has no
+/// policy object and never reaches here).
+fn active_bit(e: Eviction) -> u32 {
+    match e {
+        Eviction::S3Fifo => ACTIVE_S3FIFO,
+        Eviction::Clock | Eviction::None => ACTIVE_CLOCK,
+    }
+}
+
+impl Cache {
+    /// The policy in force.
+    #[inline]
+    pub(crate) fn policy(&self) -> &dyn Policy {
+        self.policy_of(self.active.load(Ordering::Relaxed))
+    }
+
+    /// The policy a value of `active` names.
+    #[inline]
+    fn policy_of(&self, active: u32) -> &dyn Policy {
+        if active & 1 == ACTIVE_S3FIFO {
+            &self.s3fifo
+        } else {
+            &self.clock
+        }
+    }
+
+    /// The queue a new item goes to under the policy `active` names,
+    /// without a virtual call (this is on every cache-mode write).
+    #[inline]
+    fn admit(&self, active: u32, key_hash: u64) -> Queue {
+        if active & 1 == ACTIVE_S3FIFO {
+            self.s3fifo.admit(key_hash)
+        } else {
+            self.clock.admit(key_hash)
+        }
+    }
+}
+
 /// Cache mode's segment size when the configuration does not choose one:
 /// [`SEGMENT_BYTES`] once the budget holds SMALL_BUDGET_SEGMENTS of them;
 /// a smaller budget is divided into SMALL_BUDGET_SEGMENTS segments (a power
@@ -2295,7 +2371,7 @@ impl Store {
         let mut shared = SharedPool::new(config.memory_limit_bytes);
         let mut cache = None;
         let mut freq_max = 0;
-        if let Some(policy) = config.eviction.policy(config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY) {
+        if config.eviction != Eviction::None {
             let segment_bytes = match config.segment_bytes {
                 0 => default_segment_bytes(config.memory_limit_bytes),
                 n => n,
@@ -2304,9 +2380,12 @@ impl Store {
             shared.segments = Some(Segments::new(config.memory_limit_bytes, reserve, segment_bytes).map_err(|e| {
                 ConfigError(format!("{e} (eviction {}: give more memory, or eviction none)", config.eviction))
             })?);
-            freq_max = policy.freq_max().min(item::FREQ_BITS_MAX);
-            cache = Some(Cache {
-                policy,
+            let ghost = config.memory_limit_bytes / GHOST_BYTES_PER_ENTRY;
+            let c = Cache {
+                clock: crate::evict::Clock::new(),
+                s3fifo: crate::evict::S3Fifo::new(ghost),
+                active: std::sync::atomic::AtomicU32::new(active_bit(config.eviction)),
+                switching: std::sync::Mutex::new(()),
                 reclaimer: std::sync::Mutex::new([None, None]),
                 background: config.background_eviction,
                 index_in_budget: config.index_in_budget,
@@ -2319,7 +2398,9 @@ impl Store {
                 reclaimed_segments: AtomicU64::new(0),
                 merged_segments: AtomicU64::new(0),
                 outsized: std::sync::Mutex::new(std::collections::VecDeque::new()),
-            });
+            };
+            freq_max = c.policy().freq_max().min(item::FREQ_BITS_MAX);
+            cache = Some(c);
         }
         let table = Table::new(config.initial_buckets_log2)
             .ok_or_else(|| ConfigError("could not map the initial hash table".into()))?;
@@ -2351,7 +2432,7 @@ impl Store {
             stall_watcher: std::sync::OnceLock::new(),
             snapshot: crate::journal::no_snapshot(),
             expand_gate: std::sync::Mutex::new(()),
-            freq_max,
+            freq_max: std::sync::atomic::AtomicU8::new(freq_max),
         });
         let worker = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
@@ -3168,6 +3249,147 @@ impl Store {
         self.inner.stall_watcher.set(watcher)
     }
 
+    /// The eviction policy in force ([`Eviction::None`] in store mode).
+    pub fn eviction(&self) -> Eviction {
+        match &self.inner.cache {
+            None => Eviction::None,
+            Some(c) if c.active.load(Ordering::Relaxed) & 1 == ACTIVE_S3FIFO => Eviction::S3Fifo,
+            Some(_) => Eviction::Clock,
+        }
+    }
+
+    /// Switches a cache's eviction policy at run time between CLOCK and
+    /// S3-FIFO; Err for store mode or to [`Eviction::None`] (items live in
+    /// size-class pools in store mode and in the segment log in cache mode:
+    /// a switch would copy every item across). Switching to the policy in
+    /// force changes nothing.
+    ///
+    /// # Why a switch is sound
+    ///
+    /// Both policies run on the same segment log and obey one contract
+    /// (`evict/mod.rs`), so the state a policy leaves is one the other
+    /// accepts: items carry a frequency of at most 3 (2 bits) and CLOCK
+    /// keeps any nonzero one as 0 (still one pass of progress per item);
+    /// S3-FIFO starts with its ghost as it was (stale entries only admit a
+    /// key to Main once). The reclaimer's decisions stay serialized by its
+    /// mutex, and a writer or reclaimer that read the old policy an instant
+    /// before the switch makes one decision by it, which either policy's
+    /// contract allows. GET hits raise frequencies up to the new cap from
+    /// the next load on.
+    ///
+    /// # No segment is left behind
+    ///
+    /// Every segment the old policy's queues hold stays reclaimable:
+    ///
+    /// * *Sealed segments* are popped by queue, and both policies name
+    ///   both queues: CLOCK's `victim` names Small while anything is left
+    ///   there (it never writes there itself), and moves what it keeps to
+    ///   Main; S3-FIFO reclaims CLOCK's Main as its own.
+    /// * *Open segments* are reclaimed only once their owner seals them
+    ///   (it may be writing into one), and an owner used to seal one only
+    ///   when it wrote to that queue again. Under CLOCK no one writes to
+    ///   Small again, so a writer's open Small segment stayed open, its
+    ///   items never evicted, unless that writer happened to reclaim a
+    ///   segment itself (it may seal its own; the maintenance thread, which
+    ///   reclaims ahead of writers, may not): a race, which
+    ///   `docs/cache-mode.md` tells in full. Now each switch counts in
+    ///   `Cache::active`, and a thread's first write that sees a new count
+    ///   seals all its open segments before it allocates
+    ///   (`Inner::alloc_in_segment`); a thread that may stay idle calls
+    ///   [`Store::follow_eviction`] to do the same without writing (the
+    ///   server's workers do when the switch wakes them). A thread that
+    ///   does neither keeps its open segments (at most one per queue)
+    ///   until it writes, as an idle thread does under any one policy.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set_eviction(Eviction::Clock).unwrap();
+    /// assert_eq!(store.eviction(), Eviction::Clock);
+    /// assert!(store.set_eviction(Eviction::None).is_err());
+    /// ```
+    pub fn set_eviction(&self, to: Eviction) -> Result<(), ConfigError> {
+        let Some(cache) = &self.inner.cache else {
+            return Err(ConfigError(
+                "store mode (eviction none) cannot start evicting: restart with --eviction".into(),
+            ));
+        };
+        if to == Eviction::None {
+            return Err(ConfigError("a cache cannot become a store (eviction none): restart with --eviction".into()));
+        }
+        // Two switches at once: the frequency cap must end as the policy's.
+        let _one = cache.switching.lock().unwrap_or_else(|e| e.into_inner());
+        let bit = active_bit(to);
+        let now = cache.active.load(Ordering::Relaxed);
+        if now & 1 == bit {
+            return Ok(());
+        }
+        let next = ((now >> 1).wrapping_add(1) << 1) | bit;
+        self.inner.freq_max.store(cache.policy_of(next).freq_max().min(item::FREQ_BITS_MAX), Ordering::Relaxed);
+        cache.active.store(next, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Cache mode: what the calling thread's next write would do first
+    /// after a policy switch ([`Store::set_eviction`]): seals its open
+    /// segments if the policy changed since its last write, so they can be
+    /// reclaimed. For a thread that may stay idle after a switch (the
+    /// server's workers call it when CONFIG SET eviction wakes them):
+    /// without it, its open segments wait for a write that may never come.
+    /// Does nothing inside a [`Reader`] session (the thread is pinned, and
+    /// a write of its own may be in progress), in store mode, or when
+    /// nothing changed: a load and a compare.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Expiry, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// store.set_eviction(Eviction::Clock).unwrap();
+    /// store.follow_eviction();
+    /// assert!(store.get(b"k", |_| ()).is_some());
+    /// ```
+    pub fn follow_eviction(&self) {
+        let inner = &*self.inner;
+        let (Some(cache), Some(segs)) = (&inner.cache, &inner.shared.segments) else { return };
+        let local = inner.epochs.local(&inner.shared);
+        // SAFETY: our own Local; the reference ends with this function.
+        let owned = unsafe { local.owned() };
+        let active = cache.active.load(Ordering::Relaxed);
+        if active == owned.policy_seen || owned.pin_depth != 0 {
+            return;
+        }
+        // Not pinned: every item this thread allocated is finished (items
+        // are allocated and published or abandoned under one pin).
+        segs.seal_open(&mut owned.open);
+        owned.policy_seen = active;
+    }
+
+    /// S3-FIFO's small-queue share, in percent of the cache's bytes (None
+    /// in store mode). Kept while CLOCK is in force, for a switch back.
+    pub fn small_queue_percent(&self) -> Option<u8> {
+        self.inner.cache.as_ref().map(|c| c.s3fifo.small_percent())
+    }
+
+    /// Sets S3-FIFO's small-queue share at run time
+    /// ([`S3Fifo::set_small_percent`](crate::evict::S3Fifo::set_small_percent):
+    /// from 1 to 50 percent, taking effect at the next reclamation); Err
+    /// saying the range, or for store mode.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// assert_eq!(store.small_queue_percent(), Some(10));
+    /// store.set_small_queue_percent(25).unwrap();
+    /// assert_eq!(store.small_queue_percent(), Some(25));
+    /// assert!(store.set_small_queue_percent(51).is_err());
+    /// ```
+    pub fn set_small_queue_percent(&self, percent: u8) -> Result<(), ConfigError> {
+        let Some(cache) = &self.inner.cache else {
+            return Err(ConfigError("store mode (eviction none) has no small queue".into()));
+        };
+        cache.s3fifo.set_small_percent(percent).map_err(ConfigError)
+    }
+
     /// Whether the store evicts (cache mode) or refuses writes when full
     /// (store mode, `Eviction::None`).
     pub fn is_cache(&self) -> bool {
@@ -3399,7 +3621,7 @@ impl Store {
             s.outsized_bytes = s.reserved_bytes;
             s.reserved_bytes = segs.resident_bytes() as u64;
             s.segment_limit = segs.limit() as u64;
-            s.policy_bytes = c.policy.memory_bytes() as u64;
+            s.policy_bytes = c.policy().memory_bytes() as u64;
             s.evictions = c.evictions.load(Ordering::Relaxed);
             s.evicted_unfetched = c.evicted_unfetched.load(Ordering::Relaxed);
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);

@@ -261,7 +261,8 @@ pub fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "cas_enabled", yes_no(shared.cas_enabled()));
     push_stat(out, "item_size_max", a.max_item_size);
     push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
-    push_stat(out, "eviction_policy", a.eviction);
+    // The policy in force: CONFIG SET eviction changes it at run time.
+    push_stat(out, "eviction_policy", shared.store.eviction());
     let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
     push_stat(out, "merge_segments", yes_no(merging));
     push_stat(out, "flush_enabled", yes_no(!a.disable_flush_all));

@@ -163,7 +163,7 @@ impl EvictionWatch {
                 n - self.logged,
                 n,
                 stats.memory_limit_bytes,
-                shared.args.eviction
+                shared.store.eviction()
             );
             self.logged = n;
         }

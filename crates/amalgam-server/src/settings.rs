@@ -157,7 +157,7 @@ fn maxmemory_bytes(v: &[u8]) -> usize {
 /// Amalgam's: its cache evicts any key by S3-FIFO or CLOCK, reported as
 /// `allkeys-lru`.
 fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
-    let now = crate::resp::maxmemory_policy(s.args.eviction);
+    let now = crate::resp::maxmemory_policy(s.store.eviction());
     let to = text(v).to_ascii_lowercase();
     if to == now {
         return None;
@@ -169,9 +169,9 @@ fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
         )
     } else {
         format!(
-            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: restart \
-             with --eviction clock or s3fifo to change the eviction policy",
-            s.args.eviction
+            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: CONFIG SET \
+             eviction clock|s3fifo changes Amalgam's eviction policy",
+            s.store.eviction()
         )
     })
 }
@@ -367,11 +367,69 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "maxmemory-policy",
             kind: Kind::Enum(POLICIES),
-            get: |s, _| crate::resp::maxmemory_policy(s.args.eviction).into(),
+            get: |s, _| crate::resp::maxmemory_policy(s.store.eviction()).into(),
             set: None,
             start: Start::Map(policy_flag),
             refuse: Some(policy_refusal),
             default: |_| "allkeys-lru".into(),
+        },
+        Setting {
+            // Amalgam's own (Redis has no such parameter; named after the
+            // flag, so a config file's `eviction clock` is this row): the
+            // cache's policy, switchable between s3fifo and clock at run
+            // time (engine `Store::set_eviction` says why that is sound);
+            // `none` (store mode) to or from a cache needs a restart.
+            name: "eviction",
+            kind: Kind::Enum(&amalgam_engine::evict::Eviction::NAMES),
+            get: |s, _| s.store.eviction().to_string(),
+            set: Some(|s, _, v| {
+                if let Ok(to) = text(v).to_ascii_lowercase().parse() {
+                    if s.store.set_eviction(to).is_ok() {
+                        // Each worker seals the segments it has open
+                        // (`Store::follow_eviction`, in its loop's wake-up),
+                        // even one that writes nothing more.
+                        for id in 0..s.workers.len() {
+                            s.blocking.wake(id);
+                        }
+                    }
+                }
+            }),
+            start: Start::Flag("--eviction"),
+            refuse: Some(|s, v| {
+                let to: amalgam_engine::evict::Eviction = text(v).to_ascii_lowercase().parse().ok()?;
+                if to == s.store.eviction() {
+                    return None;
+                }
+                // Only store <-> cache is refused, in maxmemory-policy's words.
+                let store = to == amalgam_engine::evict::Eviction::None;
+                let as_redis: &[u8] = if store { b"noeviction" } else { b"allkeys-lru" };
+                (store || !s.store.is_cache()).then(|| policy_refusal(s, as_redis)).flatten()
+            }),
+            default: |_| amalgam_engine::evict::Eviction::S3Fifo.to_string(),
+        },
+        Setting {
+            // Amalgam's own: S3-FIFO's small (probationary) queue's share
+            // of the cache in percent (the paper's 10 by default), kept
+            // while CLOCK is in force for a switch back; a cache only
+            // (store mode has no queues: refused, as a restart would be
+            // needed). From the next reclamation on (engine
+            // `S3Fifo::set_small_percent`).
+            name: "s3fifo-small-queue-percent",
+            kind: Kind::Int(
+                amalgam_engine::evict::SMALL_QUEUE_PERCENT_MIN as i64,
+                amalgam_engine::evict::SMALL_QUEUE_PERCENT_MAX as i64,
+            ),
+            get: |s, _| s.store.small_queue_percent().unwrap_or(amalgam_engine::evict::SMALL_QUEUE_PERCENT).to_string(),
+            set: Some(|s, _, v| {
+                let _ = s.store.set_small_queue_percent(int(v) as u8);
+            }),
+            start: Start::RunTime,
+            refuse: Some(|s, _| {
+                (!s.store.is_cache()).then(|| {
+                    "store mode (--eviction none) has no eviction queues: restart with --eviction s3fifo".into()
+                })
+            }),
+            default: |_| amalgam_engine::evict::SMALL_QUEUE_PERCENT.to_string(),
         },
         Setting {
             name: "maxclients",

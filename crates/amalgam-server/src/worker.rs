@@ -366,6 +366,11 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         }
         for ev in events.iter() {
             if ev.token() == WAKER {
+                // CONFIG SET eviction wakes every worker: this one's open
+                // segments are sealed if the policy changed (a load and a
+                // compare otherwise), so none waits in a queue the new
+                // policy no longer writes to for a write from here.
+                shared.store.follow_eviction();
                 // Blocked clients a push (on any worker) may serve: each
                 // retries its pop here, on its own worker.
                 for (key, seq) in shared.blocking.take_wakes(id) {

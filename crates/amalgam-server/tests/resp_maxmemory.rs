@@ -193,6 +193,7 @@ fn amalgam_maxmemory_policy_refuses_what_needs_a_restart() {
     assert!(r.contains("needs a restart with --eviction; the policy now is allkeys-lru"), "{r}");
     let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
     assert!(r.contains("evicts any key with s3fifo (reported as allkeys-lru); allkeys-lfu is not implemented"), "{r}");
+    assert!(r.contains("CONFIG SET eviction clock|s3fifo changes Amalgam's eviction policy"), "{r}");
     assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
 
     let Some(store) = resp_private(&["--eviction", "none"]) else { return };
@@ -200,4 +201,78 @@ fn amalgam_maxmemory_policy_refuses_what_needs_a_restart() {
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "NoEviction"]), OK);
     let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]);
     assert!(r.contains("the policy now is noeviction"), "{r}");
+}
+
+/// Amalgam's own `eviction` setting: s3fifo <-> clock at run time on a
+/// full cache (writes and evictions go on; INFO names the policy in
+/// force; two budgets of writes under CLOCK leave none of the keys
+/// written under S3-FIFO, none of which was read: nothing of S3-FIFO's
+/// queues is stranded); none (store mode) to or from a cache is refused
+/// as maxmemory-policy refuses it.
+#[test]
+fn amalgam_eviction_policy_switches_at_run_time() {
+    let Some(cache) = resp_private(&["-m", "16"]) else { return };
+    let mut c = Resp::new(&cache);
+    let mut mc = cache.connect();
+    assert_eq!(get(&mut c, "eviction"), "s3fifo");
+    fill(&mut c, "a", 30_000, 1000);
+    let before = num(&stats_map(&mut mc, ""), "evictions");
+    assert!(before > 0);
+    assert_eq!(c.call(&["CONFIG", "SET", "eviction", "clock"]), OK);
+    assert_eq!(get(&mut c, "eviction"), "clock");
+    assert!(c.call(&["INFO", "memory"]).contains("\r\namalgam_eviction:clock\r\n"));
+    assert_eq!(stats_map(&mut mc, "settings")["eviction_policy"], "clock", "memcached's stats settings too");
+    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
+    fill(&mut c, "b", 30_000, 1000);
+    assert!(num(&stats_map(&mut mc, ""), "evictions") > before, "CLOCK evicts");
+    assert_eq!(c.call(&["GET", "b:29999"]), bulk(&"v".repeat(1000)));
+    let old: Vec<String> = (0..30_000).map(|i| format!("a:{i}")).collect();
+    let mut exists = vec!["EXISTS"];
+    exists.extend(old.iter().map(String::as_str));
+    assert_eq!(c.call(&exists), int(0), "every key written under S3-FIFO was evicted under CLOCK");
+    let r = c.call(&["CONFIG", "SET", "eviction", "none"]);
+    assert!(r.contains("needs a restart with --eviction; the policy now is allkeys-lru"), "{r}");
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "eviction", "lru"]),
+        failed("eviction", "argument(s) must be one of the following: none, clock, s3fifo")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "eviction", "s3fifo"]), OK);
+
+    let Some(store) = resp_private(&["--eviction", "none"]) else { return };
+    let mut c = Resp::new(&store);
+    assert_eq!(c.call(&["CONFIG", "SET", "eviction", "none"]), OK);
+    let r = c.call(&["CONFIG", "SET", "eviction", "clock"]);
+    assert!(r.contains("the policy now is noeviction"), "{r}");
+}
+
+/// Amalgam's own `s3fifo-small-queue-percent`: S3-FIFO's small queue's
+/// share, set at run time within 1..=50 (Redis's range error outside it);
+/// store mode, which has no queues, refuses it.
+#[test]
+fn amalgam_small_queue_share_is_a_run_time_setting() {
+    let Some(cache) = resp_private(&["-m", "16"]) else { return };
+    let mut c = Resp::new(&cache);
+    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "10");
+    assert_eq!(c.call(&["CONFIG", "SET", "s3fifo-small-queue-percent", "25"]), OK);
+    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "25");
+    for bad in ["0", "51"] {
+        assert_eq!(
+            c.call(&["CONFIG", "SET", "s3fifo-small-queue-percent", bad]),
+            failed("s3fifo-small-queue-percent", "argument must be between 1 and 50 inclusive")
+        );
+    }
+    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "25", "a refused value changes nothing");
+    // Writes go on with the new share.
+    fill(&mut c, "s", 30_000, 1000);
+    assert_eq!(c.call(&["GET", "s:29999"]), bulk(&"v".repeat(1000)));
+
+    let Some(store) = resp_private(&["--eviction", "none"]) else { return };
+    let mut c = Resp::new(&store);
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "s3fifo-small-queue-percent", "20"]),
+        failed(
+            "s3fifo-small-queue-percent",
+            "store mode (--eviction none) has no eviction queues: restart with --eviction s3fifo"
+        )
+    );
 }

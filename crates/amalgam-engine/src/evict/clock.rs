@@ -52,7 +52,15 @@ impl Policy for Clock {
         }
     }
 
-    fn victim(&self, _bytes: [usize; 2]) -> Queue {
-        Queue::Main
+    /// Main, CLOCK's one queue; but first whatever S3-FIFO left in Small
+    /// when the policy was switched at run time (`Store::set_eviction`),
+    /// which nothing would reclaim otherwise (never the case in a cache
+    /// that started with CLOCK: Small stays empty).
+    fn victim(&self, bytes: [usize; 2]) -> Queue {
+        if bytes[Queue::Small.index()] > 0 {
+            Queue::Small
+        } else {
+            Queue::Main
+        }
     }
 }

@@ -39,8 +39,14 @@
 //! | `--eviction` | file | queues | freq_max | source |
 //! |---|---|---|---|---|
 //! | `clock` | `clock.rs` | Main | 1 | MemC3 §4 (CLOCK, one bit per item) |
-//! | `s3fifo` | `s3fifo.rs` | Small (10%) + Main + ghost | 3 | Yang et al., SOSP '23 |
+//! | `s3fifo` | `s3fifo.rs` | Small (10%, settable at run time) + Main + ghost | 3 | Yang et al., SOSP '23 |
 //! | `none` | — | — | — | store mode: a full store answers out of memory |
+//!
+//! A cache switches between `clock` and `s3fifo` at run time
+//! (`Store::set_eviction`): both are built at start and one word names
+//! the one in force, so every policy must accept the state another leaves
+//! (frequencies up to [`FREQ_LIMIT`], segments in either queue: CLOCK's
+//! `victim` names Small while anything is left there).
 //!
 //! [`Model`] runs a policy over an item-granularity log (each item its own
 //! segment): the exact order the algorithm evicts in, for tests that dump
@@ -53,7 +59,7 @@ mod s3fifo;
 
 pub use clock::Clock;
 pub use model::Model;
-pub use s3fifo::{S3Fifo, GHOST_ENTRIES_MIN, SMALL_QUEUE_PERCENT};
+pub use s3fifo::{S3Fifo, GHOST_ENTRIES_MIN, SMALL_QUEUE_PERCENT, SMALL_QUEUE_PERCENT_MAX, SMALL_QUEUE_PERCENT_MIN};
 
 use std::fmt;
 use std::str::FromStr;

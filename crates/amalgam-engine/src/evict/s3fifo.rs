@@ -36,10 +36,18 @@
 
 use super::{Policy, Queue, Verdict, FREQ_LIMIT};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering};
 
-/// Small queue's share of the cache, in percent of bytes (the paper's 10%).
-pub const SMALL_QUEUE_PERCENT: usize = 10;
+/// Small queue's share of the cache by default, in percent of bytes (the
+/// paper's 10%); [`S3Fifo::set_small_percent`] changes it at run time.
+pub const SMALL_QUEUE_PERCENT: u8 = 10;
+/// Smallest small-queue share accepted: at 0 no new item would be on
+/// probation (every one would go through Small without a stay).
+pub const SMALL_QUEUE_PERCENT_MIN: u8 = 1;
+/// Largest small-queue share accepted: past half, the probationary queue
+/// would be the larger one and the main queue the afterthought, which is
+/// no longer the algorithm.
+pub const SMALL_QUEUE_PERCENT_MAX: u8 = 50;
 /// Fewest ghost entries, whatever the item-count hint.
 pub const GHOST_ENTRIES_MIN: usize = 1024;
 /// Most ghost entries (2 bytes each: 128 MiB).
@@ -112,6 +120,10 @@ pub struct S3Fifo {
     /// ghost, whose random slot is a cache and TLB miss per write (it is
     /// sized from the budget: up to 128 MiB, mostly never written).
     used: AtomicBool,
+    /// Small's share of the bytes, in percent ([`SMALL_QUEUE_PERCENT`]
+    /// unless set): read by `victim` once per reclaimed segment, relaxed
+    /// (a reclamation that reads the old share makes one more choice by it).
+    small_percent: AtomicU8,
 }
 
 impl S3Fifo {
@@ -123,7 +135,47 @@ impl S3Fifo {
     /// ```
     pub fn new(items_hint: usize) -> S3Fifo {
         let n = items_hint.clamp(GHOST_ENTRIES_MIN, GHOST_ENTRIES_MAX).next_power_of_two();
-        S3Fifo { ghost: GhostTable::new(n), mask: n - 1, used: AtomicBool::new(false) }
+        S3Fifo {
+            ghost: GhostTable::new(n),
+            mask: n - 1,
+            used: AtomicBool::new(false),
+            small_percent: AtomicU8::new(SMALL_QUEUE_PERCENT),
+        }
+    }
+
+    /// Small's share of the cache, in percent of bytes.
+    ///
+    /// ```
+    /// let p = amalgam_engine::evict::S3Fifo::new(0);
+    /// assert_eq!(p.small_percent(), amalgam_engine::evict::SMALL_QUEUE_PERCENT);
+    /// ```
+    pub fn small_percent(&self) -> u8 {
+        self.small_percent.load(Ordering::Relaxed)
+    }
+
+    /// Sets Small's share (from [`SMALL_QUEUE_PERCENT_MIN`] to
+    /// [`SMALL_QUEUE_PERCENT_MAX`]), or Err saying the range. Takes effect
+    /// at the next reclamation: a larger share keeps new items on
+    /// probation longer; a smaller one sends reclamation to Small's head
+    /// until it is down to the new share (nothing is moved at once).
+    ///
+    /// ```
+    /// use amalgam_engine::evict::{Policy, Queue, S3Fifo};
+    /// let p = S3Fifo::new(0);
+    /// assert_eq!(p.victim([15, 85]), Queue::Small);
+    /// p.set_small_percent(20).unwrap();
+    /// assert_eq!(p.victim([15, 85]), Queue::Main);
+    /// assert!(p.set_small_percent(0).unwrap_err().contains("from 1 to 50"));
+    /// ```
+    pub fn set_small_percent(&self, percent: u8) -> Result<(), String> {
+        if !(SMALL_QUEUE_PERCENT_MIN..=SMALL_QUEUE_PERCENT_MAX).contains(&percent) {
+            return Err(format!(
+                "S3-FIFO's small queue share must be from {SMALL_QUEUE_PERCENT_MIN} to {SMALL_QUEUE_PERCENT_MAX} \
+                 percent; got {percent}"
+            ));
+        }
+        self.small_percent.store(percent, Ordering::Relaxed);
+        Ok(())
     }
 
     fn slot(&self, key_hash: u64) -> (&AtomicU16, u16) {
@@ -189,7 +241,8 @@ impl Policy for S3Fifo {
     fn victim(&self, bytes: [usize; 2]) -> Queue {
         let small = bytes[Queue::Small.index()];
         let total = small + bytes[Queue::Main.index()];
-        if small > 0 && (small * 100 >= total * SMALL_QUEUE_PERCENT || bytes[Queue::Main.index()] == 0) {
+        let percent = usize::from(self.small_percent());
+        if small > 0 && (small * 100 >= total * percent || bytes[Queue::Main.index()] == 0) {
             Queue::Small
         } else {
             Queue::Main

@@ -81,7 +81,7 @@ fn object(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             out,
         );
     }
-    let shares = maxmemory_policy(ctx.shared.args.eviction) == maxmemory_policy(Eviction::None);
+    let shares = maxmemory_policy(ctx.shared.store.eviction()) == maxmemory_policy(Eviction::None);
     // OBJECT does not count as a use of the key (Redis's LOOKUP_NOTOUCH).
     let found = ctx.shared.store.get(&args[2], |it| {
         let v = it.value();

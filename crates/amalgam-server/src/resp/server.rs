@@ -530,8 +530,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_memory_human", &human(used));
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
-                field("maxmemory_policy", &maxmemory_policy(shared.args.eviction));
-                field("amalgam_eviction", &shared.args.eviction);
+                field("maxmemory_policy", &maxmemory_policy(shared.store.eviction()));
+                field("amalgam_eviction", &shared.store.eviction());
             }
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
