@@ -38,6 +38,14 @@ pub trait StallWatcher: Send + Sync {
     fn watching(&self) -> bool;
     /// A step of `kind` took `took`.
     fn stalled(&self, kind: Stall, took: Duration);
+    /// How long to hold the thread at the end of a step of `kind` being
+    /// timed, before the step is measured: zero (the default) but where a
+    /// test injects a stall of known length into one named step (the
+    /// server's amalgam-only `DEBUG STALL`), so that a real stall happens
+    /// where it would, on the thread that does the step.
+    fn hold(&self, _kind: Stall) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// The clock reading of a step being timed (None: nobody watching).
@@ -54,6 +62,10 @@ impl Timing {
     #[inline]
     pub(crate) fn end(self, watcher: Option<&dyn StallWatcher>, kind: Stall) {
         if let (Some(at), Some(w)) = (self.0, watcher) {
+            let hold = w.hold(kind);
+            if !hold.is_zero() {
+                std::thread::sleep(hold);
+            }
             w.stalled(kind, at.elapsed());
         }
     }

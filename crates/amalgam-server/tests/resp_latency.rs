@@ -3,7 +3,9 @@
 //! HISTOGRAM and HELP, and its errors. Runs against amalgam and, in CI,
 //! against redis-server 7.0 (`AMALGAM_TEST_RESP_ADDR`): every expectation
 //! here is Redis's. The monitor is server-wide, so the tests take turns
-//! ([`TURN`]) and put the threshold back to 0 when done.
+//! ([`TURN`]) and put the threshold back to 0 when done. The engine's own
+//! events are amalgam's (`amalgam_*` tests, on an amalgam of their own:
+//! skipped against redis-server).
 mod common;
 use common::resp::*;
 use common::*;
@@ -137,4 +139,63 @@ fn histogram_is_cumulative_per_command() {
         }
         assert_eq!(prev.1, calls, "the last bucket counts every call");
     }
+}
+
+/// How long the engine's event may take to show (a bound on waiting, not
+/// a speed asserted: the expiry sweep steps every 250 ms).
+const EVENT_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// An engine stall through the real server: DEBUG STALL (amalgam's own)
+/// holds each step of the maintenance thread's expiry sweep 30 ms, so
+/// with the monitor at 10 ms LATENCY LATEST and HISTORY report
+/// `expire-cycle` samples of at least 30 ms (the hold is a sleep inside
+/// the timed step, so no sample can be shorter, however loaded the
+/// machine). The sweep runs once some key has had a TTL. DEBUG STALL
+/// refuses unknown events and bad lengths; with the hold back at 0 and
+/// the monitor off, nothing more is recorded.
+#[test]
+fn amalgam_engine_stall_reaches_latency() {
+    let Some(server) = resp_private(&["--enable-debug-command", "local"]) else { return };
+    let mut c = Resp::new(&server);
+    assert_eq!(
+        c.call(&["DEBUG", "STALL", "no-such-event", "5"]),
+        error(
+            "ERR unknown event 'no-such-event': one of expansion-step, expire-cycle, eviction-cycle, \
+             segment-merge, aof-write, aof-fsync-always, aof-fsync-background, snapshot-slice"
+        )
+    );
+    let bad_ms = error("ERR milliseconds must be an integer from 0 to 10000");
+    assert_eq!(c.call(&["DEBUG", "STALL", "expire-cycle", "10001"]), bad_ms);
+    assert_eq!(c.call(&["DEBUG", "STALL", "expire-cycle", "-1"]), bad_ms);
+    assert!(call(&mut c, &["DEBUG", "HELP"]).array().contains(&V::Simple("STALL <event> <milliseconds>".into())));
+
+    assert_eq!(c.call(&["CONFIG", "SET", "latency-monitor-threshold", "10"]), OK);
+    assert_eq!(c.call(&["DEBUG", "STALL", "expire-cycle", "30"]), OK);
+    assert_eq!(c.call(&["SET", "latency:ttl", "v", "EX", "1000"]), OK);
+    let start = std::time::Instant::now();
+    let row = loop {
+        let latest = call(&mut c, &["LATENCY", "LATEST"]);
+        if let Some(row) = latest.array().iter().find(|r| r.array()[0].bulk() == "expire-cycle") {
+            break row.clone();
+        }
+        assert!(start.elapsed() < EVENT_WAIT, "no expire-cycle event in {latest:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let [_, time, last, max] = row.array() else { panic!("four fields: {row:?}") };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!((now - 60..=now + 1).contains(&time.int()), "{row:?}");
+    assert!(last.int() >= 30 && max.int() >= last.int(), "held 30 ms: {row:?}");
+    let history = call(&mut c, &["LATENCY", "HISTORY", "expire-cycle"]);
+    assert!(!history.array().is_empty());
+    for s in history.array() {
+        assert!(s.array()[1].int() >= 30, "every sample held 30 ms: {history:?}");
+    }
+    assert!(call(&mut c, &["LATENCY", "DOCTOR"]).bulk().contains("expire-cycle"));
+
+    assert_eq!(c.call(&["DEBUG", "STALL", "expire-cycle", "0"]), OK);
+    assert_eq!(c.call(&["CONFIG", "SET", "latency-monitor-threshold", "0"]), OK);
+    // expire-cycle, and any command that took 10 ms on a busy machine.
+    assert!(call(&mut c, &["LATENCY", "RESET"]).int() >= 1);
+    std::thread::sleep(std::time::Duration::from_millis(600)); // two sweep steps
+    assert_eq!(call(&mut c, &["LATENCY", "LATEST"]), V::Array(vec![]), "the monitor off records nothing");
 }

@@ -32,6 +32,12 @@
 //!   | `expansion-step` | 64 buckets of a table doubling, each under its lock | writers to those buckets |
 //!   | `segment-merge` | merging one run of sparse segments (cache mode) | writers to the items it moves |
 //!
+//!   `DEBUG STALL <event> <ms>` (Amalgam's own, `debug.rs`) holds each
+//!   step of one of these events that long, on the thread doing it, while
+//!   the monitor is on: how the tests make an engine stall of known length
+//!   happen through the real server (the steps' natural length is
+//!   microseconds, too short to test against a 1 ms threshold).
+//!
 //!   Redis's `eviction-del`, `fork`, `rdb-unlink-temp-file`,
 //!   `aof-rewrite-*`, `aof-fstat` and `while-blocked-cron` have nothing to
 //!   time here: no per-key eviction delete (segments are reclaimed whole),
@@ -65,6 +71,20 @@ struct Series {
     max: u64,
 }
 
+/// The engine's and persistence's steps, by their LATENCY names: the
+/// events `DEBUG STALL` can hold (`debug.rs`), in [`Monitor::holds_ms`]'s
+/// order.
+pub const STALL_EVENTS: [&str; 8] = [
+    "expansion-step",
+    "expire-cycle",
+    "eviction-cycle",
+    "segment-merge",
+    "aof-write",
+    "aof-fsync-always",
+    "aof-fsync-background",
+    "snapshot-slice",
+];
+
 /// The server's latency monitor (module notes).
 #[derive(Debug, Default)]
 pub struct Monitor {
@@ -73,6 +93,11 @@ pub struct Monitor {
     /// Events by name (sorted: LATENCY LATEST's order; Redis's is its
     /// dictionary's).
     events: Mutex<BTreeMap<&'static str, Series>>,
+    /// Per [`STALL_EVENTS`] entry, milliseconds each step of it is held
+    /// before it is measured (amalgam-only `DEBUG STALL`, for tests; 0 by
+    /// default). Read only for a step being timed, so only while the
+    /// monitor is on: with it off nothing is held.
+    holds_ms: [AtomicU64; STALL_EVENTS.len()],
 }
 
 impl Monitor {
@@ -91,6 +116,23 @@ impl Monitor {
     pub fn wants(&self, nanos: u64) -> bool {
         let t = self.threshold_ms.load(Ordering::Relaxed);
         t != 0 && nanos / 1_000_000 >= t
+    }
+
+    /// Holds every step of `event` (one of [`STALL_EVENTS`]) for `ms`
+    /// milliseconds while the monitor is on (0: no more); false for
+    /// another name.
+    pub fn set_hold(&self, event: &[u8], ms: u64) -> bool {
+        let Some(i) = STALL_EVENTS.iter().position(|e| e.as_bytes().eq_ignore_ascii_case(event)) else {
+            return false;
+        };
+        self.holds_ms[i].store(ms, Ordering::Relaxed);
+        true
+    }
+
+    /// How long steps of `event` are held (zero unless DEBUG STALL set it).
+    fn hold(&self, event: &str) -> std::time::Duration {
+        let ms = STALL_EVENTS.iter().position(|e| *e == event).map_or(0, |i| self.holds_ms[i].load(Ordering::Relaxed));
+        std::time::Duration::from_millis(ms)
     }
 
     /// Redis's `latencyAddSample`: at most one sample per second.
@@ -167,6 +209,9 @@ impl amalgam_engine::StallWatcher for StallEvents {
     fn stalled(&self, kind: amalgam_engine::Stall, took: std::time::Duration) {
         self.0.observe(engine_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
     }
+    fn hold(&self, kind: amalgam_engine::Stall) -> std::time::Duration {
+        self.0.hold(engine_event(kind))
+    }
 }
 
 impl amalgam_persist::stall::StallWatcher for StallEvents {
@@ -176,6 +221,9 @@ impl amalgam_persist::stall::StallWatcher for StallEvents {
     }
     fn stalled(&self, kind: amalgam_persist::stall::Stall, took: std::time::Duration) {
         self.0.observe(persist_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
+    }
+    fn hold(&self, kind: amalgam_persist::stall::Stall) -> std::time::Duration {
+        self.0.hold(persist_event(kind))
     }
 }
 
@@ -486,6 +534,26 @@ mod tests {
         assert_eq!(lines[5], "_".repeat(80));
         assert_eq!(&lines[7][..1], "1", "a day ago");
         assert!(lines.contains(&"_"), "the 81st sample, in a band of its own");
+    }
+
+    /// DEBUG STALL's holds: by event name, for the engine's and
+    /// persistence's steps alike; other names are refused.
+    #[test]
+    fn holds_by_event_name() {
+        use amalgam_engine::StallWatcher as Engine;
+        use amalgam_persist::stall::StallWatcher as Persist;
+        let m = std::sync::Arc::new(Monitor::default());
+        let events = StallEvents(std::sync::Arc::clone(&m));
+        assert_eq!(Engine::hold(&events, amalgam_engine::Stall::ExpireCycle), std::time::Duration::ZERO);
+        assert!(m.set_hold(b"EXPIRE-cycle", 30));
+        assert!(m.set_hold(b"snapshot-slice", 7));
+        assert!(!m.set_hold(b"command", 5), "not a step of the engine's or persistence's");
+        assert_eq!(Engine::hold(&events, amalgam_engine::Stall::ExpireCycle), std::time::Duration::from_millis(30));
+        assert_eq!(Engine::hold(&events, amalgam_engine::Stall::EvictionCycle), std::time::Duration::ZERO);
+        let slice = Persist::hold(&events, amalgam_persist::stall::Stall::SnapshotSlice);
+        assert_eq!(slice, std::time::Duration::from_millis(7));
+        assert!(m.set_hold(b"expire-cycle", 0));
+        assert_eq!(Engine::hold(&events, amalgam_engine::Stall::ExpireCycle), std::time::Duration::ZERO);
     }
 
     #[test]
