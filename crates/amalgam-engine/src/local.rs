@@ -19,7 +19,8 @@
 //!   (`barrier.rs`). Every index access happens while pinned; the guard's
 //!   lifetime bounds every item reference.
 //! * `retire(item)`: after unlinking, the writer puts the item in its bag.
-//!   A full bag (or every so many pins with garbage waiting) is collected.
+//!   A full bag (by items, or with membarrier also by bytes) is collected,
+//!   and so is a bag every so many pins while garbage waits.
 //! * collect: read the global epoch G, issue the *heavy* fence, stamp the
 //!   bag with the global epoch S read after it (S ≥ G: the bag is sealed),
 //!   then try to advance.
@@ -77,6 +78,12 @@ pub(crate) const BAG_ITEMS_MAX: usize = 64;
 /// once per bag: 512 items make it a few ns per overwrite, against the
 /// 5–10 ns every pin saves; a bag of 8 B / 8 B items is 12 KiB.
 pub(crate) const BAG_ITEMS_MAX_ASYMMETRIC: usize = 512;
+/// With membarrier a bag is also sealed once it holds this many bytes, so
+/// large items do not wait in bags eight times as large as with plain
+/// fences (512 items of 512 KiB would be 256 MiB per thread); a bag of
+/// 256 KiB costs one heavy fence per 256 KiB retired, nothing next to
+/// copying it. (Plain fences keep their 64 items, whatever their size.)
+const BAG_BYTES_MAX_ASYMMETRIC: usize = 256 << 10;
 /// A pin collects every this many pins while the thread has garbage, so
 /// a thread that retires rarely still frees it (plain fences).
 const PINS_PER_COLLECT: u64 = 128;
@@ -107,6 +114,21 @@ pub(crate) enum Garbage {
     Loom(Box<dyn FnOnce() + Send>),
 }
 
+impl Garbage {
+    /// Bytes it holds, for the bag's byte bound; a table, segment or
+    /// snapshot counts as a full bag with membarrier (large and rare: its
+    /// bag is sealed at once).
+    fn bytes(&self) -> usize {
+        match self {
+            Garbage::Item(b) | Garbage::Outsized(b) => b.bytes,
+            Garbage::Table(_) | Garbage::Segment(_) | Garbage::Snapshot(_) => BAG_BYTES_MAX_ASYMMETRIC,
+            Garbage::Object(o) => o.charged(),
+            #[cfg(loom)]
+            Garbage::Loom(_) => 0,
+        }
+    }
+}
+
 pub(crate) struct Bag {
     epoch: u64,
     items: Vec<Garbage>,
@@ -117,6 +139,8 @@ pub(crate) struct Owned {
     pub pin_depth: u32,
     pub pins: u64,
     pub bag: Vec<Garbage>,
+    /// Bytes in `bag` (saturating; see `Garbage::bytes`).
+    pub bag_bytes: usize,
     pub sealed: VecDeque<Bag>,
     pub pool: LocalPool,
     /// Cache mode: this thread's open segment per queue (segment.rs).
@@ -170,6 +194,7 @@ impl Local {
                 pin_depth: 0,
                 pins: 0,
                 bag: Vec::with_capacity(bag_items_max),
+                bag_bytes: 0,
                 sealed: VecDeque::new(),
                 pool: LocalPool::new(&shared.classes),
                 open: [None, None],
@@ -227,6 +252,9 @@ pub(crate) struct Epochs {
     locals: ThreadLocal<Local>,
     /// [`BAG_ITEMS_MAX`], or [`BAG_ITEMS_MAX_ASYMMETRIC`] with membarrier.
     bag_items_max: usize,
+    /// [`BAG_BYTES_MAX_ASYMMETRIC`] with membarrier, else no bound
+    /// (`usize::MAX`, which the saturating sum of real sizes never reaches).
+    bag_bytes_max: usize,
     /// [`PINS_PER_COLLECT`] (or `_ASYMMETRIC`) − 1: an unpin collects when
     /// its pin count has none of these bits set.
     collect_pins_mask: u64,
@@ -257,6 +285,7 @@ impl Epochs {
             global: CachePadded::new(AtomicU64::new(0)),
             locals: ThreadLocal::new(),
             bag_items_max: if asymmetric { BAG_ITEMS_MAX_ASYMMETRIC } else { BAG_ITEMS_MAX },
+            bag_bytes_max: if asymmetric { BAG_BYTES_MAX_ASYMMETRIC } else { usize::MAX },
             collect_pins_mask: if asymmetric { PINS_PER_COLLECT_ASYMMETRIC } else { PINS_PER_COLLECT } - 1,
             id: EPOCHS_IDS.fetch_add(1, Ordering::Relaxed),
         }
@@ -361,8 +390,9 @@ impl Epochs {
     pub(crate) fn retire(&self, local: &Local, shared: &SharedPool, g: Garbage) {
         // SAFETY: `local` is the calling thread's own Local.
         let owned = unsafe { local.owned() };
+        owned.bag_bytes = owned.bag_bytes.saturating_add(g.bytes());
         owned.bag.push(g);
-        if owned.bag.len() >= self.bag_items_max {
+        if owned.bag.len() >= self.bag_items_max || owned.bag_bytes >= self.bag_bytes_max {
             self.collect(local, owned, shared);
         }
     }
@@ -381,6 +411,7 @@ impl Epochs {
         if !owned.bag.is_empty() {
             let epoch = self.global.load(Ordering::Relaxed);
             let items = std::mem::replace(&mut owned.bag, Vec::with_capacity(self.bag_items_max));
+            owned.bag_bytes = 0;
             owned.sealed.push_back(Bag { epoch, items });
         }
         for l in self.locals.iter() {
