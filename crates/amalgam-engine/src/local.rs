@@ -350,21 +350,8 @@ impl Epochs {
         if barrier::asymmetric() {
             local.mark.store(mark, Ordering::Relaxed);
             barrier::light();
-            return;
-        }
-        // Plain fences. On x86-64 a SeqCst swap (one `xchg`, a full
-        // barrier) is cheaper than store + `mfence`; crossbeam-epoch makes
-        // the same choice. Not under loom: loom checks the language's
-        // memory model, where a SeqCst RMW is no fence for the loads after
-        // it (that `xchg` is one is a hardware fact; crossbeam-epoch also
-        // takes the fence path under Miri), and loom models SeqCst
-        // accesses as AcqRel, so it would flag the swap.
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        local.mark.swap(mark, Ordering::SeqCst);
-        #[cfg(any(not(target_arch = "x86_64"), loom))]
-        {
-            local.mark.store(mark, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
+        } else {
+            publish_mark_fenced(&local.mark, mark);
         }
     }
 
@@ -466,6 +453,11 @@ impl Epochs {
         // SAFETY: `local` is the calling thread's own Local.
         let owned = unsafe { local.owned() };
         assert_eq!(owned.pin_depth, 0, "reclaim while pinned could never free");
+        if owned.bag.is_empty() && owned.sealed.is_empty() {
+            // Nothing to free: no heavy fence (the maintenance thread asks
+            // at every wake).
+            return true;
+        }
         for _ in 0..rounds {
             // The first round seals the bag.
             self.collect(local, owned, shared);
@@ -474,6 +466,27 @@ impl Epochs {
             }
         }
         owned.sealed.is_empty() && owned.bag.is_empty()
+    }
+}
+
+/// The pin's mark store with plain fences (no membarrier, and under loom).
+/// Out of line so the common path is the fall-through: the call costs the
+/// fallback a few cycles next to its full barrier.
+#[cold]
+#[inline(never)]
+fn publish_mark_fenced(word: &AtomicU64, mark: u64) {
+    // On x86-64 a SeqCst swap (one `xchg`, a full barrier) is cheaper than
+    // store + `mfence`; crossbeam-epoch makes the same choice. Not under
+    // loom: loom checks the language's memory model, where a SeqCst RMW is
+    // no fence for the loads after it (that `xchg` is one is a hardware
+    // fact; crossbeam-epoch also takes the fence path under Miri), and loom
+    // models SeqCst accesses as AcqRel, so it would flag the swap.
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    word.swap(mark, Ordering::SeqCst);
+    #[cfg(any(not(target_arch = "x86_64"), loom))]
+    {
+        word.store(mark, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 }
 
