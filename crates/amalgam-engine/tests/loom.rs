@@ -224,12 +224,13 @@ fn value_key(p: *const u8) -> Vec<u8> {
 // "Causality violation" in well under a second):
 // * caught: freeing one epoch behind (`bag.epoch + 1 <= g`); a Relaxed
 //   mark store in `unpin`; no Acquire fence in `seal_and_advance`; no
-//   SeqCst fence after the mark store in `pin`; no heavy fence in
+//   SeqCst fence after the mark store (`publish_mark_fenced`, the pin's
+//   path under loom); no heavy fence in
 //   `seal_and_advance` (the one fence that orders both the stamp and the
 //   advance).
 // * the x86-64 `swap` form of the pin is not checked: loom models SeqCst
 //   RMWs as AcqRel, so it would report it (it does, if enabled); under
-//   loom `pin` takes the portable store + fence path (local.rs).
+//   loom `publish_mark_fenced` takes the portable store + fence path.
 
 /// Room for the model's item (`"a"` -> `"v"`).
 const ITEM_BYTES: usize = 32;
