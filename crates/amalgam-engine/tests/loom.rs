@@ -205,21 +205,32 @@ fn value_key(p: *const u8) -> Vec<u8> {
 // 3. Reclamation: the epoch grace period protects optimistic readers.
 //
 // The model runs the real `Table::probe`/`lock_routed`/`replace` and the
-// real `Epochs` (pin, unpin, retire, seal, try_advance, collect) with
+// real `Epochs` (pin, unpin, retire, seal_and_advance, collect) with
 // loom's atomics; only the Local registry is a loom stand-in (local.rs,
-// `loom_locals`). What it does and does not pin down, checked by breaking
-// local.rs by hand (each break below makes the positive model fail with a
+// `loom_locals`).
+//
+// The fences: outside loom, on Linux, the pin's fence is a compiler fence
+// and the reclaimer's a membarrier(2) system call (`barrier.rs`). loom
+// cannot model membarrier, so under `cfg(loom)` both are SeqCst fences
+// (`barrier::asymmetric()` is false, `barrier::heavy()` is a loom fence).
+// The model of the ordering is unchanged: a heavy fence that orders with
+// every light fence is exactly what a pair of SeqCst fences gives (either
+// order of the two in the SeqCst total order is one of membarrier's two
+// cases; `barrier.rs`, "WHY THE LIGHT SIDE IS ENOUGH", runs the argument
+// with membarrier's points).
+//
+// What the model does and does not pin down, checked by breaking local.rs
+// by hand (each break below makes the positive model fail with a
 // "Causality violation" in well under a second):
 // * caught: freeing one epoch behind (`bag.epoch + 1 <= g`); a Relaxed
-//   mark store in `unpin`; no Acquire fence in `try_advance`; no SeqCst
-//   fence after the mark store in `pin`.
-// * not caught: dropping the SeqCst fence in `seal`, or the one in
-//   `try_advance` (but not both): here one thread retires and advances,
-//   so each fence stands in for the other. A model with a separate
-//   advancing thread would be needed to check each alone.
+//   mark store in `unpin`; no Acquire fence in `seal_and_advance`; no
+//   SeqCst fence after the mark store (`publish_mark_fenced`, the pin's
+//   path under loom); no heavy fence in
+//   `seal_and_advance` (the one fence that orders both the stamp and the
+//   advance).
 // * the x86-64 `swap` form of the pin is not checked: loom models SeqCst
 //   RMWs as AcqRel, so it would report it (it does, if enabled); under
-//   loom `pin` takes the portable store + fence path (local.rs).
+//   loom `publish_mark_fenced` takes the portable store + fence path.
 
 /// Room for the model's item (`"a"` -> `"v"`).
 const ITEM_BYTES: usize = 32;
