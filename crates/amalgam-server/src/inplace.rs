@@ -31,8 +31,8 @@
 //! * **Receiving.** Each read of the connection (`Conn::fill`) then goes
 //!   into the item's next [`READ_BYTES_PER_ROUND_MAX`] bytes instead of
 //!   the buffer: a turn of the connection receives at most
-//!   `ROUNDS_PER_TURN_MAX` such reads and the worker serves its other
-//!   connections between turns, as for any large request. Nothing is
+//!   [`IN_PLACE_BYTES_PER_TURN_MAX`] and the worker serves its other
+//!   connections between turns. Nothing is
 //!   published meanwhile: other clients see the key as it was.
 //! * **Storing.** With the last byte in, the bytes that follow the value
 //!   (its CRLF, RESP's options) arrive in the read buffer after the
@@ -67,6 +67,14 @@ use amalgam_protocol::LINE_BYTES_MAX;
 /// Values at least this long are received in place: past it the copy
 /// into the item held the worker for a millisecond or more.
 pub const IN_PLACE_VALUE_BYTES_MIN: usize = READ_BYTES_PER_ROUND_MAX;
+
+/// Bytes a value received in place takes per turn of its connection, at
+/// most (four reads): the worker then serves its other connections. At
+/// the 16 MiB a turn of reads into the read buffer may take
+/// (`ROUNDS_PER_TURN_MAX` reads of [`READ_BYTES_PER_ROUND_MAX`]) another
+/// connection's PING waited 25-28 ms (median) for the turn to end during
+/// a 512 MB SET on a loaded machine (docs/benchmarks.md § Large values).
+pub const IN_PLACE_BYTES_PER_TURN_MAX: usize = 4 * READ_BYTES_PER_ROUND_MAX;
 
 /// Words of a memcached storage line (`cas key flags exptime bytes unique
 /// noreply`).

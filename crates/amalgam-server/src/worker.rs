@@ -748,6 +748,8 @@ impl Conn {
     /// One bounded turn: flush, parse and execute, read; repeat.
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
+        // Bytes of a value received in place this turn.
+        let mut in_place = 0;
         for _ in 0..ROUNDS_PER_TURN_MAX {
             if self.tls.is_some() {
                 // Records rustls still holds (handshake messages, the end
@@ -823,9 +825,20 @@ impl Conn {
             if self.drained && !self.hup {
                 return Turn::Idle;
             }
+            let receiving = self.inplace.is_some();
             match self.fill(shared, limits, rbuf_max) {
                 Ok(0) => self.eof = true,
-                Ok(n) => bump(&stats.bytes_read, n as u64),
+                Ok(n) => {
+                    bump(&stats.bytes_read, n as u64);
+                    // A value received in place yields the worker after
+                    // IN_PLACE_BYTES_PER_TURN_MAX (`inplace.rs`).
+                    if receiving {
+                        in_place += n;
+                        if in_place >= crate::inplace::IN_PLACE_BYTES_PER_TURN_MAX {
+                            return Turn::Again;
+                        }
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Turn::Closed,
