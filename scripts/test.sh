@@ -239,15 +239,15 @@ fi
 # recovery from damaged files and of the log's collection ops (scripts/fuzz.sh,
 # fuzz/; the memcached authfile and ACL rule parsers' targets, fuzz-server/,
 # are too slow to build here: cargo test runs their invariants over mutated
-# seeds, tests/fuzz_smoke.rs), FUZZ_SECONDS per target, 10 by default: a
+# seeds, tests/fuzz_smoke.rs), FUZZ_SECONDS per target, 5 by default: a
 # target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped
 # with a notice only if cargo-fuzz is missing and cannot be installed.
 fuzz_passed=0 fuzz_failed=0
-step "cargo fuzz: each target for ${FUZZ_SECONDS:-10}s (scripts/fuzz.sh)"
+step "cargo fuzz: each target for ${FUZZ_SECONDS:-5}s (scripts/fuzz.sh)"
 mkdir -p fuzz/target
 fuzz_rc=0
-FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash scripts/fuzz.sh 2>&1 | tee fuzz/target/test-step.log || fuzz_rc=$?
+FUZZ_SECONDS=${FUZZ_SECONDS:-5} bash scripts/fuzz.sh 2>&1 | tee fuzz/target/test-step.log || fuzz_rc=$?
 if [ "$fuzz_rc" -eq 2 ]; then
   echo "notice: cargo-fuzz could not be installed: the fuzz step is skipped"
 else

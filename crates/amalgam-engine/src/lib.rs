@@ -81,6 +81,7 @@
 //! | `outsized.rs` | cache mode's items larger than a segment: own blocks, same budget, same policy |
 //! | `prepared.rs` | large values received in place: the item allocated when the length is known, published when whole |
 //! | `local.rs` | per-thread state and epoch reclamation |
+//! | `barrier.rs` | the epoch pin's asymmetric fences: a compiler fence per pin, membarrier(2) on the rare reclaimer |
 //! | `store.rs` | the public API and the expand thread |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
@@ -97,6 +98,7 @@
 //! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
 //! ```
 
+mod barrier;
 mod clock;
 pub mod evict;
 mod item;
