@@ -13,7 +13,13 @@
 # list tests (lpush, lpop, rpop, lrange_100) all use one list, `mylist`:
 # the hot-key case.
 #
-# Usage: [RUNS=3] [REQUESTS=200000] [KEYSPACE=100000] [CONNS=50]
+# MANY_KEYS=1 runs the issue's many-keys case instead: one redis-benchmark
+# run per command of MANY_CMDS, in order on one keyspace (flushed at the
+# start of each run, so HGET, LPOP, SISMEMBER, ZRANGE and ZSCORE read what
+# the writes before them made), each key `__rand_int__` of `-r KEYSPACE`
+# (redis-benchmark draws every placeholder of a command separately).
+#
+# Usage: [RUNS=3] [REQUESTS=200000] [KEYSPACE=100000] [CONNS=50] [MANY_KEYS=1]
 #        [PIPELINES="1 16"] [SERVER_THREADS=2] [MEMORY_MB=1024]
 #        [TESTS=lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset]
 #        [REDIS_PORT=21579] [AMALGAM_PORT=21580] [NO_BUILD=1]
@@ -35,6 +41,18 @@ AMALGAM_MC_PORT=${AMALGAM_MC_PORT:-21413}
 REDIS=${REDIS:-$(command -v redis-server || true)}
 BENCH=${BENCH:-$(command -v redis-benchmark || true)}
 [ -n "$REDIS" ] && [ -n "$BENCH" ] || { echo "needs redis-server and redis-benchmark (apt-get install redis-server redis-tools)" >&2; exit 1; }
+
+# name|command, for MANY_KEYS=1 (the issue's list: HSET HGET LPUSH LPOP
+# SADD SISMEMBER ZADD ZRANGE 0 9 ZSCORE).
+MANY_CMDS=${MANY_CMDS:-"hset|HSET h:__rand_int__ f vvvvvvvvvvvvvvvv
+hget|HGET h:__rand_int__ f
+lpush|LPUSH l:__rand_int__ vvvvvvvvvvvvvvvv
+lpop|LPOP l:__rand_int__
+sadd|SADD s:__rand_int__ m:__rand_int__
+sismember|SISMEMBER s:__rand_int__ m:__rand_int__
+zadd|ZADD z:__rand_int__ __rand_int__ m:__rand_int__
+zrange_10|ZRANGE z:__rand_int__ 0 9
+zscore|ZSCORE z:__rand_int__ m:__rand_int__"}
 
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p amalgam-server
 amalgam=${CARGO_TARGET_DIR:-target}/release/amalgam
@@ -76,10 +94,33 @@ run() {
   fi
 }
 
+# The many-keys case: each command of MANY_CMDS in turn, its one CSV row
+# renamed to the command's name.
+run_many() {
+  local server=$1 port=$2 p=$3 r=$4 name cmd
+  redis-cli -p "$port" FLUSHALL >/dev/null
+  echo '"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"' \
+    >"$work/$server-$p-$r.csv"
+  while IFS='|' read -r name cmd; do
+    [ -n "$name" ] || continue
+    # shellcheck disable=SC2086 # the command's words are separate arguments
+    "$BENCH" -p "$port" -c "$CONNS" -n "$REQUESTS" -r "$KEYSPACE" -P "$p" --csv -q $cmd \
+      >"$work/one.csv" 2>"$work/$server-$p-$r.err" || { cat "$work/$server-$p-$r.err" >&2; return 1; }
+    if grep -qi 'error' "$work/$server-$p-$r.err"; then
+      echo "$server reported errors ($name, P=$p run $r):" >&2
+      head -5 "$work/$server-$p-$r.err" >&2
+      return 1
+    fi
+    tail -n 1 "$work/one.csv" | sed "s/^\"[^\"]*\"/\"$name\"/" >>"$work/$server-$p-$r.csv"
+  done <<<"$MANY_CMDS"
+}
+each=run
+[ -z "${MANY_KEYS:-}" ] || each=run_many
+
 for p in $PIPELINES; do
   for r in $(seq "$RUNS"); do
-    run redis "$REDIS_PORT" "$p" "$r"
-    run amalgam "$AMALGAM_PORT" "$p" "$r"
+    $each redis "$REDIS_PORT" "$p" "$r"
+    $each amalgam "$AMALGAM_PORT" "$p" "$r"
   done
 done
 

@@ -326,6 +326,49 @@ pub(crate) fn write_header_and_key(dst: &mut [u8], key: &[u8], vlen: usize, meta
     at + key.len()
 }
 
+/// Bytes of a *wide* header for a value of `vlen` bytes: every optional
+/// field present and the CAS at its full width, so its length is known
+/// before the CAS unique, flags and expiry are (`prepared.rs`: a large
+/// value is received into its item before the command that stores it has
+/// been read to its end). Readers decode a wide header like any other: a
+/// present field holding 0 means what an absent one does.
+pub(crate) fn wide_header_len(vlen: usize) -> usize {
+    HEADER_FIXED_BYTES + CAS_BYTES_MAX + vlen_width(vlen) + 4 + 2 + 4
+}
+
+/// Writes a wide header ([`wide_header_len`] bytes) into `dst`; the key
+/// and value that follow it are the caller's. `meta.expiry_ms` must be 0
+/// when `meta.expiry` is (as [`Meta`] says).
+///
+/// # Panics
+/// If `dst.len() != wide_header_len(vlen)` or `klen` is not a key length.
+pub(crate) fn write_wide_header(dst: &mut [u8], klen: usize, vlen: usize, meta: &Meta) {
+    assert!(klen != 0 && klen <= KEY_BYTES_MAX);
+    assert_eq!(dst.len(), wide_header_len(vlen));
+    debug_assert!(meta.expiry_ms < MILLIS_PER_SECOND && (meta.expiry != 0 || meta.expiry_ms == 0));
+    let width = vlen_width(vlen);
+    let layout = (width - 1) as u8
+        | ((CAS_BYTES_MAX - 1) as u8) << LAYOUT_CAS_WIDTH_SHIFT
+        | LAYOUT_HAS_FLAGS
+        | LAYOUT_HAS_EXPIRY
+        | LAYOUT_HAS_EXPIRY_MS;
+    dst[0] = klen as u8;
+    dst[META_AT] = meta.marks & META_WRITTEN_MASK;
+    dst[LAYOUT_AT] = layout;
+    let mut at = HEADER_FIXED_BYTES;
+    dst[at..at + CAS_BYTES_MAX].copy_from_slice(&meta.cas.to_le_bytes());
+    at += CAS_BYTES_MAX;
+    dst[at..at + width].copy_from_slice(&(vlen as u32).to_le_bytes()[..width]);
+    at += width;
+    dst[at..at + 4].copy_from_slice(&meta.flags.to_le_bytes());
+    at += 4;
+    dst[at..at + 2].copy_from_slice(&meta.expiry_ms.to_le_bytes());
+    at += 2;
+    dst[at..at + 4].copy_from_slice(&meta.expiry.to_le_bytes());
+    at += 4;
+    debug_assert_eq!(at, key_at(layout));
+}
+
 /// A decoded view of an item's header, computed from its first bytes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
@@ -735,6 +778,38 @@ mod tests {
                 let mut b = a.clone();
                 b[i] ^= 0x80;
                 assert!(!short_eq(&a, &b), "len {n}, byte {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_wide_header_reads_as_its_fields() {
+        let metas = [
+            Meta { cas: 1, flags: 0, expiry: 0, expiry_ms: 0, marks: 0 },
+            Meta { cas: u64::MAX - 3, flags: 7, expiry: 1_900_000_000, expiry_ms: 250, marks: MARK_STALE },
+            Meta { cas: 300, flags: 0, expiry: 1_900_000_000, expiry_ms: 0, marks: 0 },
+        ];
+        for vlen in [0, 300, 70_000, 20 << 20] {
+            for meta in metas {
+                let key = b"key";
+                let h = wide_header_len(vlen);
+                let mut buf = vec![0u8; h + key.len() + vlen];
+                write_wide_header(&mut buf[..h], key.len(), vlen, &meta);
+                buf[h..h + key.len()].copy_from_slice(key);
+                // SAFETY: buf holds a whole item just written.
+                let (l, p) = unsafe { (layout(buf.as_ptr()), buf.as_ptr()) };
+                assert_eq!(l.meta, meta);
+                assert_eq!((l.klen, l.vlen, l.key_at, l.total()), (3, vlen, h, buf.len()));
+                // SAFETY: as above.
+                unsafe {
+                    assert_eq!(expiry_of(p), meta.expiry);
+                    assert_eq!(expiry_ms_of(p), meta.expiry_ms);
+                    assert_eq!(flags_of(p), meta.flags);
+                    assert_eq!(cas_of(p), meta.cas);
+                    assert_eq!(vlen_of(p), vlen);
+                    assert_eq!(value_at_of(p), h + 3);
+                    assert!(key_eq(p, key));
+                }
             }
         }
     }

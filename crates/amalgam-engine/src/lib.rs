@@ -45,7 +45,10 @@
 //!   [`SMALL_ITEM_BYTES_MAX`] one by one beside the pools; the item size
 //!   limit is `Config::item_size_max_bytes` (memcached's `-I`, the whole
 //!   item) unless the caller runs under [`Store::with_value_bytes_max`]
-//!   (the server's RESP commands: Redis limits a string's length).
+//!   (the server's RESP commands: Redis limits a string's length). A
+//!   large value can be received straight into its item
+//!   ([`Store::prepare`], `prepared.rs`) and published whole, so the
+//!   server neither copies it nor holds a worker for it.
 //!
 //! * Persistence hooks (issue 5, `journal.rs`): every change reaches a
 //!   [`Journal`] under its bucket lock; [`Store::snapshot`] writes a
@@ -76,7 +79,9 @@
 //! | `pool.rs`  | chunks, size classes, per-thread pools (store mode) |
 //! | `segment.rs` | cache mode's segment log: segments, queues, bump allocation |
 //! | `outsized.rs` | cache mode's items larger than a segment: own blocks, same budget, same policy |
+//! | `prepared.rs` | large values received in place: the item allocated when the length is known, published when whole |
 //! | `local.rs` | per-thread state and epoch reclamation |
+//! | `barrier.rs` | the epoch pin's asymmetric fences: a compiler fence per pin, membarrier(2) on the rare reclaimer |
 //! | `store.rs` | the public API and the expand thread |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
@@ -93,6 +98,7 @@
 //! assert_eq!(v.as_deref(), Some(&b"hello"[..]));
 //! ```
 
+mod barrier;
 mod clock;
 pub mod evict;
 mod item;
@@ -101,6 +107,7 @@ mod local;
 mod object;
 mod outsized;
 mod pool;
+mod prepared;
 mod reclaim;
 mod scan;
 mod segment;
@@ -114,6 +121,7 @@ pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
 pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
+pub use prepared::Prepared;
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use stall::{Stall, StallWatcher};
 pub use store::{

@@ -15,27 +15,46 @@
 //! crossbeam-epoch, but per store so a dropped store frees everything):
 //!
 //! * `pin`: the thread copies the global epoch E into its mark with the
-//!   ACTIVE bit and issues a SeqCst fence. Every index access happens while
-//!   pinned; the guard's lifetime bounds every item reference.
+//!   ACTIVE bit and issues the *light* fence of an asymmetric pair
+//!   (`barrier.rs`). Every index access happens while pinned; the guard's
+//!   lifetime bounds every item reference.
 //! * `retire(item)`: after unlinking, the writer puts the item in its bag.
-//!   A full bag (or an idle moment) is sealed: SeqCst fence, then it is
-//!   stamped with the global epoch S read after the fence.
+//!   A full bag (by items, or with membarrier also by bytes) is collected,
+//!   and so is a bag every so many pins while garbage waits.
+//! * collect: read the global epoch G, issue the *heavy* fence, stamp the
+//!   bag with the global epoch S read after it (S ≥ G: the bag is sealed),
+//!   then try to advance.
 //! * advance: the global epoch moves from G to G+1 only when every ACTIVE
-//!   mark equals G.
+//!   mark, read after the heavy fence, equals G.
 //! * free: a bag stamped S is freed into the thread's own pool once the
 //!   global epoch is at least S + 2.
 //!
+//! The fences: with Linux's membarrier (`barrier.rs`) the light fence is a
+//! compiler fence, free on every operation, and the heavy one a
+//! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` system call, which
+//! orders with every thread's light fence as a SeqCst fence would;
+//! without it (and under loom) both are SeqCst fences, the pin's an `xchg`
+//! on x86-64. `barrier.rs` says why the light side is enough.
+//!
 //! WHY IT IS CORRECT: a reader that can hold a pointer to an item pinned
 //! before the item was unlinked, so its mark is ≤ S (the fences order its
-//! pin before the seal's epoch read). Reaching S + 2 needs an advance from
+//! pin before the stamp's epoch read). Reaching S + 2 needs an advance from
 //! S + 1, which needs every active mark to equal S + 1, so that reader has
 //! unpinned. Tables retired by the expand thread go through the same bags.
+//! One heavy fence serves both the stamp and the advance: the stamp needs
+//! the bag's unlinks before its epoch read, the advance its read of G
+//! before the mark reads, and G is read before the fence and S after it.
+//! Each costs a system call under membarrier, so bags are bigger there
+//! ([`BAG_ITEMS_MAX_ASYMMETRIC`]) and unpin collects less often
+//! ([`PINS_PER_COLLECT_ASYMMETRIC`]).
 //!
 //! LIMITATIONS: garbage waits in the bag of the thread that retired it
 //! until that thread runs again; a thread that goes idle forever keeps up
-//! to one bag ([`BAG_ITEMS_MAX`]) unreclaimed. `Store::reclaim` drains the
-//! calling thread's bags.
+//! to one bag ([`BAG_ITEMS_MAX`], or [`BAG_ITEMS_MAX_ASYMMETRIC`] with
+//! membarrier) unreclaimed. `Store::reclaim` drains the calling thread's
+//! bags.
 
+use crate::barrier;
 use crate::pool::{Block, LocalPool, SharedPool};
 use crate::segment::OpenSegments;
 // The epoch words and fences come from `sync.rs`: std's in normal builds,
@@ -51,11 +70,26 @@ use std::sync::atomic::AtomicI64;
 #[cfg(not(loom))]
 use thread_local::ThreadLocal;
 
-/// Retired objects per bag before it is sealed (crossbeam-epoch uses 64).
+/// Retired objects per bag before it is sealed (crossbeam-epoch uses 64),
+/// with plain fences.
 pub(crate) const BAG_ITEMS_MAX: usize = 64;
-/// A pin seals a non-empty bag every this many pins, so a thread that
-/// retires rarely still frees its garbage.
+/// The same with membarrier, whose heavy fence (a system call and an
+/// interrupt of every CPU running one of our threads, about 1 µs) comes
+/// once per bag: 512 items make it a few ns per overwrite, against the
+/// 5–10 ns every pin saves; a bag of 8 B / 8 B items is 12 KiB.
+pub(crate) const BAG_ITEMS_MAX_ASYMMETRIC: usize = 512;
+/// With membarrier a bag is also sealed once it holds this many bytes, so
+/// large items do not wait in bags eight times as large as with plain
+/// fences (512 items of 512 KiB would be 256 MiB per thread); a bag of
+/// 256 KiB costs one heavy fence per 256 KiB retired, nothing next to
+/// copying it. (Plain fences keep their 64 items, whatever their size.)
+const BAG_BYTES_MAX_ASYMMETRIC: usize = 256 << 10;
+/// A pin collects every this many pins while the thread has garbage, so
+/// a thread that retires rarely still frees it (plain fences).
 const PINS_PER_COLLECT: u64 = 128;
+/// The same with membarrier (each collection is one heavy fence).
+const PINS_PER_COLLECT_ASYMMETRIC: u64 = 1024;
+const _: () = assert!(PINS_PER_COLLECT.is_power_of_two() && PINS_PER_COLLECT_ASYMMETRIC.is_power_of_two());
 /// Sealed bags examined per collection (bounds one collection's work).
 const BAGS_PER_COLLECT_MAX: usize = 16;
 
@@ -80,6 +114,21 @@ pub(crate) enum Garbage {
     Loom(Box<dyn FnOnce() + Send>),
 }
 
+impl Garbage {
+    /// Bytes it holds, for the bag's byte bound; a table, segment or
+    /// snapshot counts as a full bag with membarrier (large and rare: its
+    /// bag is sealed at once).
+    fn bytes(&self) -> usize {
+        match self {
+            Garbage::Item(b) | Garbage::Outsized(b) => b.bytes,
+            Garbage::Table(_) | Garbage::Segment(_) | Garbage::Snapshot(_) => BAG_BYTES_MAX_ASYMMETRIC,
+            Garbage::Object(o) => o.charged(),
+            #[cfg(loom)]
+            Garbage::Loom(_) => 0,
+        }
+    }
+}
+
 pub(crate) struct Bag {
     epoch: u64,
     items: Vec<Garbage>,
@@ -90,6 +139,8 @@ pub(crate) struct Owned {
     pub pin_depth: u32,
     pub pins: u64,
     pub bag: Vec<Garbage>,
+    /// Bytes in `bag` (saturating; see `Garbage::bytes`).
+    pub bag_bytes: usize,
     pub sealed: VecDeque<Bag>,
     pub pool: LocalPool,
     /// Cache mode: this thread's open segment per queue (segment.rs).
@@ -135,7 +186,7 @@ pub(crate) struct Local {
 unsafe impl Sync for Local {}
 
 impl Local {
-    fn new(shared: &SharedPool) -> Local {
+    fn new(shared: &SharedPool, bag_items_max: usize) -> Local {
         Local {
             mark: CachePadded::new(AtomicU64::new(0)),
             items: AtomicI64::new(0),
@@ -145,7 +196,8 @@ impl Local {
             owned: UnsafeCell::new(Owned {
                 pin_depth: 0,
                 pins: 0,
-                bag: Vec::with_capacity(BAG_ITEMS_MAX),
+                bag: Vec::with_capacity(bag_items_max),
+                bag_bytes: 0,
                 sealed: VecDeque::new(),
                 pool: LocalPool::new(&shared.classes),
                 open: [None, None],
@@ -202,6 +254,14 @@ impl Local {
 pub(crate) struct Epochs {
     global: CachePadded<AtomicU64>,
     locals: ThreadLocal<Local>,
+    /// [`BAG_ITEMS_MAX`], or [`BAG_ITEMS_MAX_ASYMMETRIC`] with membarrier.
+    bag_items_max: usize,
+    /// [`BAG_BYTES_MAX_ASYMMETRIC`] with membarrier, else no bound
+    /// (`usize::MAX`, which the saturating sum of real sizes never reaches).
+    bag_bytes_max: usize,
+    /// [`PINS_PER_COLLECT`] (or `_ASYMMETRIC`) − 1: an unpin collects when
+    /// its pin count has none of these bits set.
+    collect_pins_mask: u64,
     /// Unique for the life of the process (never reused), so a thread's
     /// cached Local pointer can never be mistaken for another store's.
     id: u64,
@@ -222,9 +282,15 @@ std::thread_local! {
 
 impl Epochs {
     pub(crate) fn new() -> Epochs {
+        // Before the first pin of this store: decides the fences for good.
+        barrier::init();
+        let asymmetric = barrier::asymmetric();
         Epochs {
             global: CachePadded::new(AtomicU64::new(0)),
             locals: ThreadLocal::new(),
+            bag_items_max: if asymmetric { BAG_ITEMS_MAX_ASYMMETRIC } else { BAG_ITEMS_MAX },
+            bag_bytes_max: if asymmetric { BAG_BYTES_MAX_ASYMMETRIC } else { usize::MAX },
+            collect_pins_mask: if asymmetric { PINS_PER_COLLECT_ASYMMETRIC } else { PINS_PER_COLLECT } - 1,
             id: EPOCHS_IDS.fetch_add(1, Ordering::Relaxed),
         }
     }
@@ -244,7 +310,7 @@ impl Epochs {
             self.local_slow(shared)
         }
         #[cfg(loom)]
-        self.locals.get_or(self.id, || Local::new(shared))
+        self.locals.get_or(self.id, || Local::new(shared, self.bag_items_max))
     }
 
     /// The first use on this thread, or a switch between stores: out of
@@ -253,7 +319,7 @@ impl Epochs {
     #[cold]
     #[inline(never)]
     fn local_slow(&self, shared: &SharedPool) -> &Local {
-        let l = self.locals.get_or(|| Local::new(shared));
+        let l = self.locals.get_or(|| Local::new(shared, self.bag_items_max));
         LAST_LOCAL.with(|c| c.set((self.id, l as *const Local)));
         l
     }
@@ -279,21 +345,17 @@ impl Epochs {
         }
         owned.pins += 1;
         let e = self.global.load(Ordering::Relaxed);
+        let mark = (e << 1) | ACTIVE;
         // The mark store must be ordered before every index load of this
-        // pinned section (pairs with the fences in `seal` and
-        // `try_advance`). On x86-64 a SeqCst swap (one `xchg`, a full
-        // barrier) is cheaper than store + `mfence`; crossbeam-epoch makes
-        // the same choice. Not under loom: loom checks the language's
-        // memory model, where a SeqCst RMW is no fence for the loads after
-        // it (that `xchg` is one is a hardware fact; crossbeam-epoch also
-        // takes the fence path under Miri), and loom models SeqCst
-        // accesses as AcqRel, so it would flag the swap.
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        local.mark.swap((e << 1) | ACTIVE, Ordering::SeqCst);
-        #[cfg(any(not(target_arch = "x86_64"), loom))]
-        {
-            local.mark.store((e << 1) | ACTIVE, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
+        // pinned section (pairs with the heavy fence in `collect` and
+        // `reclaim`). With membarrier a compiler fence does it (`barrier.rs`:
+        // the heavy side orders the CPU). A relaxed load of a static picks
+        // the branch, decided once per process.
+        if barrier::asymmetric() {
+            local.mark.store(mark, Ordering::Relaxed);
+            barrier::light();
+        } else {
+            publish_mark_fenced(&local.mark, mark);
         }
     }
 
@@ -309,8 +371,7 @@ impl Epochs {
         // Release: every load of the section happens before the mark is
         // seen inactive by an advancing thread.
         local.mark.store(0, Ordering::Release);
-        if owned.pins % PINS_PER_COLLECT == 0 && (!owned.bag.is_empty() || !owned.sealed.is_empty()) {
-            self.seal(owned);
+        if owned.pins & self.collect_pins_mask == 0 && (!owned.bag.is_empty() || !owned.sealed.is_empty()) {
             self.collect(local, owned, shared);
         }
     }
@@ -320,35 +381,38 @@ impl Epochs {
     pub(crate) fn retire(&self, local: &Local, shared: &SharedPool, g: Garbage) {
         // SAFETY: `local` is the calling thread's own Local.
         let owned = unsafe { local.owned() };
+        owned.bag_bytes = owned.bag_bytes.saturating_add(g.bytes());
         owned.bag.push(g);
-        if owned.bag.len() >= BAG_ITEMS_MAX {
-            self.seal(owned);
+        if owned.bag.len() >= self.bag_items_max || owned.bag_bytes >= self.bag_bytes_max {
             self.collect(local, owned, shared);
         }
     }
 
-    fn seal(&self, owned: &mut Owned) {
-        if owned.bag.is_empty() {
-            return;
-        }
-        // Orders the unlinks of the bag's items before the epoch read.
-        fence(Ordering::SeqCst);
-        let epoch = self.global.load(Ordering::Relaxed);
-        let items = std::mem::replace(&mut owned.bag, Vec::with_capacity(BAG_ITEMS_MAX));
-        owned.sealed.push_back(Bag { epoch, items });
-    }
-
-    /// Tries to move the global epoch forward by one. Bounded by the number
-    /// of threads that ever touched the store.
-    pub(crate) fn try_advance(&self) -> u64 {
+    /// Seals the bag (if any) and tries to move the global epoch forward by
+    /// one, under one heavy fence; returns the global epoch. Bounded by the
+    /// number of threads that ever touched the store.
+    fn seal_and_advance(&self, owned: &mut Owned) -> u64 {
+        // Read before the fence, as crossbeam-epoch's `try_advance` does:
+        // then any stamp read after a later heavy fence is ≥ g (module
+        // essay, and `barrier.rs` for the membarrier case).
         let g = self.global.load(Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        // Orders the bag's unlinks before the stamp's epoch read, and the
+        // read of g before the mark reads (module essay).
+        barrier::heavy();
+        if !owned.bag.is_empty() {
+            let epoch = self.global.load(Ordering::Relaxed);
+            let items = std::mem::replace(&mut owned.bag, Vec::with_capacity(self.bag_items_max));
+            owned.bag_bytes = 0;
+            owned.sealed.push_back(Bag { epoch, items });
+        }
         for l in self.locals.iter() {
             let m = l.mark.load(Ordering::Relaxed);
             if m & ACTIVE != 0 && m >> 1 != g {
                 return g;
             }
         }
+        // Pairs with the Release store in `unpin`: the sections the scan
+        // saw end happen before anything freed below.
         fence(Ordering::Acquire);
         match self.global.compare_exchange(g, g + 1, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => g + 1,
@@ -356,10 +420,11 @@ impl Epochs {
         }
     }
 
-    /// Frees the calling thread's bags that no reader can still see.
-    /// Bounded by BAGS_PER_COLLECT_MAX bags.
+    /// Seals the calling thread's bag, advances the epoch if it can, and
+    /// frees the thread's bags that no reader can still see. Bounded by
+    /// BAGS_PER_COLLECT_MAX bags.
     fn collect(&self, local: &Local, owned: &mut Owned, shared: &SharedPool) {
-        let g = self.try_advance();
+        let g = self.seal_and_advance(owned);
         for _ in 0..BAGS_PER_COLLECT_MAX {
             match owned.sealed.front() {
                 Some(bag) if bag.epoch + 2 <= g => {}
@@ -392,14 +457,40 @@ impl Epochs {
         // SAFETY: `local` is the calling thread's own Local.
         let owned = unsafe { local.owned() };
         assert_eq!(owned.pin_depth, 0, "reclaim while pinned could never free");
-        self.seal(owned);
+        if owned.bag.is_empty() && owned.sealed.is_empty() {
+            // Nothing to free: no heavy fence (the maintenance thread asks
+            // at every wake).
+            return true;
+        }
         for _ in 0..rounds {
+            // The first round seals the bag.
             self.collect(local, owned, shared);
             if owned.sealed.is_empty() {
                 return true;
             }
         }
-        owned.sealed.is_empty()
+        owned.sealed.is_empty() && owned.bag.is_empty()
+    }
+}
+
+/// The pin's mark store with plain fences (no membarrier, and under loom).
+/// Out of line so the common path is the fall-through: the call costs the
+/// fallback a few cycles next to its full barrier.
+#[cold]
+#[inline(never)]
+fn publish_mark_fenced(word: &AtomicU64, mark: u64) {
+    // On x86-64 a SeqCst swap (one `xchg`, a full barrier) is cheaper than
+    // store + `mfence`; crossbeam-epoch makes the same choice. Not under
+    // loom: loom checks the language's memory model, where a SeqCst RMW is
+    // no fence for the loads after it (that `xchg` is one is a hardware
+    // fact; crossbeam-epoch also takes the fence path under Miri), and loom
+    // models SeqCst accesses as AcqRel, so it would flag the swap.
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    word.swap(mark, Ordering::SeqCst);
+    #[cfg(any(not(target_arch = "x86_64"), loom))]
+    {
+        word.store(mark, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 }
 

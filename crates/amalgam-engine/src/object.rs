@@ -203,6 +203,15 @@ pub(crate) struct RetiredCell(pub(crate) *mut ObjectCell);
 // unique owner once retired (no item holds it any more).
 unsafe impl Send for RetiredCell {}
 
+impl RetiredCell {
+    /// The bytes charged for the object (for the epoch bag's byte bound).
+    pub(crate) fn charged(&self) -> usize {
+        // SAFETY: the cell is live until this RetiredCell drops it, and
+        // once retired nothing else frees it (the impls above).
+        unsafe { (*self.0).charged() }
+    }
+}
+
 impl Drop for RetiredCell {
     fn drop(&mut self) {
         // SAFETY: the address came from Box::into_raw when the object was

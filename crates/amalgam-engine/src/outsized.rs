@@ -125,7 +125,26 @@ impl Inner {
     /// `make_room`) if it does not fit now. Never evicts (the caller may
     /// hold a bucket lock).
     pub(crate) fn alloc_outsized(&self, local: &Local, key: &[u8], len: usize) -> Result<Block, Error> {
+        let block = self.reserve_outsized(local, len)?;
+        self.queue_outsized(self.hash(key), block.ptr);
+        Ok(block)
+    }
+
+    /// Queues the outsized item at `ptr` (key hash `hash`) for eviction, at
+    /// the tail. [`Inner::alloc_outsized`] queues its block at once (the
+    /// item is published under the bucket lock it is built under); a
+    /// prepared value (`prepared.rs`) is queued only once published, since
+    /// the queue drops an entry it finds unpublished.
+    pub(crate) fn queue_outsized(&self, hash: u64, ptr: *const u8) {
         let cache = self.cache.as_ref().expect("cache mode");
+        let seq = self.shared.segments.as_ref().map_or(0, |s| s.next_seq());
+        let entry = Outsized { hash, seq, ptr: ptr as usize };
+        cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry);
+    }
+
+    /// [`Inner::alloc_outsized`] without queueing the block: TooLarge,
+    /// OutOfMemory (size noted), or a block charged to the budget.
+    pub(crate) fn reserve_outsized(&self, local: &Local, len: usize) -> Result<Block, Error> {
         let bytes = block_bytes(len);
         let cap = self.outsized_cap();
         if bytes > cap {
@@ -143,9 +162,6 @@ impl Inner {
             return Err(Error::OutOfMemory);
         };
         debug_assert_eq!(block.bytes, bytes);
-        let seq = self.shared.segments.as_ref().map_or(0, |s| s.next_seq());
-        let entry = Outsized { hash: self.hash(key), seq, ptr: block.ptr as usize };
-        cache.outsized.lock().unwrap_or_else(|e| e.into_inner()).push_back(entry);
         Ok(block)
     }
 

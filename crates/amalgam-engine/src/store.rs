@@ -339,7 +339,7 @@ impl Expiry {
 
     /// The header's fields: seconds rounded down (0 = never) and the
     /// milliseconds past them (item.rs, "Expiry at millisecond resolution").
-    fn raw(self) -> (u32, u16) {
+    pub(crate) fn raw(self) -> (u32, u16) {
         match self {
             Expiry::Never => (0, 0),
             Expiry::At(t) => (t.max(1), 0),
@@ -822,7 +822,7 @@ pub(crate) struct Inner {
     current: AtomicPtr<Table>,
     /// The key hash, seeded per store (Config::hash_seed or random).
     hasher: foldhash::quality::FixedState,
-    item_size_max: usize,
+    pub(crate) item_size_max: usize,
     /// The mean load above which the table doubles: LOAD_PER_BUCKET_MAX,
     /// or CACHE_LOAD_PER_BUCKET_MAX in cache mode.
     load_max: u64,
@@ -850,7 +850,7 @@ pub(crate) struct Inner {
     sweep_requested: AtomicBool,
     /// Set by the first write of an item with an expiry: until then the
     /// background expiry sweep has nothing to find and does not run.
-    ttl_seen: AtomicBool,
+    pub(crate) ttl_seen: AtomicBool,
     /// Items removed by the sweeps, and full expiry-sweep passes.
     swept_items: AtomicU64,
     expiry_sweeps: AtomicU64,
@@ -992,7 +992,7 @@ impl std::fmt::Debug for Reader<'_> {
 }
 
 /// What a write operation decided to do with the key's item.
-enum Decision<R> {
+pub(crate) enum Decision<R> {
     Keep(R),
     Put(Block, R),
     Remove(R),
@@ -1052,7 +1052,7 @@ impl Inner {
 
     /// True if an item stored with `e` would already be expired (reads the
     /// clock only for items that have an expiry).
-    fn expired_now(&self, e: Expiry) -> bool {
+    pub(crate) fn expired_now(&self, e: Expiry) -> bool {
         match e {
             Expiry::Never => false,
             Expiry::At(t) => t <= self.now(),
@@ -1266,7 +1266,7 @@ impl Inner {
         self.cas_counter.load(Ordering::Acquire)
     }
 
-    fn next_cas(&self, local: &Local) -> u64 {
+    pub(crate) fn next_cas(&self, local: &Local) -> u64 {
         // A write after a delayed flush's time must not be flushed by it.
         self.flush_if_due();
         // SAFETY: local is the calling thread's own Local; no other
@@ -1317,7 +1317,7 @@ impl Inner {
         Ok((block, at))
     }
 
-    fn alloc(&self, local: &Local, len: usize) -> Result<Block, Error> {
+    pub(crate) fn alloc(&self, local: &Local, len: usize) -> Result<Block, Error> {
         if self.shared.reserved_bytes() > self.shared.budget_bytes() && self.store_over_budget(self.object_bytes()) {
             // The budget was lowered below the chunks already reserved
             // (`Store::set_memory_limit`): Redis's noeviction refuses
@@ -1454,7 +1454,7 @@ impl Inner {
     /// may happen under a bucket lock, where nothing can be reclaimed, so
     /// the write reports out of memory and is retried from the top here,
     /// where it holds no lock.
-    fn with_room<T: IndexFull>(&self, local: &Local, mut op: impl FnMut() -> T) -> T {
+    pub(crate) fn with_room<T: IndexFull>(&self, local: &Local, mut op: impl FnMut() -> T) -> T {
         self.make_room(local);
         let mut r = op();
         for _ in 0..ROOM_RETRIES_MAX {
@@ -1538,7 +1538,7 @@ impl Inner {
     }
 
     /// Frees a block that was never published.
-    fn free_unpublished(&self, local: &Local, block: Block) {
+    pub(crate) fn free_unpublished(&self, local: &Local, block: Block) {
         if self.shared.segments.as_ref().is_some_and(|s| !s.contains(block.ptr)) {
             // An outsized item (outsized.rs): its own block, freed now.
             // SAFETY: own Local, no other owned reference live; the block
@@ -1611,7 +1611,11 @@ impl Inner {
     /// expansion), gives `decide` the key's live item if any, and applies
     /// its decision. Expired or flushed items are treated as absent and
     /// reclaimed on the way.
-    fn mutate<R: IndexFull>(&self, key: &[u8], decide: impl FnOnce(&Local, Option<ItemRef<'_>>) -> Decision<R>) -> R {
+    pub(crate) fn mutate<R: IndexFull>(
+        &self,
+        key: &[u8],
+        decide: impl FnOnce(&Local, Option<ItemRef<'_>>) -> Decision<R>,
+    ) -> R {
         let pin = Pinned::new(self);
         let hash = self.hash(key);
         let tag = split_hash(hash).1;
@@ -2250,7 +2254,7 @@ const SMALL_BUDGET_SEGMENT_BYTES_MIN: usize = 16 << 10;
 /// `is_out_of_memory` is what `Inner::with_room` retries on (index_full's
 /// answer included: retrying it is useless but bounded, and it does not
 /// happen in practice).
-trait IndexFull {
+pub(crate) trait IndexFull {
     fn index_full() -> Self;
     fn is_out_of_memory(&self) -> bool;
 }
@@ -2279,7 +2283,7 @@ pub(crate) fn local_add(c: &AtomicI64, delta: i64) {
     c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
-fn check_key(key: &[u8]) -> Result<(), Error> {
+pub(crate) fn check_key(key: &[u8]) -> Result<(), Error> {
     if key.is_empty() || key.len() > KEY_BYTES_MAX {
         Err(Error::BadKey)
     } else {

@@ -54,7 +54,7 @@ pub use compose::{
     push_array, push_bulk, push_error, push_int, push_map, push_null, push_null_array, push_set, push_simple,
     push_verbatim, Proto,
 };
-pub use parse::{string2ll, Limits, Parse, Parser, ProtocolError};
+pub use parse::{string2ll, Limits, Parse, Parser, PendingBulk, ProtocolError};
 
 /// Redis's `PROTO_INLINE_MAX_SIZE`: an inline command, or an array or
 /// bulk-string header, with this many bytes buffered and no line end yet

@@ -243,6 +243,9 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
         push_stat(out, "segments_free", engine.free_segments);
         push_stat(out, "segments_resident_bytes", engine.reserved_bytes);
         push_stat(out, "eviction_policy_bytes", engine.policy_bytes);
+        // Items larger than a segment, and large values being received
+        // (engine `outsized.rs`, `prepared.rs`): charged to -m.
+        push_stat(out, "outsized_bytes", engine.outsized_bytes);
     }
 }
 

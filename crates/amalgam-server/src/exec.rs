@@ -5,7 +5,7 @@
 
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
+use amalgam_engine::{Error, Expiry, Prepared, Store, TAG_BYTES};
 use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
 
@@ -88,6 +88,96 @@ pub fn run_stores(shared: &Shared, stats: &WorkerStats, stores: &mut Vec<Request
     stores.clear();
 }
 
+/// Counts and answers a storage command's result (memcached's replies).
+fn store_reply(
+    shared: &Shared,
+    stats: &WorkerStats,
+    op: StoreOp,
+    key: &[u8],
+    r: Result<u64, Error>,
+    noreply: bool,
+    out: &mut Vec<u8>,
+) {
+    let store = &shared.store;
+    if op == StoreOp::Cas {
+        match r {
+            Ok(_) => bump(&stats.cas_hits, 1),
+            Err(Error::NotFound) => bump(&stats.cas_misses, 1),
+            Err(Error::Exists) => bump(&stats.cas_badval, 1),
+            Err(_) => {}
+        }
+    }
+    let line = match r {
+        Ok(_) => {
+            bump(&stats.total_items, 1);
+            "STORED"
+        }
+        Err(Error::NotStored) => "NOT_STORED",
+        Err(Error::Exists) => "EXISTS",
+        Err(Error::NotFound) => "NOT_FOUND",
+        // A too-large append/prepend result is refused as memcached
+        // refuses it: its allocation fails inside the store step.
+        Err(Error::TooLarge) if matches!(op, StoreOp::Append | StoreOp::Prepend) => "NOT_STORED",
+        Err(e @ (Error::TooLarge | Error::OutOfMemory)) => {
+            // memcached drops the old value of a SET it could not
+            // store, so no stale data outlives a failed update.
+            if op == StoreOp::Set {
+                let _ = store.delete(key);
+            }
+            if e == Error::TooLarge {
+                reply::TOO_LARGE
+            } else {
+                reply::OUT_OF_MEMORY
+            }
+        }
+        Err(Error::BadKey) => reply::BAD_FORMAT,
+        Err(Error::NonNumeric) => reply::NON_NUMERIC,
+    };
+    if !noreply {
+        push_line(out, line);
+    }
+}
+
+/// A storage command (set, add, replace, cas) whose data block was
+/// received straight into its item (`inplace.rs`): decided as
+/// [`run_one`] decides it, under the key's bucket lock, and the block is
+/// published as it is. `req`'s data is empty (the request was rewritten).
+pub fn run_prepared(shared: &Shared, stats: &WorkerStats, req: Request<'_>, value: Prepared, out: &mut Vec<u8>) {
+    let Request::Store { op, key, flags, exptime, cas_unique, noreply, .. } = req else { return };
+    if shared.repl.read_only() {
+        if !noreply {
+            push_line(out, READONLY_REPLY);
+        }
+        return;
+    }
+    bump(&stats.cmd_set, 1);
+    let store = &shared.store;
+    let e = expiry(store, exptime);
+    let wanted = shared.visible_cas(cas_unique);
+    let mut refusal = Error::NotStored;
+    let r = store.put_prepared(value, |old| {
+        let ok = match (op, old) {
+            (StoreOp::Add, Some(_)) | (StoreOp::Replace, None) => false,
+            (StoreOp::Cas, None) => {
+                refusal = Error::NotFound;
+                false
+            }
+            (StoreOp::Cas, Some(it)) if it.cas() != wanted => {
+                refusal = Error::Exists;
+                false
+            }
+            _ => true,
+        };
+        ok.then_some((flags, e))
+    });
+    let r = match r {
+        Ok(Some(cas)) => Ok(cas),
+        Ok(None) => Err(refusal),
+        Err(e) => Err(e),
+    };
+    store_reply(shared, stats, op, key, r, noreply, out);
+}
+
 /// memcached's `realtime()` for a relative-or-absolute exptime.
 fn expiry(store: &Store, exptime: i64) -> Expiry {
     Expiry::from_memcached(exptime, store.now())
@@ -156,41 +246,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
                 // is there, NOT_FOUND if not.
                 StoreOp::Cas => store.cas(key, data, flags, e, shared.visible_cas(cas_unique)),
             };
-            if op == StoreOp::Cas {
-                match r {
-                    Ok(_) => bump(&stats.cas_hits, 1),
-                    Err(Error::NotFound) => bump(&stats.cas_misses, 1),
-                    Err(Error::Exists) => bump(&stats.cas_badval, 1),
-                    Err(_) => {}
-                }
-            }
-            let line = match r {
-                Ok(_) => {
-                    bump(&stats.total_items, 1);
-                    "STORED"
-                }
-                Err(Error::NotStored) => "NOT_STORED",
-                Err(Error::Exists) => "EXISTS",
-                Err(Error::NotFound) => "NOT_FOUND",
-                // A too-large append/prepend result is refused as memcached
-                // refuses it: its allocation fails inside the store step.
-                Err(Error::TooLarge) if matches!(op, StoreOp::Append | StoreOp::Prepend) => "NOT_STORED",
-                Err(e @ (Error::TooLarge | Error::OutOfMemory)) => {
-                    // memcached drops the old value of a SET it could not
-                    // store, so no stale data outlives a failed update.
-                    if op == StoreOp::Set {
-                        let _ = store.delete(key);
-                    }
-                    if e == Error::TooLarge {
-                        reply::TOO_LARGE
-                    } else {
-                        reply::OUT_OF_MEMORY
-                    }
-                }
-                Err(Error::BadKey) => reply::BAD_FORMAT,
-                Err(Error::NonNumeric) => reply::NON_NUMERIC,
-            };
-            reply_line(line, noreply);
+            store_reply(shared, stats, op, key, r, noreply, out);
         }
         Request::Delete { key, noreply } => match store.delete(key) {
             Ok(()) => {

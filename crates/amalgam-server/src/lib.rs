@@ -169,6 +169,7 @@ pub mod clients;
 pub mod conffile;
 pub mod config;
 pub mod exec;
+pub mod inplace;
 pub mod logging;
 pub mod meta;
 pub mod metrics;

@@ -179,6 +179,11 @@ pub struct Session {
     /// only while a replication journal is attached.
     pub(crate) woff: u64,
     pub(crate) fed_mark: u64,
+    /// A large SET value received straight into its item (`inplace.rs`),
+    /// for the request at the front of the read buffer, whose value
+    /// argument reads as empty: taken by that SET, dropped (freed) after
+    /// the command whatever it did.
+    pub(crate) prepared: Option<amalgam_engine::Prepared>,
 }
 
 impl Session {
@@ -206,6 +211,7 @@ impl Session {
             handoff: None,
             woff: 0,
             fed_mark: 0,
+            prepared: None,
         }
     }
 
@@ -218,6 +224,23 @@ impl Session {
     pub fn set_home(&mut self, worker: usize, token: usize) {
         self.home = Some((worker, token));
     }
+}
+
+/// Whether a large SET value of this connection may be received straight
+/// into its item (`inplace.rs`): only where the SET will run at once and
+/// alone, as the request reads (not queued by MULTI, nor refused as a
+/// subscriber's, nor held by a blocking command), by a connection that
+/// needs no per-command check (`acl.rs`: `open`), and with no MONITOR
+/// attached (which would show the value argument as empty) nor writes
+/// refused here (a read-only replica).
+pub(crate) fn may_receive_in_place(shared: &Shared, session: &Session) -> bool {
+    session.auth.open
+        && session.prepared.is_none()
+        && session.blocked.is_none()
+        && !session.multi.queuing()
+        && !pubsub::subscribed(session)
+        && !shared.clients.monitoring()
+        && !shared.repl.guards_writes()
 }
 
 /// What a command handler can reach.
@@ -350,7 +373,11 @@ fn process_round(
                 // replies and feeds monitors). So does a connection that
                 // must authenticate or whose user has rules (`acl.rs`:
                 // `open` is false), so its check in `dispatch` sees them.
+                // The SET of a value received in place runs alone too
+                // (it is the first command here, and the only one that
+                // may take the value: dropped right after it).
                 let batch = ctx.session.auth.open
+                    && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
                     && !ctx.session.multi.queuing()
@@ -383,6 +410,7 @@ fn process_round(
                 run_gets(&mut ctx, &args[..start], &mut gets, out);
                 run_sets(&mut ctx, &args, &mut sets, out);
                 let after = run_command(&mut ctx, spec, &args[start..], out);
+                ctx.session.prepared = None;
                 args.clear();
                 if after == After::Close {
                     *close = true;

@@ -264,6 +264,10 @@ struct Conn {
     /// When its pending output was first found at or above its class's
     /// soft limit (a `ticks` reading; 0: it was not), `obuf.rs`.
     soft_since: u64,
+    /// A large value being received straight into its item
+    /// (`inplace.rs`); memcached's stays here once complete, until its
+    /// request is parsed (a RESP one moves to its session then).
+    inplace: Option<Box<amalgam_engine::Prepared>>,
 }
 
 /// What a turn left the connection in.
@@ -435,6 +439,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         tls,
                         active: crate::ticks::now(),
                         soft_since: 0,
+                        inplace: None,
                     });
                     ready.push(token.0);
                 }
@@ -748,6 +753,8 @@ impl Conn {
     /// One bounded turn: flush, parse and execute, read; repeat.
     fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
         let stats = &shared.workers[id];
+        // Bytes of a value received in place this turn.
+        let mut in_place = 0;
         for _ in 0..ROUNDS_PER_TURN_MAX {
             if self.tls.is_some() {
                 // Records rustls still holds (handshake messages, the end
@@ -823,9 +830,20 @@ impl Conn {
             if self.drained && !self.hup {
                 return Turn::Idle;
             }
-            match self.fill(rbuf_max) {
+            let receiving = self.inplace.is_some();
+            match self.fill(shared, limits, rbuf_max) {
                 Ok(0) => self.eof = true,
-                Ok(n) => bump(&stats.bytes_read, n as u64),
+                Ok(n) => {
+                    bump(&stats.bytes_read, n as u64);
+                    // A value received in place yields the worker after
+                    // IN_PLACE_BYTES_PER_TURN_MAX (`inplace.rs`).
+                    if receiving {
+                        in_place += n;
+                        if in_place >= crate::inplace::IN_PLACE_BYTES_PER_TURN_MAX {
+                            return Turn::Again;
+                        }
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Turn::Closed,
@@ -873,7 +891,13 @@ impl Conn {
     /// doubling (and once more when compacted). The buffer is a fresh
     /// zeroed allocation, so the system maps it without writing it. Once
     /// the request is consumed, what is left moves to a small buffer.
-    fn fill(&mut self, rbuf_max: usize) -> std::io::Result<usize> {
+    ///
+    /// A value long enough is received straight into its item instead
+    /// (`inplace.rs`): each read then goes into the item's next bytes.
+    fn fill(&mut self, shared: &Shared, limits: Limits, rbuf_max: usize) -> std::io::Result<usize> {
+        if self.inplace.as_ref().is_some_and(|v| !v.is_complete()) {
+            return self.fill_in_place();
+        }
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
@@ -891,6 +915,13 @@ impl Conn {
         };
         let room = self.rbuf.len() - self.rstart;
         match wanted {
+            Some(w)
+                if w >= crate::inplace::IN_PLACE_VALUE_BYTES_MIN && w > room && self.start_in_place(shared, limits) =>
+            {
+                // Bounded: the value is this connection's now, so the
+                // branch is not taken again.
+                return self.fill(shared, limits, rbuf_max);
+            }
             Some(w) if w >= EXACT_READ_BUFFER_BYTES_MIN && w > room => {
                 // Exactly the request, plus room for the start of the next
                 // (within the connection's bound; the parser refuses a
@@ -934,6 +965,61 @@ impl Conn {
         Ok(n)
     }
 
+    /// One read into the next bytes of the value being received in place
+    /// (at most [`READ_BYTES_PER_ROUND_MAX`]); with the last one in, a
+    /// RESP value moves to its session for the SET to take.
+    fn fill_in_place(&mut self) -> std::io::Result<usize> {
+        let Conn { inplace, sock, tls, drained, .. } = self;
+        let Some(v) = inplace.as_deref_mut() else { return Ok(0) };
+        let dst = v.unfilled(READ_BYTES_PER_ROUND_MAX);
+        let asked = dst.len();
+        let n = match tls.as_deref_mut() {
+            None => sock.read(dst)?,
+            Some(t) => crate::tls::read(t, sock, dst)?,
+        };
+        v.advance(n);
+        *drained = n < asked && tls.is_none();
+        self.value_received();
+        Ok(n)
+    }
+
+    /// Once the value being received in place is whole: a RESP one waits
+    /// in the session for its SET (memcached's stays in the connection).
+    fn value_received(&mut self) {
+        if self.inplace.as_ref().is_some_and(|v| v.is_complete()) {
+            if let Some(s) = self.resp.as_deref_mut() {
+                s.prepared = self.inplace.take().map(|v| *v);
+            }
+        }
+    }
+
+    /// Starts receiving the value of the request at the front of the
+    /// read buffer in place, if it is one (`inplace.rs`): the buffer keeps
+    /// the request's front with the value rewritten as empty.
+    fn start_in_place(&mut self, shared: &Shared, limits: Limits) -> bool {
+        if self.inplace.is_some() {
+            return false;
+        }
+        let pending = &self.rbuf[self.rstart..self.rend];
+        let started = match self.resp.as_deref_mut() {
+            Some(s) => crate::inplace::start_resp(shared, s, pending),
+            None if self.authed && self.binary != Some(true) && self.swallow == 0 && self.dump.is_none() => {
+                crate::inplace::start_memcached(shared, limits, pending)
+            }
+            None => None,
+        };
+        let Some(started) = started else { return false };
+        let mut rbuf = started.front;
+        let used = rbuf.len();
+        rbuf.resize(used.max(READ_BUFFER_BYTES_INITIAL), 0);
+        self.rbuf = rbuf;
+        self.rstart = 0;
+        self.rend = used;
+        self.inplace = Some(Box::new(started.value));
+        self.value_received();
+        true
+    }
+
     /// Moves the unparsed bytes to a fresh buffer of `bytes` (at least
     /// their length), at its front.
     fn resize_exact(&mut self, bytes: usize) {
@@ -948,7 +1034,8 @@ impl Conn {
     /// Parses and executes what the read buffer holds, as one batch.
     fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, authed, .. } = self;
+        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, authed, inplace, .. } =
+            self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
             return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
@@ -978,6 +1065,22 @@ impl Conn {
             }
         }
         let mut pos = *rstart;
+        // A data block received in place (`inplace.rs`): its request, at
+        // the front, reads with an empty block; anything but that request
+        // whole drops the value (the loop below answers it as it reads).
+        if let Some(v) = inplace.take_if(|v| v.is_complete()) {
+            match parse(&buf[pos..], limits) {
+                Parse::Done(req @ Request::Store { .. }, n) => {
+                    pos += n;
+                    crate::exec::run_prepared(shared, stats, req, *v, wbuf);
+                }
+                Parse::Incomplete => {
+                    *inplace = Some(v);
+                    return;
+                }
+                _ => {}
+            }
+        }
         let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
         // The run of storage commands in progress (see exec::run_stores);
         // never both it and `gets` non-empty, so replies keep their order.

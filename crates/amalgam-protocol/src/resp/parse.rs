@@ -103,6 +103,22 @@ pub enum Parse {
     Error(ProtocolError),
 }
 
+/// A bulk string whose body is still arriving ([`Parser::pending_bulk`]);
+/// offsets from the request's first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingBulk {
+    /// Its place in the array (0 is the command's name).
+    pub index: usize,
+    /// Elements the array declares.
+    pub declared: usize,
+    /// Where its `$` header starts.
+    pub header_at: usize,
+    /// Where its body starts.
+    pub body_at: usize,
+    /// Its length.
+    pub len: usize,
+}
+
 /// A connection's parser: how far it has got in the request at the front
 /// of the buffer, so that a request arriving in many reads is scanned
 /// once. All offsets are from the request's first byte, so they stay right
@@ -195,6 +211,42 @@ impl Parser {
     /// ```
     pub fn wanted(&self) -> Option<usize> {
         self.bulk.map(|len| self.next + len + 2)
+    }
+
+    /// The bulk string the parser is inside (its header read, its body
+    /// still arriving) when it is not the array's first element, with
+    /// where its header starts: the server receives a large SET value
+    /// straight into its item (issue 18) and gives the parser the request
+    /// with that element rewritten as empty. None otherwise.
+    ///
+    /// ```
+    /// use amalgam_protocol::resp::{Limits, Parse, Parser, PendingBulk};
+    /// let (mut p, mut args) = (Parser::new(), Vec::new());
+    /// let buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\nab";
+    /// assert_eq!(p.parse(buf, Limits::for_bulk_len(1 << 20), &mut args), Parse::Incomplete);
+    /// let b = p.pending_bulk().unwrap();
+    /// assert_eq!(b, PendingBulk { index: 2, declared: 3, header_at: 20, body_at: 29, len: 100_000 });
+    /// assert_eq!(p.element(buf, 0), Some(&b"SET"[..]));
+    /// assert_eq!(p.element(buf, 1), Some(&b"k"[..]));
+    /// assert_eq!(p.element(buf, 2), None);
+    /// ```
+    pub fn pending_bulk(&self) -> Option<PendingBulk> {
+        let len = self.bulk?;
+        let &(_, prev_end) = self.ranges.last()?;
+        Some(PendingBulk {
+            index: self.ranges.len(),
+            declared: self.declared,
+            header_at: prev_end + 2,
+            body_at: self.next,
+            len,
+        })
+    }
+
+    /// Element `i` of the request in progress at the front of `buf`, if
+    /// it has been read whole (see [`Parser::pending_bulk`]).
+    pub fn element<'a>(&self, buf: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        let &(s, e) = self.ranges.get(i)?;
+        buf.get(s..e)
     }
 
     fn reset(&mut self) {

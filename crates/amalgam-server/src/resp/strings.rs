@@ -10,7 +10,7 @@
 
 use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};
-use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
+use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Prepared, Update};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
 
 use super::table::Cmd;
@@ -204,6 +204,13 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         },
         None => Expiry::Never,
     };
+    // A large value received straight into its item (`inplace.rs`): the
+    // request's value argument was given as empty.
+    if let Some(value) = ctx.session.prepared.take() {
+        if args[2].is_empty() && value.key() == &args[1][..] {
+            return set_prepared(ctx, &o, expiry, value, out);
+        }
+    }
     let store = &ctx.shared.store;
     let (key, value): (&[u8], &[u8]) = (&args[1], &args[2]);
     if !o.get && !o.keepttl {
@@ -248,6 +255,41 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Ok((_, _)) if o.get => {}
         Ok((true, _)) => push_simple(out, "OK"),
         Ok((false, _)) => push_null(out, proto),
+        Err(e) => {
+            out.truncate(mark);
+            engine_error(e, out);
+        }
+    }
+}
+
+/// [`set`] of a value received in place: the same decisions, under the
+/// key's bucket lock, and the block it arrived in is published as it is.
+fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Prepared, out: &mut Vec<u8>) {
+    let proto = ctx.proto();
+    let mark = out.len();
+    let r = ctx.shared.store.put_prepared(value, |old| {
+        if o.get {
+            match old {
+                // SET … GET reads the old value: a collection is refused.
+                Some(it) if !is_string(&it) => {
+                    push_error(out, WRONGTYPE.as_bytes());
+                    return None;
+                }
+                Some(it) => push_bulk(out, it.value()),
+                None => push_null(out, proto),
+            }
+        }
+        let found = old.is_some();
+        if (o.nx && found) || (o.xx && !found) {
+            return None;
+        }
+        let expiry = if o.keepttl { old.map_or(Expiry::Never, |it| it.expiry()) } else { expiry };
+        Some((0, expiry))
+    });
+    match r {
+        Ok(_) if o.get => {}
+        Ok(Some(_)) => push_simple(out, "OK"),
+        Ok(None) => push_null(out, proto),
         Err(e) => {
             out.truncate(mark);
             engine_error(e, out);
