@@ -184,7 +184,7 @@ pub struct Session {
 impl Session {
     /// A new connection's session: RESP2, the next client id, registered
     /// as `token` of `worker`.
-    pub fn new(shared: &Shared, sock: &mio::net::TcpStream, worker: usize, token: usize) -> Session {
+    pub fn new(shared: &Shared, sock: &impl crate::worker::Socket, worker: usize, token: usize) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             parser: Parser::new(),
