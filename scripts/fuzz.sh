@@ -9,8 +9,10 @@
 # crates/amalgam-types/tests/op_model.rs) run in `cargo test` with the same
 # invariants.
 #
-# FUZZ_DIR=fuzz-server: the targets of the parsers in amalgam-server
-# (memcached's `-Y` authfile, the ACL file / ACL SETUSER rules). Building
+# FUZZ_DIR=fuzz-server: the targets of what lives in amalgam-server
+# (memcached's `-Y` authfile, the ACL file / ACL SETUSER rules, and
+# tls_conn: a TLS connection through the worker's state machine over a
+# fake socket, fed handshake records, garbage and commands). Building
 # the server under libFuzzer's instrumentation takes longer than CI's
 # budget, so CI runs their invariants uninstrumented over mutated seeds
 # (crates/amalgam-server/tests/fuzz_smoke.rs) and this long mode is run by

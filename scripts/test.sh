@@ -247,9 +247,10 @@ fi
 # ---------------------------------------------------------------- fuzz
 # A short cargo-fuzz run of the protocol parsers (text, meta, binary, RESP), of
 # recovery from damaged files and of the log's collection ops (scripts/fuzz.sh,
-# fuzz/; the memcached authfile and ACL rule parsers' targets, fuzz-server/,
-# are too slow to build here: cargo test runs their invariants over mutated
-# seeds, tests/fuzz_smoke.rs), FUZZ_SECONDS per target, 5 by default: a
+# fuzz/; fuzz-server/'s targets — the memcached authfile and ACL rule
+# parsers, a TLS connection through the worker's state machine — are too
+# slow to build here: cargo test runs their invariants over mutated seeds,
+# tests/fuzz_smoke.rs), FUZZ_SECONDS per target, 5 by default: a
 # target that ends without a
 # crash counts as passed, a crash or a build failure as failed. Skipped
 # with a notice only if cargo-fuzz is missing and cannot be installed.

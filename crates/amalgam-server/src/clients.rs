@@ -250,11 +250,9 @@ impl Registry {
     }
 
     /// Registers a new connection.
-    pub fn add(&self, id: u64, sock: &mio::net::TcpStream, worker: usize, token: usize) -> Arc<Client> {
-        use std::os::fd::AsRawFd;
+    pub fn add(&self, id: u64, sock: &impl crate::worker::Socket, worker: usize, token: usize) -> Arc<Client> {
         let show = |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-        let c =
-            Arc::new(Client::new(id, show(sock.peer_addr()), show(sock.local_addr()), sock.as_raw_fd(), worker, token));
+        let c = Arc::new(Client::new(id, show(sock.peer_addr()), show(sock.local_addr()), sock.fd(), worker, token));
         self.lock().insert(id, Arc::clone(&c));
         c
     }

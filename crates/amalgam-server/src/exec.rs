@@ -38,7 +38,16 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
     }
     let mut ended = 0;
     let mut hits = 0u64;
+    // A multi-get of many large values (`get k k k …`, a 1 MiB line of
+    // one key repeated) could otherwise build gigabytes: past the hard
+    // output limit (memcached's connections are all of the `normal`
+    // class) the reply stops, unfinished; the worker's check after the
+    // round closes the client before any of it is sent (`obuf.rs`).
+    let stop = shared.obuf.hard_stop(crate::obuf::Class::Normal);
     store.get_batch(&keys, |i, item| {
+        if out.len() >= stop {
+            return;
+        }
         let r = owner[i];
         while ended < r {
             out.extend_from_slice(b"END\r\n");
@@ -51,7 +60,7 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
             push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| shared.visible_cas(it.cas())));
         }
     });
-    while ended < gets.len() {
+    while ended < gets.len() && out.len() < stop {
         out.extend_from_slice(b"END\r\n");
         ended += 1;
     }

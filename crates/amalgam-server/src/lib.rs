@@ -38,7 +38,10 @@
 //! `--tls-port`) carries a rustls session: its turn reads and writes
 //! through it, non-blocking, and is otherwise the same turn, so a stalled
 //! handshake waits for readiness holding no worker. The certificate files
-//! reload (SIGHUP, `refresh_certs`, CONFIG SET) for new connections.
+//! reload (SIGHUP, `refresh_certs`, CONFIG SET) for new connections. A
+//! connection is generic over its socket (`worker::Socket`), so that
+//! `worker::Driven` can run its turns over a fake one: the TLS fuzz
+//! target (`fuzz-server/`) feeds it records that way.
 //!
 //! ## Blocked RESP clients (`resp/blocking.rs`)
 //! A client in BLPOP and friends stays on its worker, costing nothing: its

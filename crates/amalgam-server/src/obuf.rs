@@ -30,6 +30,17 @@
 //!   hard limit catches is a single round's reply bigger than it (KEYS *,
 //!   LRANGE 0 -1 of a huge list, SMEMBERS, HGETALL, MGET or a memcached
 //!   multi-get of many large values, a round of large GETs).
+//! * A reply of many elements stops being built once the round's output
+//!   reaches the hard limit (KEYS, LRANGE, SMEMBERS and the set
+//!   operations, HKEYS/HVALS/HGETALL, the ZRANGE family, MGET, a
+//!   memcached multi-get: each compares the output's length with the
+//!   limit read once per round, `Ctx::out_stop`, before each element), so
+//!   the server never holds more than the limit plus one element for it;
+//!   the unfinished reply is never sent: the client is closed with the
+//!   same accounting (`resp::process` for RESP, the per-round check for
+//!   memcached's port). Redis stops appending once a client is over
+//!   (`CLIENT_CLOSE_ASAP`) but still runs the command to its end; here
+//!   the command stops too.
 //! * The soft limit is checked by each worker once a second
 //!   ([`SWEEP_EVERY`]) over its connections (only while a soft limit is
 //!   set; the worker looks at the clock every 16 rounds of its loop or
@@ -214,6 +225,16 @@ impl OutputLimits {
     pub fn over_hard(&self, class: Class, pending: usize) -> bool {
         let hard = self.classes[class as usize].hard_bytes.load(Ordering::Relaxed);
         hard != 0 && pending as u64 >= hard
+    }
+
+    /// `class`'s hard limit in bytes (`usize::MAX`: none): where a reply
+    /// being built stops (`Ctx::out_stop` in `resp.rs`, `exec::run_gets`).
+    #[inline]
+    pub fn hard_stop(&self, class: Class) -> usize {
+        match self.classes[class as usize].hard_bytes.load(Ordering::Relaxed) {
+            0 => usize::MAX,
+            hard => usize::try_from(hard).unwrap_or(usize::MAX),
+        }
     }
 
     /// True while any class a worker serves has a soft limit (the worker

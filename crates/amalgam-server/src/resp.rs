@@ -189,7 +189,7 @@ pub struct Session {
 impl Session {
     /// A new connection's session: RESP2, the next client id, registered
     /// as `token` of `worker`.
-    pub fn new(shared: &Shared, sock: &mio::net::TcpStream, worker: usize, token: usize) -> Session {
+    pub fn new(shared: &Shared, sock: &impl crate::worker::Socket, worker: usize, token: usize) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             parser: Parser::new(),
@@ -251,6 +251,10 @@ pub(crate) struct Ctx<'c> {
     pub limits: Limits,
     /// Times and counts each command (`cmdstats.rs`).
     pub recorder: cmdstats::Recorder,
+    /// The client's hard output limit (`usize::MAX`: none), read once per
+    /// round: a reply of many elements stops being built once the output
+    /// reaches it, and [`process`] then closes the client (`obuf.rs`).
+    pub out_stop: usize,
 }
 
 impl Ctx<'_> {
@@ -301,11 +305,39 @@ pub fn process(
         return;
     }
     let limits = shared.resp_limits();
+    let class = output_class(session);
+    let out_stop = shared.obuf.hard_stop(class);
     // A RESP string is limited by its length (`proto-max-bulk-len`), not
     // by memcached's `-I`, which counts the whole item.
     shared.store.with_value_bytes_max(limits.bulk_bytes_max, || {
-        process_round(shared, stats, session, buf, pos, out, close, limits)
-    })
+        process_round(shared, stats, session, buf, pos, out, close, limits, out_stop)
+    });
+    if out.len() >= out_stop {
+        over_hard_limit(shared, session, class, out, close);
+    }
+}
+
+/// The client class whose output limits apply to `session` (`obuf.rs`).
+pub(crate) fn output_class(session: &Session) -> crate::obuf::Class {
+    if pubsub::subscribed(session) {
+        crate::obuf::Class::Pubsub
+    } else {
+        crate::obuf::Class::Normal
+    }
+}
+
+/// The round's output reached the client's hard limit, and a reply may
+/// have stopped there unfinished: nothing of the round is sent and the
+/// client is closed, counted and logged as the worker's own check does
+/// (`obuf.rs`). Closed here rather than left to that check, which reads
+/// the limit again: a CONFIG SET raising it meanwhile must not let an
+/// unfinished reply out.
+#[cold]
+#[inline(never)]
+fn over_hard_limit(shared: &Shared, session: &Session, class: crate::obuf::Class, out: &mut Vec<u8>, close: &mut bool) {
+    shared.obuf.closed(&format!("id={} addr={}", session.id, session.client.addr), class, out.len());
+    *out = Vec::new();
+    *close = true;
 }
 
 /// [`process`] under the RESP value limit.
@@ -319,6 +351,7 @@ fn process_round(
     out: &mut Vec<u8>,
     close: &mut bool,
     limits: Limits,
+    out_stop: usize,
 ) {
     let mut args: Vec<Arg<'_>> = recycle(std::mem::take(&mut session.args));
     let mut gets = std::mem::take(&mut session.gets);
@@ -341,9 +374,12 @@ fn process_round(
     if journaled {
         crate::repl::mark_batch(session);
     }
-    let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now) };
+    let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop };
+    // Past the hard limit the client is closed after the round (as Redis
+    // runs nothing more for a client it is closing): no more parsing.
+    let parse_stop = WRITE_BUFFER_HIGH_BYTES.min(out_stop);
     for _ in 0..REQUESTS_PER_ROUND_MAX {
-        if out.len() >= WRITE_BUFFER_HIGH_BYTES || *pos == buf.len() {
+        if out.len() >= parse_stop || *pos == buf.len() {
             break;
         }
         let start = args.len();
@@ -537,7 +573,13 @@ fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &m
     }
     // Keys come back in order: (request, key within it) follows along.
     let (mut g, mut within) = (0usize, 0usize);
+    let stop = ctx.out_stop;
     ctx.shared.store.get_batch(&keys, |_, item| {
+        if out.len() >= stop {
+            // Past the client's hard limit: the reply stops (`process`
+            // closes the client); the lookups left cost no memory.
+            return;
+        }
         if within == 0 {
             if let Some(n) = gets[g].mget {
                 push_array(out, n);

@@ -17,6 +17,11 @@
 //! open keep the configuration they started with, as in memcached and
 //! Redis.
 //!
+//! The whole path — records in, handshake, decryption, a connection's
+//! turn, records out — is fuzzed over a fake socket through
+//! `worker::Driven` (`fuzz-server/fuzz_targets/tls_conn.rs`; in `cargo
+//! test`, `tests/fuzz_smoke.rs`).
+//!
 //! Client certificates: memcached's `ssl_verify_mode` (0 none, 1 request:
 //! verified if sent, 2 require, 3 once: the same as 2, since rustls never
 //! renegotiates) for the memcached port, Redis's `tls-auth-clients` (no,

@@ -214,9 +214,35 @@ pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Pol
     }
 }
 
-/// One client connection.
-struct Conn {
-    sock: TcpStream,
+/// What a connection needs of its socket: mio's `TcpStream` in the
+/// event loop; anything else that reads and writes (a fake socket) when a
+/// connection is driven outside it ([`Driven`]).
+pub trait Socket: Read + Write {
+    fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr>;
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr>;
+    /// Its file descriptor (CLIENT LIST's `fd=`); -1 for none.
+    fn fd(&self) -> i32;
+}
+
+impl Socket for TcpStream {
+    fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        TcpStream::peer_addr(self)
+    }
+
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        TcpStream::local_addr(self)
+    }
+
+    fn fd(&self) -> i32 {
+        self.as_raw_fd()
+    }
+}
+
+/// One client connection (generic over its socket only so that
+/// [`Driven`] can run the same code over a fake one; the event loop's is
+/// `Conn<TcpStream>`).
+struct Conn<S = TcpStream> {
+    sock: S,
     /// Read buffer; bytes rstart..rend are received and not yet parsed.
     rbuf: Vec<u8>,
     rstart: usize,
@@ -419,28 +445,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         s.set_home(id, token.0);
                         s
                     });
-                    entry.insert(Conn {
-                        sock,
-                        rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
-                        rstart: 0,
-                        rend: 0,
-                        wbuf: Vec::new(),
-                        wpos: 0,
-                        swallow: 0,
-                        close_after_write: false,
-                        eof: false,
-                        drained: false,
-                        hup: false,
-                        resp,
-                        dump: None,
-                        binary: None,
-                        authed: shared.authfile.is_none(),
-                        commit_target: 0,
-                        tls,
-                        active: crate::ticks::now(),
-                        soft_since: 0,
-                        inplace: None,
-                    });
+                    entry.insert(Conn::new(sock, resp, tls, shared.authfile.is_none()));
                     ready.push(token.0);
                 }
                 // Subscribers with messages (any worker published them)
@@ -715,7 +720,38 @@ fn unlist(shared: &Shared, sock: &TcpStream) {
     shared.conns.lock().unwrap_or_else(|e| e.into_inner()).open.remove(&sock.as_raw_fd());
 }
 
-impl Conn {
+impl<S: Socket> Conn<S> {
+    /// A connection as accepted: empty buffers, nothing read yet.
+    fn new(
+        sock: S,
+        resp: Option<Box<crate::resp::Session>>,
+        tls: Option<Box<rustls::ServerConnection>>,
+        authed: bool,
+    ) -> Conn<S> {
+        Conn {
+            sock,
+            rbuf: vec![0; READ_BUFFER_BYTES_INITIAL],
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::new(),
+            wpos: 0,
+            swallow: 0,
+            close_after_write: false,
+            eof: false,
+            drained: false,
+            hup: false,
+            resp,
+            dump: None,
+            binary: None,
+            authed,
+            commit_target: 0,
+            tls,
+            active: crate::ticks::now(),
+            soft_since: 0,
+            inplace: None,
+        }
+    }
+
     /// The RESP client id, for a RESP connection.
     fn client_id(&self) -> Option<u64> {
         self.resp.as_ref().map(|s| s.id())
@@ -1181,4 +1217,140 @@ pub(crate) fn swallowing(buf: &[u8], pos: &mut usize, swallow: &mut usize) -> bo
     *pos += n;
     *swallow -= n;
     *swallow > 0
+}
+
+/// The worker a [`Driven`] connection says it lives on (its wake-ups,
+/// kills and deliveries are posted to this worker's mailboxes, which
+/// [`Driven::turn`] reads).
+const DRIVEN_WORKER: usize = 0;
+/// Its slab token there.
+const DRIVEN_TOKEN: usize = 0;
+
+/// What a [`Driven`] turn left the connection in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Waiting for its socket: more bytes to read, or room to write.
+    Idle,
+    /// Out of this turn's budget with work left: turn again.
+    Again,
+    /// Closed (by the peer, an error, a limit or QUIT); never turned again.
+    Closed,
+}
+
+/// One connection of the worker's state machine driven outside an event
+/// loop, over any [`Socket`]: the TLS fuzz target
+/// (`fuzz-server/fuzz_targets/tls_conn.rs`) and its run in `cargo test`
+/// (`tests/fuzz_smoke.rs`) feed it bytes through a fake socket. Its turns
+/// are the event loop's own (`Conn::turn`: TLS records, reads,
+/// parsing, commands, replies, the output limits); what the loop does
+/// around them for one connection (blocked clients woken, CLIENT KILL,
+/// dropped subscribers) is done here before each turn, and closing it
+/// leaves the registries as the loop's close does. Not the loop: no
+/// epoll, no blocking deadlines, no persistence commits. It claims worker
+/// 0's mailboxes (`DRIVEN_WORKER`), so one `Shared` drives one at a time.
+pub struct Driven<S: Socket> {
+    conn: Conn<S>,
+    shared: Arc<crate::Shared>,
+    closed: bool,
+}
+
+impl<S: Socket> Driven<S> {
+    /// A connection accepted on `protocol`'s port over `sock`, through
+    /// `shared`'s TLS configuration if `tls` (Err: no TLS configured, or
+    /// rustls refused to start a session).
+    pub fn new(shared: &Arc<crate::Shared>, protocol: Protocol, tls: bool, sock: S) -> Result<Driven<S>, String> {
+        let tls = match (tls, shared.tls.as_ref()) {
+            (false, _) => None,
+            (true, Some(t)) => Some(Box::new(t.accept(protocol).map_err(|e| e.to_string())?)),
+            (true, None) => return Err("TLS is not configured (-Z or --tls-port)".into()),
+        };
+        let resp = (protocol == Protocol::Resp).then(|| {
+            let mut s = Box::new(crate::resp::Session::new(shared, &sock, DRIVEN_WORKER, DRIVEN_TOKEN));
+            s.set_home(DRIVEN_WORKER, DRIVEN_TOKEN);
+            s
+        });
+        let conn = Conn::new(sock, resp, tls, shared.authfile.is_none());
+        Ok(Driven { conn, shared: Arc::clone(shared), closed: false })
+    }
+
+    /// One turn, as the event loop gives a connection whose socket became
+    /// ready.
+    pub fn turn(&mut self) -> Step {
+        if self.closed {
+            return Step::Closed;
+        }
+        let shared = &*self.shared;
+        let stats = &shared.workers[DRIVEN_WORKER];
+        let me = self.conn.client_id();
+        for (key, seq) in shared.blocking.take_wakes(DRIVEN_WORKER) {
+            if let (DRIVEN_TOKEN, Some(s)) = (key, self.conn.resp.as_deref_mut()) {
+                crate::resp::blocking::woken(shared, stats, s, seq, &mut self.conn.wbuf);
+            }
+        }
+        let dropped =
+            shared.pubsub.take_ready(DRIVEN_WORKER).iter().any(|&(_, client, dropped)| dropped && Some(client) == me);
+        let killed = shared.clients.take_kills(DRIVEN_WORKER).iter().any(|&(client, _)| Some(client) == me);
+        if dropped || killed {
+            self.closed = true;
+            return Step::Closed;
+        }
+        let limits = Limits { value_bytes_max: shared.args.max_item_size };
+        let rbuf_max = self.read_buffer_bytes_max();
+        let step = match self.conn.turn(shared, DRIVEN_WORKER, limits, rbuf_max) {
+            Turn::Idle => Step::Idle,
+            Turn::Again | Turn::Commit => Step::Again,
+            Turn::Closed | Turn::Detach => Step::Closed,
+        };
+        self.closed = step == Step::Closed;
+        step
+    }
+
+    /// The read buffer's size now.
+    pub fn read_buffer_bytes(&self) -> usize {
+        self.conn.rbuf.len()
+    }
+
+    /// The most the read buffer may grow to (the event loop's bound).
+    pub fn read_buffer_bytes_max(&self) -> usize {
+        if self.conn.resp.is_some() {
+            resp_read_buffer_bytes_max(self.shared.resp_limits())
+        } else {
+            read_buffer_bytes_max(self.shared.args.max_item_size)
+        }
+    }
+
+    /// Replies made and not yet taken by the socket.
+    pub fn pending_output_bytes(&self) -> usize {
+        self.conn.wbuf.len() - self.conn.wpos
+    }
+
+    /// The socket.
+    pub fn socket(&mut self) -> &mut S {
+        &mut self.conn.sock
+    }
+}
+
+impl<S: Socket> std::fmt::Debug for Driven<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driven")
+            .field("read_buffer_bytes", &self.read_buffer_bytes())
+            .field("pending_output_bytes", &self.pending_output_bytes())
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Socket> Drop for Driven<S> {
+    /// Leaves the registries as the event loop's close does
+    /// (`take_conn`).
+    fn drop(&mut self) {
+        let shared = &*self.shared;
+        if let Some(s) = self.conn.resp.as_deref_mut() {
+            crate::resp::blocking::abandon(shared, s);
+            crate::resp::pubsub::leave(shared, s);
+        }
+        if let Some(id) = self.conn.client_id() {
+            shared.clients.remove(id);
+        }
+    }
 }

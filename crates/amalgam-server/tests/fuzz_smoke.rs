@@ -1,7 +1,9 @@
 //! The fuzz targets of `fuzz-server/` (memcached's authfile, the ACL
-//! rules) inside `cargo test`: their invariants (`tests/fuzz_checks/`) over
-//! the committed seeds and [`MUTATIONS_PER_SEED`] deterministic mutations
-//! of each. No coverage guidance — that is `FUZZ_DIR=fuzz-server bash
+//! rules, a TLS connection through the worker's state machine) inside
+//! `cargo test`: their invariants (`tests/fuzz_checks/`) over the
+//! committed seeds and [`MUTATIONS_PER_SEED`] deterministic mutations of
+//! each ([`TLS_MUTATIONS_PER_SEED`] for the TLS connection, whose inputs
+//! cost a handshake each: about a second in all). No coverage guidance — that is `FUZZ_DIR=fuzz-server bash
 //! scripts/fuzz.sh` — but every CI run feeds both parsers some thousands
 //! of odd inputs without building amalgam-server under libFuzzer's
 //! instrumentation, which CI's time budget cannot hold (fuzz-server's
@@ -11,11 +13,15 @@
 mod acl_rules;
 #[path = "fuzz_checks/authfile.rs"]
 mod authfile;
+#[path = "fuzz_checks/tls_conn.rs"]
+mod tls_conn;
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// Mutated inputs per seed file.
 const MUTATIONS_PER_SEED: usize = 20_000;
+/// Mutated inputs per seed file of the TLS connection target.
+const TLS_MUTATIONS_PER_SEED: usize = 50;
 /// Edits applied to make one mutated input.
 const EDITS_MAX: u64 = 8;
 /// A mutated input is cut to this many bytes.
@@ -99,8 +105,11 @@ fn mutate(rng: &mut Rng, base: &[u8], pool: &[Vec<u8>]) -> Vec<u8> {
     v
 }
 
-/// Runs `check` over the seeds of `target` and their mutations.
-fn run(target: &str, seed: u64, check: fn(&[u8])) {
+/// Runs `check` over the seeds of `target` and `mutations` mutations of
+/// each (`FUZZ_SMOKE_MUTATIONS=N` in the environment: N instead, for a
+/// longer run by hand; the count run is printed).
+fn run(target: &str, seed: u64, mutations: usize, check: fn(&[u8])) {
+    let mutations = std::env::var("FUZZ_SMOKE_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(mutations);
     let pool = seeds(target);
     let mut rng = Rng(seed);
     let one = |input: &[u8]| {
@@ -114,18 +123,42 @@ fn run(target: &str, seed: u64, check: fn(&[u8])) {
         one(s);
     }
     for s in &pool {
-        for _ in 0..MUTATIONS_PER_SEED {
+        for _ in 0..mutations {
             one(&mutate(&mut rng, s, &pool));
         }
     }
+    eprintln!("{target}: {} inputs, invariants held", pool.len() * (1 + mutations));
 }
 
 #[test]
 fn authfile_invariants_hold_over_mutated_seeds() {
-    run("authfile", 0x9e37_79b9_7f4a_7c15, authfile::check);
+    run("authfile", 0x9e37_79b9_7f4a_7c15, MUTATIONS_PER_SEED, authfile::check);
 }
 
 #[test]
 fn acl_rules_invariants_hold_over_mutated_seeds() {
-    run("acl_rules", 0xd1b5_4a32_d192_ed03, acl_rules::check);
+    run("acl_rules", 0xd1b5_4a32_d192_ed03, MUTATIONS_PER_SEED, acl_rules::check);
+}
+
+#[test]
+fn tls_conn_invariants_hold_over_mutated_seeds() {
+    run("tls_conn", 0x6a09_e667_f3bc_c908, TLS_MUTATIONS_PER_SEED, tls_conn::check);
+}
+
+/// The seeds whose ClientHello is rustls's own (the others:
+/// `fuzz-server/tls_conn_seeds.py`, from `openssl s_client`): run with
+/// `--ignored` to write them again.
+#[test]
+#[ignore]
+fn write_rustls_hello_seeds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz-server/corpus/tls_conn");
+    for (name, tls12, f0, f1) in [
+        ("seed-raw-rustls13-resp", false, 0b0000_0001, 0b0100),
+        ("seed-raw-rustls12-memcached", true, 0b0010_1000, 0b0010),
+    ] {
+        let hello = tls_conn::rustls_hello(tls12);
+        let mut seed = vec![f0, f1];
+        seed.extend_from_slice(&hello);
+        std::fs::write(dir.join(name), seed).unwrap();
+    }
 }

@@ -3,7 +3,8 @@
 //! client that pipelines large GETs without reading is closed past the
 //! hard limit (and past the soft limit after its seconds) while another
 //! client keeps being served and nothing it wrote is lost, and a KEYS
-//! reply bigger than the hard limit closes its client. Runs against
+//! reply bigger than the hard limit closes its client (and is never
+//! built whole: the server's peak memory does not grow by it). Runs against
 //! amalgam and, in CI, against Debian's redis-server
 //! (`AMALGAM_TEST_RESP_ADDR`), which behaves the same; the tests change
 //! the server's limits, so against a shared server they run one at a time
@@ -206,6 +207,75 @@ fn a_reply_bigger_than_the_hard_limit_closes_its_client() {
         args.extend(chunk.iter().map(String::as_str));
         assert_eq!(c.call(&args), int(chunk.len() as i64));
     }
+}
+
+/// Keys of the huge-reply test: a KEYS reply of ~25 MB.
+const HUGE_KEYS: usize = 800_000;
+/// Keys per MSET or DEL while filling and emptying the keyspace.
+const KEYS_PER_CALL: usize = 1000;
+
+#[test]
+fn a_huge_reply_stops_at_the_hard_limit_and_is_never_held_whole() {
+    // The server's peak memory (VmHWM, reset through /proc/PID/clear_refs)
+    // while a KEYS reply 25 times the hard limit is asked for: the reply
+    // stops at the limit and its client is closed, so the peak grows by
+    // about the limit, not by the reply (nor by a list of the keys).
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = resp_server() else { return };
+    let _restore = Restore::new(&server);
+    let mut c = Resp::new(&server);
+    let prefix = format!("obuf:huge:{}:", std::process::id());
+    let names: Vec<String> = (0..HUGE_KEYS).map(|i| format!("{prefix}{i:07}")).collect();
+    for chunk in names.chunks(KEYS_PER_CALL) {
+        let mut args: Vec<&str> = vec!["MSET"];
+        for n in chunk {
+            args.extend([n.as_str(), "x"]);
+        }
+        assert_eq!(c.call(&args), "+OK\r\n");
+    }
+    // `$<len>\r\n<name>\r\n` per key.
+    let reply_bytes: usize = names.iter().map(|n| n.len() + 2 + 2 + n.len().to_string().len() + 1).sum();
+    let pid: u32 = call(&mut c, &["INFO", "server"])
+        .bulk()
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .expect("INFO server's process_id")
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(c.call(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0"]), "+OK\r\n");
+    let before = disconnections(&mut c);
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the server's VmHWM (same user, Linux)");
+    let rss = proc_status_kb(pid, "VmRSS:");
+    let mut big = Resp::new(&server);
+    big.send(&["KEYS", &format!("{prefix}*")]);
+    let (closed, got) = drain(&mut big);
+    assert!(closed, "KEYS past the hard limit closes its client");
+    assert!(got < 1 << 20, "the reply was not sent ({got} bytes came)");
+    // The other clients are served, and everything is still there.
+    assert_eq!(c.call(&["EXISTS", &names[0], &names[HUGE_KEYS - 1]]), int(2));
+    let grown_kb = proc_status_kb(pid, "VmHWM:").saturating_sub(rss);
+    eprintln!("KEYS of a {reply_bytes}-byte reply cut at 1 MiB: the server's peak grew by {grown_kb} KiB");
+    assert!(
+        grown_kb * 1024 < reply_bytes / 4,
+        "the server's peak grew by {grown_kb} KiB for a {reply_bytes}-byte reply cut at 1 MiB"
+    );
+    if let Some(before) = before {
+        assert!(disconnections(&mut c).unwrap() > before, "counted in INFO stats");
+    }
+    assert_eq!(c.call(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]), "+OK\r\n");
+    for chunk in names.chunks(KEYS_PER_CALL) {
+        let mut args: Vec<&str> = vec!["DEL"];
+        args.extend(chunk.iter().map(String::as_str));
+        assert_eq!(c.call(&args), int(chunk.len() as i64));
+    }
+}
+
+/// A `/proc/PID/status` line's value in KiB (`VmRSS:`, `VmHWM:`).
+fn proc_status_kb(pid: u32, field: &str) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's /proc status");
+    let line = status.lines().find_map(|l| l.strip_prefix(field)).unwrap_or_else(|| panic!("{field} in {status}"));
+    line.trim().trim_end_matches("kB").trim().parse().unwrap()
 }
 
 /// INFO stats' `client_output_buffer_limit_disconnections` (Redis 7.2's

@@ -491,12 +491,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
 }
 
 fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
+    let out_stop = shared.obuf.hard_stop(super::output_class(session));
     Ctx {
         shared,
         stats,
         session,
         limits: shared.resp_limits(),
         recorder: super::cmdstats::Recorder::new(crate::ticks::now()),
+        out_stop,
     }
 }
 

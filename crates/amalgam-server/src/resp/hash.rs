@@ -210,12 +210,18 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// order (RESP3: HGETALL is a map).
 fn all(ctx: &mut Ctx<'_>, cmd: Cmd, key: &[u8], out: &mut Vec<u8>) {
     let proto = ctx.proto();
+    let out_stop = ctx.out_stop;
     let emit = |out: &mut Vec<u8>, n: usize, pairs: &mut dyn Iterator<Item = (&[u8], &[u8])>| {
         match cmd {
             Cmd::Hgetall => push_map(out, n, proto),
             _ => push_array(out, n),
         }
         for (f, v) in pairs {
+            if out.len() >= out_stop {
+                // Past the client's hard limit: unfinished, never sent
+                // (`resp::process` closes the client).
+                return;
+            }
             match cmd {
                 Cmd::Hkeys => push_bulk(out, f),
                 Cmd::Hvals => push_bulk(out, v),

@@ -210,24 +210,34 @@ fn push_keys(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// KEYS pattern: one whole iteration.
+/// KEYS pattern: one whole iteration, each key written to the reply as
+/// it is found and the array's header put in front at the end (Redis's
+/// deferred length), so the keys are never held twice (a list, then the
+/// reply). Once the output reaches the client's hard limit
+/// (`Ctx::out_stop`) the iteration stops: the unfinished reply is never
+/// sent, the client is closed (`resp::process`, `obuf.rs`).
 fn keys(ctx: &Ctx<'_>, pattern: &[u8], out: &mut Vec<u8>) {
-    let mut found: Vec<Vec<u8>> = Vec::new();
+    let start = out.len();
+    let stop = ctx.out_stop;
+    let mut found = 0usize;
     let mut cursor = 0;
     for _ in 0..KEYS_STEPS_MAX {
         cursor = ctx.shared.store.scan(cursor, |it| {
-            if matches(pattern, it.key(), false) {
-                found.push(it.key().to_vec());
+            if out.len() < stop && matches(pattern, it.key(), false) {
+                push_bulk(out, it.key());
+                found += 1;
             }
         });
-        if cursor == 0 {
+        if cursor == 0 || out.len() >= stop {
             break;
         }
     }
-    push_array(out, found.len());
-    for k in &found {
-        push_bulk(out, k);
+    if out.len() >= stop {
+        return;
     }
+    let mut header = Vec::new();
+    push_array(&mut header, found);
+    out.splice(start..start, header);
 }
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE t], parsed as Redis's

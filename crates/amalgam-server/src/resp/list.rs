@@ -331,11 +331,17 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (Some(start), Some(stop)) = (int_arg(&args[2]), int_arg(&args[3])) else {
         return push_error(out, err::NOT_INTEGER.as_bytes());
     };
+    let out_stop = ctx.out_stop;
     let emit = |out: &mut Vec<u8>, len: usize, range: &mut dyn Iterator<Item = &[u8]>| {
         let n = list::normalize_range(len, start, stop).map_or(0, |(s, e)| e - s + 1);
         push_array(out, n);
         let mut sent = 0;
         for e in range.take(n) {
+            if out.len() >= out_stop {
+                // Past the client's hard limit: unfinished, never sent
+                // (`resp::process` closes the client).
+                return;
+            }
             push_bulk(out, e);
             sent += 1;
         }

@@ -72,10 +72,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             reply_count(r, out);
         }
         Cmd::Smembers => {
-            let proto = ctx.proto();
+            let (proto, stop) = (ctx.proto(), ctx.out_stop);
             let r = read(ctx, &args[1], Kind::Set, |s| match s {
-                Found::Packed(b) => push_members(out, proto, set::packed_len(b), set::packed_iter(b)),
-                Found::Large(v) => push_members(out, proto, large(v).len(), large(v).iter()),
+                Found::Packed(b) => push_members(out, proto, stop, set::packed_len(b), set::packed_iter(b)),
+                Found::Large(v) => push_members(out, proto, stop, large(v).len(), large(v).iter()),
             });
             typed::or_reply(r, out, |out| push_set(out, 0, proto));
         }
@@ -113,9 +113,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Srandmember => srandmember(ctx, args, out),
         Cmd::Smove => smove(ctx, args, out),
         Cmd::Sinter | Cmd::Sunion | Cmd::Sdiff => {
-            let proto = ctx.proto();
+            let (proto, stop) = (ctx.proto(), ctx.out_stop);
             let Some(result) = compute(ctx, cmd, &args[1..], out) else { return };
-            push_members(out, proto, result.len(), result.iter());
+            push_members(out, proto, stop, result.len(), result.iter());
         }
         Cmd::Sinterstore | Cmd::Sunionstore | Cmd::Sdiffstore => {
             let op = match cmd {
@@ -180,9 +180,14 @@ fn copy_of(s: &Set, t: &amalgam_types::Thresholds) -> Set {
 }
 
 /// Replies with members: a set (RESP3 `~`, RESP2 an array) of `n`.
-fn push_members<'a>(out: &mut Vec<u8>, proto: Proto, n: usize, members: impl Iterator<Item = Member<'a>>) {
+/// The reply stops, unfinished and never sent, once the output reaches
+/// `stop`, the client's hard limit (`resp::process` closes the client).
+fn push_members<'a>(out: &mut Vec<u8>, proto: Proto, stop: usize, n: usize, members: impl Iterator<Item = Member<'a>>) {
     push_set(out, n, proto);
     for m in members {
+        if out.len() >= stop {
+            return;
+        }
         m.with_bytes(|b| push_bulk(out, b));
     }
 }

@@ -208,9 +208,12 @@ fn score_text(s: f64) -> Vec<u8> {
 
 /// Member-score pairs as the ZRANGE family replies: members only, or
 /// with their scores (RESP3: `[member, score]` arrays; RESP2: flat).
+/// The reply stops, unfinished and never sent, once the output reaches
+/// `stop`, the client's hard limit (`resp::process` closes the client).
 pub(crate) fn push_pairs<'a>(
     out: &mut Vec<u8>,
     proto: Proto,
+    stop: usize,
     n: usize,
     withscores: bool,
     pairs: impl Iterator<Item = (&'a [u8], f64)>,
@@ -219,6 +222,9 @@ pub(crate) fn push_pairs<'a>(
     push_array(out, if withscores && !nested { n * 2 } else { n });
     let mut sent = 0;
     for (m, s) in pairs.take(n) {
+        if out.len() >= stop {
+            return;
+        }
         if nested {
             push_array(out, 2);
         }
@@ -466,12 +472,12 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         };
         return store_result(ctx, &args[1], make, out);
     }
-    let proto = ctx.proto();
+    let (proto, stop) = (ctx.proto(), ctx.out_stop);
     let r = read(ctx, src, Kind::ZSet, |z| {
         view(z, |v| {
             let it = range.of(&v, rev, offset, limit);
             let n = it.size_hint().0;
-            push_pairs(out, proto, n, withscores, it);
+            push_pairs(out, proto, stop, n, withscores, it);
         })
     });
     typed::or_reply(r, out, |out| push_array(out, 0));
@@ -533,7 +539,7 @@ fn zpop(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let p = if count.is_some() { proto } else { Proto::Resp2 };
     let pairs = popped.iter().map(|(m, s)| (m.as_slice(), *s));
     match p {
-        Proto::Resp3 => push_pairs(out, proto, popped.len(), true, pairs),
+        Proto::Resp3 => push_pairs(out, proto, ctx.out_stop, popped.len(), true, pairs),
         _ => {
             push_array(out, popped.len() * 2);
             for (m, s) in pairs {
@@ -647,7 +653,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     });
     let Some(picked) = typed::or_reply(r, out, |out| push_array(out, 0)) else { return };
     let Some(picked) = picked else { return push_error(out, typed::OUT_OF_RANGE.as_bytes()) };
-    push_pairs(out, proto, picked.len(), withscores, picked.iter().map(|(m, s)| (m.as_slice(), *s)));
+    push_pairs(out, proto, ctx.out_stop, picked.len(), withscores, picked.iter().map(|(m, s)| (m.as_slice(), *s)));
 }
 
 /// Runs `f` on the sorted set found, decoding a compact one (bounded by

@@ -126,7 +126,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         let n = result.len();
         return push_int(out, if limit > 0 { n.min(limit) } else { n } as i64);
     }
-    push_pairs(out, ctx.proto(), result.len(), withscores, result.iter());
+    push_pairs(out, ctx.proto(), ctx.out_stop, result.len(), withscores, result.iter());
 }
 
 /// An absent source: no members.
