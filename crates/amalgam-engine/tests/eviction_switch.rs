@@ -8,44 +8,9 @@
 
 use amalgam_engine::evict::{Eviction, Queue};
 use amalgam_engine::{Config, Expiry, Store, SEGMENT_BYTES};
-use std::time::{Duration, Instant};
 
-/// Bytes per test value: about a thousand items per segment.
-const VALUE_BYTES: usize = 1000;
-/// How long the maintenance thread may take to evict down (a bound on
-/// waiting, not a speed asserted: it normally takes milliseconds).
-const SETTLE_WAIT: Duration = Duration::from_secs(30);
-
-fn cache(budget: usize, max: usize) -> Store {
-    Store::new(Config {
-        eviction: Eviction::S3Fifo,
-        memory_limit_bytes: budget,
-        memory_limit_max_bytes: max,
-        ..Config::default()
-    })
-    .unwrap()
-}
-
-/// Writes `n` distinct keys from `from` with VALUE_BYTES values.
-fn fill(store: &Store, from: u64, n: u64) {
-    let value = vec![b'v'; VALUE_BYTES];
-    for i in from..from + n {
-        store.set(format!("key:{i}").as_bytes(), &value, 0, Expiry::Never).unwrap();
-    }
-}
-
-/// Waits (bounded by SETTLE_WAIT) until resident segment memory plus the
-/// index fits `budget`; returns the stats then.
-fn settle(store: &Store, budget: u64) -> amalgam_engine::Stats {
-    let start = Instant::now();
-    loop {
-        let st = store.stats();
-        if st.reserved_bytes + st.index_bytes <= budget || start.elapsed() > SETTLE_WAIT {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+mod full_cache;
+use full_cache::{cache, fill, settle, VALUE_BYTES};
 
 /// The eviction policy switched at run time (`Store::set_eviction`),
 /// S3-FIFO to CLOCK and back, on a full cache: writes go on, evictions go

@@ -6,49 +6,14 @@
 //! so its RSS check runs in a process of its own (the tests of one file
 //! share a process and run in parallel, so that check is one test).
 
-use amalgam_engine::evict::Eviction;
 use amalgam_engine::{Config, Error, Expiry, Store, SEGMENTS_MIN, SEGMENT_BYTES};
 use std::time::{Duration, Instant};
 
 mod common;
 use common::rss_bytes;
 
-/// Bytes per test value: a few hundred items per segment.
-const VALUE_BYTES: usize = 1000;
-/// How long the maintenance thread may take to evict down (a bound on
-/// waiting, not a speed asserted: it normally takes milliseconds).
-const SETTLE_WAIT: Duration = Duration::from_secs(30);
-
-fn cache(budget: usize, max: usize) -> Store {
-    Store::new(Config {
-        eviction: Eviction::S3Fifo,
-        memory_limit_bytes: budget,
-        memory_limit_max_bytes: max,
-        ..Config::default()
-    })
-    .unwrap()
-}
-
-/// Writes `n` distinct keys from `from` with VALUE_BYTES values.
-fn fill(store: &Store, from: u64, n: u64) {
-    let value = vec![b'v'; VALUE_BYTES];
-    for i in from..from + n {
-        store.set(format!("key:{i}").as_bytes(), &value, 0, Expiry::Never).unwrap();
-    }
-}
-
-/// Waits (bounded by SETTLE_WAIT) until resident segment memory plus the
-/// index fits `budget`; returns the stats then.
-fn settle(store: &Store, budget: u64) -> amalgam_engine::Stats {
-    let start = Instant::now();
-    loop {
-        let st = store.stats();
-        if st.reserved_bytes + st.index_bytes <= budget || start.elapsed() > SETTLE_WAIT {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+mod full_cache;
+use full_cache::{cache, fill, settle, SETTLE_WAIT};
 
 /// Lowered from 64 to 16 segments: the cache evicts down to the new
 /// budget in the background (no write needed), the resident memory the
