@@ -300,8 +300,10 @@ pub(crate) fn parse_i32(t: &[u8]) -> Option<i64> {
 
 /// Splits a command line into at most `N` words (memcached's tokenizer:
 /// spaces only, runs of spaces collapse). Returns the word count, or None
-/// if there are more than `N`.
-fn words<const N: usize>(line: &[u8]) -> Option<([&[u8]; N], usize)> {
+/// if there are more than `N`. Public for the server's in-place receiving
+/// of large values (`inplace.rs`), which reads a storage line before its
+/// data block has arrived.
+pub fn words<const N: usize>(line: &[u8]) -> Option<([&[u8]; N], usize)> {
     let mut out = [&line[..0]; N];
     let mut n = 0;
     for w in line.split(|&b| b == b' ').filter(|w| !w.is_empty()) {

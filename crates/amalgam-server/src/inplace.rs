@@ -127,15 +127,7 @@ pub fn start_memcached(shared: &Shared, limits: text::Limits, pending: &[u8]) ->
     let head = &pending[..pending.len().min(LINE_BYTES_MAX)];
     let nl = head.iter().position(|&b| b == b'\n')?;
     let line = head[..nl].strip_suffix(b"\r").unwrap_or(&head[..nl]);
-    let mut words = [&line[..0]; STORE_LINE_WORDS_MAX];
-    let mut n = 0;
-    for w in line.split(|&b| b == b' ').filter(|w| !w.is_empty()) {
-        if n == STORE_LINE_WORDS_MAX {
-            return None;
-        }
-        words[n] = w;
-        n += 1;
-    }
+    let (words, n) = text::words::<STORE_LINE_WORDS_MAX>(line)?;
     if n < 5 || !matches!(words[0], b"set" | b"add" | b"replace" | b"cas") {
         return None;
     }
