@@ -3,7 +3,11 @@
 # Amalgam plaintext RESP vs Amalgam TLS RESP (the same server, two ports)
 # vs Debian's redis-server with TLS, with redis-benchmark (a client not
 # written here), RUNS alternating rounds, medians printed as a markdown
-# table. Certificates: scripts/tls-test-certs.sh (test-only, temporary).
+# table, with each server's CPU time per request over the run (user +
+# system from /proc, so the TLS cost that a server-bound deployment sees:
+# 1 - plain/TLS CPU per request; the throughput cost also carries the
+# client's own TLS work on the same cores). Certificates:
+# scripts/tls-test-certs.sh (test-only, temporary).
 # Needs a release build: cargo build --release -p amalgam-server.
 # Usage: scripts/compare-tls.sh   (env: RUNS=3 N=200000 CLIENTS=50 HS_N=20000)
 set -euo pipefail
@@ -30,20 +34,32 @@ pids+=($!)
 sleep 1
 tls=(--tls --cacert "$c/ca.crt")
 declare -A args=([amalgam-plain]="-p $plain_port" [amalgam-tls]="-p $tls_port ${tls[*]}" [redis-tls]="-p $redis_port ${tls[*]}")
-echo "target,pipeline,run,test,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms" >"$out"
+declare -A pid_of=([amalgam-plain]=${pids[0]} [amalgam-tls]=${pids[0]} [redis-tls]=${pids[1]})
+# Server CPU time (user + system, clock ticks) of a process, from /proc.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+echo "target,pipeline,run,test,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,cpu_us_per_req" >"$out"
 for run in $(seq 1 "$RUNS"); do
   for p in 1 16; do
-    for t in amalgam-plain amalgam-tls redis-tls; do
-      # shellcheck disable=SC2086
-      redis-benchmark ${args[$t]} -c "$CLIENTS" -n "$N" -t get,set -P "$p" --threads 2 --csv 2>/dev/null |
-        tail -n +2 | tr -d '"' | sed "s/^/$t,$p,$run,/" >>"$out"
+    for test in set get; do
+      for t in amalgam-plain amalgam-tls redis-tls; do
+        # One test per redis-benchmark run, so the server's CPU time over
+        # the run is that test's: CPU microseconds per request.
+        before=$(cpu_ticks "${pid_of[$t]}")
+        # shellcheck disable=SC2086
+        line=$(redis-benchmark ${args[$t]} -c "$CLIENTS" -n "$N" -t "$test" -P "$p" --threads 2 --csv 2>/dev/null |
+          tail -n 1 | tr -d '"')
+        cpu=$(awk -v a="$before" -v b="$(cpu_ticks "${pid_of[$t]}")" -v hz="$hz" -v n="$N" \
+          'BEGIN { printf "%.3f", (b - a) * 1e6 / hz / n }')
+        echo "$t,$p,$run,$line,$cpu" >>"$out"
+      done
     done
   done
   # Handshake rate: a new connection (and TLS handshake) per request (-k 0).
   for t in amalgam-plain amalgam-tls redis-tls; do
     # shellcheck disable=SC2086
     redis-benchmark ${args[$t]} -c "$CLIENTS" -n "$HS_N" -t ping -k 0 --threads 2 --csv 2>/dev/null |
-      tail -n +2 | tr -d '"' | sed "s/^/$t,handshake,$run,/" >>"$out"
+      tail -n +2 | tr -d '"' | sed "s/^/$t,handshake,$run,/; s/$/,/" >>"$out"
   done
 done
 cp "$out" "${TLS_RUNS_CSV:-/tmp/compare-tls-runs.csv}"
@@ -53,13 +69,15 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 def med(t, p, test, f):
     v = [float(r[f]) for r in rows if r["target"] == t and r["pipeline"] == p and r["test"].startswith(test)]
     return statistics.median(v) if v else float("nan")
-print("| test | pipeline | amalgam plain req/s | amalgam TLS req/s | redis TLS req/s | TLS cost | amalgam TLS / redis TLS | p99 ms plain / TLS / redis TLS |")
-print("|---|---:|---:|---:|---:|---:|---:|---|")
+print("| test | pipeline | amalgam plain req/s | amalgam TLS req/s | redis TLS req/s | TLS cost | amalgam TLS / redis TLS | p99 ms plain / TLS / redis TLS | server CPU us/req plain / TLS / redis TLS | TLS cost in server CPU |")
+print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|")
 for test in ("SET", "GET"):
     for p in ("1", "16"):
         a, t, r = (med(x, p, test, "rps") for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
         p99 = " / ".join(f"{med(x, p, test, 'p99_ms'):.3f}" for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
-        print(f"| {test} | {p} | {a:.0f} | {t:.0f} | {r:.0f} | {100 * (1 - t / a):.1f}% | {t / r:.2f}x | {p99} |")
+        ca, ct, cr = (med(x, p, test, "cpu_us_per_req") for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
+        print(f"| {test} | {p} | {a:.0f} | {t:.0f} | {r:.0f} | {100 * (1 - t / a):.1f}% | {t / r:.2f}x | {p99}"
+              f" | {ca:.2f} / {ct:.2f} / {cr:.2f} | {100 * (1 - ca / ct):.1f}% |")
 a, t, r = (med(x, "handshake", "PING", "rps") for x in ("amalgam-plain", "amalgam-tls", "redis-tls"))
 print(f"| new connection per PING (-k 0) | 1 | {a:.0f} | {t:.0f} | {r:.0f} | {100 * (1 - t / a):.1f}% | {t / r:.2f}x | |")
 PY
