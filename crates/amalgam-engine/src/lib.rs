@@ -123,7 +123,7 @@ pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_
 pub use pool::{CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use prepared::Prepared;
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
-pub use stall::{Stall, StallWatcher};
+pub use stall::{Stall, StallWatcher, Timing as StallTiming};
 pub use store::{
     Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update, BATCH_WINDOW_KEYS,
     CACHE_INDEX_BUDGET_SHARE, CACHE_LOAD_PER_BUCKET_MAX, INITIAL_BUCKETS_LOG2_DEFAULT, ITEM_SIZE_MAX_BYTES_DEFAULT,

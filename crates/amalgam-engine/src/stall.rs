@@ -9,6 +9,11 @@
 //! load of the `OnceLock` (and the watcher's own check): no clock read and
 //! no shared write, on the request path (a writer's own eviction) or
 //! anywhere else.
+//!
+//! The trait and [`Timing`] are generic over the kind of step, so
+//! persistence times its own steps (`amalgam_persist::stall::Stall`)
+//! through the same contract and code, and one watcher (the server's)
+//! implements both.
 
 use std::time::{Duration, Instant};
 
@@ -30,37 +35,39 @@ pub enum Stall {
     SegmentMerge,
 }
 
-/// Receives the engine's timed steps. Both methods are called on the
-/// thread doing the work, so they must be cheap and must not block.
-pub trait StallWatcher: Send + Sync {
+/// Receives timed steps of kind `K` (the engine's [`Stall`] unless
+/// named). Its methods are called on the thread doing the work, so they
+/// must be cheap and must not block.
+pub trait StallWatcher<K = Stall>: Send + Sync {
     /// Whether steps are being timed now (called before each step: keep it
     /// to a relaxed load).
     fn watching(&self) -> bool;
     /// A step of `kind` took `took`.
-    fn stalled(&self, kind: Stall, took: Duration);
+    fn stalled(&self, kind: K, took: Duration);
     /// How long to hold the thread at the end of a step of `kind` being
     /// timed, before the step is measured: zero (the default) but where a
     /// test injects a stall of known length into one named step (the
     /// server's amalgam-only `DEBUG STALL`), so that a real stall happens
     /// where it would, on the thread that does the step.
-    fn hold(&self, _kind: Stall) -> Duration {
+    fn hold(&self, _kind: K) -> Duration {
         Duration::ZERO
     }
 }
 
 /// The clock reading of a step being timed (None: nobody watching).
-pub(crate) struct Timing(Option<Instant>);
+#[derive(Debug)]
+pub struct Timing(Option<Instant>);
 
 impl Timing {
     /// Starts timing if `watcher` is installed and watching.
     #[inline]
-    pub(crate) fn start(watcher: Option<&dyn StallWatcher>) -> Timing {
+    pub fn start<K>(watcher: Option<&dyn StallWatcher<K>>) -> Timing {
         Timing(watcher.filter(|w| w.watching()).map(|_| Instant::now()))
     }
 
     /// Reports the step to `watcher` (if it was timed).
     #[inline]
-    pub(crate) fn end(self, watcher: Option<&dyn StallWatcher>, kind: Stall) {
+    pub fn end<K: Copy>(self, watcher: Option<&dyn StallWatcher<K>>, kind: K) {
         if let (Some(at), Some(w)) = (self.0, watcher) {
             let hold = w.hold(kind);
             if !hold.is_zero() {

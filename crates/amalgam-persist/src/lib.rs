@@ -322,7 +322,7 @@ impl Persistence {
 
     /// Installs the watcher of the log's writes and fsyncs and the
     /// snapshots' slices (`stall.rs`); a second call changes nothing.
-    pub fn set_stall_watcher(&self, w: Arc<dyn stall::StallWatcher>) {
+    pub fn set_stall_watcher(&self, w: Arc<dyn stall::StallWatcher<stall::Stall>>) {
         let _ = self.log.set_stall_watcher(w);
     }
 

@@ -129,7 +129,7 @@ pub struct Log {
     /// Set after an I/O error, cleared by the next success.
     failing: AtomicBool,
     /// Who times the log's writes and fsyncs (`stall.rs`), once set.
-    watcher: std::sync::OnceLock<Arc<dyn crate::stall::StallWatcher>>,
+    watcher: std::sync::OnceLock<Arc<dyn StallWatcher<Stall>>>,
     /// Counters for INFO / stats.
     pub(crate) fsyncs: AtomicU64,
     pub(crate) writes: AtomicU64,
@@ -191,11 +191,11 @@ impl Log {
 
     /// Installs the watcher of the log's steps (`stall.rs`); Err if one
     /// is installed already.
-    pub fn set_stall_watcher(&self, w: Arc<dyn StallWatcher>) -> Result<(), Arc<dyn StallWatcher>> {
+    pub fn set_stall_watcher(&self, w: Arc<dyn StallWatcher<Stall>>) -> Result<(), Arc<dyn StallWatcher<Stall>>> {
         self.watcher.set(w)
     }
 
-    pub(crate) fn watcher(&self) -> Option<&dyn StallWatcher> {
+    pub(crate) fn watcher(&self) -> Option<&dyn StallWatcher<Stall>> {
         self.watcher.get().map(|w| &**w)
     }
 

@@ -17,7 +17,7 @@ struct Recorder {
     seen: Mutex<HashMap<Stall, usize>>,
 }
 
-impl StallWatcher for Recorder {
+impl StallWatcher<Stall> for Recorder {
     fn watching(&self) -> bool {
         self.on.load(Ordering::Relaxed)
     }

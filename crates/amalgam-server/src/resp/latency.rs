@@ -201,29 +201,35 @@ pub fn persist_event(kind: amalgam_persist::stall::Stall) -> &'static str {
     }
 }
 
-impl amalgam_engine::StallWatcher for StallEvents {
-    #[inline]
-    fn watching(&self) -> bool {
-        self.0.threshold_ms.load(Ordering::Relaxed) != 0
-    }
-    fn stalled(&self, kind: amalgam_engine::Stall, took: std::time::Duration) {
-        self.0.observe(engine_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
-    }
-    fn hold(&self, kind: amalgam_engine::Stall) -> std::time::Duration {
-        self.0.hold(engine_event(kind))
+/// A kind of timed step with a LATENCY event name: the engine's and
+/// persistence's, so one watcher serves both.
+pub trait Event: Copy {
+    /// LATENCY's name for it.
+    fn name(self) -> &'static str;
+}
+
+impl Event for amalgam_engine::Stall {
+    fn name(self) -> &'static str {
+        engine_event(self)
     }
 }
 
-impl amalgam_persist::stall::StallWatcher for StallEvents {
+impl Event for amalgam_persist::stall::Stall {
+    fn name(self) -> &'static str {
+        persist_event(self)
+    }
+}
+
+impl<K: Event> amalgam_engine::StallWatcher<K> for StallEvents {
     #[inline]
     fn watching(&self) -> bool {
         self.0.threshold_ms.load(Ordering::Relaxed) != 0
     }
-    fn stalled(&self, kind: amalgam_persist::stall::Stall, took: std::time::Duration) {
-        self.0.observe(persist_event(kind), took.as_nanos().min(u64::MAX as u128) as u64);
+    fn stalled(&self, kind: K, took: std::time::Duration) {
+        self.0.observe(kind.name(), took.as_nanos().min(u64::MAX as u128) as u64);
     }
-    fn hold(&self, kind: amalgam_persist::stall::Stall) -> std::time::Duration {
-        self.0.hold(persist_event(kind))
+    fn hold(&self, kind: K) -> std::time::Duration {
+        self.0.hold(kind.name())
     }
 }
 
@@ -493,8 +499,9 @@ mod tests {
     /// names, only while the monitor is on and at its threshold.
     #[test]
     fn stalls_become_events_by_name() {
-        use amalgam_engine::StallWatcher as Engine;
-        use amalgam_persist::stall::StallWatcher as Persist;
+        use amalgam_engine::StallWatcher;
+        type Engine = dyn StallWatcher<amalgam_engine::Stall>;
+        type Persist = dyn StallWatcher<amalgam_persist::stall::Stall>;
         let m = std::sync::Arc::new(Monitor::default());
         let events = StallEvents(std::sync::Arc::clone(&m));
         assert!(!Engine::watching(&events), "off: the engine reads no clock");
@@ -540,8 +547,9 @@ mod tests {
     /// persistence's steps alike; other names are refused.
     #[test]
     fn holds_by_event_name() {
-        use amalgam_engine::StallWatcher as Engine;
-        use amalgam_persist::stall::StallWatcher as Persist;
+        use amalgam_engine::StallWatcher;
+        type Engine = dyn StallWatcher<amalgam_engine::Stall>;
+        type Persist = dyn StallWatcher<amalgam_persist::stall::Stall>;
         let m = std::sync::Arc::new(Monitor::default());
         let events = StallEvents(std::sync::Arc::clone(&m));
         assert_eq!(Engine::hold(&events, amalgam_engine::Stall::ExpireCycle), std::time::Duration::ZERO);
