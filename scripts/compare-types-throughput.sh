@@ -58,8 +58,12 @@ zscore|ZSCORE z:__rand_int__ m:__rand_int__"}
 amalgam=${CARGO_TARGET_DIR:-target}/release/amalgam
 work=$(mktemp -d)
 pids=()
+# The servers are reaped, not only signalled: a redis-server still freeing
+# a large keyspace holds its port, and the next invocation's server on
+# the same port would fail to start.
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -73,6 +77,12 @@ wait_up() {
   return 1
 }
 
+for port in "$REDIS_PORT" "$AMALGAM_PORT" "$AMALGAM_MC_PORT"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port is already in use: set REDIS_PORT / AMALGAM_PORT / AMALGAM_MC_PORT" >&2
+    exit 1
+  fi
+done
 "$REDIS" --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
 pids+=($!)
 "$amalgam" -p "$AMALGAM_MC_PORT" --resp-port "$AMALGAM_PORT" -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" \
