@@ -62,6 +62,7 @@
 //! | `snapshot.rs` | writing a snapshot and retiring old files |
 //! | `recover.rs` | start-up: snapshot + log replay, damage handling |
 //! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
+//! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 
 pub mod format;
@@ -70,11 +71,13 @@ pub mod ratelimit;
 pub mod recover;
 pub mod repl;
 mod snapshot;
+pub mod staged;
 pub mod stall;
 
 pub use log::{Commit, Fsync, Log, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
+pub use staged::Staged;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -112,6 +115,13 @@ struct LogJournal(Arc<Log>);
 
 impl Journal for LogJournal {
     fn record(&self, change: Change<'_>) {
+        if let Change::Put(it) = &change {
+            if let Some((value, crc)) = staged::take_for(it) {
+                let mut head = Vec::new();
+                format::put_head(&mut head, it, crc);
+                return self.0.append_staged(&head, value);
+            }
+        }
         self.0.append(|b| encode_change(b, change));
     }
 }

@@ -298,6 +298,25 @@ impl Log {
         });
     }
 
+    /// Appends one record given as its head (`format::put_head`) and its
+    /// value's bytes (`staged.rs`), without copying the value: the head
+    /// closes the small records' buffer and the value is a chunk of its
+    /// own, so the two are written one after the other.
+    pub fn append_staged(&self, head: &[u8], value: Vec<u8>) {
+        let len = head.len() + value.len();
+        let seq = {
+            let mut b = lock(&self.buf);
+            let mut small = std::mem::take(&mut b.bytes);
+            small.extend_from_slice(head);
+            b.sealed.push(small);
+            b.sealed.push(value);
+            self.unwritten.fetch_add(len, Ordering::Relaxed);
+            b.last_seq += 1;
+            b.last_seq
+        };
+        LAST_APPENDED.with(|c| c.set(seq));
+    }
+
     /// The last sequence number appended by the calling thread.
     pub fn last_appended_here() -> u64 {
         LAST_APPENDED.with(|c| c.get())

@@ -293,7 +293,7 @@ struct Conn<S = TcpStream> {
     /// A large value being received straight into its item
     /// (`inplace.rs`); memcached's stays here once complete, until its
     /// request is parsed (a RESP one moves to its session then).
-    inplace: Option<Box<amalgam_engine::Prepared>>,
+    inplace: Option<Box<crate::inplace::Receiving>>,
 }
 
 /// What a turn left the connection in.
@@ -1016,13 +1016,18 @@ impl<S: Socket> Conn<S> {
     fn fill_in_place(&mut self) -> std::io::Result<usize> {
         let Conn { inplace, sock, tls, drained, .. } = self;
         let Some(v) = inplace.as_deref_mut() else { return Ok(0) };
-        let dst = v.unfilled(READ_BYTES_PER_ROUND_MAX);
+        let dst = v.value.unfilled(READ_BYTES_PER_ROUND_MAX);
         let asked = dst.len();
         let n = match tls.as_deref_mut() {
-            None => sock.read(dst)?,
-            Some(t) => crate::tls::read(t, sock, dst)?,
+            None => sock.read(&mut *dst)?,
+            Some(t) => crate::tls::read(t, sock, &mut *dst)?,
         };
-        v.advance(n);
+        // With persistence the bytes go into the value's log record too
+        // (persist `staged.rs`): a read's worth at a time, here.
+        if let Some(s) = v.staged.as_mut() {
+            s.extend(&dst[..n]);
+        }
+        v.value.advance(n);
         *drained = n < asked && tls.is_none();
         self.value_received();
         Ok(n)
