@@ -18,7 +18,9 @@
 //! before it (`Buf::sealed`), and the commit writes the chunks in order.
 //! So the value is copied once on its way to the disk (item → record,
 //! under its bucket lock, with the CRC, as Redis copies the command into
-//! its AOF buffer), never under the mutex every writer takes.
+//! its AOF buffer), never under the mutex every writer takes; and for a
+//! value received in place not even that: its record was built while it
+//! arrived, a read at a time (`staged.rs`, [`Log::append_staged`]).
 //!
 //! Writing a 512 MB record takes seconds on a loaded machine (the page
 //! cache's dirty-page throttling makes write(2) wait for the disk), so a
