@@ -33,7 +33,10 @@
 //! written, so a crash of the process loses nothing acknowledged under
 //! `everysec` and `no` either. Records stay in sequence order in the file
 //! whoever writes them (one writer at a time, under `io`, and chunks in
-//! append order), so one key's records stay in order.
+//! append order), so one key's records stay in order; writes journaled
+//! after a large record are acknowledged once it is written too (their
+//! records follow it), while replies that wait for no record (reads,
+//! PING) go out at once.
 //!
 //! One race is left open: a worker that found the log small and then waits
 //! for `io` while the committer writes a large record that was appended in

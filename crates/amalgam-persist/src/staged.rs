@@ -31,7 +31,12 @@
 //!
 //! # Limits
 //! The staged bytes are a second copy of the value in memory until the
-//! record is written, as the scratch buffer was (peak memory unchanged).
+//! record is written, as the scratch buffer was (the peak is unchanged,
+//! the item plus its record), but from the value's first byte on rather
+//! than from its publication, and outside the memory budget (`-m`), as
+//! the log's buffers always were. Only values received in place are
+//! staged: a large value that arrives any other way (APPEND, SETRANGE, a
+//! MULTI) is still framed by copy under its bucket lock.
 
 use std::cell::RefCell;
 
