@@ -8,19 +8,33 @@ and their round trips (median, 99th percentile, longest); with PID, the
 server's peak resident memory (VmHWM: start a fresh server per run).
 Run the server with one worker (-t 1) so both connections share it.
 
-usage: large-value-stall.py PORT SIZE [PID]
+With --get, the SET is made first without PINGs, and the PINGs run
+during a GET of the value instead (the reply read as fast as the client
+can); with PID the peak is reset before the GET (/proc/PID/clear_refs),
+so it is the GET's own peak, and the resident memory before the GET is
+printed beside it.
+
+usage: large-value-stall.py PORT SIZE [PID] [--get]
 """
 import socket, sys, threading, time
 
-port = int(sys.argv[1]); size = int(sys.argv[2])
-pid = sys.argv[3] if len(sys.argv) > 3 else None
+args = [a for a in sys.argv[1:] if a != '--get']
+get_mode = '--get' in sys.argv[1:]
+port = int(args[0]); size = int(args[1])
+pid = args[2] if len(args) > 2 else None
+
+def status(field):
+    for l in open('/proc/%s/status' % pid):
+        if l.startswith(field):
+            return int(l.split()[1]) // 1024
+    return 0
 
 pinger = socket.create_connection(('127.0.0.1', port))
 pinger.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 setter = socket.create_connection(('127.0.0.1', port))
 v = bytearray(b'abcdefgh' * (size // 8))
 done = threading.Event()
-set_time = [0.0]
+op_time = [0.0]
 
 def do_set():
     t = time.time()
@@ -28,15 +42,41 @@ def do_set():
     setter.sendall(v)
     setter.sendall(b'\r\n')
     r = setter.recv(100)
-    set_time[0] = time.time() - t
+    op_time[0] = time.time() - t
     assert r == b'+OK\r\n', r
     done.set()
 
-th = threading.Thread(target=do_set)
+def do_get():
+    head = b'$%d\r\n' % len(v)
+    want = len(head) + len(v) + 2
+    buf = bytearray(want)
+    view = memoryview(buf)
+    t = time.time()
+    setter.sendall(b'*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n')
+    got = 0
+    while got < want:
+        n = setter.recv_into(view[got:], want - got)
+        assert n > 0, 'connection closed'
+        got += n
+    op_time[0] = time.time() - t
+    assert buf[:len(head)] == head and buf[-2:] == b'\r\n', bytes(buf[:40])
+    done.set()
+
+before = ''
+if get_mode:
+    do_set()
+    done.clear()
+    if pid:
+        before = ' (resident before: %d MB)' % status('VmRSS')
+        # 5: reset the peak resident size to the current one.
+        with open('/proc/%s/clear_refs' % pid, 'w') as f:
+            f.write('5')
+
+th = threading.Thread(target=do_get if get_mode else do_set)
 th.start()
 rtts = []
-# Bounded: a PING at most every round trip until the SET is answered
-# (a 512 MB SET takes seconds; 10 minutes is far past any run).
+# Bounded: a PING at most every round trip until the command is answered
+# (a 512 MB SET or GET takes seconds; 10 minutes is far past any run).
 deadline = time.time() + 600
 while not done.is_set() and time.time() < deadline:
     t = time.time()
@@ -48,10 +88,7 @@ th.join()
 rtts.sort()
 def q(p):
     return rtts[min(len(rtts) - 1, int(p * len(rtts)))] * 1000 if rtts else float('nan')
-peak = ''
-if pid:
-    for l in open('/proc/%s/status' % pid):
-        if l.startswith('VmHWM'):
-            peak = ' peak RSS %d MB' % (int(l.split()[1]) // 1024)
-print('SET %.2fs; %d PINGs meanwhile: median %.2f ms, p99 %.2f ms, max %.2f ms%s'
-      % (set_time[0], len(rtts), q(0.5), q(0.99), (rtts[-1] * 1000 if rtts else float('nan')), peak))
+peak = ' peak RSS %d MB%s' % (status('VmHWM'), before) if pid else ''
+print('%s %.2fs; %d PINGs meanwhile: median %.2f ms, p99 %.2f ms, max %.2f ms%s'
+      % ('GET' if get_mode else 'SET', op_time[0], len(rtts), q(0.5), q(0.99),
+         (rtts[-1] * 1000 if rtts else float('nan')), peak))

@@ -37,8 +37,10 @@
 //!   (a write pass over memory the kernel is faulting in anyway; no copy).
 //!
 //! # Limits
-//! The journal still records the item as any other `Put` (the log copies
-//! the value into its buffer: docs/benchmarks.md § Large values).
+//! The journal records the item as any other `Put`. The server, with
+//! persistence, builds the value's log record while the value arrives and
+//! offers it to the journal (amalgam-persist `staged.rs`), which then
+//! copies nothing; any other journal copies the value into its record.
 
 use crate::item::{self, Meta};
 use crate::pool::Block;

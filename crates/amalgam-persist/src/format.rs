@@ -248,25 +248,61 @@ pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
     }
 }
 
-/// Appends a PUT_MS record from its fields (`expiry_ms`: unix ms).
-pub fn put_raw_ms(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry_ms: u64, cas: u64) {
+/// Appends the head of the PUT (or PUT_MS) record of a plain item
+/// (`it.tag()` is `TAG_BYTES`): every byte before the value, the CRC
+/// combined with `value_crc` (the CRC32C of `it.value()`). The value
+/// itself follows in the log (`staged.rs`): head and value together are
+/// byte for byte the record [`put`] appends.
+pub fn put_head(out: &mut Vec<u8>, it: &ItemRef<'_>, value_crc: u32) {
+    let (key, vlen) = (it.key(), it.value().len());
+    let (ty, fixed) = match it.expiry() {
+        Expiry::AtMillis(ms) => (T_PUT_MS, put_ms_fixed(key.len(), vlen, it.flags(), ms, it.cas()).to_vec()),
+        Expiry::At(t) => (T_PUT, put_fixed(key.len(), vlen, it.flags(), t.max(1), it.cas()).to_vec()),
+        Expiry::Never => (T_PUT, put_fixed(key.len(), vlen, it.flags(), 0, it.cas()).to_vec()),
+    };
+    let at = out.len();
+    let len = 1 + fixed.len() + key.len() + vlen;
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.push(ty);
+    out.extend_from_slice(&fixed);
+    out.extend_from_slice(key);
+    let head_crc = crc32c::crc32c(&out[at + RECORD_FRAME_BYTES..]);
+    let crc = crc32c::crc32c_combine(head_crc, value_crc, vlen);
+    out[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A PUT_MS record's fixed fields.
+fn put_ms_fixed(klen: usize, vlen: usize, flags: u32, expiry_ms: u64, cas: u64) -> [u8; PUT_MS_FIXED_BYTES] {
     let mut fixed = [0u8; PUT_MS_FIXED_BYTES];
     fixed[0..4].copy_from_slice(&flags.to_le_bytes());
     fixed[4..12].copy_from_slice(&expiry_ms.to_le_bytes());
     fixed[12..20].copy_from_slice(&cas.to_le_bytes());
-    fixed[20] = key.len() as u8;
-    fixed[21..25].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    fixed[20] = klen as u8;
+    fixed[21..25].copy_from_slice(&(vlen as u32).to_le_bytes());
+    fixed
+}
+
+/// A PUT record's fixed fields.
+fn put_fixed(klen: usize, vlen: usize, flags: u32, expiry: u32, cas: u64) -> [u8; PUT_FIXED_BYTES] {
+    let mut fixed = [0u8; PUT_FIXED_BYTES];
+    fixed[0..4].copy_from_slice(&flags.to_le_bytes());
+    fixed[4..8].copy_from_slice(&expiry.to_le_bytes());
+    fixed[8..16].copy_from_slice(&cas.to_le_bytes());
+    fixed[16] = klen as u8;
+    fixed[17..21].copy_from_slice(&(vlen as u32).to_le_bytes());
+    fixed
+}
+
+/// Appends a PUT_MS record from its fields (`expiry_ms`: unix ms).
+pub fn put_raw_ms(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry_ms: u64, cas: u64) {
+    let fixed = put_ms_fixed(key.len(), value.len(), flags, expiry_ms, cas);
     frame(out, T_PUT_MS, &[&fixed, key, value]);
 }
 
 /// Appends a PUT record from its fields (`expiry`: unix seconds, 0 never).
 pub fn put_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8], flags: u32, expiry: u32, cas: u64) {
-    let mut fixed = [0u8; PUT_FIXED_BYTES];
-    fixed[0..4].copy_from_slice(&flags.to_le_bytes());
-    fixed[4..8].copy_from_slice(&expiry.to_le_bytes());
-    fixed[8..16].copy_from_slice(&cas.to_le_bytes());
-    fixed[16] = key.len() as u8;
-    fixed[17..21].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    let fixed = put_fixed(key.len(), value.len(), flags, expiry, cas);
     frame(out, T_PUT, &[&fixed, key, value]);
 }
 
@@ -630,6 +666,29 @@ mod tests {
                     assert!(read_record(&c).is_err(), "flip byte {i} bit {bit} accepted");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_put_head_and_its_value_are_the_put_record() {
+        let store = amalgam_engine::Store::new(Default::default()).unwrap();
+        let value: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let expiries = [
+            (&b"never"[..], Expiry::Never),
+            (b"secs", Expiry::At(1_900_000_000)),
+            (b"millis", Expiry::at_millis(1_900_000_000_250)),
+        ];
+        for (k, e) in expiries {
+            store.set(k, &value, 5, e).unwrap();
+            let same = store.get(k, |it| {
+                let mut whole = Vec::new();
+                put(&mut whole, &it);
+                let mut head = Vec::new();
+                put_head(&mut head, &it, crc32c::crc32c(it.value()));
+                head.extend_from_slice(it.value());
+                head == whole
+            });
+            assert_eq!(same, Some(true), "{e:?}");
         }
     }
 

@@ -62,6 +62,7 @@
 //! | `snapshot.rs` | writing a snapshot and retiring old files |
 //! | `recover.rs` | start-up: snapshot + log replay, damage handling |
 //! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
+//! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 
 pub mod format;
@@ -70,11 +71,13 @@ pub mod ratelimit;
 pub mod recover;
 pub mod repl;
 mod snapshot;
+pub mod staged;
 pub mod stall;
 
-pub use log::{Fsync, Log, EVERYSEC_PERIOD};
+pub use log::{Commit, Fsync, Log, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
+pub use staged::Staged;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -112,6 +115,13 @@ struct LogJournal(Arc<Log>);
 
 impl Journal for LogJournal {
     fn record(&self, change: Change<'_>) {
+        if let Change::Put(it) = &change {
+            if let Some((value, crc)) = staged::take_for(it) {
+                let mut head = Vec::new();
+                format::put_head(&mut head, it, crc);
+                return self.0.append_staged(&head, value);
+            }
+        }
         self.0.append(|b| encode_change(b, change));
     }
 }
@@ -375,10 +385,11 @@ impl Persistence {
         self.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(wake);
     }
 
-    /// `always`: asks the committer thread to make records up to `target`
-    /// durable; the registered wakers run when it has (group commit: one
-    /// fdatasync covers every request that arrived while the last ran, and
-    /// workers keep serving meanwhile).
+    /// `always` (or a [`Commit::Deferred`] commit under any policy): asks
+    /// the committer thread to secure records up to `target` (durable
+    /// under `always`, written otherwise); the registered wakers run when
+    /// it has (group commit: one fdatasync covers every request that
+    /// arrived while the last ran, and workers keep serving meanwhile).
     pub fn request_commit(&self, target: u64) {
         let mut r = self.requested.lock().unwrap_or_else(|e| e.into_inner());
         if *r < target {
@@ -387,8 +398,9 @@ impl Persistence {
         }
     }
 
-    /// The committer thread (`always`): waits for a request above the
-    /// durable position, syncs everything buffered, wakes the workers.
+    /// The committer thread: waits for a request above the secured
+    /// position (`always`, or a deferred large commit), writes (and under
+    /// `always` syncs) everything buffered, wakes the workers.
     fn commit_loop(&self) {
         while !self.stop.load(Ordering::Acquire) {
             {
@@ -401,7 +413,14 @@ impl Persistence {
                 break;
             }
             if let Err(e) = self.log.commit_all() {
-                self.exit_not_durable(&e);
+                if self.fsync() == Fsync::Always {
+                    self.exit_not_durable(&e);
+                }
+                // A deferred large commit under `everysec` or `no`: the
+                // records stay buffered and the replies held; retried
+                // after a pause (a full disk fails every attempt).
+                self.report_error(&e);
+                std::thread::park_timeout(TICK);
             }
             for w in self.wakers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 w();
@@ -410,15 +429,24 @@ impl Persistence {
     }
 
     /// Called by a worker after a batch of requests, before their replies
-    /// are sent: the calling thread's changes are written (and with
-    /// `always`, durable) when this returns. See the crate notes for
-    /// errors.
-    pub fn commit(&self) {
-        if let Err(e) = self.log.commit() {
-            if self.fsync() == Fsync::Always {
-                self.exit_not_durable(&e);
+    /// are sent: with [`Commit::Done`] the calling thread's changes are
+    /// written (and with `always`, durable) when this returns, or an error
+    /// was reported (see the crate notes; the replies stay held and the
+    /// next commit retries). [`Commit::Deferred`]: a large record is
+    /// unwritten (`log.rs` § Large records), nothing was done, and the
+    /// worker hands the commit to the committer thread
+    /// ([`Persistence::request_commit`]) as under `always`, so that its
+    /// other connections are served while the record is written.
+    pub fn commit(&self) -> Commit {
+        match self.log.commit() {
+            Ok(c) => c,
+            Err(e) => {
+                if self.fsync() == Fsync::Always {
+                    self.exit_not_durable(&e);
+                }
+                self.report_error(&e);
+                Commit::Done
             }
-            self.report_error(&e);
         }
     }
 

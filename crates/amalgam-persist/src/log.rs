@@ -10,6 +10,38 @@
 //! which assigns the record its sequence number. No I/O happens under a
 //! bucket lock.
 //!
+//! # Large records
+//!
+//! A record of [`LARGE_RECORD_BYTES_MIN`] or more (a large value's PUT) is
+//! not copied into the shared buffer: the scratch buffer it was framed in
+//! becomes a chunk of its own, queued after the small records buffered
+//! before it (`Buf::sealed`), and the commit writes the chunks in order.
+//! So the value is copied once on its way to the disk (item → record,
+//! under its bucket lock, with the CRC, as Redis copies the command into
+//! its AOF buffer), never under the mutex every writer takes; and for a
+//! value received in place not even that: its record was built while it
+//! arrived, a read at a time (`staged.rs`, [`Log::append_staged`]).
+//!
+//! Writing a 512 MB record takes seconds on a loaded machine (the page
+//! cache's dirty-page throttling makes write(2) wait for the disk), so a
+//! commit that would write one is not made on a worker: while
+//! [`LARGE_RECORD_BYTES_MIN`] or more is unwritten ([`Log::large_unwritten`]),
+//! [`Log::commit`] answers [`Commit::Deferred`] and the worker hands the
+//! commit to the committer thread under every policy, parking the replies
+//! that wait for it exactly as `always` parks them (`lib.rs`,
+//! `Persistence::commit`). A reply is still sent only once its records are
+//! written, so a crash of the process loses nothing acknowledged under
+//! `everysec` and `no` either. Records stay in sequence order in the file
+//! whoever writes them (one writer at a time, under `io`, and chunks in
+//! append order), so one key's records stay in order; writes journaled
+//! after a large record are acknowledged once it is written too (their
+//! records follow it), while replies that wait for no record (reads,
+//! PING) go out at once.
+//!
+//! One race is left open: a worker that found the log small and then waits
+//! for `io` while the committer writes a large record that was appended in
+//! between waits for that write (a window of microseconds per commit).
+//!
 //! # Group commit
 //!
 //! A server worker, after executing a batch of requests and before
@@ -41,7 +73,7 @@ use std::cell::{Cell, RefCell};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::format;
@@ -55,9 +87,22 @@ const BUF_KEEP_BYTES: usize = 4 << 20;
 /// A thread's scratch buffer above this after a record (a large value) is
 /// freed rather than kept.
 const SCRATCH_KEEP_BYTES: usize = 64 << 10;
-/// A record at least this long, appended when nothing else is buffered,
-/// becomes the buffer instead of being copied into it (`append`).
-const HANDOVER_RECORD_BYTES_MIN: usize = 1 << 20;
+/// A record at least this long is a chunk of its own, never copied into
+/// the shared buffer, and while this many bytes are unwritten a worker's
+/// commit is left to the committer thread (module notes, "Large records"):
+/// at a megabyte the write(2) of the chunk is about a millisecond, the
+/// longest a worker should spend in one.
+pub const LARGE_RECORD_BYTES_MIN: usize = 1 << 20;
+
+/// What a worker's [`Log::commit`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// The calling thread's records are secured as the policy promises.
+    Done,
+    /// A large record is unwritten: the commit is left to the committer
+    /// thread (module notes, "Large records"); nothing was written.
+    Deferred,
+}
 
 /// When the log reaches the disk (Redis's appendfsync).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +138,10 @@ thread_local! {
 }
 
 struct Buf {
+    /// Records that come before `bytes`, in order: each large record as a
+    /// chunk of its own, and the small ones buffered before it.
+    sealed: Vec<Vec<u8>>,
+    /// Small records (after every chunk of `sealed`).
     bytes: Vec<u8>,
     /// Sequence number of the last record appended (0: none yet).
     last_seq: u64,
@@ -119,6 +168,9 @@ pub struct Log {
     policy: AtomicU8,
     buf: Mutex<Buf>,
     io: Mutex<Io>,
+    /// Bytes appended and not yet written (buffered or being written):
+    /// large ones send a worker's commit to the committer thread.
+    unwritten: AtomicUsize,
     /// Records up to here are written / durable (mirrors for fast checks).
     written: AtomicU64,
     durable: AtomicU64,
@@ -172,7 +224,8 @@ impl Log {
         Ok(Log {
             dir: dir.to_path_buf(),
             policy: AtomicU8::new(policy as u8),
-            buf: Mutex::new(Buf { bytes: Vec::new(), last_seq: last }),
+            buf: Mutex::new(Buf { sealed: Vec::new(), bytes: Vec::new(), last_seq: last }),
+            unwritten: AtomicUsize::new(0),
             io: Mutex::new(Io {
                 file: Arc::new(file),
                 len: format::LOG_HEADER_BYTES as u64,
@@ -217,21 +270,29 @@ impl Log {
     /// Appends one record: `encode` frames it (and computes its CRC) in
     /// this thread's scratch buffer, outside any lock; the shared buffer's
     /// mutex is then held only for one memcpy and the sequence number (for
-    /// a record of a megabyte or more into an empty buffer, not even that:
-    /// the scratch buffer is swapped in).
+    /// a record of [`LARGE_RECORD_BYTES_MIN`] or more, not even that: the
+    /// scratch buffer is queued as a chunk of its own).
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             encode(scratch);
+            let len = scratch.len();
             let seq = {
                 let mut b = lock(&self.buf);
-                if b.bytes.is_empty() && scratch.len() >= HANDOVER_RECORD_BYTES_MIN {
+                if len >= LARGE_RECORD_BYTES_MIN {
                     // A large record (a large value) is handed over, not
-                    // copied again under the mutex every writer takes.
-                    std::mem::swap(&mut b.bytes, scratch);
+                    // copied again under the mutex every writer takes;
+                    // the small records before it go first.
+                    if !b.bytes.is_empty() {
+                        let small = std::mem::take(&mut b.bytes);
+                        b.sealed.push(small);
+                    }
+                    b.sealed.push(std::mem::take(scratch));
                 } else {
                     b.bytes.extend_from_slice(scratch);
                 }
+                // Under the mutex: a write takes the bytes it counts off.
+                self.unwritten.fetch_add(len, Ordering::Relaxed);
                 b.last_seq += 1;
                 b.last_seq
             };
@@ -240,6 +301,25 @@ impl Log {
                 *scratch = Vec::new();
             }
         });
+    }
+
+    /// Appends one record given as its head (`format::put_head`) and its
+    /// value's bytes (`staged.rs`), without copying the value: the head
+    /// closes the small records' buffer and the value is a chunk of its
+    /// own, so the two are written one after the other.
+    pub fn append_staged(&self, head: &[u8], value: Vec<u8>) {
+        let len = head.len() + value.len();
+        let seq = {
+            let mut b = lock(&self.buf);
+            let mut small = std::mem::take(&mut b.bytes);
+            small.extend_from_slice(head);
+            b.sealed.push(small);
+            b.sealed.push(value);
+            self.unwritten.fetch_add(len, Ordering::Relaxed);
+            b.last_seq += 1;
+            b.last_seq
+        };
+        LAST_APPENDED.with(|c| c.set(seq));
     }
 
     /// The last sequence number appended by the calling thread.
@@ -268,15 +348,27 @@ impl Log {
         self.committed() < Self::last_appended_here()
     }
 
+    /// True while [`LARGE_RECORD_BYTES_MIN`] or more is appended and not
+    /// yet written (module notes, "Large records").
+    #[inline]
+    pub fn large_unwritten(&self) -> bool {
+        self.unwritten.load(Ordering::Relaxed) >= LARGE_RECORD_BYTES_MIN
+    }
+
     /// Makes the calling thread's appends as safe as the policy promises
     /// before their replies go out: written (`no`, `everysec`) or durable
-    /// (`always`). Cheap when there is nothing to do.
-    pub fn commit(&self) -> std::io::Result<()> {
+    /// (`always`). Cheap when there is nothing to do. A worker's call:
+    /// [`Commit::Deferred`] (nothing done) while a large record is
+    /// unwritten, whose write is the committer thread's.
+    pub fn commit(&self) -> std::io::Result<Commit> {
         let target = Self::last_appended_here();
         if self.committed() >= target {
-            return Ok(());
+            return Ok(Commit::Done);
         }
-        self.write_out(target)
+        if self.large_unwritten() {
+            return Ok(Commit::Deferred);
+        }
+        self.write_out(target).map(|()| Commit::Done)
     }
 
     /// Writes (and under `always` fdatasyncs) everything buffered, unless
@@ -292,14 +384,21 @@ impl Log {
     }
 
     fn write_locked(&self, io: &mut Io, sync: bool) -> std::io::Result<()> {
-        let (mut bytes, last) = {
+        let (mut sealed, mut bytes, last) = {
             let mut b = lock(&self.buf);
+            let sealed = std::mem::take(&mut b.sealed);
             let bytes = std::mem::replace(&mut b.bytes, std::mem::take(&mut io.spare));
-            (bytes, b.last_seq)
+            (sealed, bytes, b.last_seq)
         };
-        if !bytes.is_empty() {
+        let total = sealed.iter().map(Vec::len).sum::<usize>() + bytes.len();
+        if total > 0 {
             let timing = Timing::start(self.watcher());
-            let r = (&*io.file).write_all(&bytes);
+            // Bounded: one write per chunk, in append order.
+            let r = sealed.iter().chain(std::iter::once(&bytes)).filter(|c| !c.is_empty()).try_for_each(|c| {
+                (&*io.file).write_all(c).map(|()| {
+                    self.writes.fetch_add(1, Ordering::Relaxed);
+                })
+            });
             timing.end(self.watcher(), Stall::LogWrite);
             if let Err(e) = r {
                 // A partial write would leave half a record that a retry
@@ -308,13 +407,17 @@ impl Log {
                 // Put the records back in front of what came meanwhile:
                 // nothing is dropped; the next commit retries.
                 let mut b = lock(&self.buf);
-                bytes.extend_from_slice(&b.bytes);
-                b.bytes = bytes;
+                if !bytes.is_empty() {
+                    sealed.push(bytes);
+                }
+                sealed.append(&mut b.sealed);
+                b.sealed = sealed;
                 return Err(e);
             }
-            io.len += bytes.len() as u64;
-            self.writes.fetch_add(1, Ordering::Relaxed);
+            io.len += total as u64;
+            self.unwritten.fetch_sub(total, Ordering::Relaxed);
         }
+        drop(sealed);
         io.written_seq = last;
         self.written.store(last, Ordering::Release);
         bytes.clear();
@@ -385,5 +488,115 @@ impl Log {
     /// True after an I/O error that no later write has cleared.
     pub fn is_failing(&self) -> bool {
         self.failing.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{read_record, Record};
+
+    /// A fresh directory for one test's log.
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("amalgam-log-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The (key, value length) of every record in the segment starting
+    /// at `first_seq`, in file order.
+    fn records(d: &Path, first_seq: u64) -> Vec<(Vec<u8>, usize)> {
+        let bytes = std::fs::read(d.join(format::log_name(first_seq))).unwrap();
+        let mut at = format::LOG_HEADER_BYTES;
+        let mut out = Vec::new();
+        // Bounded by the file: each record advances `at`.
+        while at < bytes.len() {
+            let (rec, n) = read_record(&bytes[at..]).expect("a whole record");
+            let Record::Put { key, value, .. } = rec else { panic!("not a PUT: {rec:?}") };
+            out.push((key.to_vec(), value.len()));
+            at += n;
+        }
+        out
+    }
+
+    fn put(log: &Log, key: &[u8], len: usize) {
+        let value = vec![key[0]; len];
+        log.append(|b| format::put_raw(b, key, &value, 0, 0, 1));
+    }
+
+    #[test]
+    fn large_records_are_written_in_append_order_between_small_ones() {
+        let d = dir("order");
+        let log = Log::create(&d, Fsync::No, 1).unwrap();
+        // small, large (after small ones: they are sealed before it),
+        // small, large, large (two chunks in a row), small.
+        put(&log, b"a", 10);
+        put(&log, b"b", 20);
+        put(&log, b"C", LARGE_RECORD_BYTES_MIN);
+        put(&log, b"d", 30);
+        put(&log, b"E", LARGE_RECORD_BYTES_MIN + 7);
+        put(&log, b"F", 2 * LARGE_RECORD_BYTES_MIN);
+        put(&log, b"g", 40);
+        assert!(log.large_unwritten());
+        log.commit_all().unwrap();
+        assert!(!log.large_unwritten());
+        assert_eq!(log.unwritten.load(Ordering::Relaxed), 0);
+        assert_eq!(log.written_and_durable().0, 7);
+        let want: Vec<(Vec<u8>, usize)> = [
+            (b"a", 10),
+            (b"b", 20),
+            (b"C", LARGE_RECORD_BYTES_MIN),
+            (b"d", 30),
+            (b"E", LARGE_RECORD_BYTES_MIN + 7),
+            (b"F", 2 * LARGE_RECORD_BYTES_MIN),
+            (b"g", 40),
+        ]
+        .iter()
+        .map(|(k, n)| (k.to_vec(), *n))
+        .collect();
+        assert_eq!(records(&d, 1), want);
+        // One write(2) per chunk: [a b] [C] [d] [E] [F] [g].
+        assert_eq!(log.writes.load(Ordering::Relaxed), 6);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_commit_with_a_large_record_unwritten_is_deferred() {
+        let d = dir("defer");
+        let log = Log::create(&d, Fsync::EverySec, 1).unwrap();
+        put(&log, b"a", 10);
+        // Small: the worker writes it itself.
+        assert_eq!(log.commit().unwrap(), Commit::Done);
+        assert_eq!(log.written_and_durable().0, 1);
+        put(&log, b"B", LARGE_RECORD_BYTES_MIN);
+        put(&log, b"c", 10);
+        // Large: nothing written, left to the committer.
+        assert_eq!(log.commit().unwrap(), Commit::Deferred);
+        assert_eq!(log.written_and_durable().0, 1);
+        assert!(log.needs_commit());
+        // The committer's step secures it; the worker's next commit has
+        // nothing to do.
+        log.commit_all().unwrap();
+        assert!(!log.needs_commit());
+        assert_eq!(log.commit().unwrap(), Commit::Done);
+        assert_eq!(records(&d, 1).len(), 3);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_large_record_rotates_with_the_segment() {
+        let d = dir("rotate");
+        let log = Log::create(&d, Fsync::No, 1).unwrap();
+        put(&log, b"a", 10);
+        put(&log, b"B", LARGE_RECORD_BYTES_MIN);
+        // Rotation writes everything appended so far to the old segment.
+        assert_eq!(log.rotate().unwrap(), 3);
+        assert!(!log.large_unwritten());
+        put(&log, b"C", LARGE_RECORD_BYTES_MIN);
+        log.sync_now().unwrap();
+        assert_eq!(records(&d, 1), vec![(b"a".to_vec(), 10), (b"B".to_vec(), LARGE_RECORD_BYTES_MIN)]);
+        assert_eq!(records(&d, 3), vec![(b"C".to_vec(), LARGE_RECORD_BYTES_MIN)]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -249,12 +249,20 @@ impl Backlog {
     /// Appends stream bytes (from the journal on a primary, from the link
     /// on a replica); kept only while active.
     pub fn feed(&self, bytes: &[u8]) {
+        self.feed_parts(&[bytes]);
+    }
+
+    /// [`Backlog::feed`] of `parts` one after the other, as one piece (no
+    /// other thread's bytes between them: one record given in parts).
+    pub fn feed_parts(&self, parts: &[&[u8]]) {
         let mut r = lock(&self.ring);
         if !r.active {
             return;
         }
-        r.bytes.extend(bytes);
-        r.end += bytes.len() as u64;
+        for bytes in parts {
+            r.bytes.extend(*bytes);
+            r.end += bytes.len() as u64;
+        }
         LAST_FED.with(|c| c.set(r.end));
         r.trim();
         if r.sleeping > 0 {
@@ -446,6 +454,18 @@ const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 impl Journal for StreamJournal {
     fn record(&self, change: Change<'_>) {
         let stream = self.backlog.journal_feeds();
+        if let (Some(log), Change::Put(it)) = (&self.log, &change) {
+            if let Some((value, crc)) = crate::staged::take_for(it) {
+                // The record as its head and its value (`staged.rs`): the
+                // stream takes both, byte for byte the one record.
+                let mut head = Vec::new();
+                format::put_head(&mut head, it, crc);
+                if stream {
+                    self.backlog.feed_parts(&[&head, &value]);
+                }
+                return log.append_staged(&head, value);
+            }
+        }
         match &self.log {
             Some(log) => log.append(|b| {
                 crate::encode_change(b, change);

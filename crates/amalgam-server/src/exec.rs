@@ -5,7 +5,7 @@
 
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
-use amalgam_engine::{Error, Expiry, Prepared, Store, TAG_BYTES};
+use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
 use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
 
@@ -151,7 +151,13 @@ fn store_reply(
 /// received straight into its item (`inplace.rs`): decided as
 /// [`run_one`] decides it, under the key's bucket lock, and the block is
 /// published as it is. `req`'s data is empty (the request was rewritten).
-pub fn run_prepared(shared: &Shared, stats: &WorkerStats, req: Request<'_>, value: Prepared, out: &mut Vec<u8>) {
+pub fn run_prepared(
+    shared: &Shared,
+    stats: &WorkerStats,
+    req: Request<'_>,
+    value: crate::inplace::Receiving,
+    out: &mut Vec<u8>,
+) {
     let Request::Store { op, key, flags, exptime, cas_unique, noreply, .. } = req else { return };
     if shared.repl.read_only() {
         if !noreply {
@@ -164,20 +170,22 @@ pub fn run_prepared(shared: &Shared, stats: &WorkerStats, req: Request<'_>, valu
     let e = expiry(store, exptime);
     let wanted = shared.visible_cas(cas_unique);
     let mut refusal = Error::NotStored;
-    let r = store.put_prepared(value, |old| {
-        let ok = match (op, old) {
-            (StoreOp::Add, Some(_)) | (StoreOp::Replace, None) => false,
-            (StoreOp::Cas, None) => {
-                refusal = Error::NotFound;
-                false
-            }
-            (StoreOp::Cas, Some(it)) if it.cas() != wanted => {
-                refusal = Error::Exists;
-                false
-            }
-            _ => true,
-        };
-        ok.then_some((flags, e))
+    let r = value.publish(|value| {
+        store.put_prepared(value, |old| {
+            let ok = match (op, old) {
+                (StoreOp::Add, Some(_)) | (StoreOp::Replace, None) => false,
+                (StoreOp::Cas, None) => {
+                    refusal = Error::NotFound;
+                    false
+                }
+                (StoreOp::Cas, Some(it)) if it.cas() != wanted => {
+                    refusal = Error::Exists;
+                    false
+                }
+                _ => true,
+            };
+            ok.then_some((flags, e))
+        })
     });
     let r = match r {
         Ok(Some(cas)) => Ok(cas),

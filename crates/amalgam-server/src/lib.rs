@@ -142,15 +142,19 @@
 //!
 //! ## Persistence (`--dir`, crate `amalgam-persist`)
 //! The engine journals each change under its bucket lock. Replies carry
-//! the log position they depend on (the worker thread's last journaled
-//! record when they were made, `Conn::commit_target`) and are not written
+//! the log position they depend on (the last record their connection
+//! journaled, `Conn::commit_target`: a PING or a GET waits for no other
+//! connection's write) and are not written
 //! before the log has secured it: the connection is parked until the
 //! worker has served every ready connection. Under `everysec` and `no`
 //! the worker then commits once (one write(2) for the iteration) and sends
 //! the parked replies. Under `always` it asks the committer thread for an
 //! fdatasync up to the highest target and serves on; the committer wakes
 //! the workers after each fsync, and the parked replies whose targets it
-//! covered go out. So a reply never acknowledges a write the policy has
+//! covered go out. A large record (1 MiB or more unwritten: a large
+//! value) is the committer's to write under every policy, the replies
+//! parked as under `always`, so one 512 MB SET does not hold its worker
+//! for the seconds its write(2) takes (persist `log.rs` § Large records). So a reply never acknowledges a write the policy has
 //! not secured, and one fsync covers everything every worker executed
 //! while the previous one ran. The policy is read per commit and per
 //! reply (`CONFIG SET appendfsync` may change it, `always` included), and

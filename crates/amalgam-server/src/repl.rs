@@ -302,7 +302,11 @@ impl Replication {
         if let Some(p) = &shared.persist {
             let (replid, _, offset, _) = self.backlog.ids();
             p.note_repl_pos(&replid, offset, self.cas_shift.load(Ordering::Relaxed));
-            p.commit();
+            // A large record is the committer thread's to write (nothing
+            // here waits for it).
+            if p.commit() == amalgam_persist::Commit::Deferred {
+                p.request_commit(amalgam_persist::Persistence::last_appended_here());
+            }
         }
     }
 

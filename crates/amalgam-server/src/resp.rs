@@ -183,7 +183,7 @@ pub struct Session {
     /// for the request at the front of the read buffer, whose value
     /// argument reads as empty: taken by that SET, dropped (freed) after
     /// the command whatever it did.
-    pub(crate) prepared: Option<amalgam_engine::Prepared>,
+    pub(crate) prepared: Option<crate::inplace::Receiving>,
 }
 
 impl Session {

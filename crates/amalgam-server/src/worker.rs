@@ -277,8 +277,8 @@ struct Conn<S = TcpStream> {
     /// does, and kept for the connection's life; None until a byte came.
     binary: Option<bool>,
     /// With persistence: the log position the pending replies depend on
-    /// (the worker thread's last journaled record when they were made);
-    /// they are sent once the log has secured it (lib.rs § Persistence).
+    /// (the last record this connection journaled); they are sent once
+    /// the log has secured it (lib.rs § Persistence).
     commit_target: u64,
     /// The TLS session of a connection from a TLS listener (tls.rs); its
     /// reads and writes go through it. None for plaintext: one test per
@@ -293,7 +293,7 @@ struct Conn<S = TcpStream> {
     /// A large value being received straight into its item
     /// (`inplace.rs`); memcached's stays here once complete, until its
     /// request is parsed (a RESP one moves to its session then).
-    inplace: Option<Box<amalgam_engine::Prepared>>,
+    inplace: Option<Box<crate::inplace::Receiving>>,
 }
 
 /// What a turn left the connection in.
@@ -500,9 +500,11 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 }
                 // One commit for every parked reply of this iteration:
                 // here (write(2), no fsync), or by the committer thread
-                // while this loop serves on (`always`).
+                // while this loop serves on (`always`, and under every
+                // policy a large record's write: persist `log.rs` § Large
+                // records).
                 if let Some(p) = &shared.persist {
-                    if p.asynchronous() {
+                    if p.asynchronous() || p.commit() == amalgam_persist::Commit::Deferred {
                         let target = parked.iter().filter_map(|&k| conns.get(k)).map(|c| c.commit_target).max();
                         p.request_commit(target.unwrap_or(0));
                         waiting.append(&mut parked);
@@ -510,7 +512,6 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         waiting.dedup();
                         break;
                     }
-                    p.commit();
                 }
                 ready = std::mem::take(&mut parked);
             }
@@ -833,6 +834,8 @@ impl<S: Socket> Conn<S> {
             if self.close_after_write {
                 return self.closing();
             }
+            // The records this connection journals (lib.rs § Persistence).
+            let appended = shared.persist.as_ref().map(|_| amalgam_persist::Persistence::last_appended_here());
             self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
                 // The round's output against the hard limit: once per
@@ -840,8 +843,14 @@ impl<S: Socket> Conn<S> {
                 if shared.obuf.over_hard(self.output_class(), self.wbuf.len()) {
                     return self.over_hard_limit(shared);
                 }
-                if shared.persist.is_some() {
-                    self.commit_target = amalgam_persist::Persistence::last_appended_here();
+                // Replies wait for this connection's own records: another
+                // connection's 512 MB record being written holds its own
+                // reply, not this one's PONG.
+                if let Some(before) = appended {
+                    let now = amalgam_persist::Persistence::last_appended_here();
+                    if now != before {
+                        self.commit_target = now;
+                    }
                 }
                 continue;
             }
@@ -1020,13 +1029,18 @@ impl<S: Socket> Conn<S> {
     fn fill_in_place(&mut self) -> std::io::Result<usize> {
         let Conn { inplace, sock, tls, drained, .. } = self;
         let Some(v) = inplace.as_deref_mut() else { return Ok(0) };
-        let dst = v.unfilled(READ_BYTES_PER_ROUND_MAX);
+        let dst = v.value.unfilled(READ_BYTES_PER_ROUND_MAX);
         let asked = dst.len();
         let n = match tls.as_deref_mut() {
-            None => sock.read(dst)?,
-            Some(t) => crate::tls::read(t, sock, dst)?,
+            None => sock.read(&mut *dst)?,
+            Some(t) => crate::tls::read(t, sock, &mut *dst)?,
         };
-        v.advance(n);
+        // With persistence the bytes go into the value's log record too
+        // (persist `staged.rs`): a read's worth at a time, here.
+        if let Some(s) = v.staged.as_mut() {
+            s.extend(&dst[..n]);
+        }
+        v.value.advance(n);
         *drained = n < asked && tls.is_none();
         self.value_received();
         Ok(n)

@@ -10,7 +10,8 @@
 
 use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};
-use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Prepared, Update};
+use crate::inplace::Receiving;
+use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
 
 use super::table::Cmd;
@@ -264,27 +265,30 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// [`set`] of a value received in place: the same decisions, under the
 /// key's bucket lock, and the block it arrived in is published as it is.
-fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Prepared, out: &mut Vec<u8>) {
+fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Receiving, out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
-    let r = ctx.shared.store.put_prepared(value, |old| {
-        if o.get {
-            match old {
-                // SET … GET reads the old value: a collection is refused.
-                Some(it) if !is_string(&it) => {
-                    push_error(out, WRONGTYPE.as_bytes());
-                    return None;
+    let store = &ctx.shared.store;
+    let r = value.publish(|value| {
+        store.put_prepared(value, |old| {
+            if o.get {
+                match old {
+                    // SET … GET reads the old value: a collection is refused.
+                    Some(it) if !is_string(&it) => {
+                        push_error(out, WRONGTYPE.as_bytes());
+                        return None;
+                    }
+                    Some(it) => push_bulk(out, it.value()),
+                    None => push_null(out, proto),
                 }
-                Some(it) => push_bulk(out, it.value()),
-                None => push_null(out, proto),
             }
-        }
-        let found = old.is_some();
-        if (o.nx && found) || (o.xx && !found) {
-            return None;
-        }
-        let expiry = if o.keepttl { old.map_or(Expiry::Never, |it| it.expiry()) } else { expiry };
-        Some((0, expiry))
+            let found = old.is_some();
+            if (o.nx && found) || (o.xx && !found) {
+                return None;
+            }
+            let expiry = if o.keepttl { old.map_or(Expiry::Never, |it| it.expiry()) } else { expiry };
+            Some((0, expiry))
+        })
     });
     match r {
         Ok(_) if o.get => {}
