@@ -53,15 +53,19 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 cd "${FUZZ_DIR:-fuzz}"
+# cargo-fuzz looks for the project's fuzz/ from any directory below the
+# repository unless told: without --fuzz-dir, FUZZ_DIR=fuzz-server built
+# and ran fuzz/'s targets.
+here=(--fuzz-dir "$PWD")
 if [ $# -gt 0 ]; then
   targets=("$@")
 else
-  mapfile -t targets < <(cargo fuzz list)
+  mapfile -t targets < <(cargo fuzz list "${here[@]}")
 fi
 
 for t in "${targets[@]}"; do
   echo "== cargo fuzz build $t"
-  if ! cargo fuzz build --sanitizer none "$t"; then
+  if ! cargo fuzz build "${here[@]}" --sanitizer none "$t"; then
     echo "$t: BUILD FAILED"
     exit 1
   fi
@@ -74,7 +78,7 @@ for t in "${targets[@]}"; do
   log="target/fuzz-$t.log"
   dict=()
   [ -f "$t.dict" ] && dict=("-dict=$PWD/$t.dict")
-  if cargo fuzz run --sanitizer none "$t" "target/corpus/$t" "corpus/$t" -- \
+  if cargo fuzz run "${here[@]}" --sanitizer none "$t" "target/corpus/$t" "corpus/$t" -- \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "${dict[@]}" >"$log" 2>&1; then
     grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
     echo "$t: no crash"

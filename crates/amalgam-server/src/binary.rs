@@ -23,7 +23,7 @@
 use crate::admin::stats_command;
 use crate::exec::{After, VERSION_LINE};
 use crate::stats::{bump, WorkerStats};
-use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
+use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX};
 use crate::Shared;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update};
 use amalgam_protocol::binary::{
@@ -40,7 +40,9 @@ const OOM_INCREMENTING: &str = "Out of memory incrementing value";
 /// Parses and executes what the read buffer holds for a binary
 /// connection, as one batch: the counterpart of the text protocol's loop
 /// in `worker.rs` (same bounds: at most [`REQUESTS_PER_ROUND_MAX`]
-/// requests, stop at [`WRITE_BUFFER_HIGH_BYTES`] of pending output).
+/// requests, stop at `WRITE_BUFFER_HIGH_BYTES` of pending output, and
+/// nothing more runs once the output reaches the hard limit: `stop`,
+/// `obuf::RoundStop`).
 #[allow(clippy::too_many_arguments)]
 pub fn process(
     shared: &Shared,
@@ -52,6 +54,7 @@ pub fn process(
     swallow: &mut usize,
     close_after_write: &mut bool,
     limits: Limits,
+    stop: crate::obuf::RoundStop,
 ) {
     let mut pos = *rstart;
     let mut gets: Vec<Request<'_>> = Vec::new();
@@ -59,7 +62,7 @@ pub fn process(
         if crate::worker::swallowing(buf, &mut pos, swallow) {
             break;
         }
-        if wbuf.len() >= WRITE_BUFFER_HIGH_BYTES || pos == buf.len() {
+        if !stop.parses(wbuf.len()) || pos == buf.len() {
             break;
         }
         match parse(&buf[pos..], limits) {
@@ -72,6 +75,9 @@ pub fn process(
             }
             Parse::Done(req, n) => {
                 run_gets(&shared.store, stats, &mut gets, wbuf);
+                if stop.crossed(wbuf.len()) {
+                    break;
+                }
                 pos += n;
                 if run_one(shared, stats, req, wbuf) == After::Close {
                     *close_after_write = true;
@@ -81,6 +87,9 @@ pub fn process(
             Parse::Incomplete => break,
             Parse::Fail(f) => {
                 run_gets(&shared.store, stats, &mut gets, wbuf);
+                if stop.crossed(wbuf.len()) {
+                    break;
+                }
                 if let Some(unlink) = f.unlink {
                     let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                     if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {

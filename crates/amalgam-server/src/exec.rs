@@ -78,7 +78,15 @@ const PREFETCH_STORES_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 /// append, prepend, cas) in order, after prefetching the index lines
 /// their writes will touch (`Store::prefetch_writes`, MICA §5.3 on the
 /// write path), and empties the run. None of them closes the connection.
-pub fn run_stores(shared: &Shared, stats: &WorkerStats, stores: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
+/// Once the output reaches the hard limit the rest of the run does not
+/// run (`obuf::RoundStop`: the client is closed after the round).
+pub fn run_stores(
+    shared: &Shared,
+    stats: &WorkerStats,
+    stores: &mut Vec<Request<'_>>,
+    out: &mut Vec<u8>,
+    stop: crate::obuf::RoundStop,
+) {
     let mut keys = [&[][..]; PREFETCH_STORES_MAX];
     for chunk in stores.chunks(PREFETCH_STORES_MAX) {
         if stores.len() > 1 {
@@ -90,6 +98,9 @@ pub fn run_stores(shared: &Shared, stats: &WorkerStats, stores: &mut Vec<Request
             shared.store.prefetch_writes(&keys[..chunk.len()]);
         }
         for &req in chunk {
+            if stop.crossed(out.len()) {
+                break;
+            }
             let after = run_one(shared, stats, req, out);
             debug_assert!(after == After::Continue, "a storage command does not close the connection");
         }

@@ -41,6 +41,16 @@
 //!   memcached's port). Redis stops appending once a client is over
 //!   (`CLIENT_CLOSE_ASAP`) but still runs the command to its end; here
 //!   the command stops too.
+//! * Nothing of a pipelined batch after the point where the round's
+//!   output reached the hard limit runs, on either port ([`RoundStop`]):
+//!   a round parses no further request once the output reaches the lower
+//!   of the high-water mark and the hard limit, and a request already
+//!   parsed behind a run of GETs that crossed the limit (a `set` after
+//!   pipelined `get`s, a SET after GETs) is dropped with the rest, as
+//!   Redis's `processInputBuffer` runs nothing more for a client it is
+//!   closing. memcached never closes such a client: it stops reading it
+//!   while its socket is full and runs the rest of the pipeline when the
+//!   client reads again (docs/security.md § Output limits).
 //! * The soft limit is checked by each worker once a second
 //!   ([`SWEEP_EVERY`]) over its connections (only while a soft limit is
 //!   set; the worker looks at the clock every 16 rounds of its loop or
@@ -237,6 +247,12 @@ impl OutputLimits {
         }
     }
 
+    /// Where a round of `class`'s batch stops (read once per round).
+    #[inline]
+    pub fn round_stop(&self, class: Class) -> RoundStop {
+        RoundStop::new(self.hard_stop(class))
+    }
+
     /// True while any class a worker serves has a soft limit (the worker
     /// sweeps its connections only then).
     pub fn soft_on(&self) -> bool {
@@ -277,6 +293,53 @@ impl OutputLimits {
     }
 }
 
+/// Where one round of a connection's batch stops, from the hard limit
+/// read once per round: shared by the loops of both ports (RESP's
+/// `resp::process`, memcached's text and binary protocols in `worker.rs`
+/// and `binary.rs`), so that they stop alike (module notes).
+///
+/// * Parsing stops at the write buffer's high-water mark
+///   (`WRITE_BUFFER_HIGH_BYTES`, backpressure) or at the hard limit if it
+///   is lower ([`RoundStop::parses`]).
+/// * Once the output has reached the hard limit the client is closed
+///   after the round and nothing more of its batch runs — not a request
+///   already parsed and waiting in a run (a storage command after a run
+///   of GETs that crossed it), nor the rest of a run of SETs
+///   ([`RoundStop::crossed`]) — as Redis runs nothing more for a client
+///   it is closing (`processInputBuffer` stops at `CLIENT_CLOSE_ASAP`).
+///   Without it, a memcached pipeline of GETs and then a `set` under a
+///   hard limit below 1 MiB ran the `set` in the round that closed the
+///   client (issue 20 §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoundStop {
+    /// The hard limit in bytes (`usize::MAX`: none).
+    pub hard: usize,
+    /// Where parsing stops: the lower of the high-water mark and `hard`.
+    parse: usize,
+}
+
+impl RoundStop {
+    /// The stops for a hard limit of `hard` bytes (`usize::MAX`: none).
+    #[inline]
+    pub fn new(hard: usize) -> RoundStop {
+        RoundStop { hard, parse: crate::worker::WRITE_BUFFER_HIGH_BYTES.min(hard) }
+    }
+
+    /// True while the round may parse another request after `out` bytes
+    /// of output.
+    #[inline]
+    pub fn parses(self, out: usize) -> bool {
+        out < self.parse
+    }
+
+    /// True once `out` bytes of output reach the hard limit: nothing more
+    /// of the batch runs, and the client is closed.
+    #[inline]
+    pub fn crossed(self, out: usize) -> bool {
+        out >= self.hard
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,6 +362,19 @@ mod tests {
         {
             assert_eq!(parse(bad.as_bytes()), Err(ERR_VALUE), "{bad}");
         }
+    }
+
+    #[test]
+    fn round_stops() {
+        let high = crate::worker::WRITE_BUFFER_HIGH_BYTES;
+        let low = RoundStop::new(1000);
+        assert!(low.parses(999) && !low.parses(1000));
+        assert!(!low.crossed(999) && low.crossed(1000));
+        let none = RoundStop::new(usize::MAX);
+        assert!(none.parses(high - 1) && !none.parses(high));
+        assert!(!none.crossed(usize::MAX - 1));
+        let above = RoundStop::new(high * 4);
+        assert!(!above.parses(high) && !above.crossed(high));
     }
 
     #[test]

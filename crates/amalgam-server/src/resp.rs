@@ -109,6 +109,7 @@ mod zset;
 
 use crate::clients::Client;
 use crate::exec::After;
+use crate::obuf::RoundStop;
 use crate::stats::{bump, WorkerStats};
 use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
@@ -306,13 +307,13 @@ pub fn process(
     }
     let limits = shared.resp_limits();
     let class = output_class(session);
-    let out_stop = shared.obuf.hard_stop(class);
+    let stop = shared.obuf.round_stop(class);
     // A RESP string is limited by its length (`proto-max-bulk-len`), not
     // by memcached's `-I`, which counts the whole item.
     shared.store.with_value_bytes_max(limits.bulk_bytes_max, || {
-        process_round(shared, stats, session, buf, pos, out, close, limits, out_stop)
+        process_round(shared, stats, session, buf, pos, out, close, limits, stop)
     });
-    if out.len() >= out_stop {
+    if stop.crossed(out.len()) {
         over_hard_limit(shared, session, class, out, close);
     }
 }
@@ -351,7 +352,7 @@ fn process_round(
     out: &mut Vec<u8>,
     close: &mut bool,
     limits: Limits,
-    out_stop: usize,
+    stop: RoundStop,
 ) {
     let mut args: Vec<Arg<'_>> = recycle(std::mem::take(&mut session.args));
     let mut gets = std::mem::take(&mut session.gets);
@@ -374,12 +375,13 @@ fn process_round(
     if journaled {
         crate::repl::mark_batch(session);
     }
+    let out_stop = stop.hard;
     let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop };
     // Past the hard limit the client is closed after the round (as Redis
-    // runs nothing more for a client it is closing): no more parsing.
-    let parse_stop = WRITE_BUFFER_HIGH_BYTES.min(out_stop);
+    // runs nothing more for a client it is closing): no more parsing, and
+    // nothing parsed runs once a run before it crossed it (`RoundStop`).
     for _ in 0..REQUESTS_PER_ROUND_MAX {
-        if out.len() >= parse_stop || *pos == buf.len() {
+        if !stop.parses(out.len()) || *pos == buf.len() {
             break;
         }
         let start = args.len();
@@ -426,18 +428,27 @@ fn process_round(
                 match spec.map(|s| s.cmd).filter(|_| batch) {
                     Some(Cmd::Get) if cmd.len() == 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);
+                        if stop.crossed(out.len()) {
+                            break;
+                        }
                         gets.push(PendingGet { first: start + 1, mget: None });
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
                     Some(Cmd::Mget) if cmd.len() >= 2 => {
                         run_sets(&mut ctx, &args, &mut sets, out);
+                        if stop.crossed(out.len()) {
+                            break;
+                        }
                         gets.push(PendingGet { first: start + 1, mget: Some(cmd.len() - 1) });
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
                     Some(Cmd::Set) if cmd.len() >= 3 && !shared.repl.guards_writes() => {
                         run_gets(&mut ctx, &args[..start], &mut gets, out);
+                        if stop.crossed(out.len()) {
+                            break;
+                        }
                         sets.push((start, args.len()));
                         continue;
                     }
@@ -445,6 +456,9 @@ fn process_round(
                 }
                 run_gets(&mut ctx, &args[..start], &mut gets, out);
                 run_sets(&mut ctx, &args, &mut sets, out);
+                if stop.crossed(out.len()) {
+                    break;
+                }
                 let after = run_command(&mut ctx, spec, &args[start..], out);
                 ctx.session.prepared = None;
                 args.clear();
@@ -508,6 +522,12 @@ fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>,
             }
             ctx.shared.store.prefetch_writes(&keys[..chunk.len()]);
             for &(start, end) in chunk {
+                // Past the hard limit the rest of the run does not run
+                // (`RoundStop`; a SET's reply is small, but the limit may
+                // be just above the output).
+                if RoundStop::new(ctx.out_stop).crossed(out.len()) {
+                    break;
+                }
                 run_set(ctx, &args[start..end], out);
             }
         }

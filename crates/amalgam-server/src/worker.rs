@@ -836,11 +836,13 @@ impl<S: Socket> Conn<S> {
             }
             // The records this connection journals (lib.rs § Persistence).
             let appended = shared.persist.as_ref().map(|_| amalgam_persist::Persistence::last_appended_here());
-            self.process(shared, id, limits);
+            let crossed = self.process(shared, id, limits);
             if !self.wbuf.is_empty() {
                 // The round's output against the hard limit: once per
-                // round, not per reply (`obuf.rs`).
-                if shared.obuf.over_hard(self.output_class(), self.wbuf.len()) {
+                // round, not per reply (`obuf.rs`); or the limit the round
+                // read was reached (a reply may have stopped unfinished
+                // there, even if a CONFIG SET raised the limit since).
+                if crossed || shared.obuf.over_hard(self.output_class(), self.wbuf.len()) {
                     return self.over_hard_limit(shared);
                 }
                 // Replies wait for this connection's own records: another
@@ -1094,14 +1096,17 @@ impl<S: Socket> Conn<S> {
         self.rend = pending;
     }
 
-    /// Parses and executes what the read buffer holds, as one batch.
-    fn process(&mut self, shared: &Shared, id: usize, limits: Limits) {
+    /// Parses and executes what the read buffer holds, as one batch; true
+    /// if its output reached the hard limit the round read (memcached's
+    /// port: the client is closed; RESP closes its own, `resp::process`).
+    fn process(&mut self, shared: &Shared, id: usize, limits: Limits) -> bool {
         let stats = &shared.workers[id];
         let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, authed, inplace, .. } =
             self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
-            return crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+            crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+            return false;
         }
         if !*authed {
             // memcached's -Y: only the authentication `set` until it
@@ -1109,14 +1114,17 @@ impl<S: Socket> Conn<S> {
             *binary = Some(false);
             crate::authfile::process(shared, stats, buf, rstart, wbuf, close_after_write, authed);
             if !*authed || *close_after_write {
-                return;
+                return false;
             }
         }
+        // Every memcached-port connection is of the `normal` class.
+        let stop = shared.obuf.round_stop(crate::obuf::Class::Normal);
         if binary.is_none() && *rstart < buf.len() {
             *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
         }
         if *binary == Some(true) {
-            return crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits);
+            crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits, stop);
+            return stop.crossed(wbuf.len());
         }
         // A metadump streams before any later request is parsed, so
         // replies keep their order; it stops at the high-water mark and
@@ -1124,7 +1132,7 @@ impl<S: Socket> Conn<S> {
         if let Some(cursor) = *dump {
             *dump = crate::admin::metadump_step(shared, cursor, wbuf, WRITE_BUFFER_HIGH_BYTES);
             if dump.is_some() {
-                return;
+                return false;
             }
         }
         let mut pos = *rstart;
@@ -1139,7 +1147,7 @@ impl<S: Socket> Conn<S> {
                 }
                 Parse::Incomplete => {
                     *inplace = Some(v);
-                    return;
+                    return false;
                 }
                 _ => {}
             }
@@ -1148,16 +1156,22 @@ impl<S: Socket> Conn<S> {
         // The run of storage commands in progress (see exec::run_stores);
         // never both it and `gets` non-empty, so replies keep their order.
         let mut stores: Vec<Request<'_>> = Vec::new();
+        // Past the hard limit nothing more of the batch runs, not even a
+        // request parsed behind a run that crossed it: the client is
+        // closed after the round (`obuf::RoundStop`, as RESP).
         for _ in 0..REQUESTS_PER_ROUND_MAX {
             if swallowing(buf, &mut pos, swallow) {
                 break;
             }
-            if wbuf.len() >= WRITE_BUFFER_HIGH_BYTES || pos == buf.len() {
+            if !stop.parses(wbuf.len()) || pos == buf.len() {
                 break;
             }
             match parse(&buf[pos..], limits) {
                 Parse::Done(Request::Get { keys, cas, touch: None }, n) => {
-                    run_stores(shared, stats, &mut stores, wbuf);
+                    run_stores(shared, stats, &mut stores, wbuf, stop);
+                    if stop.crossed(wbuf.len()) {
+                        break;
+                    }
                     gets.push((keys, cas));
                     pos += n;
                     if gets.len() >= GETS_RUN_REQUESTS_MAX {
@@ -1170,6 +1184,9 @@ impl<S: Socket> Conn<S> {
                         run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
+                    if stop.crossed(wbuf.len()) {
+                        break;
+                    }
                     stores.push(req);
                     pos += n;
                 }
@@ -1178,7 +1195,10 @@ impl<S: Socket> Conn<S> {
                         run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
-                    run_stores(shared, stats, &mut stores, wbuf);
+                    run_stores(shared, stats, &mut stores, wbuf, stop);
+                    if stop.crossed(wbuf.len()) {
+                        break;
+                    }
                     pos += n;
                     match run_one(shared, stats, req, wbuf) {
                         After::Continue => {}
@@ -1200,7 +1220,10 @@ impl<S: Socket> Conn<S> {
                         run_gets(shared, stats, &gets, wbuf);
                         gets.clear();
                     }
-                    run_stores(shared, stats, &mut stores, wbuf);
+                    run_stores(shared, stats, &mut stores, wbuf, stop);
+                    if stop.crossed(wbuf.len()) {
+                        break;
+                    }
                     if let Some(unlink) = f.unlink {
                         let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                         if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
@@ -1222,7 +1245,7 @@ impl<S: Socket> Conn<S> {
         if !gets.is_empty() {
             run_gets(shared, stats, &gets, wbuf);
         }
-        run_stores(shared, stats, &mut stores, wbuf);
+        run_stores(shared, stats, &mut stores, wbuf, stop);
         *rstart = pos;
         if *swallow > 0 && *rstart == *rend {
             // Discard without keeping: the refused block never occupies
@@ -1230,6 +1253,7 @@ impl<S: Socket> Conn<S> {
             *rstart = 0;
             *rend = 0;
         }
+        stop.crossed(wbuf.len())
     }
 }
 

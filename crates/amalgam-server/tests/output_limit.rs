@@ -4,6 +4,7 @@
 //! the connection's buffer and bounds it as Redis does; `obuf.rs`), and
 //! the setting from a config file. Skipped against memcached.
 mod common;
+use amalgam_protocol::binary;
 use common::*;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
@@ -66,6 +67,56 @@ fn a_memcached_client_that_does_not_read_is_closed_past_the_hard_limit() {
     let mut small = server.connect();
     let reply = request(&mut small, format!("get{}\r\n", " big".repeat(5)).as_bytes(), b"END\r\n");
     assert_eq!(reply.len(), 5 * (want.len() - 5) + 5);
+}
+
+#[test]
+fn a_pipeline_after_the_hard_limit_is_not_executed() {
+    let Some(server) = amalgam(&["--client-output-buffer-limit", "normal 200kb 0 0"]) else { return };
+    let mut other = server.connect();
+    let value = "v".repeat(VALUE_BYTES);
+    exchange(&mut other, format!("set big 0 0 {VALUE_BYTES}\r\n{value}\r\n").as_bytes(), b"STORED\r\n");
+
+    // One write (it arrives in one read, so one round runs it): a `set`
+    // before the gets, ten gets of 100 KB (1 MB of replies, past the
+    // 200 KB limit and below the 1 MiB high-water mark), then a `set`
+    // after them, on the text protocol and (the same batch) the binary
+    // one. What comes before the limit runs; nothing after it does, and
+    // the client is closed.
+    let mut text = b"set before 0 0 1\r\nb\r\n".to_vec();
+    text.extend(b"get big\r\n".repeat(10));
+    text.extend(b"set marker 0 0 1\r\nm\r\n");
+    let mut slow = server.connect();
+    slow.write_all(&text).unwrap();
+    let mut bin = binary_set(b"bbefore", b"b");
+    bin.extend(binary_get(b"big").repeat(10));
+    bin.extend(binary_set(b"bmarker", b"m"));
+    let mut slow_bin = server.connect();
+    slow_bin.write_all(&bin).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+
+    // Other clients are served meanwhile.
+    let want = format!("VALUE big 0 {VALUE_BYTES}\r\n{value}\r\nEND\r\n");
+    for _ in 0..5 {
+        assert_eq!(request(&mut other, b"get big\r\n", b"END\r\n"), want.as_bytes(), "another client is served");
+    }
+    let (closed, got) = drain(&mut slow);
+    assert!(closed && got < 10 * VALUE_BYTES, "the pipelining client was closed ({got} bytes came)");
+    let (closed, got) = drain(&mut slow_bin);
+    assert!(closed && got < 10 * VALUE_BYTES, "the binary client was closed ({got} bytes came)");
+    assert_eq!(request(&mut other, b"get before\r\n", b"END\r\n"), b"VALUE before 0 1\r\nb\r\nEND\r\n");
+    assert_eq!(request(&mut other, b"get bbefore\r\n", b"END\r\n"), b"VALUE bbefore 0 1\r\nb\r\nEND\r\n");
+    assert_eq!(request(&mut other, b"get marker\r\n", b"END\r\n"), b"END\r\n", "the set after the limit ran");
+    assert_eq!(request(&mut other, b"get bmarker\r\n", b"END\r\n"), b"END\r\n", "the binary set after the limit ran");
+}
+
+/// A binary SET (flags 0, no expiry).
+fn binary_set(key: &[u8], value: &[u8]) -> Vec<u8> {
+    binary::request(binary::opcode::SET, key, &[0; 8], value, 0, 0)
+}
+
+/// A binary GET.
+fn binary_get(key: &[u8]) -> Vec<u8> {
+    binary::request(binary::opcode::GET, key, &[], &[], 0, 0)
 }
 
 #[test]

@@ -151,6 +151,39 @@ fn a_client_that_does_not_read_is_closed_past_the_hard_limit() {
 }
 
 #[test]
+fn a_pipeline_after_the_hard_limit_is_not_executed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = resp_server() else { return };
+    let _restore = Restore::new(&server);
+    let mut other = Resp::new(&server);
+    let key = format!("obuf:cut:{}", std::process::id());
+    let value = "v".repeat(VALUE_BYTES);
+    assert_eq!(other.call(&["SET", &key, &value]), "+OK\r\n");
+    assert_eq!(other.call(&["CONFIG", "SET", "client-output-buffer-limit", "normal 200kb 0 0"]), "+OK\r\n");
+
+    // One write (one read, one round): a SET, ten GETs of 100 KB (1 MB of
+    // replies: past the 200 KB limit, below the 1 MiB high-water mark),
+    // then a SET. Redis runs nothing more for a client past its hard
+    // limit (CLIENT_CLOSE_ASAP), and neither does amalgam.
+    let (before, marker) = (format!("{key}:before"), format!("{key}:marker"));
+    let mut batch = encode(&[b"SET", before.as_bytes(), b"b"]);
+    batch.extend(gets(&key, 10));
+    batch.extend(encode(&[b"SET", marker.as_bytes(), b"m"]));
+    let mut slow = Resp::new(&server);
+    slow.send_raw(&batch);
+    std::thread::sleep(Duration::from_millis(300));
+
+    for _ in 0..5 {
+        assert_eq!(other.call(&["GET", &key]), bulk(&value), "another client is served");
+    }
+    let (closed, got) = drain(&mut slow);
+    assert!(closed && got < 10 * VALUE_BYTES, "the pipelining client was closed ({got} bytes came)");
+    assert_eq!(other.call(&["GET", &before]), bulk("b"));
+    assert_eq!(other.call(&["EXISTS", &marker]), int(0), "the SET after the limit ran");
+    assert_eq!(other.call(&["DEL", &key, &before]), int(2));
+}
+
+#[test]
 fn past_the_soft_limit_for_its_seconds_a_client_is_closed() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = resp_server() else { return };

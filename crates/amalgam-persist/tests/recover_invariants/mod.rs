@@ -194,8 +194,15 @@ fn replay(state: &mut Model, i: usize, op: &Op, op_version: Option<u64>) {
     }
 }
 
+/// Buckets of the store each recovery starts from, as a power of two: a
+/// program touches at most 8 keys, and the default table (1,024 buckets)
+/// made zeroing and scanning it a large part of the fuzz target's time.
+/// The table grows as it would for any load.
+const SCRATCH_BUCKETS_LOG2: u32 = 3;
+
 fn recover_fresh(dir: &Path) -> (State, amalgam_persist::Recovered) {
-    let store = Store::new(Config::default()).expect("default store");
+    let store =
+        Store::new(Config { initial_buckets_log2: SCRATCH_BUCKETS_LOG2, ..Config::default() }).expect("scratch store");
     let rec = match amalgam_persist::recover::recover(dir, &store) {
         Ok(r) => r,
         Err(e) => panic!("recovery refused to start: {e}"),
