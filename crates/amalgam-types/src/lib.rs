@@ -77,6 +77,18 @@ pub mod value;
 pub mod varint;
 pub mod zset;
 
+/// Spare bytes a copy of a compact value gets for the write about to
+/// change it: one more small entry (an LPUSH or HSET of a short member)
+/// then fits without a second allocation and copy of the whole value.
+pub const WRITE_SLACK_BYTES: usize = 64;
+
+/// A compact value's bytes copied for a write ([`WRITE_SLACK_BYTES`]).
+pub(crate) fn writable_copy(bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes.len() + WRITE_SLACK_BYTES);
+    v.extend_from_slice(bytes);
+    v
+}
+
 /// The collection kinds, as Redis's TYPE names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {

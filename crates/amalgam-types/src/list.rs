@@ -348,6 +348,14 @@ impl List {
         }
     }
 
+    /// The compact bytes, moved out (see `Hash::take_packed`).
+    pub(crate) fn take_packed(&mut self) -> Option<Vec<u8>> {
+        match &mut self.repr {
+            Repr::Compact(b) => Some(std::mem::take(b)),
+            Repr::Large(_) => None,
+        }
+    }
+
     /// OBJECT ENCODING's name for the form ("listpack" / "quicklist";
     /// Redis 7.0 itself says "quicklist" for both).
     pub fn encoding(&self) -> &'static str {

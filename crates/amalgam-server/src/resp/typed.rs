@@ -292,9 +292,15 @@ const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
 /// `-I`), else an object. Keeps the old item's expiry and flags.
 pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
-    let value = match v.packed() {
-        Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),
-        _ => NewValue::Object(Box::new(v)),
+    let fits = v.packed().is_some_and(|b| b.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max);
+    let value = if fits {
+        match v.into_packed() {
+            // Moved, not copied: the engine copies it once, into the item.
+            Ok(bytes) => NewValue::Owned(bytes),
+            Err(v) => NewValue::Object(v),
+        }
+    } else {
+        NewValue::Object(Box::new(v))
     };
     Update::Put {
         value,
