@@ -328,16 +328,15 @@ impl List {
     /// A list of a valid pack's bytes: compact if they fit one chunk of
     /// `t`'s limit, else large.
     fn adopt(bytes: Vec<u8>, t: &Thresholds) -> List {
-        let count = pack::count(&bytes);
-        let body_len = bytes.len() - header_len(&bytes);
-        let mut l = List::new(t);
-        if l.limit.fits(count, body_len) {
-            l.repr = Repr::Compact(bytes);
-        } else {
-            let chunks = build_chunks(l.limit, Entries::new(&bytes[header_len(&bytes)..], count));
-            l.repr = Repr::Large(Quick::from_chunks(l.limit, chunks));
+        // Not List::new: its empty pack is an allocation every compact
+        // write would make and free for nothing.
+        let limit = Limit::from_config(t.list_max_listpack_size);
+        let (count, h) = split_packed(&bytes).map_or((0, bytes.len()), |(n, body)| (n, bytes.len() - body.len()));
+        if limit.fits(count, bytes.len() - h) {
+            return List { limit, repr: Repr::Compact(bytes) };
         }
-        l
+        let chunks = build_chunks(limit, Entries::new(&bytes[h..], count));
+        List { limit, repr: Repr::Large(Quick::from_chunks(limit, chunks)) }
     }
 
     /// The compact form's bytes, or None once the list is large.
