@@ -393,6 +393,14 @@ impl List {
         }
     }
 
+    /// Converts a compact list to the large form now, whatever its size
+    /// (the server does it for a list written often: a large list is
+    /// changed in place, a compact one rewritten whole on every write).
+    /// No-op when already large.
+    pub fn to_large(&mut self) {
+        self.make_large();
+    }
+
     /// Converts to the large form (once).
     fn make_large(&mut self) -> &mut Quick {
         if let Repr::Compact(b) = &mut self.repr {
