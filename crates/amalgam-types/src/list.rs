@@ -398,7 +398,12 @@ impl List {
     /// changed in place, a compact one rewritten whole on every write).
     /// No-op when already large.
     pub fn to_large(&mut self) {
-        self.make_large();
+        if let Repr::Compact(_) = self.repr {
+            let q = self.make_large();
+            let live = q.chunks.front().map_or(0, Chunk::live_len);
+            // Room for as many bytes again in front (see Quick::front_room).
+            q.front_room(live.max(chunk::FRONT_ROOM_BYTES_MIN));
+        }
     }
 
     /// Converts to the large form (once).
@@ -692,6 +697,31 @@ mod tests {
 
     fn tiny(n: i64) -> Thresholds {
         Thresholds { list_max_listpack_size: n, ..Thresholds::default() }
+    }
+
+    #[test]
+    fn to_large_keeps_items_and_front_pushes_stay_in_one_chunk() {
+        let t = Thresholds::default();
+        let mut l = List::new(&t);
+        for i in 0..10u8 {
+            l.push_back(&[i; 32]);
+        }
+        l.to_large();
+        assert_eq!(l.encoding(), "quicklist");
+        let Repr::Large(q) = &l.repr else { panic!("large") };
+        assert_eq!(q.chunks.len(), 1);
+        // Bounded: 100 rounds of a front push and a front pop (the hot
+        // queue): the room made in front takes them, no new chunk.
+        for i in 0..100u8 {
+            l.push_front(&[100 + i; 32]);
+            let Repr::Large(q) = &l.repr else { panic!("large") };
+            assert_eq!(q.chunks.len(), 1, "round {i}");
+            assert_eq!(l.pop_front(1), vec![vec![100 + i; 32]]);
+        }
+        let items: Vec<Vec<u8>> = l.range(0, -1).map(<[u8]>::to_vec).collect();
+        assert_eq!(items, (0..10u8).map(|i| vec![i; 32]).collect::<Vec<_>>());
+        assert_eq!(l.pop_back(1), vec![vec![9u8; 32]]);
+        assert_eq!(l.len(), 9);
     }
 
     #[test]
