@@ -754,3 +754,35 @@ fn command_info_of_list_commands() {
         assert!(got.starts_with(&want), "{name}:\n got: {got:?}\nwant: {want:?}…");
     }
 }
+
+/// A list written over and over (a queue every client pushes to and pops
+/// from) moves to its large, in-place form (amalgam's typed.rs, "A hot
+/// list goes large") without its contents or its replies changing; Redis
+/// 7.0 calls every list a quicklist, so OBJECT ENCODING agrees with it
+/// either way. A private server: other tests' writes on the worker could
+/// take the key's slot in the count.
+#[test]
+fn a_list_written_often_goes_large_intact() {
+    let Some(server) = resp_private(&["-t", "1"]).or_else(resp_server) else { return };
+    let mut c = Resp::new(&server);
+    let k = key("hotlist");
+    let items: Vec<String> = (0..10).map(|i| format!("item-{i}")).collect();
+    let mut args = vec!["RPUSH", k.as_str()];
+    args.extend(items.iter().map(String::as_str));
+    assert_eq!(c.call(&args), int(10));
+    // Bounded: 200 rounds of LPUSH then RPOP (the list keeps 10 items and
+    // rotates by one per round).
+    let mut model: std::collections::VecDeque<String> = items.iter().cloned().collect();
+    for i in 0..200 {
+        let v = format!("new-{i}");
+        assert_eq!(c.call(&["LPUSH", &k, &v]), int(11));
+        model.push_front(v);
+        let last = model.pop_back().expect("11 items");
+        assert_eq!(c.call(&["RPOP", &k]), bulk(&last));
+    }
+    assert_eq!(c.call(&["OBJECT", "ENCODING", &k]), bulk("quicklist"));
+    let want: Vec<&str> = model.iter().map(String::as_str).collect();
+    assert_eq!(all(&mut c, &k), bulks(&want));
+    assert_eq!(c.call(&["LLEN", &k]), int(10));
+    assert_eq!(c.call(&["LINDEX", &k, "-1"]), bulk(want[9]));
+}

@@ -301,6 +301,15 @@ impl Hash {
         }
     }
 
+    /// The compact bytes, moved out for `Value::into_packed` (the hash
+    /// is left without bytes: drop it); None in the large form.
+    pub(crate) fn take_packed(&mut self) -> Option<Vec<u8>> {
+        match &mut self.repr {
+            Repr::Packed(p) => Some(std::mem::take(p)),
+            Repr::Table(_) => None,
+        }
+    }
+
     /// A compact hash from its bytes (checked: a valid pack of pairs with
     /// no duplicate field).
     pub fn from_packed(bytes: &[u8]) -> Result<Hash, Corrupt> {
@@ -315,7 +324,7 @@ impl Hash {
     /// other (a third of a small hash's HSET); debug builds still run it.
     pub fn from_packed_trusted(bytes: &[u8]) -> Hash {
         debug_assert!(validate_pairs(bytes).is_ok(), "trusted bytes that are not a pack of pairs");
-        Hash { repr: Repr::Packed(bytes.to_vec()) }
+        Hash { repr: Repr::Packed(crate::writable_copy(bytes)) }
     }
 
     /// Converts a compact hash that exceeds `th` to the large form (as

@@ -31,7 +31,7 @@
 //! | hash | [`pack`]: entries `field, value` | [`arena`] entries + a SwissTable of 4-byte handles |
 //! | set | intset (sorted integers) or [`pack`] | [`arena::Table`]: elements (integers as their minimal little-endian bytes) + a SwissTable of handles |
 //! | sorted set | [`pack`]: `member, score` sorted by (score, member) | [`arena`] entries + member table + an order-statistic B-tree of handles |
-//! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist) |
+//! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist); also a small list the server finds written often (`List::to_large`) |
 //!
 //! * **Compact forms are bytes.** A compact value is a `Vec<u8>` whose
 //!   contents are the whole value, with no pointers: the server stores it
@@ -76,6 +76,18 @@ pub mod set;
 pub mod value;
 pub mod varint;
 pub mod zset;
+
+/// Spare bytes a copy of a compact value gets for the write about to
+/// change it: one more small entry (an LPUSH or HSET of a short member)
+/// then fits without a second allocation and copy of the whole value.
+pub const WRITE_SLACK_BYTES: usize = 64;
+
+/// A compact value's bytes copied for a write ([`WRITE_SLACK_BYTES`]).
+pub(crate) fn writable_copy(bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes.len() + WRITE_SLACK_BYTES);
+    v.extend_from_slice(bytes);
+    v
+}
 
 /// The collection kinds, as Redis's TYPE names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

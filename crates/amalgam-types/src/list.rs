@@ -12,7 +12,9 @@
 //!   chunks, middle edits rewrite one chunk.
 //!
 //! A list converts compact → large once, when a write makes it overflow
-//! one chunk, and never back (Redis 7.0's lists are always quicklists —
+//! one chunk or when the server finds it written often ([`List::to_large`],
+//! server `resp/typed.rs`: a large list is changed in place, a compact
+//! one rewritten whole per write), and never back (Redis 7.0's lists are always quicklists —
 //! its OBJECT ENCODING says "quicklist" even for a short list; 7.2 added
 //! the listpack form and converts back; we convert once, like 7.0's
 //! other types). An element costs its bytes plus a 1–3 byte length
@@ -328,22 +330,29 @@ impl List {
     /// A list of a valid pack's bytes: compact if they fit one chunk of
     /// `t`'s limit, else large.
     fn adopt(bytes: Vec<u8>, t: &Thresholds) -> List {
-        let count = pack::count(&bytes);
-        let body_len = bytes.len() - header_len(&bytes);
-        let mut l = List::new(t);
-        if l.limit.fits(count, body_len) {
-            l.repr = Repr::Compact(bytes);
-        } else {
-            let chunks = build_chunks(l.limit, Entries::new(&bytes[header_len(&bytes)..], count));
-            l.repr = Repr::Large(Quick::from_chunks(l.limit, chunks));
+        // Not List::new: its empty pack is an allocation every compact
+        // write would make and free for nothing.
+        let limit = Limit::from_config(t.list_max_listpack_size);
+        let (count, h) = split_packed(&bytes).map_or((0, bytes.len()), |(n, body)| (n, bytes.len() - body.len()));
+        if limit.fits(count, bytes.len() - h) {
+            return List { limit, repr: Repr::Compact(bytes) };
         }
-        l
+        let chunks = build_chunks(limit, Entries::new(&bytes[h..], count));
+        List { limit, repr: Repr::Large(Quick::from_chunks(limit, chunks)) }
     }
 
     /// The compact form's bytes, or None once the list is large.
     pub fn packed(&self) -> Option<&[u8]> {
         match &self.repr {
             Repr::Compact(b) => Some(b),
+            Repr::Large(_) => None,
+        }
+    }
+
+    /// The compact bytes, moved out (see `Hash::take_packed`).
+    pub(crate) fn take_packed(&mut self) -> Option<Vec<u8>> {
+        match &mut self.repr {
+            Repr::Compact(b) => Some(std::mem::take(b)),
             Repr::Large(_) => None,
         }
     }
@@ -383,6 +392,19 @@ impl List {
         match &self.repr {
             Repr::Compact(b) => packed_view(b),
             Repr::Large(q) => Views::Many(q.chunks.iter()),
+        }
+    }
+
+    /// Converts a compact list to the large form now, whatever its size
+    /// (the server does it for a list written often: a large list is
+    /// changed in place, a compact one rewritten whole on every write).
+    /// No-op when already large.
+    pub fn to_large(&mut self) {
+        if let Repr::Compact(_) = self.repr {
+            let q = self.make_large();
+            let live = q.chunks.front().map_or(0, Chunk::live_len);
+            // Room for as many bytes again in front (see Quick::front_room).
+            q.front_room(live.max(chunk::FRONT_ROOM_BYTES_MIN));
         }
     }
 
@@ -677,6 +699,31 @@ mod tests {
 
     fn tiny(n: i64) -> Thresholds {
         Thresholds { list_max_listpack_size: n, ..Thresholds::default() }
+    }
+
+    #[test]
+    fn to_large_keeps_items_and_front_pushes_stay_in_one_chunk() {
+        let t = Thresholds::default();
+        let mut l = List::new(&t);
+        for i in 0..10u8 {
+            l.push_back(&[i; 32]);
+        }
+        l.to_large();
+        assert_eq!(l.encoding(), "quicklist");
+        let Repr::Large(q) = &l.repr else { panic!("large") };
+        assert_eq!(q.chunks.len(), 1);
+        // Bounded: 100 rounds of a front push and a front pop (the hot
+        // queue): the room made in front takes them, no new chunk.
+        for i in 0..100u8 {
+            l.push_front(&[100 + i; 32]);
+            let Repr::Large(q) = &l.repr else { panic!("large") };
+            assert_eq!(q.chunks.len(), 1, "round {i}");
+            assert_eq!(l.pop_front(1), vec![vec![100 + i; 32]]);
+        }
+        let items: Vec<Vec<u8>> = l.range(0, -1).map(<[u8]>::to_vec).collect();
+        assert_eq!(items, (0..10u8).map(|i| vec![i; 32]).collect::<Vec<_>>());
+        assert_eq!(l.pop_back(1), vec![vec![9u8; 32]]);
+        assert_eq!(l.len(), 9);
     }
 
     #[test]

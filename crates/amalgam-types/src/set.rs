@@ -268,6 +268,14 @@ impl Set {
         }
     }
 
+    /// The compact bytes, moved out (see `Hash::take_packed`).
+    pub(crate) fn take_packed(&mut self) -> Option<Vec<u8>> {
+        match &mut self.repr {
+            Repr::IntSet(b) | Repr::Packed(b) => Some(std::mem::take(b)),
+            _ => None,
+        }
+    }
+
     /// A compact set from its tagged bytes (checked).
     pub fn from_packed(bytes: &[u8]) -> Result<Set, Corrupt> {
         match bytes.split_first() {
@@ -296,8 +304,8 @@ impl Set {
     pub fn from_packed_trusted(bytes: &[u8]) -> Set {
         debug_assert!(Set::from_packed(bytes).is_ok(), "trusted bytes that are not a packed set");
         match bytes.first() {
-            Some(&TAG_PACK) => Set { repr: Repr::Packed(bytes.to_vec()) },
-            Some(&t) if intset::is_tag(t) => Set { repr: Repr::IntSet(bytes.to_vec()) },
+            Some(&TAG_PACK) => Set { repr: Repr::Packed(crate::writable_copy(bytes)) },
+            Some(&t) if intset::is_tag(t) => Set { repr: Repr::IntSet(crate::writable_copy(bytes)) },
             _ => Set::default(),
         }
     }

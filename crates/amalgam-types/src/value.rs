@@ -66,9 +66,9 @@ impl Value {
     pub fn from_packed_trusted(kind: Kind, bytes: &[u8], t: &Thresholds) -> Value {
         match kind {
             Kind::Hash => Value::Hash(Hash::from_packed_trusted(bytes)),
-            Kind::List => Value::List(List::from_packed_trusted(bytes.to_vec(), t)),
+            Kind::List => Value::List(List::from_packed_trusted(crate::writable_copy(bytes), t)),
             Kind::Set => Value::Set(Set::from_packed_trusted(bytes)),
-            Kind::ZSet => Value::ZSet(ZSet::from_packed_trusted(bytes.to_vec(), t)),
+            Kind::ZSet => Value::ZSet(ZSet::from_packed_trusted(crate::writable_copy(bytes), t)),
         }
     }
 
@@ -89,6 +89,19 @@ impl Value {
             Value::Set(st) => st.packed(),
             Value::ZSet(z) => z.packed(),
         }
+    }
+
+    /// The compact bytes, moved out while the value is compact (the next
+    /// version of an item's value, with no copy), or the value back.
+    /// (Boxed back as the object it then becomes.)
+    pub fn into_packed(mut self) -> Result<Vec<u8>, Box<Value>> {
+        let taken = match &mut self {
+            Value::Hash(h) => h.take_packed(),
+            Value::List(l) => l.take_packed(),
+            Value::Set(st) => st.take_packed(),
+            Value::ZSet(z) => z.take_packed(),
+        };
+        taken.ok_or_else(|| Box::new(self))
     }
 
     pub fn len(&self) -> usize {

@@ -27,6 +27,13 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
 /// took, or None if `buf` ends inside it or it is longer than
 /// [`VARINT_BYTES_MAX`] bytes or overflows a `u64`.
 pub fn get(buf: &[u8]) -> Option<(u64, usize)> {
+    // Nearly every length in a compact value is below 128: one byte,
+    // answered without the loop (pack::find calls this per entry).
+    if let Some(&b) = buf.first() {
+        if b < 0x80 {
+            return Some((u64::from(b), 1));
+        }
+    }
     let mut v = 0u64;
     for (i, &b) in buf.iter().take(VARINT_BYTES_MAX).enumerate() {
         let bits = u64::from(b & 0x7F);

@@ -429,6 +429,14 @@ impl ZSet {
         }
     }
 
+    /// The compact bytes, moved out (see `Hash::take_packed`).
+    pub(crate) fn take_packed(&mut self) -> Option<Vec<u8>> {
+        match &mut self.repr {
+            Repr::Compact(p) => Some(std::mem::take(p)),
+            Repr::Large(_) => None,
+        }
+    }
+
     /// Adopts compact bytes (as [`ZSet::packed`] gave them): Corrupt unless
     /// they are `member, score` pairs strictly ascending by (score,
     /// member), unique, no NaN or -0. Past `t`'s thresholds the set

@@ -264,8 +264,17 @@ pub(crate) fn push_elements(
 
 fn push(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let end = if matches!(cmd, Cmd::Lpush | Cmd::Lpushx) { End::Left } else { End::Right };
-    let elems: Vec<&[u8]> = args[2..].iter().map(|a| &a[..]).collect();
-    let r = push_elements(ctx, &args[1], end, matches!(cmd, Cmd::Lpushx | Cmd::Rpushx), &elems);
+    // One element (the common LPUSH) needs no vector of its slices.
+    let one: [&[u8]; 1];
+    let many: Vec<&[u8]>;
+    let elems: &[&[u8]] = if args.len() == 3 {
+        one = [&args[2][..]];
+        &one
+    } else {
+        many = args[2..].iter().map(|a| &a[..]).collect();
+        &many
+    };
+    let r = push_elements(ctx, &args[1], end, matches!(cmd, Cmd::Lpushx | Cmd::Rpushx), elems);
     match r {
         Ok(a) => {
             if let Some(n) = typed::or_reply(a, out, |out| push_int(out, 0)) {

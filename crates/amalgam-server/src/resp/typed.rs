@@ -27,6 +27,22 @@
 //! each run starts again from the unchanged old value, and replies are
 //! composed only from the result of the run that took effect.
 //!
+//! ## A hot list goes large ([`Hot`])
+//! A compact value is rewritten whole into a new item on every write,
+//! and in cache mode every version is appended to the log, which the
+//! reclaimer walks again later; a large value is changed in place. One
+//! list written by everyone (a queue) is the worst case: measured with
+//! amalgam-bench's hot key (docs/benchmarks.md, issue 19 §6), its
+//! in-place form serves ~2.9× the requests at a lower p99 and below
+//! Redis's CPU per request. Moving every small list to the large form
+//! would double their memory (1,173 against 367 bytes for 10 items), so
+//! only a list written often moves: each worker counts compact list
+//! writes per key in a small direct-mapped table, and a key that reaches
+//! [`HOT_WRITES_MIN`] writes in a row in its slot is published as an
+//! object. Over many keys a slot is taken over long before one key comes
+//! back, so cold lists stay compact. Redis 7.0's OBJECT ENCODING says
+//! `quicklist` for every list; Amalgam's says it for a hot one too.
+//!
 //! ## Persistence (issue 19 item 4)
 //! With `--dir`, every write reaches the log as one record (engine
 //! journal.rs, amalgam-persist format.rs): a write that publishes a new
@@ -185,6 +201,43 @@ impl OpLog {
     }
 }
 
+/// Compact writes in a row, by one worker, to one list key (its slot of
+/// [`Hot`] not taken by another key meanwhile) before it is moved to
+/// its large form (module notes).
+const HOT_WRITES_MIN: u32 = 64;
+/// Slots of a worker's [`Hot`] table (a power of two).
+const HOT_SLOTS: usize = 64;
+
+/// A worker's count of recent compact list writes per key: slot = a
+/// hash of the key, holding (that hash, writes in a row).
+struct Hot {
+    slots: [(u64, u32); HOT_SLOTS],
+}
+
+thread_local! {
+    static HOT: std::cell::RefCell<Hot> = const { std::cell::RefCell::new(Hot { slots: [(0, 0); HOT_SLOTS] }) };
+}
+
+/// Counts a compact write to the list `key`; true once it is hot.
+fn hot_write(key: &[u8]) -> bool {
+    // FNV-1a: a few instructions a byte, keys are short.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    // Bounded by the key's length.
+    for &b in key {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    HOT.with(|t| {
+        let mut t = t.borrow_mut();
+        let slot = &mut t.slots[(h as usize) & (HOT_SLOTS - 1)];
+        if slot.0 == h {
+            slot.1 = slot.1.saturating_add(1);
+        } else {
+            *slot = (h, 1);
+        }
+        slot.1 >= HOT_WRITES_MIN
+    })
+}
+
 /// Runs `op` on the `kind` collection at `key` under its bucket lock.
 /// With `create`, an absent key starts as an empty collection (a write
 /// that leaves it empty stores nothing); without, an absent key answers
@@ -230,6 +283,12 @@ pub(crate) fn write<R>(
             }
             if v.is_empty() {
                 return (Update::Remove, Access::Done(r));
+            }
+            if let Value::List(l) = &mut v {
+                if hot_write(key) {
+                    // Module notes, "A hot list goes large".
+                    l.to_large();
+                }
             }
             return (publish(v, Some(&it), item_max), Access::Done(r));
         }
@@ -292,9 +351,15 @@ const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
 /// `-I`), else an object. Keeps the old item's expiry and flags.
 pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
-    let value = match v.packed() {
-        Some(bytes) if bytes.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max => NewValue::Owned(bytes.to_vec()),
-        _ => NewValue::Object(Box::new(v)),
+    let fits = v.packed().is_some_and(|b| b.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max);
+    let value = if fits {
+        match v.into_packed() {
+            // Moved, not copied: the engine copies it once, into the item.
+            Ok(bytes) => NewValue::Owned(bytes),
+            Err(v) => NewValue::Object(v),
+        }
+    } else {
+        NewValue::Object(Box::new(v))
     };
     Update::Put {
         value,

@@ -23,6 +23,10 @@ use crate::varint;
 /// pushes that need no move.
 pub(crate) const MOVE_FREE_FRACTION: usize = 4;
 
+/// Least room a list moved to the large form gets in front of its
+/// entries (`List::to_large`).
+pub(crate) const FRONT_ROOM_BYTES_MIN: usize = 256;
+
 /// Bytes an entry of `n` bytes takes in a chunk.
 #[inline]
 pub(crate) fn entry_size(n: usize) -> usize {
@@ -286,7 +290,7 @@ impl Chunk {
 
     /// Moves the live entries to the end of the capacity, all free space
     /// in front of them (O(live bytes)).
-    fn move_to_end(&mut self) {
+    pub(crate) fn move_to_end(&mut self) {
         let cap = self.buf.capacity();
         let (h, end) = (self.head as usize, self.buf.len());
         let live = end - h;

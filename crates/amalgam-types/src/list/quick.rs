@@ -110,6 +110,28 @@ impl Quick {
         self.len += 1;
     }
 
+    /// Gives the front chunk `bytes` of room before its first entry
+    /// (within the chunk limit), its entries moved to the end: a list
+    /// converted from its exact-size compact bytes (`List::to_large`)
+    /// would otherwise start a new chunk on its next front push and drop
+    /// it on the next front pop, allocating and zeroing a whole chunk
+    /// per push on a queue that pushes and pops at the front.
+    pub(crate) fn front_room(&mut self, bytes: usize) {
+        if self.chunks.is_empty() {
+            return;
+        }
+        self.drop_tail_cache();
+        let max = self.limit.bytes_max();
+        self.edit(0, |c| {
+            let live = c.live_len();
+            let want = (live + bytes).min(max.max(live));
+            if c.buf.capacity() < want {
+                c.buf.reserve_exact(want - c.buf.len());
+            }
+            c.move_to_end();
+        });
+    }
+
     pub(crate) fn push_front(&mut self, v: &[u8]) {
         let limit = self.limit;
         if !self.chunks.is_empty() {
