@@ -13,22 +13,8 @@ use amalgam_engine::{Config, Expiry, Store};
 use amalgam_persist::staged::{stage, unstage};
 use amalgam_persist::{Fsync, Persistence, Staged};
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("amalgam-persist-large-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod tempdir;
+use tempdir::TempDir;
 
 fn open(dir: &Path) -> (Arc<Store>, Arc<Persistence>) {
     let store = Arc::new(Store::new(Config::default()).unwrap());
@@ -100,9 +86,9 @@ fn log_four(dir: &Path, big: &[u8], other: &[u8], stage_big: bool) -> Vec<u8> {
 fn a_staged_record_is_taken_and_is_the_record_the_journal_would_log() {
     let big = value(3 << 20, 1);
     let other = value(2 << 20, 2);
-    let d = TempDir::new("staged");
+    let d = TempDir::new("large-staged");
     let staged = log_four(&d.0, &big, &other, true);
-    let d2 = TempDir::new("copied");
+    let d2 = TempDir::new("large-copied");
     let copied = log_four(&d2.0, &big, &other, false);
     assert!(staged == copied, "the staged record is byte for byte the journal's");
     let (store, p) = open(&d.0);
@@ -115,7 +101,7 @@ fn a_staged_record_is_taken_and_is_the_record_the_journal_would_log() {
 
 #[test]
 fn a_large_record_torn_anywhere_is_cut_off_and_the_records_before_it_kept() {
-    let d = TempDir::new("torn");
+    let d = TempDir::new("large-torn");
     let big = value(2 << 20, 3);
     let (store, p) = open(&d.0);
     store.set(b"first", b"1", 0, Expiry::Never).unwrap();

@@ -17,22 +17,8 @@ use amalgam_types::op::Op;
 use amalgam_types::value::Value;
 use amalgam_types::{Kind, Thresholds};
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("amalgam-persist-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod tempdir;
+use tempdir::TempDir;
 
 fn cfg(dir: &Path, fsync: Fsync) -> amalgam_persist::Config {
     amalgam_persist::Config {
