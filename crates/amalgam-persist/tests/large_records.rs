@@ -13,8 +13,8 @@ use amalgam_engine::{Config, Expiry, Store};
 use amalgam_persist::staged::{stage, unstage};
 use amalgam_persist::{Fsync, Persistence, Staged};
 
-mod tempdir;
-use tempdir::TempDir;
+mod files;
+use files::{logs, TempDir};
 
 fn open(dir: &Path) -> (Arc<Store>, Arc<Persistence>) {
     let store = Arc::new(Store::new(Config::default()).unwrap());
@@ -53,13 +53,7 @@ fn put_received(store: &Store, key: &[u8], v: &[u8], addr: Option<usize>) -> boo
 }
 
 fn log_file(dir: &Path) -> PathBuf {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "aml"))
-        .collect();
-    v.sort();
-    v.pop().expect("a log segment")
+    logs(dir).pop().expect("a log segment")
 }
 
 fn get(store: &Store, key: &[u8]) -> Option<Vec<u8>> {

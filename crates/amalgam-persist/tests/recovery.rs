@@ -17,8 +17,8 @@ use amalgam_types::op::Op;
 use amalgam_types::value::Value;
 use amalgam_types::{Kind, Thresholds};
 
-mod tempdir;
-use tempdir::TempDir;
+mod files;
+use files::{logs, TempDir};
 
 fn cfg(dir: &Path, fsync: Fsync) -> amalgam_persist::Config {
     amalgam_persist::Config {
@@ -35,16 +35,6 @@ fn open(dir: &Path, fsync: Fsync) -> (Arc<Store>, Arc<Persistence>, amalgam_pers
     let store = Arc::new(Store::new(Config::default()).unwrap());
     let (p, rec) = Persistence::open(cfg(dir, fsync), Arc::clone(&store)).unwrap();
     (store, p, rec)
-}
-
-fn logs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "aml"))
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
