@@ -184,18 +184,33 @@ impl Words {
 /// Appends the item pointers of bucket `i` of `t` — or, if the expand
 /// thread has moved it, of the successor's buckets it split into (the
 /// successor exists: MOVED is set only during an expansion, and the
-/// successor is current only after all moved).
+/// successor is current only after all moved). A scan pinned on an old
+/// table can fall behind by more than one doubling: the successor may
+/// itself have become current and be expanding into its own successor, so
+/// a moved successor bucket is followed the same way, one level down.
+/// Bucket `i` of `2^b` holds the hashes `≡ i (mod 2^b)`; in the table `d`
+/// doublings later those are the buckets `i + k·2^b`, `k < 2^d`, so the
+/// union visited is the same set of keys at every depth.
 fn collect_bucket(t: &Table, i: usize, found: &mut Vec<*const u8>) {
+    collect_split(t, i, found, 0);
+}
+
+/// Doublings a scan step follows from the table it is pinned on: as many
+/// as the index can ever make (so reaching it is a broken invariant).
+const SCAN_DOUBLINGS_MAX: u32 = crate::table::TABLE_LOG2_MAX;
+
+/// [`collect_bucket`]'s step: bucket `i` of `t`, or, if it has moved, the
+/// buckets `i, i + |t|, …` of the successor, each followed again.
+fn collect_split(t: &Table, i: usize, found: &mut Vec<*const u8>, depth: u32) {
     if collect(t, i, found) {
         return;
     }
+    assert!(depth < SCAN_DOUBLINGS_MAX, "a bucket moved through more doublings than the index can make");
     let next = t.successor().expect("a MOVED bucket has a successor");
-    let stride = t.bucket_count();
     let mut j = i;
     while j < next.bucket_count() {
-        let ok = collect(next, j, found);
-        debug_assert!(ok, "a successor's bucket moves only after it is current");
-        j += stride;
+        collect_split(next, j, found, depth + 1);
+        j += t.bucket_count();
     }
 }
 
@@ -220,6 +235,46 @@ fn next_cursor(cursor: u64, mask: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scan pinned on a table two doublings behind finds the keys of its
+    /// bucket even where the successor's buckets have moved on again (CI
+    /// once caught a scan step there while a writer doubled the table
+    /// twice; the step used to skip those buckets).
+    #[test]
+    fn a_step_follows_a_bucket_through_two_doublings() {
+        // Fake items: addresses in one array; an item's bucket bits are
+        // its index.
+        let items = [0u64; 64];
+        let ptr = |k: usize| &items[k] as *const u64 as *const u8;
+        let bits = |p: *const u8| ((p as usize - ptr(0) as usize) / 8) as u64;
+        let hash = |p: *const u8| bits(p) << crate::table::INDEX_SHIFT;
+        let t = Table::new(2).expect("a small table maps");
+        for k in 0..64 {
+            t.lock(k % 4).expect("not moved").insert(1, ptr(k)).expect("room");
+        }
+        let n1 = Box::into_raw(Box::new(Table::new(3).expect("maps")));
+        let n2 = Box::into_raw(Box::new(Table::new(4).expect("maps")));
+        t.set_successor(n1);
+        for i in 0..4 {
+            t.migrate_bucket(i, &hash).expect("room");
+        }
+        // SAFETY: n1 stays alive until the end of the test.
+        let r1 = unsafe { &*n1 };
+        r1.set_successor(n2);
+        // Bucket 1 of 4 split into 1 and 5 of 8; 5 moves on, 1 stays.
+        r1.migrate_bucket(5, &hash).expect("room");
+        let mut found = Vec::new();
+        collect_bucket(&t, 1, &mut found);
+        let mut got: Vec<u64> = found.iter().map(|&p| bits(p)).collect();
+        got.sort_unstable();
+        let want: Vec<u64> = (0..64).filter(|k| k % 4 == 1).collect();
+        assert_eq!(got, want);
+        // SAFETY: nothing refers to them any more.
+        unsafe {
+            drop(Box::from_raw(n2));
+            drop(Box::from_raw(n1));
+        }
+    }
 
     #[test]
     fn random_item_finds_a_lone_key_and_skips_expired_ones() {

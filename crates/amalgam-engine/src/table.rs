@@ -93,7 +93,7 @@ const TAG_SHIFT: u32 = 48;
 const PTR_MASK: u64 = (1 << TAG_SHIFT) - 1;
 
 /// Bits of the hash below this go to the tag, bits from it up pick the bucket.
-const INDEX_SHIFT: u32 = 16;
+pub(crate) const INDEX_SHIFT: u32 = 16;
 /// Largest table: bucket index bits available above the tag.
 pub(crate) const TABLE_LOG2_MAX: u32 = 64 - INDEX_SHIFT - 8;
 
