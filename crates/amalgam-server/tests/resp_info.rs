@@ -11,15 +11,6 @@ fn info_field(info: &str, name: &str) -> Option<String> {
     info.split("\r\n").find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':'))).map(str::to_string)
 }
 
-/// CONFIG GET of one parameter (RESP2).
-fn config_get(c: &mut Resp, name: &str) -> String {
-    let r = c.call(&["CONFIG", "GET", name]);
-    let want = format!("*2\r\n{}", bulk(name));
-    let v = r.strip_prefix(&want).unwrap_or_else(|| panic!("{r:?}"));
-    let (_, rest) = v.split_once("\r\n").unwrap();
-    rest.trim_end().to_string()
-}
-
 #[test]
 fn cpu_section_and_several_sections() {
     let Some(server) = resp_server() else { return };
@@ -59,7 +50,7 @@ fn the_cache_reports_an_evicting_policy() {
     let mem = c.call(&["INFO", "memory"]);
     assert_eq!(info_field(&mem, "maxmemory_policy").as_deref(), Some("allkeys-lru"), "{mem}");
     assert_eq!(info_field(&mem, "amalgam_eviction").as_deref(), Some("s3fifo"), "{mem}");
-    assert_eq!(config_get(&mut c, "maxmemory-policy"), "allkeys-lru");
+    assert_eq!(c.config_get("maxmemory-policy"), "allkeys-lru");
     let clock = resp_private(&["--eviction", "clock"]).unwrap();
     let mut c = Resp::new(&clock);
     assert_eq!(info_field(&c.call(&["INFO", "memory"]), "maxmemory_policy").as_deref(), Some("allkeys-lru"));
@@ -71,7 +62,7 @@ fn store_mode_reports_noeviction() {
     let mut c = Resp::new(&server);
     let mem = c.call(&["INFO", "memory"]);
     assert_eq!(info_field(&mem, "maxmemory_policy").as_deref(), Some("noeviction"), "{mem}");
-    assert_eq!(config_get(&mut c, "maxmemory-policy"), "noeviction");
+    assert_eq!(c.config_get("maxmemory-policy"), "noeviction");
 }
 
 #[test]
@@ -80,7 +71,7 @@ fn persistence_on_and_off_agree() {
     let mut c = Resp::new(&server);
     let p = c.call(&["INFO", "persistence"]);
     assert_eq!(info_field(&p, "aof_enabled").as_deref(), Some("0"), "{p}");
-    assert_eq!(config_get(&mut c, "appendonly"), "no");
+    assert_eq!(c.config_get("appendonly"), "no");
 
     let dir = std::env::temp_dir().join(format!("amalgam-resp-info-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -89,9 +80,9 @@ fn persistence_on_and_off_agree() {
         let mut c = Resp::new(&server);
         let p = c.call(&["INFO", "persistence"]);
         assert_eq!(info_field(&p, "aof_enabled").as_deref(), Some("1"), "{p}");
-        assert_eq!(config_get(&mut c, "appendonly"), "yes");
-        assert_eq!(config_get(&mut c, "appendfsync"), "always");
-        assert_eq!(config_get(&mut c, "dir"), d);
+        assert_eq!(c.config_get("appendonly"), "yes");
+        assert_eq!(c.config_get("appendfsync"), "always");
+        assert_eq!(c.config_get("dir"), d);
         drop(server);
     }
     let _ = std::fs::remove_dir_all(&dir);

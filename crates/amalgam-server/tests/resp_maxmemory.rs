@@ -18,13 +18,6 @@ fn failed(name: &str, why: &str) -> String {
     error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
 }
 
-/// CONFIG GET of one parameter's value (RESP2).
-fn get(c: &mut Resp, name: &str) -> String {
-    let r = c.call(&["CONFIG", "GET", name]);
-    let v = r.strip_prefix(&format!("*2\r\n{}", bulk(name))).unwrap_or_else(|| panic!("{r:?}"));
-    v.split_once("\r\n").unwrap().1.trim_end().to_string()
-}
-
 /// Writes `n` keys `prefix:i` of `value_bytes` each, pipelined.
 fn fill(c: &mut Resp, prefix: &str, n: usize, value_bytes: usize) {
     let value = "v".repeat(value_bytes);
@@ -55,7 +48,7 @@ fn noeviction_past_a_lowered_maxmemory_answers_oom() {
         Some(_) => {
             let Some(server) = resp_server() else { return };
             let mut c = Resp::new(&server);
-            let policy = get(&mut c, "maxmemory-policy");
+            let policy = c.config_get("maxmemory-policy");
             assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]), OK);
             (server, Some(policy))
         }
@@ -65,11 +58,11 @@ fn noeviction_past_a_lowered_maxmemory_answers_oom() {
         }
     };
     let mut c = Resp::new(&server);
-    let before = get(&mut c, "maxmemory");
+    let before = c.config_get("maxmemory");
     let prefix = key("oom");
     fill(&mut c, &prefix, 1000, 1000);
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1"]), OK);
-    assert_eq!(get(&mut c, "maxmemory"), "1");
+    assert_eq!(c.config_get("maxmemory"), "1");
     assert_eq!(c.call(&["SET", &format!("{prefix}:new"), "x"]), OOM);
     assert_eq!(c.call(&["SET", &format!("{prefix}:0"), "x"]), OOM, "an overwrite needs memory too");
     assert_eq!(c.call(&["GET", &format!("{prefix}:1")]), bulk(&"v".repeat(1000)), "reads go on");
@@ -111,7 +104,7 @@ fn amalgam_store_mode_recovers_after_deletes_and_takes_no_limit() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "0"]), OK);
-    assert_eq!(get(&mut c, "maxmemory"), "0");
+    assert_eq!(c.config_get("maxmemory"), "0");
     assert!(c.call(&["INFO", "memory"]).contains("\r\nmaxmemory:0\r\n"));
     fill(&mut c, "more", 20_000, 1000); // 20 MiB, past the -m 16 it started with
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1gb"]), OK, "store mode takes any limit");
@@ -134,7 +127,7 @@ fn amalgam_cache_evicts_down_and_grows_into_its_reserve() {
     let rss_full = rss_bytes(server.pid().unwrap());
 
     assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "16mb"]), OK);
-    assert_eq!(get(&mut c, "maxmemory"), (16u64 << 20).to_string());
+    assert_eq!(c.config_get("maxmemory"), (16u64 << 20).to_string());
     let start = Instant::now();
     let small = loop {
         let st = stats_map(&mut mc, "");
@@ -165,7 +158,7 @@ fn amalgam_cache_evicts_down_and_grows_into_its_reserve() {
         c.call(&["CONFIG", "SET", "maxmemory", "0"]),
         failed("maxmemory", "maxmemory 0 (no limit) is for noeviction (--eviction none) only: a cache needs a limit")
     );
-    assert_eq!(get(&mut c, "maxmemory"), (256u64 << 20).to_string(), "refusals changed nothing");
+    assert_eq!(c.config_get("maxmemory"), (256u64 << 20).to_string(), "refusals changed nothing");
 }
 
 /// `--memory-limit-max` sets the reserve: here no room to grow.
@@ -194,7 +187,7 @@ fn amalgam_maxmemory_policy_refuses_what_needs_a_restart() {
     let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
     assert!(r.contains("evicts any key with s3fifo (reported as allkeys-lru); allkeys-lfu is not implemented"), "{r}");
     assert!(r.contains("CONFIG SET eviction clock|s3fifo changes Amalgam's eviction policy"), "{r}");
-    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
+    assert_eq!(c.config_get("maxmemory-policy"), "allkeys-lru");
 
     let Some(store) = resp_private(&["--eviction", "none"]) else { return };
     let mut c = Resp::new(&store);
@@ -214,15 +207,15 @@ fn amalgam_eviction_policy_switches_at_run_time() {
     let Some(cache) = resp_private(&["-m", "16"]) else { return };
     let mut c = Resp::new(&cache);
     let mut mc = cache.connect();
-    assert_eq!(get(&mut c, "eviction"), "s3fifo");
+    assert_eq!(c.config_get("eviction"), "s3fifo");
     fill(&mut c, "a", 30_000, 1000);
     let before = num(&stats_map(&mut mc, ""), "evictions");
     assert!(before > 0);
     assert_eq!(c.call(&["CONFIG", "SET", "eviction", "clock"]), OK);
-    assert_eq!(get(&mut c, "eviction"), "clock");
+    assert_eq!(c.config_get("eviction"), "clock");
     assert!(c.call(&["INFO", "memory"]).contains("\r\namalgam_eviction:clock\r\n"));
     assert_eq!(stats_map(&mut mc, "settings")["eviction_policy"], "clock", "memcached's stats settings too");
-    assert_eq!(get(&mut c, "maxmemory-policy"), "allkeys-lru");
+    assert_eq!(c.config_get("maxmemory-policy"), "allkeys-lru");
     fill(&mut c, "b", 30_000, 1000);
     assert!(num(&stats_map(&mut mc, ""), "evictions") > before, "CLOCK evicts");
     assert_eq!(c.call(&["GET", "b:29999"]), bulk(&"v".repeat(1000)));
@@ -252,16 +245,16 @@ fn amalgam_eviction_policy_switches_at_run_time() {
 fn amalgam_small_queue_share_is_a_run_time_setting() {
     let Some(cache) = resp_private(&["-m", "16"]) else { return };
     let mut c = Resp::new(&cache);
-    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "10");
+    assert_eq!(c.config_get("s3fifo-small-queue-percent"), "10");
     assert_eq!(c.call(&["CONFIG", "SET", "s3fifo-small-queue-percent", "25"]), OK);
-    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "25");
+    assert_eq!(c.config_get("s3fifo-small-queue-percent"), "25");
     for bad in ["0", "51"] {
         assert_eq!(
             c.call(&["CONFIG", "SET", "s3fifo-small-queue-percent", bad]),
             failed("s3fifo-small-queue-percent", "argument must be between 1 and 50 inclusive")
         );
     }
-    assert_eq!(get(&mut c, "s3fifo-small-queue-percent"), "25", "a refused value changes nothing");
+    assert_eq!(c.config_get("s3fifo-small-queue-percent"), "25", "a refused value changes nothing");
     // Writes go on with the new share.
     fill(&mut c, "s", 30_000, 1000);
     assert_eq!(c.call(&["GET", "s:29999"]), bulk(&"v".repeat(1000)));

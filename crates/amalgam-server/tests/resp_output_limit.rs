@@ -36,7 +36,7 @@ struct Restore {
 impl Restore {
     fn new(server: &Server) -> Restore {
         let mut c = Resp::new(server);
-        let value = config_get(&mut c);
+        let value = c.config_get("client-output-buffer-limit");
         Restore { c, value }
     }
 }
@@ -46,13 +46,6 @@ impl Drop for Restore {
         let value = self.value.clone();
         let _ = self.c.call(&["CONFIG", "SET", "client-output-buffer-limit", &value]);
     }
-}
-
-/// CONFIG GET client-output-buffer-limit's value.
-fn config_get(c: &mut Resp) -> String {
-    let v = call(c, &["CONFIG", "GET", "client-output-buffer-limit"]);
-    assert_eq!(v.array().len(), 2, "{v:?}");
-    v.array()[1].bulk().to_string()
 }
 
 /// Reads until the server closes (EOF or reset) or nothing comes for
@@ -85,7 +78,7 @@ fn config_set_and_get_as_redis() {
     assert_eq!(c.call(&["CONFIG", "SET", "client-output-buffer-limit", "normal 64mb 32mb 60"]), "+OK\r\n");
     // Both servers' defaults for the other classes.
     assert_eq!(
-        config_get(&mut c),
+        c.config_get("client-output-buffer-limit"),
         "normal 67108864 33554432 60 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     );
     // Several classes at once; `replica` is `slave`; k is 1000.
@@ -93,7 +86,10 @@ fn config_set_and_get_as_redis() {
         c.call(&["CONFIG", "SET", "client-output-buffer-limit", "replica 1mb 2mb 3 PUBSUB 1k 2kb 4"]),
         "+OK\r\n"
     );
-    assert_eq!(config_get(&mut c), "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4");
+    assert_eq!(
+        c.config_get("client-output-buffer-limit"),
+        "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4"
+    );
     let refused = |why: &str| {
         format!("-ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - {why}\r\n")
     };
@@ -109,10 +105,16 @@ fn config_set_and_get_as_redis() {
         assert_eq!(c.call(&["CONFIG", "SET", "client-output-buffer-limit", bad]), refused(why), "{bad}");
     }
     // A refused value changed nothing, not even its valid groups.
-    assert_eq!(config_get(&mut c), "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4");
+    assert_eq!(
+        c.config_get("client-output-buffer-limit"),
+        "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4"
+    );
     // Nothing named: nothing changes.
     assert_eq!(c.call(&["CONFIG", "SET", "client-output-buffer-limit", ""]), "+OK\r\n");
-    assert_eq!(config_get(&mut c), "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4");
+    assert_eq!(
+        c.config_get("client-output-buffer-limit"),
+        "normal 67108864 33554432 60 slave 1048576 2097152 3 pubsub 1000 2048 4"
+    );
 }
 
 #[test]
@@ -328,7 +330,7 @@ fn amalgam_default_and_start_flag() {
     let Some(server) = resp_private(&[]) else { return };
     let mut c = Resp::new(&server);
     assert_eq!(
-        config_get(&mut c),
+        c.config_get("client-output-buffer-limit"),
         "normal 1073741824 67108864 60 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     );
     let Some(server) = resp_private(&[
@@ -340,5 +342,8 @@ fn amalgam_default_and_start_flag() {
         return;
     };
     let mut c = Resp::new(&server);
-    assert_eq!(config_get(&mut c), "normal 2097152 1048576 5 slave 268435456 67108864 60 pubsub 3145728 8388608 60");
+    assert_eq!(
+        c.config_get("client-output-buffer-limit"),
+        "normal 2097152 1048576 5 slave 268435456 67108864 60 pubsub 3145728 8388608 60"
+    );
 }

@@ -13,12 +13,6 @@ use std::sync::Mutex;
 /// One test at a time: they reset and read the same server's counters.
 static TURN: Mutex<()> = Mutex::new(());
 
-/// CONFIG GET of one parameter's value.
-fn config_get(c: &mut Resp, name: &str) -> String {
-    let v = call(c, &["CONFIG", "GET", name]);
-    v.array()[1].bulk().to_string()
-}
-
 /// Puts the slow log's settings back as they were when made.
 struct Restore {
     server: Option<Server>,
@@ -29,8 +23,8 @@ struct Restore {
 impl Restore {
     fn new(server: Server) -> Restore {
         let mut c = Resp::new(&server);
-        let slower_than = config_get(&mut c, "slowlog-log-slower-than");
-        let max_len = config_get(&mut c, "slowlog-max-len");
+        let slower_than = c.config_get("slowlog-log-slower-than");
+        let max_len = c.config_get("slowlog-max-len");
         Restore { server: Some(server), slower_than, max_len }
     }
 
@@ -58,7 +52,7 @@ fn slowlog_entries_are_redis_7s() {
     let restore = Restore::new(server);
     let mut c = Resp::new(restore.server());
     let addr = c.s.local_addr().unwrap().to_string();
-    assert_eq!(config_get(&mut c, "slowlog-max-len"), "128");
+    assert_eq!(c.config_get("slowlog-max-len"), "128");
     assert_eq!(c.call(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]), OK);
     assert_eq!(c.call(&["SLOWLOG", "RESET"]), OK);
     assert_eq!(c.call(&["CLIENT", "SETNAME", "slowlog-test"]), OK);
@@ -129,7 +123,7 @@ fn slowlog_entries_are_redis_7s() {
     assert_eq!(c.call(&["SLOWLOG", "RESET"]), OK);
     assert_eq!(c.call(&["PING"]), "+PONG\r\n");
     assert_eq!(c.call(&["SLOWLOG", "LEN"]), int(0));
-    assert_eq!(config_get(&mut c, "slowlog-log-slower-than"), "-1");
+    assert_eq!(c.config_get("slowlog-log-slower-than"), "-1");
     // A threshold no command reaches logs nothing either.
     assert_eq!(c.call(&["CONFIG", "SET", "slowlog-log-slower-than", "1000000000"]), OK);
     assert_eq!(c.call(&["PING"]), "+PONG\r\n");
@@ -267,13 +261,13 @@ fn slowlog_hides_the_values_of_sensitive_settings() {
     let Some(server) = resp_server() else { return };
     let restore = Restore::new(server);
     let mut c = Resp::new(restore.server());
-    let (auth, user) = (config_get(&mut c, "masterauth"), config_get(&mut c, "masteruser"));
+    let (auth, user) = (c.config_get("masterauth"), c.config_get("masteruser"));
     assert_eq!(c.call(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]), OK);
     assert_eq!(c.call(&["SLOWLOG", "RESET"]), OK);
     let set = ["CONFIG", "SET", "masterauth", "s3cret", "slowlog-max-len", "128", "MASTERUSER", "bob"];
     assert_eq!(c.call(&set), OK);
-    assert_eq!(config_get(&mut c, "masterauth"), "s3cret", "CONFIG GET still shows it, as Redis's does");
-    assert_eq!(config_get(&mut c, "masteruser"), "bob");
+    assert_eq!(c.config_get("masterauth"), "s3cret", "CONFIG GET still shows it, as Redis's does");
+    assert_eq!(c.config_get("masteruser"), "bob");
     let got = call(&mut c, &["SLOWLOG", "GET", "3"]);
     let logged = got
         .array()

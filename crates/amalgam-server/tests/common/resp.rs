@@ -118,6 +118,15 @@ impl Resp {
         self.reply()
     }
 
+    /// CONFIG GET of one parameter: its value (RESP2's reply is a
+    /// two-element array, the name and the value).
+    pub fn config_get(&mut self, name: &str) -> String {
+        let v = call(self, &["CONFIG", "GET", name]);
+        let pair = v.array();
+        assert_eq!(pair.len(), 2, "CONFIG GET {name}: {v:?}");
+        pair[1].bulk().to_string()
+    }
+
     /// Sends raw bytes and returns the next reply.
     pub fn call_raw(&mut self, bytes: &[u8]) -> String {
         self.send_raw(bytes);
