@@ -51,13 +51,6 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// CONFIG GET of one parameter's value (RESP2).
-fn get(c: &mut Resp, name: &str) -> String {
-    let r = c.call(&["CONFIG", "GET", name]);
-    let v = r.strip_prefix(&format!("*2\r\n{}", bulk(name))).unwrap_or_else(|| panic!("{r:?}"));
-    v.split_once("\r\n").unwrap().1.trim_end().to_string()
-}
-
 /// Waits until `f` holds (at most READ_TIMEOUT).
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -128,13 +121,13 @@ fn config_file_flags_override_and_rewrite_survives_a_restart() {
     let conf = dir.file("amalgam.conf", text);
     let server = Server::spawn_with(&["--config", s(&conf), "--slowlog-max-len", "9"], None, None).unwrap();
     let mut c = Resp::new(&server);
-    assert_ne!(get(&mut c, "port"), "1", "the command line's --resp-port wins");
-    assert_eq!(get(&mut c, "slowlog-max-len"), "9", "the command line wins");
-    assert_eq!(get(&mut c, "slowlog-log-slower-than"), "5000");
-    assert_eq!(get(&mut c, "maxmemory"), (100u64 << 20).to_string());
-    assert_eq!(get(&mut c, "loglevel"), "warning");
-    assert_eq!(get(&mut c, "io-threads"), "2");
-    assert_eq!(get(&mut c, "hash-max-listpack-entries"), "64");
+    assert_ne!(c.config_get("port"), "1", "the command line's --resp-port wins");
+    assert_eq!(c.config_get("slowlog-max-len"), "9", "the command line wins");
+    assert_eq!(c.config_get("slowlog-log-slower-than"), "5000");
+    assert_eq!(c.config_get("maxmemory"), (100u64 << 20).to_string());
+    assert_eq!(c.config_get("loglevel"), "warning");
+    assert_eq!(c.config_get("io-threads"), "2");
+    assert_eq!(c.config_get("hash-max-listpack-entries"), "64");
     let info = c.call(&["INFO", "server"]);
     assert!(info.contains(&format!("config_file:{}\r\n", conf.display())), "{info}");
 
@@ -174,7 +167,7 @@ fn config_file_flags_override_and_rewrite_survives_a_restart() {
         ("proto-max-bulk-len", "2097152"),
         ("io-threads", "2"),
     ] {
-        assert_eq!(get(&mut c, name), value, "{name} after the restart");
+        assert_eq!(c.config_get(name), value, "{name} after the restart");
     }
     // Nothing changed since: a second rewrite leaves the file as it was.
     assert_eq!(c.call(&["CONFIG", "REWRITE"]), OK);
@@ -257,18 +250,18 @@ fn snapshot_schedule_changes_at_run_time() {
     let flags = ["--dir", s(&data), "--snapshot-every", "0", "--snapshot-after-writes", "0"];
     let server = Server::spawn_with(&flags, None, None).unwrap();
     let mut c = Resp::new(&server);
-    assert_eq!(get(&mut c, "save"), "");
+    assert_eq!(c.config_get("save"), "");
     assert_eq!(c.call(&["SET", "k", "v"]), OK);
     assert_eq!(snapshots(&data), 0, "no schedule, no snapshot");
     assert_eq!(c.call(&["CONFIG", "SET", "save", "1 1"]), OK);
-    assert_eq!(get(&mut c, "save"), "1 1");
+    assert_eq!(c.config_get("save"), "1 1");
     eventually("a snapshot on the new schedule", || snapshots(&data) > 0);
     assert_eq!(
         c.call(&["CONFIG", "SET", "save", "0 1"]),
         error("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")
     );
     assert_eq!(c.call(&["CONFIG", "SET", "save", "3600 1 300 100 60 10000"]), OK);
-    assert_eq!(get(&mut c, "save"), "3600 1 1 100", "Amalgam's timer and counter in Redis's syntax");
+    assert_eq!(c.config_get("save"), "3600 1 1 100", "Amalgam's timer and counter in Redis's syntax");
 }
 
 /// contrib/amalgam.service passes `systemd-analyze verify` (its ExecStart
@@ -285,8 +278,8 @@ fn the_systemd_unit_verifies_and_its_config_starts() {
     let conf = root.join("contrib/amalgam.conf");
     let server = Server::spawn_with(&["--config", s(&conf), "--dir", s(&dir.0.join("data"))], None, None).unwrap();
     let mut c = Resp::new(&server);
-    assert_eq!(get(&mut c, "save"), "300 1 1 1000000");
-    assert_eq!(get(&mut c, "slowlog-max-len"), "128");
+    assert_eq!(c.config_get("save"), "300 1 1 1000000");
+    assert_eq!(c.config_get("slowlog-max-len"), "128");
     drop(server);
 
     let Ok(analyze) = Command::new("systemd-analyze").arg("--version").output() else {
@@ -314,14 +307,14 @@ fn appendfsync_switches_between_everysec_and_no() {
     let server = Server::spawn_with(&["--dir", s(&data), "--fsync", "everysec"], None, None).unwrap();
     let mut c = Resp::new(&server);
     assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "no"]), OK);
-    assert_eq!(get(&mut c, "appendfsync"), "no");
+    assert_eq!(c.config_get("appendfsync"), "no");
     assert!(c.call(&["INFO", "persistence"]).contains("amalgam_fsync:no\r\n"));
     assert_eq!(c.call(&["SET", "k", "v"]), OK);
     assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "always"]), OK);
     assert!(c.call(&["INFO", "persistence"]).contains("amalgam_fsync:always\r\n"));
     assert_eq!(c.call(&["SET", "k", "v"]), OK);
     assert_eq!(c.call(&["CONFIG", "SET", "appendfsync", "everysec"]), OK);
-    assert_eq!(get(&mut c, "appendfsync"), "everysec");
+    assert_eq!(c.config_get("appendfsync"), "everysec");
     assert_eq!(c.call(&["GET", "k"]), bulk("v"));
     // Without --dir there is no log: only the current value is taken.
     let server = Server::spawn_with(&[], None, None).unwrap();

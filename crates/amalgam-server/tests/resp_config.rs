@@ -10,19 +10,12 @@ fn failed(name: &str, why: &str) -> String {
     error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
 }
 
-/// CONFIG GET of one parameter's value (RESP2).
-fn get(c: &mut Resp, name: &str) -> String {
-    let r = c.call(&["CONFIG", "GET", name]);
-    let v = r.strip_prefix(&format!("*2\r\n{}", bulk(name))).unwrap_or_else(|| panic!("{r:?}"));
-    v.split_once("\r\n").unwrap().1.trim_end().to_string()
-}
-
 #[test]
 fn config_set_checks_every_pair_first() {
     let Some(server) = resp_server() else { return };
     let mut c = Resp::new(&server);
-    let maxmemory = get(&mut c, "maxmemory");
-    let timeout = get(&mut c, "timeout");
+    let maxmemory = c.config_get("maxmemory");
+    let timeout = c.config_get("timeout");
     // The current values are accepted, one or several at once.
     assert_eq!(c.call(&["CONFIG", "SET", "save", ""]), OK);
     assert_eq!(c.call(&["CONFIG", "SET", "Maxmemory", &maxmemory, "timeout", &timeout, "appendonly", "no"]), OK);
@@ -41,7 +34,7 @@ fn config_set_checks_every_pair_first() {
         c.call(&["CONFIG", "SET", "timeout", "5", "maxmemory", "abc"]),
         failed("maxmemory", "argument must be a memory value")
     );
-    assert_eq!(get(&mut c, "timeout"), timeout, "all or nothing: timeout is unchanged");
+    assert_eq!(c.config_get("timeout"), timeout, "all or nothing: timeout is unchanged");
     assert_eq!(
         c.call(&["CONFIG", "SET", "maxmemory-policy", "foo"]),
         failed(

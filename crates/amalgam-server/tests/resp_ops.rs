@@ -7,23 +7,16 @@ mod common;
 use common::resp::*;
 use common::*;
 
-/// CONFIG GET of one parameter's value (RESP2).
-fn get(c: &mut Resp, name: &str) -> String {
-    let r = c.call(&["CONFIG", "GET", name]);
-    let v = r.strip_prefix(&format!("*2\r\n{}", bulk(name))).unwrap_or_else(|| panic!("{r:?}"));
-    v.split_once("\r\n").unwrap().1.trim_end().to_string()
-}
-
 #[test]
 fn loglevel_is_read_and_changed_at_run_time() {
     let Some(server) = resp_server() else { return };
     let mut c = Resp::new(&server);
-    let was = get(&mut c, "loglevel");
+    let was = c.config_get("loglevel");
     assert!(["debug", "verbose", "notice", "warning"].contains(&was.as_str()), "{was}");
     assert_eq!(c.call(&["CONFIG", "SET", "loglevel", "WARNING"]), OK);
-    assert_eq!(get(&mut c, "loglevel"), "warning");
+    assert_eq!(c.config_get("loglevel"), "warning");
     assert_eq!(c.call(&["CONFIG", "SET", "loglevel", "verbose"]), OK);
-    assert_eq!(get(&mut c, "loglevel"), "verbose");
+    assert_eq!(c.config_get("loglevel"), "verbose");
     assert_eq!(
         c.call(&["CONFIG", "SET", "loglevel", "bogus"]),
         error(
@@ -31,7 +24,7 @@ fn loglevel_is_read_and_changed_at_run_time() {
              following: debug, verbose, notice, warning"
         )
     );
-    assert_eq!(get(&mut c, "loglevel"), "verbose", "a refused value changes nothing");
+    assert_eq!(c.config_get("loglevel"), "verbose", "a refused value changes nothing");
     assert_eq!(c.call(&["CONFIG", "SET", "loglevel", &was]), OK);
 }
 
