@@ -200,6 +200,23 @@ fn map_anonymous(bytes: usize, flags: libc::c_int) -> Option<*mut u8> {
     Some(p as *mut u8)
 }
 
+/// Turns transparent hugepages off for this whole process and the
+/// processes it starts (`prctl(PR_SET_THP_DISABLE)`): the kernel then
+/// ignores the engine's `MADV_HUGEPAGE` advice and zeroes and maps memory
+/// 4 KiB at a time. For processes that build many short-lived tiny
+/// stores, where zeroing a 2 MiB page per store dominates (the recovery
+/// fuzz target); a server keeps hugepages (Mercury's TLB argument above).
+pub fn disable_hugepages_for_process() -> std::io::Result<()> {
+    // SAFETY: PR_SET_THP_DISABLE takes one integer argument and no
+    // pointers; it changes only how the kernel backs later faults.
+    let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 fn advise_hugepages(p: *mut u8, bytes: usize) {
     // SAFETY: p..p+bytes is a mapping of ours; madvise is advice and its
     // failure (no THP support) is harmless.
