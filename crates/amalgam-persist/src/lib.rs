@@ -74,7 +74,7 @@ mod snapshot;
 pub mod staged;
 pub mod stall;
 
-pub use log::{Commit, Fsync, Log, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
+pub use log::{Commit, Fsync, Log, SharedChunk, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
 pub use staged::Staged;
@@ -119,7 +119,7 @@ impl Journal for LogJournal {
             if let Some((value, crc)) = staged::take_for(it) {
                 let mut head = Vec::new();
                 format::put_head(&mut head, it, crc);
-                return self.0.append_staged(&head, value);
+                return self.0.append_staged(&head, Arc::new(value));
             }
         }
         self.0.append(|b| encode_change(b, change));

@@ -21,6 +21,9 @@
 //! its AOF buffer), never under the mutex every writer takes; and for a
 //! value received in place not even that: its record was built while it
 //! arrived, a read at a time (`staged.rs`, [`Log::append_staged`]).
+//! A chunk is a [`SharedChunk`]: with replicas attached the replication
+//! backlog holds the same bytes (`repl.rs`, "Large records in the
+//! backlog"), so neither copies the record from the other.
 //!
 //! Writing a 512 MB record takes seconds on a loaded machine (the page
 //! cache's dirty-page throttling makes write(2) wait for the disk), so a
@@ -94,6 +97,21 @@ const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 /// longest a worker should spend in one.
 pub const LARGE_RECORD_BYTES_MIN: usize = 1 << 20;
 
+/// A large record's bytes (or a staged value's, the rest of its record),
+/// shared without a copy by the log's buffer, until it is written, and
+/// the replication backlog, while it keeps them (module notes, "Large
+/// records"). Never changed once shared.
+pub type SharedChunk = Arc<Vec<u8>>;
+
+/// A record as [`Log::append_then`] gives it to its caller once appended.
+#[derive(Debug)]
+pub(crate) enum Framed<'a> {
+    /// A small record's bytes (still in the thread's scratch buffer).
+    Small(&'a [u8]),
+    /// A large record: the chunk the log queued.
+    Large(&'a SharedChunk),
+}
+
 /// What a worker's [`Log::commit`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Commit {
@@ -140,7 +158,7 @@ thread_local! {
 struct Buf {
     /// Records that come before `bytes`, in order: each large record as a
     /// chunk of its own, and the small ones buffered before it.
-    sealed: Vec<Vec<u8>>,
+    sealed: Vec<SharedChunk>,
     /// Small records (after every chunk of `sealed`).
     bytes: Vec<u8>,
     /// Sequence number of the last record appended (0: none yet).
@@ -273,21 +291,29 @@ impl Log {
     /// a record of [`LARGE_RECORD_BYTES_MIN`] or more, not even that: the
     /// scratch buffer is queued as a chunk of its own).
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.append_then(encode, |_| {});
+    }
+
+    /// [`Log::append`], then `then` with the record as appended (the
+    /// replication backlog's feed: a large record's chunk is shared with
+    /// it, not copied).
+    pub(crate) fn append_then(&self, encode: impl FnOnce(&mut Vec<u8>), then: impl FnOnce(Framed<'_>)) {
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             encode(scratch);
             let len = scratch.len();
+            let large = (len >= LARGE_RECORD_BYTES_MIN).then(|| Arc::new(std::mem::take(scratch)));
             let seq = {
                 let mut b = lock(&self.buf);
-                if len >= LARGE_RECORD_BYTES_MIN {
+                if let Some(chunk) = &large {
                     // A large record (a large value) is handed over, not
                     // copied again under the mutex every writer takes;
                     // the small records before it go first.
                     if !b.bytes.is_empty() {
                         let small = std::mem::take(&mut b.bytes);
-                        b.sealed.push(small);
+                        b.sealed.push(Arc::new(small));
                     }
-                    b.sealed.push(std::mem::take(scratch));
+                    b.sealed.push(Arc::clone(chunk));
                 } else {
                     b.bytes.extend_from_slice(scratch);
                 }
@@ -297,6 +323,10 @@ impl Log {
                 b.last_seq
             };
             LAST_APPENDED.with(|c| c.set(seq));
+            match &large {
+                Some(chunk) => then(Framed::Large(chunk)),
+                None => then(Framed::Small(scratch)),
+            }
             if scratch.capacity() > SCRATCH_KEEP_BYTES {
                 *scratch = Vec::new();
             }
@@ -306,14 +336,15 @@ impl Log {
     /// Appends one record given as its head (`format::put_head`) and its
     /// value's bytes (`staged.rs`), without copying the value: the head
     /// closes the small records' buffer and the value is a chunk of its
-    /// own, so the two are written one after the other.
-    pub fn append_staged(&self, head: &[u8], value: Vec<u8>) {
+    /// own (shared with the replication backlog, when it takes it too), so
+    /// the two are written one after the other.
+    pub fn append_staged(&self, head: &[u8], value: SharedChunk) {
         let len = head.len() + value.len();
         let seq = {
             let mut b = lock(&self.buf);
             let mut small = std::mem::take(&mut b.bytes);
             small.extend_from_slice(head);
-            b.sealed.push(small);
+            b.sealed.push(Arc::new(small));
             b.sealed.push(value);
             self.unwritten.fetch_add(len, Ordering::Relaxed);
             b.last_seq += 1;
@@ -390,15 +421,20 @@ impl Log {
             let bytes = std::mem::replace(&mut b.bytes, std::mem::take(&mut io.spare));
             (sealed, bytes, b.last_seq)
         };
-        let total = sealed.iter().map(Vec::len).sum::<usize>() + bytes.len();
+        let total = sealed.iter().map(|c| c.len()).sum::<usize>() + bytes.len();
         if total > 0 {
             let timing = Timing::start(self.watcher());
             // Bounded: one write per chunk, in append order.
-            let r = sealed.iter().chain(std::iter::once(&bytes)).filter(|c| !c.is_empty()).try_for_each(|c| {
-                (&*io.file).write_all(c).map(|()| {
-                    self.writes.fetch_add(1, Ordering::Relaxed);
-                })
-            });
+            let r = sealed
+                .iter()
+                .map(|c| c.as_slice())
+                .chain(std::iter::once(bytes.as_slice()))
+                .filter(|c| !c.is_empty())
+                .try_for_each(|c| {
+                    (&*io.file).write_all(c).map(|()| {
+                        self.writes.fetch_add(1, Ordering::Relaxed);
+                    })
+                });
             timing.end(self.watcher(), Stall::LogWrite);
             if let Err(e) = r {
                 // A partial write would leave half a record that a retry
@@ -408,7 +444,7 @@ impl Log {
                 // nothing is dropped; the next commit retries.
                 let mut b = lock(&self.buf);
                 if !bytes.is_empty() {
-                    sealed.push(bytes);
+                    sealed.push(Arc::new(bytes));
                 }
                 sealed.append(&mut b.sealed);
                 b.sealed = sealed;
