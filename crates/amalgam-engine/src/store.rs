@@ -1639,6 +1639,9 @@ impl Inner {
         let local = pin.local;
         // The item this write published, if any.
         let mut result_block = None;
+        // Its record is framed once the bucket is unlocked
+        // (`Journal::record_large`).
+        let mut fill_later = false;
         let (result, removed) = match decision {
             Decision::Keep(r) => {
                 // A dead item the decision did not replace is reclaimed now.
@@ -1685,6 +1688,8 @@ impl Inner {
                     // for a TTL.
                     if replaced.is_some_and(|p| same_object(p, block.ptr)) {
                         j.record(Change::Meta(it));
+                    } else if it.tag() == TAG_BYTES && it.value().len() >= crate::JOURNAL_LARGE_VALUE_BYTES_MIN {
+                        fill_later = j.record_large(it);
                     } else {
                         j.record(Change::Put(it));
                     }
@@ -1742,6 +1747,20 @@ impl Inner {
             _ => false,
         };
         drop(guard);
+        if let (true, Some(b), Some(j)) = (fill_later, &result_block, self.journal.get()) {
+            if crate::txn::active() {
+                // The transaction's buckets are still held: filled when
+                // it releases them (`Store::atomically`), under its pin.
+                crate::txn::fill_later(b.ptr);
+            } else {
+                // SAFETY: the item this call published; the bucket is
+                // unlocked, so another writer may have replaced it, but
+                // `pin` (held to the end of this function) keeps its
+                // memory until we unpin, and a plain item's bytes are
+                // never changed once published.
+                j.fill(unsafe { ItemRef::new(b.ptr) });
+            }
+        }
         if let Some(p) = removed {
             local_add(&local.bytes, -old_bytes(p));
             local_add(&local.items, -1);

@@ -78,10 +78,20 @@ use std::cell::RefCell;
 thread_local! {
     /// The buckets this thread's transaction holds (their addresses).
     static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// Items the transaction published whose records the journal frames
+    /// once the buckets are released (`Journal::record_large`), in order.
+    static FILL: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     static HELD: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+    static FILL: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+}
+
+/// Queues the item at `p`, which this thread's transaction published, for
+/// `Journal::fill` when the transaction ends.
+pub(crate) fn fill_later(p: *const u8) {
+    FILL.with(|f| f.borrow_mut().push(p as usize));
 }
 
 /// True if the calling thread's transaction holds `b`. Only called on
@@ -179,6 +189,17 @@ impl Store {
         }
         let r = f();
         drop(held);
+        let fill = FILL.with(|f| std::mem::take(&mut *f.borrow_mut()));
+        if let Some(j) = inner.journal.get() {
+            // Bounded: the items the closure published.
+            for p in &fill {
+                // SAFETY: an item this transaction published (`Inner::mutate`
+                // queued it); its buckets are released, but `pin`, held
+                // since before it was published, keeps its memory until
+                // dropped below, and a plain item's bytes never change.
+                j.fill(unsafe { crate::store::ItemRef::new(*p as *const u8) });
+            }
+        }
         drop(pin);
         r
     }

@@ -65,6 +65,7 @@
 //! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 
+mod deferred;
 pub mod format;
 mod log;
 pub mod ratelimit;
@@ -114,6 +115,14 @@ pub struct Config {
 struct LogJournal(Arc<Log>);
 
 impl Journal for LogJournal {
+    fn record_large(&self, it: amalgam_engine::ItemRef<'_>) -> bool {
+        deferred::record_large(Some(&self.0), false, |_| {}, it, |c| self.record(c))
+    }
+
+    fn fill(&self, it: amalgam_engine::ItemRef<'_>) {
+        deferred::fill(it);
+    }
+
     fn record(&self, change: Change<'_>) {
         if let Change::Put(it) = &change {
             if let Some((value, crc)) = staged::take_for(it) {
@@ -320,7 +329,11 @@ impl Persistence {
             return;
         }
         self.log.set_policy(to);
-        if to == Fsync::Always {
+        // Not while this thread has large records' places to fill (a
+        // CONFIG SET inside EXEC after a large write: the sync would wait
+        // for bytes only this thread frames, after the transaction,
+        // `deferred.rs`); the next commit syncs them instead.
+        if to == Fsync::Always && !deferred::places_here() {
             if let Err(e) = self.log.sync_now() {
                 self.report_error(&e);
             }

@@ -103,6 +103,74 @@ pub const LARGE_RECORD_BYTES_MIN: usize = 1 << 20;
 /// records"). Never changed once shared.
 pub type SharedChunk = Arc<Vec<u8>>;
 
+/// A large record whose place is taken (in the log's order and the
+/// backlog's offsets) before its bytes exist: the journal takes it under
+/// the key's bucket lock and frames the bytes once the lock is released
+/// (`repl.rs`, [`crate::repl::StreamJournal`]'s `record_large`; engine
+/// `Journal::record_large`). Whoever needs the bytes first waits for them
+/// ([`Pending::wait`]): the writer fills it right after unlocking, with no
+/// lock of the log's or the backlog's held, so the wait is one copy long.
+#[derive(Debug)]
+pub struct Pending {
+    len: usize,
+    bytes: Mutex<Option<SharedChunk>>,
+    ready: std::sync::Condvar,
+}
+
+impl Pending {
+    /// A record of `len` bytes, to come.
+    pub(crate) fn new(len: usize) -> Pending {
+        Pending { len, bytes: Mutex::new(None), ready: std::sync::Condvar::new() }
+    }
+
+    /// The record's length (known from the start).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes, if framed yet.
+    pub(crate) fn get(&self) -> Option<SharedChunk> {
+        lock(&self.bytes).clone()
+    }
+
+    /// The bytes, once framed.
+    pub(crate) fn wait(&self) -> SharedChunk {
+        let mut b = lock(&self.bytes);
+        // Bounded: the writer that took the place frames it right after
+        // releasing its bucket lock (module notes of `Pending`).
+        loop {
+            if let Some(c) = &*b {
+                return Arc::clone(c);
+            }
+            b = self.ready.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Sets the bytes (once; exactly `len` of them).
+    pub(crate) fn fill(&self, bytes: SharedChunk) {
+        assert_eq!(bytes.len(), self.len, "a pending record filled with another length");
+        *lock(&self.bytes) = Some(bytes);
+        self.ready.notify_all();
+    }
+}
+
+/// A chunk of the log's buffer: bytes, or a large record's place whose
+/// bytes are being framed ([`Pending`]).
+#[derive(Debug)]
+enum Chunk {
+    Ready(SharedChunk),
+    Pending(Arc<Pending>),
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Chunk::Ready(c) => c.len(),
+            Chunk::Pending(p) => p.len(),
+        }
+    }
+}
+
 /// A record as [`Log::append_then`] gives it to its caller once appended.
 #[derive(Debug)]
 pub(crate) enum Framed<'a> {
@@ -158,7 +226,7 @@ thread_local! {
 struct Buf {
     /// Records that come before `bytes`, in order: each large record as a
     /// chunk of its own, and the small ones buffered before it.
-    sealed: Vec<SharedChunk>,
+    sealed: Vec<Chunk>,
     /// Small records (after every chunk of `sealed`).
     bytes: Vec<u8>,
     /// Sequence number of the last record appended (0: none yet).
@@ -311,9 +379,9 @@ impl Log {
                     // the small records before it go first.
                     if !b.bytes.is_empty() {
                         let small = std::mem::take(&mut b.bytes);
-                        b.sealed.push(Arc::new(small));
+                        b.sealed.push(Chunk::Ready(Arc::new(small)));
                     }
-                    b.sealed.push(Arc::clone(chunk));
+                    b.sealed.push(Chunk::Ready(Arc::clone(chunk)));
                 } else {
                     b.bytes.extend_from_slice(scratch);
                 }
@@ -344,9 +412,27 @@ impl Log {
             let mut b = lock(&self.buf);
             let mut small = std::mem::take(&mut b.bytes);
             small.extend_from_slice(head);
-            b.sealed.push(Arc::new(small));
-            b.sealed.push(value);
+            b.sealed.push(Chunk::Ready(Arc::new(small)));
+            b.sealed.push(Chunk::Ready(value));
             self.unwritten.fetch_add(len, Ordering::Relaxed);
+            b.last_seq += 1;
+            b.last_seq
+        };
+        LAST_APPENDED.with(|c| c.set(seq));
+    }
+
+    /// Appends a large record whose bytes come later ([`Pending`]): its
+    /// place in the log's order is taken now (the small records before it
+    /// go first); a write that reaches it waits for its bytes.
+    pub(crate) fn append_pending(&self, record: &Arc<Pending>) {
+        let seq = {
+            let mut b = lock(&self.buf);
+            if !b.bytes.is_empty() {
+                let small = std::mem::take(&mut b.bytes);
+                b.sealed.push(Chunk::Ready(Arc::new(small)));
+            }
+            b.sealed.push(Chunk::Pending(Arc::clone(record)));
+            self.unwritten.fetch_add(record.len(), Ordering::Relaxed);
             b.last_seq += 1;
             b.last_seq
         };
@@ -421,11 +507,20 @@ impl Log {
             let bytes = std::mem::replace(&mut b.bytes, std::mem::take(&mut io.spare));
             (sealed, bytes, b.last_seq)
         };
-        let total = sealed.iter().map(|c| c.len()).sum::<usize>() + bytes.len();
+        let total = sealed.iter().map(Chunk::len).sum::<usize>() + bytes.len();
         if total > 0 {
             let timing = Timing::start(self.watcher());
             // Bounded: one write per chunk, in append order.
-            let r = sealed
+            // A pending record's bytes are waited for here (its writer
+            // frames them outside every lock of the log's).
+            let ready: Vec<SharedChunk> = sealed
+                .iter()
+                .map(|c| match c {
+                    Chunk::Ready(c) => Arc::clone(c),
+                    Chunk::Pending(p) => p.wait(),
+                })
+                .collect();
+            let r = ready
                 .iter()
                 .map(|c| c.as_slice())
                 .chain(std::iter::once(bytes.as_slice()))
@@ -444,7 +539,7 @@ impl Log {
                 // nothing is dropped; the next commit retries.
                 let mut b = lock(&self.buf);
                 if !bytes.is_empty() {
-                    sealed.push(Arc::new(bytes));
+                    sealed.push(Chunk::Ready(Arc::new(bytes)));
                 }
                 sealed.append(&mut b.sealed);
                 b.sealed = sealed;

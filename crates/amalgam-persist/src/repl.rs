@@ -92,7 +92,7 @@ use std::time::Duration;
 use amalgam_engine::{Change, ItemRef, Journal, SnapshotSink, SnapshotStats, Store};
 
 use crate::format::{self, Record};
-use crate::log::{Framed, Log, SharedChunk, LARGE_RECORD_BYTES_MIN};
+use crate::log::{Framed, Log, Pending, SharedChunk, LARGE_RECORD_BYTES_MIN};
 use crate::recover;
 
 /// Redis's default `repl-backlog-size` (1 MiB).
@@ -150,13 +150,17 @@ enum Piece {
     /// A large record, or a staged value (the rest of its record), held
     /// by reference: the log's chunk, or the journal's own.
     Shared(SharedChunk),
+    /// A large record whose bytes the writer frames once its bucket lock
+    /// is released (`log.rs`, [`Pending`]); then as `Shared`.
+    Pending(Arc<Pending>),
 }
 
 impl Piece {
-    fn bytes(&self) -> &[u8] {
+    fn len(&self) -> usize {
         match self {
-            Piece::Own(v) => v,
-            Piece::Shared(c) => c,
+            Piece::Own(v) => v.len(),
+            Piece::Shared(c) => c.len(),
+            Piece::Pending(p) => p.len(),
         }
     }
 }
@@ -168,6 +172,8 @@ pub enum Part<'a> {
     Bytes(&'a [u8]),
     /// A large record's bytes, kept by reference (no copy).
     Shared(&'a SharedChunk),
+    /// A large record's place, its bytes to come ([`Pending`]).
+    Pending(&'a Arc<Pending>),
 }
 
 /// What [`Backlog::read_next`] gave a sender.
@@ -260,6 +266,13 @@ impl Ring {
         self.end += chunk.len() as u64;
     }
 
+    /// Keeps a pending record's place at the end.
+    fn push_pending(&mut self, record: &Arc<Pending>) {
+        self.pieces.push_back((self.end + 1, Piece::Pending(Arc::clone(record))));
+        self.len += record.len();
+        self.end += record.len() as u64;
+    }
+
     /// Drops what neither the backlog size nor a reader needs: whole
     /// pieces from the front, and the front of an own piece. A shared
     /// piece that straddles the line is kept whole while a reader within
@@ -271,7 +284,7 @@ impl Ring {
         // Bounded: each round but the last drops a piece.
         while self.len > keep {
             let Some((at, front)) = self.pieces.front() else { break };
-            let here = front.bytes().len() - self.skip;
+            let here = front.len() - self.skip;
             if self.len - here >= keep {
                 self.pieces.pop_front();
                 self.len -= here;
@@ -284,8 +297,8 @@ impl Ring {
                     self.skip += drop;
                     self.len -= drop;
                 }
-                Piece::Shared(c) => {
-                    let (start, stop) = (*at, *at + c.len() as u64);
+                Piece::Shared(_) | Piece::Pending(_) => {
+                    let (start, stop) = (*at, *at + front.len() as u64);
                     let read_now = self
                         .readers
                         .iter()
@@ -304,7 +317,7 @@ impl Ring {
     /// The index of the piece holding offset `at` (`first() <= at <= end`)
     /// and where in its bytes `at` is.
     fn find(&self, at: u64) -> (usize, usize) {
-        let i = self.pieces.partition_point(|(start, p)| start + p.bytes().len() as u64 <= at);
+        let i = self.pieces.partition_point(|(start, p)| start + p.len() as u64 <= at);
         (i, (at - self.pieces[i].0) as usize)
     }
 
@@ -317,6 +330,7 @@ impl Ring {
             .map(|(_, p)| match p {
                 Piece::Own(v) => v.capacity(),
                 Piece::Shared(c) => c.capacity(),
+                Piece::Pending(p) => p.len(),
             })
             .sum()
     }
@@ -434,6 +448,7 @@ impl Backlog {
             match part {
                 Part::Bytes(b) => r.push_bytes(b),
                 Part::Shared(c) => r.push_shared(c),
+                Part::Pending(p) => r.push_pending(p),
             }
         }
         LAST_FED.with(|c| c.set(r.end));
@@ -509,9 +524,25 @@ impl Backlog {
             return Ok(Read::Copied(0));
         }
         let (mut p, mut within) = r.find(next);
-        if let Piece::Shared(c) = &r.pieces[p].1 {
+        let shared = match &r.pieces[p].1 {
+            Piece::Own(_) => None,
+            Piece::Shared(c) => Some(Arc::clone(c)),
+            Piece::Pending(pending) => match pending.get() {
+                Some(c) => Some(c),
+                None => {
+                    // Its writer is framing it (`Backlog::filled` wakes
+                    // us): nothing to send yet.
+                    if !wait.is_zero() {
+                        r.sleeping += 1;
+                        r = self.more.wait_timeout(r, wait).unwrap_or_else(|e| e.into_inner()).0;
+                        r.sleeping -= 1;
+                    }
+                    return Ok(Read::Copied(0));
+                }
+            },
+        };
+        if let Some(c) = shared {
             let n = (c.len() - within).min(max);
-            let c = Arc::clone(c);
             r.readers[i].1 = next + n as u64;
             return Ok(Read::Shared(c, within..within + n));
         }
@@ -538,6 +569,15 @@ impl Backlog {
             let mut b = Vec::with_capacity(16);
             format::getack(&mut b);
             self.feed(&b);
+        }
+    }
+
+    /// A pending record fed to the backlog was framed: wakes the readers
+    /// waiting for it.
+    pub(crate) fn filled(&self) {
+        let r = lock(&self.ring);
+        if r.sleeping > 0 {
+            self.more.notify_all();
         }
     }
 
@@ -651,6 +691,21 @@ thread_local! {
 const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 
 impl Journal for StreamJournal {
+    fn record_large(&self, it: ItemRef<'_>) -> bool {
+        let stream = self.backlog.journal_feeds();
+        let place = |p: &Arc<Pending>| {
+            if stream {
+                self.backlog.feed_parts(&[Part::Pending(p)]);
+            }
+        };
+        crate::deferred::record_large(self.log.as_deref(), stream, place, it, |c| self.record(c))
+    }
+
+    fn fill(&self, it: ItemRef<'_>) {
+        crate::deferred::fill(it);
+        self.backlog.filled();
+    }
+
     fn record(&self, change: Change<'_>) {
         let stream = self.backlog.journal_feeds();
         if self.log.is_none() && !stream {
