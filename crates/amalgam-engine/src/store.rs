@@ -1747,18 +1747,9 @@ impl Inner {
             _ => false,
         };
         drop(guard);
-        if let (true, Some(b), Some(j)) = (fill_later, &result_block, self.journal.get()) {
-            if crate::txn::active() {
-                // The transaction's buckets are still held: filled when
-                // it releases them (`Store::atomically`), under its pin.
-                crate::txn::fill_later(b.ptr);
-            } else {
-                // SAFETY: the item this call published; the bucket is
-                // unlocked, so another writer may have replaced it, but
-                // `pin` (held to the end of this function) keeps its
-                // memory until we unpin, and a plain item's bytes are
-                // never changed once published.
-                j.fill(unsafe { ItemRef::new(b.ptr) });
+        if fill_later {
+            if let Some(b) = &result_block {
+                self.fill_unlocked(b.ptr, &pin);
             }
         }
         if let Some(p) = removed {
@@ -1770,6 +1761,28 @@ impl Inner {
             self.retire_item(local, p);
         }
         result
+    }
+
+    /// `Journal::fill` of the item at `p`, which this thread published and
+    /// whose bucket it has released (`Journal::record_large`); inside a
+    /// transaction, queued until the transaction releases its buckets.
+    /// Kept out of line: the write path pays one flag test for it.
+    #[cold]
+    #[inline(never)]
+    fn fill_unlocked(&self, p: *const u8, _pin: &Pinned<'_>) {
+        let Some(j) = self.journal.get() else { return };
+        if crate::txn::active() {
+            // The transaction's buckets are still held: filled when it
+            // releases them (`Store::atomically`), under its pin.
+            crate::txn::fill_later(p);
+        } else {
+            // SAFETY: the item this thread published; its bucket is
+            // unlocked, so another writer may have replaced it, but `_pin`
+            // (the writer's, held until after this call) keeps its memory
+            // until we unpin, and a plain item's bytes are never changed
+            // once published.
+            j.fill(unsafe { ItemRef::new(p) });
+        }
     }
 
     fn block_size(&self, p: *const u8) -> usize {

@@ -1067,6 +1067,33 @@ mod tests {
     }
 
     #[test]
+    fn a_pending_record_is_sent_once_filled_and_nothing_after_it_before() {
+        let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
+        let (_, start, reader) = b.cut();
+        let p = Arc::new(Pending::new(2 * REPL_BACKLOG_BYTES_MIN));
+        b.feed(b"a");
+        b.feed_parts(&[Part::Pending(&p)]);
+        b.feed(b"z");
+        // Offsets are taken at once.
+        assert_eq!(b.offset(), start + 2 + p.len() as u64);
+        let mut out = Vec::new();
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(1))));
+        // Unfilled: nothing more, not even the byte after it.
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(0))));
+        assert_eq!(out, b"a");
+        let bytes = chunk(p.len(), 3);
+        p.fill(Arc::clone(&bytes));
+        b.filled();
+        let Ok(Read::Shared(c, range)) = b.read_next(reader, &mut out, usize::MAX, Duration::ZERO) else {
+            panic!("not shared once filled")
+        };
+        assert!(Arc::ptr_eq(&c, &bytes) && range == (0..bytes.len()));
+        out.clear();
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(1))));
+        assert_eq!(out, b"z");
+    }
+
+    #[test]
     fn a_promoted_replica_continues_its_old_primarys_id() {
         let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
         let old = new_replid();
