@@ -101,6 +101,29 @@ pub(crate) fn holds(b: &Bucket) -> bool {
     HELD.with(|h| h.borrow().contains(&a))
 }
 
+/// Calls `Journal::fill` for the items the transaction queued
+/// ([`fill_later`]) when dropped: after its buckets are released, while its
+/// pin is held.
+struct Fills<'a> {
+    inner: &'a crate::store::Inner,
+    _pin: &'a Pinned<'a>,
+}
+
+impl Drop for Fills<'_> {
+    fn drop(&mut self) {
+        let fill = FILL.with(|f| std::mem::take(&mut *f.borrow_mut()));
+        let Some(j) = self.inner.journal.get() else { return };
+        // Bounded: the items the transaction published.
+        for p in fill {
+            // SAFETY: an item this transaction published (`Inner::mutate`
+            // queued it); its buckets are released, but the transaction's
+            // pin (`_pin`, dropped after this) keeps its memory, and a
+            // plain item's bytes never change once published.
+            j.fill(unsafe { crate::store::ItemRef::new(p as *const u8) });
+        }
+    }
+}
+
 /// True if the calling thread is inside [`Store::atomically`].
 pub(crate) fn active() -> bool {
     HELD.with(|h| !h.borrow().is_empty())
@@ -168,6 +191,10 @@ impl Store {
         let mut hashes: Vec<u64> = keys.iter().map(|k| inner.hash(k.as_ref())).collect();
         hashes.sort_unstable_by_key(|&h| (lock_rank(h), h));
         hashes.dedup();
+        // Declared between `pin` and `held`: dropped after the buckets are
+        // released and before the pin, also when `f` panics (a place the
+        // journal took must be filled, or the log would wait for it).
+        let fills = Fills { inner, _pin: &pin };
         let mut held = Held { guards: Vec::with_capacity(hashes.len()) };
         for h in hashes {
             let mut t = pin.current().route(h);
@@ -189,17 +216,7 @@ impl Store {
         }
         let r = f();
         drop(held);
-        let fill = FILL.with(|f| std::mem::take(&mut *f.borrow_mut()));
-        if let Some(j) = inner.journal.get() {
-            // Bounded: the items the closure published.
-            for p in &fill {
-                // SAFETY: an item this transaction published (`Inner::mutate`
-                // queued it); its buckets are released, but `pin`, held
-                // since before it was published, keeps its memory until
-                // dropped below, and a plain item's bytes never change.
-                j.fill(unsafe { crate::store::ItemRef::new(*p as *const u8) });
-            }
-        }
+        drop(fills);
         drop(pin);
         r
     }

@@ -119,3 +119,24 @@ fn a_transactions_large_puts_are_filled_in_order_after_its_buckets_are_released(
     let after: Vec<String> = j.take().into_iter().filter(|e| e.starts_with("fill")).collect();
     assert_eq!(after, [format!("fill k1 {n} a"), format!("fill k2 {} x", n + 1), format!("fill k1 {n} a")]);
 }
+
+#[test]
+fn a_transaction_that_panics_still_fills_its_places() {
+    let j = Arc::new(TwoStep::default());
+    let store = store_with(&j);
+    let n = JOURNAL_LARGE_VALUE_BYTES_MIN;
+    let big = vec![b'p'; n];
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.with_value_bytes_max(usize::MAX, || {
+            store.atomically(&[&b"k"[..]], || {
+                store.set(b"k", &big, 0, Expiry::Never).unwrap();
+                panic!("a handler's bug");
+            })
+        })
+    }));
+    assert!(r.is_err());
+    // The place is filled (the log would wait for it forever otherwise),
+    // and the bucket is free.
+    assert_eq!(j.take(), [format!("place k {n}"), format!("fill k {n} p")]);
+    store.set(b"k", b"after", 0, Expiry::Never).unwrap();
+}

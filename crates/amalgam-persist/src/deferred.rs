@@ -33,7 +33,11 @@
 //! write that reaches it waits for it (`Pending::wait`; the committer and
 //! the everysec thread hold the log's I/O lock meanwhile, which the filler
 //! never takes), and a replica's sender sends nothing past it until it is
-//! filled. Recovery and replicas therefore read byte for byte the record
+//! filled. Every place taken is filled: the engine fills a transaction's
+//! in a guard that runs also when the transaction's closure panics (the
+//! server catches a handler's panic and serves on; an unfilled place
+//! would hold every later log write). Recovery and replicas therefore
+//! read byte for byte the record
 //! the journal made under the lock before. The reply waits, as before,
 //! for the record's write (its sequence number is the connection's).
 //!
