@@ -14,12 +14,25 @@ can); with PID the peak is reset before the GET (/proc/PID/clear_refs),
 so it is the GET's own peak, and the resident memory before the GET is
 printed beside it.
 
-usage: large-value-stall.py PORT SIZE [PID] [--get]
+With --append, the SET is made first without PINGs, and the PINGs run
+during an APPEND of SIZE more bytes to it (a large value that does not
+arrive in place; the peak is not reset).
+
+With --nx, the probe is `SET big x NX` instead of PING: a write of the
+same key that stores nothing (the key exists) but takes its bucket lock
+in Amalgam; run with two workers (-t 2) to see how long a writer of the
+bucket on the other worker waits.
+
+usage: large-value-stall.py PORT SIZE [PID] [--get | --append] [--nx]
 """
 import socket, sys, threading, time
 
-args = [a for a in sys.argv[1:] if a != '--get']
+args = [a for a in sys.argv[1:] if a not in ('--get', '--append', '--nx')]
+nx_mode = '--nx' in sys.argv[1:]
+probe, want = ((b'*4\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1\r\nx\r\n$2\r\nNX\r\n', b'$-1\r\n') if nx_mode
+               else (b'*1\r\n$4\r\nPING\r\n', b'+PONG\r\n'))
 get_mode = '--get' in sys.argv[1:]
+append_mode = '--append' in sys.argv[1:]
 port = int(args[0]); size = int(args[1])
 pid = args[2] if len(args) > 2 else None
 
@@ -44,6 +57,16 @@ def do_set():
     r = setter.recv(100)
     op_time[0] = time.time() - t
     assert r == b'+OK\r\n', r
+    done.set()
+
+def do_append():
+    t = time.time()
+    setter.sendall(b'*3\r\n$6\r\nAPPEND\r\n$3\r\nbig\r\n$%d\r\n' % len(v))
+    setter.sendall(v)
+    setter.sendall(b'\r\n')
+    r = setter.recv(100)
+    op_time[0] = time.time() - t
+    assert r == b':%d\r\n' % (2 * len(v)), r
     done.set()
 
 def do_get():
@@ -72,7 +95,11 @@ if get_mode:
         with open('/proc/%s/clear_refs' % pid, 'w') as f:
             f.write('5')
 
-th = threading.Thread(target=do_get if get_mode else do_set)
+if append_mode:
+    do_set()
+    done.clear()
+
+th = threading.Thread(target=do_get if get_mode else do_append if append_mode else do_set)
 th.start()
 rtts = []
 # Bounded: a PING at most every round trip until the command is answered
@@ -80,15 +107,16 @@ rtts = []
 deadline = time.time() + 600
 while not done.is_set() and time.time() < deadline:
     t = time.time()
-    pinger.sendall(b'*1\r\n$4\r\nPING\r\n')
+    pinger.sendall(probe)
     r = pinger.recv(100)
-    assert r == b'+PONG\r\n', r
+    assert r == want, r
     rtts.append(time.time() - t)
 th.join()
 rtts.sort()
 def q(p):
     return rtts[min(len(rtts) - 1, int(p * len(rtts)))] * 1000 if rtts else float('nan')
 peak = ' peak RSS %d MB%s' % (status('VmHWM'), before) if pid else ''
-print('%s %.2fs; %d PINGs meanwhile: median %.2f ms, p99 %.2f ms, max %.2f ms%s'
-      % ('GET' if get_mode else 'SET', op_time[0], len(rtts), q(0.5), q(0.99),
+print('%s %.2fs; %d %s meanwhile: median %.2f ms, p99 %.2f ms, max %.2f ms%s'
+      % ('GET' if get_mode else 'APPEND' if append_mode else 'SET', op_time[0], len(rtts),
+         'SET NXs' if nx_mode else 'PINGs', q(0.5), q(0.99),
          (rtts[-1] * 1000 if rtts else float('nan')), peak))

@@ -169,7 +169,34 @@ pub enum Change<'a> {
 pub trait Journal: Send + Sync + 'static {
     /// One change; see the trait notes.
     fn record(&self, change: Change<'_>);
+
+    /// A [`Change::Put`] of a plain item (`TAG_BYTES`) whose value is at
+    /// least [`JOURNAL_LARGE_VALUE_BYTES_MIN`], under the bucket lock like
+    /// [`Journal::record`]. Answer true to have the record made in two
+    /// steps: its place taken now, under the lock, so one key's records
+    /// keep their order, and its bytes framed in [`Journal::fill`], which
+    /// the writer then calls with the same item once it has released the
+    /// bucket lock (inside [`Store::atomically`], once the transaction has
+    /// released all its buckets), in the order of these calls, on this
+    /// thread, still pinned in the epoch: the item's memory is readable
+    /// there, and a plain item's bytes never change once published,
+    /// though the key may hold another item by then. So a large value is
+    /// not copied into its record while other writers of the bucket wait
+    /// (issue 18 §5). The default records it at once and answers false.
+    fn record_large(&self, item: ItemRef<'_>) -> bool {
+        self.record(Change::Put(item));
+        false
+    }
+
+    /// The second step of a [`Journal::record_large`] that answered true.
+    fn fill(&self, _item: ItemRef<'_>) {}
 }
+
+/// A plain item's value at least this long is journaled through
+/// [`Journal::record_large`] (its record framed after the bucket lock is
+/// released): a copy of a megabyte is about the longest a bucket lock
+/// should be held for one.
+pub const JOURNAL_LARGE_VALUE_BYTES_MIN: usize = 1 << 20;
 
 /// Receives a snapshot's items. `item` is called under the item's bucket
 /// lock, from the thread running [`Store::snapshot`] or from a writer

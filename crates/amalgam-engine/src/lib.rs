@@ -118,7 +118,7 @@ mod table;
 mod txn;
 
 pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
-pub use journal::{Change, Journal, SnapshotSink, SnapshotStats};
+pub use journal::{Change, Journal, SnapshotSink, SnapshotStats, JOURNAL_LARGE_VALUE_BYTES_MIN};
 pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{disable_hugepages_for_process, CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use prepared::Prepared;

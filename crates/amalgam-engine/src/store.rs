@@ -1639,6 +1639,9 @@ impl Inner {
         let local = pin.local;
         // The item this write published, if any.
         let mut result_block = None;
+        // Its record is framed once the bucket is unlocked
+        // (`Journal::record_large`).
+        let mut fill_later = false;
         let (result, removed) = match decision {
             Decision::Keep(r) => {
                 // A dead item the decision did not replace is reclaimed now.
@@ -1685,6 +1688,8 @@ impl Inner {
                     // for a TTL.
                     if replaced.is_some_and(|p| same_object(p, block.ptr)) {
                         j.record(Change::Meta(it));
+                    } else if it.tag() == TAG_BYTES && it.value().len() >= crate::JOURNAL_LARGE_VALUE_BYTES_MIN {
+                        fill_later = j.record_large(it);
                     } else {
                         j.record(Change::Put(it));
                     }
@@ -1742,6 +1747,11 @@ impl Inner {
             _ => false,
         };
         drop(guard);
+        if fill_later {
+            if let Some(b) = &result_block {
+                self.fill_unlocked(b.ptr, &pin);
+            }
+        }
         if let Some(p) = removed {
             local_add(&local.bytes, -old_bytes(p));
             local_add(&local.items, -1);
@@ -1751,6 +1761,28 @@ impl Inner {
             self.retire_item(local, p);
         }
         result
+    }
+
+    /// `Journal::fill` of the item at `p`, which this thread published and
+    /// whose bucket it has released (`Journal::record_large`); inside a
+    /// transaction, queued until the transaction releases its buckets.
+    /// Kept out of line: the write path pays one flag test for it.
+    #[cold]
+    #[inline(never)]
+    fn fill_unlocked(&self, p: *const u8, _pin: &Pinned<'_>) {
+        let Some(j) = self.journal.get() else { return };
+        if crate::txn::active() {
+            // The transaction's buckets are still held: filled when it
+            // releases them (`Store::atomically`), under its pin.
+            crate::txn::fill_later(p);
+        } else {
+            // SAFETY: the item this thread published; its bucket is
+            // unlocked, so another writer may have replaced it, but `_pin`
+            // (the writer's, held until after this call) keeps its memory
+            // until we unpin, and a plain item's bytes are never changed
+            // once published.
+            j.fill(unsafe { ItemRef::new(p) });
+        }
     }
 
     fn block_size(&self, p: *const u8) -> usize {

@@ -78,10 +78,20 @@ use std::cell::RefCell;
 thread_local! {
     /// The buckets this thread's transaction holds (their addresses).
     static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// Items the transaction published whose records the journal frames
+    /// once the buckets are released (`Journal::record_large`), in order.
+    static FILL: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     static HELD: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+    static FILL: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+}
+
+/// Queues the item at `p`, which this thread's transaction published, for
+/// `Journal::fill` when the transaction ends.
+pub(crate) fn fill_later(p: *const u8) {
+    FILL.with(|f| f.borrow_mut().push(p as usize));
 }
 
 /// True if the calling thread's transaction holds `b`. Only called on
@@ -89,6 +99,29 @@ loom::thread_local! {
 pub(crate) fn holds(b: &Bucket) -> bool {
     let a = b as *const Bucket as usize;
     HELD.with(|h| h.borrow().contains(&a))
+}
+
+/// Calls `Journal::fill` for the items the transaction queued
+/// ([`fill_later`]) when dropped: after its buckets are released, while its
+/// pin is held.
+struct Fills<'a> {
+    inner: &'a crate::store::Inner,
+    _pin: &'a Pinned<'a>,
+}
+
+impl Drop for Fills<'_> {
+    fn drop(&mut self) {
+        let fill = FILL.with(|f| std::mem::take(&mut *f.borrow_mut()));
+        let Some(j) = self.inner.journal.get() else { return };
+        // Bounded: the items the transaction published.
+        for p in fill {
+            // SAFETY: an item this transaction published (`Inner::mutate`
+            // queued it); its buckets are released, but the transaction's
+            // pin (`_pin`, dropped after this) keeps its memory, and a
+            // plain item's bytes never change once published.
+            j.fill(unsafe { crate::store::ItemRef::new(p as *const u8) });
+        }
+    }
 }
 
 /// True if the calling thread is inside [`Store::atomically`].
@@ -158,6 +191,10 @@ impl Store {
         let mut hashes: Vec<u64> = keys.iter().map(|k| inner.hash(k.as_ref())).collect();
         hashes.sort_unstable_by_key(|&h| (lock_rank(h), h));
         hashes.dedup();
+        // Declared between `pin` and `held`: dropped after the buckets are
+        // released and before the pin, also when `f` panics (a place the
+        // journal took must be filled, or the log would wait for it).
+        let fills = Fills { inner, _pin: &pin };
         let mut held = Held { guards: Vec::with_capacity(hashes.len()) };
         for h in hashes {
             let mut t = pin.current().route(h);
@@ -179,6 +216,7 @@ impl Store {
         }
         let r = f();
         drop(held);
+        drop(fills);
         drop(pin);
         r
     }

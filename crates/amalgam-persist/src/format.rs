@@ -248,6 +248,16 @@ pub fn put(out: &mut Vec<u8>, it: &ItemRef<'_>) {
     }
 }
 
+/// The length of the record [`put`] appends for a plain item (`it.tag()`
+/// is `TAG_BYTES`).
+pub fn put_len(it: &ItemRef<'_>) -> usize {
+    let fixed = match it.expiry() {
+        Expiry::AtMillis(_) => PUT_MS_FIXED_BYTES,
+        Expiry::At(_) | Expiry::Never => PUT_FIXED_BYTES,
+    };
+    RECORD_FRAME_BYTES + 1 + fixed + it.key().len() + it.value().len()
+}
+
 /// Appends the head of the PUT (or PUT_MS) record of a plain item
 /// (`it.tag()` is `TAG_BYTES`): every byte before the value, the CRC
 /// combined with `value_crc` (the CRC32C of `it.value()`). The value

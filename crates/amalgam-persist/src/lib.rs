@@ -65,6 +65,7 @@
 //! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 
+mod deferred;
 pub mod format;
 mod log;
 pub mod ratelimit;
@@ -74,7 +75,7 @@ mod snapshot;
 pub mod staged;
 pub mod stall;
 
-pub use log::{Commit, Fsync, Log, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
+pub use log::{Commit, Fsync, Log, SharedChunk, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
 pub use staged::Staged;
@@ -114,12 +115,20 @@ pub struct Config {
 struct LogJournal(Arc<Log>);
 
 impl Journal for LogJournal {
+    fn record_large(&self, it: amalgam_engine::ItemRef<'_>) -> bool {
+        deferred::record_large(Some(&self.0), false, |_| {}, it, |c| self.record(c))
+    }
+
+    fn fill(&self, it: amalgam_engine::ItemRef<'_>) {
+        deferred::fill(it);
+    }
+
     fn record(&self, change: Change<'_>) {
         if let Change::Put(it) = &change {
             if let Some((value, crc)) = staged::take_for(it) {
                 let mut head = Vec::new();
                 format::put_head(&mut head, it, crc);
-                return self.0.append_staged(&head, value);
+                return self.0.append_staged(&head, Arc::new(value));
             }
         }
         self.0.append(|b| encode_change(b, change));
@@ -320,7 +329,11 @@ impl Persistence {
             return;
         }
         self.log.set_policy(to);
-        if to == Fsync::Always {
+        // Not while this thread has large records' places to fill (a
+        // CONFIG SET inside EXEC after a large write: the sync would wait
+        // for bytes only this thread frames, after the transaction,
+        // `deferred.rs`); the next commit syncs them instead.
+        if to == Fsync::Always && !deferred::places_here() {
             if let Err(e) = self.log.sync_now() {
                 self.report_error(&e);
             }

@@ -21,6 +21,9 @@
 //! its AOF buffer), never under the mutex every writer takes; and for a
 //! value received in place not even that: its record was built while it
 //! arrived, a read at a time (`staged.rs`, [`Log::append_staged`]).
+//! A chunk is a [`SharedChunk`]: with replicas attached the replication
+//! backlog holds the same bytes (`repl.rs`, "Large records in the
+//! backlog"), so neither copies the record from the other.
 //!
 //! Writing a 512 MB record takes seconds on a loaded machine (the page
 //! cache's dirty-page throttling makes write(2) wait for the disk), so a
@@ -94,6 +97,89 @@ const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 /// longest a worker should spend in one.
 pub const LARGE_RECORD_BYTES_MIN: usize = 1 << 20;
 
+/// A large record's bytes (or a staged value's, the rest of its record),
+/// shared without a copy by the log's buffer, until it is written, and
+/// the replication backlog, while it keeps them (module notes, "Large
+/// records"). Never changed once shared.
+pub type SharedChunk = Arc<Vec<u8>>;
+
+/// A large record whose place is taken (in the log's order and the
+/// backlog's offsets) before its bytes exist: the journal takes it under
+/// the key's bucket lock and frames the bytes once the lock is released
+/// (`repl.rs`, [`crate::repl::StreamJournal`]'s `record_large`; engine
+/// `Journal::record_large`). Whoever needs the bytes first waits for them
+/// ([`Pending::wait`]): the writer fills it right after unlocking, with no
+/// lock of the log's or the backlog's held, so the wait is one copy long.
+#[derive(Debug)]
+pub struct Pending {
+    len: usize,
+    bytes: Mutex<Option<SharedChunk>>,
+    ready: std::sync::Condvar,
+}
+
+impl Pending {
+    /// A record of `len` bytes, to come.
+    pub(crate) fn new(len: usize) -> Pending {
+        Pending { len, bytes: Mutex::new(None), ready: std::sync::Condvar::new() }
+    }
+
+    /// The record's length (known from the start).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes, if framed yet.
+    pub(crate) fn get(&self) -> Option<SharedChunk> {
+        lock(&self.bytes).clone()
+    }
+
+    /// The bytes, once framed.
+    pub(crate) fn wait(&self) -> SharedChunk {
+        let mut b = lock(&self.bytes);
+        // Bounded: the writer that took the place frames it right after
+        // releasing its bucket lock (module notes of `Pending`).
+        loop {
+            if let Some(c) = &*b {
+                return Arc::clone(c);
+            }
+            b = self.ready.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Sets the bytes (once; exactly `len` of them).
+    pub(crate) fn fill(&self, bytes: SharedChunk) {
+        assert_eq!(bytes.len(), self.len, "a pending record filled with another length");
+        *lock(&self.bytes) = Some(bytes);
+        self.ready.notify_all();
+    }
+}
+
+/// A chunk of the log's buffer: bytes, or a large record's place whose
+/// bytes are being framed ([`Pending`]).
+#[derive(Debug)]
+enum Chunk {
+    Ready(SharedChunk),
+    Pending(Arc<Pending>),
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Chunk::Ready(c) => c.len(),
+            Chunk::Pending(p) => p.len(),
+        }
+    }
+}
+
+/// A record as [`Log::append_then`] gives it to its caller once appended.
+#[derive(Debug)]
+pub(crate) enum Framed<'a> {
+    /// A small record's bytes (still in the thread's scratch buffer).
+    Small(&'a [u8]),
+    /// A large record: the chunk the log queued.
+    Large(&'a SharedChunk),
+}
+
 /// What a worker's [`Log::commit`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Commit {
@@ -140,7 +226,7 @@ thread_local! {
 struct Buf {
     /// Records that come before `bytes`, in order: each large record as a
     /// chunk of its own, and the small ones buffered before it.
-    sealed: Vec<Vec<u8>>,
+    sealed: Vec<Chunk>,
     /// Small records (after every chunk of `sealed`).
     bytes: Vec<u8>,
     /// Sequence number of the last record appended (0: none yet).
@@ -273,21 +359,29 @@ impl Log {
     /// a record of [`LARGE_RECORD_BYTES_MIN`] or more, not even that: the
     /// scratch buffer is queued as a chunk of its own).
     pub fn append(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.append_then(encode, |_| {});
+    }
+
+    /// [`Log::append`], then `then` with the record as appended (the
+    /// replication backlog's feed: a large record's chunk is shared with
+    /// it, not copied).
+    pub(crate) fn append_then(&self, encode: impl FnOnce(&mut Vec<u8>), then: impl FnOnce(Framed<'_>)) {
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             encode(scratch);
             let len = scratch.len();
+            let large = (len >= LARGE_RECORD_BYTES_MIN).then(|| Arc::new(std::mem::take(scratch)));
             let seq = {
                 let mut b = lock(&self.buf);
-                if len >= LARGE_RECORD_BYTES_MIN {
+                if let Some(chunk) = &large {
                     // A large record (a large value) is handed over, not
                     // copied again under the mutex every writer takes;
                     // the small records before it go first.
                     if !b.bytes.is_empty() {
                         let small = std::mem::take(&mut b.bytes);
-                        b.sealed.push(small);
+                        b.sealed.push(Chunk::Ready(Arc::new(small)));
                     }
-                    b.sealed.push(std::mem::take(scratch));
+                    b.sealed.push(Chunk::Ready(Arc::clone(chunk)));
                 } else {
                     b.bytes.extend_from_slice(scratch);
                 }
@@ -297,6 +391,10 @@ impl Log {
                 b.last_seq
             };
             LAST_APPENDED.with(|c| c.set(seq));
+            match &large {
+                Some(chunk) => then(Framed::Large(chunk)),
+                None => then(Framed::Small(scratch)),
+            }
             if scratch.capacity() > SCRATCH_KEEP_BYTES {
                 *scratch = Vec::new();
             }
@@ -306,16 +404,35 @@ impl Log {
     /// Appends one record given as its head (`format::put_head`) and its
     /// value's bytes (`staged.rs`), without copying the value: the head
     /// closes the small records' buffer and the value is a chunk of its
-    /// own, so the two are written one after the other.
-    pub fn append_staged(&self, head: &[u8], value: Vec<u8>) {
+    /// own (shared with the replication backlog, when it takes it too), so
+    /// the two are written one after the other.
+    pub fn append_staged(&self, head: &[u8], value: SharedChunk) {
         let len = head.len() + value.len();
         let seq = {
             let mut b = lock(&self.buf);
             let mut small = std::mem::take(&mut b.bytes);
             small.extend_from_slice(head);
-            b.sealed.push(small);
-            b.sealed.push(value);
+            b.sealed.push(Chunk::Ready(Arc::new(small)));
+            b.sealed.push(Chunk::Ready(value));
             self.unwritten.fetch_add(len, Ordering::Relaxed);
+            b.last_seq += 1;
+            b.last_seq
+        };
+        LAST_APPENDED.with(|c| c.set(seq));
+    }
+
+    /// Appends a large record whose bytes come later ([`Pending`]): its
+    /// place in the log's order is taken now (the small records before it
+    /// go first); a write that reaches it waits for its bytes.
+    pub(crate) fn append_pending(&self, record: &Arc<Pending>) {
+        let seq = {
+            let mut b = lock(&self.buf);
+            if !b.bytes.is_empty() {
+                let small = std::mem::take(&mut b.bytes);
+                b.sealed.push(Chunk::Ready(Arc::new(small)));
+            }
+            b.sealed.push(Chunk::Pending(Arc::clone(record)));
+            self.unwritten.fetch_add(record.len(), Ordering::Relaxed);
             b.last_seq += 1;
             b.last_seq
         };
@@ -390,15 +507,29 @@ impl Log {
             let bytes = std::mem::replace(&mut b.bytes, std::mem::take(&mut io.spare));
             (sealed, bytes, b.last_seq)
         };
-        let total = sealed.iter().map(Vec::len).sum::<usize>() + bytes.len();
+        let total = sealed.iter().map(Chunk::len).sum::<usize>() + bytes.len();
         if total > 0 {
             let timing = Timing::start(self.watcher());
             // Bounded: one write per chunk, in append order.
-            let r = sealed.iter().chain(std::iter::once(&bytes)).filter(|c| !c.is_empty()).try_for_each(|c| {
-                (&*io.file).write_all(c).map(|()| {
-                    self.writes.fetch_add(1, Ordering::Relaxed);
+            // A pending record's bytes are waited for here (its writer
+            // frames them outside every lock of the log's).
+            let ready: Vec<SharedChunk> = sealed
+                .iter()
+                .map(|c| match c {
+                    Chunk::Ready(c) => Arc::clone(c),
+                    Chunk::Pending(p) => p.wait(),
                 })
-            });
+                .collect();
+            let r = ready
+                .iter()
+                .map(|c| c.as_slice())
+                .chain(std::iter::once(bytes.as_slice()))
+                .filter(|c| !c.is_empty())
+                .try_for_each(|c| {
+                    (&*io.file).write_all(c).map(|()| {
+                        self.writes.fetch_add(1, Ordering::Relaxed);
+                    })
+                });
             timing.end(self.watcher(), Stall::LogWrite);
             if let Err(e) = r {
                 // A partial write would leave half a record that a retry
@@ -408,7 +539,7 @@ impl Log {
                 // nothing is dropped; the next commit retries.
                 let mut b = lock(&self.buf);
                 if !bytes.is_empty() {
-                    sealed.push(bytes);
+                    sealed.push(Chunk::Ready(Arc::new(bytes)));
                 }
                 sealed.append(&mut b.sealed);
                 b.sealed = sealed;

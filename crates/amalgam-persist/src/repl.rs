@@ -43,6 +43,38 @@
 //! promotion, Redis's PSYNC2 `replid2`) and the bytes are still here, it
 //! continues from there (`+CONTINUE`) with no full sync.
 //!
+//! # Large records in the backlog (issue 18 §5)
+//!
+//! The backlog is a queue of pieces, not one buffer. Small records are
+//! copied into pieces of about [`OWN_PIECE_BYTES`]; a record of
+//! [`LARGE_RECORD_BYTES_MIN`] or more is not copied at all: it is the
+//! log's own chunk ([`SharedChunk`], persist `log.rs` § Large records), or
+//! for a value received in place the staged value (`staged.rs`) after a
+//! copied head, kept by reference. Before, the journal copied each such
+//! record into the ring under the ring's mutex on the worker: 1.6 s for a
+//! 512 MB SET with a replica attached, every other connection of the
+//! worker waiting (docs/benchmarks.md § Large values). A sender writes a
+//! shared record's bytes to its socket from the chunk itself
+//! ([`Backlog::read_next`]): the stream copies the value nowhere.
+//!
+//! Accounting: a shared record counts its whole length in the backlog
+//! (`repl_backlog_histlen`, the limits), as if copied in — the memory it
+//! holds is real, shared with the log only until the log has written it.
+//! Trimming drops whole pieces from the front, and the front bytes of a
+//! small-records piece (at most one piece of dead bytes stays allocated,
+//! under 1.1 MiB).
+//! A shared record is kept or dropped whole: when the line `repl-backlog-size`
+//! (or a lagging reader's need, up to the lag limit) draws falls inside
+//! one, it is kept whole while a reader within the limits is reading it
+//! (the backlog then holds more than the line, by less than that record),
+//! and dropped whole otherwise, so the backlog may hold less history than
+//! `repl-backlog-size` after a large record, where Redis would keep the
+//! record's tail: a replica that reconnects wanting an offset inside it
+//! gets a full sync. Never does a shared record pin memory the backlog
+//! does not count. A record larger than the lag limit still drops a
+//! replica that must read it whole (as Redis drops one whose output
+//! buffer passes `client-output-buffer-limit replica`).
+//!
 //! # Applying ([`Applier`])
 //!
 //! The replica applies each record with recovery's code (`recover.rs`).
@@ -60,7 +92,7 @@ use std::time::Duration;
 use amalgam_engine::{Change, ItemRef, Journal, SnapshotSink, SnapshotStats, Store};
 
 use crate::format::{self, Record};
-use crate::log::Log;
+use crate::log::{Framed, Log, Pending, SharedChunk, LARGE_RECORD_BYTES_MIN};
 use crate::recover;
 
 /// Redis's default `repl-backlog-size` (1 MiB).
@@ -71,9 +103,14 @@ pub const REPL_BACKLOG_BYTES_MIN: usize = 16 << 10;
 /// stream bytes kept for it beyond the backlog (Redis's default
 /// `client-output-buffer-limit replica 256mb`).
 pub const REPLICA_LAG_BYTES_MAX_DEFAULT: usize = 256 << 20;
-/// The backlog's buffer is shrunk back only when its capacity is at least
-/// this (and twice what it holds): small buffers are not worth the copy.
-const BACKLOG_SHRINK_BYTES_MIN: usize = 4 << 20;
+/// Small records are copied into pieces of the backlog of about this
+/// many bytes (a piece is filled past it by at most one record): what
+/// trimming leaves allocated in front of the backlog's first byte is at
+/// most one such piece, and a piece is freed whole once behind the
+/// backlog.
+/// (A record of 64 KiB to 1 MiB makes a piece of its own size: dead bytes
+/// in front stay under [`LARGE_RECORD_BYTES_MIN`].)
+const OWN_PIECE_BYTES: usize = 64 << 10;
 /// The most stream bytes a sender copies out of the backlog per write.
 pub const SEND_CHUNK_BYTES: usize = 1 << 20;
 /// The full sync's snapshot buffer is written to the socket once it
@@ -103,10 +140,63 @@ pub struct ReaderId(u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gone;
 
+/// A piece of the backlog: small records copied in, or a large record
+/// shared with the log (module notes, "Large records in the backlog").
+#[derive(Debug)]
+enum Piece {
+    /// Small records' bytes, copied in (up to about
+    /// [`OWN_PIECE_BYTES`] per piece).
+    Own(Vec<u8>),
+    /// A large record, or a staged value (the rest of its record), held
+    /// by reference: the log's chunk, or the journal's own.
+    Shared(SharedChunk),
+    /// A large record whose bytes the writer frames once its bucket lock
+    /// is released (`log.rs`, [`Pending`]); then as `Shared`.
+    Pending(Arc<Pending>),
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Own(v) => v.len(),
+            Piece::Shared(c) => c.len(),
+            Piece::Pending(p) => p.len(),
+        }
+    }
+}
+
+/// A part of what is fed to the backlog ([`Backlog::feed_parts`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Part<'a> {
+    /// Bytes to copy in.
+    Bytes(&'a [u8]),
+    /// A large record's bytes, kept by reference (no copy).
+    Shared(&'a SharedChunk),
+    /// A large record's place, its bytes to come ([`Pending`]).
+    Pending(&'a Arc<Pending>),
+}
+
+/// What [`Backlog::read_next`] gave a sender.
+#[derive(Debug)]
+pub enum Read {
+    /// This many bytes were copied into the caller's buffer (0: none
+    /// yet).
+    Copied(usize),
+    /// The next bytes are these of a shared large record: the sender
+    /// writes them from the chunk itself, no copy.
+    Shared(SharedChunk, std::ops::Range<usize>),
+}
+
 #[derive(Debug)]
 struct Ring {
-    /// The stream's last bytes: offsets `end - bytes.len() + 1 ..= end`.
-    bytes: VecDeque<u8>,
+    /// The stream's last bytes, offsets `end - len + 1 ..= end`, as pieces
+    /// in order, each with the offset of its own first byte.
+    pieces: VecDeque<(u64, Piece)>,
+    /// Bytes of the front piece already dropped (only ever an own piece's:
+    /// a shared piece is kept or dropped whole).
+    skip: usize,
+    /// Bytes kept (`repl_backlog_histlen`): the pieces' bytes less `skip`.
+    len: usize,
     /// Bytes streamed in all (`master_repl_offset`).
     end: u64,
     /// `repl-backlog-size`.
@@ -133,24 +223,116 @@ struct Ring {
 
 impl Ring {
     fn first(&self) -> u64 {
-        self.end + 1 - self.bytes.len() as u64
+        self.end + 1 - self.len as u64
     }
 
-    /// Drops what neither the backlog size nor a reader needs.
+    /// Empties the backlog (its offsets go on from `end`).
+    fn clear(&mut self) {
+        self.pieces.clear();
+        self.skip = 0;
+        self.len = 0;
+    }
+
+    /// Copies `bytes` in at the end: into the last own piece while it is
+    /// under [`OWN_PIECE_BYTES`], else into a new one; a large record (a
+    /// replica's link feeds whole records) as a piece kept or dropped
+    /// whole, as the journal's shared ones are.
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if bytes.len() >= LARGE_RECORD_BYTES_MIN {
+            return self.push_shared(&Arc::new(bytes.to_vec()));
+        }
+        match self.pieces.back_mut() {
+            Some((_, Piece::Own(v))) if v.len() < OWN_PIECE_BYTES => v.extend_from_slice(bytes),
+            _ => {
+                let mut v = Vec::with_capacity(bytes.len().max(OWN_PIECE_BYTES));
+                v.extend_from_slice(bytes);
+                self.pieces.push_back((self.end + 1, Piece::Own(v)));
+            }
+        }
+        self.len += bytes.len();
+        self.end += bytes.len() as u64;
+    }
+
+    /// Keeps `chunk` at the end by reference.
+    fn push_shared(&mut self, chunk: &SharedChunk) {
+        if chunk.is_empty() {
+            return;
+        }
+        self.pieces.push_back((self.end + 1, Piece::Shared(Arc::clone(chunk))));
+        self.len += chunk.len();
+        self.end += chunk.len() as u64;
+    }
+
+    /// Keeps a pending record's place at the end.
+    fn push_pending(&mut self, record: &Arc<Pending>) {
+        self.pieces.push_back((self.end + 1, Piece::Pending(Arc::clone(record))));
+        self.len += record.len();
+        self.end += record.len() as u64;
+    }
+
+    /// Drops what neither the backlog size nor a reader needs: whole
+    /// pieces from the front, and the front of an own piece. A shared
+    /// piece that straddles the line is kept whole while a reader within
+    /// the limits still reads it, and dropped whole otherwise (module
+    /// notes, "Large records in the backlog").
     fn trim(&mut self) {
         let needed = self.readers.iter().map(|&(_, next)| self.end + 1 - next.min(self.end + 1)).max().unwrap_or(0);
         let keep = (needed as usize).min(self.size.max(self.lag_max)).max(self.size);
-        if self.bytes.len() > keep {
-            let drop = self.bytes.len() - keep;
-            self.bytes.drain(..drop);
+        // Bounded: each round but the last drops a piece.
+        while self.len > keep {
+            let Some((at, front)) = self.pieces.front() else { break };
+            let here = front.len() - self.skip;
+            if self.len - here >= keep {
+                self.pieces.pop_front();
+                self.len -= here;
+                self.skip = 0;
+                continue;
+            }
+            match front {
+                Piece::Own(_) => {
+                    let drop = self.len - keep;
+                    self.skip += drop;
+                    self.len -= drop;
+                }
+                Piece::Shared(_) | Piece::Pending(_) => {
+                    let (start, stop) = (*at, *at + front.len() as u64);
+                    let read_now = self
+                        .readers
+                        .iter()
+                        .any(|&(_, next)| (start..stop).contains(&next) && (self.end + 1 - next) as usize <= keep);
+                    if !read_now {
+                        self.pieces.pop_front();
+                        self.len -= here;
+                        self.skip = 0;
+                    }
+                }
+            }
+            break;
         }
-        // What a lagging reader made it grow to goes back once it is not
-        // needed (measured: a primary's PSS stayed 1.22x after three
-        // SET-loaded full syncs while the backlog held 1 MiB).
-        let want = self.bytes.len().max(self.size);
-        if self.bytes.capacity() > 2 * want && self.bytes.capacity() > BACKLOG_SHRINK_BYTES_MIN {
-            self.bytes.shrink_to(want);
-        }
+    }
+
+    /// The index of the piece holding offset `at` (`first() <= at <= end`)
+    /// and where in its bytes `at` is.
+    fn find(&self, at: u64) -> (usize, usize) {
+        let i = self.pieces.partition_point(|(start, p)| start + p.len() as u64 <= at);
+        (i, (at - self.pieces[i].0) as usize)
+    }
+
+    /// Bytes the backlog's pieces hold allocated (the kept ones, what
+    /// trimming left in front of them, and spare capacity).
+    #[cfg(test)]
+    fn allocated(&self) -> usize {
+        self.pieces
+            .iter()
+            .map(|(_, p)| match p {
+                Piece::Own(v) => v.capacity(),
+                Piece::Shared(c) => c.capacity(),
+                Piece::Pending(p) => p.len(),
+            })
+            .sum()
     }
 }
 
@@ -183,7 +365,9 @@ impl Backlog {
     pub fn new(size: usize) -> Backlog {
         Backlog {
             ring: Mutex::new(Ring {
-                bytes: VecDeque::new(),
+                pieces: VecDeque::new(),
+                skip: 0,
+                len: 0,
                 end: 0,
                 size: size.max(REPL_BACKLOG_BYTES_MIN),
                 lag_max: REPLICA_LAG_BYTES_MAX_DEFAULT,
@@ -224,7 +408,7 @@ impl Backlog {
     /// `repl_backlog_first_byte_offset`, `repl_backlog_histlen`).
     pub fn backlog_info(&self) -> (bool, usize, u64, usize) {
         let r = lock(&self.ring);
-        (r.active, r.size, r.first(), r.bytes.len())
+        (r.active, r.size, r.first(), r.len)
     }
 
     /// `repl-backlog-size` (CONFIG SET): at least
@@ -249,19 +433,23 @@ impl Backlog {
     /// Appends stream bytes (from the journal on a primary, from the link
     /// on a replica); kept only while active.
     pub fn feed(&self, bytes: &[u8]) {
-        self.feed_parts(&[bytes]);
+        self.feed_parts(&[Part::Bytes(bytes)]);
     }
 
     /// [`Backlog::feed`] of `parts` one after the other, as one piece (no
-    /// other thread's bytes between them: one record given in parts).
-    pub fn feed_parts(&self, parts: &[&[u8]]) {
+    /// other thread's bytes between them: one record given in parts); a
+    /// shared part is kept by reference, not copied.
+    pub fn feed_parts(&self, parts: &[Part<'_>]) {
         let mut r = lock(&self.ring);
         if !r.active {
             return;
         }
-        for bytes in parts {
-            r.bytes.extend(*bytes);
-            r.end += bytes.len() as u64;
+        for part in parts {
+            match part {
+                Part::Bytes(b) => r.push_bytes(b),
+                Part::Shared(c) => r.push_shared(c),
+                Part::Pending(p) => r.push_pending(p),
+            }
         }
         LAST_FED.with(|c| c.set(r.end));
         r.trim();
@@ -304,6 +492,21 @@ impl Backlog {
     /// bytes), waiting up to `wait` for some; advances the reader. Err if
     /// the bytes it needs were dropped (it lagged past the limit).
     pub fn read(&self, reader: ReaderId, out: &mut Vec<u8>, max: usize, wait: Duration) -> Result<usize, Gone> {
+        match self.read_next(reader, out, max, wait)? {
+            Read::Copied(n) => Ok(n),
+            Read::Shared(c, range) => {
+                out.extend_from_slice(&c[range.clone()]);
+                Ok(range.len())
+            }
+        }
+    }
+
+    /// The stream from `reader`'s place (at most `max` bytes), waiting up
+    /// to `wait` for some; advances the reader. Small records are copied
+    /// into `out`; a shared large record's bytes come back by reference
+    /// (alone), for the sender to write without a copy. Err if the bytes
+    /// the reader needs were dropped (it lagged past the limit).
+    pub fn read_next(&self, reader: ReaderId, out: &mut Vec<u8>, max: usize, wait: Duration) -> Result<Read, Gone> {
         let mut r = lock(&self.ring);
         let Some(i) = r.readers.iter().position(|&(id, _)| id == reader.0) else { return Err(Gone) };
         if r.readers[i].1 > r.end && !wait.is_zero() {
@@ -317,18 +520,45 @@ impl Backlog {
             r.readers.swap_remove(i);
             return Err(Gone);
         }
-        let from = (next - r.first()) as usize;
-        let n = (r.bytes.len() - from).min(max);
-        let (a, b) = r.bytes.as_slices();
-        if from < a.len() {
-            let k = n.min(a.len() - from);
-            out.extend_from_slice(&a[from..from + k]);
-            out.extend_from_slice(&b[..n - k]);
-        } else {
-            out.extend_from_slice(&b[from - a.len()..from - a.len() + n]);
+        if next > r.end || max == 0 {
+            return Ok(Read::Copied(0));
+        }
+        let (mut p, mut within) = r.find(next);
+        let shared = match &r.pieces[p].1 {
+            Piece::Own(_) => None,
+            Piece::Shared(c) => Some(Arc::clone(c)),
+            Piece::Pending(pending) => match pending.get() {
+                Some(c) => Some(c),
+                None => {
+                    // Its writer is framing it (`Backlog::filled` wakes
+                    // us): nothing to send yet.
+                    if !wait.is_zero() {
+                        r.sleeping += 1;
+                        r = self.more.wait_timeout(r, wait).unwrap_or_else(|e| e.into_inner()).0;
+                        r.sleeping -= 1;
+                    }
+                    return Ok(Read::Copied(0));
+                }
+            },
+        };
+        if let Some(c) = shared {
+            let n = (c.len() - within).min(max);
+            r.readers[i].1 = next + n as u64;
+            return Ok(Read::Shared(c, within..within + n));
+        }
+        // Own pieces up to `max` bytes or the next shared one. Bounded by
+        // the pieces.
+        let mut n = 0;
+        while n < max && p < r.pieces.len() {
+            let Piece::Own(v) = &r.pieces[p].1 else { break };
+            let k = (v.len() - within).min(max - n);
+            out.extend_from_slice(&v[within..within + k]);
+            n += k;
+            p += 1;
+            within = 0;
         }
         r.readers[i].1 = next + n as u64;
-        Ok(n)
+        Ok(Read::Copied(n))
     }
 
     /// Asks every replica for an acknowledgement now (a GETACK record in
@@ -339,6 +569,15 @@ impl Backlog {
             let mut b = Vec::with_capacity(16);
             format::getack(&mut b);
             self.feed(&b);
+        }
+    }
+
+    /// A pending record fed to the backlog was framed: wakes the readers
+    /// waiting for it.
+    pub(crate) fn filled(&self) {
+        let r = lock(&self.ring);
+        if r.sleeping > 0 {
+            self.more.notify_all();
         }
     }
 
@@ -366,7 +605,7 @@ impl Backlog {
         r.following = true;
         r.replid = replid.to_string();
         r.end = offset;
-        r.bytes.clear();
+        r.clear();
         r.active = true;
         r.readers.clear();
         self.more.notify_all();
@@ -391,7 +630,7 @@ impl Backlog {
         let mut r = lock(&self.ring);
         r.replid = replid.to_string();
         r.end = offset;
-        r.bytes.clear();
+        r.clear();
         r.active = true;
         r.following = following;
         self.journal_feeds.store(!following, Ordering::Relaxed);
@@ -452,36 +691,70 @@ thread_local! {
 const SCRATCH_KEEP_BYTES: usize = 64 << 10;
 
 impl Journal for StreamJournal {
+    fn record_large(&self, it: ItemRef<'_>) -> bool {
+        let stream = self.backlog.journal_feeds();
+        let place = |p: &Arc<Pending>| {
+            if stream {
+                self.backlog.feed_parts(&[Part::Pending(p)]);
+            }
+        };
+        crate::deferred::record_large(self.log.as_deref(), stream, place, it, |c| self.record(c))
+    }
+
+    fn fill(&self, it: ItemRef<'_>) {
+        crate::deferred::fill(it);
+        self.backlog.filled();
+    }
+
     fn record(&self, change: Change<'_>) {
         let stream = self.backlog.journal_feeds();
-        if let (Some(log), Change::Put(it)) = (&self.log, &change) {
+        if self.log.is_none() && !stream {
+            return;
+        }
+        if let Change::Put(it) = &change {
             if let Some((value, crc)) = crate::staged::take_for(it) {
                 // The record as its head and its value (`staged.rs`): the
-                // stream takes both, byte for byte the one record.
+                // stream takes both, byte for byte the one record, the
+                // value by reference, shared with the log's chunk.
                 let mut head = Vec::new();
                 format::put_head(&mut head, it, crc);
+                let value = Arc::new(value);
                 if stream {
-                    self.backlog.feed_parts(&[&head, &value]);
+                    self.backlog.feed_parts(&[Part::Bytes(&head), Part::Shared(&value)]);
                 }
-                return log.append_staged(&head, value);
+                if let Some(log) = &self.log {
+                    log.append_staged(&head, value);
+                }
+                return;
             }
         }
         match &self.log {
-            Some(log) => log.append(|b| {
-                crate::encode_change(b, change);
-                if stream {
-                    self.backlog.feed(b);
-                }
-            }),
-            None if stream => SCRATCH.with_borrow_mut(|b| {
+            Some(log) => log.append_then(
+                |b| crate::encode_change(b, change),
+                |framed| {
+                    if stream {
+                        match framed {
+                            Framed::Small(b) => self.backlog.feed(b),
+                            // The log's own chunk: no second copy.
+                            Framed::Large(c) => self.backlog.feed_parts(&[Part::Shared(c)]),
+                        }
+                    }
+                },
+            ),
+            None => SCRATCH.with_borrow_mut(|b| {
                 b.clear();
                 crate::encode_change(b, change);
-                self.backlog.feed(b);
+                if b.len() >= LARGE_RECORD_BYTES_MIN {
+                    // Framed once, then kept by reference.
+                    let record = Arc::new(std::mem::take(b));
+                    self.backlog.feed_parts(&[Part::Shared(&record)]);
+                } else {
+                    self.backlog.feed(b);
+                }
                 if b.capacity() > SCRATCH_KEEP_BYTES {
                     *b = Vec::new();
                 }
             }),
-            None => {}
         }
     }
 }
@@ -698,24 +971,126 @@ mod tests {
     fn the_backlog_gives_back_what_a_lagging_reader_made_it_grow_to() {
         let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
         let (_, _, reader) = b.cut();
-        let chunk = vec![b'x'; 1 << 20];
-        for _ in 0..16 {
+        let chunk = vec![b'x'; 256 << 10];
+        for _ in 0..64 {
             b.feed(&chunk);
         }
         // The reader lags: 16 MiB are kept for it.
-        assert!(lock(&b.ring).bytes.capacity() >= 16 << 20);
+        assert!(lock(&b.ring).allocated() >= 16 << 20);
         let mut out = Vec::new();
         while b.read(reader, &mut out, SEND_CHUNK_BYTES, Duration::ZERO) != Ok(0) {
             out.clear();
         }
         b.feed(b"one more");
         let r = lock(&b.ring);
-        assert_eq!(r.bytes.len(), REPL_BACKLOG_BYTES_MIN, "the backlog's own size is kept");
+        assert_eq!(r.len, REPL_BACKLOG_BYTES_MIN, "the backlog's own size is kept");
         assert!(
-            r.bytes.capacity() <= BACKLOG_SHRINK_BYTES_MIN,
-            "capacity {} after the reader caught up",
-            r.bytes.capacity()
+            r.allocated() <= chunk.len() + OWN_PIECE_BYTES,
+            "{} bytes allocated after the reader caught up",
+            r.allocated()
         );
+    }
+
+    /// A chunk of `len` bytes, not one byte repeated.
+    fn chunk(len: usize, seed: u8) -> SharedChunk {
+        Arc::new((0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect())
+    }
+
+    #[test]
+    fn a_shared_record_is_streamed_by_reference_and_counted_whole() {
+        let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
+        let (_, start, reader) = b.cut();
+        let big = chunk(3 * REPL_BACKLOG_BYTES_MIN, 7);
+        b.feed(b"head:");
+        b.feed_parts(&[Part::Bytes(b"[")]);
+        b.feed_parts(&[Part::Shared(&big), Part::Bytes(b"]")]);
+        assert_eq!(b.offset(), start + 6 + big.len() as u64 + 1);
+        // Counted whole: the histlen and offsets say every byte is here
+        // (the reader needs them all), and nothing was copied.
+        let (_, _, first, histlen) = b.backlog_info();
+        assert_eq!((first, histlen), (start + 1, 6 + big.len() + 1));
+        assert_eq!(Arc::strong_count(&big), 2, "held by reference");
+        // The sender gets the small bytes copied, then the record's
+        // bytes from the chunk itself, then the rest.
+        let mut out = Vec::new();
+        assert!(matches!(b.read_next(reader, &mut out, 1 << 20, Duration::ZERO), Ok(Read::Copied(6))));
+        assert_eq!(out, b"head:[");
+        let mut got = out.clone();
+        // Bounded: the record is 48 KiB, read 10 KiB at a time.
+        for _ in 0..big.len() {
+            out.clear();
+            match b.read_next(reader, &mut out, 10_000, Duration::ZERO).unwrap() {
+                Read::Shared(c, range) => {
+                    assert!(Arc::ptr_eq(&c, &big));
+                    got.extend_from_slice(&c[range]);
+                }
+                Read::Copied(0) => break,
+                Read::Copied(_) => got.extend_from_slice(&out),
+            }
+        }
+        let mut want = b"head:[".to_vec();
+        want.extend_from_slice(&big);
+        want.push(b']');
+        assert_eq!(got, want);
+        // Read: the line (16 KiB) falls inside the record, which nobody
+        // reads any more: dropped whole, history shorter than the size.
+        b.feed(b"!");
+        let (_, _, first, histlen) = b.backlog_info();
+        assert_eq!((first, histlen), (b.offset() - 1, 2), "only what follows the record is kept");
+        assert_eq!(Arc::strong_count(&big), 1, "released");
+    }
+
+    #[test]
+    fn a_shared_record_being_read_is_kept_whole_and_one_past_the_limit_drops_its_reader() {
+        let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
+        b.set_lag_max(4 * REPL_BACKLOG_BYTES_MIN);
+        let (_, _, reader) = b.cut();
+        let big = chunk(3 * REPL_BACKLOG_BYTES_MIN, 1);
+        b.feed_parts(&[Part::Shared(&big)]);
+        let mut out = Vec::new();
+        let Ok(Read::Shared(_, r)) = b.read_next(reader, &mut out, 2 * REPL_BACKLOG_BYTES_MIN, Duration::ZERO) else {
+            panic!("not shared")
+        };
+        assert_eq!(r, 0..2 * REPL_BACKLOG_BYTES_MIN);
+        // The reader is inside the record: past the backlog's size, the
+        // record stays whole (the reader is within the lag limit).
+        b.feed(&[b'x'; REPL_BACKLOG_BYTES_MIN]);
+        let (_, _, _, histlen) = b.backlog_info();
+        assert_eq!(histlen, 4 * REPL_BACKLOG_BYTES_MIN);
+        assert!(matches!(b.read_next(reader, &mut out, usize::MAX, Duration::ZERO), Ok(Read::Shared(..))));
+        // A record longer than the lag limit drops a reader that must
+        // read it, as Redis drops a replica past its output buffer limit.
+        let huge = chunk(5 * REPL_BACKLOG_BYTES_MIN, 2);
+        b.feed_parts(&[Part::Shared(&huge)]);
+        assert_eq!(b.read_next(reader, &mut out, 1, Duration::ZERO).err(), Some(Gone));
+        assert_eq!(Arc::strong_count(&big), 1, "dropped whole");
+    }
+
+    #[test]
+    fn a_pending_record_is_sent_once_filled_and_nothing_after_it_before() {
+        let b = Backlog::new(REPL_BACKLOG_BYTES_MIN);
+        let (_, start, reader) = b.cut();
+        let p = Arc::new(Pending::new(2 * REPL_BACKLOG_BYTES_MIN));
+        b.feed(b"a");
+        b.feed_parts(&[Part::Pending(&p)]);
+        b.feed(b"z");
+        // Offsets are taken at once.
+        assert_eq!(b.offset(), start + 2 + p.len() as u64);
+        let mut out = Vec::new();
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(1))));
+        // Unfilled: nothing more, not even the byte after it.
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(0))));
+        assert_eq!(out, b"a");
+        let bytes = chunk(p.len(), 3);
+        p.fill(Arc::clone(&bytes));
+        b.filled();
+        let Ok(Read::Shared(c, range)) = b.read_next(reader, &mut out, usize::MAX, Duration::ZERO) else {
+            panic!("not shared once filled")
+        };
+        assert!(Arc::ptr_eq(&c, &bytes) && range == (0..bytes.len()));
+        out.clear();
+        assert!(matches!(b.read_next(reader, &mut out, 100, Duration::ZERO), Ok(Read::Copied(1))));
+        assert_eq!(out, b"z");
     }
 
     #[test]

@@ -36,7 +36,8 @@
 //! than from its publication, and outside the memory budget (`-m`), as
 //! the log's buffers always were. Only values received in place are
 //! staged: a large value that arrives any other way (APPEND, SETRANGE, a
-//! MULTI) is still framed by copy under its bucket lock.
+//! MULTI) has its record framed by copy once its bucket lock is released
+//! (`deferred.rs`).
 
 use std::cell::RefCell;
 
@@ -102,6 +103,11 @@ pub fn stage(staged: Staged) {
 /// nothing: NX on an existing key, …); true if there was one.
 pub fn unstage() -> bool {
     STAGED.with_borrow_mut(|s| s.take().is_some())
+}
+
+/// True if the staged value is `it`'s (its `Put` takes it).
+pub(crate) fn is_staged_for(it: &ItemRef<'_>) -> bool {
+    STAGED.with_borrow(|s| s.as_ref().is_some_and(|s| s.is_for(it)))
 }
 
 /// The staged value's bytes and CRC32C if `it` is its item (the journal's

@@ -51,7 +51,9 @@
 //! * A value still has one copy made of it: the one the kernel makes
 //!   from the socket (`read`). The engine zeroes each stretch before it is
 //!   read into (`Prepared::unfilled`: a write, no copy).
-//! * With persistence each read's bytes are copied into the value's log
+//! * With persistence, or while replicas are fed (the stream shares the
+//!   staged value: persist `repl.rs`, "Large records in the backlog"),
+//!   each read's bytes are copied into the value's log
 //!   record too ([`Receiving`], persist `staged.rs`), a read's worth at a
 //!   time between the worker's other connections, so that storing the
 //!   value does not copy all of it into the log at once under its bucket
@@ -100,7 +102,10 @@ impl Receiving {
     fn new(shared: &Shared, mut value: Prepared) -> Receiving {
         // Where the value's first byte lies in its item (nothing is
         // received yet: the next bytes to fill are the first).
-        let staged = shared.persist.as_ref().map(|_| {
+        // Staged for the log, and for the replication stream while it
+        // is fed (no log: the backlog then shares the staged value).
+        let journaled = shared.persist.is_some() || shared.repl.backlog.journal_feeds();
+        let staged = journaled.then(|| {
             let at = value.unfilled(0).as_ptr() as usize;
             amalgam_persist::Staged::new(value.key(), at, value.len())
         });

@@ -1018,8 +1018,8 @@ fn serve(
             buf.clear();
             let polling = last_sent.elapsed() < SENDER_POLL_WINDOW;
             let wait = if polling { Duration::ZERO } else { SENDER_WAIT };
-            match r.backlog.read(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
-                Ok(0) => {
+            match r.backlog.read_next(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
+                Ok(stream::Read::Copied(0)) => {
                     if polling {
                         std::thread::sleep(SENDER_POLL_SLEEP);
                         continue;
@@ -1031,9 +1031,17 @@ fn serve(
                     }
                     continue;
                 }
-                Ok(_) => {
+                Ok(stream::Read::Copied(_)) => {
                     last_sent = Instant::now();
                     if let Err(e) = w.write_all(&buf) {
+                        break Err(e);
+                    }
+                }
+                // A large record's bytes, written from the chunk the
+                // backlog shares with the log (no copy).
+                Ok(stream::Read::Shared(chunk, range)) => {
+                    last_sent = Instant::now();
+                    if let Err(e) = w.write_all(&chunk[range]) {
                         break Err(e);
                     }
                 }
