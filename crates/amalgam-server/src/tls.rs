@@ -7,7 +7,15 @@
 //! [`send`] and flushes queued records with [`flush`]). Everything is
 //! non-blocking: a handshake that stalls just waits for readiness like an
 //! idle connection, holding no worker. A peer that sends something other
-//! than TLS gets rustls's alert and is closed, alone.
+//! than TLS gets rustls's alert and is closed, alone. A round whose socket
+//! read came back short ends without another read, as a plaintext one
+//! does ([`read`]'s `drained`).
+//!
+//! rustls's buffered API, not its unbuffered one: in rustls 0.23 the
+//! unbuffered `ReadTraffic` still hands out plaintext copied into a
+//! `Vec` of rustls's own, and `WriteTraffic::encrypt` copies a record it
+//! encrypted into a `Vec` into the caller's buffer, one copy more than
+//! `write_tls` (docs/security.md § The record path and its cost).
 //!
 //! The certificate, its key and the CA that signs client certificates are
 //! read from files at start-up and again on reload (SIGHUP, RESP's
@@ -232,32 +240,89 @@ fn build(files: &Files, memcached: ClientAuth, resp: ClientAuth) -> Result<Confi
 /// needed: Ok(0) at the end of the stream (close_notify or the peer's
 /// FIN), `WouldBlock` when the socket has nothing more, `InvalidData`
 /// when the peer broke the protocol (its alert is sent first).
+///
+/// `drained` (on Ok) says whether the socket's receive queue was found
+/// empty and nothing decrypted is left in rustls: the socket's last read
+/// returned less than rustls asked for, so the next bytes raise a new
+/// edge-triggered event, and the worker skips the read that would only
+/// say EAGAIN, as it does for a plaintext short read (worker.rs
+/// `Conn::drained`). Without it a TLS connection made one `recv` more per
+/// round than a plaintext one: 1.9 instead of 1.0 per round at pipeline
+/// 16 and 1 (docs/benchmarks.md § TLS).
 // Out of line: the plaintext turn must not carry its code.
 #[inline(never)]
-pub fn read(tls: &mut ServerConnection, sock: &mut impl ReadWrite, buf: &mut [u8]) -> std::io::Result<usize> {
-    for _ in 0..READS_PER_CALL_MAX {
-        match tls.reader().read(buf) {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            // The peer closed the TCP stream without close_notify.
-            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(0),
-            Err(e) => return Err(e),
+pub fn read(
+    tls: &mut ServerConnection,
+    sock: &mut impl ReadWrite,
+    buf: &mut [u8],
+    drained: &mut bool,
+) -> std::io::Result<usize> {
+    // Not drained unless found so below (an error or `Interrupted`
+    // leaves the socket to be read again).
+    *drained = false;
+    let mut sock = Short { sock, short: false };
+    // What rustls holds already (plaintext the last call left, a
+    // close_notify or the peer's FIN to report) goes first; `wants_read`
+    // says there is none, and spares the usual round the error value a
+    // read of an empty reader makes.
+    if !tls.wants_read() {
+        if let Some(got) = take(tls, buf, sock.short, drained) {
+            return got;
         }
-        tls.read_tls(sock)?;
+    }
+    for _ in 0..READS_PER_CALL_MAX {
+        tls.read_tls(&mut sock)?;
         if let Err(e) = tls.process_new_packets() {
             // Best effort: the alert rustls queued says why.
-            let _ = flush(tls, sock);
+            let _ = flush(tls, sock.sock);
             return Err(std::io::Error::new(ErrorKind::InvalidData, e));
         }
         // Handshake messages to answer: as far as the socket takes them;
         // the rest goes at the next writable event (Conn::turn flushes).
-        match flush(tls, sock) {
+        match flush(tls, sock.sock) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
+        if let Some(got) = take(tls, buf, sock.short, drained) {
+            return got;
+        }
     }
     Err(ErrorKind::Interrupted.into())
+}
+
+/// Takes decrypted bytes rustls holds into `buf`: None if it holds none
+/// (more records are needed).
+/// `short`: the socket's last read came back short.
+fn take(tls: &mut ServerConnection, buf: &mut [u8], short: bool, drained: &mut bool) -> Option<std::io::Result<usize>> {
+    match tls.reader().read(buf) {
+        Ok(n) => {
+            // `wants_read`: no plaintext left in rustls, no close_notify
+            // to report, no handshake reply held back.
+            *drained = short && tls.wants_read();
+            Some(Ok(n))
+        }
+        Err(e) if e.kind() == ErrorKind::WouldBlock => None,
+        // The peer closed the TCP stream without close_notify.
+        Err(e) if e.kind() == ErrorKind::UnexpectedEof => Some(Ok(0)),
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// The socket as rustls reads it, remembering whether its last read
+/// returned less than asked (a stream socket's short read: its receive
+/// queue is empty).
+struct Short<'a, S> {
+    sock: &'a mut S,
+    short: bool,
+}
+
+impl<S: Read> Read for Short<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
 }
 
 /// Encrypts as much of `buf` as rustls takes and writes the records the

@@ -1001,13 +1001,16 @@ impl<S: Socket> Conn<S> {
         let end = self.rbuf.len().min(self.rend + READ_BYTES_PER_ROUND_MAX);
         let asked = end - self.rend;
         let n = match self.tls.as_deref_mut() {
-            None => self.sock.read(&mut self.rbuf[self.rend..end])?,
-            Some(t) => crate::tls::read(t, &mut self.sock, &mut self.rbuf[self.rend..end])?,
+            None => {
+                let n = self.sock.read(&mut self.rbuf[self.rend..end])?;
+                self.drained = n < asked;
+                n
+            }
+            // A short read of decrypted bytes says nothing about the
+            // socket: rustls says whether the socket's read was short.
+            Some(t) => crate::tls::read(t, &mut self.sock, &mut self.rbuf[self.rend..end], &mut self.drained)?,
         };
         self.rend += n;
-        // A short read of decrypted bytes says nothing about the socket:
-        // a TLS connection reads on until the socket says WouldBlock.
-        self.drained = n < asked && self.tls.is_none();
         Ok(n)
     }
 
@@ -1034,8 +1037,12 @@ impl<S: Socket> Conn<S> {
         let dst = v.value.unfilled(READ_BYTES_PER_ROUND_MAX);
         let asked = dst.len();
         let n = match tls.as_deref_mut() {
-            None => sock.read(&mut *dst)?,
-            Some(t) => crate::tls::read(t, sock, &mut *dst)?,
+            None => {
+                let n = sock.read(&mut *dst)?;
+                *drained = n < asked;
+                n
+            }
+            Some(t) => crate::tls::read(t, sock, &mut *dst, drained)?,
         };
         // With persistence the bytes go into the value's log record too
         // (persist `staged.rs`): a read's worth at a time, here.
@@ -1043,7 +1050,6 @@ impl<S: Socket> Conn<S> {
             s.extend(&dst[..n]);
         }
         v.value.advance(n);
-        *drained = n < asked && tls.is_none();
         self.value_received();
         Ok(n)
     }
@@ -1345,6 +1351,8 @@ impl<S: Socket> Driven<S> {
             self.closed = true;
             return Step::Closed;
         }
+        // A readiness event, as the event loop's: a read may find more.
+        self.conn.drained = false;
         let limits = Limits { value_bytes_max: shared.args.max_item_size };
         let rbuf_max = self.read_buffer_bytes_max();
         let step = match self.conn.turn(shared, DRIVEN_WORKER, limits, rbuf_max) {

@@ -145,6 +145,23 @@ fn tls_conn_invariants_hold_over_mutated_seeds() {
     run("tls_conn", 0x6a09_e667_f3bc_c908, TLS_MUTATIONS_PER_SEED, tls_conn::check);
 }
 
+/// A pipelined round over TLS costs the worker one socket read, as over
+/// plaintext: the read that brought the round's records came back short,
+/// so the socket is drained and the turn waits for the next event instead
+/// of reading again only to hear EAGAIN (tls.rs `read`; it used to, one
+/// `recv` more per round). Not a fuzz target: it drives the same
+/// connection (`tls_conn`'s fake socket and client).
+#[test]
+fn a_tls_round_reads_the_socket_once() {
+    let gets: Vec<u8> = (0..16).flat_map(|_| b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n".to_vec()).collect();
+    let (reads, replies) = tls_conn::one_round(amalgam_server::worker::Protocol::Resp, &gets);
+    assert_eq!(replies, b"$-1\r\n".repeat(16), "16 GETs of a missing key");
+    assert_eq!(reads, 1, "socket reads for one round of 16 GETs");
+    let (reads, replies) = tls_conn::one_round(amalgam_server::worker::Protocol::Memcached, b"version\r\n");
+    assert!(replies.starts_with(b"VERSION "), "{:?}", String::from_utf8_lossy(&replies));
+    assert_eq!(reads, 1, "socket reads for one memcached command");
+}
+
 /// The seeds whose ClientHello is rustls's own (the others:
 /// `fuzz-server/tls_conn_seeds.py`, from `openssl s_client`): run with
 /// `--ignored` to write them again.

@@ -114,6 +114,8 @@ pub struct Fake {
     /// A write found the socket full since the last drain.
     write_blocked: bool,
     written: usize,
+    /// Reads asked of the socket (each a `recv` on a real one).
+    reads: usize,
 }
 
 impl Fake {
@@ -128,6 +130,7 @@ impl Fake {
             room_per_drain: room,
             write_blocked: false,
             written: 0,
+            reads: 0,
         }
     }
 
@@ -148,6 +151,7 @@ impl Fake {
 
 impl Read for Fake {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reads += 1;
         let left = &self.input[self.taken..];
         if left.is_empty() {
             return if self.fin { Ok(0) } else { Err(ErrorKind::WouldBlock.into()) };
@@ -291,6 +295,7 @@ impl Run {
         while !self.closed {
             self.turns += 1;
             assert!(self.turns <= TURNS_MAX, "no progress: {TURNS_MAX} turns without waiting or closing");
+            let taken = self.conn.socket().taken;
             let step = self.conn.turn();
             let bound = self.conn.read_buffer_bytes_max();
             assert!(self.conn.read_buffer_bytes() <= bound, "read buffer {} > {bound}", self.conn.read_buffer_bytes());
@@ -300,8 +305,15 @@ impl Run {
                 assert!(pending < OUTPUT_HARD_BYTES, "{pending} bytes of replies pending past the hard limit");
             }
             let blocked = self.conn.socket().write_blocked;
-            sent.extend(self.conn.socket().drain());
-            if step == Step::Idle && !blocked {
+            // Input left that this turn was reading: the socket is
+            // readable again. A real stream socket's short read leaves
+            // nothing behind (the worker goes idle on one); this one
+            // hands out at most `read_max` bytes a read, as if they
+            // arrived that way, each arrival an event.
+            let socket = self.conn.socket();
+            let arriving = socket.taken > taken && socket.taken < socket.input.len();
+            sent.extend(socket.drain());
+            if step == Step::Idle && !blocked && !arriving {
                 break;
             }
         }
@@ -341,6 +353,41 @@ fn to_client(client: &mut ClientConnection, mut bytes: &[u8]) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// One pipelined round over an established TLS connection: `plain` in
+/// one go from a rustls client once the handshake is done, one turn of
+/// the connection. Returns the reads that turn asked of the socket and
+/// the plaintext the client got back. A turn that reads the round's
+/// records in one short read serves it and waits for the next event
+/// without another read (which on a real socket would only say EAGAIN).
+#[allow(dead_code)] // The fuzz target does not call it.
+pub fn one_round(protocol: Protocol, plain: &[u8]) -> (usize, Vec<u8>) {
+    let conn = Driven::new(shared(), protocol, true, Fake::new(usize::MAX, usize::MAX)).expect("a TLS session");
+    let mut run = Run { conn, turns: 0, closed: false, arrival: usize::MAX };
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut client = ClientConnection::new(client_config(false), name).unwrap();
+    for _ in 0..HANDSHAKE_ROUNDS_MAX {
+        if !client.is_handshaking() {
+            break;
+        }
+        let hello = from_client(&mut client);
+        run.deliver(&hello, |sent| to_client(&mut client, sent).unwrap());
+    }
+    assert!(!client.is_handshaking() && !run.closed, "the handshake did not complete");
+    client.writer().write_all(plain).unwrap();
+    let records = from_client(&mut client);
+    run.conn.socket().deliver(&records);
+    run.conn.socket().reads = 0;
+    assert_eq!(run.conn.turn(), Step::Idle);
+    let reads = run.conn.socket().reads;
+    let sent = run.conn.socket().drain();
+    client.read_tls(&mut &sent[..]).unwrap();
+    client.process_new_packets().unwrap();
+    let mut replies = Vec::new();
+    // Bounded by what the client holds; WouldBlock once it is empty.
+    let _ = client.reader().read_to_end(&mut replies);
+    (reads, replies)
 }
 
 /// The ClientHello the test's rustls client sends first (for seeds).
