@@ -17,35 +17,67 @@
 #
 # OP=set counts SETs instead (redis-benchmark -t set, the same way).
 #
-# Usage: [OP=get|set] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# TLS=1 counts them over the TLS RESP port (--tls-port, test-only
+# certificates from scripts/tls-test-certs.sh; redis-benchmark --tls, so
+# what the client negotiates: TLS 1.3, AES-256-GCM). Each redis-benchmark
+# run opens its connection with a handshake (about 1.5 M server
+# instructions, as much as ~1,300 pipelined TLS GETs), so a run of one
+# round (p requests) is counted too and taken off: the figure is the
+# steady request path, (I(GETS) - I(p)) / (GETS - p).
+#
+# Usage: [OP=get|set] [TLS=0|1] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
 KEYS=${KEYS:-1000}
+TLS=${TLS:-0}
 [ $# -gt 0 ] || { echo "usage: $0 path/to/amalgam [more ...]" >&2; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
 for tool in valgrind callgrind_control redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind redis-tools)" >&2; exit 1; }
 done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Instructions of the server (callgrind_control -z, then a dump) over
+# one redis-benchmark run: count PID DIR TAG ARGS...
+count() {
+  local vpid=$1 dir=$2 tag=$3 f
+  shift 3
+  callgrind_control -z "$vpid" >/dev/null 2>&1
+  redis-benchmark "$@" -q >/dev/null 2>&1
+  callgrind_control -d "$tag" "$vpid" >/dev/null 2>&1
+  f=$(grep -l "Trigger: dump $tag\$" "$dir"/cg.* | head -1)
+  awk '/^summary:/ { print $2 }' "$f"
+}
+
 for bin in "$@"; do
   dir=$(mktemp -d)
   port=$(free_port)
+  client=(-p "$port")
+  server=(--resp-port "$port")
+  if [ "$TLS" = 1 ]; then
+    bash "$here/tls-test-certs.sh" "$dir/certs" >/dev/null
+    tls_port=$(free_port)
+    server+=(--tls-port "$tls_port" --tls-cert-file "$dir/certs/server.crt" --tls-key-file "$dir/certs/server.key")
+    client=(-p "$tls_port" --tls --cacert "$dir/certs/ca.crt")
+  fi
   valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" -l 127.0.0.1 -U 0 -t 1 -m 64 \
-    -p "$(free_port)" --resp-port "$port" >"$dir/log" 2>&1 &
+    -p "$(free_port)" "${server[@]}" >"$dir/log" 2>&1 &
   vpid=$!
   # Bounded: valgrind starts in seconds; 60 s at most.
   for _ in $(seq 600); do listening "$port" && break; sleep 0.1; done
-  redis-benchmark -p "$port" -t set -n "$KEYS" -r "$KEYS" -c 1 -q >/dev/null 2>&1
+  redis-benchmark "${client[@]}" -t set -n "$KEYS" -r "$KEYS" -c 1 -q >/dev/null 2>&1
   row="$bin:"
   for p in 1 16; do
-    callgrind_control -z "$vpid" >/dev/null 2>&1
-    redis-benchmark -p "$port" -t "$OP" -n "$GETS" -r "$KEYS" -c 1 -P "$p" -q >/dev/null 2>&1
-    callgrind_control -d "p$p" "$vpid" >/dev/null 2>&1
-    f=$(grep -l "Trigger: dump p$p" "$dir"/cg.* | head -1)
-    ir=$(awk '/^summary:/ { print $2 }' "$f")
-    row="$row p$p $(awk -v i="$ir" -v n="$GETS" 'BEGIN { printf "%.0f", i / n }') instructions/${OP^^};"
+    ir=$(count "$vpid" "$dir" "p$p" "${client[@]}" -t "$OP" -n "$GETS" -r "$KEYS" -c 1 -P "$p")
+    if [ "$TLS" = 1 ]; then
+      one=$(count "$vpid" "$dir" "one$p" "${client[@]}" -t "$OP" -n "$p" -r "$KEYS" -c 1 -P "$p")
+      per=$(awk -v i="$ir" -v o="$one" -v n="$GETS" -v p="$p" 'BEGIN { printf "%.0f", (i - o) / (n - p) }')
+    else
+      per=$(awk -v i="$ir" -v n="$GETS" 'BEGIN { printf "%.0f", i / n }')
+    fi
+    row="$row p$p $per instructions/${OP^^};"
   done
   kill "$vpid" 2>/dev/null || true
   wait "$vpid" 2>/dev/null || true
