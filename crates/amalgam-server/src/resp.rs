@@ -587,7 +587,9 @@ fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &m
         count_gets(ctx.stats, 1, hits);
         return failed;
     }
-    let mut keys: Vec<&[u8]> = Vec::new();
+    // Sized once: growing from empty reallocated it three times per 16
+    // GETs (~67 instructions per GET at pipeline 16, callgrind).
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(gets.iter().map(|g| g.mget.unwrap_or(1)).sum());
     for g in gets.iter() {
         keys.extend(args[g.first..g.first + g.mget.unwrap_or(1)].iter().map(|k| &k[..]));
     }
