@@ -14,16 +14,20 @@
 #   zset      1 M members member:%010d, scores j/2, one key
 #   list      1 M 22-byte items, one key
 #   smallhash 100 k keys of 10 fields f0..f9, 16-byte values (per field)
+#   smalllist 100 k lists of 10 32-byte items, one LPUSH each (per item)
+#   midlist   20 k lists of 60 32-byte items (~2 KB), pushed 10 per LPUSH
+#             (per item; lists written again past 1 KiB go large, server
+#             resp/typed.rs)
 # Prints a markdown table: bytes per element for each server (RSS and
 # used_memory) and the ratio amalgam/redis of the RSS figures.
 #
-# Usage: [SHAPES="hash set intset zset list smallhash"] [MEMORY_MB=4096]
+# Usage: [SHAPES="hash set intset zset list smallhash smalllist midlist"] [MEMORY_MB=4096]
 #        [REDIS_PORT=21479] [AMALGAM_PORT=21480] [NO_BUILD=1]
 #        scripts/compare-types-memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SHAPES=${SHAPES:-hash set intset zset list smallhash}
+SHAPES=${SHAPES:-hash set intset zset list smallhash smalllist midlist}
 MEMORY_MB=${MEMORY_MB:-4096}
 REDIS_PORT=${REDIS_PORT:-21479}
 AMALGAM_PORT=${AMALGAM_PORT:-21480}
@@ -65,6 +69,13 @@ with open(path, "wb") as f:
                 args += ["f%d" % j, v16]
             f.write(cmd(args))
         print(keys * 10)
+        sys.exit()
+    if shape in ("smalllist", "midlist"):
+        keys, rounds = (100_000, 1) if shape == "smalllist" else (20_000, 6)
+        for r in range(rounds):
+            for k in range(keys):
+                f.write(cmd(["LPUSH", "l:%08d" % k] + [b"i" * 22 + b"%010d" % (r * 10 + j) for j in range(10)]))
+        print(keys * rounds * 10)
         sys.exit()
     for start in range(0, N, BATCH):
         r = range(start, start + BATCH)

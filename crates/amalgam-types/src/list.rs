@@ -408,6 +408,35 @@ impl List {
         }
     }
 
+    /// Where a push or pop of a large list is about to look, for the
+    /// engine's prefetch (`Object::hint_addrs`): level 0 the end chunks'
+    /// records in the deque, level 1 the end chunks' first and last
+    /// bytes. Addresses only: nothing is read here beyond level 0's
+    /// records (which level 1 reads).
+    pub fn hint_addrs(&self, level: usize) -> [usize; 2] {
+        let Repr::Large(q) = &self.repr else { return [0; 2] };
+        let (Some(front), Some(back)) = (q.chunks.front(), q.chunks.back()) else { return [0; 2] };
+        match level {
+            0 => [front as *const Chunk as usize, back as *const Chunk as usize],
+            _ => [front.buf.as_ptr() as usize + front.head as usize, back.buf.as_ptr() as usize + back.buf.len()],
+        }
+    }
+
+    /// Converts a compact list to the large form because it is long (the
+    /// server does it for a list past its byte threshold that is written
+    /// again: a compact write rewrites all of the list's bytes into a new
+    /// item, a large one changes one chunk in place). Its one chunk gets
+    /// room in front for a quarter of its bytes, the step by which it
+    /// then grows (`chunk.rs`), rather than [`List::to_large`]'s room for
+    /// a queue. No-op when already large.
+    pub fn to_large_long(&mut self) {
+        if let Repr::Compact(_) = self.repr {
+            let q = self.make_large();
+            let live = q.chunks.front().map_or(0, Chunk::live_len);
+            q.front_room(live / 4 * (chunk::GROWTH_QUARTERS - 4));
+        }
+    }
+
     /// Converts to the large form (once).
     fn make_large(&mut self) -> &mut Quick {
         if let Repr::Compact(b) = &mut self.repr {
@@ -724,6 +753,51 @@ mod tests {
         assert_eq!(items, (0..10u8).map(|i| vec![i; 32]).collect::<Vec<_>>());
         assert_eq!(l.pop_back(1), vec![vec![9u8; 32]]);
         assert_eq!(l.len(), 9);
+    }
+
+    #[test]
+    fn a_long_list_grows_its_one_chunk_in_steps() {
+        let t = Thresholds::default();
+        let mut l = List::new(&t);
+        for i in 0..40u8 {
+            l.push_back(&[i; 32]);
+        }
+        let compact = l.mem_bytes();
+        l.to_large_long();
+        assert_eq!(l.encoding(), "quicklist");
+        // Front and back pushes until the chunk is near the 8 KiB limit:
+        // the one chunk grows by quarters, never to more than 1.5x what
+        // its entries need (before, a front push past its room started a
+        // new chunk of the whole limit).
+        for i in 0..160u8 {
+            if i % 2 == 0 {
+                l.push_front(&[i; 32]);
+            } else {
+                l.push_back(&[i; 32]);
+            }
+            let Repr::Large(q) = &l.repr else { panic!("large") };
+            assert_eq!(q.chunks.len(), 1, "push {i}");
+            let live = q.chunks[0].live_len();
+            let cap = q.chunks[0].buf.capacity();
+            assert!(cap <= live * 3 / 2 + 64, "push {i}: {cap} for {live}");
+        }
+        assert!(l.mem_bytes() < compact * 6, "{} vs {compact} compact at 40 entries", l.mem_bytes());
+        let want: Vec<Vec<u8>> = (0..160u8)
+            .rev()
+            .filter(|i| i % 2 == 0)
+            .map(|i| vec![i; 32])
+            .chain((0..40u8).map(|i| vec![i; 32]))
+            .chain((0..160u8).filter(|i| i % 2 == 1).map(|i| vec![i; 32]))
+            .collect();
+        let items: Vec<Vec<u8>> = l.range(0, -1).map(<[u8]>::to_vec).collect();
+        assert_eq!(items, want);
+        // Past the limit, a full chunk is left alone and a new one starts.
+        for i in 0..100u8 {
+            l.push_front(&[i; 32]);
+        }
+        let Repr::Large(q) = &l.repr else { panic!("large") };
+        assert!(q.chunks.len() >= 2);
+        assert!(q.chunks.iter().all(|c| c.live_len() <= 8192));
     }
 
     #[test]

@@ -23,6 +23,20 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes `v` at the start of `out` (at least [`len`]`(v)` bytes long);
+/// returns the bytes written.
+pub fn write(out: &mut [u8], mut v: u64) -> usize {
+    let mut i = 0;
+    // Bounded: at most VARINT_BYTES_MAX iterations (7 bits each).
+    while v >= 0x80 {
+        out[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    out[i] = v as u8;
+    i + 1
+}
+
 /// Reads a varint from the front of `buf`: its value and the bytes it
 /// took, or None if `buf` ends inside it or it is longer than
 /// [`VARINT_BYTES_MAX`] bytes or overflows a `u64`.
@@ -59,6 +73,9 @@ mod tests {
             let mut out = Vec::new();
             put(&mut out, v);
             assert_eq!(out.len(), len(v), "{v}");
+            let mut at = [0u8; VARINT_BYTES_MAX];
+            assert_eq!(write(&mut at, v), out.len(), "{v}");
+            assert_eq!(&at[..out.len()], &out[..], "{v}");
             assert_eq!(get(&out), Some((v, out.len())), "{v}");
             assert_eq!(get(&out[..out.len() - 1]), None, "truncated {v}");
         }

@@ -43,6 +43,24 @@
 //! back, so cold lists stay compact. Redis 7.0's OBJECT ENCODING says
 //! `quicklist` for every list; Amalgam's says it for a hot one too.
 //!
+//! ## A long list goes large ([`LONG_LIST_BYTES_MIN`])
+//! A compact write costs a copy of the whole value into the log (and the
+//! reclaimer's later walk over the dead version), so its cost grows with
+//! the list, where Redis edits its listpack in place (a memmove of it).
+//! Measured over 100,000 lists growing under LPUSH (amalgam-bench, docs/
+//! benchmarks.md, issue 19 §6), the compact form's copy of a 1–3 KiB
+//! list per push kept LPUSH at 0.9–1.3× Redis. So a compact list of more
+//! than [`LONG_LIST_BYTES_MIN`] bytes that is written again is published
+//! as a large list of one chunk sized to its entries (room for a quarter
+//! more; the chunk then grows by quarters, as jemalloc's size classes
+//! do for Redis's listpack: amalgam-types
+//! `List::to_large_long`, `list/chunk.rs`), changed in place from then
+//! on. Below the threshold (a 10-item list of 32-byte items is ~340
+//! bytes) a list stays compact: the large form's fixed cost (the object,
+//! its cell, the chunk deque) is then too large a share of the list; a
+//! list created long and never written again stays compact too.
+//! Redis 7.0's OBJECT ENCODING says `quicklist` for every list.
+//!
 //! ## Persistence (issue 19 item 4)
 //! With `--dir`, every write reaches the log as one record (engine
 //! journal.rs, amalgam-persist format.rs): a write that publishes a new
@@ -207,6 +225,10 @@ impl OpLog {
 const HOT_WRITES_MIN: u32 = 64;
 /// Slots of a worker's [`Hot`] table (a power of two).
 const HOT_SLOTS: usize = 64;
+/// A compact list longer than this (its packed bytes) that is written
+/// again is published in its large form (module notes, "A long list goes
+/// large").
+const LONG_LIST_BYTES_MIN: usize = 1024;
 
 /// A worker's count of recent compact list writes per key: slot = a
 /// hash of the key, holding (that hash, writes in a row).
@@ -288,6 +310,9 @@ pub(crate) fn write<R>(
                 if hot_write(key) {
                     // Module notes, "A hot list goes large".
                     l.to_large();
+                } else if l.packed().is_some_and(|b| b.len() > LONG_LIST_BYTES_MIN) {
+                    // Module notes, "A long list goes large".
+                    l.to_large_long();
                 }
             }
             return (publish(v, Some(&it), item_max), Access::Done(r));

@@ -14,6 +14,17 @@
 //! needs it AND the move leaves at least a quarter of the chunk free
 //! ([`MOVE_FREE_FRACTION`]), so a queue that pushes at one end and pops
 //! at the other cannot move a full chunk on every push.
+//!
+//! ## Moves
+//! A chunk short of room grows by a quarter of its capacity ([`GROWTH_QUARTERS`])
+//! up to the limit's size, then a new chunk starts. A move for a push
+//! leaves all the free space at the pushing end when the other end is
+//! untouched (a front push with no room behind the entries, a back push
+//! with none in front), else half at each end: a one-chunk list pushed
+//! at both ends would otherwise move all its entries to one end and back
+//! on every push. Either way a move (with the growth before it when the
+//! free space is short) leaves a share of the chunk free at the pushing
+//! end, so moves stay amortized O(1) per pushed byte.
 
 use crate::varint;
 
@@ -26,6 +37,21 @@ pub(crate) const MOVE_FREE_FRACTION: usize = 4;
 /// Least room a list moved to the large form gets in front of its
 /// entries (`List::to_large`).
 pub(crate) const FRONT_ROOM_BYTES_MIN: usize = 256;
+
+/// A chunk below its limit's size that runs out of room grows to this
+/// many quarters of its capacity (1.25×), within the limit: a list moved
+/// to the large form with its compact bytes (`List::to_large_long`)
+/// grows in steps of a quarter of its size, as jemalloc's size classes
+/// do (what Redis's listpack pays), instead of starting a chunk of the
+/// limit's whole 8 KiB for its next entry.
+pub(crate) const GROWTH_QUARTERS: usize = 5;
+
+/// The capacity a chunk of capacity `cap` grows to: 1.25× within
+/// `bytes_max`, and at least `need` (its live bytes and the new entry).
+#[inline]
+fn grown(cap: usize, need: usize, bytes_max: usize) -> usize {
+    (cap / 4 * GROWTH_QUARTERS).min(bytes_max).max(need)
+}
 
 /// Bytes an entry of `n` bytes takes in a chunk.
 #[inline]
@@ -232,17 +258,25 @@ impl Chunk {
         }
         if self.buf.len() + need > self.buf.capacity() {
             let cap = self.buf.capacity();
-            if self.head > 0 && live + need + cap / MOVE_FREE_FRACTION <= cap {
-                self.reclaim_front();
-            } else if self.head > 0 && live > cap / 2 {
-                // Mostly live and the dead front is too small to be worth a
-                // move: a new chunk is cheaper than growing this one.
-                return false;
-            } else {
+            let front_used = self.head > 0;
+            if !front_used || live + need + cap / MOVE_FREE_FRACTION > cap {
+                let max = limit.bytes_max();
+                if front_used && cap >= max {
+                    // A chunk of the limit's size, mostly live: a new chunk
+                    // is cheaper than moving this one every few pushes.
+                    return false;
+                }
                 // Grow geometrically up to the limit (count-bounded chunks
-                // do not know their byte size in advance).
-                let want = (cap * 2).min(limit.bytes_max()).max(self.buf.len() + need);
+                // do not know their byte size in advance; a converted
+                // list's chunk starts at its entries' size).
+                let want = grown(cap, live + need, max);
                 self.buf.reserve_exact(want - self.buf.len());
+            }
+            if front_used {
+                // The front takes pushes or pops too: half the free
+                // space stays there (module notes, "Moves").
+                let free = self.buf.capacity() - live;
+                self.move_live((free / 2).min(free - need));
             }
         }
         put_entry(&mut self.buf, v);
@@ -259,44 +293,50 @@ impl Chunk {
         }
         if (self.head as usize) < need {
             let cap = self.buf.capacity();
+            // Room behind the entries: the back takes pushes or pops too.
+            let back_used = self.buf.len() < cap;
             if live + need + cap / MOVE_FREE_FRACTION > cap {
-                if live > cap / 2 {
+                let max = limit.bytes_max();
+                if cap >= max {
+                    // A chunk of the limit's size: a new chunk (as at the
+                    // back).
                     return false;
                 }
-                // Small chunk: grow, then move to the end below.
-                let want = (cap * 2).min(limit.bytes_max()).max(live + need);
+                // Smaller: grow, then move below.
+                let want = grown(cap, live + need, max);
                 self.buf.reserve_exact(want - self.buf.len());
             }
-            self.move_to_end();
+            let free = self.buf.capacity() - live;
+            self.move_live(if back_used { (free / 2).max(need) } else { free });
         }
         let at = self.head as usize - need;
-        let mut e = Vec::with_capacity(need);
-        put_entry(&mut e, v);
-        self.buf[at..at + need].copy_from_slice(&e);
+        // The length, then the bytes, written in place (no temporary).
+        let w = varint::write(&mut self.buf[at..], v.len() as u64);
+        self.buf[at + w..at + need].copy_from_slice(v);
         self.head = to_u32(at);
         self.count += 1;
         true
     }
 
-    /// Moves the live entries to the start of `buf` (O(live bytes)).
-    pub(crate) fn reclaim_front(&mut self) {
-        let h = self.head as usize;
-        if h > 0 {
-            self.buf.copy_within(h.., 0);
-            self.buf.truncate(self.buf.len() - h);
-            self.head = 0;
+    /// Moves the live entries to start at `to` (`to` + live bytes within
+    /// the capacity): O(live bytes).
+    fn move_live(&mut self, to: usize) {
+        let (h, end) = (self.head as usize, self.buf.len());
+        let live = end - h;
+        debug_assert!(to + live <= self.buf.capacity());
+        if to + live > end {
+            self.buf.resize(to + live, 0);
         }
+        self.buf.copy_within(h..end, to);
+        self.buf.truncate(to + live);
+        self.head = to_u32(to);
     }
 
     /// Moves the live entries to the end of the capacity, all free space
     /// in front of them (O(live bytes)).
     pub(crate) fn move_to_end(&mut self) {
-        let cap = self.buf.capacity();
-        let (h, end) = (self.head as usize, self.buf.len());
-        let live = end - h;
-        self.buf.resize(cap, 0);
-        self.buf.copy_within(h..end, cap - live);
-        self.head = to_u32(cap - live);
+        let free = self.buf.capacity() - self.live_len();
+        self.move_live(free);
     }
 
     /// Removes and returns the front entry.

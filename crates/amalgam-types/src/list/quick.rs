@@ -127,6 +127,10 @@ impl Quick {
             let want = (live + bytes).min(max.max(live));
             if c.buf.capacity() < want {
                 c.buf.reserve_exact(want - c.buf.len());
+            } else {
+                // The compact bytes' vector may have doubled for the write
+                // that converts them: the room asked for, no more.
+                c.buf.shrink_to(want);
             }
             c.move_to_end();
         });
