@@ -119,7 +119,7 @@ mod txn;
 
 pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats, JOURNAL_LARGE_VALUE_BYTES_MIN};
-pub use object::{Object, ObjectCell, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
+pub use object::{Object, ObjectCell, HINT_ADDRS, HINT_LEVELS, TAG_BYTES, TAG_OBJECT, TAG_PACKED_MAX, TAG_PACKED_MIN};
 pub use pool::{disable_hugepages_for_process, CHUNK_BYTES, SMALL_ITEM_BYTES_MAX};
 pub use prepared::Prepared;
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};

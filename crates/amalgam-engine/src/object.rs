@@ -100,7 +100,22 @@ pub trait Object: Any + Send + Sync {
     fn as_any(&self) -> &dyn Any;
     /// `self` as `Any`, to downcast to the concrete type.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Addresses of the memory a change of the value is about to touch,
+    /// `level` pointers away from the value (0: addresses its own fields
+    /// give; 1: addresses read from what level 0 named), at most
+    /// [`HINT_ADDRS`]; 0 for none. Only prefetch hints
+    /// ([`Store::prefetch_updates`](crate::Store::prefetch_updates)):
+    /// never dereferenced by the engine. None by default.
+    fn hint_addrs(&self, level: usize) -> [usize; HINT_ADDRS] {
+        let _ = level;
+        [0; HINT_ADDRS]
+    }
 }
+
+/// Addresses [`Object::hint_addrs`] names per level.
+pub const HINT_ADDRS: usize = 2;
+/// Levels of [`Object::hint_addrs`] the engine asks for.
+pub const HINT_LEVELS: usize = 2;
 
 impl std::fmt::Debug for dyn Object {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -166,6 +181,12 @@ impl ObjectCell {
 
     /// Exclusive access. Only a holder of the item's bucket lock may
     /// write (the engine passes the cell to `Store::update`'s closure).
+    /// The value read-locked if no writer holds it, without waiting
+    /// (prefetch hints).
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Box<dyn Object>>> {
+        self.value.try_read().ok()
+    }
+
     pub fn write(&self) -> RwLockWriteGuard<'_, Box<dyn Object>> {
         self.value.write().unwrap_or_else(|e| e.into_inner())
     }

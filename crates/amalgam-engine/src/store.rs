@@ -2597,6 +2597,67 @@ impl Store {
         }
     }
 
+    /// [`Store::prefetch_writes`] for commands that read or change
+    /// collections (MICA §5.3's stages, taken further down the pointer
+    /// chain of an object item): each key's bucket line and item line,
+    /// then, for an item that holds an object, its cell, then the object
+    /// itself, then the [`Object::hint_addrs`] it names, level by level.
+    /// Every stage issues the whole window's prefetches before the next
+    /// one reads what they fetch, so a pipeline's misses overlap instead
+    /// of being taken one chain at a time. A hint only: nothing changes;
+    /// the objects are read-locked without waiting (one held by a writer
+    /// is skipped) and unlocked before this returns.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.set(b"a", b"1", 0, Expiry::Never).unwrap();
+    /// store.prefetch_updates(&[&b"a"[..], &b"b"[..]]);
+    /// assert!(store.get(b"a", |_| ()).is_some());
+    /// ```
+    pub fn prefetch_updates<K: AsRef<[u8]>>(&self, keys: &[K]) {
+        let inner = &*self.inner;
+        let pin = Pinned::new(inner);
+        let mut hashes = [0u64; BATCH_WINDOW_KEYS];
+        for window in keys.chunks(BATCH_WINDOW_KEYS) {
+            inner.hash_and_prefetch(pin.current(), window, &mut hashes);
+            let mut cells: [Option<&ObjectCell>; BATCH_WINDOW_KEYS] = [None; BATCH_WINDOW_KEYS];
+            for (j, k) in window.iter().enumerate() {
+                if j > 0 && hashes[j] == hashes[j - 1] {
+                    // The same key again (a hot key's pipeline): one look
+                    // is enough, and each try_read below is a write to the
+                    // cell's line, which the other workers may be using.
+                    continue;
+                }
+                if let Some(p) = inner.lookup(&pin, hashes[j], k.as_ref()) {
+                    // SAFETY: found while pinned: the item (and the cell it
+                    // owns) stays allocated until the pin ends.
+                    let it = unsafe { ItemRef::new(p) };
+                    if let Some(c) = it.object() {
+                        prefetch_line((c as *const ObjectCell).cast());
+                        cells[j] = Some(c);
+                    }
+                }
+            }
+            if cells.iter().all(Option::is_none) {
+                continue;
+            }
+            let guards: [_; BATCH_WINDOW_KEYS] = std::array::from_fn(|j| cells[j].and_then(ObjectCell::try_read));
+            for g in guards.iter().flatten() {
+                prefetch_line((&***g as *const dyn Object).cast());
+            }
+            for level in 0..object::HINT_LEVELS {
+                for g in guards.iter().flatten() {
+                    for a in g.hint_addrs(level) {
+                        if a != 0 {
+                            prefetch_line(a as *const u8);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     fn store_new(
         &self,
         key: &[u8],

@@ -156,6 +156,9 @@ pub struct Session {
     /// 400 instructions, more than a GET's lookup) when it is one command.
     args: Vec<Arg<'static>>,
     sets: Vec<(usize, usize)>,
+    /// The run of SETs holds collection commands too ([`prefetched`]):
+    /// it is prefetched down to their objects.
+    sets_deep: bool,
     /// Where the connection lives: (worker, slab token), for the blocking
     /// commands' wake-ups (`blocking.rs`); set by the worker.
     home: Option<(usize, usize)>,
@@ -202,6 +205,7 @@ impl Session {
             gets: Vec::new(),
             args: Vec::new(),
             sets: Vec::new(),
+            sets_deep: false,
             home: None,
             blocked: None,
             multi: multi::Multi::default(),
@@ -452,6 +456,17 @@ fn process_round(
                         sets.push((start, args.len()));
                         continue;
                     }
+                    Some(c) if prefetched(c) && cmd.len() >= 2 && !shared.repl.guards_writes() => {
+                        // One key, never blocks nor closes: joins the run
+                        // of SETs (run_sets), prefetched with it.
+                        run_gets(&mut ctx, &args[..start], &mut gets, out);
+                        if stop.crossed(out.len()) {
+                            break;
+                        }
+                        sets.push((start, args.len()));
+                        ctx.session.sets_deep = true;
+                        continue;
+                    }
                     _ => {}
                 }
                 run_gets(&mut ctx, &args[..start], &mut gets, out);
@@ -506,21 +521,72 @@ fn recycle<'b>(mut v: Vec<Arg<'_>>) -> Vec<Arg<'b>> {
     v.into_iter().map(|_| -> Arg<'b> { unreachable!("the vector was cleared") }).collect()
 }
 
+/// The collection commands that join a run of SETs ([`run_sets`]): one
+/// key, the first argument, and run by `run_command` like any other
+/// command, never blocking nor closing the connection. A pipeline of
+/// them over many keys chases the same pointers one command after the
+/// other (bucket, item, and for a large collection its cell, value and
+/// chunks: six dependent cache misses for an LPUSH onto a large list,
+/// measured with perf in docs/benchmarks.md); prefetched as a run their
+/// misses overlap.
+fn prefetched(c: Cmd) -> bool {
+    matches!(
+        c,
+        Cmd::Hset
+            | Cmd::Hsetnx
+            | Cmd::Hget
+            | Cmd::Hmget
+            | Cmd::Hdel
+            | Cmd::Hlen
+            | Cmd::Hexists
+            | Cmd::Hincrby
+            | Cmd::Lpush
+            | Cmd::Rpush
+            | Cmd::Lpushx
+            | Cmd::Rpushx
+            | Cmd::Lpop
+            | Cmd::Rpop
+            | Cmd::Llen
+            | Cmd::Lindex
+            | Cmd::Lrange
+            | Cmd::Sadd
+            | Cmd::Srem
+            | Cmd::Sismember
+            | Cmd::Smismember
+            | Cmd::Scard
+            | Cmd::Zadd
+            | Cmd::Zincrby
+            | Cmd::Zrem
+            | Cmd::Zcard
+            | Cmd::Zscore
+            | Cmd::Zmscore
+            | Cmd::Zrank
+            | Cmd::Zrange
+    )
+}
+
 /// Executes the pending run of SETs (each `args[start..end]`) in order,
 /// after prefetching the index lines their writes will touch
 /// (`Store::prefetch_writes`, MICA §5.3 on the write path): a pipeline's
 /// SETs then overlap their cache misses instead of taking them one by one.
+/// A run with collection commands in it ([`prefetched`]) is prefetched
+/// down to its objects (`Store::prefetch_updates`).
 fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>, out: &mut Vec<u8>) {
     if sets.is_empty() {
         return;
     }
+    let deep = std::mem::take(&mut ctx.session.sets_deep);
     if sets.len() > 1 {
         let mut keys = [&[][..]; PREFETCH_SETS_MAX];
         for chunk in sets.chunks(PREFETCH_SETS_MAX) {
             for (k, &(start, _)) in keys.iter_mut().zip(chunk) {
                 *k = &args[start + 1];
             }
-            ctx.shared.store.prefetch_writes(&keys[..chunk.len()]);
+            if deep {
+                ctx.shared.store.prefetch_updates(&keys[..chunk.len()]);
+            } else {
+                ctx.shared.store.prefetch_writes(&keys[..chunk.len()]);
+            }
             for &(start, end) in chunk {
                 // Past the hard limit the rest of the run does not run
                 // (`RoundStop`; a SET's reply is small, but the limit may

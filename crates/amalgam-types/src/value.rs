@@ -172,4 +172,12 @@ impl Object for Value {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
+    fn hint_addrs(&self, level: usize) -> [usize; amalgam_engine::HINT_ADDRS] {
+        match self {
+            // A list's writes and reads start at its end chunks; the
+            // other large forms start from a hash of the member.
+            Value::List(l) => l.hint_addrs(level),
+            _ => [0; amalgam_engine::HINT_ADDRS],
+        }
+    }
 }
