@@ -23,7 +23,9 @@
 //!   item's fields are decoded only as they are read (`item.rs`, "Single
 //!   fields"); the key hash is foldhash.
 //! * Batched lookups with software prefetch of buckets then items (MICA,
-//!   ISCA '15 §5.3) for multi-gets and pipelines.
+//!   ISCA '15 §5.3) for multi-gets and pipelines; for a pipeline's
+//!   collection commands further down, through an object item's cell and
+//!   object to what [`Object::hint_addrs`] names (`Store::prefetch_updates`).
 //! * Small items: a 7–8-byte header for the common item (every field as
 //!   wide as its value: `item.rs`), so an 8 B / 8 B item takes a 24-byte
 //!   block; item memory from per-thread pools of 2 MiB chunks (Mercury

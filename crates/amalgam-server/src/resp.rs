@@ -13,6 +13,9 @@
 //! (`Store::get_batch`, MICA §5.3) as one batch, as memcached's gets do;
 //! runs of consecutive SETs have their index lines prefetched
 //! (`Store::prefetch_writes`) and then run one by one (`run_sets`).
+//! Single-key collection commands (`prefetched`: HSET, LPUSH, ZSCORE …)
+//! join those runs, and a run holding one is prefetched down to its
+//! large collections' objects and chunks (`Store::prefetch_updates`).
 //! A connection under CLIENT REPLY OFF or SKIP, and every connection while
 //! a MONITOR is attached, runs each command alone through `run_command`,
 //! which drops the replies the client asked not to get and feeds the

@@ -31,7 +31,7 @@
 //! | hash | [`pack`]: entries `field, value` | [`arena`] entries + a SwissTable of 4-byte handles |
 //! | set | intset (sorted integers) or [`pack`] | [`arena::Table`]: elements (integers as their minimal little-endian bytes) + a SwissTable of handles |
 //! | sorted set | [`pack`]: `member, score` sorted by (score, member) | [`arena`] entries + member table + an order-statistic B-tree of handles |
-//! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist); also a small list the server finds written often (`List::to_large`) |
+//! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist); also a small list the server finds written often (`List::to_large`) or a list past 1 KiB written again (`List::to_large_long`) |
 //!
 //! * **Compact forms are bytes.** A compact value is a `Vec<u8>` whose
 //!   contents are the whole value, with no pointers: the server stores it
