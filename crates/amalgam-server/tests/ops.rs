@@ -7,7 +7,7 @@
 mod common;
 use common::resp::*;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -19,32 +19,6 @@ fn amalgam_only() -> bool {
         return false;
     }
     true
-}
-
-/// A directory of the test's own, removed unless the test fails.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("amalgam-ops-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 fn s(p: &Path) -> &str {
@@ -80,7 +54,7 @@ fn a_bad_config_file_stops_the_start_with_the_line() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("bad");
+    let dir = TempDir::new("bad");
     let cases = [
         ("# fine\nport 7000\nfoo bar\n", 3, "foo bar", "Bad directive or wrong number of arguments"),
         ("maxmemory 10zz\n", 1, "maxmemory 10zz", "argument must be a memory value"),
@@ -115,7 +89,7 @@ fn config_file_flags_override_and_rewrite_survives_a_restart() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("rewrite");
+    let dir = TempDir::new("rewrite");
     let text = "# Amalgam's test config\nport 1\nmaxmemory 100mb\n\n# the slow log\nslowlog-max-len 7\n\
                 slowlog-log-slower-than 5000\nloglevel warning\nthreads 2\nhash-max-ziplist-entries 64\n";
     let conf = dir.file("amalgam.conf", text);
@@ -181,7 +155,7 @@ fn loglevel_changes_what_is_logged() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("loglevel");
+    let dir = TempDir::new("loglevel");
     let err = dir.0.join("stderr.txt");
     let mut server = Server::spawn_with(&["--loglevel", "warning"], None, Some(&err)).unwrap();
     let pid = server.pid().unwrap().to_string();
@@ -215,7 +189,7 @@ fn shutdown_save_and_nosave_with_a_data_dir() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("shutdown");
+    let dir = TempDir::new("shutdown");
     let data = dir.0.join("data");
     let flags = ["--dir", s(&data), "--snapshot-every", "0", "--snapshot-after-writes", "0"];
     for (how, snapshot) in [("NOSAVE", false), ("SAVE", true)] {
@@ -245,7 +219,7 @@ fn snapshot_schedule_changes_at_run_time() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("save");
+    let dir = TempDir::new("save");
     let data = dir.0.join("data");
     let flags = ["--dir", s(&data), "--snapshot-every", "0", "--snapshot-after-writes", "0"];
     let server = Server::spawn_with(&flags, None, None).unwrap();
@@ -274,7 +248,7 @@ fn the_systemd_unit_verifies_and_its_config_starts() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = Scratch::new("systemd");
+    let dir = TempDir::new("systemd");
     let conf = root.join("contrib/amalgam.conf");
     let server = Server::spawn_with(&["--config", s(&conf), "--dir", s(&dir.0.join("data"))], None, None).unwrap();
     let mut c = Resp::new(&server);
@@ -302,7 +276,7 @@ fn appendfsync_switches_between_everysec_and_no() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("fsync");
+    let dir = TempDir::new("fsync");
     let data = dir.0.join("data");
     let server = Server::spawn_with(&["--dir", s(&data), "--fsync", "everysec"], None, None).unwrap();
     let mut c = Resp::new(&server);
@@ -333,7 +307,7 @@ fn evictions_are_logged_once_per_period() {
     if !amalgam_only() {
         return;
     }
-    let dir = Scratch::new("evict");
+    let dir = TempDir::new("evict");
     let err = dir.0.join("stderr.txt");
     let server = Server::spawn_with(&["-m", "8"], None, Some(&err)).unwrap();
     let mut c = Resp::new(&server);

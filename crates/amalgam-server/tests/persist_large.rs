@@ -7,32 +7,11 @@ mod common;
 
 use common::resp::*;
 use common::*;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// A value of `len` bytes that is not one byte repeated.
 fn value(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3] ^ seed).collect()
-}
-
-/// A fresh data directory, removed afterwards unless the test failed.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("amalgam-persist-large-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 fn resp_get(server: &Server, k: &str) -> Vec<u8> {
@@ -55,7 +34,7 @@ fn large_values_survive_a_crash_and_a_snapshot() {
         eprintln!("note: persistence is amalgam's; skipping");
         return;
     }
-    let dir = Dir::new("crash");
+    let dir = TempDir::new("crash");
     let d = dir.0.to_string_lossy().into_owned();
     let flags = ["--dir", d.as_str(), "-m", "256", "-I", "2m", "-t", "2"];
     let mut server = Server::spawn_with(&flags, None, None).unwrap();
@@ -110,7 +89,7 @@ fn a_large_set_is_acknowledged_once_logged_without_holding_its_worker() {
         return;
     }
     for policy in ["everysec", "always"] {
-        let dir = Dir::new(&format!("held-{policy}"));
+        let dir = TempDir::new(&format!("held-{policy}"));
         let d = dir.0.to_string_lossy().into_owned();
         let flags = ["--dir", d.as_str(), "--fsync", policy, "-t", "1", "-m", "256", "--enable-debug-command", "local"];
         let mut server = Server::spawn_with(&flags, None, None).unwrap();
@@ -155,7 +134,7 @@ fn large_values_made_by_append_setrange_and_transactions_survive_a_crash() {
         eprintln!("note: persistence is amalgam's; skipping");
         return;
     }
-    let dir = Dir::new("deferred");
+    let dir = TempDir::new("deferred");
     let d = dir.0.to_string_lossy().into_owned();
     let flags = ["--dir", d.as_str(), "-m", "512", "-t", "2"];
     let mut server = Server::spawn_with(&flags, None, None).unwrap();

@@ -13,7 +13,6 @@ mod common;
 
 use common::resp::*;
 use common::*;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How long a condition may take to become true (generous: nothing here
@@ -61,33 +60,13 @@ fn signal(pid: u32, sig: &str) {
     assert!(ok.success(), "kill -{sig} {pid}");
 }
 
-/// A fresh data directory, removed afterwards unless the test failed.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("amalgam-repl-large-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 #[test]
 fn large_values_replicate_whole_while_the_primary_serves_on() {
     if external_addr().is_some() || external_resp_addr().is_some() || binary().contains("memcached") {
         eprintln!("note: amalgam-only (its own replication stream); skipped");
         return;
     }
-    let dir = Dir::new("primary");
+    let dir = TempDir::new("primary");
     let d = dir.0.to_string_lossy().into_owned();
     for persist in [false, true] {
         let mut flags = vec!["-t", "1", "-m", "512"];

@@ -537,3 +537,32 @@ pub fn show(b: &[u8]) -> String {
 pub fn assert_reply(got: &[u8], want: &[u8]) {
     assert!(got == want, "reply mismatch\n got: {}\nwant: {}", show(got), show(want));
 }
+
+/// A directory of the test's own under the temporary directory (named for
+/// this test process and `name`), created empty and removed when dropped,
+/// unless the test failed (to look at what it left).
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("amalgam-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TempDir(d)
+    }
+
+    /// Writes `text` to the file `name` in it; returns its path.
+    pub fn file(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
