@@ -9,7 +9,7 @@ use common::resp::*;
 use common::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// True if the binary under test is amalgam and we start our own servers.
 fn amalgam_only() -> bool {
@@ -23,15 +23,6 @@ fn amalgam_only() -> bool {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// Waits until `f` holds (at most READ_TIMEOUT).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < READ_TIMEOUT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -171,7 +162,7 @@ fn loglevel_changes_what_is_logged() {
     assert!(!log().contains("Ready to accept connections"), "notices are off at warning:\n{}", log());
     assert_eq!(c.call(&["CONFIG", "SET", "loglevel", "verbose"]), OK);
     hup();
-    eventually("the SIGHUP line at verbose", || log().contains(" - SIGHUP"));
+    eventually("the SIGHUP line at verbose", READ_TIMEOUT, || log().contains(" - SIGHUP"));
     assert!(server.alive(), "SIGHUP never stops the server");
 }
 
@@ -199,7 +190,7 @@ fn shutdown_save_and_nosave_with_a_data_dir() {
         assert_eq!(c.call(&["SET", &format!("k-{how}"), how]), OK);
         c.send(&["SHUTDOWN", how]);
         assert!(c.closed(), "SHUTDOWN {how} closes the connection without a reply");
-        eventually("the server to exit", || !server.alive());
+        eventually("the server to exit", READ_TIMEOUT, || !server.alive());
         assert_eq!(snapshots(&data) > before, snapshot, "SHUTDOWN {how}: a snapshot written?");
     }
     let server = Server::spawn_with(&flags, None, None).unwrap();
@@ -229,7 +220,7 @@ fn snapshot_schedule_changes_at_run_time() {
     assert_eq!(snapshots(&data), 0, "no schedule, no snapshot");
     assert_eq!(c.call(&["CONFIG", "SET", "save", "1 1"]), OK);
     assert_eq!(c.config_get("save"), "1 1");
-    eventually("a snapshot on the new schedule", || snapshots(&data) > 0);
+    eventually("a snapshot on the new schedule", READ_TIMEOUT, || snapshots(&data) > 0);
     assert_eq!(
         c.call(&["CONFIG", "SET", "save", "0 1"]),
         error("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")
@@ -327,7 +318,7 @@ fn evictions_are_logged_once_per_period() {
         }
     };
     fill(0);
-    eventually("the eviction warning", || lines() == 1);
+    eventually("the eviction warning", READ_TIMEOUT, || lines() == 1);
     fill(1_000_000);
     // The watcher looks once a second: give it two looks.
     std::thread::sleep(Duration::from_millis(2200));

@@ -10,27 +10,11 @@ use common::resp::*;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a condition may take to become true (generous: nothing here
 /// measures time).
 const DEADLINE: Duration = Duration::from_secs(20);
-
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < DEADLINE {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("not within {DEADLINE:?}: {what}");
-}
-
-fn info_field(c: &mut Resp, section: &str, name: &str) -> Option<String> {
-    let text = c.call(&["INFO", section]);
-    text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-}
 
 #[test]
 fn a_replica_that_sends_garbage_is_dropped_and_the_primary_serves_on() {
@@ -44,13 +28,13 @@ fn a_replica_that_sends_garbage_is_dropped_and_the_primary_serves_on() {
     r.send(&["PSYNC", "?", "-1"]);
     let head = r.reply();
     assert!(head.starts_with("+FULLRESYNC "), "{head:?}");
-    eventually("the primary lists its replica", || {
-        info_field(&mut c, "replication", "connected_slaves").as_deref() == Some("1")
+    eventually("the primary lists its replica", DEADLINE, || {
+        c.info_field("replication", "connected_slaves").as_deref() == Some("1")
     });
     // Not a RESP command: the primary's ack reader gives up on this replica.
     r.send_raw(b"*1\r\n$-7\r\n\x00\xff garbage\r\n");
-    eventually("the replica is dropped", || {
-        info_field(&mut c, "replication", "connected_slaves").as_deref() == Some("0")
+    eventually("the replica is dropped", DEADLINE, || {
+        c.info_field("replication", "connected_slaves").as_deref() == Some("0")
     });
     assert_eq!(c.call(&["GET", "k"]), "$1\r\nv\r\n");
     assert_eq!(c.call(&["SET", "k2", "v2"]), "+OK\r\n");
@@ -115,7 +99,7 @@ fn a_replica_fed_garbage_keeps_serving_and_reconnects() {
     // All along it serves reads, refuses writes, and says its link is down.
     assert_eq!(c.call(&["GET", "k"]), "$-1\r\n");
     assert_eq!(c.call(&["SET", "k", "v"]), "-READONLY You can't write against a read only replica.\r\n");
-    assert_eq!(info_field(&mut c, "replication", "master_link_status").as_deref(), Some("down"));
+    assert_eq!(c.info_field("replication", "master_link_status").as_deref(), Some("down"));
     // Back to a primary of its own: it writes again.
     assert_eq!(c.call(&["REPLICAOF", "NO", "ONE"]), "+OK\r\n");
     assert_eq!(c.call(&["SET", "k", "v"]), "+OK\r\n");

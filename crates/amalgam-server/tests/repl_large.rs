@@ -13,27 +13,11 @@ mod common;
 
 use common::resp::*;
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a condition may take to become true (generous: nothing here
 /// measures time).
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < DEADLINE {
-        if check() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("not within {DEADLINE:?}: {what}");
-}
-
-fn info_field(c: &mut Resp, section: &str, name: &str) -> Option<String> {
-    let text = c.call(&["INFO", section]);
-    text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-}
 
 /// A value of `len` bytes that is not one byte repeated.
 fn value(len: usize, seed: u8) -> Vec<u8> {
@@ -78,13 +62,13 @@ fn large_values_replicate_whole_while_the_primary_serves_on() {
         let Some(replica) = resp_private(&["-m", "512", "--replicaof", "127.0.0.1", &port]) else { return };
         let mut p = Resp::new(&primary);
         let mut r = Resp::new(&replica);
-        eventually("the replica's link is up", || {
-            info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
+        eventually("the replica's link is up", DEADLINE, || {
+            r.info_field("replication", "master_link_status").as_deref() == Some("up")
         });
-        eventually("the primary counts its replica", || {
-            info_field(&mut p, "replication", "connected_slaves").as_deref() == Some("1")
+        eventually("the primary counts its replica", DEADLINE, || {
+            p.info_field("replication", "connected_slaves").as_deref() == Some("1")
         });
-        let full_syncs = info_field(&mut p, "stats", "sync_full");
+        let full_syncs = p.info_field("stats", "sync_full");
         // 32 MiB (received in place: staged, shared with the backlog) and
         // a 4 MiB value made by APPEND (framed by the journal, its record
         // shared with the backlog).
@@ -107,19 +91,19 @@ fn large_values_replicate_whole_while_the_primary_serves_on() {
         signal(pid, "CONT");
         let mut both = half.clone();
         both.extend_from_slice(&half);
-        eventually("the replica has both values", || r.call(&["EXISTS", "big", "appended"]) == ":2\r\n");
+        eventually("the replica has both values", DEADLINE, || r.call(&["EXISTS", "big", "appended"]) == ":2\r\n");
         assert!(get(&replica, "big") == bulk_of(&big), "persist {persist}: the SET's value on the replica");
         assert!(get(&replica, "appended") == bulk_of(&both), "persist {persist}: the APPEND's value on the replica");
-        let offset = info_field(&mut p, "replication", "master_repl_offset");
-        eventually("the replica's offset reaches the primary's", || {
-            info_field(&mut r, "replication", "master_repl_offset") == offset
+        let offset = p.info_field("replication", "master_repl_offset");
+        eventually("the replica's offset reaches the primary's", DEADLINE, || {
+            r.info_field("replication", "master_repl_offset") == offset
         });
         // The link cut after the large records: the replica continues
         // from the backlog (its offset follows them), no full sync.
         assert_eq!(r.call(&["CLIENT", "KILL", "TYPE", "master"]), ":1\r\n");
         assert_eq!(p.call(&["SET", "after", "small"]), "+OK\r\n");
-        eventually("the replica continues", || get(&replica, "after") == bulk_of(b"small"));
-        assert_eq!(info_field(&mut p, "stats", "sync_full"), full_syncs, "persist {persist}: a full sync");
+        eventually("the replica continues", DEADLINE, || get(&replica, "after") == bulk_of(b"small"));
+        assert_eq!(p.info_field("stats", "sync_full"), full_syncs, "persist {persist}: a full sync");
         assert!(get(&replica, "big") == bulk_of(&big), "persist {persist}: the value after the partial resync");
         drop(replica);
         drop(primary);

@@ -566,3 +566,17 @@ impl Drop for TempDir {
         }
     }
 }
+
+/// Waits until `check` holds, polling every 50 ms; panics naming `what`
+/// if it does not within `within` (a deadline, not a measurement: make it
+/// generous).
+pub fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if check() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("not within {within:?}: {what}");
+}

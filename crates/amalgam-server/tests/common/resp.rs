@@ -127,6 +127,12 @@ impl Resp {
         pair[1].bulk().to_string()
     }
 
+    /// One field of `INFO section`, if the section has it.
+    pub fn info_field(&mut self, section: &str, name: &str) -> Option<String> {
+        let text = self.call(&["INFO", section]);
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+    }
+
     /// Sends raw bytes and returns the next reply.
     pub fn call_raw(&mut self, bytes: &[u8]) -> String {
         self.send_raw(bytes);
