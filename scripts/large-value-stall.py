@@ -49,25 +49,23 @@ v = bytearray(b'abcdefgh' * (size // 8))
 done = threading.Event()
 op_time = [0.0]
 
-def do_set():
+def send_big(command, reply):
+    """Sends `command big <v>` on the setter connection, timing it until
+    its reply, which must be `reply`."""
     t = time.time()
-    setter.sendall(b'*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$%d\r\n' % len(v))
+    setter.sendall(b'*3\r\n$%d\r\n%s\r\n$3\r\nbig\r\n$%d\r\n' % (len(command), command, len(v)))
     setter.sendall(v)
     setter.sendall(b'\r\n')
     r = setter.recv(100)
     op_time[0] = time.time() - t
-    assert r == b'+OK\r\n', r
+    assert r == reply, r
     done.set()
 
+def do_set():
+    send_big(b'SET', b'+OK\r\n')
+
 def do_append():
-    t = time.time()
-    setter.sendall(b'*3\r\n$6\r\nAPPEND\r\n$3\r\nbig\r\n$%d\r\n' % len(v))
-    setter.sendall(v)
-    setter.sendall(b'\r\n')
-    r = setter.recv(100)
-    op_time[0] = time.time() - t
-    assert r == b':%d\r\n' % (2 * len(v)), r
-    done.set()
+    send_big(b'APPEND', b':%d\r\n' % (2 * len(v)))
 
 def do_get():
     head = b'$%d\r\n' % len(v)
