@@ -16,6 +16,9 @@
 # per GET: run each binary twice to see it).
 #
 # OP=set counts SETs instead (redis-benchmark -t set, the same way).
+# OP=zpopmin PRELOAD=zadd KEYS=100000: the hot sorted set (redis-benchmark's
+# one key, `ZADD myzset:{tag} <rand> element:<rand>` KEYS times with
+# integer scores, then GETS pops; GETS below the members ZADD made).
 #
 # TLS=1 counts them over the TLS RESP port (--tls-port, test-only
 # certificates from scripts/tls-test-certs.sh; redis-benchmark --tls, so
@@ -25,11 +28,12 @@
 # round (p requests) is counted too and taken off: the figure is the
 # steady request path, (I(GETS) - I(p)) / (GETS - p).
 #
-# Usage: [OP=get|set] [TLS=0|1] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [TLS=0|1] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
 KEYS=${KEYS:-1000}
+PRELOAD=${PRELOAD:-set}
 TLS=${TLS:-0}
 [ $# -gt 0 ] || { echo "usage: $0 path/to/amalgam [more ...]" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -67,7 +71,7 @@ for bin in "$@"; do
   vpid=$!
   # Bounded: valgrind starts in seconds; 60 s at most.
   for _ in $(seq 600); do listening "$port" && break; sleep 0.1; done
-  redis-benchmark "${client[@]}" -t set -n "$KEYS" -r "$KEYS" -c 1 -q >/dev/null 2>&1
+  redis-benchmark "${client[@]}" -t "$PRELOAD" -n "$KEYS" -r "$KEYS" -c 1 -q >/dev/null 2>&1
   row="$bin:"
   for p in 1 16; do
     ir=$(count "$vpid" "$dir" "p$p" "${client[@]}" -t "$OP" -n "$GETS" -r "$KEYS" -c 1 -P "$p")

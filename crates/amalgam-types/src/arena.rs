@@ -90,7 +90,9 @@ impl Handle {
         debug_assert!(page < PAGES_MAX && offset < PAGE_BYTES);
         Handle(((page as u32) << 16) | offset as u32)
     }
-    fn page(self) -> usize {
+    /// The page the handle addresses (one compaction step moves the
+    /// elements of one page).
+    pub(crate) fn page(self) -> usize {
         (self.0 >> 16) as usize
     }
     fn offset(self) -> usize {

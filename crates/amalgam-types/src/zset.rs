@@ -38,8 +38,8 @@ use std::collections::HashSet;
 
 pub use algebra::{diff, inter, union, Aggregate, Scored};
 pub use parse::{
-    format_score, normalize, parse_score, LexBound, LexRange, ScoreRange, ERR_LEX_RANGE, ERR_NOT_FLOAT,
-    ERR_RANGE_NOT_FLOAT,
+    format_score, format_score_to, normalize, parse_score, LexBound, LexRange, ScoreRange, ERR_LEX_RANGE,
+    ERR_NOT_FLOAT, ERR_RANGE_NOT_FLOAT, SCORE_TEXT_MAX,
 };
 
 use large::Large;
@@ -661,10 +661,9 @@ impl ZSet {
                 pack::remove(p, off, 2 * (hi - lo));
             }
             Repr::Large(l) => {
-                let doomed = own(ZView(View::Large(l)).ranks(lo, hi, false)).into_iter();
-                // Bounded: hi - lo removals, O(log n) each.
-                for (m, _) in doomed {
-                    l.remove(&m);
+                // Bounded: hi - lo removals, O(log n) each, by rank.
+                for _ in lo..hi {
+                    l.remove_rank(lo);
                 }
             }
         }
@@ -693,6 +692,10 @@ impl ZSet {
 
     /// ZPOPMIN with a count: the lowest `count`, lowest first.
     pub fn pop_min(&mut self, count: usize) -> Pairs {
+        if let Repr::Large(l) = &mut self.repr {
+            // Bounded by count and the size: the front element each time.
+            return (0..count.min(l.len())).map(|_| l.remove_rank(0)).collect();
+        }
         let out = own(self.view().ranks(0, count, false));
         self.remove_ranks(0, out.len());
         out
@@ -700,6 +703,10 @@ impl ZSet {
 
     /// ZPOPMAX with a count: the highest `count`, highest first.
     pub fn pop_max(&mut self, count: usize) -> Pairs {
+        if let Repr::Large(l) = &mut self.repr {
+            // Bounded by count and the size: the back element each time.
+            return (0..count.min(l.len())).map(|_| l.remove_rank(l.len() - 1)).collect();
+        }
         let len = self.len();
         let lo = len.saturating_sub(count);
         let out = own(self.view().ranks(lo, len, true));

@@ -33,8 +33,8 @@ use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, p
 use amalgam_types::op::Op;
 use amalgam_types::value::Value;
 use amalgam_types::zset::{
-    self, format_score, parse_score, AddFlags, AddOutcome, LexRange, ScoreRange, ZSet, ZView, ERR_LEX_RANGE,
-    ERR_RANGE_NOT_FLOAT,
+    self, format_score, format_score_to, parse_score, AddFlags, AddOutcome, LexRange, ScoreRange, ZSet, ZView,
+    ERR_LEX_RANGE, ERR_RANGE_NOT_FLOAT, SCORE_TEXT_MAX,
 };
 use amalgam_types::{Kind, Thresholds};
 
@@ -192,16 +192,16 @@ pub(crate) fn push_score(out: &mut Vec<u8>, proto: Proto, s: f64) {
             out.extend_from_slice(b"\r\n");
         }
         _ => {
-            let mut b = Vec::with_capacity(24);
-            format_score(s, &mut b);
-            push_bulk(out, &b);
+            let mut b = [0u8; SCORE_TEXT_MAX];
+            let n = format_score_to(s, &mut b);
+            push_bulk(out, &b[..n]);
         }
     }
 }
 
 /// The text of a score (ZSCAN's, always a bulk string).
 fn score_text(s: f64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(24);
+    let mut b = Vec::with_capacity(SCORE_TEXT_MAX);
     format_score(s, &mut b);
     b
 }

@@ -137,6 +137,28 @@ impl Large {
         Some(score)
     }
 
+    /// Removes the member of rank `r` (< len) and returns it with its
+    /// score: the tree descends by its counts and the index finds the
+    /// slot by hash and handle, so the only element read is the one
+    /// removed (ZPOPMIN, ZPOPMAX, ZREMRANGEBYRANK).
+    pub(crate) fn remove_rank(&mut self, r: usize) -> (Vec<u8>, f64) {
+        let Large { arena, index, state, tree } = self;
+        let a = &*arena;
+        let h = tree.remove_rank(r, &|x| elem_score(a.get(x)));
+        let e = a.get(h);
+        let (member, score) = (elem_member(e).to_vec(), elem_score(e));
+        match index.find_entry(state.hash_one(&member), |&x| x == h) {
+            Ok(slot) => {
+                slot.remove();
+            }
+            Err(_) => unreachable!("zset: a member in the tree is in the index"),
+        }
+        self.arena.free(h);
+        self.compact();
+        self.maybe_shrink();
+        (member, score)
+    }
+
     /// Moves `member` (present, with handle `h`) to `score`.
     pub(crate) fn update(&mut self, member: &[u8], score: f64) {
         // Remove then insert: O(log n) each; the arena keeps the freed
@@ -185,9 +207,18 @@ impl Large {
         let mut moved: Vec<(Handle, Handle)> = Vec::new();
         self.arena.compact_step(&mut |old, new, _| moved.push((old, new)));
         moved.sort_unstable();
-        let resolve = |h: Handle| match moved.binary_search_by_key(&h, |m| m.0) {
-            Ok(i) => moved[i].1,
-            Err(_) => h,
+        // Every moved element came from one page (compact_step's bound):
+        // a handle elsewhere needs no lookup, and most comparisons of a
+        // re-pointing descent meet such handles.
+        let Some(victim) = moved.first().map(|m| m.0.page()) else { return };
+        let resolve = |h: Handle| {
+            if h.page() != victim {
+                return h;
+            }
+            match moved.binary_search_by_key(&h, |m| m.0) {
+                Ok(i) => moved[i].1,
+                Err(_) => h,
+            }
         };
         let Large { arena, index, state, tree } = self;
         // Bounded: one page's elements (arena::compact_step's bound).

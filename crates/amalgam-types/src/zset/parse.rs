@@ -199,25 +199,139 @@ impl<'a> LexRange<'a> {
     }
 }
 
+/// The longest text [`format_score`] writes: a sign, 17 digits, the
+/// point and "e-308" (`-2.2250738585072014e-308`).
+pub const SCORE_TEXT_MAX: usize = 24;
+
+/// `%.17g`'s precision: significant digits.
+const PRECISION: i32 = 17;
+/// 10^17: the exact decimal of a score below this (as an integer of
+/// digits) has at most `PRECISION` significant digits.
+const TEN_POW_PRECISION: u64 = 100_000_000_000_000_000;
+/// Binary fraction digits the fast path takes: m·2^-k is m·5^k·10^-k,
+/// and 5^27 < 2^63 keeps m·5^k (m < 2^53) inside a u128.
+const FAST_FRACTION_BITS_MAX: u32 = 27;
+
 /// Appends `v` as Redis 7.0 replies with a score: `%.17g`, and "inf" /
 /// "-inf" (1.5 → "1.5", 2 → "2", 0.1 → "0.10000000000000001",
 /// 1e21 → "1e+21").
+///
+/// `%.17g` prints the exact binary value rounded to 17 significant
+/// digits, then drops the fraction's trailing zeros. Most scores are
+/// integers or short binary fractions (timestamps, counters, j/2) whose
+/// exact decimal has at most 17 digits: those are printed straight from
+/// the bits ([`exact_short`], tens of instructions). The others (0.1's
+/// exact value has 55 digits) take core's exact formatter, which can fall
+/// back to its bignum path (~1,700 instructions a score, callgrind of the
+/// hot ZPOPMIN in docs/benchmarks.md).
 pub fn format_score(v: f64, out: &mut Vec<u8>) {
-    use std::io::Write;
+    let mut buf = [0u8; SCORE_TEXT_MAX];
+    let n = format_score_to(v, &mut buf);
+    out.extend_from_slice(&buf[..n]);
+}
+
+/// [`format_score`] into a buffer on the stack; the text's length.
+pub fn format_score_to(v: f64, buf: &mut [u8; SCORE_TEXT_MAX]) -> usize {
     if v.is_nan() {
-        out.extend_from_slice(b"nan");
-        return;
+        return put(buf, 0, b"nan");
     }
     if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
-        return;
+        return put(buf, 0, if v > 0.0 { b"inf" } else { b"-inf" });
     }
     if v == 0.0 {
-        out.extend_from_slice(if v.is_sign_negative() { b"-0" } else { b"0" });
-        return;
+        return put(buf, 0, if v.is_sign_negative() { b"-0" } else { b"0" });
     }
-    /// `%.17g`'s precision.
-    const PRECISION: i32 = 17;
+    if let Some(n) = exact_short(v, buf) {
+        return n;
+    }
+    let mut s = String::with_capacity(SCORE_TEXT_MAX + 8);
+    format_general(v, &mut s);
+    put(buf, 0, s.as_bytes())
+}
+
+/// Copies `b` to `buf[at..]`; the end.
+fn put(buf: &mut [u8; SCORE_TEXT_MAX], at: usize, b: &[u8]) -> usize {
+    buf[at..at + b.len()].copy_from_slice(b);
+    at + b.len()
+}
+
+/// `%.17g` of a normal `v` = m·2^e whose exact decimal has at most 17
+/// significant digits: an integer below 10^17, or m·2^-k (m odd, k ≤ 27)
+/// with m·5^k below 10^17, which is that decimal's digits (odd, so no
+/// trailing zero for `%g` to drop). None for every other value.
+fn exact_short(v: f64, buf: &mut [u8; SCORE_TEXT_MAX]) -> Option<usize> {
+    /// Bits of an f64's fraction field.
+    const FRACTION_BITS: u32 = 52;
+    /// The exponent field's bias, plus the fraction's bits.
+    const EXP_OFFSET: i32 = 1075;
+    let bits = v.to_bits();
+    let exp_field = ((bits >> FRACTION_BITS) & 0x7ff) as i32;
+    if exp_field == 0 {
+        return None; // zero and subnormals
+    }
+    let mut m = (bits & ((1u64 << FRACTION_BITS) - 1)) | (1u64 << FRACTION_BITS);
+    let mut e = exp_field - EXP_OFFSET;
+    let tz = m.trailing_zeros();
+    m >>= tz;
+    e += tz as i32;
+    let (digits, k) = if e >= 0 {
+        // m < 2^53 and 10^17 < 2^57: anything shifted further is too big.
+        if e > 4 + FRACTION_BITS as i32 {
+            return None;
+        }
+        (u128::from(m) << e, 0u32)
+    } else {
+        let k = e.unsigned_abs();
+        if k > FAST_FRACTION_BITS_MAX {
+            return None;
+        }
+        (u128::from(m) * 5u128.pow(k), k)
+    };
+    if digits >= u128::from(TEN_POW_PRECISION) {
+        return None;
+    }
+    // The digits, most significant first.
+    let mut d = [0u8; PRECISION as usize];
+    let mut rest = digits as u64;
+    let mut len = 0;
+    while rest > 0 && len < d.len() {
+        d[d.len() - 1 - len] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        len += 1;
+    }
+    let d = &d[d.len() - len..];
+    let k = k as usize;
+    let mut at = if v < 0.0 { put(buf, 0, b"-") } else { 0 };
+    // The decimal exponent of the first digit.
+    let exp10 = len as i32 - 1 - k as i32;
+    if exp10 < -4 {
+        // Scientific, as %g below 1e-4: d.ddde-XX (k ≤ 27: two digits).
+        at = put(buf, at, &d[..1]);
+        if len > 1 {
+            at = put(buf, at, b".");
+            at = put(buf, at, &d[1..]);
+        }
+        let x = exp10.unsigned_abs() as u8;
+        return Some(put(buf, at, &[b'e', b'-', b'0' + x / 10, b'0' + x % 10]));
+    }
+    if k == 0 {
+        Some(put(buf, at, d))
+    } else if len > k {
+        at = put(buf, at, &d[..len - k]);
+        at = put(buf, at, b".");
+        Some(put(buf, at, &d[len - k..]))
+    } else {
+        at = put(buf, at, b"0.");
+        for _ in len..k {
+            at = put(buf, at, b"0");
+        }
+        Some(put(buf, at, d))
+    }
+}
+
+/// `%.17g` through core's exact formatter (any finite, nonzero `v`).
+fn format_general(v: f64, out: &mut String) {
+    use std::fmt::Write;
     // 17 significant digits in scientific form: d.dddddddddddddddde±X.
     let sci = format!("{:.*e}", (PRECISION - 1) as usize, v);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -227,7 +341,7 @@ pub fn format_score(v: f64, out: &mut Vec<u8>) {
         let _ = write!(out, "{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
     } else {
         let fixed = format!("{:.*}", (PRECISION - 1 - exp) as usize, v);
-        out.extend_from_slice(trim_fraction(&fixed).as_bytes());
+        out.push_str(trim_fraction(&fixed));
     }
 }
 
@@ -273,6 +387,60 @@ mod tests {
             (16.0, "16"),
         ] {
             assert_eq!(fmt(v), s, "{v:e}");
+        }
+    }
+
+    /// The fast path agrees with core's exact formatter wherever it
+    /// answers, and answers for integers and short binary fractions.
+    #[test]
+    fn exact_short_agrees_with_the_general_path() {
+        let general = |v: f64| {
+            let mut s = String::new();
+            format_general(v, &mut s);
+            s
+        };
+        let mut checked = 0;
+        let mut try_one = |v: f64| {
+            let mut buf = [0u8; SCORE_TEXT_MAX];
+            if let Some(n) = exact_short(v, &mut buf) {
+                assert_eq!(std::str::from_utf8(&buf[..n]).unwrap(), general(v), "{v:e}");
+                checked += 1;
+            }
+        };
+        // A fixed xorshift stream: integers, j/2^k, and raw bit patterns.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let j = (x >> (i % 60)) as i64 * if i % 3 == 0 { -1 } else { 1 };
+            try_one(j as f64);
+            try_one(j as f64 / f64::from(1u32 << (i % 31)));
+            try_one(f64::from_bits(x));
+            try_one((x % 1000) as f64 / 1024.0 / 1024.0 / 64.0);
+        }
+        for v in [
+            1e17,
+            1e17 - 16.0,
+            99999999999999984.0,
+            2f64.powi(56),
+            2f64.powi(-27),
+            2f64.powi(-28),
+            0.5,
+            1e-4,
+            6.103515625e-05,
+        ] {
+            try_one(v);
+            try_one(-v);
+        }
+        assert!(checked > 200_000, "{checked}");
+        // Where it must answer.
+        let mut buf = [0u8; SCORE_TEXT_MAX];
+        for v in [1.0, -3.0, 1.5, 1700000000000.0, 0.25, 99999999999999984.0, 2f64.powi(-20)] {
+            assert!(exact_short(v, &mut buf).is_some(), "{v:e}");
+        }
+        for v in [0.1, 1e17, 2f64.powi(-28), 1e-310] {
+            assert!(exact_short(v, &mut buf).is_none(), "{v:e}");
         }
     }
 

@@ -21,13 +21,28 @@ fn tree_stays_consistent_through_churn() {
     // Bounded: a fixed number of operations.
     for step in 0..40_000u64 {
         let m = format!("m{}", rnd() % 3000);
-        match rnd() % 4 {
-            0 | 1 => {
+        match rnd() % 7 {
+            0..=2 => {
                 let s = (rnd() % 100) as f64 / 4.0;
                 z.add(m.as_bytes(), s, AddFlags::default()).unwrap();
             }
-            2 => {
+            3 => {
                 z.remove(m.as_bytes());
+            }
+            4 => {
+                // By rank: the front, the back, or a run in the middle.
+                let n = (rnd() % 3) as usize;
+                let before = z.len();
+                let removed = match rnd() % 3 {
+                    0 => z.pop_min(n).len(),
+                    1 => z.pop_max(n).len(),
+                    _ => {
+                        let a = (rnd() % (before as u64 + 1)) as i64;
+                        z.remove_range_by_rank(a, a + n as i64)
+                    }
+                };
+                assert_eq!(z.len(), before - removed);
+                assert!(removed <= n + 1);
             }
             _ => {
                 let lo = (rnd() % 100) as f64 / 4.0;

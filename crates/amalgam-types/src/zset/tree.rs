@@ -69,6 +69,13 @@ pub(crate) type Cmp<'a> = &'a mut dyn FnMut(Handle, Option<f64>) -> Ordering;
 /// An element's score (read from the arena).
 pub(crate) type ScoreOf<'a> = &'a dyn Fn(Handle) -> f64;
 
+/// What a removal descends to: an element by its key, or a rank
+/// (counted down to the rank inside the node the descent is at).
+enum Target<'a> {
+    Key(Handle, Cmp<'a>),
+    Rank(usize),
+}
+
 /// A position: leaf and index in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Cursor {
@@ -364,7 +371,20 @@ impl Tree {
     /// Removes `h`, which is in the tree; `cmp(x)` orders `x` against
     /// `h`'s key.
     pub(crate) fn remove(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
-        self.remove_rec(self.root, self.height, h, cmp, score_of);
+        self.remove_at(&mut Target::Key(h, cmp), score_of);
+    }
+
+    /// Removes the element of rank `r` (< len) and returns its handle:
+    /// the descent follows the counts, so no element is read on the way
+    /// (ZPOPMIN / ZPOPMAX and rank ranges: the front or back leaf).
+    pub(crate) fn remove_rank(&mut self, r: usize, score_of: ScoreOf<'_>) -> Handle {
+        assert!(r < self.len, "zset tree: removing rank {r} of {}", self.len);
+        let mut t = Target::Rank(r);
+        self.remove_at(&mut t, score_of)
+    }
+
+    fn remove_at(&mut self, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
+        let h = self.remove_rec(self.root, self.height, t, score_of);
         self.len -= 1;
         // Bounded by the height: collapse single-child roots.
         while self.height > 0 && self.inners[self.root as usize].kids.len() == 1 {
@@ -373,23 +393,41 @@ impl Tree {
             self.free_inner(old);
             self.height -= 1;
         }
+        h
     }
 
-    fn remove_rec(&mut self, node: u32, level: u32, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+    fn remove_rec(&mut self, node: u32, level: u32, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
-            let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
-            assert!(items.get(pos) == Some(&h), "zset tree: removing an element it does not hold");
-            items.remove(pos);
-            return;
+            let pos = match t {
+                Target::Key(h, cmp) => {
+                    let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
+                    assert!(items.get(pos) == Some(h), "zset tree: removing an element it does not hold");
+                    pos
+                }
+                Target::Rank(r) => *r,
+            };
+            return items.remove(pos);
         }
         let (i, kid) = {
             let n = &self.inners[node as usize];
-            let p = n.mins.partition_point(|m| cmp(m.h, Some(m.score)) != Ordering::Greater);
-            let i = p.saturating_sub(1);
+            let i = match t {
+                Target::Key(_, cmp) => {
+                    n.mins.partition_point(|m| cmp(m.h, Some(m.score)) != Ordering::Greater).saturating_sub(1)
+                }
+                Target::Rank(r) => {
+                    // Bounded by INNER_MAX; empty children are skipped.
+                    let mut i = 0;
+                    while i + 1 < n.kids.len() && *r >= n.counts[i] as usize {
+                        *r -= n.counts[i] as usize;
+                        i += 1;
+                    }
+                    i
+                }
+            };
             (i, n.kids[i])
         };
-        self.remove_rec(kid, level - 1, h, cmp, score_of);
+        let h = self.remove_rec(kid, level - 1, t, score_of);
         if level > 1 && self.inners[node as usize].counts[i] == 1 {
             // The child's subtree is empty now. It can be non-empty in
             // nodes (an inner node keeps a lone child that had no
@@ -408,7 +446,7 @@ impl Tree {
                 // (or, at the root, the caller's collapse does).
                 self.edit_inner(node, |n| n.counts[i] = 0);
             }
-            return;
+            return h;
         }
         let kid_size = self.size_of(kid, level - 1);
         let first = (kid_size > 0).then(|| self.first_of(kid, level - 1));
@@ -424,6 +462,7 @@ impl Tree {
         if kid_size < min_size {
             self.merge_kids(node, level, i);
         }
+        h
     }
 
     /// Frees an empty subtree: its inner nodes, and its leaves, each
