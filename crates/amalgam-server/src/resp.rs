@@ -158,7 +158,7 @@ pub struct Session {
     /// batch that allocated them costs a malloc, a grow and a free (about
     /// 400 instructions, more than a GET's lookup) when it is one command.
     args: Vec<Arg<'static>>,
-    sets: Vec<(usize, usize)>,
+    sets: Vec<PendingSet>,
     /// The run of SETs holds collection commands too ([`prefetched`]):
     /// it is prefetched down to their objects.
     sets_deep: bool,
@@ -281,6 +281,16 @@ const PREFETCH_SETS_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 pub(crate) struct PendingGet {
     pub first: usize,
     pub mget: Option<usize>,
+}
+
+/// A SET or a one-key collection write waiting in the current run of
+/// sets: its arguments `args[start..end]`, and its row of the command
+/// table, looked up once when the batch classified it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingSet {
+    pub start: usize,
+    pub end: usize,
+    pub spec: Option<&'static Spec>,
 }
 
 /// Parses and executes what `buf[*pos..]` holds, as one batch; advances
@@ -456,7 +466,7 @@ fn process_round(
                         if stop.crossed(out.len()) {
                             break;
                         }
-                        sets.push((start, args.len()));
+                        sets.push(PendingSet { start, end: args.len(), spec });
                         continue;
                     }
                     Some(c) if prefetched(c) && cmd.len() >= 2 && !shared.repl.guards_writes() => {
@@ -466,7 +476,7 @@ fn process_round(
                         if stop.crossed(out.len()) {
                             break;
                         }
-                        sets.push((start, args.len()));
+                        sets.push(PendingSet { start, end: args.len(), spec });
                         ctx.session.sets_deep = true;
                         continue;
                     }
@@ -574,7 +584,7 @@ fn prefetched(c: Cmd) -> bool {
 /// SETs then overlap their cache misses instead of taking them one by one.
 /// A run with collection commands in it ([`prefetched`]) is prefetched
 /// down to its objects (`Store::prefetch_updates`).
-fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>, out: &mut Vec<u8>) {
+fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingSet>, out: &mut Vec<u8>) {
     if sets.is_empty() {
         return;
     }
@@ -582,34 +592,34 @@ fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<(usize, usize)>,
     if sets.len() > 1 {
         let mut keys = [&[][..]; PREFETCH_SETS_MAX];
         for chunk in sets.chunks(PREFETCH_SETS_MAX) {
-            for (k, &(start, _)) in keys.iter_mut().zip(chunk) {
-                *k = &args[start + 1];
+            for (k, p) in keys.iter_mut().zip(chunk) {
+                *k = &args[p.start + 1];
             }
             if deep {
                 ctx.shared.store.prefetch_updates(&keys[..chunk.len()]);
             } else {
                 ctx.shared.store.prefetch_writes(&keys[..chunk.len()]);
             }
-            for &(start, end) in chunk {
+            for p in chunk {
                 // Past the hard limit the rest of the run does not run
                 // (`RoundStop`; a SET's reply is small, but the limit may
                 // be just above the output).
                 if RoundStop::new(ctx.out_stop).crossed(out.len()) {
                     break;
                 }
-                run_set(ctx, &args[start..end], out);
+                run_set(ctx, p, &args[p.start..p.end], out);
             }
         }
     } else {
-        let (start, end) = sets[0];
-        run_set(ctx, &args[start..end], out);
+        let p = &sets[0];
+        run_set(ctx, p, &args[p.start..p.end], out);
     }
     sets.clear();
 }
 
 /// One SET of a run (a SET never closes the connection).
-fn run_set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let after = run_command(ctx, table::lookup(&args[0]), args, out);
+fn run_set(ctx: &mut Ctx<'_>, p: &PendingSet, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let after = run_command(ctx, p.spec, args, out);
     debug_assert!(after == After::Continue, "SET does not close the connection");
 }
 

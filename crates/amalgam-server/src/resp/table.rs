@@ -302,17 +302,99 @@ macro_rules! spec {
 
 mod rows;
 pub use rows::COMMANDS;
+use std::sync::LazyLock;
 
 /// Longest command name in the table (a longer name is unknown without
 /// comparing).
 const NAME_BYTES_MAX: usize = 16;
+
+/// Rows [`lookup`] compares one by one before it hashes: GET, SET, MGET
+/// and MSET, the string path, where a length check rejects most rows.
+const FRONT_ROWS: usize = 4;
+/// Slots of the name index: a power of two, at least twice the rows.
+const NAME_SLOTS: usize = 512;
+const _: () = assert!(NAME_SLOTS.is_power_of_two() && NAME_SLOTS >= 2 * COMMANDS.len());
+const _: () = assert!(NAME_BYTES_MAX <= 16, "a folded name is one u128");
+/// An empty slot of the name index.
+const NO_ROW: u16 = u16::MAX;
+
+/// An open-addressing index of [`COMMANDS`] by folded name, built on
+/// first use: a command far down the table (LPUSH is row ~130) was a
+/// linear scan of ~800 instructions (callgrind), paid twice by a
+/// pipelined write (the batch's classification and its run).
+struct NameIndex {
+    rows: [u16; NAME_SLOTS],
+    folded: [u128; NAME_SLOTS],
+    /// The row's name has a byte other than a lower-case letter
+    /// (`bitfield_ro`): a folded match is confirmed byte by byte.
+    confirm: [bool; NAME_SLOTS],
+}
+
+static NAME_INDEX: LazyLock<NameIndex> = LazyLock::new(|| {
+    let mut ix = NameIndex { rows: [NO_ROW; NAME_SLOTS], folded: [0; NAME_SLOTS], confirm: [false; NAME_SLOTS] };
+    for (row, s) in COMMANDS.iter().enumerate() {
+        let f = fold(s.name.as_bytes());
+        let mut i = slot_of(f);
+        // Bounded: the table is at most half full.
+        while ix.rows[i] != NO_ROW {
+            i = (i + 1) & (NAME_SLOTS - 1);
+        }
+        ix.rows[i] = row as u16;
+        ix.folded[i] = f;
+        ix.confirm[i] = !s.name.bytes().all(|b| b.is_ascii_lowercase());
+    }
+    ix
+});
+
+/// `name` (at most 16 bytes) as one word, every byte with its 0x20 bit
+/// set, zero past its end. No folded byte is zero, so the length is in
+/// the word. Names equal ignoring ASCII case fold alike; the converse
+/// holds when one of them is all lower-case letters (a byte ORed with
+/// 0x20 equals a lower-case letter only if it is that letter in either
+/// case), and is checked byte by byte for the rows that are not
+/// (`NameIndex::confirm`).
+#[inline]
+fn fold(name: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    b[..name.len()].copy_from_slice(name);
+    let fill = if name.is_empty() { 0 } else { u128::MAX >> (128 - 8 * name.len()) };
+    u128::from_le_bytes(b) | (fill & u128::from_le_bytes([0x20; 16]))
+}
+
+/// The first slot to probe for a folded name.
+#[inline]
+fn slot_of(f: u128) -> usize {
+    let h = ((f as u64) ^ ((f >> 64) as u64).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 40) as usize & (NAME_SLOTS - 1)
+}
 
 /// The command named `name`, in any case.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     if name.len() > NAME_BYTES_MAX {
         return None;
     }
-    COMMANDS.iter().find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
+    if let Some(s) = COMMANDS[..FRONT_ROWS]
+        .iter()
+        .find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
+    {
+        return Some(s);
+    }
+    let ix = &*NAME_INDEX;
+    let f = fold(name);
+    let mut i = slot_of(f);
+    // Bounded: the table is at most half full, so an empty slot comes.
+    for _ in 0..NAME_SLOTS {
+        let row = ix.rows[i];
+        if row == NO_ROW {
+            return None;
+        }
+        if ix.folded[i] == f {
+            let s = &COMMANDS[row as usize];
+            return (!ix.confirm[i] || name.eq_ignore_ascii_case(s.name.as_bytes())).then_some(s);
+        }
+        i = (i + 1) & (NAME_SLOTS - 1);
+    }
+    None
 }
 
 /// A command or `container|sub` subcommand by name (COMMAND INFO, DOCS).
@@ -484,6 +566,26 @@ mod tests {
             }
         }
         assert!(lookup(b"nosuch").is_none());
+        // Any case, and names one byte off (same hash slot or not).
+        for s in &COMMANDS {
+            assert!(std::ptr::eq(lookup(s.name.as_bytes()).unwrap(), s));
+            let mut odd: Vec<u8> =
+                s.name.bytes().enumerate().map(|(i, b)| if i % 2 == 0 { b.to_ascii_uppercase() } else { b }).collect();
+            assert!(std::ptr::eq(lookup(&odd).unwrap(), s));
+            let last = odd.len() - 1;
+            for b in [b'@', b'`', b'_', b'0', b'z' + 1, 0, b'\r', b' '] {
+                odd[last] = b;
+                if let Some(t) = lookup(&odd) {
+                    assert!(t.name.as_bytes().eq_ignore_ascii_case(&odd), "{} for {:?}", t.name, odd);
+                }
+            }
+        }
+        assert!(lookup(b"").is_none());
+        // A name whose '_' folds like DEL (0x7f) is still only itself.
+        assert!(lookup(b"bitfield_ro").is_some());
+        assert!(lookup(b"BITFIELD_RO").is_some());
+        assert!(lookup(b"bitfield\x7fro").is_none());
+        assert!(lookup(&[b'a'; NAME_BYTES_MAX + 1]).is_none());
     }
 
     #[test]
