@@ -162,10 +162,10 @@ impl Large {
     /// Moves `member` (present, with handle `h`) to `score`.
     pub(crate) fn update(&mut self, member: &[u8], score: f64) {
         // Remove then insert: O(log n) each; the arena keeps the freed
-        // bytes until compaction.
-        let owned = member.to_vec();
-        self.remove(&owned);
-        self.insert_new(&owned, score);
+        // bytes until compaction. `member` cannot point into the arena
+        // (`&mut self` is exclusive), so it needs no copy first.
+        self.remove(member);
+        self.insert_new(member, score);
     }
 
     /// The member at rank `r` (< len).

@@ -19,7 +19,9 @@
 //!   descending inserts leave full leaves: 4 bytes per element).
 //! * Remove: a node under a quarter full merges with a neighbour when
 //!   both fit one node, so any two neighbours hold more than a quarter of
-//!   a node between them.
+//!   a node between them. The descent goes by key (ZREM: comparisons
+//!   read the arena) or by rank ([`Tree::remove_rank`]: the counts alone,
+//!   so ZPOPMIN reads no element on its way to the front leaf).
 //! * Height: log_{INNER_MAX/4..INNER_MAX}(n / leaf fill): 4 levels for
 //!   10^6 elements. Every loop below is bounded by the height or a node's
 //!   size.
