@@ -221,7 +221,7 @@ impl Large {
             }
         };
         let Large { arena, index, state, tree } = self;
-        // Bounded: one page's elements (arena::compact_step's bound).
+        // Bounded: COMPACT_MOVES_MAX elements (arena::compact_step's bound).
         for &(old, new) in &moved {
             let e = arena.get(new);
             let (member, score) = (elem_member(e), elem_score(e));
