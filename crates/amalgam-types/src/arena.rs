@@ -686,6 +686,58 @@ mod tests {
         assert_eq!(a.len(), 5_000);
     }
 
+    /// A page is emptied a few elements a call: the ones not moved yet stay
+    /// readable where they are; the page goes once empty, whether the last
+    /// step or a `free` empties it; then the next queued page is taken.
+    #[test]
+    fn compaction_is_incremental() {
+        let mut a = Arena::new();
+        // Bounded: 6,000 elements of 32 bytes, ~3 full pages.
+        let hs: Vec<Handle> = (0..6_000u32).map(|i| a.alloc(&[&i.to_le_bytes(), &[7; 28]])).collect();
+        let first_page = hs[0].page();
+        let on_first: Vec<usize> = (0..hs.len()).filter(|&i| hs[i].page() == first_page).collect();
+        assert!(on_first.len() > 4 * COMPACT_MOVES_MAX);
+        // Free all but the last 2*MOVES+1 of the first page's elements:
+        // more than half dead, so it is queued.
+        let keep = 2 * COMPACT_MOVES_MAX + 1;
+        let (doomed, kept) = on_first.split_at(on_first.len() - keep);
+        for &i in doomed {
+            a.free(hs[i]);
+        }
+        assert!(a.needs_compaction());
+        let mut moved = Vec::new();
+        a.compact_step(&mut |old, new, _| moved.push((old, new)));
+        assert_eq!(moved.len(), COMPACT_MOVES_MAX, "one call moves at most COMPACT_MOVES_MAX");
+        assert!(a.needs_compaction(), "the page is not empty yet");
+        for &(old, new) in &moved {
+            assert_eq!(old.page(), first_page);
+            assert_ne!(new.page(), first_page);
+            let i = hs.iter().position(|&h| h == old).expect("a moved element was allocated");
+            assert!(kept.contains(&i), "only live elements move");
+            assert_eq!(&a.get(new)[..4], &(i as u32).to_le_bytes());
+        }
+        // Not moved yet: readable at the old handles.
+        let rest: Vec<usize> = kept.iter().copied().filter(|&i| moved.iter().all(|m| m.0 != hs[i])).collect();
+        assert_eq!(rest.len(), keep - COMPACT_MOVES_MAX);
+        for &i in &rest {
+            assert_eq!(&a.get(hs[i])[..4], &(i as u32).to_le_bytes());
+        }
+        // The rest freed by hand: the page is released by free, and
+        // compaction has nothing left to do.
+        let len = a.len();
+        for &i in &rest {
+            a.free(hs[i]);
+        }
+        assert_eq!(a.len(), len - rest.len());
+        assert!(!a.needs_compaction());
+        a.compact_step(&mut |_, _, _| panic!("nothing to move"));
+        assert_eq!(a.len(), 6_000 - doomed.len() - rest.len());
+        // Every other element is where it was.
+        for (i, &h) in hs.iter().enumerate().filter(|&(_, h)| h.page() != first_page) {
+            assert_eq!(&a.get(h)[..4], &(i as u32).to_le_bytes());
+        }
+    }
+
     /// Random alloc/free/compact against a model; every element readable,
     /// memory bounded by twice the live bytes plus a page, scans complete.
     #[test]
