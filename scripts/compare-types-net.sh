@@ -12,13 +12,17 @@
 # alternating runs (redis, amalgam, redis, …) of `amalgam-bench net
 # --protocol resp --command CMD`. HOT=1 adds the hot-key case: every
 # connection alternates LPUSH and LPOP on one list (`--hot-key`).
+# AMALGAM_FLAGS are added to amalgam's command line: `--eviction none`
+# runs it as a store, as redis-server runs here (no maxmemory), instead
+# of a cache of MEMORY_MB that reclaims the versions compact collections
+# leave behind.
 # Prints compare-common's table (median req/s, p99, server CPU-us per
 # request, ratio) and keeps every run's JSON in OUT.
 #
 # Usage: [RUNS=3] [DURATION=6] [WARMUP=1] [KEYS=100000] [MEMBERS=10]
 #        [THREADS=2] [CONNS=25] [PIPELINES="1 16"] [DISTRIBUTION=uniform]
 #        [COMMANDS="hset hget lpush lpop sadd sismember zadd zrange zscore"]
-#        [HOT=1] [SERVER_THREADS=2] [MEMORY_MB=1024]
+#        [HOT=1] [SERVER_THREADS=2] [MEMORY_MB=1024] [AMALGAM_FLAGS="--eviction none"]
 #        [REDIS_PORT=21679] [AMALGAM_PORT=21680] [AMALGAM_MC_PORT=21681]
 #        [OUT=target/compare-types-net.jsonl] [NO_BUILD=1]
 #        scripts/compare-types-net.sh
@@ -55,8 +59,9 @@ free_ports "REDIS_PORT / AMALGAM_PORT / AMALGAM_MC_PORT" "$REDIS_PORT" "$AMALGAM
 "$REDIS" --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --maxclients 4096 >/dev/null &
 redis_pid=$!
 pids+=("$redis_pid")
+# shellcheck disable=SC2086 # AMALGAM_FLAGS is a list of flags
 "$target_dir"/release/amalgam -l 127.0.0.1 -U 0 -t "$SERVER_THREADS" -m "$MEMORY_MB" -c 4096 -p "$AMALGAM_MC_PORT" \
-  --resp-port "$AMALGAM_PORT" >/dev/null &
+  --resp-port "$AMALGAM_PORT" ${AMALGAM_FLAGS:-} >/dev/null &
 amalgam_pid=$!
 pids+=("$amalgam_pid")
 wait_port "$REDIS_PORT" "$redis_pid"
