@@ -205,8 +205,10 @@ impl Large {
             return;
         }
         let mut moved: Vec<(Handle, Handle)> = Vec::new();
+        // compact_step walks its page in offset order: `moved` comes sorted
+        // by old handle, as the binary search below needs.
         self.arena.compact_step(&mut |old, new, _| moved.push((old, new)));
-        moved.sort_unstable();
+        debug_assert!(moved.windows(2).all(|w| w[0].0 < w[1].0));
         // Every moved element came from one page (compact_step's bound):
         // a handle elsewhere needs no lookup, and most comparisons of a
         // re-pointing descent meet such handles.

@@ -34,10 +34,9 @@ fn strtod(s: &[u8]) -> Option<(f64, bool)> {
     };
     let b = body.as_bytes();
     let hex = b.len() >= 2 && b[0] == b'0' && (b[1] | 0x20) == b'x';
-    if let Some(&c) = b.first().filter(|&&c| !hex && (c.is_ascii_digit() || c == b'.')) {
+    if !hex && b.first().is_some_and(|&c| c.is_ascii_digit() || c == b'.') {
         // Decimal. Rust's grammar is strtod's decimal grammar minus the
         // words handled below; reject anything else it would accept oddly.
-        debug_assert!(c.is_ascii_digit() || c == b'.');
         if !b.iter().all(|&b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
             return None;
         }
