@@ -48,9 +48,12 @@ pub(crate) const GROWTH_QUARTERS: usize = 5;
 
 /// The capacity a chunk of capacity `cap` grows to: 1.25× within
 /// `bytes_max`, and at least `need` (its live bytes and the new entry).
+/// Never below `cap` when `cap < bytes_max` (the quarter is taken after
+/// the multiplication: `cap / 4 * 5` is below `cap` for 1–3, 6, 7, 11),
+/// so a chunk with dead bytes in front still has room for them.
 #[inline]
 fn grown(cap: usize, need: usize, bytes_max: usize) -> usize {
-    (cap / 4 * GROWTH_QUARTERS).min(bytes_max).max(need)
+    (cap.saturating_mul(GROWTH_QUARTERS) / 4).min(bytes_max).max(need)
 }
 
 /// Bytes an entry of `n` bytes takes in a chunk.
@@ -375,4 +378,26 @@ impl Chunk {
 #[inline]
 pub(crate) fn to_u32(v: usize) -> u32 {
     u32::try_from(v).expect("chunk offsets fit u32: elements are under 4 GiB")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An 11-byte chunk with 3 dead bytes in front, full to its capacity:
+    /// a back push grows it. With the quarter taken before multiplying,
+    /// the grown size (10) was below the buffer's length (11) and the
+    /// reservation underflowed (found by the list model test in CI).
+    #[test]
+    fn growth_never_below_capacity() {
+        let mut c = Chunk::from_entries([&b"ab"[..], b"c", b"d", b"e", b"f"]);
+        assert_eq!(c.buf.capacity(), 11, "precondition: an exact 11-byte chunk");
+        assert_eq!(c.pop_front().as_deref(), Some(&b"ab"[..]));
+        assert!(c.try_push_back(b"g", Limit::Bytes(8192)));
+        let got: Vec<&[u8]> = c.iter().collect();
+        assert_eq!(got, [&b"c"[..], b"d", b"e", b"f", b"g"]);
+        for cap in 0..64 {
+            assert!(grown(cap, 0, 8192) >= cap, "cap {cap}");
+        }
+    }
 }
