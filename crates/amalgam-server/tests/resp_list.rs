@@ -317,6 +317,31 @@ fn wrongtype_against_a_string() {
     assert_eq!(all(&mut c, &l), bulks(&["a"]));
 }
 
+/// A large list whose one chunk was rebuilt to its exact size by LREM
+/// (11 bytes: `ab` and four 1-byte items), popped at the front (3 dead
+/// bytes) and pushed at the back: the chunk's growth once came out below
+/// its length and the handler panicked (the connection was closed). The
+/// count-bounded chunks of `list-max-listpack-size 8` make it small.
+#[test]
+fn a_rebuilt_chunk_takes_a_push_after_a_pop() {
+    let Some(server) = resp_private(&[]).or_else(resp_server) else { return };
+    let mut c = Resp::new(&server);
+    let k = key("rebuilt");
+    assert_eq!(c.call(&["CONFIG", "SET", "list-max-listpack-size", "8"]), OK);
+    let mut push = vec!["RPUSH".to_string(), k.clone()];
+    push.extend((1..=16).map(|i| format!("x{i}")));
+    push.extend(["ab", "c", "d", "e", "f", "z", "z", "z"].map(String::from));
+    let push: Vec<&str> = push.iter().map(String::as_str).collect();
+    assert_eq!(c.call(&push), int(24));
+    assert_eq!(c.call(&["OBJECT", "ENCODING", &k]), bulk("quicklist"));
+    assert_eq!(c.call(&["LREM", &k, "0", "z"]), int(3));
+    assert_eq!(c.call(&["LPOP", &k, "16"]).lines().count(), 1 + 2 * 16);
+    assert_eq!(c.call(&["LPOP", &k]), bulk("ab"));
+    assert_eq!(c.call(&["RPUSH", &k, "g"]), int(5));
+    assert_eq!(all(&mut c, &k), bulks(&["c", "d", "e", "f", "g"]));
+    assert_eq!(c.call(&["CONFIG", "SET", "list-max-listpack-size", "-2"]), OK);
+}
+
 /// 200 elements of 100 bytes: 20 KB, past the 8 KiB listpack bound
 /// (`list-max-listpack-size -2`), so the list is large (chunked), built
 /// one push at a time (crossing once) and checked by every command.
