@@ -8,6 +8,8 @@
 //! of odd inputs without building amalgam-server under libFuzzer's
 //! instrumentation, which CI's time budget cannot hold (fuzz-server's
 //! Cargo.toml). A failure prints the input that broke the invariant.
+//! The corpus's `regress-*` files (inputs that once broke an invariant or
+//! the harness) are replayed too, unmutated.
 
 #[path = "fuzz_checks/acl_rules.rs"]
 mod acl_rules;
@@ -47,16 +49,22 @@ impl Rng {
 
 /// The committed seeds of `target` (`fuzz-server/corpus/<target>/seed-*`).
 fn seeds(target: &str) -> Vec<Vec<u8>> {
+    let seeds = corpus_files(target, "seed-");
+    assert!(!seeds.is_empty(), "no seeds of {target}");
+    seeds
+}
+
+/// The committed files of `target`'s corpus whose names start with
+/// `prefix`, in name order.
+fn corpus_files(target: &str, prefix: &str) -> Vec<Vec<u8>> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz-server/corpus").join(target);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("seed-")))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
         .collect();
     files.sort();
-    let seeds: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    assert!(!seeds.is_empty(), "no seeds in {}", dir.display());
-    seeds
+    files.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
 /// One input: `base` after 1..=EDITS_MAX random edits (a byte changed,
@@ -119,7 +127,11 @@ fn run(target: &str, seed: u64, mutations: usize, check: fn(&[u8])) {
             resume_unwind(e);
         }
     };
-    for s in &pool {
+    // Inputs that once broke an invariant or the harness
+    // (`regress-*`): replayed as they are, not mutated (each may be
+    // long: a seed's mutations are the cheap ones).
+    let regressions = corpus_files(target, "regress-");
+    for s in pool.iter().chain(&regressions) {
         one(s);
     }
     for s in &pool {
@@ -127,7 +139,7 @@ fn run(target: &str, seed: u64, mutations: usize, check: fn(&[u8])) {
             one(&mutate(&mut rng, s, &pool));
         }
     }
-    eprintln!("{target}: {} inputs, invariants held", pool.len() * (1 + mutations));
+    eprintln!("{target}: {} inputs, invariants held", pool.len() * (1 + mutations) + regressions.len());
 }
 
 #[test]

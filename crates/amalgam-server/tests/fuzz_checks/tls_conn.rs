@@ -27,9 +27,14 @@
 //! * the read buffer stays within the connection's bound, and the replies
 //!   not taken by the socket below the output limit set here
 //!   ([`OUTPUT_HARD_BYTES`]) — or the connection is closed;
-//! * the connection progresses or is closed: within [`TURNS_MAX`] turns
-//!   it waits for its socket with nothing it could still do, or is closed;
-//!   at the end of the stream (FIN) it is closed;
+//! * the connection progresses or is closed: within [`STILL_TURNS_MAX`]
+//!   turns in a row that neither read nor wrote a byte it waits for its
+//!   socket with nothing it could still do, or is closed; at the end of
+//!   the stream (FIN) it is closed. (Turns that move bytes are not
+//!   counted: a socket taking 5 bytes a turn needs a thousand turns for
+//!   one INFO reply, and a long input of INFOs some 10⁵ in all — the
+//!   first bound, on all of an input's turns, stopped a long run on
+//!   exactly that.)
 //! * without a handshake, the server sends at most its first flight and
 //!   an alert ([`RAW_OUTPUT_BYTES_MAX`]: no amplification);
 //! * with the client: the handshake completes, and until raw bytes are
@@ -61,9 +66,10 @@ const ROOM: [usize; 4] = [usize::MAX, 5, 300, 4096];
 const ARRIVAL: [usize; 4] = [usize::MAX, 1, 13, 200];
 /// The hard output limit of the `normal` class set on the server here.
 pub const OUTPUT_HARD_BYTES: usize = 4 << 20;
-/// Turns one input may take before the connection must be waiting or
-/// closed (far above what a few KiB of input need).
-const TURNS_MAX: usize = 50_000;
+/// Turns in a row that read and write nothing, after which the
+/// connection must be waiting or closed (a spin: far above the few turns
+/// a connection takes between its socket's bytes).
+const STILL_TURNS_MAX: usize = 50_000;
 /// What a server may send a peer that never completes a handshake: its
 /// first flight (ServerHello, certificate, key exchange …) and an alert.
 const RAW_OUTPUT_BYTES_MAX: usize = 16 * 1024;
@@ -282,7 +288,8 @@ fn client_config(tls12_only: bool) -> Arc<ClientConfig> {
 /// The connection under test and what is checked of it.
 struct Run {
     conn: Driven<Fake>,
-    turns: usize,
+    /// Turns since one last read or wrote a byte.
+    still: usize,
     closed: bool,
     arrival: usize,
 }
@@ -293,9 +300,12 @@ impl Run {
     fn settle(&mut self) -> Vec<u8> {
         let mut sent = Vec::new();
         while !self.closed {
-            self.turns += 1;
-            assert!(self.turns <= TURNS_MAX, "no progress: {TURNS_MAX} turns without waiting or closing");
-            let taken = self.conn.socket().taken;
+            self.still += 1;
+            assert!(
+                self.still <= STILL_TURNS_MAX,
+                "no progress: {STILL_TURNS_MAX} turns without a byte read or written, waiting or closing"
+            );
+            let (taken, written) = (self.conn.socket().taken, self.conn.socket().written);
             let step = self.conn.turn();
             let bound = self.conn.read_buffer_bytes_max();
             assert!(self.conn.read_buffer_bytes() <= bound, "read buffer {} > {bound}", self.conn.read_buffer_bytes());
@@ -312,6 +322,9 @@ impl Run {
             // arrived that way, each arrival an event.
             let socket = self.conn.socket();
             let arriving = socket.taken > taken && socket.taken < socket.input.len();
+            if socket.taken > taken || socket.written > written {
+                self.still = 0;
+            }
             sent.extend(socket.drain());
             if step == Step::Idle && !blocked && !arriving {
                 break;
@@ -364,7 +377,7 @@ fn to_client(client: &mut ClientConnection, mut bytes: &[u8]) -> Result<(), Stri
 #[allow(dead_code)] // The fuzz target does not call it.
 pub fn one_round(protocol: Protocol, plain: &[u8]) -> (usize, Vec<u8>) {
     let conn = Driven::new(shared(), protocol, true, Fake::new(usize::MAX, usize::MAX)).expect("a TLS session");
-    let mut run = Run { conn, turns: 0, closed: false, arrival: usize::MAX };
+    let mut run = Run { conn, still: 0, closed: false, arrival: usize::MAX };
     let name = ServerName::try_from("localhost").unwrap();
     let mut client = ClientConnection::new(client_config(false), name).unwrap();
     for _ in 0..HANDSHAKE_ROUNDS_MAX {
@@ -432,7 +445,7 @@ pub fn check(data: &[u8]) {
         return;
     }
     let conn = Driven::new(shared(), protocol, true, Fake::new(read_max, room)).expect("a TLS session");
-    let mut run = Run { conn, turns: 0, closed: false, arrival };
+    let mut run = Run { conn, still: 0, closed: false, arrival };
     if !client_mode {
         run.deliver(raw, |_| {});
         if end != End::Open && !run.closed {
