@@ -12,7 +12,7 @@ use crate::segment::{Segments, EVICT_RESERVE_SEGMENTS, ITEM_ALIGN_BYTES, SEGMENT
 use crate::stall::{Stall, Timing};
 use crate::table::{self, prefetch_line, split_hash, Probe, Table, OPTIMISTIC_RETRIES_MAX, TABLE_LOG2_MAX};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -136,8 +136,29 @@ const RECLAIM_ROUNDS_MAX: usize = 64;
 /// (the paper sizes the ghost like the main queue, in objects).
 const GHOST_BYTES_PER_ENTRY: usize = 64;
 /// Cache mode: free segments above the reserve at which writers start
-/// waking the eviction (maintenance) thread, so it reclaims ahead of them.
-const EVICT_WAKE_SLACK_SEGMENTS: usize = 1;
+/// waking the eviction (maintenance) thread, and to which it reclaims, so
+/// it stays ahead of them: one per 2^EVICT_WAKE_SLACK_SHARE_LOG2 segments
+/// of the budget (`Cache::wake_slack`), at least 1 and at most
+/// EVICT_WAKE_SLACK_SEGMENTS_MAX. One segment was too little for a busy
+/// large cache: under HSET at pipeline 16 over 100 k small hashes (~650
+/// MB/s of new versions into a 1 GiB cache) writers found the reserve
+/// reached and reclaimed themselves ~70 times a second, their replies
+/// waiting for it; with 4 (1 GiB) they did so 0–7 times in 6 s, and SETs
+/// on a full 1 GiB cache never (docs/benchmarks.md § Writers no longer
+/// reclaim in a busy cache). Budgets under 512 MiB keep 1: a slack of 4
+/// at 256 MiB cost SET at pipeline 16 there its p99 (1.24 → 1.55–1.90 ms,
+/// the reclaiming thread's share of the 2 vCPUs), and each segment is a
+/// larger share of the items.
+const EVICT_WAKE_SLACK_SHARE_LOG2: u32 = 8;
+/// See EVICT_WAKE_SLACK_SHARE_LOG2: 16 MiB of 1 MiB segments (0.4% of a
+/// 4 GiB budget and above).
+const EVICT_WAKE_SLACK_SEGMENTS_MAX: usize = 16;
+
+/// The wake slack (EVICT_WAKE_SLACK_SHARE_LOG2) for `segments` segments
+/// in the budget.
+fn wake_slack_for(segments: usize) -> usize {
+    (segments >> EVICT_WAKE_SLACK_SHARE_LOG2).clamp(1, EVICT_WAKE_SLACK_SEGMENTS_MAX)
+}
 /// Cache mode: free segments (above the reserve and the wake slack) at or
 /// below which the maintenance thread runs its memory account every
 /// ACCOUNT_PERIOD_NEAR_FULL instead of every MAINTENANCE_PERIOD: as the
@@ -517,6 +538,10 @@ pub struct Stats {
     /// Cache mode: segments freed by merging sparse runs (their live items
     /// packed into one segment in the run's place, nothing evicted).
     pub merged_segments: u64,
+    /// Cache mode: writes that found the free segments at the reserve and
+    /// reclaimed before going on (`Inner::make_room`; their replies waited
+    /// for it). Near zero while the maintenance thread keeps ahead.
+    pub writer_reclaims: u64,
     /// Expired or flushed items the background sweep removed.
     pub swept_items: u64,
     /// Full passes of the background expiry sweep over the table.
@@ -907,6 +932,10 @@ pub(crate) struct Cache {
     pub(crate) reclaimer: std::sync::Mutex<crate::segment::OpenSegments>,
     /// Whether the maintenance thread reclaims ahead of writers.
     pub(crate) background: bool,
+    /// Free segments above the reserve the maintenance thread keeps
+    /// (`wake_slack_for` of the budget's segments; set again by each
+    /// memory account, as the budget may change).
+    pub(crate) wake_slack: AtomicUsize,
     /// [`Config::index_in_budget`].
     pub(crate) index_in_budget: bool,
     /// [`Config::merge_segments`].
@@ -920,6 +949,8 @@ pub(crate) struct Cache {
     pub(crate) expired_unfetched: AtomicU64,
     pub(crate) reclaimed_segments: AtomicU64,
     pub(crate) merged_segments: AtomicU64,
+    /// See `Stats::writer_reclaims`.
+    pub(crate) writer_reclaims: AtomicU64,
     /// Outsized items in the order they were written (outsized.rs).
     pub(crate) outsized: std::sync::Mutex<std::collections::VecDeque<crate::outsized::Outsized>>,
 }
@@ -1395,7 +1426,7 @@ impl Inner {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
 
         let free = segs.free_count();
-        if cache.background && free <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS {
+        if cache.background && free <= EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed) {
             if let Some(th) = self.maintenance_thread.get() {
                 th.unpark();
             }
@@ -1415,6 +1446,7 @@ impl Inner {
         }
         // Whatever it reaches, the write goes on: with nothing reclaimable
         // it takes from the reserve. Timed: this write's reply waits.
+        cache.writer_reclaims.fetch_add(1, Ordering::Relaxed);
         let timing = Timing::start(self.watcher());
         self.reclaim_above_reserve(local, segs);
         timing.end(self.watcher(), Stall::EvictionCycle);
@@ -1867,11 +1899,12 @@ impl Inner {
     /// all but vanish at half the load). A chain twice
     /// CACHE_LOAD_PER_BUCKET_MAX long doubles regardless (`needs_expansion`).
     fn doubling_pays(&self, t: &Table, items: u64) -> bool {
-        let (Some(_), Some(segs)) = (&self.cache, &self.shared.segments) else { return true };
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return true };
         let in_use = segs.in_use().max(1) as u64;
         let index_after = Table::bucket_bytes(t.log2() + 1);
         let segments_after = (self.shared.budget_bytes().saturating_sub(index_after) / segs.segment_bytes())
-            .saturating_sub(EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS) as u64;
+            .saturating_sub(EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed))
+            as u64;
         segments_after * items / in_use > items
     }
 
@@ -1911,6 +1944,8 @@ impl Inner {
     /// around every doubling.
     fn account_memory(&self, extra_index_bytes: usize) -> Option<(usize, usize)> {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return None };
+        let budget_segments = self.shared.budget_bytes() / segs.segment_bytes();
+        cache.wake_slack.store(wake_slack_for(budget_segments), Ordering::Relaxed);
         if !cache.index_in_budget {
             return None;
         }
@@ -2099,7 +2134,7 @@ impl Inner {
     }
 
     /// Cache mode, on the maintenance thread: reclaims segments until more
-    /// than EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS are free or
+    /// than EVICT_RESERVE_SEGMENTS + the wake slack are free or
     /// on their way (bounded: EVICT_SEGMENTS_PER_WAKE_MAX per call), so
     /// writers find free segments without reclaiming themselves. Returns
     /// true if it reclaimed anything.
@@ -2110,10 +2145,9 @@ impl Inner {
         }
         let mut reclaimed = false;
         let timing = Timing::start(self.watcher());
+        let keep_free = EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed);
         for _ in 0..EVICT_SEGMENTS_PER_WAKE_MAX {
-            if segs.free_or_pending() > EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS
-                || self.shutdown.load(Ordering::Relaxed)
-            {
+            if segs.free_or_pending() > keep_free || self.shutdown.load(Ordering::Relaxed) {
                 break;
             }
             if !self.reclaim_segment(local, Reclaim::Background) {
@@ -2177,8 +2211,9 @@ impl Inner {
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);
-            let near_full = self.shared.segments.as_ref().is_some_and(|segs| {
-                segs.free_count() <= EVICT_RESERVE_SEGMENTS + EVICT_WAKE_SLACK_SEGMENTS + ACCOUNT_NEAR_FULL_SEGMENTS
+            let near_full = self.cache.as_ref().zip(self.shared.segments.as_ref()).is_some_and(|(cache, segs)| {
+                segs.free_count()
+                    <= EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed) + ACCOUNT_NEAR_FULL_SEGMENTS
             });
             let period = match (clean, near_full) {
                 (false, _) => Duration::from_millis(1),
@@ -2424,6 +2459,7 @@ impl Store {
                 switching: std::sync::Mutex::new(()),
                 reclaimer: std::sync::Mutex::new([None, None]),
                 background: config.background_eviction,
+                wake_slack: AtomicUsize::new(wake_slack_for(config.memory_limit_bytes / segment_bytes)),
                 index_in_budget: config.index_in_budget,
                 merge: config.merge_segments,
                 #[cfg(test)]
@@ -2433,6 +2469,7 @@ impl Store {
                 expired_unfetched: AtomicU64::new(0),
                 reclaimed_segments: AtomicU64::new(0),
                 merged_segments: AtomicU64::new(0),
+                writer_reclaims: AtomicU64::new(0),
                 outsized: std::sync::Mutex::new(std::collections::VecDeque::new()),
             };
             freq_max = c.policy().freq_max().min(item::FREQ_BITS_MAX);
@@ -3724,6 +3761,7 @@ impl Store {
             s.expired_unfetched = c.expired_unfetched.load(Ordering::Relaxed);
             s.reclaimed_segments = c.reclaimed_segments.load(Ordering::Relaxed);
             s.merged_segments = c.merged_segments.load(Ordering::Relaxed);
+            s.writer_reclaims = c.writer_reclaims.load(Ordering::Relaxed);
             s.segments = (segs.count().min(inner.shared.budget_bytes() / segs.segment_bytes())) as u64;
             s.free_segments = segs.free_count() as u64;
             s.segment_bytes = segs.segment_bytes() as u64;
@@ -3802,6 +3840,18 @@ fn random_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wake slack: one segment below 512 of them (`-m 512` of 1 MiB
+    /// segments), a 256th of them above, 16 at most.
+    #[test]
+    fn wake_slack_scales_with_the_budget() {
+        assert_eq!(wake_slack_for(0), 1);
+        assert_eq!(wake_slack_for(64), 1);
+        assert_eq!(wake_slack_for(511), 1);
+        assert_eq!(wake_slack_for(1024), 4);
+        assert_eq!(wake_slack_for(4096), 16);
+        assert_eq!(wake_slack_for(1 << 20), EVICT_WAKE_SLACK_SEGMENTS_MAX);
+    }
 
     /// `Inner::with_room`, deterministically: allocations made to fail as
     /// if other writers had just taken every free segment. Each kind of

@@ -415,6 +415,12 @@ pub fn render(shared: &Shared) -> String {
     x.one("amalgam_segments_reclaimed_total", "counter", "Segments reclaimed.", engine.reclaimed_segments);
     x.one("amalgam_segments_merged_total", "counter", "Segments freed by merging sparse runs.", engine.merged_segments);
     x.one(
+        "amalgam_writer_reclaims_total",
+        "counter",
+        "Writes that found no free segment above the reserve and reclaimed one themselves (cache mode).",
+        engine.writer_reclaims,
+    );
+    x.one(
         "amalgam_eviction_policy_bytes",
         "gauge",
         "Bytes the eviction policy's own structures may make resident (S3-FIFO's ghost).",
