@@ -759,7 +759,7 @@ def test_wait_counts_acknowledgements_of_its_own_connections_writes(pair):
     try:
         assert writer.set("mine", "1") is True
         assert writer.execute_command("WAIT", 1, WAIT_TIMEOUT_MS) == 1
-        replica.proc.send_signal(signal.SIGSTOP)
+        stop_process(replica.proc)
         try:
             assert writer.set("mine", "2") is True
             assert writer.execute_command("WAIT", 1, 100) == 0
@@ -771,6 +771,30 @@ def test_wait_counts_acknowledgements_of_its_own_connections_writes(pair):
     finally:
         writer.close()
         idle.close()
+
+
+def stop_process(proc):
+    """Sends SIGSTOP to `proc` and returns once every one of its threads is
+    stopped. kill() returns before that: one thread takes the signal and
+    stops the others, and until it is scheduled the others run on (on CI's
+    two loaded cores a replica's link thread applied and acknowledged a
+    write after kill() had returned)."""
+    proc.send_signal(signal.SIGSTOP)
+    task_dir = f"/proc/{proc.pid}/task"
+
+    def all_stopped():
+        for tid in os.listdir(task_dir):
+            try:
+                with open(f"{task_dir}/{tid}/stat") as f:
+                    # The state follows the command's closing parenthesis.
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except FileNotFoundError:
+                continue  # a thread that exited meanwhile
+            if state != "T":
+                return False
+        return True
+
+    wait_until(all_stopped, f"every thread of {proc.pid} stopped")
 
 
 def stop_and_restart(node):
