@@ -1426,7 +1426,7 @@ impl Inner {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
 
         let free = segs.free_count();
-        if cache.background && free <= EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed) {
+        if cache.background && free <= cache.keep_free() {
             if let Some(th) = self.maintenance_thread.get() {
                 th.unpark();
             }
@@ -1903,8 +1903,7 @@ impl Inner {
         let in_use = segs.in_use().max(1) as u64;
         let index_after = Table::bucket_bytes(t.log2() + 1);
         let segments_after = (self.shared.budget_bytes().saturating_sub(index_after) / segs.segment_bytes())
-            .saturating_sub(EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed))
-            as u64;
+            .saturating_sub(cache.keep_free()) as u64;
         segments_after * items / in_use > items
     }
 
@@ -2145,7 +2144,7 @@ impl Inner {
         }
         let mut reclaimed = false;
         let timing = Timing::start(self.watcher());
-        let keep_free = EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed);
+        let keep_free = cache.keep_free();
         for _ in 0..EVICT_SEGMENTS_PER_WAKE_MAX {
             if segs.free_or_pending() > keep_free || self.shutdown.load(Ordering::Relaxed) {
                 break;
@@ -2211,10 +2210,11 @@ impl Inner {
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);
-            let near_full = self.cache.as_ref().zip(self.shared.segments.as_ref()).is_some_and(|(cache, segs)| {
-                segs.free_count()
-                    <= EVICT_RESERVE_SEGMENTS + cache.wake_slack.load(Ordering::Relaxed) + ACCOUNT_NEAR_FULL_SEGMENTS
-            });
+            let near_full = self
+                .cache
+                .as_ref()
+                .zip(self.shared.segments.as_ref())
+                .is_some_and(|(cache, segs)| segs.free_count() <= cache.keep_free() + ACCOUNT_NEAR_FULL_SEGMENTS);
             let period = match (clean, near_full) {
                 (false, _) => Duration::from_millis(1),
                 (true, true) => ACCOUNT_PERIOD_NEAR_FULL,
@@ -2244,6 +2244,14 @@ fn active_bit(e: Eviction) -> u32 {
 }
 
 impl Cache {
+    /// Free segments the maintenance thread keeps: the writers' reserve
+    /// ([`EVICT_RESERVE_SEGMENTS`]) and the wake slack above it. At or
+    /// below this a writer wakes the thread and the thread reclaims.
+    #[inline]
+    pub(crate) fn keep_free(&self) -> usize {
+        EVICT_RESERVE_SEGMENTS + self.wake_slack.load(Ordering::Relaxed)
+    }
+
     /// The policy in force.
     #[inline]
     pub(crate) fn policy(&self) -> &dyn Policy {
