@@ -140,8 +140,10 @@ pub(crate) struct SegmentMeta {
     queue: AtomicU8,
     /// Bytes used from the start; final once SEALED.
     fill: AtomicUsize,
-    /// Bytes of items the index points to (published minus unlinked);
-    /// approximate while writers run, for statistics and tests.
+    /// Bytes of items the index points to (published minus unlinked):
+    /// never below the bytes of the items linked now, never below 0
+    /// (`add_live`). The reclaimer retires a segment reading 0 unwalked
+    /// and merges sparse runs by it (reclaim.rs, 2a).
     live_bytes: AtomicI64,
     /// Creation order: a global counter taken when the segment was opened.
     seq: AtomicU64,
@@ -489,9 +491,17 @@ impl Segments {
     }
 
     /// Counts `bytes` of item at `p` as pointed to (or, negative, no longer
-    /// pointed to) by the index.
+    /// pointed to) by the index. Never below 0: a subtraction follows the
+    /// unlink of an item whose addition preceded its link under the same
+    /// bucket lock, so the addition is earlier in the count's modification
+    /// order (reclaim.rs, 2a). Debug builds check it.
     pub(crate) fn add_live(&self, p: *const u8, bytes: i64) {
-        self.meta(self.id_of(p)).live_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let id = self.id_of(p);
+        let before = self.meta(id).live_bytes.fetch_add(bytes, Ordering::Relaxed);
+        debug_assert!(
+            before + bytes >= 0,
+            "segment {id}'s live bytes went below 0 ({before} {bytes:+}): an unlink subtracted what no link added"
+        );
     }
 
     /// Takes a free segment for `queue` if more than `floor` are free, and
@@ -599,7 +609,7 @@ impl Segments {
         let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
         let sealed_live = |id: u32| {
             let m = self.meta(id);
-            (m.state.load(Ordering::Acquire) == SEALED).then(|| m.live_bytes.load(Ordering::Relaxed).max(0))
+            (m.state.load(Ordering::Acquire) == SEALED).then(|| m.live_bytes.load(Ordering::Relaxed))
         };
         for start in 0..q.len().min(scan) {
             let mut live = 0i64;
