@@ -435,7 +435,8 @@ pub fn parse_memory(s: &str) -> Result<usize, String> {
 
 /// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
 /// 1024, m, mb, g, gb; case-insensitive; no sign), or None if `s` is not
-/// a memory value.
+/// a memory value. No digits read as 0, as `strtoull` reads them there:
+/// `CONFIG SET maxmemory ""` and `"kb"` set 0 in Redis 7.0.
 pub fn memory_value(s: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -450,7 +451,8 @@ pub fn memory_value(s: &[u8]) -> Option<u64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
-    digits.parse::<u64>().ok()?.checked_mul(mul)
+    let n = if digits.is_empty() { 0 } else { digits.parse::<u64>().ok()? };
+    n.checked_mul(mul)
 }
 
 /// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does (a

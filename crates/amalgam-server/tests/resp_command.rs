@@ -112,3 +112,31 @@ fn command_getkeys() {
         error("ERR wrong number of arguments for 'command|getkeys' command")
     );
 }
+
+/// RESP3: COMMAND INFO's flags, ACL categories, tips and key specs are
+/// sets, and so are the subcommands when there are none (bytes read from
+/// Redis 7.0.15).
+#[test]
+fn command_info_in_resp3() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(
+        c.call(&["COMMAND", "INFO", "get"]),
+        "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n\
+         +@fast\r\n~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n%2\r\n$4\r\n\
+         type\r\n$5\r\nindex\r\n$4\r\nspec\r\n%1\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n%2\r\n$4\r\ntype\r\n\
+         $5\r\nrange\r\n$4\r\nspec\r\n%3\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n~0\r\n"
+    );
+    assert_eq!(
+        c.call(&["COMMAND", "INFO", "ping"]),
+        "*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@fast\r\n+@connection\r\n~2\r\n\
+         $25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n"
+    );
+    // A container: no key specs (a set), its subcommands an array.
+    let config = c.call(&["COMMAND", "INFO", "config"]);
+    assert!(
+        config.starts_with("*1\r\n*10\r\n$6\r\nconfig\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n*"),
+        "{config}"
+    );
+}

@@ -126,3 +126,46 @@ fn collection_thresholds_are_settable() {
     );
     assert_eq!(c.call(&["DEL", &h]), int(1));
 }
+
+/// CONFIG GET answers a name asked for without a glob character as it was
+/// typed (the first spelling when asked twice), and a glob's matches by
+/// their own names; an empty memory value is 0, as Redis's `memtoull`
+/// reads it.
+#[test]
+fn config_get_echoes_a_literal_name_and_an_empty_memory_value_is_zero() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "Hash-Max-Ziplist-Value"]),
+        "*2\r\n$22\r\nHash-Max-Ziplist-Value\r\n$2\r\n64\r\n"
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "HASH-MAX-LISTPACK-VALUE", "hash-max-listpack-value"]),
+        "*2\r\n$23\r\nHASH-MAX-LISTPACK-VALUE\r\n$2\r\n64\r\n"
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "HASH-MAX-LISTPACK-VAL*"]),
+        "*2\r\n$23\r\nhash-max-listpack-value\r\n$2\r\n64\r\n"
+    );
+    // zset's: this file's other tests set hash thresholds at the same
+    // time (tests run in parallel on one server).
+    assert_eq!(c.call(&["CONFIG", "SET", "zset-max-listpack-value", ""]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "zset-max-listpack-value"]),
+        "*2\r\n$23\r\nzset-max-listpack-value\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "zset-max-listpack-value", "7"]), OK);
+    assert_eq!(c.call(&["CONFIG", "SET", "zset-max-listpack-value", "kb"]), OK);
+    assert_eq!(
+        c.call(&["CONFIG", "GET", "zset-max-listpack-value"]),
+        "*2\r\n$23\r\nzset-max-listpack-value\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "hash-max-listpack-entries", ""]),
+        error(
+            "ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - argument couldn't be \
+             parsed into an integer"
+        )
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "zset-max-listpack-value", "64"]), OK);
+}

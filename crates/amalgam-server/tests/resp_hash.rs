@@ -294,6 +294,16 @@ fn hdel_and_emptying_deletes_the_key() {
     assert_eq!(c.call(&["HINCRBYFLOAT", &n, "f", "abc"]), error("ERR value is not a valid float"));
     assert_eq!(c.call(&["HINCRBYFLOAT", &n, "f", "inf"]), error("ERR value is NaN or Infinity"));
     assert_eq!(c.call(&["EXISTS", &n]), int(0));
+    // HINCRBYFLOAT checks its increment before the key's kind.
+    let s = key("hibf-str");
+    assert_eq!(c.call(&["SET", &s, "x"]), OK);
+    assert_eq!(c.call(&["HINCRBYFLOAT", &s, "f", "abc"]), error("ERR value is not a valid float"));
+    assert_eq!(c.call(&["HINCRBYFLOAT", &s, "f", "-inf"]), error("ERR value is NaN or Infinity"));
+    assert_eq!(
+        c.call(&["HINCRBYFLOAT", &s, "f", "1.5"]),
+        error("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    assert_eq!(c.call(&["GET", &s]), bulk("x"));
 }
 
 #[test]

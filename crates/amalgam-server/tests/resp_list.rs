@@ -811,3 +811,98 @@ fn a_list_written_often_goes_large_intact() {
     assert_eq!(c.call(&["LLEN", &k]), int(10));
     assert_eq!(c.call(&["LINDEX", &k, "-1"]), bulk(want[9]));
 }
+
+#[test]
+fn rename_onto_a_blocked_key_serves_its_client() {
+    // RENAME and RENAMENX put a value at the destination as a push does:
+    // Redis's dbAdd signals the key ready, and the client blocked there
+    // is served at once (not at its timeout).
+    let Some(server) = two_workers() else { return };
+    let (src, dst) = (key("rn-src"), key("rn-dst"));
+    let mut waiter = Resp::new(&server);
+    let mut writer = Resp::new(&server);
+    waiter.send(&["BLPOP", &dst, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["RPUSH", &src, "a", "b"]), int(2));
+    assert_eq!(writer.call(&["RENAME", &src, &dst]), OK);
+    assert_eq!(waiter.reply(), bulks(&[&dst, "a"]));
+    assert_eq!(all(&mut writer, &dst), bulks(&["b"]));
+    assert_eq!(writer.call(&["DEL", &dst]), int(1));
+    // RENAMENX, and a sorted set for BZPOPMIN.
+    waiter.send(&["BZPOPMIN", &dst, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["ZADD", &src, "1", "m"]), int(1));
+    assert_eq!(writer.call(&["RENAMENX", &src, &dst]), int(1));
+    assert_eq!(waiter.reply(), format!("*3\r\n{}{}{}", bulk(&dst), bulk("m"), bulk("1")));
+    assert_eq!(writer.call(&["EXISTS", &src, &dst]), int(0));
+    // A string renamed there leaves a list's client blocked (Redis 7.0
+    // signals lists and sorted sets only); a list renamed over it later
+    // serves it.
+    waiter.send(&["BLPOP", &dst, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["SET", &src, "s"]), OK);
+    assert_eq!(writer.call(&["RENAME", &src, &dst]), OK);
+    assert!(waiter.silent(), "a string does not serve a BLPOP");
+    assert_eq!(writer.call(&["RPUSH", &src, "z"]), int(1));
+    assert_eq!(writer.call(&["RENAME", &src, &dst]), OK);
+    assert_eq!(waiter.reply(), bulks(&[&dst, "z"]));
+    assert_eq!(writer.call(&["EXISTS", &dst]), int(0));
+}
+
+#[test]
+fn a_client_blocked_on_several_keys_is_served_from_the_first_ready() {
+    // Redis serves a blocked client from the first of its keys that
+    // became ready, not the first it named: a transaction that pushes
+    // to its second key, then its first, serves it from the second.
+    let Some(server) = two_workers() else { return };
+    let (k1, k2) = (key("rd-1"), key("rd-2"));
+    let mut waiter = Resp::new(&server);
+    let mut writer = Resp::new(&server);
+    waiter.send(&["BLPOP", &k1, &k2, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["MULTI"]), OK);
+    assert_eq!(writer.call(&["RPUSH", &k2, "x"]), "+QUEUED\r\n");
+    assert_eq!(writer.call(&["RPUSH", &k1, "y"]), "+QUEUED\r\n");
+    assert_eq!(writer.call(&["EXEC"]), "*2\r\n:1\r\n:1\r\n");
+    assert_eq!(waiter.reply(), bulks(&[&k2, "x"]));
+    assert_eq!(all(&mut writer, &k1), bulks(&["y"]));
+    assert_eq!(writer.call(&["EXISTS", &k2]), int(0));
+    // And the other way round.
+    assert_eq!(writer.call(&["DEL", &k1]), int(1));
+    waiter.send(&["BLPOP", &k1, &k2, "0"]);
+    await_blocked(&server, 1);
+    assert_eq!(writer.call(&["MULTI"]), OK);
+    assert_eq!(writer.call(&["RPUSH", &k1, "p"]), "+QUEUED\r\n");
+    assert_eq!(writer.call(&["RPUSH", &k2, "q"]), "+QUEUED\r\n");
+    assert_eq!(writer.call(&["EXEC"]), "*2\r\n:1\r\n:1\r\n");
+    assert_eq!(waiter.reply(), bulks(&[&k1, "p"]));
+    assert_eq!(all(&mut writer, &k2), bulks(&["q"]));
+    assert_eq!(writer.call(&["DEL", &k2]), int(1));
+}
+
+#[test]
+fn blocking_commands_in_a_transaction_answer_their_null() {
+    // Inside EXEC nothing blocks: BLPOP, BRPOP and BLMPOP answer a null
+    // array; BLMOVE and BRPOPLPUSH a null bulk (`$-1` in RESP2, `_` in
+    // RESP3), as Redis answers a client that may not block.
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let (e, d) = (key("tx-empty"), key("tx-dst"));
+    assert_eq!(c.call(&["MULTI"]), OK);
+    for cmd in [
+        vec!["BLPOP", &e, "0"],
+        vec!["BRPOP", &e, "0"],
+        vec!["BLMPOP", "0", "1", &e, "LEFT"],
+        vec!["BLMOVE", &e, &d, "LEFT", "LEFT", "0"],
+        vec!["BRPOPLPUSH", &e, &d, "0"],
+    ] {
+        assert_eq!(c.call(&cmd), "+QUEUED\r\n");
+    }
+    assert_eq!(c.call(&["EXEC"]), "*5\r\n*-1\r\n*-1\r\n*-1\r\n$-1\r\n$-1\r\n");
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["BLPOP", &e, "0"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["BLMOVE", &e, &d, "LEFT", "LEFT", "0"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), "*2\r\n_\r\n_\r\n");
+    assert_eq!(c.call(&["EXISTS", &d]), int(0));
+}

@@ -295,3 +295,37 @@ fn no_client_sees_a_multi_key_change_half_done() {
     all.dedup();
     assert_eq!(all.len(), MEMBERS);
 }
+
+#[test]
+fn ltrim_that_removes_nothing_still_aborts_a_watch() {
+    // Redis's LTRIM signals its key modified whether or not it trimmed
+    // anything (as SET of the same value does).
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let mut other = Resp::new(&server);
+    let (l, big) = (key("lt-w"), key("lt-w-big"));
+    assert_eq!(c.call(&["RPUSH", &l, "a", "b", "c"]), int(3));
+    assert_eq!(c.call(&["WATCH", &l]), OK);
+    assert_eq!(other.call(&["LTRIM", &l, "0", "100"]), OK);
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["PING"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), "*-1\r\n");
+    // A large list (past the compact form) likewise.
+    let items: Vec<String> = (0..1000).map(|i| format!("item-{i:06}")).collect();
+    let mut push = vec!["RPUSH", big.as_str()];
+    push.extend(items.iter().map(String::as_str));
+    assert_eq!(c.call(&push), int(1000));
+    assert_eq!(c.call(&["WATCH", &big]), OK);
+    assert_eq!(other.call(&["LTRIM", &big, "0", "-1"]), OK);
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["PING"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), "*-1\r\n");
+    assert_eq!(c.call(&["LLEN", &big]), int(1000));
+    // LTRIM of a missing key changes nothing: no abort.
+    let none = key("lt-w-none");
+    assert_eq!(c.call(&["WATCH", &none]), OK);
+    assert_eq!(other.call(&["LTRIM", &none, "0", "1"]), OK);
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["PING"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), "*1\r\n+PONG\r\n");
+}

@@ -61,6 +61,17 @@ pub enum HashError {
     IncrNanOrInfinity,
 }
 
+/// HINCRBYFLOAT's increment, checked as Redis checks it before it looks
+/// at the key (so a bad increment on a key of another kind answers this
+/// error, not WRONGTYPE).
+pub fn float_incr(incr: &[u8]) -> Result<ld::Ld, HashError> {
+    let incr = ld::parse(incr).ok_or(HashError::IncrNotAFloat)?;
+    if incr.is_infinite() {
+        return Err(HashError::IncrNanOrInfinity);
+    }
+    Ok(incr)
+}
+
 impl HashError {
     /// The error reply's text (after the `-`).
     pub fn message(self) -> &'static str {
@@ -429,10 +440,7 @@ impl Hash {
     /// precision, stores and returns the result as Redis prints it
     /// (`%.17Lf`, trailing zeros trimmed). Errors in Redis's order.
     pub fn incr_by_float(&mut self, field: &[u8], incr: &[u8], th: &Thresholds) -> Result<Vec<u8>, HashError> {
-        let incr = ld::parse(incr).ok_or(HashError::IncrNotAFloat)?;
-        if incr.is_infinite() {
-            return Err(HashError::IncrNanOrInfinity);
-        }
+        let incr = float_incr(incr)?;
         let cur = match self.get(field) {
             None => ld::Ld::ZERO,
             Some(v) => ld::parse(v).ok_or(HashError::NotAFloat)?,

@@ -27,12 +27,15 @@
 //!   `(token, seq)` wake-ups and the worker's `mio::Waker`.
 //! * A push ([`Registry::signal`], from every write that can create a list
 //!   or add to a sorted set: the pushes, LMOVE's destination, a ZADD or
-//!   ZINCRBY that added a member, a *STORE that stored a sorted set) wakes the *head* of the key's
+//!   ZINCRBY that added a member, a *STORE that stored a sorted set, the
+//!   destination of COPY, RENAME and RENAMENX) wakes the *head* of the key's
 //!   queue: sets its ticket's `notified` flag and, if it was clear, posts
 //!   to its worker's mailbox and wakes that worker. With nobody blocked
 //!   anywhere (an atomic count) a push pays one relaxed load, no lock.
 //! * The woken worker ([`woken`]) clears `notified`, and retries the pop on
-//!   the keys where the client is (still) at the head of the queue. Served:
+//!   the keys where the client is (still) at the head of the queue, the
+//!   key whose signal woke it first (`Ticket::ready`: Redis serves a
+//!   client from the first of its keys to become ready). Served:
 //!   it leaves every queue, its reply goes out and its connection resumes
 //!   its pipeline. Not served (another client — a plain LPOP, say — took
 //!   the element first): it stays blocked, in place.
@@ -83,7 +86,7 @@ use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
-use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null_array};
+use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null, push_null_array};
 use amalgam_types::Kind;
 use mio::Waker;
 use std::collections::hash_map::RandomState;
@@ -109,6 +112,11 @@ pub struct Ticket {
     seq: u64,
     /// A wake-up is posted and not yet taken: further pushes post none.
     notified: AtomicBool,
+    /// The key whose signal posted that wake-up: the woken client tries
+    /// it first, as Redis serves a client from the first of its keys that
+    /// became ready (a MULTI pushing `k2` then `k1` serves `BLPOP k1 k2`
+    /// from `k2`), not from the first it named.
+    ready: Mutex<Option<Vec<u8>>>,
 }
 
 type Queues = HashMap<Vec<u8>, VecDeque<Arc<Ticket>>>;
@@ -226,6 +234,9 @@ impl Registry {
         if t.notified.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Before the post: the mailbox's lock orders it before the woken
+        // worker's read.
+        *lock(&t.ready) = Some(key.to_vec());
         if let Some(m) = self.mailboxes.get(t.worker) {
             lock(&m.wakes).push((t.token, t.seq));
             if let Some(w) = m.waker.get() {
@@ -462,22 +473,18 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     if attempt(ctx, &op, &keys, &may, true, out) == Try::Served {
         return;
     }
-    if ctx.session.multi.executing {
-        // Inside EXEC nothing blocks: Redis answers as if the timeout had
-        // passed.
-        return push_null_array(out, ctx.proto());
-    }
-    let Some((worker, token)) = ctx.session.home else {
-        // Not on a worker's connection (cannot happen in the server):
-        // answer as Redis answers a client that may not block.
-        return push_null_array(out, ctx.proto());
+    // Inside EXEC nothing blocks: Redis answers as a client that may not
+    // block, a null array (BLMOVE and BRPOPLPUSH: a null bulk, `$-1` in
+    // RESP2). Off a worker's connection (cannot happen in the server):
+    // the same.
+    let home = ctx.session.home.filter(|_| !ctx.session.multi.executing);
+    let Some((worker, token)) = home else {
+        return match op {
+            Op::Move { .. } => push_null(out, ctx.proto()),
+            _ => push_null_array(out, ctx.proto()),
+        };
     };
-    let ticket = Arc::new(Ticket {
-        worker,
-        token,
-        seq: registry.next_seq.fetch_add(1, Ordering::Relaxed),
-        notified: AtomicBool::new(false),
-    });
+    let ticket = Ticket::new(worker, token, registry.next_seq.fetch_add(1, Ordering::Relaxed));
     registry.register(&ticket, &keys);
     // Once more, now that a push would wake us (module notes).
     let may = registry.heads(&ticket, &keys);
@@ -520,6 +527,14 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
         return false;
     }
     let may = shared.blocking.heads(&b.ticket, &b.keys);
+    // The key that became ready first is tried first (`Ticket::ready`).
+    let mut order: Vec<usize> = (0..b.keys.len()).collect();
+    let ready = lock(&b.ticket.ready).take();
+    if let Some(i) = ready.and_then(|r| b.keys.iter().position(|k| *k == r)) {
+        order[..=i].rotate_right(1);
+    }
+    let keys: Vec<Vec<u8>> = order.iter().map(|&i| b.keys[i].clone()).collect();
+    let may: Vec<bool> = order.iter().map(|&i| may[i]).collect();
     let c = ctx(shared, stats, session);
     // Its keys held, as a multi-key command is when it runs first
     // (resp/multi.rs): BLMOVE's pop and push happen at once.
@@ -527,7 +542,7 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     if let Op::Move { dst, .. } = &b.op {
         held.push(dst);
     }
-    let served = shared.store.atomically(&held, || attempt(&c, &b.op, &b.keys, &may, false, out));
+    let served = shared.store.atomically(&held, || attempt(&c, &b.op, &keys, &may, false, out));
     if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);
@@ -570,12 +585,7 @@ pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout:
         return amalgam_protocol::resp::push_int(out, shared.repl.acked(offset) as i64);
     };
     let registry = &shared.blocking;
-    let ticket = Arc::new(Ticket {
-        worker,
-        token,
-        seq: registry.next_seq.fetch_add(1, Ordering::Relaxed),
-        notified: AtomicBool::new(false),
-    });
+    let ticket = Ticket::new(worker, token, registry.next_seq.fetch_add(1, Ordering::Relaxed));
     registry.register(&ticket, &[]);
     shared.repl.add_waiter(Arc::clone(&ticket), offset, replicas);
     // Once more, now that an ack would wake us (an ack between the
@@ -607,6 +617,10 @@ pub fn wake_ticket(shared: &Shared, ticket: &Ticket) {
 }
 
 impl Ticket {
+    fn new(worker: usize, token: usize, seq: u64) -> Arc<Ticket> {
+        Arc::new(Ticket { worker, token, seq, notified: AtomicBool::new(false), ready: Mutex::new(None) })
+    }
+
     /// Its blocking episode's number.
     pub fn seq(&self) -> u64 {
         self.seq
@@ -649,7 +663,7 @@ mod tests {
 
     fn ticket(r: &Registry, worker: usize, token: usize) -> Arc<Ticket> {
         let seq = r.next_seq.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Ticket { worker, token, seq, notified: AtomicBool::new(false) })
+        Ticket::new(worker, token, seq)
     }
 
     #[test]

@@ -111,11 +111,17 @@ fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     for t in spec.tips {
         push_bulk(out, t.as_bytes());
     }
-    push_array(out, spec.keys.len());
+    // Sets in RESP3, as Redis 7.0 answers: the key specs always, the
+    // subcommands only when there are none (an array otherwise).
+    push_set(out, spec.keys.len(), proto);
     for ks in spec.keys {
         key_spec(ks, proto, out);
     }
-    push_array(out, spec.subcommands.len());
+    if spec.subcommands.is_empty() {
+        push_set(out, 0, proto);
+    } else {
+        push_array(out, spec.subcommands.len());
+    }
     for s in spec.subcommands {
         command_info(s, proto, out);
     }

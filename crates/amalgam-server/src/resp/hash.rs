@@ -118,6 +118,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Hincrbyfloat => {
             let field: &[u8] = &args[2];
             let incr: &[u8] = &args[3];
+            // Redis parses the increment before it looks up the key.
+            if let Err(e) = hash::float_incr(incr) {
+                return push_error(out, e.message().as_bytes());
+            }
             let r =
                 write(ctx, &args[1], Kind::Hash, true, |v, t, log| match hash_mut(v).incr_by_float(field, incr, t) {
                     Ok(s) => {

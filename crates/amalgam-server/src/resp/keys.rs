@@ -327,7 +327,15 @@ fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
         }
         return if nx { push_int(out, 0) } else { push_simple(out, "OK") };
     }
-    match store.rename(src, dst, nx) {
+    let r = store.rename(src, dst, nx);
+    if let Ok(true) = r {
+        // A client blocked on the destination (BLPOP, BZPOPMIN …) is
+        // served, as Redis's dbAdd signals the key ready. Whatever the
+        // kind: a client woken for a key of another kind stays blocked
+        // (blocking.rs), as Redis signals lists and sorted sets only.
+        ctx.shared.blocking.signal(dst);
+    }
+    match r {
         Ok(true) if nx => push_int(out, 1),
         Ok(true) => push_simple(out, "OK"),
         Ok(false) => push_int(out, 0),

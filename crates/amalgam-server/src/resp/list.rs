@@ -152,12 +152,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             let (Some(start), Some(stop)) = (int_arg(&args[2]), int_arg(&args[3])) else {
                 return push_error(out, err::NOT_INTEGER.as_bytes());
             };
+            // A write even when it removes nothing: Redis's LTRIM signals
+            // the key modified regardless, so it aborts a WATCH on it.
             let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
-                let l = list_mut(v);
-                let before = l.len();
-                l.trim(start, stop);
+                list_mut(v).trim(start, stop);
                 log.log(|| Op::LTrim { start, stop });
-                (if l.len() != before { Changed::Yes } else { Changed::No }, ())
+                (Changed::Yes, ())
             });
             match r {
                 Ok(Access::WrongType) => push_error(out, typed::WRONGTYPE.as_bytes()),
