@@ -129,6 +129,16 @@ fn keys_and_scan_of_one_key() {
     assert_eq!(c.call(&["KEYS", &k]), format!("*1\r\n{}", bulk(&k)));
     assert_eq!(c.call(&["SCAN", "0", "MATCH", &k, "COUNT", "1000000"]), format!("*2\r\n$1\r\n0\r\n*1\r\n{}", bulk(&k)));
     assert_eq!(c.call(&["SCAN", "x"]), error("ERR invalid cursor"));
+    // The cursor is read as C's strtoul reads it: a sign is accepted,
+    // and the empty string is cursor 0; a leading space or a trailing
+    // non-digit is not.
+    let whole = format!("*2\r\n$1\r\n0\r\n*1\r\n{}", bulk(&k));
+    assert_eq!(c.call(&["SCAN", "+0", "MATCH", &k, "COUNT", "1000000"]), whole);
+    assert_eq!(c.call(&["SCAN", "", "MATCH", &k, "COUNT", "1000000"]), whole);
+    assert!(c.call(&["SCAN", "-1", "MATCH", &k]).starts_with("*2\r\n$"), "-1 is a cursor (2^64-1)");
+    assert_eq!(c.call(&["SCAN", " 0"]), error("ERR invalid cursor"));
+    assert_eq!(c.call(&["SCAN", "0x"]), error("ERR invalid cursor"));
+    assert_eq!(c.call(&["SCAN", "-"]), error("ERR invalid cursor"));
     assert_eq!(c.call(&["SCAN", "0", "COUNT", "0"]), error("ERR syntax error"));
     assert_eq!(c.call(&["SCAN", "0", "COUNT", "x"]), error("ERR value is not an integer or out of range"));
     assert_eq!(c.call(&["SCAN", "0", "bogus"]), error("ERR syntax error"));

@@ -243,14 +243,11 @@ fn keys(ctx: &Ctx<'_>, pattern: &[u8], out: &mut Vec<u8>) {
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE t], parsed as Redis's
 /// `scanGenericCommand` parses it.
 fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    // Redis's parseScanCursorOrReply: strtoull of the whole argument.
-    let cursor_ok = !args[1].is_empty()
-        && args[1].iter().all(u8::is_ascii_digit)
-        && std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse::<u64>().ok()).is_some();
-    if !cursor_ok {
+    // Redis's parseScanCursorOrReply, as HSCAN SSCAN ZSCAN read theirs
+    // (`-1` and `+5` are cursors, so is the empty string).
+    let Some(mut cursor) = super::typed::parse_cursor(&args[1]) else {
         return push_error(out, err::INVALID_CURSOR.as_bytes());
-    }
-    let mut cursor: u64 = std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    };
     let mut count = SCAN_COUNT_DEFAULT;
     let mut pattern: Option<&[u8]> = None;
     let mut type_filter: Option<&[u8]> = None;
