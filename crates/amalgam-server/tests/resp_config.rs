@@ -169,3 +169,14 @@ fn config_get_echoes_a_literal_name_and_an_empty_memory_value_is_zero() {
     );
     assert_eq!(c.call(&["CONFIG", "SET", "zset-max-listpack-value", "64"]), OK);
 }
+
+/// CONFIG HELP and ACL HELP end as every Redis 7 HELP does.
+#[test]
+fn help_ends_with_prints_this_help() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    for cmd in ["CONFIG", "ACL"] {
+        let help = c.call(&[cmd, "HELP"]);
+        assert!(help.ends_with("+HELP\r\n+    Prints this help.\r\n"), "{cmd} HELP: {help}");
+    }
+}

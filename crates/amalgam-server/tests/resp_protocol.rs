@@ -332,6 +332,18 @@ fn keys_past_the_engine_limit() {
     assert_eq!(c.call(&["EXISTS", &long, ""]), int(0));
     assert_eq!(c.call(&["DEL", &long]), int(0));
     assert_eq!(c.call(&["SET", &"k".repeat(250), "v"]), OK);
+    // MSET and MSETNX refuse a bad key before writing any pair: none of
+    // the pairs before it is written.
+    assert_eq!(c.call(&["MSET", "f1", "1", "", "2", "f2", "3"]), refused);
+    assert_eq!(c.call(&["MSETNX", "f1", "1", &long, "2", "f2", "3"]), refused);
+    assert_eq!(c.call(&["EXISTS", "f1", "f2"]), int(0));
+    // RENAME to a key the engine cannot hold: the invalid-key error when
+    // the source exists (nothing moves), "no such key" when it does not.
+    assert_eq!(c.call(&["SET", "src", "v"]), OK);
+    assert_eq!(c.call(&["RENAME", "src", ""]), refused);
+    assert_eq!(c.call(&["RENAMENX", "src", &long]), refused);
+    assert_eq!(c.call(&["GET", "src"]), bulk("v"));
+    assert_eq!(c.call(&["RENAME", "nosuch", ""]), error("ERR no such key"));
 }
 
 #[test]

@@ -213,6 +213,43 @@ fn incrbyfloat() {
     assert_eq!(c.call(&["INCRBYFLOAT", &k, "inf"]), error("ERR increment would produce NaN or Infinity"));
     assert_eq!(c.call(&["SET", &k, "x"]), OK);
     assert_eq!(c.call(&["INCRBYFLOAT", &k, "1"]), error("ERR value is not a valid float"));
+    // Redis's long double to the last digit: a counter near 10^15 moves
+    // by 0.4 (it stayed put in f64 at 15 digits), the shortest decimal
+    // of an f64 sum is not what Redis prints, hex is a float.
+    assert_eq!(c.call(&["SET", &k, "1000000000000000"]), OK);
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "0.4"]), bulk("1000000000000000.4000244140625"));
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "0.4"]), bulk("1000000000000000.800048828125"));
+    assert_eq!(c.call(&["SET", &k, "0.1"]), OK);
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "0.2"]), bulk("0.3"));
+    assert_eq!(c.call(&["SET", &k, "3"]), OK);
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "1e-15"]), bulk("3.000000000000001"));
+    assert_eq!(c.call(&["SET", &k, "123456.7890123456"]), OK);
+    assert_eq!(
+        c.call(&["INCRBYFLOAT", &k, "0"]),
+        bulk("123456.78901234559999978"),
+        "%.17Lf of the nearest long double"
+    );
+    assert_eq!(c.call(&["SET", &k, "0x10"]), OK);
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "0x1p3"]), bulk("24"));
+    // Past f64's range: the long double nearest 1e400, every digit
+    // printed (read from Redis 7.0.15).
+    let near_1e400 =
+        "10000000000000000000281880683947586514586453433629052038625910693539685534008629862039363994848324\
+                      160522094053927317616200295822777259255734023828976593340661017797447434546173917862448116674971\
+                      723778943824391593338047470675026246684401359237513603830343735485505244955964979021825038280091\
+                      068414947402456898653040951017512658092615827588920183472511643316591362664138176309734806343732\
+                      497430221946880";
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "1e400"]), bulk(near_1e400));
+    // The key's kind is checked first, then its value, then the increment.
+    let l = key("f-list");
+    assert_eq!(c.call(&["RPUSH", &l, "a"]), int(1));
+    assert_eq!(
+        c.call(&["INCRBYFLOAT", &l, "abc"]),
+        error("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+    assert_eq!(c.call(&["SET", &k, "x"]), OK);
+    assert_eq!(c.call(&["INCRBYFLOAT", &k, "abc"]), error("ERR value is not a valid float"));
+    assert_eq!(c.call(&["GET", &k]), bulk("x"));
 }
 
 #[test]

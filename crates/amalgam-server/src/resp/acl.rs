@@ -971,7 +971,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 "WHOAMI",
                 "    Return the current connection username.",
                 "HELP",
-                "    Print this help.",
+                "    Prints this help.",
             ],
             out,
         ),

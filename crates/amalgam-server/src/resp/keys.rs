@@ -324,6 +324,15 @@ fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
         }
         return if nx { push_int(out, 0) } else { push_simple(out, "OK") };
     }
+    if dst.is_empty() || dst.len() > amalgam_engine::KEY_BYTES_MAX {
+        // A destination the engine cannot hold: Redis's "no such key" only
+        // if the source is missing too, else the invalid-key error (as
+        // COPY and SET answer it).
+        if store.peek(src, |_| ()).is_none() {
+            return push_error(out, NO_SUCH_KEY.as_bytes());
+        }
+        return push_error(out, super::strings::KEY_INVALID.as_bytes());
+    }
     let r = store.rename(src, dst, nx);
     if let Ok(true) = r {
         // A client blocked on the destination (BLPOP, BZPOPMIN …) is

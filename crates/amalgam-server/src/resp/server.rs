@@ -400,7 +400,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 "REWRITE",
                 "    Rewrite the configuration file.",
                 "HELP",
-                "    Print this help.",
+                "    Prints this help.",
             ],
             out,
         ),

@@ -20,17 +20,6 @@ use super::table::Cmd;
 /// 512 MB, the empty one included; memcached's limit applies here).
 pub(crate) const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
 
-/// Redis's `MAX_LONG_DOUBLE_CHARS`: a longer value or increment is not a
-/// valid float.
-const FLOAT_CHARS_MAX: usize = 5 * 1024;
-
-/// Significant digits INCRBYFLOAT keeps. Redis computes in `long double`
-/// and prints `%.17Lf`; in `f64` the 15 digits every decimal input keeps
-/// (`DBL_DIG`) give the same text for the usual sums (10.5 + 0.1 is 10.6).
-const FLOAT_DIGITS: i32 = 15;
-/// Redis's `%.17Lf`: at most 17 digits after the point.
-const FLOAT_DECIMALS_MAX: i32 = 17;
-
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Set => set(ctx, args, out),
@@ -413,9 +402,19 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
+/// True if a key of MSET's or MSETNX's pairs is one the engine refuses
+/// (empty or longer than `KEY_BYTES_MAX`): they answer the error before
+/// writing anything, so none of the pairs before it is written either.
+fn bad_key_among(pairs: &[Arg<'_>]) -> bool {
+    pairs.chunks_exact(2).any(|p| p[0].is_empty() || p[0].len() > amalgam_engine::KEY_BYTES_MAX)
+}
+
 fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if args.len() % 2 == 0 {
         return super::wrong_arity("mset", out);
+    }
+    if bad_key_among(&args[1..]) {
+        return push_error(out, KEY_INVALID.as_bytes());
     }
     for pair in args[1..].chunks_exact(2) {
         if let Err(e) = ctx.shared.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
@@ -428,6 +427,9 @@ fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if args.len() % 2 == 0 {
         return super::wrong_arity("msetnx", out);
+    }
+    if bad_key_among(&args[1..]) {
+        return push_error(out, KEY_INVALID.as_bytes());
     }
     let store = &ctx.shared.store;
     let any = {
@@ -493,52 +495,28 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
     }
 }
 
-/// Redis's `string2ld` in f64: the whole argument is a number (no spaces),
-/// not NaN, not longer than [`FLOAT_CHARS_MAX`].
-fn parse_float(a: &[u8]) -> Option<f64> {
-    if a.is_empty() || a.len() > FLOAT_CHARS_MAX {
-        return None;
-    }
-    let v: f64 = std::str::from_utf8(a).ok()?.parse().ok()?;
-    (!v.is_nan()).then_some(v)
-}
-
-/// INCRBYFLOAT's text for `v`: [`FLOAT_DIGITS`] significant digits, no
-/// exponent, trailing zeros and point removed, `-0` as `0`.
-pub(crate) fn format_float(v: f64) -> String {
-    let magnitude = if v == 0.0 { 0 } else { v.abs().log10().floor() as i32 + 1 };
-    let decimals = (FLOAT_DIGITS - magnitude).clamp(0, FLOAT_DECIMALS_MAX) as usize;
-    let mut s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
-    if s == "-0" {
-        s = "0".into();
-    }
-    s
-}
-
+/// INCRBYFLOAT, in Redis's `long double` to the last digit (the same
+/// emulation as HINCRBYFLOAT, `amalgam_types::hash::ld`: x87 extended
+/// precision, `%.17Lf` with trailing zeros trimmed). In `f64` a counter
+/// near 10^15 would not move by 0.4, and 0.1 + 0.2 would print
+/// 0.30000000000000004. Redis's order of checks: the key's kind, then
+/// its value, then the increment; an infinite increment is refused only
+/// as the infinite sum it makes.
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let Some(incr) = parse_float(&args[2]) else { return push_error(out, err::NOT_FLOAT.as_bytes()) };
+    use amalgam_types::hash::ld;
+    let incr: &[u8] = &args[2];
     let r = ctx.shared.store.update(&args[1], |old| {
         let (cur, flags, expiry) = match old {
-            None => (0.0, 0, Expiry::Never),
+            None => (ld::Ld::ZERO, 0, Expiry::Never),
             Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
-            Some(it) => match parse_float(it.value()) {
+            Some(it) => match ld::parse(it.value()) {
                 Some(v) => (v, it.flags(), it.expiry()),
                 None => return (Update::Keep, Err(err::NOT_FLOAT)),
             },
         };
-        let new = cur + incr;
-        if !new.is_finite() {
-            return (Update::Keep, Err(err::NAN_OR_INF));
-        }
-        let text = format_float(new).into_bytes();
+        let Some(incr) = ld::parse(incr) else { return (Update::Keep, Err(err::NOT_FLOAT)) };
+        let Some(sum) = ld::add(cur, incr) else { return (Update::Keep, Err(err::NAN_OR_INF)) };
+        let text = ld::format_human(sum);
         let put = Update::Put { value: NewValue::Owned(text.clone()), flags, expiry, fresh_cas: true, marks: 0 };
         (put, Ok(text))
     });
@@ -663,18 +641,6 @@ pub(crate) fn is_string(it: &ItemRef<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_like_redis_for_usual_sums() {
-        assert_eq!(format_float(10.5 + 0.1), "10.6");
-        assert_eq!(format_float(0.1 + 0.2), "0.3");
-        assert_eq!(format_float(3.0), "3");
-        assert_eq!(format_float(3000.0), "3000");
-        assert_eq!(format_float(-0.0), "0");
-        assert_eq!(format_float(5.0e-18), "0.00000000000000001");
-        assert_eq!(format_float(-2.5), "-2.5");
-        assert_eq!(format_float(1e20), "100000000000000000000");
-    }
 
     #[test]
     fn deadlines_keep_their_milliseconds() {
