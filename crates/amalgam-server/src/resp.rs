@@ -863,6 +863,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Append
         | Cmd::Strlen
         | Cmd::Getrange
+        | Cmd::Substr
         | Cmd::Setrange => strings::run(ctx, spec.cmd, args, out),
         Cmd::Del
         | Cmd::Unlink

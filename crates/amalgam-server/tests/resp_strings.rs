@@ -343,3 +343,26 @@ fn unknown_commands_and_arity() {
     // The connection is still fine.
     assert_eq!(c.call(&["PING"]), "+PONG\r\n");
 }
+
+#[test]
+fn substr_is_getrange() {
+    // SUBSTR: GETRANGE's old name (deprecated since 2.0.0), still served
+    // by Redis 7, with GETRANGE's replies and the same COMMAND INFO.
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("substr");
+    assert_eq!(c.call(&["SET", &k, "Hello World"]), OK);
+    assert_eq!(c.call(&["SUBSTR", &k, "0", "4"]), bulk("Hello"));
+    assert_eq!(c.call(&["SUBSTR", &k, "-5", "-1"]), bulk("World"));
+    assert_eq!(c.call(&["SUBSTR", &k, "5", "1"]), bulk(""));
+    assert_eq!(c.call(&["SUBSTR", &key("substr-none"), "0", "4"]), bulk(""));
+    assert_eq!(c.call(&["SUBSTR", &k, "x", "4"]), error("ERR value is not an integer or out of range"));
+    assert_eq!(c.call(&["SUBSTR", &k, "0"]), error("ERR wrong number of arguments for 'substr' command"));
+    let getrange = c.call(&["COMMAND", "INFO", "getrange"]);
+    assert_eq!(c.call(&["COMMAND", "INFO", "substr"]), getrange.replace("$8\r\ngetrange", "$6\r\nsubstr"));
+    let docs = c.call(&["COMMAND", "DOCS", "substr"]);
+    assert!(
+        docs.contains("$16\r\ndeprecated_since\r\n$5\r\n2.0.0\r\n$11\r\nreplaced_by\r\n$10\r\n`GETRANGE`\r\n"),
+        "{docs}"
+    );
+}

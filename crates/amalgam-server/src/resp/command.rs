@@ -24,7 +24,8 @@ use super::table::Cmd;
 /// The served commands Redis 7.0 documents as deprecated: name, the
 /// version since, and what replaces them (COMMAND DOCS's `doc_flags`,
 /// `deprecated_since`, `replaced_by`, as Redis 7.0.15 words them).
-const DEPRECATED: [(&str, &str, &str); 9] = [
+const DEPRECATED: [(&str, &str, &str); 10] = [
+    ("substr", "2.0.0", "`GETRANGE`"),
     ("getset", "6.2.0", "`SET` with the `!GET` argument"),
     ("hmset", "4.0.0", "`HSET` with multiple field-value pairs"),
     ("rpoplpush", "6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments"),

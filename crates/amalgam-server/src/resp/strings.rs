@@ -56,7 +56,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             Some(None) => push_error(out, WRONGTYPE.as_bytes()),
             n => push_int(out, n.flatten().unwrap_or(0) as i64),
         },
-        Cmd::Getrange => getrange(ctx, args, out),
+        // SUBSTR: GETRANGE's old name, still served by Redis 7.
+        Cmd::Getrange | Cmd::Substr => getrange(ctx, args, out),
         Cmd::Setrange => setrange(ctx, args, out),
         _ => {}
     }

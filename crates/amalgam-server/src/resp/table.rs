@@ -35,6 +35,7 @@ pub enum Cmd {
     Append,
     Strlen,
     Getrange,
+    Substr,
     Setrange,
     Del,
     Unlink,

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 184] = [
+pub static COMMANDS: [Spec; 185] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -310,6 +310,11 @@ pub static COMMANDS: [Spec; 184] = [
             "2.4.0",
             "Get a substring of the string stored at a key"
         )
+    },
+    Spec {
+        acl: &["@string"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(Substr, "substr", 4, &["readonly"], (1, 1, 1), "string", "1.0.0", "Get a substring of the string stored at a key")
     },
     Spec {
         acl: &["@string"],
