@@ -333,6 +333,12 @@ impl Registry {
         m
     }
 
+    /// `c` stops monitoring (RESET).
+    pub fn stop_monitor(&self, c: &Client) {
+        c.set_flag(flag::MONITOR, false);
+        self.unmonitor(c.id);
+    }
+
     fn unmonitor(&self, id: u64) {
         let mut ms = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
         ms.retain(|m| m.client.id != id);

@@ -886,6 +886,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Ping
         | Cmd::Echo
         | Cmd::Quit
+        | Cmd::Reset
         | Cmd::Select
         | Cmd::Info
         | Cmd::Config

@@ -258,3 +258,20 @@ fn loopback_clients_are_served_in_protected_mode() {
     assert_eq!(c.call(&["CONFIG", "GET", "protected-mode"]), "*2\r\n$14\r\nprotected-mode\r\n$3\r\nyes\r\n");
     assert_eq!(c.call(&["PING"]), "+PONG\r\n");
 }
+
+#[test]
+fn reset_needs_no_password_and_deauthenticates() {
+    // RESET runs before AUTH (a no-auth command) and returns the
+    // connection to the default user: with a password required, the next
+    // command needs AUTH again.
+    let Some(server) = resp_with_password() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("auth-reset");
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["AUTH", TEST_REQUIREPASS]), OK);
+    assert_eq!(c.call(&["GET", &k]), "$-1\r\n");
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["GET", &k]), error(NOAUTH));
+    assert_eq!(c.call(&["AUTH", TEST_REQUIREPASS]), OK);
+    assert_eq!(c.call(&["GET", &k]), "$-1\r\n");
+}

@@ -298,3 +298,49 @@ fn a_monitor_that_does_not_read_is_dropped() {
     assert_eq!(c.call(&["PING"]), "+PONG\r\n", "the writer is served on");
     assert!(m.closed(), "the monitor was dropped");
 }
+
+/// RESET leaves the connection as a new one (Redis 6.2+): no transaction
+/// or watch, RESP2, no name, replies on, no subscription, no MONITOR; it
+/// runs at once inside MULTI and in subscriber mode, and answers +RESET.
+#[test]
+fn reset_clears_the_connections_state() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let mut other = Resp::new(&server);
+    let (k, w) = (key("reset-k"), key("reset-w"));
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["RESET", "x"]), error("ERR wrong number of arguments for 'reset' command"));
+    // Inside MULTI: not queued, and the transaction is gone.
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["SET", &k, "v"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["EXEC"]), error("ERR EXEC without MULTI"));
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    // Watches are forgotten.
+    assert_eq!(c.call(&["WATCH", &w]), OK);
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(other.call(&["SET", &w, "1"]), OK);
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["PING"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), "*1\r\n+PONG\r\n");
+    // The name, RESP3, CLIENT REPLY OFF.
+    assert_eq!(c.call(&["CLIENT", "SETNAME", "before-reset"]), OK);
+    assert!(c.call(&["HELLO", "3"]).starts_with('%'));
+    assert_eq!(c.call(&["GET", &k]), "_\r\n");
+    c.send(&["CLIENT", "REPLY", "OFF"]);
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["GET", &k]), "$-1\r\n");
+    assert_eq!(c.call(&["CLIENT", "GETNAME"]), "$-1\r\n");
+    // Subscriber mode: RESET is allowed there and leaves every channel
+    // without an unsubscribe reply.
+    let ch = key("reset-ch");
+    assert_eq!(c.call(&["SUBSCRIBE", &ch]), format!("*3\r\n$9\r\nsubscribe\r\n{}:1\r\n", bulk(&ch)));
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(c.call(&["PING"]), "+PONG\r\n", "no longer a subscriber");
+    assert_eq!(other.call(&["PUBLISH", &ch, "m"]), int(0));
+    // MONITOR: stopped.
+    assert_eq!(c.call(&["MONITOR"]), OK);
+    assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
+    assert_eq!(other.call(&["SET", &k, "after"]), OK);
+    assert_eq!(c.call(&["GET", &k]), bulk("after"), "no MONITOR line before the reply");
+}

@@ -98,7 +98,7 @@ impl Multi {
 
 /// Commands that run at once even inside MULTI (Redis's `processCommand`).
 fn runs_inside_multi(cmd: Cmd) -> bool {
-    matches!(cmd, Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit)
+    matches!(cmd, Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch | Cmd::Quit | Cmd::Reset)
 }
 
 /// Inside MULTI, before dispatch: queues the command and answers +QUEUED,

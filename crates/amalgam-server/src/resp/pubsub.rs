@@ -476,6 +476,7 @@ pub(crate) fn refused(ctx: &Ctx<'_>, cmd: Cmd, name: &str, out: &mut Vec<u8>) ->
             | Cmd::Sunsubscribe
             | Cmd::Ping
             | Cmd::Quit
+            | Cmd::Reset
     ) {
         return false;
     }
@@ -640,6 +641,14 @@ fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Arg<'_>], out: &mut Vec<u
         session.client.set_flag(flag::PUBSUB, false);
         session.pubsub = None;
     }
+    count(session);
+}
+
+/// RESET: leaves every subscription without a reply (Redis unsubscribes
+/// with `notify` 0), and the connection is no longer a subscriber.
+pub(crate) fn reset(shared: &crate::Shared, session: &mut super::Session) {
+    leave(shared, session);
+    session.client.set_flag(flag::PUBSUB, false);
     count(session);
 }
 

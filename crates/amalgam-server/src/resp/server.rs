@@ -41,6 +41,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             push_simple(out, "OK");
             return After::Close;
         }
+        Cmd::Reset => reset(ctx, out),
         // Redis's getIntFromObjectOrReply: an i64, then the i32 range.
         Cmd::Select => match int_arg(&args[1]) {
             None => push_error(out, err::NOT_INTEGER.as_bytes()),
@@ -405,6 +406,37 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             out,
         ),
     }
+}
+
+/// RESET: the connection as it was when it connected, as Redis 7's
+/// `clearClientConnectionState` leaves it: out of MONITOR, no
+/// transaction and no watched key, no subscription (left without
+/// replies), RESP2, the default user (so unauthenticated where a password
+/// is required), no name, CLIENT REPLY ON, NO-EVICT and NO-TOUCH off.
+/// It runs at once inside MULTI and in subscriber mode, and needs no
+/// authentication (its table flags). Answers `+RESET`, which CLIENT
+/// REPLY OFF does not drop (`run_command` sees the reply mode it set).
+fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+    use crate::clients::flag;
+    let shared = ctx.shared;
+    let s = &mut *ctx.session;
+    if s.monitor.take().is_some() {
+        shared.clients.stop_monitor(&s.client);
+    }
+    super::multi::reset(&mut s.multi);
+    super::pubsub::reset(shared, s);
+    s.proto = Proto::Resp2;
+    s.client.resp.store(2, Ordering::Relaxed);
+    s.auth = super::acl::Auth::new(&shared.acl);
+    {
+        let mut attrs = s.client.attrs();
+        attrs.user = None;
+        attrs.name = None;
+    }
+    s.reply = super::Reply::On;
+    s.client.set_flag(flag::NO_EVICT, false);
+    s.client.set_flag(flag::NO_TOUCH, false);
+    push_simple(out, "RESET");
 }
 
 /// `12345` as Redis's `bytesToHuman`: `12.06K`.

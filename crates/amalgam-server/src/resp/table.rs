@@ -58,6 +58,7 @@ pub enum Cmd {
     Ping,
     Echo,
     Quit,
+    Reset,
     Select,
     Info,
     Config,

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 185] = [
+pub static COMMANDS: [Spec; 186] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -590,6 +590,19 @@ pub static COMMANDS: [Spec; 185] = [
             "connection",
             "1.0.0",
             "Close the connection"
+        )
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(
+            Reset,
+            "reset",
+            1,
+            &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
+            (0, 0, 0),
+            "connection",
+            "6.2.0",
+            "Reset the connection"
         )
     },
     Spec {
