@@ -72,6 +72,16 @@ pub const ARRAY_ELEMENTS_MAX: usize = 1024 * 1024;
 const ARRAY_ELEMENTS_REDIS_MAX: i64 = i32::MAX as i64;
 const _: () = assert!((ARRAY_ELEMENTS_MAX as i64) <= ARRAY_ELEMENTS_REDIS_MAX);
 
+/// Most elements an array request may declare while its connection must
+/// still authenticate (`unauthenticated multibulk length` past it, and
+/// the connection closed): Redis 7's bound, so a client without the
+/// password cannot make the server hold a large request.
+pub const UNAUTHENTICATED_ARRAY_ELEMENTS_MAX: usize = 10;
+
+/// Longest bulk string while the connection must still authenticate
+/// (`unauthenticated bulk length` past it, and closed): Redis 7's bound.
+pub const UNAUTHENTICATED_BULK_BYTES_MAX: usize = 16 * 1024;
+
 /// The least [`Limits::request_bytes_max`]: a whole request (all of an
 /// MSET's arguments, say) must fit the connection's read buffer, which the
 /// server lets grow to about this much per connection.

@@ -402,6 +402,10 @@ fn process_round(
             break;
         }
         let start = args.len();
+        // Read again for each request: an AUTH before it in this read has
+        // run already (an unauthenticated connection's commands are not
+        // batched) and lifts the bounds.
+        let limits = if ctx.session.auth.required() { limits.unauthenticated() } else { limits };
         match ctx.session.parser.parse(&buf[*pos..], limits, &mut args) {
             Parse::Incomplete => break,
             Parse::Empty { consumed } => *pos += consumed,

@@ -275,3 +275,41 @@ fn reset_needs_no_password_and_deauthenticates() {
     assert_eq!(c.call(&["AUTH", TEST_REQUIREPASS]), OK);
     assert_eq!(c.call(&["GET", &k]), "$-1\r\n");
 }
+
+#[test]
+fn requests_before_authentication_are_kept_small() {
+    // Redis 7's bounds before AUTH: at most 10 arguments and bulk strings
+    // of at most 16 KiB; past either, the protocol error and the
+    // connection closed, so a client without the password cannot make
+    // the server hold a large request. AUTH lifts them, for the very next
+    // request of the same read too.
+    let Some(server) = resp_with_password() else { return };
+    let mut c = Resp::new(&server);
+    let many: Vec<String> = (0..9).map(|i| format!("k{i}")).collect();
+    let mut ten = vec!["MGET"];
+    ten.extend(many.iter().map(String::as_str));
+    assert_eq!(c.call(&ten), error(NOAUTH), "ten elements are allowed");
+    let exact = "x".repeat(16 * 1024);
+    assert_eq!(c.call(&["ECHO", &exact]), error(NOAUTH), "a 16 KiB bulk is allowed");
+    c.send_raw(b"*11\r\n");
+    assert_eq!(c.reply(), error("ERR Protocol error: unauthenticated multibulk length"));
+    assert!(c.closed());
+    let mut c = Resp::new(&server);
+    c.send_raw(b"*2\r\n$4\r\nECHO\r\n$16385\r\n");
+    assert_eq!(c.reply(), error("ERR Protocol error: unauthenticated bulk length"));
+    assert!(c.closed());
+    // AUTH and a large request in one write: the AUTH runs first.
+    let mut c = Resp::new(&server);
+    let k = key("auth-big");
+    let big = "v".repeat(100_000);
+    let mut bytes = encode(&[b"AUTH", TEST_REQUIREPASS.as_bytes()]);
+    bytes.extend(encode(&[b"SET", k.as_bytes(), big.as_bytes()]));
+    c.send_raw(&bytes);
+    assert_eq!(c.reply(), OK);
+    assert_eq!(c.reply(), OK);
+    assert_eq!(c.call(&["STRLEN", &k]), int(100_000));
+    let mut eleven = vec!["DEL"];
+    eleven.extend(many.iter().map(String::as_str));
+    eleven.push(&k);
+    assert_eq!(c.call(&eleven), int(1));
+}

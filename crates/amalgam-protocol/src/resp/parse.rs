@@ -1,7 +1,10 @@
 //! The request parser: multibulk arrays and inline commands, resumable
 //! across reads (see the module docs of [`crate::resp`]).
 
-use super::{ARRAY_ELEMENTS_MAX, ARRAY_ELEMENTS_REDIS_MAX, INLINE_BYTES_MAX, REQUEST_BYTES_MIN};
+use super::{
+    ARRAY_ELEMENTS_MAX, ARRAY_ELEMENTS_REDIS_MAX, INLINE_BYTES_MAX, REQUEST_BYTES_MIN,
+    UNAUTHENTICATED_ARRAY_ELEMENTS_MAX, UNAUTHENTICATED_BULK_BYTES_MAX,
+};
 use std::borrow::Cow;
 
 /// Bounds that depend on the server's configuration.
@@ -13,6 +16,10 @@ pub struct Limits {
     /// A request still incomplete with more than this many bytes buffered
     /// closes the connection without a reply.
     pub request_bytes_max: usize,
+    /// The connection must still authenticate: arrays and bulk strings
+    /// are held to [`UNAUTHENTICATED_ARRAY_ELEMENTS_MAX`] and
+    /// [`UNAUTHENTICATED_BULK_BYTES_MAX`] ([`Limits::unauthenticated`]).
+    pub unauthenticated: bool,
 }
 
 impl Limits {
@@ -31,7 +38,28 @@ impl Limits {
         Limits {
             bulk_bytes_max,
             request_bytes_max: REQUEST_BYTES_MIN.max(bulk_bytes_max.saturating_add(INLINE_BYTES_MAX)),
+            unauthenticated: false,
         }
+    }
+
+    /// These limits for a connection that must still authenticate (Redis
+    /// checks `authRequired` as it reads each request's lengths).
+    ///
+    /// ```
+    /// use amalgam_protocol::resp::{Limits, Parse, Parser, ProtocolError};
+    /// let l = Limits::for_bulk_len(1 << 20).unauthenticated();
+    /// let mut args = Vec::new();
+    /// assert_eq!(
+    ///     Parser::new().parse(b"*11\r\n", l, &mut args),
+    ///     Parse::Error(ProtocolError::UnauthenticatedMultibulkLength)
+    /// );
+    /// assert_eq!(
+    ///     Parser::new().parse(b"*2\r\n$3\r\nSET\r\n$16385\r\n", l, &mut args),
+    ///     Parse::Error(ProtocolError::UnauthenticatedBulkLength)
+    /// );
+    /// ```
+    pub fn unauthenticated(self) -> Limits {
+        Limits { unauthenticated: true, ..self }
     }
 }
 
@@ -45,6 +73,12 @@ pub enum ProtocolError {
     InvalidMultibulkLength,
     /// A bulk length that is not a number, negative, or over the limit.
     InvalidBulkLength,
+    /// More than [`UNAUTHENTICATED_ARRAY_ELEMENTS_MAX`] elements before
+    /// the connection authenticated.
+    UnauthenticatedMultibulkLength,
+    /// A bulk string over [`UNAUTHENTICATED_BULK_BYTES_MAX`] before the
+    /// connection authenticated.
+    UnauthenticatedBulkLength,
     /// An array element that is not a bulk string; the byte found instead.
     ExpectedDollar(u8),
     /// An inline command with no line end within [`INLINE_BYTES_MAX`].
@@ -71,6 +105,8 @@ impl ProtocolError {
         let text: &str = match self {
             ProtocolError::InvalidMultibulkLength => "invalid multibulk length",
             ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthenticatedMultibulkLength => "unauthenticated multibulk length",
+            ProtocolError::UnauthenticatedBulkLength => "unauthenticated bulk length",
             ProtocolError::ExpectedDollar(b) => {
                 let mut m = b"ERR Protocol error: expected '$', got '".to_vec();
                 m.push(b);
@@ -306,6 +342,9 @@ impl Parser {
             if n <= 0 {
                 return Parse::Empty { consumed: cr + 2 };
             }
+            if limits.unauthenticated && n as usize > UNAUTHENTICATED_ARRAY_ELEMENTS_MAX {
+                return Parse::Error(ProtocolError::UnauthenticatedMultibulkLength);
+            }
             self.declared = n as usize;
             self.next = cr + 2;
             self.ranges.reserve(self.declared.min(RANGES_RESERVE_MAX));
@@ -327,6 +366,9 @@ impl Parser {
                         Some(n) if n >= 0 && n as u64 <= limits.bulk_bytes_max as u64 => n as usize,
                         _ => return Parse::Error(ProtocolError::InvalidBulkLength),
                     };
+                    if limits.unauthenticated && len > UNAUTHENTICATED_BULK_BYTES_MAX {
+                        return Parse::Error(ProtocolError::UnauthenticatedBulkLength);
+                    }
                     self.next = cr + 2;
                     self.bulk = Some(len);
                     len
@@ -525,7 +567,7 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
 mod tests {
     use super::*;
 
-    const LIMITS: Limits = Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20 };
+    const LIMITS: Limits = Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20, unauthenticated: false };
 
     fn one(input: &[u8]) -> (Parse, Vec<Vec<u8>>) {
         let mut p = Parser::new();
@@ -604,7 +646,7 @@ mod tests {
 
     #[test]
     fn request_bound_closes_silently() {
-        let limits = Limits { bulk_bytes_max: 100, request_bytes_max: 64 };
+        let limits = Limits { bulk_bytes_max: 100, request_bytes_max: 64, unauthenticated: false };
         let mut input = b"*100\r\n".to_vec();
         for _ in 0..20 {
             input.extend_from_slice(b"$1\r\nx\r\n");

@@ -724,6 +724,13 @@ pub struct Auth {
 }
 
 impl Auth {
+    /// True while the connection must authenticate before anything but
+    /// AUTH, HELLO and the other no-auth commands runs.
+    #[inline]
+    pub(crate) fn required(&self) -> bool {
+        self.required
+    }
+
     /// A new connection's state: the default user.
     pub fn new(acl: &Acl) -> Auth {
         let epoch = acl.epoch.load(Ordering::Acquire);
