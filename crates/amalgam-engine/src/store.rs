@@ -2419,15 +2419,51 @@ unsafe fn drop_unpublished_object(p: *const u8) {
     }
 }
 
-/// memcached's incr/decr parse: optional leading spaces, decimal digits,
-/// then only spaces (the padding memcached itself leaves after a decr).
-fn parse_counter(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?;
-    let t = s.trim_matches(' ');
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+/// A value read as a counter, as memcached's incr/decr read it:
+/// `safe_strtoull` over the value (which memcached stores followed by
+/// `\r\n`). Leading whitespace, an optional sign, decimal digits, then
+/// the value's end, a whitespace byte or a NUL (so the spaces an in-place
+/// decr leaves, and `1 2`, read as their first number); past `u64::MAX`
+/// refused; a `-` only where strtoull's negation stays below 2^63 (`-0`
+/// is 0, `-18446744073709551615` is 1, `-5` is refused). Bounded by the
+/// value's length.
+///
+/// ```
+/// use amalgam_engine::counter_value;
+/// assert_eq!(counter_value(b"42"), Some(42));
+/// assert_eq!(counter_value(b"99 "), Some(99));
+/// assert_eq!(counter_value(b"\t+7\r\nx"), Some(7));
+/// assert_eq!(counter_value(b"1\x002"), Some(1));
+/// assert_eq!(counter_value(b"-0"), Some(0));
+/// assert_eq!(counter_value(b"-18446744073709551615"), Some(1));
+/// assert_eq!(counter_value(b"-5"), None);
+/// assert_eq!(counter_value(b"18446744073709551616"), None);
+/// assert_eq!(counter_value(b"12a"), None);
+/// assert_eq!(counter_value(b" "), None);
+/// ```
+pub fn counter_value(v: &[u8]) -> Option<u64> {
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r');
+    let mut i = v.iter().position(|&b| !is_space(b))?;
+    let neg = v[i] == b'-';
+    if neg || v[i] == b'+' {
+        i += 1;
+    }
+    let start = i;
+    let mut n: u64 = 0;
+    while let Some(d) = v.get(i).filter(|b| b.is_ascii_digit()) {
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        i += 1;
+    }
+    if i == start || v.get(i).is_some_and(|&b| !is_space(b) && b != 0) {
         return None;
     }
-    t.parse().ok()
+    if neg {
+        n = n.wrapping_neg();
+        if (n as i64) < 0 {
+            return None;
+        }
+    }
+    Some(n)
 }
 
 impl Store {
@@ -2874,7 +2910,7 @@ impl Store {
         inner.mutate_with_room(key, |local, old| {
             // A typed value (object.rs) is not a counter: absent to memcached.
             let Some(old) = old.filter(|o| o.tag() == TAG_BYTES) else { return Decision::Keep(Err(Error::NotFound)) };
-            let Some(v) = parse_counter(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
+            let Some(v) = counter_value(old.value()) else { return Decision::Keep(Err(Error::NonNumeric)) };
             let new = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
             let digits = new.to_string();
             // memcached rewrites in place when the new number is no longer

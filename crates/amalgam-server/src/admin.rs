@@ -366,7 +366,8 @@ pub fn lru_crawler(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After 
 /// or the walk ends; returns the next cursor, or None after the final
 /// `END`. Each line is memcached's: `key=<uri-encoded> exp=<unix time, -1
 /// for never> la=<store time> cas=<cas> fetch=<yes|no> cls=<class>
-/// size=<memcached bytes>`.
+/// size=<memcached bytes>`, ended by `\n` alone as memcached's crawler
+/// ends them (the closing `END` has its `\r\n`).
 pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_bytes: usize) -> Option<u64> {
     let chunks = slab_chunk_sizes();
     let cas_enabled = shared.cas_enabled();
@@ -388,9 +389,9 @@ pub fn metadump_step(shared: &Shared, mut cursor: u64, out: &mut Vec<u8>, high_b
             let la = shared.store.stored_at(it.cas());
             let fetch = if it.fetched() { "yes" } else { "no" };
             let mut line = String::new();
-            let _ = write!(
+            let _ = writeln!(
                 line,
-                " exp={exp} la={la} cas={cas} fetch={fetch} cls={} size={bytes}\r\n",
+                " exp={exp} la={la} cas={cas} fetch={fetch} cls={} size={bytes}",
                 class_of(&chunks, bytes)
             );
             out.extend_from_slice(line.as_bytes());

@@ -415,7 +415,7 @@ fn run_arith(
         }
         Some(it) if req.cas != 0 && req.cas != it.cas() => (Update::Keep, Arith::CasMismatch),
         Some(it) => {
-            let Some(v) = crate::meta::counter_value(it.value()) else { return (Update::Keep, Arith::NonNumeric) };
+            let Some(v) = amalgam_engine::counter_value(it.value()) else { return (Update::Keep, Arith::NonNumeric) };
             let number = if incr { v.wrapping_add(delta) } else { v.saturating_sub(delta) };
             let digits = crate::meta::counter_digits(number, it.value().len());
             let p = Update::Put {

@@ -512,15 +512,6 @@ pub(crate) fn counter_digits(number: u64, old_len: usize) -> Vec<u8> {
     digits
 }
 
-/// padded with spaces (what an in-place decr leaves).
-pub(crate) fn counter_value(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?.trim_matches(' ');
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
 enum ArithOutcome {
     Done { number: u64, exp: Expiry, created: bool },
     Miss,
@@ -564,7 +555,9 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
             (Update::Keep, ArithOutcome::CasMismatch)
         }
         Some(it) => {
-            let Some(v) = counter_value(it.value()) else { return (Update::Keep, ArithOutcome::NonNumeric) };
+            let Some(v) = amalgam_engine::counter_value(it.value()) else {
+                return (Update::Keep, ArithOutcome::NonNumeric);
+            };
             let number = if incr { v.wrapping_add(f.delta) } else { v.saturating_sub(f.delta) };
             let digits = counter_digits(number, it.value().len());
             let p = Update::Put {

@@ -79,6 +79,8 @@ fn stats_conns_lists_the_listener_and_this_connection() {
 /// `lru_crawler metadump all`'s lines as key -> fields.
 fn metadump(c: &mut TcpStream) -> BTreeMap<String, BTreeMap<String, String>> {
     let out = request(c, b"lru_crawler metadump all\r\n", b"END\r\n");
+    // memcached ends an item's line with `\n` alone; only END has `\r\n`.
+    assert!(!out[..out.len() - b"END\r\n".len()].contains(&b'\r'), "{:?}", String::from_utf8_lossy(&out));
     let text = String::from_utf8_lossy(&out);
     let mut dump = BTreeMap::new();
     for line in text.lines().filter(|l| *l != "END") {

@@ -353,3 +353,28 @@ fn flush_all_delays() {
     exact(&mut c, "set b 0 0 1\r\ny\r\nflush_all -1\r\nget b\r\n", "STORED\r\nOK\r\nEND\r\n");
     exact(&mut c, "set c 0 0 1\r\nz\r\nflush_all 0 noreply\r\nget c\r\n", "STORED\r\nEND\r\n");
 }
+
+/// incr, decr and ma read the stored value with strtoull, as memcached's
+/// `safe_strtoull` does: leading whitespace and a sign are allowed, and
+/// the number may be followed by whitespace or a NUL (the value is
+/// rewritten in place, padded to its length, when the result is no
+/// longer).
+#[test]
+fn counters_are_read_like_memcached_safe_strtoull() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    let nonnumeric = "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n";
+    check(&mut c, "set K 0 0 3\r\n1 2\r\nincr K 1\r\nget K\r\n", "STORED\r\n2\r\nVALUE K 0 3\r\n2  \r\nEND\r\n");
+    check(&mut c, "set K 0 0 2\r\n+5\r\nincr K 1\r\nget K\r\n", "STORED\r\n6\r\nVALUE K 0 2\r\n6 \r\nEND\r\n");
+    check(&mut c, "set K 0 0 2\r\n\t7\r\nincr K 1\r\n", "STORED\r\n8\r\n");
+    check(&mut c, "set K 0 0 2\r\n7\t\r\ndecr K 1\r\n", "STORED\r\n6\r\n");
+    check(&mut c, "set K 0 0 2\r\n-0\r\nincr K 1\r\n", "STORED\r\n1\r\n");
+    check(&mut c, "set K 0 0 3\r\n5\r\n\r\nincr K 1\r\n", "STORED\r\n6\r\n");
+    check(&mut c, "set K 0 0 3\r\n1\x002\r\nincr K 1\r\n", "STORED\r\n2\r\n");
+    check(&mut c, "set K 0 0 21\r\n-18446744073709551615\r\nincr K 1\r\n", "STORED\r\n2\r\n");
+    check(&mut c, "set K 0 0 2\r\n-5\r\nincr K 1\r\n", &format!("STORED\r\n{nonnumeric}"));
+    check(&mut c, "set K 0 0 20\r\n18446744073709551616\r\nincr K 1\r\n", &format!("STORED\r\n{nonnumeric}"));
+    check(&mut c, "set K 0 0 3\r\n12a\r\nincr K 1\r\n", &format!("STORED\r\n{nonnumeric}"));
+    check(&mut c, "set K 0 0 1\r\n \r\nincr K 1\r\n", &format!("STORED\r\n{nonnumeric}"));
+    check(&mut c, "set K 0 0 2\r\n+5\r\nma K v\r\n", "STORED\r\nVA 1\r\n6\r\n");
+}
