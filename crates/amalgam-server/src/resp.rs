@@ -394,6 +394,11 @@ fn process_round(
     }
     let out_stop = stop.hard;
     let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop };
+    // Redis's bounds before authentication (`Parser::parse_unauthenticated`),
+    // chosen here and again after each command run alone: a connection
+    // that must authenticate has none batched, so an AUTH earlier in this
+    // read has run, and lifted them, before the next request is parsed.
+    let mut unauthenticated = ctx.session.auth.required();
     // Past the hard limit the client is closed after the round (as Redis
     // runs nothing more for a client it is closing): no more parsing, and
     // nothing parsed runs once a run before it crossed it (`RoundStop`).
@@ -402,11 +407,12 @@ fn process_round(
             break;
         }
         let start = args.len();
-        // Read again for each request: an AUTH before it in this read has
-        // run already (an unauthenticated connection's commands are not
-        // batched) and lifts the bounds.
-        let limits = if ctx.session.auth.required() { limits.unauthenticated() } else { limits };
-        match ctx.session.parser.parse(&buf[*pos..], limits, &mut args) {
+        let parsed = if unauthenticated {
+            ctx.session.parser.parse_unauthenticated(&buf[*pos..], limits, &mut args)
+        } else {
+            ctx.session.parser.parse(&buf[*pos..], limits, &mut args)
+        };
+        match parsed {
             Parse::Incomplete => break,
             Parse::Empty { consumed } => *pos += consumed,
             Parse::Error(e) => {
@@ -492,6 +498,7 @@ fn process_round(
                     break;
                 }
                 let after = run_command(&mut ctx, spec, &args[start..], out);
+                unauthenticated = ctx.session.auth.required();
                 ctx.session.prepared = None;
                 args.clear();
                 if after == After::Close {

@@ -16,10 +16,6 @@ pub struct Limits {
     /// A request still incomplete with more than this many bytes buffered
     /// closes the connection without a reply.
     pub request_bytes_max: usize,
-    /// The connection must still authenticate: arrays and bulk strings
-    /// are held to [`UNAUTHENTICATED_ARRAY_ELEMENTS_MAX`] and
-    /// [`UNAUTHENTICATED_BULK_BYTES_MAX`] ([`Limits::unauthenticated`]).
-    pub unauthenticated: bool,
 }
 
 impl Limits {
@@ -38,28 +34,7 @@ impl Limits {
         Limits {
             bulk_bytes_max,
             request_bytes_max: REQUEST_BYTES_MIN.max(bulk_bytes_max.saturating_add(INLINE_BYTES_MAX)),
-            unauthenticated: false,
         }
-    }
-
-    /// These limits for a connection that must still authenticate (Redis
-    /// checks `authRequired` as it reads each request's lengths).
-    ///
-    /// ```
-    /// use amalgam_protocol::resp::{Limits, Parse, Parser, ProtocolError};
-    /// let l = Limits::for_bulk_len(1 << 20).unauthenticated();
-    /// let mut args = Vec::new();
-    /// assert_eq!(
-    ///     Parser::new().parse(b"*11\r\n", l, &mut args),
-    ///     Parse::Error(ProtocolError::UnauthenticatedMultibulkLength)
-    /// );
-    /// assert_eq!(
-    ///     Parser::new().parse(b"*2\r\n$3\r\nSET\r\n$16385\r\n", l, &mut args),
-    ///     Parse::Error(ProtocolError::UnauthenticatedBulkLength)
-    /// );
-    /// ```
-    pub fn unauthenticated(self) -> Limits {
-        Limits { unauthenticated: true, ..self }
     }
 }
 
@@ -205,8 +180,43 @@ impl Parser {
     /// assert_eq!(args, [&b"GET"[..], b"k"]);
     /// ```
     pub fn parse<'a>(&mut self, buf: &'a [u8], limits: Limits, args: &mut Vec<Cow<'a, [u8]>>) -> Parse {
+        self.parse_as::<false>(buf, limits, args)
+    }
+
+    /// [`Parser::parse`] for a connection that must still authenticate:
+    /// arrays of at most [`UNAUTHENTICATED_ARRAY_ELEMENTS_MAX`] elements,
+    /// bulk strings of at most [`UNAUTHENTICATED_BULK_BYTES_MAX`] bytes
+    /// (Redis checks `authRequired` as it reads each request's lengths).
+    /// A separate entry, so the authenticated path's code has no test of
+    /// it.
+    ///
+    /// ```
+    /// use amalgam_protocol::resp::{Limits, Parse, Parser, ProtocolError};
+    /// let l = Limits::for_bulk_len(1 << 20);
+    /// let mut args = Vec::new();
+    /// assert_eq!(
+    ///     Parser::new().parse_unauthenticated(b"*11\r\n", l, &mut args),
+    ///     Parse::Error(ProtocolError::UnauthenticatedMultibulkLength)
+    /// );
+    /// assert_eq!(
+    ///     Parser::new().parse_unauthenticated(b"*2\r\n$3\r\nSET\r\n$16385\r\n", l, &mut args),
+    ///     Parse::Error(ProtocolError::UnauthenticatedBulkLength)
+    /// );
+    /// assert_eq!(Parser::new().parse(b"*11\r\n", l, &mut args), Parse::Incomplete);
+    /// ```
+    pub fn parse_unauthenticated<'a>(&mut self, buf: &'a [u8], limits: Limits, args: &mut Vec<Cow<'a, [u8]>>) -> Parse {
+        self.parse_as::<true>(buf, limits, args)
+    }
+
+    #[inline(always)]
+    fn parse_as<'a, const UNAUTHENTICATED: bool>(
+        &mut self,
+        buf: &'a [u8],
+        limits: Limits,
+        args: &mut Vec<Cow<'a, [u8]>>,
+    ) -> Parse {
         let r = if buf.first() == Some(&b'*') || self.declared > 0 {
-            self.multibulk(buf, limits)
+            self.multibulk::<UNAUTHENTICATED>(buf, limits)
         } else if buf.is_empty() {
             Parse::Incomplete
         } else {
@@ -328,7 +338,7 @@ impl Parser {
         }
     }
 
-    fn multibulk(&mut self, buf: &[u8], limits: Limits) -> Parse {
+    fn multibulk<const UNAUTHENTICATED: bool>(&mut self, buf: &[u8], limits: Limits) -> Parse {
         if self.declared == 0 {
             let cr = match self.header(buf, ProtocolError::TooBigMultibulkCount) {
                 Ok(Some(cr)) => cr,
@@ -342,7 +352,7 @@ impl Parser {
             if n <= 0 {
                 return Parse::Empty { consumed: cr + 2 };
             }
-            if limits.unauthenticated && n as usize > UNAUTHENTICATED_ARRAY_ELEMENTS_MAX {
+            if UNAUTHENTICATED && n as usize > UNAUTHENTICATED_ARRAY_ELEMENTS_MAX {
                 return Parse::Error(ProtocolError::UnauthenticatedMultibulkLength);
             }
             self.declared = n as usize;
@@ -366,7 +376,7 @@ impl Parser {
                         Some(n) if n >= 0 && n as u64 <= limits.bulk_bytes_max as u64 => n as usize,
                         _ => return Parse::Error(ProtocolError::InvalidBulkLength),
                     };
-                    if limits.unauthenticated && len > UNAUTHENTICATED_BULK_BYTES_MAX {
+                    if UNAUTHENTICATED && len > UNAUTHENTICATED_BULK_BYTES_MAX {
                         return Parse::Error(ProtocolError::UnauthenticatedBulkLength);
                     }
                     self.next = cr + 2;
@@ -567,7 +577,7 @@ pub fn string2ll(s: &[u8]) -> Option<i64> {
 mod tests {
     use super::*;
 
-    const LIMITS: Limits = Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20, unauthenticated: false };
+    const LIMITS: Limits = Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20 };
 
     fn one(input: &[u8]) -> (Parse, Vec<Vec<u8>>) {
         let mut p = Parser::new();
@@ -646,7 +656,7 @@ mod tests {
 
     #[test]
     fn request_bound_closes_silently() {
-        let limits = Limits { bulk_bytes_max: 100, request_bytes_max: 64, unauthenticated: false };
+        let limits = Limits { bulk_bytes_max: 100, request_bytes_max: 64 };
         let mut input = b"*100\r\n".to_vec();
         for _ in 0..20 {
             input.extend_from_slice(b"$1\r\nx\r\n");

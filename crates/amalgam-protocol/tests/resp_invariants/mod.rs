@@ -21,9 +21,9 @@ use std::borrow::Cow;
 
 /// A tiny bulk limit (most values too long), a small one, the default.
 pub const LIMITS: [Limits; 3] = [
-    Limits { bulk_bytes_max: 0, request_bytes_max: 8 << 20, unauthenticated: false },
-    Limits { bulk_bytes_max: 8, request_bytes_max: 8 << 20, unauthenticated: false },
-    Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20, unauthenticated: false },
+    Limits { bulk_bytes_max: 0, request_bytes_max: 8 << 20 },
+    Limits { bulk_bytes_max: 8, request_bytes_max: 8 << 20 },
+    Limits { bulk_bytes_max: 1 << 20, request_bytes_max: 8 << 20 },
 ];
 
 /// What the server sees, in order.
