@@ -5,37 +5,21 @@
 //! subcommands), COUNT of top-level commands, LIST of commands and
 //! subcommands.
 //!
-//! DOCS gives summary, since, group, a complexity (`O(1)`, or `O(N)` for
-//! a command over many keys), a deprecated command's `doc_flags`,
-//! `deprecated_since` and `replaced_by`, and the subcommands of a
-//! container; the argument lists and `history` Redis adds are not kept
-//! (an empty `arguments`).
+//! DOCS gives what Redis 7.0.15's does: summary, since and group from the
+//! row, complexity, `doc_flags`, `deprecated_since`, `replaced_by`,
+//! `history` and the `arguments` tree from `table/docs.rs` (generated from
+//! a running Redis by `scripts/command-docs.py`), and a container's
+//! subcommands.
 
 use super::glob::matches;
 use super::server::{help, sub};
-use super::table::{self, acl_categories, keys_of, Begin, Find, KeySpec, Spec, COMMANDS};
+use super::table::{self, acl_categories, keys_of, ArgType, Begin, DocArg, Find, KeySpec, Spec, ARG_FLAGS, COMMANDS};
 use super::{is, null, Arg, Ctx};
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, Proto,
 };
 
 use super::table::Cmd;
-
-/// The served commands Redis 7.0 documents as deprecated: name, the
-/// version since, and what replaces them (COMMAND DOCS's `doc_flags`,
-/// `deprecated_since`, `replaced_by`, as Redis 7.0.15 words them).
-const DEPRECATED: [(&str, &str, &str); 10] = [
-    ("substr", "2.0.0", "`GETRANGE`"),
-    ("getset", "6.2.0", "`SET` with the `!GET` argument"),
-    ("hmset", "4.0.0", "`HSET` with multiple field-value pairs"),
-    ("rpoplpush", "6.2.0", "`LMOVE` with the `RIGHT` and `LEFT` arguments"),
-    ("brpoplpush", "6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
-    ("zrangebylex", "6.2.0", "`ZRANGE` with the `BYLEX` argument"),
-    ("zrangebyscore", "6.2.0", "`ZRANGE` with the `BYSCORE` argument"),
-    ("zrevrange", "6.2.0", "`ZRANGE` with the `REV` argument"),
-    ("zrevrangebylex", "6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments"),
-    ("zrevrangebyscore", "6.2.0", "`ZRANGE` with the `REV` and `BYSCORE` arguments"),
-];
 
 /// One key specification as Redis's `addReplyCommandKeySpecs` writes it.
 fn key_spec(ks: &KeySpec, proto: Proto, out: &mut Vec<u8>) {
@@ -128,42 +112,122 @@ fn command_info(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     }
 }
 
-/// One command's COMMAND DOCS entry: summary, since, group, complexity,
-/// arguments (left empty), and a container's subcommands.
+/// One command's COMMAND DOCS entry, as Redis 7.0's `addReplyCommandDocs`:
+/// summary, since and group from the row; complexity, doc flags,
+/// deprecation, history and arguments from its [`Doc`] (`table/docs.rs`,
+/// Redis 7.0.15's own); a container's subcommands, those served. A command
+/// Redis 7.0 does not document gets a generic complexity and no arguments.
 fn command_docs(spec: &Spec, proto: Proto, out: &mut Vec<u8>) {
     push_bulk(out, spec.name.as_bytes());
-    let deprecated = DEPRECATED.iter().find(|d| d.0 == spec.name);
-    push_map(out, if deprecated.is_some() { 8 } else { 5 }, proto);
-    for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
-        push_bulk(out, k.as_bytes());
-        push_bulk(out, v.as_bytes());
-    }
-    push_bulk(out, b"complexity");
-    if let Some((_, since, by)) = deprecated {
+    let Some(doc) = table::docs_of(spec.name) else {
+        push_map(out, 5, proto);
+        summary_since_group(spec, out);
+        push_bulk(out, b"complexity");
         push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
-        push_bulk(out, b"doc_flags");
-        push_set(out, 1, proto);
-        push_simple(out, "deprecated");
-        push_bulk(out, b"deprecated_since");
-        push_bulk(out, since.as_bytes());
-        push_bulk(out, b"replaced_by");
-        push_bulk(out, by.as_bytes());
         push_bulk(out, b"arguments");
         push_array(out, 0);
         return;
+    };
+    let fields = 3
+        + usize::from(doc.complexity.is_some())
+        + usize::from(!doc.doc_flags.is_empty())
+        + usize::from(doc.deprecated_since.is_some())
+        + usize::from(doc.replaced_by.is_some())
+        + usize::from(!doc.history.is_empty())
+        + usize::from(!doc.arguments.is_empty())
+        + usize::from(!spec.subcommands.is_empty());
+    push_map(out, fields, proto);
+    summary_since_group(spec, out);
+    if let Some(c) = doc.complexity {
+        push_bulk(out, b"complexity");
+        push_bulk(out, c.as_bytes());
+    }
+    if !doc.doc_flags.is_empty() {
+        push_bulk(out, b"doc_flags");
+        push_set(out, doc.doc_flags.len(), proto);
+        for f in doc.doc_flags {
+            push_simple(out, f);
+        }
+    }
+    for (k, v) in [("deprecated_since", doc.deprecated_since), ("replaced_by", doc.replaced_by)] {
+        if let Some(v) = v {
+            push_bulk(out, k.as_bytes());
+            push_bulk(out, v.as_bytes());
+        }
+    }
+    if !doc.history.is_empty() {
+        // A set in RESP3, as Redis 7.0's `addReplyCommandHistory`.
+        push_bulk(out, b"history");
+        push_set(out, doc.history.len(), proto);
+        for (version, text) in doc.history {
+            push_array(out, 2);
+            push_bulk(out, version.as_bytes());
+            push_bulk(out, text.as_bytes());
+        }
+    }
+    if !doc.arguments.is_empty() {
+        push_bulk(out, b"arguments");
+        doc_args(doc.arguments, proto, out);
     }
     if !spec.subcommands.is_empty() {
-        push_bulk(out, b"Depends on subcommand.");
         push_bulk(out, b"subcommands");
         push_map(out, spec.subcommands.len(), proto);
         for s in spec.subcommands {
             command_docs(s, proto, out);
         }
-        return;
     }
-    push_bulk(out, if spec.last_key == -1 { b"O(N)" } else { b"O(1)" });
-    push_bulk(out, b"arguments");
-    push_array(out, 0);
+}
+
+fn summary_since_group(spec: &Spec, out: &mut Vec<u8>) {
+    for (k, v) in [("summary", spec.summary), ("since", spec.since), ("group", spec.group)] {
+        push_bulk(out, k.as_bytes());
+        push_bulk(out, v.as_bytes());
+    }
+}
+
+/// An `arguments` array, as Redis 7.0's `addReplyCommandArgList`: each a
+/// map of name, type and the fields it has; a oneof's or a block's own
+/// arguments nested.
+fn doc_args(args: &[DocArg], proto: Proto, out: &mut Vec<u8>) {
+    push_array(out, args.len());
+    for a in args {
+        let nested = matches!(a.kind, ArgType::Oneof | ArgType::Block);
+        let strs =
+            [("token", a.token), ("summary", a.summary), ("since", a.since), ("deprecated_since", a.deprecated_since)];
+        let fields = 2
+            + usize::from(a.key_spec_index.is_some())
+            + strs.iter().filter(|s| s.1.is_some()).count()
+            + usize::from(a.flags != 0)
+            + usize::from(nested);
+        push_map(out, fields, proto);
+        push_bulk(out, b"name");
+        push_bulk(out, a.name.as_bytes());
+        push_bulk(out, b"type");
+        push_bulk(out, a.kind.as_str().as_bytes());
+        if let Some(i) = a.key_spec_index {
+            push_bulk(out, b"key_spec_index");
+            push_int(out, i.into());
+        }
+        for (k, v) in strs {
+            if let Some(v) = v {
+                push_bulk(out, k.as_bytes());
+                push_bulk(out, v.as_bytes());
+            }
+        }
+        if a.flags != 0 {
+            push_bulk(out, b"flags");
+            push_set(out, a.flags.count_ones() as usize, proto);
+            for (bit, f) in ARG_FLAGS {
+                if a.flags & bit != 0 {
+                    push_simple(out, f);
+                }
+            }
+        }
+        if nested {
+            push_bulk(out, b"arguments");
+            doc_args(a.arguments, proto, out);
+        }
+    }
 }
 
 /// Every command and subcommand, in table order.

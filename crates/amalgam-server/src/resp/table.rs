@@ -281,6 +281,137 @@ const fn range(flags: &'static [&'static str], index: i64, lastkey: i64, keystep
     KeySpec { notes: "", flags, begin: Begin::Index(index), find: Find::Range { lastkey, keystep, limit: 0 } }
 }
 
+/// What COMMAND DOCS says of a command beyond its row's summary, since and
+/// group (Redis 7.0's fields, generated into `table/docs.rs` by
+/// `scripts/command-docs.py`); an absent field is one Redis leaves out.
+#[derive(Debug)]
+pub struct Doc {
+    /// `container|sub` for a subcommand.
+    pub name: &'static str,
+    pub complexity: Option<&'static str>,
+    /// `deprecated`, `syscmd`.
+    pub doc_flags: &'static [&'static str],
+    pub deprecated_since: Option<&'static str>,
+    pub replaced_by: Option<&'static str>,
+    /// (version, what changed).
+    pub history: &'static [(&'static str, &'static str)],
+    pub arguments: &'static [DocArg],
+}
+
+/// One argument of COMMAND DOCS's `arguments` tree.
+#[derive(Debug)]
+pub struct DocArg {
+    pub name: &'static str,
+    pub kind: ArgType,
+    pub key_spec_index: Option<u8>,
+    pub token: Option<&'static str>,
+    pub summary: Option<&'static str>,
+    pub since: Option<&'static str>,
+    pub deprecated_since: Option<&'static str>,
+    /// [`ARG_OPTIONAL`], [`ARG_MULTIPLE`], [`ARG_MULTIPLE_TOKEN`].
+    pub flags: u8,
+    /// A `Oneof`'s or a `Block`'s own arguments.
+    pub arguments: &'static [DocArg],
+}
+
+pub const ARG_OPTIONAL: u8 = 1;
+pub const ARG_MULTIPLE: u8 = 2;
+pub const ARG_MULTIPLE_TOKEN: u8 = 4;
+/// The argument flags as Redis names them, in its order.
+pub const ARG_FLAGS: [(u8, &str); 3] =
+    [(ARG_OPTIONAL, "optional"), (ARG_MULTIPLE, "multiple"), (ARG_MULTIPLE_TOKEN, "multiple_token")];
+
+/// An argument's `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    Str,
+    Integer,
+    Double,
+    Key,
+    Pattern,
+    UnixTime,
+    PureToken,
+    Oneof,
+    Block,
+}
+
+impl ArgType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgType::Str => "string",
+            ArgType::Integer => "integer",
+            ArgType::Double => "double",
+            ArgType::Key => "key",
+            ArgType::Pattern => "pattern",
+            ArgType::UnixTime => "unix-time",
+            ArgType::PureToken => "pure-token",
+            ArgType::Oneof => "oneof",
+            ArgType::Block => "block",
+        }
+    }
+}
+
+/// A [`Doc`] with only a name and complexity (`docs.rs` adds the rest).
+const fn doc(name: &'static str, complexity: Option<&'static str>) -> Doc {
+    Doc { name, complexity, doc_flags: &[], deprecated_since: None, replaced_by: None, history: &[], arguments: &[] }
+}
+
+/// A [`DocArg`] with only a name and type; the methods add the rest.
+const fn arg(name: &'static str, kind: ArgType) -> DocArg {
+    DocArg {
+        name,
+        kind,
+        key_spec_index: None,
+        token: None,
+        summary: None,
+        since: None,
+        deprecated_since: None,
+        flags: 0,
+        arguments: &[],
+    }
+}
+
+// Not every builder is used by the generated table today (no 7.0
+// argument has a summary), so some may be unused.
+#[allow(dead_code)]
+impl DocArg {
+    const fn key(self, i: u8) -> DocArg {
+        DocArg { key_spec_index: Some(i), ..self }
+    }
+    const fn token(self, t: &'static str) -> DocArg {
+        DocArg { token: Some(t), ..self }
+    }
+    const fn summary(self, t: &'static str) -> DocArg {
+        DocArg { summary: Some(t), ..self }
+    }
+    const fn since(self, v: &'static str) -> DocArg {
+        DocArg { since: Some(v), ..self }
+    }
+    const fn deprecated_since(self, v: &'static str) -> DocArg {
+        DocArg { deprecated_since: Some(v), ..self }
+    }
+    const fn optional(self) -> DocArg {
+        DocArg { flags: self.flags | ARG_OPTIONAL, ..self }
+    }
+    const fn multiple(self) -> DocArg {
+        DocArg { flags: self.flags | ARG_MULTIPLE, ..self }
+    }
+    const fn multiple_token(self) -> DocArg {
+        DocArg { flags: self.flags | ARG_MULTIPLE_TOKEN, ..self }
+    }
+    const fn args(self, arguments: &'static [DocArg]) -> DocArg {
+        DocArg { arguments, ..self }
+    }
+}
+
+mod docs;
+
+/// The documentation of a command or `container|sub` subcommand (its
+/// lower-case name, as the row has it), if Redis 7.0 documents it.
+pub fn docs_of(name: &str) -> Option<&'static Doc> {
+    docs::DOCS.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &docs::DOCS[i])
+}
+
 macro_rules! spec {
     ($cmd:ident, $name:literal, $arity:expr, $flags:expr, ($f:expr, $l:expr, $s:expr), $group:literal, $since:literal, $summary:literal) => {
         Spec {
@@ -588,6 +719,17 @@ mod tests {
         assert!(lookup(b"BITFIELD_RO").is_some());
         assert!(lookup(b"bitfield\x7fro").is_none());
         assert!(lookup(&[b'a'; NAME_BYTES_MAX + 1]).is_none());
+    }
+
+    #[test]
+    fn docs_sorted_and_of_rows() {
+        assert!(docs::DOCS.windows(2).all(|w| w[0].name < w[1].name));
+        for d in &docs::DOCS {
+            assert!(lookup_full(d.name.as_bytes()).is_some_and(|s| s.name == d.name), "{}", d.name);
+        }
+        assert_eq!(docs_of("set").unwrap().name, "set");
+        assert_eq!(docs_of("object|freq").unwrap().name, "object|freq");
+        assert!(docs_of("client|setinfo").is_none() && docs_of("nosuch").is_none());
     }
 
     #[test]

@@ -2540,7 +2540,7 @@ pub static COMMANDS: [Spec; 186] = [
             spec!(Acl, "acl|cat", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the ACL categories or the commands inside a category"),
             spec!(Acl, "acl|genpass", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Generate a pseudorandom secure password to use for ACL users"),
         ],
-        ..spec!(Acl, "acl", -2, &[], (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands")
+        ..spec!(Acl, "acl", -2, &[], (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands ")
     },
     spec!(Subscribe, "subscribe", -2, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Listen for messages published to the given channels"),
     spec!(Unsubscribe, "unsubscribe", -1, &["pubsub", "noscript", "loading", "stale"], (0, 0, 0), "pubsub", "2.0.0", "Stop listening for messages posted to the given channels"),
@@ -2570,15 +2570,15 @@ pub static COMMANDS: [Spec; 186] = [
         keys: &[range(&["not_key"], 1, 0, 1)],
         ..spec!(Spublish, "spublish", 3, &["pubsub", "loading", "stale", "fast"], (1, 1, 1), "pubsub", "7.0.0", "Post a message to a shard channel")
     },
-    spec!(Replicaof, "replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "5.0.0", "Configure a server as replica of another, or promote it to a master"),
-    spec!(Slaveof, "slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master"),
+    spec!(Replicaof, "replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "5.0.0", "Make the server a replica of another instance, or promote it as master."),
+    spec!(Slaveof, "slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "1.0.0", "Make the server a replica of another instance, or promote it as master."),
     Spec {
         acl: &["@admin", "@dangerous"],
         ..spec!(Role, "role", 1, &["noscript", "loading", "stale", "fast"], (0, 0, 0), "server", "2.8.12", "Return the role of the instance in the context of replication")
     },
     spec!(Replconf, "replconf", -1, &["admin", "noscript", "loading", "stale", "allow_busy"], (0, 0, 0), "server", "3.0.0", "An internal command for configuring the replication stream"),
-    spec!(Psync, "psync", -3, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "2.8.0", "An internal command used in replication"),
-    spec!(Sync, "sync", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "1.0.0", "An internal command used in replication"),
+    spec!(Psync, "psync", -3, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "2.8.0", "Internal command used for replication"),
+    spec!(Sync, "sync", 1, &["admin", "noscript", "no_async_loading", "no_multi"], (0, 0, 0), "server", "1.0.0", "Internal command used for replication"),
     Spec {
         acl: &["@connection"],
         tips: &["request_policy:all_shards", "response_policy:agg_min"],
