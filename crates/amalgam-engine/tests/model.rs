@@ -256,9 +256,7 @@ fn run(ops: &[Op]) {
                 match m.live(k, now) {
                     None => assert_eq!(r, Err(Error::NotFound)),
                     Some(e) => {
-                        let text = std::str::from_utf8(&e.value).ok().map(|s| s.trim_matches(' '));
-                        let n = text.filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()));
-                        match n.and_then(|t| t.parse::<u64>().ok()) {
+                        match model_counter(&e.value) {
                             None => assert_eq!(r, Err(Error::NonNumeric), "value {:?}", e.value),
                             Some(v) => {
                                 let new = if incr { v.wrapping_add(d) } else { v.saturating_sub(d) };
@@ -383,4 +381,33 @@ fn counters_wrap_and_floor_and_keep_their_width() {
     assert_eq!(store.decr(b"n", 1), Ok(9));
     assert_eq!(store.get(b"n", |it| it.value().to_vec()).unwrap(), b"9 ");
     assert_eq!(store.incr(b"n", u64::MAX), Ok(8));
+}
+
+/// memcached's `safe_strtoull` over a stored value, written plainly (the
+/// model's own reading, not the engine's): leading whitespace, a sign,
+/// digits, then the end, whitespace or a NUL; past u64 refused; a minus
+/// only where strtoull's negation stays below 2^63.
+fn model_counter(v: &[u8]) -> Option<u64> {
+    let ws = |b: u8| b" \t\n\x0b\x0c\r".contains(&b);
+    let s: Vec<u8> = v.iter().copied().skip_while(|&b| ws(b)).collect();
+    let (neg, rest) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, &s[..]),
+    };
+    let digits: Vec<u8> = rest.iter().copied().take_while(u8::is_ascii_digit).collect();
+    if digits.is_empty() {
+        return None;
+    }
+    if let Some(&next) = rest.get(digits.len()) {
+        if !(ws(next) || next == 0) {
+            return None;
+        }
+    }
+    let n: u64 = std::str::from_utf8(&digits).ok()?.parse().ok()?;
+    if !neg {
+        return Some(n);
+    }
+    let m = n.wrapping_neg();
+    ((m as i64) >= 0).then_some(m)
 }
