@@ -127,7 +127,7 @@ pub use prepared::Prepared;
 pub use segment::{EVICT_RESERVE_SEGMENTS, HUGEPAGE_BUDGET_MIN, SEGMENTS_MIN, SEGMENT_BYTES, SEGMENT_BYTES_MIN};
 pub use stall::{Stall, StallWatcher, Timing as StallTiming};
 pub use store::{
-    counter_value, Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update,
+    check_key, counter_value, Config, ConfigError, Error, Expiry, ItemRef, NewValue, Reader, Stats, Store, Update,
     BATCH_WINDOW_KEYS, CACHE_INDEX_BUDGET_SHARE, CACHE_LOAD_PER_BUCKET_MAX, INITIAL_BUCKETS_LOG2_DEFAULT,
     ITEM_SIZE_MAX_BYTES_DEFAULT, ITEM_SIZE_MAX_BYTES_LIMIT, LOAD_PER_BUCKET_MAX, MEMORY_LIMIT_BYTES_DEFAULT,
     RELATIVE_EXPIRY_SECONDS_MAX,

@@ -2358,7 +2358,10 @@ pub(crate) fn local_add(c: &AtomicI64, delta: i64) {
     c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
-pub(crate) fn check_key(key: &[u8]) -> Result<(), Error> {
+/// Whether the engine holds `key`: 1 to [`KEY_BYTES_MAX`] bytes
+/// (`Error::BadKey` otherwise). Callers that must refuse a whole command
+/// before writing any of it (MSET, RENAME's destination) ask first.
+pub fn check_key(key: &[u8]) -> Result<(), Error> {
     if key.is_empty() || key.len() > KEY_BYTES_MAX {
         Err(Error::BadKey)
     } else {

@@ -528,13 +528,12 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     }
     let may = shared.blocking.heads(&b.ticket, &b.keys);
     // The key that became ready first is tried first (`Ticket::ready`).
-    let mut order: Vec<usize> = (0..b.keys.len()).collect();
+    let (mut keys, mut may) = (b.keys.clone(), may);
     let ready = lock(&b.ticket.ready).take();
-    if let Some(i) = ready.and_then(|r| b.keys.iter().position(|k| *k == r)) {
-        order[..=i].rotate_right(1);
+    if let Some(i) = ready.and_then(|r| keys.iter().position(|k| *k == r)) {
+        keys[..=i].rotate_right(1);
+        may[..=i].rotate_right(1);
     }
-    let keys: Vec<Vec<u8>> = order.iter().map(|&i| b.keys[i].clone()).collect();
-    let may: Vec<bool> = order.iter().map(|&i| may[i]).collect();
     let c = ctx(shared, stats, session);
     // Its keys held, as a multi-key command is when it runs first
     // (resp/multi.rs): BLMOVE's pop and push happen at once.

@@ -324,7 +324,7 @@ fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
         }
         return if nx { push_int(out, 0) } else { push_simple(out, "OK") };
     }
-    if dst.is_empty() || dst.len() > amalgam_engine::KEY_BYTES_MAX {
+    if amalgam_engine::check_key(dst).is_err() {
         // A destination the engine cannot hold: Redis's "no such key" only
         // if the source is missing too, else the invalid-key error (as
         // COPY and SET answer it).

@@ -407,7 +407,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// (empty or longer than `KEY_BYTES_MAX`): they answer the error before
 /// writing anything, so none of the pairs before it is written either.
 fn bad_key_among(pairs: &[Arg<'_>]) -> bool {
-    pairs.chunks_exact(2).any(|p| p[0].is_empty() || p[0].len() > amalgam_engine::KEY_BYTES_MAX)
+    pairs.chunks_exact(2).any(|p| amalgam_engine::check_key(&p[0]).is_err())
 }
 
 fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
