@@ -370,9 +370,9 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // A name asked for without a glob character comes back as
                 // it was typed (Redis keys its reply by the argument):
                 // `CONFIG GET MAXMEMORY` answers `MAXMEMORY`.
-                let literal = args[2..].iter().find(|p| {
-                    !p.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) && p.eq_ignore_ascii_case(s.name.as_bytes())
-                });
+                let literal = args[2..]
+                    .iter()
+                    .find(|p| !super::glob::has_wildcards(p) && p.eq_ignore_ascii_case(s.name.as_bytes()));
                 push_bulk(out, literal.map_or(s.name.as_bytes(), |p| &p[..]));
                 push_bulk(out, (s.get)(ctx.shared, s.name).as_bytes());
             }
