@@ -28,13 +28,23 @@
 # round (p requests) is counted too and taken off: the figure is the
 # steady request path, (I(GETS) - I(p)) / (GETS - p).
 #
-# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [TLS=0|1] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# AUTH=PASSWORD starts the server with --requirepass PASSWORD and has
+# redis-benchmark authenticate every connection first (-a): what a request
+# costs on an authenticated connection (issue 20 §6). The one AUTH per
+# run is counted with the requests (one SHA-256 over 40,000 GETs).
+# ACL_RULES="~* +@all -@dangerous" (with AUTH) instead authenticates as an
+# ACL user `bench` with those rules (an --aclfile), so every request goes
+# through the permission check an unrestricted user skips.
+#
+# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
 KEYS=${KEYS:-1000}
 PRELOAD=${PRELOAD:-set}
 TLS=${TLS:-0}
+AUTH=${AUTH:-}
+ACL_RULES=${ACL_RULES:-}
 [ $# -gt 0 ] || { echo "usage: $0 path/to/amalgam [more ...]" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 for tool in valgrind callgrind_control redis-benchmark; do
@@ -65,6 +75,14 @@ for bin in "$@"; do
     tls_port=$(free_port)
     server+=(--tls-port "$tls_port" --tls-cert-file "$dir/certs/server.crt" --tls-key-file "$dir/certs/server.key")
     client=(-p "$tls_port" --tls --cacert "$dir/certs/ca.crt")
+  fi
+  if [ -n "$AUTH" ] && [ -n "$ACL_RULES" ]; then
+    printf 'user default on nopass ~* &* +@all\nuser bench on >%s %s\n' "$AUTH" "$ACL_RULES" >"$dir/users.acl"
+    server+=(--aclfile "$dir/users.acl")
+    client+=(--user bench -a "$AUTH")
+  elif [ -n "$AUTH" ]; then
+    server+=(--requirepass "$AUTH")
+    client+=(-a "$AUTH")
   fi
   valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" -l 127.0.0.1 -U 0 -t 1 -m 64 \
     -p "$(free_port)" "${server[@]}" >"$dir/log" 2>&1 &
