@@ -132,6 +132,9 @@ def test_counters_match_the_commands_sent(server):
     assert delta("redis_commands_failed_calls_total", cmd="get") == 1
     assert delta("redis_commands_rejected_calls_total", cmd="get") == 1
     assert delta("redis_commands_total", cmd="lpush") == 1
+    # INFO errorstats' counts: the WRONGTYPE and the arity error (ERR).
+    assert delta("redis_errors_total", err="WRONGTYPE") == 1
+    assert delta("redis_errors_total", err="ERR") == 1
     assert delta("redis_commands_duration_seconds_total", cmd="get") > 0
     # Both protocols' reads count in the same hits and misses, as stats and
     # INFO report them.

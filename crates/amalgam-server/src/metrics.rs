@@ -313,6 +313,13 @@ pub fn render(shared: &Shared) -> String {
         let last = shared.slowlog.newest(Some(1));
         last.first().map_or(0.0, |e| e.micros as f64 / 1e6)
     });
+    // redis_exporter's, from INFO errorstats (their sum is INFO stats'
+    // total_error_replies).
+    let (_, error_codes) = crate::resp::errorstats::merged(shared);
+    x.family("redis_errors_total", "counter", "Total number of errors per error type");
+    for (code, n) in &error_codes {
+        x.sample("redis_errors_total", &[("err", &String::from_utf8_lossy(code))], *n);
+    }
     x.family("redis_db_keys", "gauge", "Total number of keys by DB");
     x.sample("redis_db_keys", &[("db", "db0")], engine.items);
     let ran: Vec<(usize, &cmdstats::Row)> = rows.iter().enumerate().filter(|(_, r)| r.calls + r.rejected > 0).collect();

@@ -65,6 +65,7 @@
 //! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
 //! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG SLOWLOG COMMAND HELLO AUTH SAVE |
 //! | `resp/cmdstats.rs` | per-command counts and latency (INFO commandstats, latencystats), the slow log |
+//! | `resp/errorstats.rs` | error replies by code (INFO errorstats, total_error_replies) |
 //! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
 //! | `resp/monitor.rs` | MONITOR |
 //! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
@@ -90,6 +91,7 @@ mod client;
 pub mod cmdstats;
 mod command;
 mod debug;
+pub mod errorstats;
 mod glob;
 mod hash;
 mod keys;
@@ -419,7 +421,9 @@ fn process_round(
                 run_gets(&mut ctx, &args, &mut gets, out);
                 run_sets(&mut ctx, &args, &mut sets, out);
                 if let Some(m) = e.message() {
+                    let mark = out.len();
                     push_error(out, &m);
+                    ctx.stats.errors.note(&out[mark..]);
                 }
                 *close = true;
                 break;

@@ -13,6 +13,8 @@ macro_rules! counters {
             $(pub $name: AtomicU64,)*
             /// RESP's per-command calls and latency (INFO commandstats).
             pub commands: crate::resp::cmdstats::CommandStats,
+            /// RESP's error replies by code (INFO errorstats).
+            pub errors: crate::resp::errorstats::ErrorStats,
         }
 
         /// A sum over workers.

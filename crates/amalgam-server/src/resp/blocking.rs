@@ -541,7 +541,11 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     if let Op::Move { dst, .. } = &b.op {
         held.push(dst);
     }
+    let mark = out.len();
     let served = shared.store.atomically(&held, || attempt(&c, &b.op, &keys, &may, false, out));
+    if out.get(mark) == Some(&b'-') {
+        stats.errors.note(&out[mark..]);
+    }
     if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);

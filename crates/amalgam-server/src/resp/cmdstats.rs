@@ -8,9 +8,13 @@
 //! `run_gets` for a run of batched GETs; both end in [`Recorder`]. A
 //! subcommand counts under its own name (`config|get`), as Redis's do; a
 //! command Redis would reject before running it (a wrong number of
-//! arguments) counts as `rejected_calls` and not as a call; one that ran and
-//! answered an error counts in `calls` and `failed_calls`. An unknown
+//! arguments; NOAUTH, NOPERM, OOM, READONLY and the other refusals of
+//! Redis's `processCommand`, told by the reply: `REFUSED_BEFORE_RUNNING`)
+//! counts as `rejected_calls` and not as a call; one that ran and
+//! answered an error counts in `calls` and `failed_calls`. A command MULTI
+//! queued counts when EXEC runs it, not when it is queued. An unknown
 //! command or subcommand counts nowhere (Redis has no row for it either).
+//! Every error reply is also counted by its code (`errorstats.rs`).
 //!
 //! ## One clock read per command
 //! A batch (`resp::process`) reads the clock once when it starts, and once
@@ -353,12 +357,19 @@ impl Recorder {
 /// `replied` what it wrote (its reply, before CLIENT REPLY drops it).
 pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], replied: &[u8]) {
     let ns = ctx.recorder.lap();
+    let error = replied.first() == Some(&b'-');
+    if error {
+        ctx.stats.errors.note(replied);
+    }
     let Some((slot, rejected)) = spec.and_then(|s| classify(s, args)) else { return };
-    if rejected {
+    if rejected || error && refused_before_running(replied) {
         return ctx.stats.commands.reject(slot);
     }
-    let failed = u64::from(replied.first() == Some(&b'-'));
-    ctx.stats.commands.record(slot, 1, ns, failed);
+    // Queued by MULTI: counted when EXEC runs it, as in Redis.
+    if replied == QUEUED {
+        return;
+    }
+    ctx.stats.commands.record(slot, 1, ns, u64::from(error));
     let log = &ctx.shared.slowlog;
     if log.wants(ns / 1000) {
         log.push(args, ns / 1000, &ctx.session.client);
@@ -371,10 +382,35 @@ pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, arg
     }
 }
 
+/// Error replies Redis gives from `processCommand`, before the command
+/// runs (its `rejectCommand`): counted as `rejected_calls`, not as calls.
+/// A wrong argument count is known from the arguments (`classify`); these
+/// by the reply, which costs nothing unless the reply is an error.
+const REFUSED_BEFORE_RUNNING: [&[u8]; 8] = [
+    b"-NOAUTH ",
+    b"-NOPERM ",
+    b"-OOM ",
+    b"-READONLY ",
+    b"-MISCONF ",
+    b"-NOREPLICAS ",
+    b"-ERR Can't execute '",
+    b"-ERR Command not allowed inside a transaction",
+];
+
+/// MULTI's reply to a command it queued.
+const QUEUED: &[u8] = b"+QUEUED\r\n";
+
+fn refused_before_running(reply: &[u8]) -> bool {
+    REFUSED_BEFORE_RUNNING.iter().any(|p| reply.starts_with(p))
+}
+
 /// Counts a run of batched GETs and MGETs that has just been answered: one
 /// span of the clock shared equally by its commands (module notes), of
 /// which `failed` GETs answered WRONGTYPE.
 pub(crate) fn account_gets(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], gets: &[super::PendingGet], failed: u64) {
+    if failed > 0 {
+        ctx.stats.errors.count(b"WRONGTYPE", failed);
+    }
     if let [super::PendingGet { first, mget: None }] = gets {
         // One GET, the unpipelined case: nothing to share.
         let ns = ctx.recorder.lap();

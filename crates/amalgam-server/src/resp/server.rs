@@ -386,6 +386,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             for w in ctx.shared.workers.iter() {
                 w.reset();
                 w.commands.reset();
+                w.errors.reset();
             }
             push_simple(out, "OK");
         }
@@ -483,7 +484,7 @@ fn cpu_seconds() -> [String; 4] {
 }
 
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 11] = [
+const INFO_SECTIONS: [&str; 12] = [
     "server",
     "clients",
     "memory",
@@ -492,6 +493,7 @@ const INFO_SECTIONS: [&str; 11] = [
     "replication",
     "cpu",
     "commandstats",
+    "errorstats",
     "latencystats",
     "cluster",
     "keyspace",
@@ -511,6 +513,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         .filter(|s| all || default && !INFO_NOT_DEFAULT.contains(s) || args[1..].iter().any(|a| is(a, s)))
         .collect();
     let commands = wanted.iter().any(|s| INFO_NOT_DEFAULT.contains(s)).then(|| super::cmdstats::merged(ctx.shared));
+    let errors =
+        wanted.iter().any(|s| *s == "stats" || *s == "errorstats").then(|| super::errorstats::merged(ctx.shared));
     let shared = ctx.shared;
     let mut t = crate::stats::Totals::default();
     for w in shared.workers.iter() {
@@ -616,6 +620,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // Redis 7.2's field (7.0.15 has none): clients of either
                 // port closed for their output (obuf.rs).
                 field("client_output_buffer_limit_disconnections", &shared.obuf.disconnections.load(Ordering::Relaxed));
+                // Every error reply (resp/errorstats.rs); Redis's
+                // unexpected_error_replies (from a primary or the AOF) is
+                // not kept.
+                field("total_error_replies", &errors.as_ref().map_or(0, |e| e.0));
             }
             "replication" => crate::repl::info(shared, &mut field),
             "cpu" => {
@@ -626,6 +634,11 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_cpu_user_children", &user_children);
             }
             "commandstats" => super::cmdstats::info_commandstats(commands.as_deref().unwrap_or(&[]), &mut text),
+            "errorstats" => {
+                if let Some((_, codes)) = &errors {
+                    super::errorstats::info_errorstats(codes, &mut text);
+                }
+            }
             "latencystats" => super::cmdstats::info_latencystats(commands.as_deref().unwrap_or(&[]), &mut text),
             "cluster" => field("cluster_enabled", &0),
             _ => {
