@@ -55,6 +55,8 @@ pub mod flag {
     pub const REPLICA: u8 = 16;
     /// This replica's link to its primary (`M`).
     pub const MASTER: u8 = 32;
+    /// Waits in a blocking command: BLPOP and the others, WAIT (`b`).
+    pub const BLOCKED: u8 = 64;
 }
 
 /// What CLIENT KILL does to a connection no worker owns (a replica's,
@@ -216,6 +218,9 @@ pub struct Registry {
     clients: Mutex<BTreeMap<u64, Arc<Client>>>,
     /// Per worker: (client id, token) of connections to close.
     kills: Vec<Mutex<Vec<(u64, usize)>>>,
+    /// Per worker: (client id, token, with the error) of blocked
+    /// connections CLIENT UNBLOCK ends.
+    unblocks: Vec<Mutex<Vec<(u64, usize, bool)>>>,
     /// Per worker: its poll's waker (set once at start-up by main).
     wakers: OnceLock<Vec<Arc<Waker>>>,
     /// The attached monitors; `monitoring` mirrors `!monitors.is_empty()`.
@@ -228,6 +233,7 @@ impl Registry {
         Registry {
             clients: Mutex::new(BTreeMap::new()),
             kills: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
+            unblocks: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
             wakers: OnceLock::new(),
             monitors: Mutex::new(Vec::new()),
             monitoring: AtomicBool::new(false),
@@ -303,6 +309,24 @@ impl Registry {
         let Some(inbox) = self.kills.get(c.worker) else { return };
         inbox.lock().unwrap_or_else(|e| e.into_inner()).push((c.id, c.token));
         self.wake(c.worker);
+    }
+
+    /// Asks the owning worker to end the blocking command `c` waits in
+    /// (CLIENT UNBLOCK; `error`: with Redis's UNBLOCKED error, else as its
+    /// timeout). A client served meanwhile is left alone by its worker.
+    pub fn unblock(&self, c: &Client, error: bool) {
+        let Some(inbox) = self.unblocks.get(c.worker) else { return };
+        inbox.lock().unwrap_or_else(|e| e.into_inner()).push((c.id, c.token, error));
+        self.wake(c.worker);
+    }
+
+    /// The CLIENT UNBLOCK requests for `worker` (called by that worker on
+    /// wake-up).
+    pub fn take_unblocks(&self, worker: usize) -> Vec<(u64, usize, bool)> {
+        match self.unblocks.get(worker) {
+            Some(m) => std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        }
     }
 
     /// The kill requests for `worker` (called by that worker on wake-up).

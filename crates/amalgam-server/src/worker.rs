@@ -460,6 +460,18 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         }
                     }
                 }
+                // CLIENT UNBLOCK from any worker: the client still
+                // waiting, with the id it was asked for, is answered now.
+                for (client, key, error) in shared.clients.take_unblocks(id) {
+                    let Some(c) = conns.get_mut(key) else { continue };
+                    if c.client_id() != Some(client) {
+                        continue;
+                    }
+                    let Some(s) = c.resp.as_deref_mut() else { continue };
+                    if crate::resp::blocking::unblocked(shared, stats, s, error, &mut c.wbuf) {
+                        ready.push(key);
+                    }
+                }
                 // CLIENT KILL from any worker, and MONITOR lines queued
                 // for this worker's monitors (clients.rs).
                 for (client, key) in shared.clients.take_kills(id) {

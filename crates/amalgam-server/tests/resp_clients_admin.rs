@@ -1,4 +1,4 @@
-//! CLIENT INFO LIST KILL REPLY NO-EVICT NO-TOUCH and MONITOR, black-box.
+//! CLIENT INFO LIST KILL UNBLOCK REPLY NO-EVICT NO-TOUCH and MONITOR, black-box.
 //! Runs against amalgam and, in CI, against redis-server 7.0
 //! (`AMALGAM_TEST_RESP_ADDR`); what only amalgam does is in tests that
 //! start an amalgam of their own.
@@ -343,4 +343,87 @@ fn reset_clears_the_connections_state() {
     assert_eq!(c.call(&["RESET"]), "+RESET\r\n");
     assert_eq!(other.call(&["SET", &k, "after"]), OK);
     assert_eq!(c.call(&["GET", &k]), bulk("after"), "no MONITOR line before the reply");
+}
+
+/// Waits until CLIENT LIST shows client `id` blocked (`flags=b`).
+fn wait_blocked(c: &mut Resp, id: i64, cmd: &str) {
+    eventually(&format!("client {id} blocked in {cmd}"), std::time::Duration::from_secs(10), || {
+        let list = text(&c.call(&["CLIENT", "LIST", "ID", &id.to_string()]));
+        list.lines().next().is_some_and(|l| field(l, "flags") == "b" && field(l, "cmd") == cmd)
+    });
+}
+
+#[test]
+fn client_unblock_ends_a_blocking_command() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let mut b = Resp::new(&server);
+    let id = as_int(&b.call(&["CLIENT", "ID"]));
+    let (l, d, z) = (key("unblock_l"), key("unblock_d"), key("unblock_z"));
+    // As its timeout would: a null array.
+    b.send(&["BLPOP", &l, "0"]);
+    wait_blocked(&mut c, id, "blpop");
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string()]), int(1));
+    assert_eq!(b.reply(), "*-1\r\n");
+    // TIMEOUT said, on a sorted set.
+    b.send(&["BZPOPMIN", &z, "0"]);
+    wait_blocked(&mut c, id, "bzpopmin");
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string(), "timeout"]), int(1));
+    assert_eq!(b.reply(), "*-1\r\n");
+    // With the error.
+    b.send(&["BLMOVE", &l, &d, "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut c, id, "blmove");
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]), int(1));
+    assert_eq!(b.reply(), error("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
+    // WAIT for a replica that never comes: its count of acknowledgements.
+    b.send(&["WAIT", "1", "0"]);
+    wait_blocked(&mut c, id, "wait");
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string()]), int(1));
+    assert_eq!(b.reply(), int(0));
+    // Not blocked, or no such client: 0. The unblocked client goes on.
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string()]), int(0));
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", "999999999"]), int(0));
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", "-5"]), int(0));
+    assert_eq!(b.call(&["RPUSH", &l, "x"]), int(1));
+    assert_eq!(b.call(&["BLPOP", &l, "0"]), format!("*2\r\n{}{}", bulk(&l), bulk("x")));
+    let flags = text(&c.call(&["CLIENT", "LIST", "ID", &id.to_string()]));
+    assert_eq!(field(flags.lines().next().unwrap(), "flags"), "N");
+    // Redis's errors, in its order: the count, the reason, the id.
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK", "abc"]), error("ERR value is not an integer or out of range"));
+    assert_eq!(
+        c.call(&["CLIENT", "UNBLOCK", "abc", "foo"]),
+        error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    );
+    assert_eq!(
+        c.call(&["CLIENT", "UNBLOCK", "1", "timeout", "x"]),
+        error("ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.")
+    );
+    assert_eq!(c.call(&["CLIENT", "UNBLOCK"]), error("ERR wrong number of arguments for 'client|unblock' command"));
+}
+
+#[test]
+fn client_unblock_reaches_every_worker() {
+    // Clients dealt over 4 workers, each blocked, unblocked from one
+    // connection (amalgam's cross-worker request).
+    let Some(server) = resp_private(&["-t", "4"]) else { return };
+    let mut c = Resp::new(&server);
+    let mut blocked: Vec<(Resp, i64)> = (0..8)
+        .map(|i| {
+            let mut b = Resp::new(&server);
+            let id = as_int(&b.call(&["CLIENT", "ID"]));
+            b.send(&["BLPOP", &key(&format!("unblock_w{i}")), "0"]);
+            (b, id)
+        })
+        .collect();
+    for (i, (b, id)) in blocked.iter_mut().enumerate() {
+        wait_blocked(&mut c, *id, "blpop");
+        let reason = if i % 2 == 0 { "TIMEOUT" } else { "ERROR" };
+        assert_eq!(c.call(&["CLIENT", "UNBLOCK", &id.to_string(), reason]), int(1));
+        let want =
+            if i % 2 == 0 { "*-1\r\n".to_string() } else { error("UNBLOCKED client unblocked via CLIENT UNBLOCK") };
+        assert_eq!(b.reply(), want);
+        assert_eq!(b.call(&["PING"]), "+PONG\r\n");
+    }
+    let info = c.call(&["INFO", "clients"]);
+    assert!(info.contains("blocked_clients:0\r\n"), "{info}");
 }

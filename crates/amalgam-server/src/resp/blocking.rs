@@ -62,7 +62,10 @@
 //! `epoll_wait` no longer than the nearest (`worker.rs`). A connection
 //! that closes while blocked withdraws its ticket ([`abandon`]) before its
 //! slot is freed; a stale mailbox entry or heap entry is recognised by its
-//! sequence number and ignored.
+//! sequence number and ignored. CLIENT UNBLOCK (from any worker) sees the
+//! client's `b` flag (`clients::flag::BLOCKED`, set while a command waits)
+//! and posts to the owning worker, which ends the wait as its timeout
+//! would or with Redis's UNBLOCKED error ([`unblocked`]).
 //!
 //! ## Bounds
 //! Blocked clients ≤ connections (`-c`): one ticket each, in one queue per
@@ -77,13 +80,17 @@
 //!   blocked client then stays blocked. In Redis the blocked client always
 //!   wins (it is served before any other command runs).
 //! * BLMOVE's two keys are not one atomic step (see `list.rs`, LMOVE).
-//! * No CLIENT UNBLOCK, and no CLIENT LIST `b` flag, yet.
+//! * CLIENT UNBLOCK answers 1 for a client it saw blocked; if a push
+//!   serves that client before its worker takes the request, the request
+//!   is dropped, or ends the client's next wait if it has blocked again by
+//!   then (Redis, on one thread, has no such window).
 
 use super::list::{self, End, Moved};
 use super::table::Cmd;
 use super::typed::{self, Access};
 use super::zset;
 use super::{Arg, Ctx, Session};
+use crate::clients::flag;
 use crate::stats::WorkerStats;
 use crate::Shared;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null, push_null_array};
@@ -495,6 +502,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     }
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     ctx.session.blocked = Some(Box::new(Blocked { op, keys, ticket, deadline, armed: false }));
+    ctx.session.client.set_flag(flag::BLOCKED, true);
 }
 
 fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
@@ -509,6 +517,26 @@ fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session)
     }
 }
 
+/// Redis 7.0's reply to a client CLIENT UNBLOCK ... ERROR ends.
+pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+
+/// CLIENT UNBLOCK reached the connection of `session` (on its own worker,
+/// `clients::Registry::unblock`): if it still waits in a blocking command,
+/// the wait ends as its timeout would end it, or with [`UNBLOCKED`] when
+/// `error`, as Redis's `clientUnblock` does. True if it ended (the reply is
+/// in `out`; the connection runs again).
+pub fn unblocked(shared: &Shared, stats: &WorkerStats, session: &mut Session, error: bool, out: &mut Vec<u8>) -> bool {
+    let Some(seq) = session.blocked.as_ref().map(|b| b.ticket.seq) else { return false };
+    if !error {
+        return timed_out(shared, session, seq, out);
+    }
+    abandon(shared, session);
+    let mark = out.len();
+    push_error(out, UNBLOCKED.as_bytes());
+    stats.errors.note(&out[mark..]);
+    true
+}
+
 /// A wake-up `(_, seq)` reached the connection of `session`: retries its
 /// blocked command. True if it is served (its reply is in `out`) and the
 /// connection runs again.
@@ -520,6 +548,7 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
         let acked = shared.repl.acked(offset);
         if acked >= replicas {
             end_wait(shared, &b);
+            session.client.set_flag(flag::BLOCKED, false);
             amalgam_protocol::resp::push_int(out, acked as i64);
             return true;
         }
@@ -549,6 +578,7 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
     if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);
+        session.client.set_flag(flag::BLOCKED, false);
         return true;
     }
     session.blocked = Some(b);
@@ -560,6 +590,7 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
 /// true (the connection runs again).
 pub fn timed_out(shared: &Shared, session: &mut Session, seq: u64, out: &mut Vec<u8>) -> bool {
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
+    session.client.set_flag(flag::BLOCKED, false);
     if let Op::Wait { offset, .. } = b.op {
         end_wait(shared, &b);
         amalgam_protocol::resp::push_int(out, shared.repl.acked(offset) as i64);
@@ -603,6 +634,7 @@ pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout:
     shared.repl.backlog.request_acks();
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     ctx.session.blocked = Some(Box::new(Blocked { deadline, ..b }));
+    ctx.session.client.set_flag(flag::BLOCKED, true);
 }
 
 /// Wakes the WAIT client of `ticket` (from a replica's ack thread),
@@ -634,6 +666,7 @@ impl Ticket {
 /// if any (nothing is popped for it).
 pub fn abandon(shared: &Shared, session: &mut Session) {
     if let Some(b) = session.blocked.take() {
+        session.client.set_flag(flag::BLOCKED, false);
         if matches!(b.op, Op::Wait { .. }) {
             return end_wait(shared, &b);
         }

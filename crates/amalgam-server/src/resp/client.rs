@@ -1,5 +1,5 @@
-//! CLIENT: ID GETNAME SETNAME SETINFO INFO LIST KILL REPLY NO-EVICT
-//! NO-TOUCH HELP, over the client registry (`crate::clients`).
+//! CLIENT: ID GETNAME SETNAME SETINFO INFO LIST KILL UNBLOCK REPLY
+//! NO-EVICT NO-TOUCH HELP, over the client registry (`crate::clients`).
 //!
 //! CLIENT LIST and INFO print Redis 7.0's line, then 7.2's `lib-name` and
 //! `lib-ver`. Fields Amalgam does not keep per connection get the value of
@@ -59,6 +59,9 @@ fn line(c: &Client, line: &mut String) {
     }
     if c.has(flag::PUBSUB) {
         flags.push('P');
+    }
+    if c.has(flag::BLOCKED) {
+        flags.push('b');
     }
     if c.has(flag::NO_EVICT) {
         flags.push('e');
@@ -164,6 +167,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
         }
         "list" => list(ctx, args, out),
         "kill" => return kill(ctx, args, out),
+        "unblock" => unblock(ctx, args, out),
         "reply" => {
             if is(&args[2], "on") {
                 ctx.session.reply = Reply::On;
@@ -225,6 +229,8 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
                 "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
                 "NO-EVICT (ON|OFF)",
                 "    Protect current client connection from eviction.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
                 "NO-TOUCH (ON|OFF)",
                 "    Will not touch LRU/LFU stats when this mode is on.",
                 "HELP",
@@ -234,6 +240,36 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
         ),
     }
     false
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client waits in a blocking
+/// command (BLPOP and the others, WAIT) and is now told to stop, else 0.
+/// Its own worker ends the wait (`clients::Registry::unblock`,
+/// `blocking::unblocked`); one served between this answer and that is
+/// left as it is (Redis, on one thread, has no such window).
+fn unblock(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // Redis's order: the argument count, the reason, then the id.
+    if args.len() > 4 {
+        let mut m = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+        m.extend_from_slice(c_str(&args[1]));
+        m.extend_from_slice(b"'. Try CLIENT HELP.");
+        return push_error(out, &m);
+    }
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if is(a, "timeout") => false,
+        Some(a) if is(a, "error") => true,
+        Some(_) => return push_error(out, b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+    };
+    let Some(id) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
+    let target = u64::try_from(id).ok().and_then(|id| ctx.shared.clients.get(id));
+    match target {
+        Some(c) if c.has(flag::BLOCKED) => {
+            ctx.shared.clients.unblock(&c, error);
+            push_int(out, 1);
+        }
+        _ => push_int(out, 0),
+    }
 }
 
 /// CLIENT INFO and LIST answer a bulk string in RESP2 and a verbatim

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 246] = [
+pub(super) static DOCS: [Doc; 247] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -344,6 +344,16 @@ pub(super) static DOCS: [Doc; 246] = [
             arg("connection-name", Str),
         ],
         ..doc("client|setname", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("client-id", Integer),
+            arg("timeout_error", Oneof).optional().args(&[
+                arg("timeout", PureToken).token("TIMEOUT"),
+                arg("error", PureToken).token("ERROR"),
+            ]),
+        ],
+        ..doc("client|unblock", Some("O(log N) where N is the number of client connections"))
     },
     doc("command", Some("O(N) where N is the total number of Redis commands")),
     doc("command|count", Some("O(1)")),

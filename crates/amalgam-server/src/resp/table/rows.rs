@@ -1022,6 +1022,19 @@ pub static COMMANDS: [Spec; 186] = [
                 acl: &["@connection"],
                 ..spec!(
                     Client,
+                    "client|unblock",
+                    -3,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "5.0.0",
+                    "Unblock a client blocked in a blocking command from a different connection"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
                     "client|no-touch",
                     3,
                     &["noscript", "loading", "stale"],
