@@ -357,18 +357,25 @@ impl Recorder {
 /// `replied` what it wrote (its reply, before CLIENT REPLY drops it).
 pub(crate) fn account(ctx: &mut super::Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], replied: &[u8]) {
     let ns = ctx.recorder.lap();
-    let error = replied.first() == Some(&b'-');
-    if error {
-        ctx.stats.errors.note(replied);
-    }
-    let Some((slot, rejected)) = spec.and_then(|s| classify(s, args)) else { return };
-    if rejected || error && refused_before_running(replied) {
-        return ctx.stats.commands.reject(slot);
-    }
-    // Queued by MULTI: counted when EXEC runs it, as in Redis.
-    if replied == QUEUED {
+    let Some((slot, rejected)) = spec.and_then(|s| classify(s, args)) else {
+        // An unknown command or subcommand: only its error counts.
+        if replied.first() == Some(&b'-') {
+            ctx.stats.errors.note(replied);
+        }
         return;
-    }
+    };
+    let error = match replied.first() {
+        Some(b'-') => {
+            ctx.stats.errors.note(replied);
+            if rejected || refused_before_running(replied) {
+                return ctx.stats.commands.reject(slot);
+            }
+            true
+        }
+        // Queued by MULTI: counted when EXEC runs it, as in Redis.
+        Some(b'+') if replied.len() == QUEUED.len() && replied == QUEUED => return,
+        _ => false,
+    };
     ctx.stats.commands.record(slot, 1, ns, u64::from(error));
     let log = &ctx.shared.slowlog;
     if log.wants(ns / 1000) {
