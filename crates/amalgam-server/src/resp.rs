@@ -908,6 +908,9 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Slowlog
         | Cmd::Latency
         | Cmd::Debug
+        | Cmd::Module
+        | Cmd::Readonly
+        | Cmd::Readwrite
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello

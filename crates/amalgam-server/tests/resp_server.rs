@@ -238,3 +238,30 @@ fn info_sections() {
     let r3 = c.call(&["INFO", "server"]);
     assert!(r3.starts_with('=') && r3.contains("\r\ntxt:# Server\r\n"), "RESP3: verbatim text: {r3}");
 }
+
+#[test]
+fn module_and_cluster_commands_of_a_server_without_them() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    // No modules: an empty list; loading is refused as Redis's default
+    // `enable-module-command no` refuses it.
+    assert_eq!(c.call(&["MODULE", "LIST"]), "*0\r\n");
+    let refused = error(
+        "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+    );
+    assert_eq!(c.call(&["MODULE", "LOAD", "/nonexistent.so"]), refused);
+    assert_eq!(c.call(&["MODULE", "LOADEX", "/nonexistent.so"]), refused);
+    assert_eq!(c.call(&["MODULE", "UNLOAD", "search"]), refused);
+    assert_eq!(c.call(&["MODULE", "FOO"]), error("ERR unknown subcommand 'FOO'. Try MODULE HELP."));
+    assert_eq!(c.call(&["MODULE"]), error("ERR wrong number of arguments for 'module' command"));
+    assert_eq!(c.call(&["MODULE", "LIST", "x"]), error("ERR wrong number of arguments for 'module|list' command"));
+    assert!(c.call(&["MODULE", "HELP"]).starts_with("*11\r\n+MODULE <subcommand> [<arg> [value] [opt] ...]."));
+    // The (empty) modules section, in plain INFO too.
+    assert_eq!(c.call(&["INFO", "modules"]), bulk("# Modules\r\n"));
+    let info = c.call(&["INFO"]);
+    assert!(info.contains("\r\n# Modules\r\n\r\n"), "{info}");
+    // Cluster commands of a server without cluster mode.
+    let disabled = error("ERR This instance has cluster support disabled");
+    assert_eq!(c.call(&["READONLY"]), disabled);
+    assert_eq!(c.call(&["READWRITE"]), disabled);
+}

@@ -55,6 +55,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Slowlog => super::cmdstats::slowlog(ctx, args, out),
         Cmd::Latency => super::latency::latency(ctx, args, out),
         Cmd::Debug => super::debug::debug(ctx, args, out),
+        Cmd::Module => module(args, out),
+        // Redis without cluster mode, as Amalgam always is.
+        Cmd::Readonly | Cmd::Readwrite => push_error(out, b"ERR This instance has cluster support disabled"),
         Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}
@@ -65,6 +68,37 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         _ => {}
     }
     After::Continue
+}
+
+/// MODULE: Amalgam loads no modules. LIST answers the empty list; LOAD,
+/// LOADEX and UNLOAD answer what Redis 7.0 answers with its default
+/// `enable-module-command no` (tools probe for modules with LIST and take
+/// the refusal as Redis's).
+fn module(args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(name) = sub(Cmd::Module, args, out) else { return };
+    match name {
+        "list" => push_array(out, 0),
+        "load" | "loadex" | "unload" => push_error(
+            out,
+            b"ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+        ),
+        _ => help(
+            &[
+                "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "LIST",
+                "    Return a list of loaded modules.",
+                "LOAD <path> [<arg> ...]",
+                "    Load a module library from <path>, passing to it any optional arguments.",
+                "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+                "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+                "UNLOAD <name>",
+                "    Unload a module.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT], Redis 7.0's: a final
@@ -484,7 +518,7 @@ fn cpu_seconds() -> [String; 4] {
 }
 
 /// INFO's sections, in Redis's order.
-const INFO_SECTIONS: [&str; 12] = [
+const INFO_SECTIONS: [&str; 13] = [
     "server",
     "clients",
     "memory",
@@ -492,6 +526,7 @@ const INFO_SECTIONS: [&str; 12] = [
     "stats",
     "replication",
     "cpu",
+    "modules",
     "commandstats",
     "errorstats",
     "latencystats",
@@ -641,6 +676,8 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             }
             "latencystats" => super::cmdstats::info_latencystats(commands.as_deref().unwrap_or(&[]), &mut text),
             "cluster" => field("cluster_enabled", &0),
+            // No modules: the section is its title alone, as in Redis.
+            "modules" => {}
             _ => {
                 // Redis lists only non-empty databases; the expiry count
                 // is not tracked by the engine.

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 247] = [
+pub(super) static DOCS: [Doc; 255] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -941,6 +941,35 @@ pub(super) static DOCS: [Doc; 247] = [
         ],
         ..doc("mget", Some("O(N) where N is the number of keys to retrieve."))
     },
+    doc("module", Some("Depends on subcommand.")),
+    doc("module|help", Some("O(1)")),
+    doc("module|list", Some("O(N) where N is the number of loaded modules.")),
+    Doc {
+        arguments: &[
+            arg("path", Str),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("module|load", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("path", Str),
+            arg("configs", Block).token("CONFIG").optional().multiple().multiple_token().args(&[
+                arg("name", Str),
+                arg("value", Str),
+            ]),
+            arg("args", Block).token("ARGS").optional().multiple().args(&[
+                arg("arg", Str),
+            ]),
+        ],
+        ..doc("module|loadex", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("name", Str),
+        ],
+        ..doc("module|unload", Some("O(1)"))
+    },
     doc("monitor", None),
     Doc {
         arguments: &[
@@ -1111,6 +1140,8 @@ pub(super) static DOCS: [Doc; 247] = [
     },
     doc("quit", Some("O(1)")),
     doc("randomkey", Some("O(1)")),
+    doc("readonly", Some("O(1)")),
+    doc("readwrite", Some("O(1)")),
     Doc {
         arguments: &[
             arg("key", Key).key(0),

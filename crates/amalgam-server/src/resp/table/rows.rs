@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 186] = [
+pub static COMMANDS: [Spec; 189] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -785,6 +785,27 @@ pub static COMMANDS: [Spec; 186] = [
     },
     Spec {
         ..spec!(Debug, "debug", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "1.0.0", "A container for debugging commands")
+    },
+    Spec {
+        subcommands: &[
+            Spec {
+                tips: &["nondeterministic_output_order"],
+                ..spec!(Module, "module|list", 2, &["admin", "noscript"], (0, 0, 0), "server", "4.0.0", "List all modules loaded by the server")
+            },
+            spec!(Module, "module|load", -3, &["admin", "noscript", "no_async_loading"], (0, 0, 0), "server", "4.0.0", "Load a module"),
+            spec!(Module, "module|loadex", -3, &["admin", "noscript", "no_async_loading"], (0, 0, 0), "server", "7.0.0", "Load a module with extended parameters"),
+            spec!(Module, "module|unload", 3, &["admin", "noscript", "no_async_loading"], (0, 0, 0), "server", "4.0.0", "Unload a module"),
+            spec!(Module, "module|help", 2, &["loading", "stale"], (0, 0, 0), "server", "5.0.0", "Show helpful text about the different subcommands"),
+        ],
+        ..spec!(Module, "module", -2, &[], (0, 0, 0), "server", "4.0.0", "A container for module commands")
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(Readonly, "readonly", 1, &["loading", "stale", "fast"], (0, 0, 0), "cluster", "3.0.0", "Enables read queries for a connection to a cluster replica node")
+    },
+    Spec {
+        acl: &["@connection"],
+        ..spec!(Readwrite, "readwrite", 1, &["loading", "stale", "fast"], (0, 0, 0), "cluster", "3.0.0", "Disables read queries for a connection to a cluster replica node")
     },
     Spec {
         acl: &["@connection"],
