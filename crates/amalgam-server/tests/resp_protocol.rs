@@ -187,17 +187,6 @@ fn a_request_split_into_single_bytes() {
     assert_eq!(c.reply(), bulk("value"));
 }
 
-/// xorshift64: deterministic noise.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn random_bytes_and_truncated_arrays() {
     let Some(mut server) = resp_server() else { return };
