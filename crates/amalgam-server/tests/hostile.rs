@@ -1,6 +1,7 @@
 //! Hostile input against a running server on memcached's port: random
 //! bytes, truncated commands, oversized lines and declared lengths, 2,000
-//! connections at once, a client that never reads. Through all of it
+//! connections at once, a client that never reads, a client that sends
+//! one byte per second. Through all of it
 //! another client keeps getting correct answers, a witness
 //! ([`common::acked::Witness`]) keeps writing and finds every
 //! acknowledged write afterwards, and the server stays up. Runs unchanged
@@ -13,6 +14,8 @@ use common::acked::Witness;
 use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A control client's round trip: a fresh key set and read back.
@@ -307,5 +310,44 @@ fn a_client_that_never_reads() {
     drop(hog);
     still_serving(&mut s, &mut ctl);
     eprintln!("the hog wrote {sent} bytes of requests before the server stopped reading");
+    witness.check();
+}
+
+/// A storage command whose last bytes come one a second: the server waits
+/// for them holding no one up, runs nothing before the last one, and
+/// answers once it is in.
+#[test]
+fn a_client_sending_one_byte_per_second() {
+    let mut s = Server::start(&[]);
+    let mut ctl = s.connect();
+    let witness = Witness::memcached(&s);
+    let k = key("dribble");
+    let last = Arc::new(AtomicBool::new(false));
+    let dribbler = {
+        let (mut c, last) = (s.connect(), last.clone());
+        let req = format!("set {k} 5 0 8\r\ndribbled\r\n").into_bytes();
+        std::thread::spawn(move || {
+            dribble(&mut c, &req, &last);
+            c
+        })
+    };
+    // Bounded: the dribbler ends after DRIBBLED_BYTES pauses, or this
+    // gives up. The flag is read after the reply: a false flag means the
+    // last byte went after the get ran.
+    for _ in 0..200 {
+        if dribbler.is_finished() {
+            break;
+        }
+        still_serving(&mut s, &mut ctl);
+        let got = request(&mut ctl, format!("get {k}\r\n").as_bytes(), b"END\r\n");
+        if !last.load(Ordering::SeqCst) {
+            assert_reply(&got, b"END\r\n");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut c = dribbler.join().unwrap();
+    assert_eq!(line(&mut c, b""), "STORED\r\n");
+    let got = request(&mut ctl, format!("get {k}\r\n").as_bytes(), b"END\r\n");
+    assert_reply(&got, format!("VALUE {k} 5 8\r\ndribbled\r\nEND\r\n").as_bytes());
     witness.check();
 }

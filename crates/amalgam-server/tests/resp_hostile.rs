@@ -336,27 +336,6 @@ fn a_slow_reader_is_contained_and_its_memory_comes_back() {
     witness.check();
 }
 
-/// Bytes the dribbling clients send one a second (the rest goes at once):
-/// keeps the test near four seconds.
-const DRIBBLED_BYTES: usize = 4;
-/// The pause between two dribbled bytes.
-const DRIBBLE_PAUSE: Duration = Duration::from_secs(1);
-
-/// Sends `frame` on `c`, its last [`DRIBBLED_BYTES`] one per
-/// [`DRIBBLE_PAUSE`]; sets `last` just before the last byte goes.
-fn dribble(mut c: TcpStream, frame: Vec<u8>, last: Arc<AtomicBool>) -> TcpStream {
-    let (head, tail) = frame.split_at(frame.len() - DRIBBLED_BYTES);
-    c.write_all(head).unwrap();
-    for (i, b) in tail.iter().enumerate() {
-        std::thread::sleep(DRIBBLE_PAUSE);
-        if i + 1 == tail.len() {
-            last.store(true, Ordering::SeqCst);
-        }
-        c.write_all(&[*b]).unwrap();
-    }
-    c
-}
-
 #[test]
 fn a_client_sending_one_byte_per_second() {
     let Some(mut server) = resp_server() else { return };
@@ -373,8 +352,11 @@ fn a_client_sending_one_byte_per_second() {
         .iter()
         .zip(&last)
         .map(|((_, frame), last)| {
-            let (c, frame, last) = (server.resp_connect(), frame.clone(), last.clone());
-            std::thread::spawn(move || dribble(c, frame, last))
+            let (mut c, frame, last) = (server.resp_connect(), frame.clone(), last.clone());
+            std::thread::spawn(move || {
+                dribble(&mut c, &frame, &last);
+                c
+            })
         })
         .collect();
     // Meanwhile the others are served, and neither SET has run before its

@@ -630,3 +630,25 @@ pub fn raise_open_files(needed: u64) -> bool {
     }
     true
 }
+
+/// Bytes a dribbling client sends one a second (the rest of its request
+/// goes at once): keeps such a test near four seconds.
+pub const DRIBBLED_BYTES: usize = 4;
+/// The pause between two dribbled bytes.
+pub const DRIBBLE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Writes `bytes` to `w`, the last [`DRIBBLED_BYTES`] of them one per
+/// [`DRIBBLE_PAUSE`] (issue 20's client that sends one byte per second);
+/// sets `last` just before the last byte goes, so a test can tell "not
+/// answered yet" from "not answered after everything came".
+pub fn dribble(w: &mut impl Write, bytes: &[u8], last: &std::sync::atomic::AtomicBool) {
+    let (head, tail) = bytes.split_at(bytes.len().saturating_sub(DRIBBLED_BYTES));
+    w.write_all(head).unwrap_or_else(|e| panic!("dribble: {e}"));
+    for (i, b) in tail.iter().enumerate() {
+        std::thread::sleep(DRIBBLE_PAUSE);
+        if i + 1 == tail.len() {
+            last.store(true, Ordering::SeqCst);
+        }
+        w.write_all(&[*b]).unwrap_or_else(|e| panic!("dribble: {e}"));
+    }
+}
