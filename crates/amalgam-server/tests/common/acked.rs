@@ -95,6 +95,24 @@ impl Wire {
         Ok(self.buf.drain(..n).collect())
     }
 
+    /// Bytes up to and including the first `terminator`.
+    pub fn until(&mut self, terminator: &[u8]) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(at) = self.buf.windows(terminator.len()).position(|w| w == terminator) {
+                return Ok(self.buf.drain(..at + terminator.len()).collect());
+            }
+            self.fill()?;
+        }
+    }
+
+    /// One reply of `proto`'s: a line (memcached), a whole RESP reply.
+    pub fn reply(&mut self, proto: Proto) -> Result<Vec<u8>, String> {
+        match proto {
+            Proto::Memcached => self.until(b"\r\n"),
+            Proto::Resp => self.resp_reply(),
+        }
+    }
+
     /// One RESP reply, whole.
     pub fn resp_reply(&mut self) -> Result<Vec<u8>, String> {
         loop {
@@ -180,9 +198,11 @@ impl Ledger {
 fn write_one(wire: &mut Wire, proto: Proto, prefix: &str, i: usize, ledger: &mut Ledger) -> Result<(), String> {
     let (req, ack, w) = write_request(proto, prefix, i, ledger.pushes.len());
     wire.send(&req)?;
-    let got = wire.exactly(ack.len())?;
+    let got = wire.reply(proto)?;
     if got != ack {
-        return Err(format!("write {i}: wanted {}, got {}", show(&ack), show(&got)));
+        // An RPUSH's length tells an earlier push lost; any other reply,
+        // a write refused.
+        return Err(format!("write {i}: wanted {}, got {} (lost or refused)", show(&ack), show(&got)));
     }
     ledger.record(w);
     Ok(())
@@ -273,7 +293,10 @@ impl Witness {
                 }
             };
             wire.send(req.as_bytes())?;
-            let got = wire.exactly(want.len())?;
+            let got = match self.proto {
+                Proto::Memcached => wire.until(b"END\r\n")?,
+                Proto::Resp => wire.resp_reply()?,
+            };
             if got != want.as_bytes() {
                 return Err(format!(
                     "an acknowledged write is lost or changed:\n got: {}\nwant: {}",
