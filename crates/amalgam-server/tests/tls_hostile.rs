@@ -216,6 +216,27 @@ fn garbage_after_a_completed_handshake() {
         t.sock.write_all(&sealed).unwrap();
         assert!(server_closes(&mut t.sock), "{proto:?}: a tampered record left the connection open");
         assert_eq!(ctl.call(&["EXISTS", &k]), ":0\r\n", "{proto:?}: a tampered record ran");
+        // A real request and a record of noise in one write: closed; if
+        // the request was acknowledged, it ran. (Amalgam fails the whole
+        // read: the request neither runs nor is answered. A server that
+        // decrypts a record at a time, as OpenSSL's do, runs and answers
+        // it first.)
+        let k = key("before-noise");
+        let mut t = tls_connect(port);
+        let (req, ack) = match proto {
+            Proto::Memcached => (format!("set {k} 0 0 1\r\nx\r\n").into_bytes(), b"STORED\r\n".to_vec()),
+            Proto::Resp => (common::resp::encode(&[b"SET", k.as_bytes(), b"x"]), b"+OK\r\n".to_vec()),
+        };
+        let mut bytes = seal(&mut t, &req);
+        bytes.extend(record_header(40));
+        bytes.extend((0..40).map(|_| rng.next() as u8));
+        t.sock.write_all(&bytes).unwrap();
+        let mut answered = Vec::new();
+        let _ = t.read_to_end(&mut answered);
+        assert!(server_closes(&mut t.sock), "{proto:?}: a record of noise after a request left it open");
+        if answered.starts_with(&ack) {
+            assert_eq!(ctl.call(&["EXISTS", &k]), ":1\r\n", "{proto:?}: an acknowledged write is lost");
+        }
         // A second ClientHello on an established TLS 1.3 session: closed.
         let mut t = tls_connect(port);
         t.sock.write_all(&client_hello()).unwrap();
