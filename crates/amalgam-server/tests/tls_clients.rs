@@ -8,9 +8,11 @@
 //! (AMALGAM_TEST_BIN, AMALGAM_TEST_ADDR, AMALGAM_TEST_RESP_ADDR), or when
 //! `openssl` or `redis-cli` is missing.
 
+mod common;
 #[path = "common/tls.rs"]
 mod tls;
 
+use common::acked::{tcp as witness_tcp, Proto, Witness};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -198,6 +200,7 @@ fn garbage_and_stalled_handshakes_disturb_no_one() {
     // One worker: a stalled handshake holding it would stall everyone.
     let a =
         Amalgam::start(&["-t", "1", "--tls-cert-file", "{certs}/server.crt", "--tls-key-file", "{certs}/server.key"]);
+    let witness = Witness::start(Proto::Resp, witness_tcp(([127, 0, 0, 1], a.resp).into()));
     // Half a ClientHello, never finished.
     let mut stalled = TcpStream::connect(("127.0.0.1", a.tls)).unwrap();
     stalled.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
@@ -212,6 +215,7 @@ fn garbage_and_stalled_handshakes_disturb_no_one() {
     assert_eq!(redis_tls(a.tls, &[], &["ping"]).trim(), "PONG");
     assert_eq!(run("redis-cli", &["-p", &a.resp.to_string(), "ping"], b"").trim(), "PONG");
     drop(stalled);
+    witness.check();
 }
 
 #[test]
