@@ -94,7 +94,8 @@ if ! command -v promtool >/dev/null 2>&1; then
   fi
   rm -rf "$promdir"
 fi
-# The black-box tests open 1000 connections at once: raise the soft limit
+# The black-box tests open 2,000 connections at once (hostile.rs, resp_hostile.rs;
+# they also raise their own soft limit, with prlimit): raise the soft limit
 # on open files to the hard limit (allowed without privileges).
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # The password of the password-protected RESP servers (the tests'

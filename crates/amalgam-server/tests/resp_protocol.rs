@@ -7,6 +7,7 @@
 //! 7 (`AMALGAM_TEST_RESP_ADDR`); amalgam's own limits are in tests marked
 //! so.
 mod common;
+use common::acked::Witness;
 use common::resp::*;
 use common::*;
 use std::io::{Read, Write};
@@ -187,21 +188,11 @@ fn a_request_split_into_single_bytes() {
     assert_eq!(c.reply(), bulk("value"));
 }
 
-/// xorshift64: deterministic noise.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn random_bytes_and_truncated_arrays() {
     let Some(mut server) = resp_server() else { return };
     let mut ctl = Resp::new(&server);
+    let witness = Witness::resp(&server);
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let words: [&[u8]; 14] = [
         b"*",
@@ -246,12 +237,14 @@ fn random_bytes_and_truncated_arrays() {
         let _ = c.write_all(&whole[..cut]);
     }
     still_serving(&mut server, &mut ctl);
+    witness.check();
 }
 
 #[test]
 fn a_client_that_never_reads() {
     let Some(mut server) = resp_server() else { return };
     let mut ctl = Resp::new(&server);
+    let witness = Witness::resp(&server);
     let k = key("big");
     assert_eq!(ctl.call(&["SET", &k, &"b".repeat(256 << 10)]), OK);
     let hog = server.resp_connect();
@@ -279,6 +272,7 @@ fn a_client_that_never_reads() {
     assert!(sent < total, "the server read all {sent} bytes of a client that never reads");
     drop(hog);
     still_serving(&mut server, &mut ctl);
+    witness.check();
 }
 
 #[test]

@@ -8,101 +8,26 @@
 //! (AMALGAM_TEST_BIN, AMALGAM_TEST_ADDR, AMALGAM_TEST_RESP_ADDR), or when
 //! `openssl` or `redis-cli` is missing.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+mod common;
+#[path = "common/tls.rs"]
+mod tls;
 
-/// How long a server may take to start listening.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
+use common::acked::{tcp as witness_tcp, Proto, Witness};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tls::{cert, certs, free_port, Amalgam, MEMCACHED_TLS};
+
 /// How long a client command may take.
 const CLIENT_TIMEOUT_SECONDS: &str = "10";
+/// How long a server may take to start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The test certificates, made once per test process.
-fn certs() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("amalgam-tls-test-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tls-test-certs.sh");
-        let ok = Command::new("bash").arg(script).arg(&dir).status().map(|s| s.success()).unwrap_or(false);
-        assert!(ok, "scripts/tls-test-certs.sh failed");
-        dir
-    })
-}
-
-fn cert(name: &str) -> String {
-    certs().join(name).display().to_string()
-}
-
-/// None (with a note) where these tests do not apply.
+/// False (with a note) where these tests do not apply.
 fn applicable() -> bool {
-    for var in ["AMALGAM_TEST_BIN", "AMALGAM_TEST_ADDR", "AMALGAM_TEST_RESP_ADDR"] {
-        if std::env::var(var).is_ok_and(|v| !v.is_empty()) {
-            eprintln!("note: {var} is set; skipping an amalgam-only TLS test");
-            return false;
-        }
-    }
-    for tool in ["openssl", "redis-cli"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!("note: {tool} is missing; skipping a TLS test");
-            return false;
-        }
-    }
-    true
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// An amalgam of this test's own; killed when dropped.
-struct Amalgam {
-    child: Child,
-    /// memcached's port, the plain RESP port and the TLS RESP port.
-    port: u16,
-    resp: u16,
-    tls: u16,
-}
-
-impl Amalgam {
-    /// Starts amalgam with `args` (`{certs}` replaced by the certificate
-    /// directory), a plain RESP port and a TLS RESP port.
-    fn start(args: &[&str]) -> Amalgam {
-        let dir = certs().display().to_string();
-        for _attempt in 0..5 {
-            let (port, resp, tls) = (free_port(), free_port(), free_port());
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_amalgam"));
-            cmd.args(["-l", "127.0.0.1", "-U", "0", "-p", &port.to_string(), "--resp-port", &resp.to_string()]);
-            cmd.args(["--tls-port", &tls.to_string()]);
-            cmd.args(args.iter().map(|a| a.replace("{certs}", &dir)));
-            let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-            let t0 = Instant::now();
-            loop {
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                if TcpStream::connect(("127.0.0.1", resp)).is_ok() && TcpStream::connect(("127.0.0.1", tls)).is_ok() {
-                    return Amalgam { child, port, resp, tls };
-                }
-                assert!(t0.elapsed() < START_TIMEOUT, "amalgam {args:?} did not start");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        panic!("amalgam {args:?} exited at start");
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Amalgam {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    tls::applicable(&["openssl", "redis-cli"])
 }
 
 /// Runs `program args`, with `input` on its stdin; its stdout and stderr.
@@ -153,8 +78,6 @@ fn redis_tls(port: u16, extra: &[&str], command: &[&str]) -> String {
     args.extend_from_slice(command);
     run("redis-cli", &args, b"")
 }
-
-const MEMCACHED_TLS: &[&str] = &["-Z", "-o", "ssl_chain_cert={certs}/server.crt,ssl_key={certs}/server.key"];
 
 #[test]
 fn memcached_port_speaks_tls_with_z() {
@@ -277,6 +200,7 @@ fn garbage_and_stalled_handshakes_disturb_no_one() {
     // One worker: a stalled handshake holding it would stall everyone.
     let a =
         Amalgam::start(&["-t", "1", "--tls-cert-file", "{certs}/server.crt", "--tls-key-file", "{certs}/server.key"]);
+    let witness = Witness::start(Proto::Resp, witness_tcp(([127, 0, 0, 1], a.resp).into()));
     // Half a ClientHello, never finished.
     let mut stalled = TcpStream::connect(("127.0.0.1", a.tls)).unwrap();
     stalled.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
@@ -291,6 +215,7 @@ fn garbage_and_stalled_handshakes_disturb_no_one() {
     assert_eq!(redis_tls(a.tls, &[], &["ping"]).trim(), "PONG");
     assert_eq!(run("redis-cli", &["-p", &a.resp.to_string(), "ping"], b"").trim(), "PONG");
     drop(stalled);
+    witness.check();
 }
 
 #[test]

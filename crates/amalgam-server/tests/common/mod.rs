@@ -30,6 +30,7 @@
 //!   (RESP tests are then skipped with a note).
 #![allow(dead_code)]
 
+pub mod acked;
 pub mod resp;
 
 use std::collections::HashMap;
@@ -579,4 +580,75 @@ pub fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool)
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("not within {within:?}: {what}");
+}
+
+/// xorshift64: deterministic noise for the hostile-input tests.
+#[derive(Debug)]
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// This process's (soft, hard) limits on open files, from /proc.
+pub fn open_files_limits() -> (u64, u64) {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let field = |i: usize| -> Option<u64> {
+        let l = limits.lines().find(|l| l.starts_with("Max open files"))?;
+        let v = l.split_whitespace().nth(i)?;
+        Some(if v == "unlimited" { u64::MAX } else { v.parse().ok()? })
+    };
+    (field(3).unwrap_or(1024), field(4).unwrap_or(1024))
+}
+
+/// Raises this process's soft limit on open files to its hard limit (no
+/// privilege needed), so a test can hold `needed` descriptors and a
+/// server it starts afterwards inherits the limit. Done with util-linux's
+/// `prlimit` on our own pid: no `unsafe` setrlimit outside the engine.
+/// False, with a note, if the limit stays below `needed` (the test should
+/// then skip itself).
+pub fn raise_open_files(needed: u64) -> bool {
+    let (soft, hard) = open_files_limits();
+    if soft < needed && hard >= needed {
+        let limit = if hard == u64::MAX { "unlimited".to_string() } else { hard.to_string() };
+        let _ = Command::new("prlimit")
+            .args(["--pid", &std::process::id().to_string(), &format!("--nofile={limit}:{limit}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let (soft, hard) = open_files_limits();
+    if soft < needed {
+        eprintln!(
+            "note: skipped: the open-file limit is {soft} (hard {hard}), below {needed}; raise it with ulimit -n"
+        );
+        return false;
+    }
+    true
+}
+
+/// Bytes a dribbling client sends one a second (the rest of its request
+/// goes at once): keeps such a test near four seconds.
+pub const DRIBBLED_BYTES: usize = 4;
+/// The pause between two dribbled bytes.
+pub const DRIBBLE_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Writes `bytes` to `w`, the last [`DRIBBLED_BYTES`] of them one per
+/// [`DRIBBLE_PAUSE`] (issue 20's client that sends one byte per second);
+/// sets `last` just before the last byte goes, so a test can tell "not
+/// answered yet" from "not answered after everything came".
+pub fn dribble(w: &mut impl Write, bytes: &[u8], last: &std::sync::atomic::AtomicBool) {
+    let (head, tail) = bytes.split_at(bytes.len().saturating_sub(DRIBBLED_BYTES));
+    w.write_all(head).unwrap_or_else(|e| panic!("dribble: {e}"));
+    for (i, b) in tail.iter().enumerate() {
+        std::thread::sleep(DRIBBLE_PAUSE);
+        if i + 1 == tail.len() {
+            last.store(true, Ordering::SeqCst);
+        }
+        w.write_all(&[*b]).unwrap_or_else(|e| panic!("dribble: {e}"));
+    }
 }
