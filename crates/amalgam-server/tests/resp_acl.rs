@@ -229,9 +229,11 @@ fn subcommand_rules_and_hello_auth_as_a_user() {
 #[test]
 fn aclfile_load_and_save() {
     // Amalgam's own server: ACL SAVE and LOAD rewrite its users.
-    let path = std::env::temp_dir().join(format!("amalgam-aclfile-{}", std::process::id()));
-    std::fs::write(&path, "user default on nopass ~* &* +@all\nuser alice on >pw ~a* resetchannels -@all +get\n")
-        .unwrap();
+    // The directory goes when `dir` drops, the early return against an
+    // external server included.
+    let dir = TempDir::new("aclfile");
+    let path =
+        dir.file("users.acl", "user default on nopass ~* &* +@all\nuser alice on >pw ~a* resetchannels -@all +get\n");
     let file = path.to_string_lossy().into_owned();
     let Some(server) = resp_private(&["--aclfile", &file]) else { return };
     let mut admin = Resp::new(&server);
@@ -256,7 +258,6 @@ fn aclfile_load_and_save() {
     std::fs::write(&path, "user dave on +nosuch\n").unwrap();
     assert!(admin.call(&["ACL", "LOAD"]).starts_with("-ERR "));
     assert_eq!(admin.call(&["ACL", "USERS"]), users);
-    let _ = std::fs::remove_file(&path);
 }
 
 #[test]
@@ -266,4 +267,127 @@ fn acl_save_without_a_file() {
     let no_file = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
     assert_eq!(c.call(&["ACL", "SAVE"]), error(no_file));
     assert_eq!(c.call(&["ACL", "LOAD"]), error(no_file));
+}
+
+/// The ACL LOG entries (RESP2) whose username is `user`, newest first,
+/// each as its (field, value) pairs.
+fn log_of(c: &mut Resp, user: &str) -> Vec<Vec<(String, V)>> {
+    let log = call(c, &["ACL", "LOG", "1000"]);
+    log.array()
+        .iter()
+        .map(|e| e.array().chunks(2).map(|kv| (kv[0].bulk().to_string(), kv[1].clone())).collect::<Vec<_>>())
+        .filter(|e: &Vec<(String, V)>| e[4].1 == V::Bulk(user.to_string()))
+        .collect()
+}
+
+/// An entry's count, reason, context and object.
+fn summary(e: &[(String, V)]) -> (i64, String, String, String) {
+    (e[0].1.int(), e[1].1.bulk().into(), e[2].1.bulk().into(), e[3].1.bulk().into())
+}
+
+#[test]
+fn acl_log_records_refusals_and_failed_auth() {
+    let Some(server) = resp_server() else { return };
+    let mut admin = Resp::new(&server);
+    let u = key("acl-log");
+    let (mine, other) = (format!("{u}:k"), key("acl-log-other"));
+    let (keys, channels) = (format!("~{u}:*"), format!("&{u}:*"));
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", &u, "on", ">pw", &keys, &channels, "+get", "+publish", "+multi", "+exec"]),
+        OK
+    );
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", &u, "pw"]), OK);
+    assert_eq!(c.call(&["GET", &other]), error(NOPERM_KEYS));
+    assert_eq!(c.call(&["SET", &mine, "1"]), noperm("set"));
+    // The same refusal again: one entry, counted twice, moved to the front.
+    assert_eq!(c.call(&["GET", &other]), error(NOPERM_KEYS));
+    assert_eq!(
+        c.call(&["PUBLISH", "elsewhere", "m"]),
+        error("NOPERM this user has no permissions to access one of the channels used as arguments")
+    );
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["GET", &other]), error(NOPERM_KEYS));
+    assert_eq!(c.call(&["EXEC"]), error("EXECABORT Transaction discarded because of previous errors."));
+    // Rules changed between MULTI and EXEC: Redis's EXEC-time refusal.
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["GET", &mine]), "+QUEUED\r\n");
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "-get"]), OK);
+    assert_eq!(
+        c.call(&["EXEC"]),
+        "*1\r\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: no permission to execute the command or subcommand\r\n"
+    );
+    // Failed authentications: the command as typed, the user as given.
+    let mut d = Resp::new(&server);
+    assert_eq!(d.call(&["auth", &u, "wrong"]), error(WRONGPASS));
+    assert_eq!(d.call(&["HeLLo", "3", "AUTH", &u, "wrong"]), error(WRONGPASS));
+    let nobody = key("acl-log-nobody");
+    assert_eq!(d.call(&["AUTH", &nobody, "x"]), error(WRONGPASS));
+
+    let log = log_of(&mut admin, &u);
+    let fields: Vec<&str> = log[0].iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(fields, ["count", "reason", "context", "object", "username", "age-seconds", "client-info"]);
+    let got: Vec<_> = log.iter().map(|e| summary(e)).collect();
+    let want = [
+        (1, "auth", "toplevel", "HeLLo"),
+        (1, "auth", "toplevel", "auth"),
+        (1, "command", "multi", "get"),
+        (1, "key", "multi", other.as_str()),
+        (1, "channel", "toplevel", "elsewhere"),
+        (2, "key", "toplevel", other.as_str()),
+        (1, "command", "toplevel", "set"),
+    ];
+    let want: Vec<_> = want.iter().map(|&(n, r, c, o)| (n, r.to_string(), c.to_string(), o.to_string())).collect();
+    assert_eq!(got, want);
+    // client-info: the client's CLIENT LIST line at the refusal.
+    let info = |e: &[(String, V)]| e[6].1.bulk().to_string();
+    assert!(info(&log[5]).starts_with("id=") && info(&log[5]).contains(" cmd=get user="), "{}", info(&log[5]));
+    assert!(info(&log[0]).contains(" cmd=hello user=default "), "{}", info(&log[0]));
+    assert!(info(&log[6]).contains(&format!(" cmd=set user={u} ")), "{}", info(&log[6]));
+    let age: f64 = log[0][5].1.bulk().parse().unwrap();
+    assert!((0.0..60.0).contains(&age), "{age}");
+    let unknown = log_of(&mut admin, &nobody);
+    assert_eq!(summary(&unknown[0]), (1, "auth".into(), "toplevel".into(), "AUTH".into()));
+    // The count argument.
+    assert_eq!(call(&mut admin, &["ACL", "LOG", "1"]).array().len(), 1);
+    assert_eq!(admin.call(&["ACL", "LOG", "-1"]), "*0\r\n");
+    assert_eq!(admin.call(&["ACL", "LOG", "0"]), "*0\r\n");
+    assert_eq!(admin.call(&["ACL", "LOG", "x"]), error("ERR value is not an integer or out of range"));
+    assert_eq!(
+        admin.call(&["ACL", "log", "1", "2"]),
+        error("ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.")
+    );
+    assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
+}
+
+#[test]
+fn acl_log_reset_max_len_and_resp3() {
+    // Amalgam's own server: RESET and acllog-max-len change the one log.
+    let Some(server) = resp_private(&["--acllog-max-len", "5"]) else { return };
+    let mut admin = Resp::new(&server);
+    assert_eq!(admin.config_get("acllog-max-len"), "5");
+    assert_eq!(admin.call(&["CONFIG", "SET", "acllog-max-len", "2"]), OK);
+    assert_eq!(admin.config_get("acllog-max-len"), "2");
+    assert_eq!(admin.call(&["ACL", "SETUSER", "lu", "on", "nopass", "~a", "+get"]), OK);
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", "lu", "x"]), OK);
+    for k in ["b", "c", "d"] {
+        assert_eq!(c.call(&["GET", k]), error(NOPERM_KEYS));
+    }
+    let log = log_of(&mut admin, "lu");
+    let objects: Vec<String> = log.iter().map(|e| summary(e).3).collect();
+    assert_eq!(objects, ["d", "c"], "trimmed to acllog-max-len");
+    // RESP3: a map per entry, the age a double.
+    assert!(admin.call(&["HELLO", "3"]).starts_with('%'));
+    let r = admin.call(&["ACL", "LOG", "1"]);
+    assert!(
+        r.starts_with("*1\r\n%7\r\n$5\r\ncount\r\n:1\r\n$6\r\nreason\r\n$3\r\nkey\r\n$7\r\ncontext\r\n$8\r\ntoplevel\r\n$6\r\nobject\r\n$1\r\nd\r\n$8\r\nusername\r\n$2\r\nlu\r\n$11\r\nage-seconds\r\n,"),
+        "{r:?}"
+    );
+    assert_eq!(admin.call(&["ACL", "LOG", "RESET"]), OK);
+    assert_eq!(admin.call(&["ACL", "LOG"]), "*0\r\n");
+    assert_eq!(
+        admin.call(&["CONFIG", "SET", "acllog-max-len", "-1"]),
+        error("ERR CONFIG SET failed (possibly related to argument 'acllog-max-len') - argument must be between 0 and 9223372036854775807 inclusive")
+    );
 }

@@ -1,7 +1,7 @@
 //! Authentication and access control on the RESP port: `--requirepass`,
 //! AUTH, HELLO's AUTH option, ACL users (ACL SETUSER GETUSER DELUSER LIST
-//! USERS WHOAMI CAT GENPASS SAVE LOAD), Redis 7.0's NOAUTH, WRONGPASS and
-//! NOPERM replies, and `--aclfile`.
+//! USERS WHOAMI CAT GENPASS SAVE LOAD LOG), Redis 7.0's NOAUTH,
+//! WRONGPASS and NOPERM replies, and `--aclfile`.
 //!
 //! ## Users
 //! The server's users live in one [`Acl`] (a `RwLock`ed map, written only
@@ -49,13 +49,23 @@
 //! commands in it); the bitmap is the rules replayed, and ACL LIST shows
 //! the rules that change it, which is what Redis 7.0 prints.
 //! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
-//! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN.
+//! first-argument rules (`+select|0`), ACL DRYRUN.
+//!
+//! ## ACL LOG
+//! Every refusal `refused` answers (command, key, channel; context
+//! `multi` inside MULTI and EXEC) and every failed AUTH / HELLO AUTH
+//! (reason `auth`) is logged (`acl_log.rs`: Redis's grouping, its
+//! `acllog-max-len`); the log is touched only on those paths, never by an
+//! open connection.
+//! A command whose rules changed between MULTI and EXEC is answered with
+//! Redis's EXEC-time NOPERM text.
 //! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
 //! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
 //! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
 //! 7.0's `ACLCheckChannelAgainstList`; unlike Redis 7.0, changing a user's
 //! channels does not disconnect its subscribed clients.
 
+use super::acl_log;
 use super::glob::matches;
 use super::server::{help, sub};
 use super::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
@@ -526,6 +536,8 @@ pub struct Acl {
     pub protected_mode: AtomicBool,
     /// `--aclfile`.
     aclfile: Option<std::path::PathBuf>,
+    /// ACL LOG's entries (`acl_log.rs`).
+    pub log: acl_log::Log,
 }
 
 impl Acl {
@@ -542,6 +554,7 @@ impl Acl {
             requirepass: Mutex::new(Vec::new()),
             protected_mode: AtomicBool::new(protected_mode),
             aclfile: aclfile.map(|p| p.to_path_buf()),
+            log: acl_log::Log::default(),
         };
         let mut users = BTreeMap::new();
         users.insert(b"default".to_vec(), Arc::new(User::default_user()));
@@ -779,13 +792,15 @@ fn refresh(acl: &Acl, auth: &mut Auth) -> bool {
 }
 
 /// Authenticates the connection as `user` (Redis's
-/// `ACLAuthenticateUser`): true on success.
-fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
+/// `ACLAuthenticateUser`): true on success; a failure is logged (ACL
+/// LOG's reason `auth`, its object `command` as the client typed it).
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> bool {
     let acl = &ctx.shared.acl;
-    let Some(u) = acl.user(user) else { return false };
-    if !u.on || !u.check_password(password) {
+    let Some(u) = acl.user(user).filter(|u| u.on && u.check_password(password)) else {
+        let info = client_info(ctx);
+        acl.log.add(acl_log::Reason::Auth, log_context(ctx), command, user, info);
         return false;
-    }
+    };
     // CLIENT LIST's user= field.
     ctx.session.client.attrs().user = (u.name != b"default").then(|| u.name.clone());
     let auth = &mut ctx.session.auth;
@@ -808,7 +823,7 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         3 => (&args[1], &args[2]),
         _ => return push_error(out, amalgam_protocol::resp::err::SYNTAX.as_bytes()),
     };
-    if authenticate(ctx, user, pass) {
+    if authenticate(ctx, &args[0], user, pass) {
         push_simple(out, "OK");
     } else {
         push_error(out, amalgam_protocol::resp::err::WRONGPASS.as_bytes());
@@ -816,9 +831,9 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// HELLO's AUTH step (after its options parsed): Err is the error reply.
-pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Result<(), &'static str> {
+pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, command: &[u8], creds: Option<(&[u8], &[u8])>) -> Result<(), &'static str> {
     if let Some((user, pass)) = creds {
-        if !authenticate(ctx, user, pass) {
+        if !authenticate(ctx, command, user, pass) {
             return Err(amalgam_protocol::resp::err::WRONGPASS);
         }
     }
@@ -828,22 +843,78 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Re
     Ok(())
 }
 
-/// True if every channel `cmd` names is within `allowed` (Redis's
-/// `ACLCheckChannelAgainstList`): a channel matches a pattern of the
-/// user's; a PSUBSCRIBE pattern must equal one.
-fn channels_allowed(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> bool {
+/// The first channel `cmd` names that is not within `allowed` (Redis's
+/// `ACLCheckChannelAgainstList`): a channel must match a pattern of the
+/// user's; a PSUBSCRIBE pattern must equal one. None: every one is.
+fn channel_refused(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> Option<usize> {
     let names = match cmd {
-        Cmd::Publish | Cmd::Spublish => &args[1..2],
-        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => &args[1..],
-        _ => return true,
+        Cmd::Publish | Cmd::Spublish => 1..2,
+        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => 1..args.len(),
+        _ => return None,
     };
     let literal = cmd == Cmd::Psubscribe;
-    names.iter().all(|n| allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) }))
+    names.into_iter().find(|&i| {
+        let n = &args[i];
+        !allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) })
+    })
+}
+
+/// Why a user may not run a command (Redis's `ACL_DENIED_*`), with the
+/// argument refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Denied {
+    Command,
+    /// The index of the first key refused.
+    Key(usize),
+    /// The index of the first channel refused.
+    Channel(usize),
+}
+
+/// Redis's `ACLSelectorCheckCmd` for `user`'s rules: the command (`own`
+/// is the subcommand for a container, `id` its number), then each key
+/// its key specifications name, then each channel. A `no_auth` command
+/// (AUTH, HELLO, QUIT) is every user's, whatever its rules.
+fn check(user: &User, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+    if !own.flags.contains(&"no_auth") && !bit(&user.allowed, id) {
+        return Err(Denied::Command);
+    }
+    if !user.allkeys {
+        if let Some(&(i, _)) =
+            table::keys_of(own, args).iter().find(|&&(i, _)| !user.patterns.iter().any(|p| matches(p, &args[i], false)))
+        {
+            return Err(Denied::Key(i));
+        }
+    }
+    if !user.allchannels {
+        if let Some(i) = channel_refused(&user.channels, own.cmd, args) {
+            return Err(Denied::Channel(i));
+        }
+    }
+    Ok(())
+}
+
+/// Where a refusal happens, for the ACL log.
+fn log_context(ctx: &Ctx<'_>) -> acl_log::Context {
+    if ctx.session.multi.queuing() || ctx.session.multi.executing {
+        acl_log::Context::Multi
+    } else {
+        acl_log::Context::Toplevel
+    }
+}
+
+/// This connection's CLIENT LIST line, as the ACL log keeps it.
+fn client_info(ctx: &Ctx<'_>) -> String {
+    let mut line = String::new();
+    super::client::line(&ctx.session.client, &mut line);
+    if line.ends_with('\n') {
+        line.pop();
+    }
+    line
 }
 
 /// The check before dispatch (see the module's notes): true when the
-/// command was refused and its error answered. Called only when the
-/// connection is not `open`.
+/// command was refused, its error answered and the refusal logged.
+/// Called only when the connection is not `open`.
 pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     // Unknown commands and wrong arities are answered by dispatch (or
     // MULTI's queueing) first, as in Redis.
@@ -865,24 +936,42 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
     if spec.flags.contains(&"no_auth") {
         return false;
     }
-    let auth = &ctx.session.auth;
-    let error = if auth.required {
+    let own = sub.unwrap_or(spec);
+    let executing = ctx.session.multi.executing;
+    let error = if ctx.session.auth.required {
         NOAUTH.to_string()
     } else {
-        let id = catalog().id(spec, sub);
-        let own = sub.unwrap_or(spec);
-        if !bit(&auth.user.allowed, id) {
-            format!("NOPERM this user has no permissions to run the '{}' command", own.name)
-        } else if !auth.user.allkeys
-            && table::keys_of(own, args)
-                .iter()
-                .any(|&(i, _)| !auth.user.patterns.iter().any(|p| matches(p, &args[i], false)))
-        {
-            NOPERM_KEYS.to_string()
-        } else if !auth.user.allchannels && !channels_allowed(&auth.user.channels, own.cmd, args) {
-            NOPERM_CHANNELS.to_string()
-        } else {
-            return false;
+        let denied = match check(&ctx.session.auth.user, own, catalog().id(spec, sub), args) {
+            Ok(()) => return false,
+            Err(d) => d,
+        };
+        let (reason, object): (_, &[u8]) = match denied {
+            Denied::Command => (acl_log::Reason::Command, own.name.as_bytes()),
+            Denied::Key(i) => (acl_log::Reason::Key, &args[i]),
+            Denied::Channel(i) => (acl_log::Reason::Channel, &args[i]),
+        };
+        if !executing {
+            // Redis names the refused command in CLIENT LIST (EXEC's
+            // queued commands leave `exec` there).
+            let row = table::index_of(spec);
+            let sub_index = sub.and_then(|s| spec.subcommands.iter().position(|x| std::ptr::eq(x, s)));
+            ctx.session.client.set_last_cmd(row, sub_index);
+        }
+        let info = client_info(ctx);
+        ctx.shared.acl.log.add(reason, log_context(ctx), object, &ctx.session.auth.user.name, info);
+        match (executing, denied) {
+            // Redis's execCommand: the rules changed since queueing.
+            (true, d) => format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+                match d {
+                    Denied::Command => "no permission to execute the command or subcommand",
+                    Denied::Key(_) => "no permission to touch the specified keys",
+                    Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+                }
+            ),
+            (false, Denied::Command) => format!("NOPERM this user has no permissions to run the '{}' command", own.name),
+            (false, Denied::Key(_)) => NOPERM_KEYS.to_string(),
+            (false, Denied::Channel(_)) => NOPERM_CHANNELS.to_string(),
         }
     };
     if spec.cmd == Cmd::Exec {
@@ -952,6 +1041,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
             Ok(()) => push_simple(out, "OK"),
             Err(e) => push_error(out, e.as_bytes()),
         },
+        "log" => match args.get(2) {
+            None => acl.log.reply(None, ctx.proto(), out),
+            Some(_) if args.len() > 3 => {
+                let mut m = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+                m.extend_from_slice(args[1].split(|&b| b == 0).next().unwrap_or(b""));
+                m.extend_from_slice(b"'. Try ACL HELP.");
+                push_error(out, &m);
+            }
+            Some(a) if is(a, "reset") => {
+                acl.log.reset();
+                push_simple(out, "OK");
+            }
+            Some(a) => match super::int_arg(a) {
+                Some(n) => acl.log.reply(Some(n), ctx.proto(), out),
+                None => push_error(out, amalgam_protocol::resp::err::NOT_INTEGER.as_bytes()),
+            },
+        },
         _ => help(
             &[
                 "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -969,6 +1075,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 "    Show users details in config file format.",
                 "LOAD",
                 "    Reload users from the ACL file.",
+                "LOG [<count> | RESET]",
+                "    Show the ACL log entries.",
                 "SAVE",
                 "    Save the current config to the ACL file.",
                 "SETUSER <username> <attribute> [<attribute> ...]",

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 255] = [
+pub(super) static DOCS: [Doc; 256] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -42,6 +42,15 @@ pub(super) static DOCS: [Doc; 255] = [
     doc("acl|help", Some("O(1)")),
     doc("acl|list", Some("O(N). Where N is the number of configured users.")),
     doc("acl|load", Some("O(N). Where N is the number of configured users.")),
+    Doc {
+        arguments: &[
+            arg("operation", Oneof).optional().args(&[
+                arg("count", Integer),
+                arg("reset", PureToken).token("RESET"),
+            ]),
+        ],
+        ..doc("acl|log", Some("O(N) with N being the number of entries shown."))
+    },
     doc("acl|save", Some("O(N). Where N is the number of configured users.")),
     Doc {
         history: &[
