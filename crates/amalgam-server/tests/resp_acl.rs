@@ -391,3 +391,36 @@ fn acl_log_reset_max_len_and_resp3() {
         error("ERR CONFIG SET failed (possibly related to argument 'acllog-max-len') - argument must be between 0 and 9223372036854775807 inclusive")
     );
 }
+
+#[test]
+fn acl_dryrun_answers_as_redis() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let u = key("acl-dry");
+    let (keys, channels) = (format!("~{u}:*"), format!("&{u}:*"));
+    assert_eq!(c.call(&["ACL", "SETUSER", &u, "on", "nopass", &keys, &channels, "+get", "+publish", "+auth"]), OK);
+    let (mine, other) = (format!("{u}:k"), key("acl-dry-other"));
+    let nobody = key("acl-dry-nobody");
+    for (args, want) in [
+        (vec!["GET", &mine], OK.to_string()),
+        (vec!["get", &other], bulk(&format!("This user has no permissions to access the '{other}' key"))),
+        (vec!["SET", &mine, "v"], bulk("This user has no permissions to run the 'set' command")),
+        (vec!["CONFIG", "GET", "x"], bulk("This user has no permissions to run the 'config|get' command")),
+        (vec!["PUBLISH", "elsewhere", "m"], bulk("This user has no permissions to access the 'elsewhere' channel")),
+        (vec!["PUBLISH", &format!("{u}:ch"), "m"], OK.to_string()),
+        (vec!["AUTH", "a", "b"], OK.to_string()),
+        (vec!["nosuch", "k"], error("ERR Command 'nosuch' not found")),
+        (vec!["CONFIG", "nosuch"], error("ERR Command 'CONFIG' not found")),
+        (vec!["GET"], error("ERR wrong number of arguments for 'get' command")),
+        (vec!["CONFIG"], error("ERR wrong number of arguments for 'config' command")),
+        (vec!["CONFIG", "GET"], error("ERR wrong number of arguments for 'config|get' command")),
+    ] {
+        let mut all = vec!["ACL", "DRYRUN", &u];
+        all.extend(args.iter().map(|a| &a[..]));
+        assert_eq!(c.call(&all), want, "{args:?}");
+    }
+    assert_eq!(c.call(&["ACL", "DRYRUN", &nobody, "GET", "k"]), error(&format!("ERR User '{nobody}' not found")));
+    assert_eq!(c.call(&["ACL", "DRYRUN", &u, "GET"]), error("ERR wrong number of arguments for 'get' command"));
+    assert_eq!(c.call(&["ACL", "DRYRUN", &u]), error("ERR wrong number of arguments for 'acl|dryrun' command"));
+    assert_eq!(c.call(&["ACL", "DELUSER", &u]), int(1));
+}

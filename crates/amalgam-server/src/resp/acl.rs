@@ -1,6 +1,6 @@
 //! Authentication and access control on the RESP port: `--requirepass`,
 //! AUTH, HELLO's AUTH option, ACL users (ACL SETUSER GETUSER DELUSER LIST
-//! USERS WHOAMI CAT GENPASS SAVE LOAD LOG), Redis 7.0's NOAUTH,
+//! USERS WHOAMI CAT GENPASS SAVE LOAD LOG DRYRUN), Redis 7.0's NOAUTH,
 //! WRONGPASS and NOPERM replies, and `--aclfile`.
 //!
 //! ## Users
@@ -49,14 +49,14 @@
 //! commands in it); the bitmap is the rules replayed, and ACL LIST shows
 //! the rules that change it, which is what Redis 7.0 prints.
 //! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
-//! first-argument rules (`+select|0`), ACL DRYRUN.
+//! first-argument rules (`+select|0`).
 //!
-//! ## ACL LOG
+//! ## ACL LOG and ACL DRYRUN
 //! Every refusal `refused` answers (command, key, channel; context
 //! `multi` inside MULTI and EXEC) and every failed AUTH / HELLO AUTH
 //! (reason `auth`) is logged (`acl_log.rs`: Redis's grouping, its
 //! `acllog-max-len`); the log is touched only on those paths, never by an
-//! open connection.
+//! open connection. ACL DRYRUN runs the same [`check`] for a named user.
 //! A command whose rules changed between MULTI and EXEC is answered with
 //! Redis's EXEC-time NOPERM text.
 //! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
@@ -985,6 +985,42 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
     true
 }
 
+/// ACL DRYRUN user command [arg ...]: Redis 7.0's answer to "may this
+/// user run this?", the refusal as a bulk string.
+fn dryrun(acl: &Acl, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let quoted = |before: &str, a: &[u8], after: &str| {
+        let mut m = before.as_bytes().to_vec();
+        m.extend_from_slice(a.split(|&b| b == 0).next().unwrap_or(b""));
+        m.extend_from_slice(after.as_bytes());
+        m
+    };
+    let Some(user) = acl.user(&args[2]) else {
+        return push_error(out, &quoted("ERR User '", &args[2], "' not found"));
+    };
+    let cmd_args = &args[3..];
+    // Redis's lookupCommand: a container with an argument names its
+    // subcommand, and an unknown one is an unknown command.
+    let spec = table::lookup(&cmd_args[0]);
+    let sub = match spec {
+        Some(s) if !s.subcommands.is_empty() && cmd_args.len() >= 2 => table::subcommand(s, &cmd_args[1]),
+        _ => None,
+    };
+    let Some(spec) = spec.filter(|s| s.subcommands.is_empty() || cmd_args.len() < 2 || sub.is_some()) else {
+        return push_error(out, &quoted("ERR Command '", &cmd_args[0], "' not found"));
+    };
+    let own = sub.unwrap_or(spec);
+    if !super::arity_ok(own.arity, cmd_args.len()) {
+        return push_error(out, format!("ERR wrong number of arguments for '{}' command", own.name).as_bytes());
+    }
+    let text = match check(&user, own, catalog().id(spec, sub), cmd_args) {
+        Ok(()) => return push_simple(out, "OK"),
+        Err(Denied::Command) => format!("This user has no permissions to run the '{}' command", own.name).into_bytes(),
+        Err(Denied::Key(i)) => quoted("This user has no permissions to access the '", &cmd_args[i], "' key"),
+        Err(Denied::Channel(i)) => quoted("This user has no permissions to access the '", &cmd_args[i], "' channel"),
+    };
+    push_bulk(out, &text);
+}
+
 /// The ACL command.
 pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     let Some(name) = sub(Cmd::Acl, args, out) else { return After::Continue };
@@ -1058,6 +1094,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 None => push_error(out, amalgam_protocol::resp::err::NOT_INTEGER.as_bytes()),
             },
         },
+        "dryrun" => dryrun(acl, args, out),
         _ => help(
             &[
                 "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -1066,6 +1103,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 "    when no category is specified.",
                 "DELUSER <username> [<username> ...]",
                 "    Delete a list of users.",
+                "DRYRUN <username> <command> [<arg> ...]",
+                "    Returns whether the user can execute the given command without executing the command.",
                 "GETUSER <username>",
                 "    Get the user's details.",
                 "GENPASS [<bits>]",

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 256] = [
+pub(super) static DOCS: [Doc; 257] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -22,6 +22,14 @@ pub(super) static DOCS: [Doc; 256] = [
             arg("username", Str).multiple(),
         ],
         ..doc("acl|deluser", Some("O(1) amortized time considering the typical user."))
+    },
+    Doc {
+        arguments: &[
+            arg("username", Str),
+            arg("command", Str),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("acl|dryrun", Some("O(1)."))
     },
     Doc {
         arguments: &[
