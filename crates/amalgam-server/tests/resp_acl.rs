@@ -424,3 +424,67 @@ fn acl_dryrun_answers_as_redis() {
     assert_eq!(c.call(&["ACL", "DRYRUN", &u]), error("ERR wrong number of arguments for 'acl|dryrun' command"));
     assert_eq!(c.call(&["ACL", "DELUSER", &u]), int(1));
 }
+
+#[test]
+fn read_and_write_key_patterns() {
+    let Some(server) = resp_server() else { return };
+    let mut admin = Resp::new(&server);
+    let u = key("acl-rw");
+    let p = |prefix: &str, what: &str| format!("{prefix}{u}:{what}*");
+    let (r, w, b) = (p("%R~", "r"), p("%W~", "w"), p("%RW~", "b"));
+    let (c1, c2) = (p("%rw~", "c"), p("%Wr~", "c"));
+    let (d1, d2) = (p("%R~", "d"), p("%W~", "d"));
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", &u, "reset", "on", "nopass", "+@all", &r, &w, &b, &c1, &c2, &d1, &d2]),
+        OK
+    );
+    // %RW~ is shown as ~, and a pattern given twice grants both.
+    let keys = format!("%R~{u}:r* %W~{u}:w* ~{u}:b* ~{u}:c* ~{u}:d*");
+    assert_eq!(list_line(&mut admin, &u), format!("user {u} on nopass sanitize-payload {keys} resetchannels +@all"));
+    let getuser = call(&mut admin, &["ACL", "GETUSER", &u]);
+    assert_eq!(getuser.array()[7], V::Bulk(keys));
+    let k = |what: &str| format!("{u}:{what}1");
+    let (rk, wk, bk, dk) = (k("r"), k("w"), k("b"), k("d"));
+    let no = |key: &str| bulk(&format!("This user has no permissions to access the '{key}' key"));
+    // Each as Redis 7.0.15's ACL DRYRUN answers: reads need R, writes W.
+    for (args, want) in [
+        (vec!["GET", &rk], OK.to_string()),
+        (vec!["GET", &wk], no(&wk)),
+        (vec!["SET", &wk, "v"], OK.to_string()),
+        (vec!["SET", &rk, "v"], no(&rk)),
+        (vec!["SET", &wk, "v", "GET"], no(&wk)),
+        (vec!["SET", &bk, "v", "GET"], OK.to_string()),
+        (vec!["SET", &dk, "v", "GET"], OK.to_string()),
+        (vec!["DEL", &wk], OK.to_string()),
+        (vec!["DEL", &rk], no(&rk)),
+        (vec!["EXISTS", &wk], OK.to_string()),
+        (vec!["INCR", &wk], no(&wk)),
+        (vec!["COPY", &rk, &wk], OK.to_string()),
+        (vec!["RENAME", &rk, &wk], no(&rk)),
+        (vec!["LMOVE", &bk, &wk, "LEFT", "RIGHT"], OK.to_string()),
+        (vec!["BITFIELD", &rk, "GET", "u8", "0", "OVERFLOW", "WRAP"], OK.to_string()),
+        (vec!["BITFIELD", &rk, "SET", "u8", "0", "1"], no(&rk)),
+        (vec!["BITFIELD", &bk, "INCRBY", "u8", "0", "1"], OK.to_string()),
+        (vec!["MGET", &rk, &wk], no(&wk)),
+        (vec!["MSET", &wk, "v", &rk, "v"], no(&rk)),
+        (vec!["GETDEL", &wk], no(&wk)),
+        (vec!["BITOP", "AND", &wk, &rk], OK.to_string()),
+    ] {
+        let mut all = vec!["ACL", "DRYRUN", &u];
+        all.extend(args.iter().map(|a| &a[..]));
+        assert_eq!(admin.call(&all), want, "{args:?}");
+    }
+    // The same check on a connection of the user's.
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", &u, "x"]), OK);
+    assert_eq!(c.call(&["SET", &wk, "v"]), OK);
+    assert_eq!(c.call(&["GET", &wk]), error(NOPERM_KEYS));
+    assert_eq!(c.call(&["SET", &rk, "v"]), error(NOPERM_KEYS));
+    assert_eq!(c.call(&["GET", &rk]), "$-1\r\n");
+    assert_eq!(c.call(&["COPY", &wk, &bk]), error(NOPERM_KEYS));
+    let modifier = |op: &str, why: &str| error(&format!("ERR Error in ACL SETUSER modifier '{op}': {why}"));
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "%X~a"]), modifier("%X~a", "Syntax error"));
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "%RR~a"]), modifier("%RR~a", "Syntax error"));
+    assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
+    assert_eq!(admin.call(&["DEL", &wk]), int(1));
+}

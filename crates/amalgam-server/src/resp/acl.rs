@@ -48,8 +48,14 @@
 //! command or category, and a category rule absorbs earlier rules on the
 //! commands in it); the bitmap is the rules replayed, and ACL LIST shows
 //! the rules that change it, which is what Redis 7.0 prints.
-//! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
-//! first-argument rules (`+select|0`).
+//! Key patterns grant reading, writing or both (`%R~`, `%W~`, `~` or
+//! `%RW~`): a key is allowed when a pattern granting everything its key
+//! specification does to it matches (`access` reads; `insert`, `delete`,
+//! `update` write; SET's and BITFIELD's `variable_flags` read from their
+//! arguments as Redis's getkeys procedures do), as Redis 7.0's
+//! `ACLSelectorCheckKey`. `%~p` (granting nothing) is refused, where
+//! Redis 7.0 accepts it and then cannot describe the user.
+//! Not served: selectors (`(...)`), first-argument rules (`+select|0`).
 //!
 //! ## ACL LOG and ACL DRYRUN
 //! Every refusal `refused` answers (command, key, channel; context
@@ -186,6 +192,61 @@ enum Rule {
     Category(usize),
 }
 
+/// A key pattern grants reading keys (`%R~`).
+const KEY_READ: u8 = 1;
+/// A key pattern grants writing keys (`%W~`).
+const KEY_WRITE: u8 = 2;
+/// `~pattern` (or `%RW~`): both.
+const KEY_ALL: u8 = KEY_READ | KEY_WRITE;
+
+/// One key pattern (Redis's `keyPattern`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KeyPattern {
+    pattern: Vec<u8>,
+    /// [`KEY_READ`], [`KEY_WRITE`] or both.
+    perm: u8,
+}
+
+/// What a command does to the key its key specification `ks` names at
+/// `args[i]` (Redis's `ACLSelectorCheckKey`): `access` reads; `insert`,
+/// `delete` and `update` write. A specification with `variable_flags`
+/// takes the flags Redis's getkeys procedure gives for these arguments
+/// (SET: with GET, read and write, else write; BITFIELD: GET and
+/// OVERFLOW only, read, else read and write).
+fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
+    if ks.flags.contains(&"variable_flags") {
+        match own.cmd {
+            // Redis's setGetKeys: any argument after the key equal to GET.
+            Cmd::Set => return if args[2..].iter().any(|a| is(a, "get")) { KEY_ALL } else { KEY_WRITE },
+            // Redis's bitfieldGetKeys.
+            Cmd::Bitfield => {
+                let mut i = 2;
+                while i < args.len() {
+                    let more = args.len() - i - 1;
+                    if is(&args[i], "get") && more >= 2 {
+                        i += 3;
+                    } else if is(&args[i], "overflow") && more >= 1 {
+                        i += 2;
+                    } else {
+                        return KEY_ALL;
+                    }
+                }
+                return KEY_READ;
+            }
+            _ => {}
+        }
+    }
+    let mut perm = 0;
+    for f in ks.flags {
+        match *f {
+            "access" => perm |= KEY_READ,
+            "insert" | "delete" | "update" => perm |= KEY_WRITE,
+            _ => {}
+        }
+    }
+    perm
+}
+
 /// One ACL user. Immutable once in [`Acl`]'s map.
 #[derive(Clone, Debug)]
 pub struct User {
@@ -205,7 +266,8 @@ pub struct User {
     /// The rules replayed.
     allowed: Bits,
     allkeys: bool,
-    patterns: Vec<Vec<u8>>,
+    /// Key patterns, in the order added, each with what it grants.
+    patterns: Vec<KeyPattern>,
     allchannels: bool,
     channels: Vec<Vec<u8>>,
 }
@@ -326,13 +388,18 @@ impl User {
                 }
                 Some(b'<') => self.remove_password(sha256(&op[1..]))?,
                 Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
-                Some(b'~') => {
+                Some(b'~' | b'%') => {
                     if self.allkeys {
                         return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
                     }
-                    if !self.patterns.iter().any(|p| p[..] == op[1..]) {
-                        self.bounded(self.patterns.len())?;
-                        self.patterns.push(op[1..].to_vec());
+                    let (perm, pattern) = parse_key_pattern(op)?;
+                    match self.patterns.iter_mut().find(|p| p.pattern[..] == pattern[..]) {
+                        // The same pattern again grants what both grant.
+                        Some(p) => p.perm |= perm,
+                        None => {
+                            self.bounded(self.patterns.len())?;
+                            self.patterns.push(KeyPattern { pattern: pattern.to_vec(), perm });
+                        }
                     }
                 }
                 Some(b'&') => {
@@ -418,7 +485,18 @@ impl User {
         if self.allkeys {
             return "~*".into();
         }
-        let p: Vec<String> = self.patterns.iter().map(|p| format!("~{}", String::from_utf8_lossy(p))).collect();
+        let p: Vec<String> = self
+            .patterns
+            .iter()
+            .map(|p| {
+                let prefix = match p.perm {
+                    KEY_READ => "%R~",
+                    KEY_WRITE => "%W~",
+                    _ => "~",
+                };
+                format!("{prefix}{}", String::from_utf8_lossy(&p.pattern))
+            })
+            .collect();
         p.join(" ")
     }
 
@@ -495,6 +573,34 @@ fn parse_rule(name: &[u8]) -> Option<Rule> {
             Some(Rule::Command(cat.id(parent, Some(spec))))
         }
     }
+}
+
+/// `~pattern` or `%R~`, `%W~`, `%RW~pattern` (Redis's `ACLSetSelector`:
+/// R and W each at most once, any case, before the `~`): what it grants
+/// and the pattern.
+fn parse_key_pattern(op: &[u8]) -> Result<(u8, &[u8]), String> {
+    if op[0] == b'~' {
+        return Ok((KEY_ALL, &op[1..]));
+    }
+    let mut perm = 0;
+    let mut at = 1;
+    // Bounded by the modifier's length.
+    while at < op.len() {
+        let c = op[at];
+        at += 1;
+        match c.to_ascii_uppercase() {
+            b'R' if perm & KEY_READ == 0 => perm |= KEY_READ,
+            b'W' if perm & KEY_WRITE == 0 => perm |= KEY_WRITE,
+            b'~' => break,
+            _ => return Err("Syntax error".into()),
+        }
+    }
+    if perm == 0 {
+        // `%~p` grants nothing; Redis 7.0 accepts it and then cannot
+        // describe the user: refused here.
+        return Err("Syntax error".into());
+    }
+    Ok((perm, &op[at..]))
 }
 
 fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
@@ -879,9 +985,11 @@ fn check(user: &User, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result
         return Err(Denied::Command);
     }
     if !user.allkeys {
-        if let Some(&(i, _)) =
-            table::keys_of(own, args).iter().find(|&&(i, _)| !user.patterns.iter().any(|p| matches(p, &args[i], false)))
-        {
+        let refused = |&&(i, ks): &&(usize, &'static table::KeySpec)| {
+            let need = key_perm(own, ks, args);
+            !user.patterns.iter().any(|p| p.perm & need == need && matches(&p.pattern, &args[i], false))
+        };
+        if let Some(&(i, _)) = table::keys_of(own, args).iter().find(refused) {
             return Err(Denied::Key(i));
         }
     }
