@@ -254,6 +254,15 @@ fn aclfile_load_and_save() {
     assert_eq!(users, format!("*2\r\n{}{}", bulk("carol"), bulk("default")));
     c.send(&["PING"]);
     assert!(c.closed());
+    // Redis 7.0 closes every client of a user but `default` at ACL LOAD,
+    // kept users' too, without waiting for their next command.
+    let mut carol = Resp::new(&server);
+    assert_eq!(carol.call(&["AUTH", "carol", "x"]), OK);
+    let mut plain = Resp::new(&server);
+    assert_eq!(plain.call(&["PING"]), "+PONG\r\n");
+    assert_eq!(admin.call(&["ACL", "LOAD"]), OK);
+    assert!(carol.closed(), "carol's client is closed");
+    assert_eq!(plain.call(&["PING"]), "+PONG\r\n", "default's clients stay");
     // A bad file changes nothing.
     std::fs::write(&path, "user dave on +nosuch\n").unwrap();
     assert!(admin.call(&["ACL", "LOAD"]).starts_with("-ERR "));
@@ -487,4 +496,39 @@ fn read_and_write_key_patterns() {
     assert_eq!(admin.call(&["ACL", "SETUSER", &u, "%RR~a"]), modifier("%RR~a", "Syntax error"));
     assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
     assert_eq!(admin.call(&["DEL", &wk]), int(1));
+}
+
+#[test]
+fn losing_a_channel_closes_the_users_subscribers() {
+    let Some(server) = resp_server() else { return };
+    let mut admin = Resp::new(&server);
+    let u = key("acl-subs");
+    let ch = |what: &str| format!("{u}:{what}");
+    let all = format!("&{u}:*");
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "on", "nopass", "~*", &all, "+@all"]), OK);
+    let login = || {
+        let mut c = Resp::new(&server);
+        assert_eq!(c.call(&["AUTH", &u, "x"]), OK);
+        c
+    };
+    let (mut sub, mut psub, mut ssub, mut idle) = (login(), login(), login(), login());
+    assert!(sub.call(&["SUBSCRIBE", &ch("a")]).starts_with("*3\r\n$9\r\nsubscribe\r\n"));
+    assert!(psub.call(&["PSUBSCRIBE", &ch("*")]).starts_with("*3\r\n$10\r\npsubscribe\r\n"));
+    assert!(ssub.call(&["SSUBSCRIBE", &ch("b")]).starts_with("*3\r\n$10\r\nssubscribe\r\n"));
+    // More channels: nobody is closed.
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, &format!("&{u}x")]), OK);
+    assert!(sub.silent() && psub.silent() && ssub.silent());
+    // The pattern is no longer one of the user's (patterns compare
+    // literally): its subscriber goes; channels still matched stay.
+    let (a, b) = (format!("&{}", ch("a")), format!("&{}", ch("b")));
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "resetchannels", &a, &b]), OK);
+    assert!(psub.closed(), "the pattern subscriber is closed");
+    assert!(sub.silent() && ssub.silent());
+    // No channel left: every subscriber goes, a client holding none stays.
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "resetchannels"]), OK);
+    assert!(sub.closed() && ssub.closed());
+    assert_eq!(idle.call(&["PING"]), "+PONG\r\n");
+    // DELUSER closes the user's clients at once.
+    assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
+    assert!(idle.closed(), "a deleted user's idle client is closed");
 }

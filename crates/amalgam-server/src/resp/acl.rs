@@ -68,8 +68,20 @@
 //! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
 //! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
 //! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
-//! 7.0's `ACLCheckChannelAgainstList`; unlike Redis 7.0, changing a user's
-//! channels does not disconnect its subscribed clients.
+//! 7.0's `ACLCheckChannelAgainstList`.
+//!
+//! ## Closing clients when rules change
+//! As Redis 7.0: ACL SETUSER that takes channels from a user closes each
+//! of its clients holding a subscription the new channels refuse
+//! (`kill_refused_subscribers`, Redis's `ACLKillPubsubClientsIfNeeded`:
+//! nothing is walked when the user keeps every channel it had); ACL
+//! DELUSER closes the deleted users' clients and ACL LOAD every client of
+//! a user other than `default` (Redis 7.0.15 frees and rebuilds those
+//! users, kept ones included), at once, through each client's worker
+//! (`clients::Registry::kill`), not at their next command. A client is
+//! its user's by CLIENT LIST's user name. These walks (the client
+//! registry, the subscriptions) run in the ACL command, never on the
+//! request path.
 
 use super::acl_log;
 use super::glob::matches;
@@ -79,7 +91,7 @@ use super::{is, multi, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -1139,8 +1151,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
             if user.iter().any(|&b| b == b' ' || b == 0) {
                 push_error(out, b"ERR Usernames can't contain spaces or null characters");
             } else {
+                let before = acl.user(user);
                 match acl.setuser(user, &args[3..]) {
-                    Ok(()) => push_simple(out, "OK"),
+                    Ok(()) => {
+                        if let (Some(old), Some(new)) = (before, acl.user(user)) {
+                            kill_refused_subscribers(ctx.shared, &old, &new);
+                        }
+                        push_simple(out, "OK")
+                    }
                     Err(e) => push_error(out, e.as_bytes()),
                 }
             }
@@ -1154,10 +1172,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 push_error(out, b"ERR The 'default' user cannot be removed");
             } else {
                 let mut users = acl.write();
-                let n = args[2..].iter().filter(|a| users.remove(&a[..]).is_some()).count();
+                let gone: HashSet<Vec<u8>> =
+                    args[2..].iter().filter(|a| users.remove(&a[..]).is_some()).map(|a| a.to_vec()).collect();
                 drop(users);
                 acl.changed();
-                push_int(out, n as i64);
+                // Redis's ACLFreeUserAndKillClients: at once, not at their
+                // next command (this connection: by `fresh` below).
+                kill_clients(ctx, |name| name.is_some_and(|n| gone.contains(n)));
+                push_int(out, gone.len() as i64);
             }
         }
         "list" => {
@@ -1182,7 +1204,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
             Err(e) => push_error(out, e.as_bytes()),
         },
         "load" => match acl.load() {
-            Ok(()) => push_simple(out, "OK"),
+            Ok(()) => {
+                // Redis 7.0 frees every user but `default` and their
+                // clients with them, whether the file kept the user or
+                // not (observed on 7.0.15); `default` is updated in
+                // place, its clients kept.
+                kill_clients(ctx, |name| name.is_some());
+                push_simple(out, "OK");
+                if ctx.session.auth.user.name != b"default" {
+                    return After::Close;
+                }
+            }
             Err(e) => push_error(out, e.as_bytes()),
         },
         "log" => match args.get(2) {
@@ -1243,6 +1275,41 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
         return After::Close;
     }
     After::Continue
+}
+
+/// Closes every other client whose user `matches` (by CLIENT LIST's
+/// user name: None is `default`) through its worker's kill inbox. One
+/// pass over the client registry.
+fn kill_clients(ctx: &Ctx<'_>, matches: impl Fn(Option<&Vec<u8>>) -> bool) {
+    let me = ctx.session.client.id;
+    for c in ctx.shared.clients.snapshot() {
+        if c.id != me && matches(c.attrs().user.as_ref()) {
+            ctx.shared.clients.kill(&c);
+        }
+    }
+}
+
+/// Redis 7.0's ACLKillPubsubClientsIfNeeded: when `new` (the user after
+/// ACL SETUSER) lost channels `old` had, closes each of the user's
+/// clients holding a subscription the new channels refuse (a channel or
+/// shard channel matching none of them, a pattern equal to none). Nothing
+/// is walked when the user keeps all channels or every old pattern.
+fn kill_refused_subscribers(shared: &crate::Shared, old: &User, new: &User) {
+    if new.allchannels || (!old.allchannels && old.channels.iter().all(|c| new.channels.contains(c))) {
+        return;
+    }
+    let name = (new.name != b"default").then_some(&new.name);
+    let clients = shared.clients.snapshot();
+    let of: HashSet<u64> = clients.iter().filter(|c| c.attrs().user.as_ref() == name).map(|c| c.id).collect();
+    if of.is_empty() {
+        return;
+    }
+    let refused = shared.pubsub.refused_subscribers(&of, |channel, is_pattern| {
+        new.channels.iter().any(|p| if is_pattern { p[..] == channel[..] } else { matches(p, channel, false) })
+    });
+    for c in clients.iter().filter(|c| refused.contains(&c.id)) {
+        shared.clients.kill(c);
+    }
 }
 
 fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
