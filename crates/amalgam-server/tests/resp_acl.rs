@@ -241,10 +241,17 @@ fn aclfile_load_and_save() {
     let mut c = Resp::new(&server);
     assert_eq!(c.call(&["AUTH", "alice", "pw"]), OK);
     assert_eq!(c.call(&["GET", "b"]), error(NOPERM_KEYS));
-    assert_eq!(admin.call(&["ACL", "SETUSER", "bob", "on", "nopass", "+@all"]), OK);
+    assert_eq!(admin.call(&["ACL", "SETUSER", "bob", "on", "nopass", "+@all", "(~b*", "+get)"]), OK);
     assert_eq!(admin.call(&["ACL", "SAVE"]), OK);
     let saved = std::fs::read_to_string(&path).unwrap();
-    assert!(saved.contains("user bob on nopass resetchannels +@all\n"), "{saved}");
+    assert!(saved.contains("user bob on nopass resetchannels +@all (~b* resetchannels -@all +get)\n"), "{saved}");
+    // What SAVE wrote loads back the same, selectors included.
+    let before = admin.call(&["ACL", "LIST"]);
+    assert_eq!(admin.call(&["ACL", "LOAD"]), OK);
+    assert_eq!(admin.call(&["ACL", "LIST"]), before);
+    assert!(c.closed(), "LOAD closes the clients of every user but default");
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", "alice", "pw"]), OK);
     assert!(!saved.contains(">pw") && saved.contains("user alice on #"), "hashed: {saved}");
     // LOAD replaces every user with the file's: alice goes, and so does
     // her connection.
@@ -531,4 +538,90 @@ fn losing_a_channel_closes_the_users_subscribers() {
     // DELUSER closes the user's clients at once.
     assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
     assert!(idle.closed(), "a deleted user's idle client is closed");
+}
+
+#[test]
+fn selectors_grant_what_the_root_does_not() {
+    let Some(server) = resp_server() else { return };
+    let mut admin = Resp::new(&server);
+    let u = key("acl-sel");
+    let (a, b, c) = (format!("~{u}:a*"), format!("(~{u}:b*"), format!("(%R~{u}:c* +@string -append)"));
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "reset", "on", "nopass", &a, "+get", &b, "+set)", &c]), OK);
+    let line = format!(
+        "user {u} on nopass sanitize-payload ~{u}:a* resetchannels -@all +get (~{u}:b* resetchannels -@all +set) (%R~{u}:c* resetchannels -@all +@string -append)"
+    );
+    assert_eq!(list_line(&mut admin, &u), line);
+    let sel = |commands: &str, keys: &str| {
+        format!(
+            "*6\r\n{}{}{}{}{}{}",
+            bulk("commands"),
+            bulk(commands),
+            bulk("keys"),
+            bulk(keys),
+            bulk("channels"),
+            bulk("")
+        )
+    };
+    let getuser = admin.call(&["ACL", "GETUSER", &u]);
+    let want_selectors = format!(
+        "{}*2\r\n{}{}",
+        bulk("selectors"),
+        sel("-@all +set", &format!("~{u}:b*")),
+        sel("-@all +@string -append", &format!("%R~{u}:c*"))
+    );
+    assert!(getuser.ends_with(&want_selectors), "{getuser}");
+    let k = |what: &str| format!("{u}:{what}1");
+    let no_key = |key: &str| bulk(&format!("This user has no permissions to access the '{key}' key"));
+    for (args, want) in [
+        (vec!["GET".to_string(), k("a")], OK.to_string()),
+        (vec!["SET".to_string(), k("b"), "v".into()], OK.to_string()),
+        (vec!["GET".to_string(), k("c")], OK.to_string()),
+        // Every selector refuses: a key refusal is reported before a
+        // command refusal.
+        (vec!["SET".to_string(), k("a"), "v".into()], no_key(&k("a"))),
+        (
+            vec!["APPEND".to_string(), k("c"), "v".into()],
+            bulk("This user has no permissions to run the 'append' command"),
+        ),
+        (vec!["HGET".to_string(), k("a"), "f".into()], bulk("This user has no permissions to run the 'hget' command")),
+    ] {
+        let mut all = vec!["ACL".to_string(), "DRYRUN".into(), u.clone()];
+        all.extend(args.iter().cloned());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        assert_eq!(admin.call(&all), want, "{args:?}");
+    }
+    // The same on a connection of the user's.
+    let mut conn = Resp::new(&server);
+    assert_eq!(conn.call(&["AUTH", &u, "x"]), OK);
+    assert_eq!(conn.call(&["SET", &k("b"), "1"]), OK);
+    assert_eq!(conn.call(&["SET", &k("a"), "1"]), error(NOPERM_KEYS));
+    assert_eq!(conn.call(&["GET", &k("b")]), error(NOPERM_KEYS));
+    assert_eq!(conn.call(&["STRLEN", &k("c")]), int(0));
+    // Errors, as Redis 7.0.15's.
+    let modifier = |op: &str, why: &str| error(&format!("ERR Error in ACL SETUSER modifier '{op}': {why}"));
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", &u, "on", "(+get", "~x*"]),
+        error("ERR Unmatched parenthesis in acl selector starting at '(+get'.")
+    );
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "(on)"]), modifier("(on)", "Syntax error"));
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "(reset)"]), modifier("(reset)", "Syntax error"));
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", &u, "(+nosuch)"]),
+        modifier("(+nosuch)", "Unknown command or category name in ACL")
+    );
+    assert_eq!(list_line(&mut admin, &u), line, "a refused SETUSER changes nothing");
+    // RESP3: the flags a set, each selector a map.
+    assert!(admin.call(&["HELLO", "3"]).starts_with('%'));
+    let getuser = admin.call(&["ACL", "GETUSER", &u]);
+    assert!(getuser.starts_with("%6\r\n$5\r\nflags\r\n~3\r\n"), "{getuser}");
+    assert!(getuser.contains(&format!("{}*2\r\n%3\r\n", bulk("selectors"))), "{getuser}");
+    // clearselectors keeps the root rules.
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "clearselectors"]), OK);
+    assert_eq!(
+        list_line(&mut admin, &u),
+        format!("user {u} on nopass sanitize-payload ~{u}:a* resetchannels -@all +get")
+    );
+    assert_eq!(conn.call(&["SET", &k("b"), "1"]), "-NOPERM this user has no permissions to run the 'set' command\r\n");
+    assert_eq!(admin.call(&["ACL", "DELUSER", &u]), ":1\r\n");
+    assert_eq!(admin.call(&["DEL", &k("b")]), ":1\r\n");
 }

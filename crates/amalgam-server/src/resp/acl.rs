@@ -55,7 +55,23 @@
 //! arguments as Redis's getkeys procedures do), as Redis 7.0's
 //! `ACLSelectorCheckKey`. `%~p` (granting nothing) is refused, where
 //! Redis 7.0 accepts it and then cannot describe the user.
-//! Not served: selectors (`(...)`), first-argument rules (`+select|0`).
+//!
+//! ## Selectors
+//! A user's rules outside parentheses are its root [`Selector`]; each
+//! `(...)` modifier adds one more (Redis 7.0's selectors; a selector
+//! spread over several arguments is joined first, [`merge_selectors`],
+//! and its words split as Redis's `sdssplitargs`, [`split_selector`]). A
+//! command is allowed when the root or any selector allows it whole
+//! (command, keys, channels); refused, the reason reported is Redis's
+//! `ACLCheckAllUserCommandPerm`'s (channel over key over command, then
+//! the latest argument). `clearselectors` (and `reset`) drop them; ACL
+//! LIST shows each as ` (keys channels commands)`, ACL GETUSER as a map
+//! under `selectors`. A user with a selector refusing nothing is `open`.
+//! Difference: a selector word holding a quote or a parenthesis (after
+//! unquoting) is refused, where Redis accepts it and then writes an ACL
+//! file it cannot load.
+//!
+//! Not served: first-argument rules (`+select|0`).
 //!
 //! ## ACL LOG and ACL DRYRUN
 //! Every refusal `refused` answers (command, key, channel; context
@@ -89,7 +105,9 @@ use super::server::{help, sub};
 use super::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
 use super::{is, multi, Arg, Ctx};
 use crate::exec::After;
-use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
+use amalgam_protocol::resp::{
+    push_array, push_bulk, push_error, push_int, push_map, push_null, push_set, push_simple, Proto,
+};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -259,18 +277,10 @@ fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
     perm
 }
 
-/// One ACL user. Immutable once in [`Acl`]'s map.
+/// Commands, keys and channels one set of rules grants (Redis's
+/// `aclSelector`): a user's root rules, or one of its `(...)` selectors.
 #[derive(Clone, Debug)]
-pub struct User {
-    pub name: Vec<u8>,
-    pub on: bool,
-    pub nopass: bool,
-    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
-    /// (false) flag, None until either is given: shown, no effect here
-    /// (there is no RESTORE to sanitize).
-    sanitize_payload: Option<bool>,
-    /// SHA-256 of each password, in the order added.
-    passwords: Vec<[u8; 32]>,
+struct Selector {
     /// The base: `+@all` (true) or `-@all`.
     all_commands: bool,
     /// The rules after the base, in order: (allow, rule).
@@ -284,16 +294,10 @@ pub struct User {
     channels: Vec<Vec<u8>>,
 }
 
-impl User {
-    /// A new user as ACL SETUSER creates it: off, no password, no
-    /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
-    pub fn new(name: &[u8]) -> User {
-        User {
-            name: name.to_vec(),
-            on: false,
-            nopass: false,
-            sanitize_payload: None,
-            passwords: Vec::new(),
+impl Selector {
+    /// No commands, keys or channels (Redis 7.0's `acl-pubsub-default`).
+    fn new() -> Selector {
+        Selector {
             all_commands: false,
             rules: Vec::new(),
             allowed: [0; BITS_WORDS],
@@ -304,32 +308,14 @@ impl User {
         }
     }
 
-    /// Redis's `default` user: `on nopass ~* &* +@all`.
-    fn default_user() -> User {
-        User {
-            on: true,
-            nopass: true,
-            all_commands: true,
-            allowed: catalog().all,
-            allkeys: true,
-            allchannels: true,
-            ..User::new(b"default")
-        }
+    /// `~* &* +@all`.
+    fn everything() -> Selector {
+        Selector { all_commands: true, allowed: catalog().all, allkeys: true, allchannels: true, ..Selector::new() }
     }
 
-    /// True when no rule can refuse this user a command.
+    /// True when these rules refuse nothing.
     fn unrestricted(&self) -> bool {
         self.allkeys && self.allchannels && self.allowed == catalog().all
-    }
-
-    /// True if `password` is one of the user's (any, with nopass).
-    pub fn check_password(&self, password: &[u8]) -> bool {
-        if self.nopass {
-            return true;
-        }
-        let h = sha256(password);
-        // Every stored hash is compared, each in constant time.
-        self.passwords.iter().fold(false, |ok, p| same_hash(p, &h) | ok)
     }
 
     fn recompute(&mut self) {
@@ -341,21 +327,10 @@ impl User {
         self.allowed = b;
     }
 
-    /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason.
-    /// Fuzzed with the file's parser (`fuzz-server/fuzz_targets/acl_rules.rs`).
-    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+    /// One selector modifier (Redis's `ACLSetSelector`); Err is the reason.
+    fn apply(&mut self, op: &[u8]) -> Result<(), String> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
-            b"on" => self.on = true,
-            b"off" => self.on = false,
-            b"nopass" => {
-                self.nopass = true;
-                self.passwords.clear();
-            }
-            b"resetpass" => {
-                self.nopass = false;
-                self.passwords.clear();
-            }
             b"allkeys" | b"~*" => {
                 self.allkeys = true;
                 self.patterns.clear();
@@ -374,42 +349,20 @@ impl User {
             }
             b"allcommands" | b"+@all" => self.set_base(true),
             b"nocommands" | b"-@all" => self.set_base(false),
-            b"sanitize-payload" => self.sanitize_payload = Some(true),
-            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
-            b"reset" => {
-                for o in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "-@all"] {
-                    self.apply(o.as_bytes())?;
-                }
-            }
             _ => match op.first() {
-                Some(b'>') => {
-                    let h = sha256(&op[1..]);
-                    if !self.passwords.contains(&h) {
-                        self.bounded(self.passwords.len())?;
-                        self.passwords.push(h);
-                    }
-                    self.nopass = false;
-                }
-                Some(b'#') => {
-                    let h = parse_hash(&op[1..])?;
-                    if !self.passwords.contains(&h) {
-                        self.bounded(self.passwords.len())?;
-                        self.passwords.push(h);
-                    }
-                    self.nopass = false;
-                }
-                Some(b'<') => self.remove_password(sha256(&op[1..]))?,
-                Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
                 Some(b'~' | b'%') => {
                     if self.allkeys {
                         return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
                     }
                     let (perm, pattern) = parse_key_pattern(op)?;
+                    if has_spaces(pattern) {
+                        return Err("Syntax error".into());
+                    }
                     match self.patterns.iter_mut().find(|p| p.pattern[..] == pattern[..]) {
                         // The same pattern again grants what both grant.
                         Some(p) => p.perm |= perm,
                         None => {
-                            self.bounded(self.patterns.len())?;
+                            bounded(self.patterns.len())?;
                             self.patterns.push(KeyPattern { pattern: pattern.to_vec(), perm });
                         }
                     }
@@ -418,8 +371,11 @@ impl User {
                     if self.allchannels {
                         return Err("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels".into());
                     }
+                    if has_spaces(&op[1..]) {
+                        return Err("Syntax error".into());
+                    }
                     if !self.channels.iter().any(|p| p[..] == op[1..]) {
-                        self.bounded(self.channels.len())?;
+                        bounded(self.channels.len())?;
                         self.channels.push(op[1..].to_vec());
                     }
                 }
@@ -430,21 +386,6 @@ impl User {
                 _ => return Err("Syntax error".into()),
             },
         }
-        Ok(())
-    }
-
-    fn bounded(&self, n: usize) -> Result<(), String> {
-        if n >= USER_ENTRIES_MAX {
-            return Err(format!("a user holds at most {USER_ENTRIES_MAX} passwords, patterns or rules of each kind"));
-        }
-        Ok(())
-    }
-
-    fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
-        let Some(i) = self.passwords.iter().position(|p| *p == h) else {
-            return Err("The password you are trying to remove from the user does not exist".into());
-        };
-        self.passwords.remove(i);
         Ok(())
     }
 
@@ -464,9 +405,34 @@ impl User {
             (Rule::Command(id), Rule::Category(c)) => cat.cats[id] & (1 << c) == 0,
             _ => true,
         });
-        self.bounded(self.rules.len())?;
+        bounded(self.rules.len())?;
         self.rules.push((allow, rule));
         self.recompute();
+        Ok(())
+    }
+
+    /// Redis's `ACLSelectorCheckCmd`: the command (`own` is the
+    /// subcommand for a container, `id` its number), then each key its
+    /// key specifications name, then each channel. A `no_auth` command
+    /// (AUTH, HELLO, QUIT) is allowed whatever the rules.
+    fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+        if !own.flags.contains(&"no_auth") && !bit(&self.allowed, id) {
+            return Err(Denied::Command);
+        }
+        if !self.allkeys {
+            let refused = |&&(i, ks): &&(usize, &'static table::KeySpec)| {
+                let need = key_perm(own, ks, args);
+                !self.patterns.iter().any(|p| p.perm & need == need && matches(&p.pattern, &args[i], false))
+            };
+            if let Some(&(i, _)) = table::keys_of(own, args).iter().find(refused) {
+                return Err(Denied::Key(i));
+            }
+        }
+        if !self.allchannels {
+            if let Some(i) = channel_refused(&self.channels, own.cmd, args) {
+                return Err(Denied::Channel(i));
+            }
+        }
         Ok(())
     }
 
@@ -523,6 +489,193 @@ impl User {
         p.join(" ")
     }
 
+    /// Keys, channels, commands, as ACL LIST shows them (Redis's
+    /// `ACLDescribeSelector`).
+    fn describe(&self) -> String {
+        let mut parts = Vec::with_capacity(3);
+        let keys = self.describe_keys();
+        if !keys.is_empty() {
+            parts.push(keys);
+        }
+        parts.push(self.describe_channels(true));
+        parts.push(self.describe_commands());
+        parts.join(" ")
+    }
+}
+
+/// Redis's `ACLStringHasSpaces`: C's `isspace` or a NUL.
+fn has_spaces(s: &[u8]) -> bool {
+    s.iter().any(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0))
+}
+
+/// Err when a list already holds [`USER_ENTRIES_MAX`] entries.
+fn bounded(n: usize) -> Result<(), String> {
+    if n >= USER_ENTRIES_MAX {
+        return Err(format!(
+            "a user holds at most {USER_ENTRIES_MAX} passwords, patterns, rules or selectors of each kind"
+        ));
+    }
+    Ok(())
+}
+
+/// One ACL user. Immutable once in [`Acl`]'s map.
+#[derive(Clone, Debug)]
+pub struct User {
+    pub name: Vec<u8>,
+    pub on: bool,
+    pub nopass: bool,
+    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
+    /// (false) flag, None until either is given: shown, no effect here
+    /// (there is no RESTORE to sanitize).
+    sanitize_payload: Option<bool>,
+    /// SHA-256 of each password, in the order added.
+    passwords: Vec<[u8; 32]>,
+    /// The rules given outside parentheses (Redis's root selector).
+    root: Selector,
+    /// `(...)` selectors, in the order added: a command any one of them
+    /// (or the root) allows is allowed.
+    selectors: Vec<Selector>,
+}
+
+impl User {
+    /// A new user as ACL SETUSER creates it: off, no password, no
+    /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
+    pub fn new(name: &[u8]) -> User {
+        User {
+            name: name.to_vec(),
+            on: false,
+            nopass: false,
+            sanitize_payload: None,
+            passwords: Vec::new(),
+            root: Selector::new(),
+            selectors: Vec::new(),
+        }
+    }
+
+    /// Redis's `default` user: `on nopass ~* &* +@all`.
+    fn default_user() -> User {
+        User { on: true, nopass: true, root: Selector::everything(), ..User::new(b"default") }
+    }
+
+    /// True when no rule can refuse this user a command: one of its
+    /// selectors refuses nothing.
+    fn unrestricted(&self) -> bool {
+        self.root.unrestricted() || self.selectors.iter().any(Selector::unrestricted)
+    }
+
+    /// True if `password` is one of the user's (any, with nopass).
+    pub fn check_password(&self, password: &[u8]) -> bool {
+        if self.nopass {
+            return true;
+        }
+        let h = sha256(password);
+        // Every stored hash is compared, each in constant time.
+        self.passwords.iter().fold(false, |ok, p| same_hash(p, &h) | ok)
+    }
+
+    /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason. A
+    /// selector comes whole (`(~k* +get)`: [`merge_selectors`] joins one
+    /// spread over several arguments). Fuzzed with the file's parser
+    /// (`fuzz-server/fuzz_targets/acl_rules.rs`).
+    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+        let lower = op.to_ascii_lowercase();
+        match &lower[..] {
+            // Redis: an empty modifier does nothing.
+            b"" => {}
+            b"on" => self.on = true,
+            b"off" => self.on = false,
+            b"nopass" => {
+                self.nopass = true;
+                self.passwords.clear();
+            }
+            b"resetpass" => {
+                self.nopass = false;
+                self.passwords.clear();
+            }
+            b"sanitize-payload" => self.sanitize_payload = Some(true),
+            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
+            b"clearselectors" => self.selectors.clear(),
+            b"reset" => {
+                for o in
+                    ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors", "-@all"]
+                {
+                    self.apply(o.as_bytes())?;
+                }
+            }
+            _ => match op.first() {
+                Some(b'>') => {
+                    let h = sha256(&op[1..]);
+                    self.add_password(h)?;
+                }
+                Some(b'#') => {
+                    let h = parse_hash(&op[1..])?;
+                    self.add_password(h)?;
+                }
+                Some(b'<') => self.remove_password(sha256(&op[1..]))?,
+                Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
+                Some(b'(') if op.last() == Some(&b')') => {
+                    let mut s = Selector::new();
+                    for word in split_selector(&op[1..op.len() - 1])? {
+                        // A quote or parenthesis inside would be written
+                        // by ACL SAVE as a line that does not load back
+                        // (Redis 7.0 accepts it and then cannot load its
+                        // own file): refused.
+                        if word.iter().any(|b| matches!(b, b'"' | b'\'' | b'(' | b')')) {
+                            return Err("Syntax error".into());
+                        }
+                        s.apply(&word)?;
+                    }
+                    bounded(self.selectors.len())?;
+                    self.selectors.push(s);
+                }
+                _ => self.root.apply(op)?,
+            },
+        }
+        Ok(())
+    }
+
+    fn add_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+        if !self.passwords.contains(&h) {
+            bounded(self.passwords.len())?;
+            self.passwords.push(h);
+        }
+        self.nopass = false;
+        Ok(())
+    }
+
+    fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+        let Some(i) = self.passwords.iter().position(|p| *p == h) else {
+            return Err("The password you are trying to remove from the user does not exist".into());
+        };
+        self.passwords.remove(i);
+        Ok(())
+    }
+
+    /// Redis's `ACLCheckAllUserCommandPerm`: allowed when the root or any
+    /// selector allows; otherwise the refusal to report is a channel
+    /// before a key before a command, and among equals the latest
+    /// argument.
+    fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+        let mut worst = Denied::Command;
+        for s in std::iter::once(&self.root).chain(&self.selectors) {
+            match s.check(own, id, args) {
+                Ok(()) => return Ok(()),
+                Err(d) => {
+                    if d.rank() > worst.rank() {
+                        worst = d;
+                    }
+                }
+            }
+        }
+        Err(worst)
+    }
+
+    /// Every selector's channel patterns, and whether one grants all.
+    fn all_channels(&self) -> (bool, Vec<&Vec<u8>>) {
+        let sels = || std::iter::once(&self.root).chain(&self.selectors);
+        (sels().any(|s| s.allchannels), sels().flat_map(|s| &s.channels).collect())
+    }
+
     fn flags(&self) -> Vec<&'static str> {
         let mut f = vec![if self.on { "on" } else { "off" }];
         if self.nopass {
@@ -541,13 +694,86 @@ impl User {
         let mut parts = vec![format!("user {}", String::from_utf8_lossy(&self.name))];
         parts.extend(self.flags().iter().map(|f| f.to_string()));
         parts.extend(self.passwords.iter().map(|h| format!("#{}", hex(h))));
-        let keys = self.describe_keys();
-        if !keys.is_empty() {
-            parts.push(keys);
-        }
-        parts.push(self.describe_channels(true));
-        parts.push(self.describe_commands());
+        parts.push(self.root.describe());
+        parts.extend(self.selectors.iter().map(|s| format!("({})", s.describe())));
         parts.join(" ")
+    }
+}
+
+/// The modifiers inside a selector's parentheses (Redis's
+/// `sdssplitargs`: words separated by spaces, `"…"` and `'…'` quoting,
+/// `\` escapes within double quotes). A modifier holding a space, or
+/// unbalanced quotes, is a syntax error, as in Redis.
+fn split_selector(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let syntax = || "Syntax error".to_string();
+    let mut words = Vec::new();
+    let mut i = 0;
+    // Each turn consumes at least one byte: bounded by the text.
+    while i < text.len() {
+        if text[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut word = Vec::new();
+        while i < text.len() && !text[i].is_ascii_whitespace() {
+            match text[i] {
+                q @ (b'"' | b'\'') => {
+                    i += 1;
+                    loop {
+                        match text.get(i) {
+                            None => return Err(syntax()),
+                            Some(&c) if c == q => break,
+                            Some(b'\\') if q == b'"' && i + 1 < text.len() => {
+                                word.push(text[i + 1]);
+                                i += 2;
+                            }
+                            Some(&c) => {
+                                word.push(c);
+                                i += 1;
+                            }
+                        }
+                    }
+                    i += 1;
+                    // A closing quote must end the word (sdssplitargs).
+                    if i < text.len() && !text[i].is_ascii_whitespace() {
+                        return Err(syntax());
+                    }
+                }
+                c => {
+                    word.push(c);
+                    i += 1;
+                }
+            }
+        }
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// Redis's `ACLMergeSelectorArguments`: a selector spread over several
+/// modifiers (`(~k*`, `+get)`) joined with spaces into one. Err: the
+/// modifier that opens a selector never closed.
+pub fn merge_selectors<'a>(ops: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+    let mut merged = Vec::new();
+    let mut open: Option<Vec<u8>> = None;
+    let mut start: &[u8] = b"";
+    for op in ops {
+        if let Some(sel) = &mut open {
+            sel.push(b' ');
+            sel.extend_from_slice(op);
+            if op.last() == Some(&b')') {
+                merged.push(open.take().expect("open"));
+            }
+        } else if op.first() == Some(&b'(') && op.last() != Some(&b')') {
+            open = Some(op.to_vec());
+            start = op;
+        } else {
+            merged.push(op.to_vec());
+        }
+    }
+    match open {
+        Some(_) => Err(start.to_vec()),
+        None => Ok(merged),
     }
 }
 
@@ -744,7 +970,10 @@ impl Acl {
             None if users.len() >= USERS_MAX => return Err(format!("ERR at most {USERS_MAX} users")),
             None => User::new(name),
         };
-        for op in ops {
+        let ops = merge_selectors(ops.iter().map(|a| &a[..])).map_err(|start| {
+            format!("ERR Unmatched parenthesis in acl selector starting at '{}'.", String::from_utf8_lossy(&start))
+        })?;
+        for op in &ops {
             u.apply(op)
                 .map_err(|why| format!("ERR Error in ACL SETUSER modifier '{}': {why}", String::from_utf8_lossy(op)))?;
         }
@@ -816,7 +1045,9 @@ pub fn parse_acl_file(text: &[u8], shown: &str) -> Result<BTreeMap<Vec<u8>, Arc<
         // The file states each user's rules in full, the default
         // user's too.
         let mut u = User::new(words[1]);
-        for w in &words[2..] {
+        let ops = merge_selectors(words[2..].iter().copied())
+            .map_err(|_| at("Unmatched parenthesis in selector definition."))?;
+        for w in &ops {
             u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
         }
         users.insert(words[1].to_vec(), Arc::new(u));
@@ -988,29 +1219,16 @@ pub(crate) enum Denied {
     Channel(usize),
 }
 
-/// Redis's `ACLSelectorCheckCmd` for `user`'s rules: the command (`own`
-/// is the subcommand for a container, `id` its number), then each key
-/// its key specifications name, then each channel. A `no_auth` command
-/// (AUTH, HELLO, QUIT) is every user's, whatever its rules.
-fn check(user: &User, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
-    if !own.flags.contains(&"no_auth") && !bit(&user.allowed, id) {
-        return Err(Denied::Command);
-    }
-    if !user.allkeys {
-        let refused = |&&(i, ks): &&(usize, &'static table::KeySpec)| {
-            let need = key_perm(own, ks, args);
-            !user.patterns.iter().any(|p| p.perm & need == need && matches(&p.pattern, &args[i], false))
-        };
-        if let Some(&(i, _)) = table::keys_of(own, args).iter().find(refused) {
-            return Err(Denied::Key(i));
+impl Denied {
+    /// Which refusal of several selectors' is reported (Redis's
+    /// `ACL_DENIED_*` values, then the argument's index): the largest.
+    fn rank(self) -> (u8, usize) {
+        match self {
+            Denied::Command => (1, 0),
+            Denied::Key(i) => (2, i),
+            Denied::Channel(i) => (4, i),
         }
     }
-    if !user.allchannels {
-        if let Some(i) = channel_refused(&user.channels, own.cmd, args) {
-            return Err(Denied::Channel(i));
-        }
-    }
-    Ok(())
 }
 
 /// Where a refusal happens, for the ACL log.
@@ -1061,7 +1279,7 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
     let error = if ctx.session.auth.required {
         NOAUTH.to_string()
     } else {
-        let denied = match check(&ctx.session.auth.user, own, catalog().id(spec, sub), args) {
+        let denied = match ctx.session.auth.user.check(own, catalog().id(spec, sub), args) {
             Ok(()) => return false,
             Err(d) => d,
         };
@@ -1132,7 +1350,7 @@ fn dryrun(acl: &Acl, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if !super::arity_ok(own.arity, cmd_args.len()) {
         return push_error(out, format!("ERR wrong number of arguments for '{}' command", own.name).as_bytes());
     }
-    let text = match check(&user, own, catalog().id(spec, sub), cmd_args) {
+    let text = match user.check(own, catalog().id(spec, sub), cmd_args) {
         Ok(()) => return push_simple(out, "OK"),
         Err(Denied::Command) => format!("This user has no permissions to run the '{}' command", own.name).into_bytes(),
         Err(Denied::Key(i)) => quoted("This user has no permissions to access the '", &cmd_args[i], "' key"),
@@ -1295,7 +1513,8 @@ fn kill_clients(ctx: &Ctx<'_>, matches: impl Fn(Option<&Vec<u8>>) -> bool) {
 /// shard channel matching none of them, a pattern equal to none). Nothing
 /// is walked when the user keeps all channels or every old pattern.
 fn kill_refused_subscribers(shared: &crate::Shared, old: &User, new: &User) {
-    if new.allchannels || (!old.allchannels && old.channels.iter().all(|c| new.channels.contains(c))) {
+    let ((old_all, old_channels), (new_all, new_channels)) = (old.all_channels(), new.all_channels());
+    if new_all || (!old_all && old_channels.iter().all(|c| new_channels.contains(c))) {
         return;
     }
     let name = (new.name != b"default").then_some(&new.name);
@@ -1305,7 +1524,7 @@ fn kill_refused_subscribers(shared: &crate::Shared, old: &User, new: &User) {
         return;
     }
     let refused = shared.pubsub.refused_subscribers(&of, |channel, is_pattern| {
-        new.channels.iter().any(|p| if is_pattern { p[..] == channel[..] } else { matches(p, channel, false) })
+        new_channels.iter().any(|p| if is_pattern { p[..] == channel[..] } else { matches(p, channel, false) })
     });
     for c in clients.iter().filter(|c| refused.contains(&c.id)) {
         shared.clients.kill(c);
@@ -1316,7 +1535,8 @@ fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
     push_map(out, 6, proto);
     push_bulk(out, b"flags");
     let flags = u.flags();
-    push_array(out, flags.len());
+    // A set in RESP3, as Redis's setDeferredSetLen.
+    push_set(out, flags.len(), proto);
     for f in flags {
         push_bulk(out, f.as_bytes());
     }
@@ -1325,14 +1545,24 @@ fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
     for h in &u.passwords {
         push_bulk(out, hex(h).as_bytes());
     }
-    push_bulk(out, b"commands");
-    push_bulk(out, u.describe_commands().as_bytes());
-    push_bulk(out, b"keys");
-    push_bulk(out, u.describe_keys().as_bytes());
-    push_bulk(out, b"channels");
-    push_bulk(out, u.describe_channels(false).as_bytes());
+    describe_selector(&u.root, out);
     push_bulk(out, b"selectors");
-    push_array(out, 0);
+    push_array(out, u.selectors.len());
+    for s in &u.selectors {
+        push_map(out, 3, proto);
+        describe_selector(s, out);
+    }
+}
+
+/// ACL GETUSER's three fields of a selector (Redis's
+/// `aclAddReplySelectorDescription`).
+fn describe_selector(s: &Selector, out: &mut Vec<u8>) {
+    push_bulk(out, b"commands");
+    push_bulk(out, s.describe_commands().as_bytes());
+    push_bulk(out, b"keys");
+    push_bulk(out, s.describe_keys().as_bytes());
+    push_bulk(out, b"channels");
+    push_bulk(out, s.describe_channels(false).as_bytes());
 }
 
 /// ACL CAT [category].
@@ -1411,7 +1641,7 @@ mod tests {
             ("+@all -@dangerous", "+@all -@dangerous"),
             ("+get +@string -set", "-@all +@string -set"),
         ] {
-            assert_eq!(user(ops).describe_commands(), want, "{ops}");
+            assert_eq!(user(ops).root.describe_commands(), want, "{ops}");
         }
         assert_eq!(
             user("on >pw1 ~k* +get +@string -set").describe(),
@@ -1427,12 +1657,14 @@ mod tests {
         let cat = catalog();
         let id = |n: &str| table::index_of(table::lookup(n.as_bytes()).unwrap());
         let u = user("+@string -set");
-        assert!(bit(&u.allowed, id("get")) && !bit(&u.allowed, id("set")) && !bit(&u.allowed, id("hget")));
+        assert!(
+            bit(&u.root.allowed, id("get")) && !bit(&u.root.allowed, id("set")) && !bit(&u.root.allowed, id("hget"))
+        );
         let u = user("+@all -config|set");
         let config = table::lookup(b"config").unwrap();
         let set = table::subcommand(config, b"set").unwrap();
         let get = table::subcommand(config, b"get").unwrap();
-        assert!(!bit(&u.allowed, cat.id(config, Some(set))) && bit(&u.allowed, cat.id(config, Some(get))));
+        assert!(!bit(&u.root.allowed, cat.id(config, Some(set))) && bit(&u.root.allowed, cat.id(config, Some(get))));
         assert!(!u.unrestricted() && User::default_user().unrestricted());
     }
 
@@ -1447,5 +1679,42 @@ mod tests {
         assert!(User::new(b"x").apply(b"bogus").is_err());
         assert!(User::new(b"x").apply(b"+nosuch").is_err());
         assert!(user("allkeys").apply(b"~x").is_err());
+    }
+
+    #[test]
+    fn selectors_parse_merge_and_describe_as_redis() {
+        let merged = merge_selectors([&b"on"[..], b"(~a*", b"+get)", b"(+set)"]).unwrap();
+        assert_eq!(merged, [&b"on"[..], b"(~a* +get)", b"(+set)"]);
+        assert_eq!(merge_selectors([&b"(+get"[..], b"~x*"]), Err(b"(+get".to_vec()));
+        assert_eq!(merge_selectors([&b"(+get)x"[..]]), Err(b"(+get)x".to_vec()));
+        assert_eq!(split_selector(b"  +get  '~a'  \"&b\" ").unwrap(), [&b"+get"[..], b"~a", b"&b"]);
+        assert!(split_selector(b"'~a").is_err() && split_selector(b"'~a'b").is_err());
+        let mut u = user("on ~k* +@all");
+        u.apply(b"(&x* +publish ~*)").unwrap();
+        u.apply(b"()").unwrap();
+        assert_eq!(
+            u.describe(),
+            "user t on ~k* resetchannels +@all (~* resetchannels &x* -@all +publish) (resetchannels -@all)"
+        );
+        for bad in [&b"(on)"[..], b"(reset)", b"(~'q r')", b"x(+get)"] {
+            assert_eq!(u.apply(bad), Err("Syntax error".into()), "{}", String::from_utf8_lossy(bad));
+        }
+        u.apply(b"clearselectors").unwrap();
+        assert_eq!(u.describe(), "user t on ~k* resetchannels +@all");
+        assert!(!u.unrestricted());
+        u.apply(b"(~* &* +@all)").unwrap();
+        assert!(u.unrestricted(), "a selector refusing nothing opens the user");
+        assert_eq!(u.apply(b"('~a\"b')"), Err("Syntax error".into()), "would not load back");
+        // What ACL SAVE writes loads back the same.
+        let text = b"user x on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 (~a* +get) ( %R~b* &c  ) +set\n";
+        let line = parse_acl_file(text, "t").unwrap()[&b"x"[..]].describe();
+        assert_eq!(
+            line,
+            "user x on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 resetchannels -@all +set (~a* resetchannels -@all +get) (%R~b* resetchannels &c -@all)"
+        );
+        assert_eq!(parse_acl_file(line.as_bytes(), "t").unwrap()[&b"x"[..]].describe(), line);
+        assert!(parse_acl_file(b"user x (~a* +get\n", "t")
+            .unwrap_err()
+            .ends_with("Unmatched parenthesis in selector definition."));
     }
 }
