@@ -625,3 +625,19 @@ fn selectors_grant_what_the_root_does_not() {
     assert_eq!(admin.call(&["ACL", "DELUSER", &u]), ":1\r\n");
     assert_eq!(admin.call(&["DEL", &k("b")]), ":1\r\n");
 }
+
+#[test]
+fn default_users_subscribers_go_when_it_loses_their_channels() {
+    // Amalgam's own server: the default user's rules change for every
+    // client. As Redis 7.0.15 (checked by hand: the peer is shared).
+    let Some(server) = resp_private(&[]) else { return };
+    let mut admin = Resp::new(&server);
+    let mut sub = Resp::new(&server);
+    assert!(sub.call(&["SUBSCRIBE", "x1"]).starts_with("*3\r\n$9\r\nsubscribe\r\n"));
+    let mut kept = Resp::new(&server);
+    assert!(kept.call(&["SUBSCRIBE", "y1"]).starts_with("*3\r\n$9\r\nsubscribe\r\n"));
+    assert_eq!(admin.call(&["ACL", "SETUSER", "default", "resetchannels", "&y*"]), OK);
+    assert!(sub.closed(), "x1 is no longer the default user's");
+    assert!(kept.silent());
+    assert_eq!(admin.call(&["PING"]), "+PONG\r\n");
+}
