@@ -55,6 +55,10 @@
 //! arguments as Redis's getkeys procedures do), as Redis 7.0's
 //! `ACLSelectorCheckKey`. `%~p` (granting nothing) is refused, where
 //! Redis 7.0 accepts it and then cannot describe the user.
+//! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
+//! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
+//! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
+//! 7.0's `ACLCheckChannelAgainstList`.
 //!
 //! ## Selectors
 //! A user's rules outside parentheses are its root [`Selector`]; each
@@ -78,13 +82,9 @@
 //! `multi` inside MULTI and EXEC) and every failed AUTH / HELLO AUTH
 //! (reason `auth`) is logged (`acl_log.rs`: Redis's grouping, its
 //! `acllog-max-len`); the log is touched only on those paths, never by an
-//! open connection. ACL DRYRUN runs the same [`check`] for a named user.
-//! A command whose rules changed between MULTI and EXEC is answered with
-//! Redis's EXEC-time NOPERM text.
-//! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
-//! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
-//! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
-//! 7.0's `ACLCheckChannelAgainstList`.
+//! open connection. ACL DRYRUN runs the same [`User::check`] for a named
+//! user. A command whose rules changed between MULTI and EXEC is answered
+//! with Redis's EXEC-time NOPERM text.
 //!
 //! ## Closing clients when rules change
 //! As Redis 7.0: ACL SETUSER that takes channels from a user closes each
