@@ -85,6 +85,7 @@
 //! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
 
 pub mod acl;
+pub mod acl_log;
 mod bits;
 pub mod blocking;
 mod client;

@@ -549,6 +549,15 @@ fn rows() -> Vec<Setting> {
             default: |_| crate::resp::cmdstats::SLOWLOG_LEN_DEFAULT.to_string(),
         },
         Setting {
+            name: "acllog-max-len",
+            kind: Kind::Int(0, i64::MAX),
+            get: |s, _| s.acl.log.max_len.load(Ordering::Relaxed).to_string(),
+            set: Some(|s, _, v| s.acl.log.max_len.store(int(v) as u64, Ordering::Relaxed)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::resp::acl_log::LOG_LEN_DEFAULT.to_string(),
+        },
+        Setting {
             name: "requirepass",
             kind: Kind::Text,
             get: |s, _| text(&s.acl.requirepass()),

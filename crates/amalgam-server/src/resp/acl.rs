@@ -1,7 +1,7 @@
 //! Authentication and access control on the RESP port: `--requirepass`,
 //! AUTH, HELLO's AUTH option, ACL users (ACL SETUSER GETUSER DELUSER LIST
-//! USERS WHOAMI CAT GENPASS SAVE LOAD), Redis 7.0's NOAUTH, WRONGPASS and
-//! NOPERM replies, and `--aclfile`.
+//! USERS WHOAMI CAT GENPASS SAVE LOAD LOG DRYRUN), Redis 7.0's NOAUTH,
+//! WRONGPASS and NOPERM replies, and `--aclfile`.
 //!
 //! ## Users
 //! The server's users live in one [`Acl`] (a `RwLock`ed map, written only
@@ -48,22 +48,68 @@
 //! command or category, and a category rule absorbs earlier rules on the
 //! commands in it); the bitmap is the rules replayed, and ACL LIST shows
 //! the rules that change it, which is what Redis 7.0 prints.
-//! Not served: selectors (`(...)`), `%R~`/`%W~` read/write key patterns,
-//! first-argument rules (`+select|0`), ACL LOG and ACL DRYRUN.
+//! Key patterns grant reading, writing or both (`%R~`, `%W~`, `~` or
+//! `%RW~`): a key is allowed when a pattern granting everything its key
+//! specification does to it matches (`access` reads; `insert`, `delete`,
+//! `update` write; SET's and BITFIELD's `variable_flags` read from their
+//! arguments as Redis's getkeys procedures do), as Redis 7.0's
+//! `ACLSelectorCheckKey`. `%~p` (granting nothing) is refused, where
+//! Redis 7.0 accepts it and then cannot describe the user.
 //! Channel rules (`&pattern`, `allchannels`, `resetchannels`) apply to
 //! PUBLISH, SUBSCRIBE, SPUBLISH and SSUBSCRIBE (each channel matched against the user's
 //! patterns) and PSUBSCRIBE (each pattern equal to one of them), as Redis
-//! 7.0's `ACLCheckChannelAgainstList`; unlike Redis 7.0, changing a user's
-//! channels does not disconnect its subscribed clients.
+//! 7.0's `ACLCheckChannelAgainstList`.
+//!
+//! ## Selectors
+//! A user's rules outside parentheses are its root [`Selector`]; each
+//! `(...)` modifier adds one more (Redis 7.0's selectors; a selector
+//! spread over several arguments is joined first, [`merge_selectors`],
+//! and its words split as Redis's `sdssplitargs`, [`split_selector`]). A
+//! command is allowed when the root or any selector allows it whole
+//! (command, keys, channels); refused, the reason reported is Redis's
+//! `ACLCheckAllUserCommandPerm`'s (channel over key over command, then
+//! the latest argument). `clearselectors` (and `reset`) drop them; ACL
+//! LIST shows each as ` (keys channels commands)`, ACL GETUSER as a map
+//! under `selectors`. A user with a selector refusing nothing is `open`.
+//! Difference: a selector word holding a quote or a parenthesis (after
+//! unquoting) is refused, where Redis accepts it and then writes an ACL
+//! file it cannot load.
+//!
+//! Not served: first-argument rules (`+select|0`).
+//!
+//! ## ACL LOG and ACL DRYRUN
+//! Every refusal `refused` answers (command, key, channel; context
+//! `multi` inside MULTI and EXEC) and every failed AUTH / HELLO AUTH
+//! (reason `auth`) is logged (`acl_log.rs`: Redis's grouping, its
+//! `acllog-max-len`); the log is touched only on those paths, never by an
+//! open connection. ACL DRYRUN runs the same [`User::check`] for a named
+//! user. A command whose rules changed between MULTI and EXEC is answered
+//! with Redis's EXEC-time NOPERM text.
+//!
+//! ## Closing clients when rules change
+//! As Redis 7.0: ACL SETUSER that takes channels from a user closes each
+//! of its clients holding a subscription the new channels refuse
+//! (`kill_refused_subscribers`, Redis's `ACLKillPubsubClientsIfNeeded`:
+//! nothing is walked when the user keeps every channel it had); ACL
+//! DELUSER closes the deleted users' clients and ACL LOAD every client of
+//! a user other than `default` (Redis 7.0.15 frees and rebuilds those
+//! users, kept ones included), at once, through each client's worker
+//! (`clients::Registry::kill`), not at their next command. A client is
+//! its user's by CLIENT LIST's user name. These walks (the client
+//! registry, the subscriptions) run in the ACL command, never on the
+//! request path.
 
+use super::acl_log;
 use super::glob::matches;
 use super::server::{help, sub};
 use super::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
 use super::{is, multi, Arg, Ctx};
 use crate::exec::After;
-use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
+use amalgam_protocol::resp::{
+    push_array, push_bulk, push_error, push_int, push_map, push_null, push_set, push_simple, Proto,
+};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -176,18 +222,65 @@ enum Rule {
     Category(usize),
 }
 
-/// One ACL user. Immutable once in [`Acl`]'s map.
+/// A key pattern grants reading keys (`%R~`).
+const KEY_READ: u8 = 1;
+/// A key pattern grants writing keys (`%W~`).
+const KEY_WRITE: u8 = 2;
+/// `~pattern` (or `%RW~`): both.
+const KEY_ALL: u8 = KEY_READ | KEY_WRITE;
+
+/// One key pattern (Redis's `keyPattern`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KeyPattern {
+    pattern: Vec<u8>,
+    /// [`KEY_READ`], [`KEY_WRITE`] or both.
+    perm: u8,
+}
+
+/// What a command does to the key its key specification `ks` names at
+/// `args[i]` (Redis's `ACLSelectorCheckKey`): `access` reads; `insert`,
+/// `delete` and `update` write. A specification with `variable_flags`
+/// takes the flags Redis's getkeys procedure gives for these arguments
+/// (SET: with GET, read and write, else write; BITFIELD: GET and
+/// OVERFLOW only, read, else read and write).
+fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
+    if ks.flags.contains(&"variable_flags") {
+        match own.cmd {
+            // Redis's setGetKeys: any argument after the key equal to GET.
+            Cmd::Set => return if args[2..].iter().any(|a| is(a, "get")) { KEY_ALL } else { KEY_WRITE },
+            // Redis's bitfieldGetKeys.
+            Cmd::Bitfield => {
+                let mut i = 2;
+                while i < args.len() {
+                    let more = args.len() - i - 1;
+                    if is(&args[i], "get") && more >= 2 {
+                        i += 3;
+                    } else if is(&args[i], "overflow") && more >= 1 {
+                        i += 2;
+                    } else {
+                        return KEY_ALL;
+                    }
+                }
+                return KEY_READ;
+            }
+            _ => {}
+        }
+    }
+    let mut perm = 0;
+    for f in ks.flags {
+        match *f {
+            "access" => perm |= KEY_READ,
+            "insert" | "delete" | "update" => perm |= KEY_WRITE,
+            _ => {}
+        }
+    }
+    perm
+}
+
+/// Commands, keys and channels one set of rules grants (Redis's
+/// `aclSelector`): a user's root rules, or one of its `(...)` selectors.
 #[derive(Clone, Debug)]
-pub struct User {
-    pub name: Vec<u8>,
-    pub on: bool,
-    pub nopass: bool,
-    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
-    /// (false) flag, None until either is given: shown, no effect here
-    /// (there is no RESTORE to sanitize).
-    sanitize_payload: Option<bool>,
-    /// SHA-256 of each password, in the order added.
-    passwords: Vec<[u8; 32]>,
+struct Selector {
     /// The base: `+@all` (true) or `-@all`.
     all_commands: bool,
     /// The rules after the base, in order: (allow, rule).
@@ -195,21 +288,16 @@ pub struct User {
     /// The rules replayed.
     allowed: Bits,
     allkeys: bool,
-    patterns: Vec<Vec<u8>>,
+    /// Key patterns, in the order added, each with what it grants.
+    patterns: Vec<KeyPattern>,
     allchannels: bool,
     channels: Vec<Vec<u8>>,
 }
 
-impl User {
-    /// A new user as ACL SETUSER creates it: off, no password, no
-    /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
-    pub fn new(name: &[u8]) -> User {
-        User {
-            name: name.to_vec(),
-            on: false,
-            nopass: false,
-            sanitize_payload: None,
-            passwords: Vec::new(),
+impl Selector {
+    /// No commands, keys or channels (Redis 7.0's `acl-pubsub-default`).
+    fn new() -> Selector {
+        Selector {
             all_commands: false,
             rules: Vec::new(),
             allowed: [0; BITS_WORDS],
@@ -220,32 +308,14 @@ impl User {
         }
     }
 
-    /// Redis's `default` user: `on nopass ~* &* +@all`.
-    fn default_user() -> User {
-        User {
-            on: true,
-            nopass: true,
-            all_commands: true,
-            allowed: catalog().all,
-            allkeys: true,
-            allchannels: true,
-            ..User::new(b"default")
-        }
+    /// `~* &* +@all`.
+    fn everything() -> Selector {
+        Selector { all_commands: true, allowed: catalog().all, allkeys: true, allchannels: true, ..Selector::new() }
     }
 
-    /// True when no rule can refuse this user a command.
+    /// True when these rules refuse nothing.
     fn unrestricted(&self) -> bool {
         self.allkeys && self.allchannels && self.allowed == catalog().all
-    }
-
-    /// True if `password` is one of the user's (any, with nopass).
-    pub fn check_password(&self, password: &[u8]) -> bool {
-        if self.nopass {
-            return true;
-        }
-        let h = sha256(password);
-        // Every stored hash is compared, each in constant time.
-        self.passwords.iter().fold(false, |ok, p| same_hash(p, &h) | ok)
     }
 
     fn recompute(&mut self) {
@@ -257,21 +327,10 @@ impl User {
         self.allowed = b;
     }
 
-    /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason.
-    /// Fuzzed with the file's parser (`fuzz-server/fuzz_targets/acl_rules.rs`).
-    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+    /// One selector modifier (Redis's `ACLSetSelector`); Err is the reason.
+    fn apply(&mut self, op: &[u8]) -> Result<(), String> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
-            b"on" => self.on = true,
-            b"off" => self.on = false,
-            b"nopass" => {
-                self.nopass = true;
-                self.passwords.clear();
-            }
-            b"resetpass" => {
-                self.nopass = false;
-                self.passwords.clear();
-            }
             b"allkeys" | b"~*" => {
                 self.allkeys = true;
                 self.patterns.clear();
@@ -290,47 +349,33 @@ impl User {
             }
             b"allcommands" | b"+@all" => self.set_base(true),
             b"nocommands" | b"-@all" => self.set_base(false),
-            b"sanitize-payload" => self.sanitize_payload = Some(true),
-            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
-            b"reset" => {
-                for o in ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "-@all"] {
-                    self.apply(o.as_bytes())?;
-                }
-            }
             _ => match op.first() {
-                Some(b'>') => {
-                    let h = sha256(&op[1..]);
-                    if !self.passwords.contains(&h) {
-                        self.bounded(self.passwords.len())?;
-                        self.passwords.push(h);
-                    }
-                    self.nopass = false;
-                }
-                Some(b'#') => {
-                    let h = parse_hash(&op[1..])?;
-                    if !self.passwords.contains(&h) {
-                        self.bounded(self.passwords.len())?;
-                        self.passwords.push(h);
-                    }
-                    self.nopass = false;
-                }
-                Some(b'<') => self.remove_password(sha256(&op[1..]))?,
-                Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
-                Some(b'~') => {
+                Some(b'~' | b'%') => {
                     if self.allkeys {
                         return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
                     }
-                    if !self.patterns.iter().any(|p| p[..] == op[1..]) {
-                        self.bounded(self.patterns.len())?;
-                        self.patterns.push(op[1..].to_vec());
+                    let (perm, pattern) = parse_key_pattern(op)?;
+                    if has_spaces(pattern) {
+                        return Err("Syntax error".into());
+                    }
+                    match self.patterns.iter_mut().find(|p| p.pattern[..] == pattern[..]) {
+                        // The same pattern again grants what both grant.
+                        Some(p) => p.perm |= perm,
+                        None => {
+                            bounded(self.patterns.len())?;
+                            self.patterns.push(KeyPattern { pattern: pattern.to_vec(), perm });
+                        }
                     }
                 }
                 Some(b'&') => {
                     if self.allchannels {
                         return Err("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels".into());
                     }
+                    if has_spaces(&op[1..]) {
+                        return Err("Syntax error".into());
+                    }
                     if !self.channels.iter().any(|p| p[..] == op[1..]) {
-                        self.bounded(self.channels.len())?;
+                        bounded(self.channels.len())?;
                         self.channels.push(op[1..].to_vec());
                     }
                 }
@@ -341,21 +386,6 @@ impl User {
                 _ => return Err("Syntax error".into()),
             },
         }
-        Ok(())
-    }
-
-    fn bounded(&self, n: usize) -> Result<(), String> {
-        if n >= USER_ENTRIES_MAX {
-            return Err(format!("a user holds at most {USER_ENTRIES_MAX} passwords, patterns or rules of each kind"));
-        }
-        Ok(())
-    }
-
-    fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
-        let Some(i) = self.passwords.iter().position(|p| *p == h) else {
-            return Err("The password you are trying to remove from the user does not exist".into());
-        };
-        self.passwords.remove(i);
         Ok(())
     }
 
@@ -375,9 +405,34 @@ impl User {
             (Rule::Command(id), Rule::Category(c)) => cat.cats[id] & (1 << c) == 0,
             _ => true,
         });
-        self.bounded(self.rules.len())?;
+        bounded(self.rules.len())?;
         self.rules.push((allow, rule));
         self.recompute();
+        Ok(())
+    }
+
+    /// Redis's `ACLSelectorCheckCmd`: the command (`own` is the
+    /// subcommand for a container, `id` its number), then each key its
+    /// key specifications name, then each channel. A `no_auth` command
+    /// (AUTH, HELLO, QUIT) is allowed whatever the rules.
+    fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+        if !own.flags.contains(&"no_auth") && !bit(&self.allowed, id) {
+            return Err(Denied::Command);
+        }
+        if !self.allkeys {
+            let refused = |&&(i, ks): &&(usize, &'static table::KeySpec)| {
+                let need = key_perm(own, ks, args);
+                !self.patterns.iter().any(|p| p.perm & need == need && matches(&p.pattern, &args[i], false))
+            };
+            if let Some(&(i, _)) = table::keys_of(own, args).iter().find(refused) {
+                return Err(Denied::Key(i));
+            }
+        }
+        if !self.allchannels {
+            if let Some(i) = channel_refused(&self.channels, own.cmd, args) {
+                return Err(Denied::Channel(i));
+            }
+        }
         Ok(())
     }
 
@@ -408,7 +463,18 @@ impl User {
         if self.allkeys {
             return "~*".into();
         }
-        let p: Vec<String> = self.patterns.iter().map(|p| format!("~{}", String::from_utf8_lossy(p))).collect();
+        let p: Vec<String> = self
+            .patterns
+            .iter()
+            .map(|p| {
+                let prefix = match p.perm {
+                    KEY_READ => "%R~",
+                    KEY_WRITE => "%W~",
+                    _ => "~",
+                };
+                format!("{prefix}{}", String::from_utf8_lossy(&p.pattern))
+            })
+            .collect();
         p.join(" ")
     }
 
@@ -421,6 +487,193 @@ impl User {
             p.insert(0, "resetchannels".into());
         }
         p.join(" ")
+    }
+
+    /// Keys, channels, commands, as ACL LIST shows them (Redis's
+    /// `ACLDescribeSelector`).
+    fn describe(&self) -> String {
+        let mut parts = Vec::with_capacity(3);
+        let keys = self.describe_keys();
+        if !keys.is_empty() {
+            parts.push(keys);
+        }
+        parts.push(self.describe_channels(true));
+        parts.push(self.describe_commands());
+        parts.join(" ")
+    }
+}
+
+/// Redis's `ACLStringHasSpaces`: C's `isspace` or a NUL.
+fn has_spaces(s: &[u8]) -> bool {
+    s.iter().any(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0))
+}
+
+/// Err when a list already holds [`USER_ENTRIES_MAX`] entries.
+fn bounded(n: usize) -> Result<(), String> {
+    if n >= USER_ENTRIES_MAX {
+        return Err(format!(
+            "a user holds at most {USER_ENTRIES_MAX} passwords, patterns, rules or selectors of each kind"
+        ));
+    }
+    Ok(())
+}
+
+/// One ACL user. Immutable once in [`Acl`]'s map.
+#[derive(Clone, Debug)]
+pub struct User {
+    pub name: Vec<u8>,
+    pub on: bool,
+    pub nopass: bool,
+    /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
+    /// (false) flag, None until either is given: shown, no effect here
+    /// (there is no RESTORE to sanitize).
+    sanitize_payload: Option<bool>,
+    /// SHA-256 of each password, in the order added.
+    passwords: Vec<[u8; 32]>,
+    /// The rules given outside parentheses (Redis's root selector).
+    root: Selector,
+    /// `(...)` selectors, in the order added: a command any one of them
+    /// (or the root) allows is allowed.
+    selectors: Vec<Selector>,
+}
+
+impl User {
+    /// A new user as ACL SETUSER creates it: off, no password, no
+    /// commands, no keys, no channels (Redis 7.0's `acl-pubsub-default`).
+    pub fn new(name: &[u8]) -> User {
+        User {
+            name: name.to_vec(),
+            on: false,
+            nopass: false,
+            sanitize_payload: None,
+            passwords: Vec::new(),
+            root: Selector::new(),
+            selectors: Vec::new(),
+        }
+    }
+
+    /// Redis's `default` user: `on nopass ~* &* +@all`.
+    fn default_user() -> User {
+        User { on: true, nopass: true, root: Selector::everything(), ..User::new(b"default") }
+    }
+
+    /// True when no rule can refuse this user a command: one of its
+    /// selectors refuses nothing.
+    fn unrestricted(&self) -> bool {
+        self.root.unrestricted() || self.selectors.iter().any(Selector::unrestricted)
+    }
+
+    /// True if `password` is one of the user's (any, with nopass).
+    pub fn check_password(&self, password: &[u8]) -> bool {
+        if self.nopass {
+            return true;
+        }
+        let h = sha256(password);
+        // Every stored hash is compared, each in constant time.
+        self.passwords.iter().fold(false, |ok, p| same_hash(p, &h) | ok)
+    }
+
+    /// One SETUSER modifier (Redis's `ACLSetUser`); Err is the reason. A
+    /// selector comes whole (`(~k* +get)`: [`merge_selectors`] joins one
+    /// spread over several arguments). Fuzzed with the file's parser
+    /// (`fuzz-server/fuzz_targets/acl_rules.rs`).
+    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+        let lower = op.to_ascii_lowercase();
+        match &lower[..] {
+            // Redis: an empty modifier does nothing.
+            b"" => {}
+            b"on" => self.on = true,
+            b"off" => self.on = false,
+            b"nopass" => {
+                self.nopass = true;
+                self.passwords.clear();
+            }
+            b"resetpass" => {
+                self.nopass = false;
+                self.passwords.clear();
+            }
+            b"sanitize-payload" => self.sanitize_payload = Some(true),
+            b"skip-sanitize-payload" => self.sanitize_payload = Some(false),
+            b"clearselectors" => self.selectors.clear(),
+            b"reset" => {
+                for o in
+                    ["resetpass", "resetkeys", "resetchannels", "off", "sanitize-payload", "clearselectors", "-@all"]
+                {
+                    self.apply(o.as_bytes())?;
+                }
+            }
+            _ => match op.first() {
+                Some(b'>') => {
+                    let h = sha256(&op[1..]);
+                    self.add_password(h)?;
+                }
+                Some(b'#') => {
+                    let h = parse_hash(&op[1..])?;
+                    self.add_password(h)?;
+                }
+                Some(b'<') => self.remove_password(sha256(&op[1..]))?,
+                Some(b'!') => self.remove_password(parse_hash(&op[1..])?)?,
+                Some(b'(') if op.last() == Some(&b')') => {
+                    let mut s = Selector::new();
+                    for word in split_selector(&op[1..op.len() - 1])? {
+                        // A quote or parenthesis inside would be written
+                        // by ACL SAVE as a line that does not load back
+                        // (Redis 7.0 accepts it and then cannot load its
+                        // own file): refused.
+                        if word.iter().any(|b| matches!(b, b'"' | b'\'' | b'(' | b')')) {
+                            return Err("Syntax error".into());
+                        }
+                        s.apply(&word)?;
+                    }
+                    bounded(self.selectors.len())?;
+                    self.selectors.push(s);
+                }
+                _ => self.root.apply(op)?,
+            },
+        }
+        Ok(())
+    }
+
+    fn add_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+        if !self.passwords.contains(&h) {
+            bounded(self.passwords.len())?;
+            self.passwords.push(h);
+        }
+        self.nopass = false;
+        Ok(())
+    }
+
+    fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+        let Some(i) = self.passwords.iter().position(|p| *p == h) else {
+            return Err("The password you are trying to remove from the user does not exist".into());
+        };
+        self.passwords.remove(i);
+        Ok(())
+    }
+
+    /// Redis's `ACLCheckAllUserCommandPerm`: allowed when the root or any
+    /// selector allows; otherwise the refusal to report is a channel
+    /// before a key before a command, and among equals the latest
+    /// argument.
+    fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+        let mut worst = Denied::Command;
+        for s in std::iter::once(&self.root).chain(&self.selectors) {
+            match s.check(own, id, args) {
+                Ok(()) => return Ok(()),
+                Err(d) => {
+                    if d.rank() > worst.rank() {
+                        worst = d;
+                    }
+                }
+            }
+        }
+        Err(worst)
+    }
+
+    /// Every selector's channel patterns, and whether one grants all.
+    fn all_channels(&self) -> (bool, Vec<&Vec<u8>>) {
+        let sels = || std::iter::once(&self.root).chain(&self.selectors);
+        (sels().any(|s| s.allchannels), sels().flat_map(|s| &s.channels).collect())
     }
 
     fn flags(&self) -> Vec<&'static str> {
@@ -441,13 +694,86 @@ impl User {
         let mut parts = vec![format!("user {}", String::from_utf8_lossy(&self.name))];
         parts.extend(self.flags().iter().map(|f| f.to_string()));
         parts.extend(self.passwords.iter().map(|h| format!("#{}", hex(h))));
-        let keys = self.describe_keys();
-        if !keys.is_empty() {
-            parts.push(keys);
-        }
-        parts.push(self.describe_channels(true));
-        parts.push(self.describe_commands());
+        parts.push(self.root.describe());
+        parts.extend(self.selectors.iter().map(|s| format!("({})", s.describe())));
         parts.join(" ")
+    }
+}
+
+/// The modifiers inside a selector's parentheses (Redis's
+/// `sdssplitargs`: words separated by spaces, `"…"` and `'…'` quoting,
+/// `\` escapes within double quotes). A modifier holding a space, or
+/// unbalanced quotes, is a syntax error, as in Redis.
+fn split_selector(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let syntax = || "Syntax error".to_string();
+    let mut words = Vec::new();
+    let mut i = 0;
+    // Each turn consumes at least one byte: bounded by the text.
+    while i < text.len() {
+        if text[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut word = Vec::new();
+        while i < text.len() && !text[i].is_ascii_whitespace() {
+            match text[i] {
+                q @ (b'"' | b'\'') => {
+                    i += 1;
+                    loop {
+                        match text.get(i) {
+                            None => return Err(syntax()),
+                            Some(&c) if c == q => break,
+                            Some(b'\\') if q == b'"' && i + 1 < text.len() => {
+                                word.push(text[i + 1]);
+                                i += 2;
+                            }
+                            Some(&c) => {
+                                word.push(c);
+                                i += 1;
+                            }
+                        }
+                    }
+                    i += 1;
+                    // A closing quote must end the word (sdssplitargs).
+                    if i < text.len() && !text[i].is_ascii_whitespace() {
+                        return Err(syntax());
+                    }
+                }
+                c => {
+                    word.push(c);
+                    i += 1;
+                }
+            }
+        }
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// Redis's `ACLMergeSelectorArguments`: a selector spread over several
+/// modifiers (`(~k*`, `+get)`) joined with spaces into one. Err: the
+/// modifier that opens a selector never closed.
+pub fn merge_selectors<'a>(ops: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+    let mut merged = Vec::new();
+    let mut open: Option<Vec<u8>> = None;
+    let mut start: &[u8] = b"";
+    for op in ops {
+        if let Some(sel) = &mut open {
+            sel.push(b' ');
+            sel.extend_from_slice(op);
+            if op.last() == Some(&b')') {
+                merged.push(open.take().expect("open"));
+            }
+        } else if op.first() == Some(&b'(') && op.last() != Some(&b')') {
+            open = Some(op.to_vec());
+            start = op;
+        } else {
+            merged.push(op.to_vec());
+        }
+    }
+    match open {
+        Some(_) => Err(start.to_vec()),
+        None => Ok(merged),
     }
 }
 
@@ -485,6 +811,34 @@ fn parse_rule(name: &[u8]) -> Option<Rule> {
             Some(Rule::Command(cat.id(parent, Some(spec))))
         }
     }
+}
+
+/// `~pattern` or `%R~`, `%W~`, `%RW~pattern` (Redis's `ACLSetSelector`:
+/// R and W each at most once, any case, before the `~`): what it grants
+/// and the pattern.
+fn parse_key_pattern(op: &[u8]) -> Result<(u8, &[u8]), String> {
+    if op[0] == b'~' {
+        return Ok((KEY_ALL, &op[1..]));
+    }
+    let mut perm = 0;
+    let mut at = 1;
+    // Bounded by the modifier's length.
+    while at < op.len() {
+        let c = op[at];
+        at += 1;
+        match c.to_ascii_uppercase() {
+            b'R' if perm & KEY_READ == 0 => perm |= KEY_READ,
+            b'W' if perm & KEY_WRITE == 0 => perm |= KEY_WRITE,
+            b'~' => break,
+            _ => return Err("Syntax error".into()),
+        }
+    }
+    if perm == 0 {
+        // `%~p` grants nothing; Redis 7.0 accepts it and then cannot
+        // describe the user: refused here.
+        return Err("Syntax error".into());
+    }
+    Ok((perm, &op[at..]))
 }
 
 fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
@@ -526,6 +880,8 @@ pub struct Acl {
     pub protected_mode: AtomicBool,
     /// `--aclfile`.
     aclfile: Option<std::path::PathBuf>,
+    /// ACL LOG's entries (`acl_log.rs`).
+    pub log: acl_log::Log,
 }
 
 impl Acl {
@@ -542,6 +898,7 @@ impl Acl {
             requirepass: Mutex::new(Vec::new()),
             protected_mode: AtomicBool::new(protected_mode),
             aclfile: aclfile.map(|p| p.to_path_buf()),
+            log: acl_log::Log::default(),
         };
         let mut users = BTreeMap::new();
         users.insert(b"default".to_vec(), Arc::new(User::default_user()));
@@ -613,7 +970,10 @@ impl Acl {
             None if users.len() >= USERS_MAX => return Err(format!("ERR at most {USERS_MAX} users")),
             None => User::new(name),
         };
-        for op in ops {
+        let ops = merge_selectors(ops.iter().map(|a| &a[..])).map_err(|start| {
+            format!("ERR Unmatched parenthesis in acl selector starting at '{}'.", String::from_utf8_lossy(&start))
+        })?;
+        for op in &ops {
             u.apply(op)
                 .map_err(|why| format!("ERR Error in ACL SETUSER modifier '{}': {why}", String::from_utf8_lossy(op)))?;
         }
@@ -685,7 +1045,9 @@ pub fn parse_acl_file(text: &[u8], shown: &str) -> Result<BTreeMap<Vec<u8>, Arc<
         // The file states each user's rules in full, the default
         // user's too.
         let mut u = User::new(words[1]);
-        for w in &words[2..] {
+        let ops = merge_selectors(words[2..].iter().copied())
+            .map_err(|_| at("Unmatched parenthesis in selector definition."))?;
+        for w in &ops {
             u.apply(w).map_err(|e| at(&format!("{e}. ")))?;
         }
         users.insert(words[1].to_vec(), Arc::new(u));
@@ -779,13 +1141,15 @@ fn refresh(acl: &Acl, auth: &mut Auth) -> bool {
 }
 
 /// Authenticates the connection as `user` (Redis's
-/// `ACLAuthenticateUser`): true on success.
-fn authenticate(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> bool {
+/// `ACLAuthenticateUser`): true on success; a failure is logged (ACL
+/// LOG's reason `auth`, its object `command` as the client typed it).
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], password: &[u8]) -> bool {
     let acl = &ctx.shared.acl;
-    let Some(u) = acl.user(user) else { return false };
-    if !u.on || !u.check_password(password) {
+    let Some(u) = acl.user(user).filter(|u| u.on && u.check_password(password)) else {
+        let info = client_info(ctx);
+        acl.log.add(acl_log::Reason::Auth, log_context(ctx), command, user, info);
         return false;
-    }
+    };
     // CLIENT LIST's user= field.
     ctx.session.client.attrs().user = (u.name != b"default").then(|| u.name.clone());
     let auth = &mut ctx.session.auth;
@@ -808,7 +1172,7 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         3 => (&args[1], &args[2]),
         _ => return push_error(out, amalgam_protocol::resp::err::SYNTAX.as_bytes()),
     };
-    if authenticate(ctx, user, pass) {
+    if authenticate(ctx, &args[0], user, pass) {
         push_simple(out, "OK");
     } else {
         push_error(out, amalgam_protocol::resp::err::WRONGPASS.as_bytes());
@@ -816,9 +1180,9 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// HELLO's AUTH step (after its options parsed): Err is the error reply.
-pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Result<(), &'static str> {
+pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, command: &[u8], creds: Option<(&[u8], &[u8])>) -> Result<(), &'static str> {
     if let Some((user, pass)) = creds {
-        if !authenticate(ctx, user, pass) {
+        if !authenticate(ctx, command, user, pass) {
             return Err(amalgam_protocol::resp::err::WRONGPASS);
         }
     }
@@ -828,22 +1192,67 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, creds: Option<(&[u8], &[u8])>) -> Re
     Ok(())
 }
 
-/// True if every channel `cmd` names is within `allowed` (Redis's
-/// `ACLCheckChannelAgainstList`): a channel matches a pattern of the
-/// user's; a PSUBSCRIBE pattern must equal one.
-fn channels_allowed(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> bool {
+/// The first channel `cmd` names that is not within `allowed` (Redis's
+/// `ACLCheckChannelAgainstList`): a channel must match a pattern of the
+/// user's; a PSUBSCRIBE pattern must equal one. None: every one is.
+fn channel_refused(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> Option<usize> {
     let names = match cmd {
-        Cmd::Publish | Cmd::Spublish => &args[1..2],
-        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => &args[1..],
-        _ => return true,
+        Cmd::Publish | Cmd::Spublish => 1..2,
+        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => 1..args.len(),
+        _ => return None,
     };
     let literal = cmd == Cmd::Psubscribe;
-    names.iter().all(|n| allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) }))
+    names.into_iter().find(|&i| {
+        let n = &args[i];
+        !allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) })
+    })
+}
+
+/// Why a user may not run a command (Redis's `ACL_DENIED_*`), with the
+/// argument refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Denied {
+    Command,
+    /// The index of the first key refused.
+    Key(usize),
+    /// The index of the first channel refused.
+    Channel(usize),
+}
+
+impl Denied {
+    /// Which refusal of several selectors' is reported (Redis's
+    /// `ACL_DENIED_*` values, then the argument's index): the largest.
+    fn rank(self) -> (u8, usize) {
+        match self {
+            Denied::Command => (1, 0),
+            Denied::Key(i) => (2, i),
+            Denied::Channel(i) => (4, i),
+        }
+    }
+}
+
+/// Where a refusal happens, for the ACL log.
+fn log_context(ctx: &Ctx<'_>) -> acl_log::Context {
+    if ctx.session.multi.queuing() || ctx.session.multi.executing {
+        acl_log::Context::Multi
+    } else {
+        acl_log::Context::Toplevel
+    }
+}
+
+/// This connection's CLIENT LIST line, as the ACL log keeps it.
+fn client_info(ctx: &Ctx<'_>) -> String {
+    let mut line = String::new();
+    super::client::line(&ctx.session.client, &mut line);
+    if line.ends_with('\n') {
+        line.pop();
+    }
+    line
 }
 
 /// The check before dispatch (see the module's notes): true when the
-/// command was refused and its error answered. Called only when the
-/// connection is not `open`.
+/// command was refused, its error answered and the refusal logged.
+/// Called only when the connection is not `open`.
 pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
     // Unknown commands and wrong arities are answered by dispatch (or
     // MULTI's queueing) first, as in Redis.
@@ -865,24 +1274,42 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
     if spec.flags.contains(&"no_auth") {
         return false;
     }
-    let auth = &ctx.session.auth;
-    let error = if auth.required {
+    let own = sub.unwrap_or(spec);
+    let executing = ctx.session.multi.executing;
+    let error = if ctx.session.auth.required {
         NOAUTH.to_string()
     } else {
-        let id = catalog().id(spec, sub);
-        let own = sub.unwrap_or(spec);
-        if !bit(&auth.user.allowed, id) {
-            format!("NOPERM this user has no permissions to run the '{}' command", own.name)
-        } else if !auth.user.allkeys
-            && table::keys_of(own, args)
-                .iter()
-                .any(|&(i, _)| !auth.user.patterns.iter().any(|p| matches(p, &args[i], false)))
-        {
-            NOPERM_KEYS.to_string()
-        } else if !auth.user.allchannels && !channels_allowed(&auth.user.channels, own.cmd, args) {
-            NOPERM_CHANNELS.to_string()
-        } else {
-            return false;
+        let denied = match ctx.session.auth.user.check(own, catalog().id(spec, sub), args) {
+            Ok(()) => return false,
+            Err(d) => d,
+        };
+        let (reason, object): (_, &[u8]) = match denied {
+            Denied::Command => (acl_log::Reason::Command, own.name.as_bytes()),
+            Denied::Key(i) => (acl_log::Reason::Key, &args[i]),
+            Denied::Channel(i) => (acl_log::Reason::Channel, &args[i]),
+        };
+        if !executing {
+            // Redis names the refused command in CLIENT LIST (EXEC's
+            // queued commands leave `exec` there).
+            let row = table::index_of(spec);
+            let sub_index = sub.and_then(|s| spec.subcommands.iter().position(|x| std::ptr::eq(x, s)));
+            ctx.session.client.set_last_cmd(row, sub_index);
+        }
+        let info = client_info(ctx);
+        ctx.shared.acl.log.add(reason, log_context(ctx), object, &ctx.session.auth.user.name, info);
+        match (executing, denied) {
+            // Redis's execCommand: the rules changed since queueing.
+            (true, d) => format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+                match d {
+                    Denied::Command => "no permission to execute the command or subcommand",
+                    Denied::Key(_) => "no permission to touch the specified keys",
+                    Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+                }
+            ),
+            (false, Denied::Command) => format!("NOPERM this user has no permissions to run the '{}' command", own.name),
+            (false, Denied::Key(_)) => NOPERM_KEYS.to_string(),
+            (false, Denied::Channel(_)) => NOPERM_CHANNELS.to_string(),
         }
     };
     if spec.cmd == Cmd::Exec {
@@ -896,6 +1323,42 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
     true
 }
 
+/// ACL DRYRUN user command [arg ...]: Redis 7.0's answer to "may this
+/// user run this?", the refusal as a bulk string.
+fn dryrun(acl: &Acl, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let quoted = |before: &str, a: &[u8], after: &str| {
+        let mut m = before.as_bytes().to_vec();
+        m.extend_from_slice(a.split(|&b| b == 0).next().unwrap_or(b""));
+        m.extend_from_slice(after.as_bytes());
+        m
+    };
+    let Some(user) = acl.user(&args[2]) else {
+        return push_error(out, &quoted("ERR User '", &args[2], "' not found"));
+    };
+    let cmd_args = &args[3..];
+    // Redis's lookupCommand: a container with an argument names its
+    // subcommand, and an unknown one is an unknown command.
+    let spec = table::lookup(&cmd_args[0]);
+    let sub = match spec {
+        Some(s) if !s.subcommands.is_empty() && cmd_args.len() >= 2 => table::subcommand(s, &cmd_args[1]),
+        _ => None,
+    };
+    let Some(spec) = spec.filter(|s| s.subcommands.is_empty() || cmd_args.len() < 2 || sub.is_some()) else {
+        return push_error(out, &quoted("ERR Command '", &cmd_args[0], "' not found"));
+    };
+    let own = sub.unwrap_or(spec);
+    if !super::arity_ok(own.arity, cmd_args.len()) {
+        return push_error(out, format!("ERR wrong number of arguments for '{}' command", own.name).as_bytes());
+    }
+    let text = match user.check(own, catalog().id(spec, sub), cmd_args) {
+        Ok(()) => return push_simple(out, "OK"),
+        Err(Denied::Command) => format!("This user has no permissions to run the '{}' command", own.name).into_bytes(),
+        Err(Denied::Key(i)) => quoted("This user has no permissions to access the '", &cmd_args[i], "' key"),
+        Err(Denied::Channel(i)) => quoted("This user has no permissions to access the '", &cmd_args[i], "' channel"),
+    };
+    push_bulk(out, &text);
+}
+
 /// The ACL command.
 pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     let Some(name) = sub(Cmd::Acl, args, out) else { return After::Continue };
@@ -906,8 +1369,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
             if user.iter().any(|&b| b == b' ' || b == 0) {
                 push_error(out, b"ERR Usernames can't contain spaces or null characters");
             } else {
+                let before = acl.user(user);
                 match acl.setuser(user, &args[3..]) {
-                    Ok(()) => push_simple(out, "OK"),
+                    Ok(()) => {
+                        if let (Some(old), Some(new)) = (before, acl.user(user)) {
+                            kill_refused_subscribers(ctx.shared, &old, &new);
+                        }
+                        push_simple(out, "OK")
+                    }
                     Err(e) => push_error(out, e.as_bytes()),
                 }
             }
@@ -921,10 +1390,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 push_error(out, b"ERR The 'default' user cannot be removed");
             } else {
                 let mut users = acl.write();
-                let n = args[2..].iter().filter(|a| users.remove(&a[..]).is_some()).count();
+                let gone: HashSet<Vec<u8>> =
+                    args[2..].iter().filter(|a| users.remove(&a[..]).is_some()).map(|a| a.to_vec()).collect();
                 drop(users);
                 acl.changed();
-                push_int(out, n as i64);
+                // Redis's ACLFreeUserAndKillClients: at once, not at their
+                // next command (this connection: by `fresh` below).
+                kill_clients(ctx, |name| name.is_some_and(|n| gone.contains(n)));
+                push_int(out, gone.len() as i64);
             }
         }
         "list" => {
@@ -949,9 +1422,37 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
             Err(e) => push_error(out, e.as_bytes()),
         },
         "load" => match acl.load() {
-            Ok(()) => push_simple(out, "OK"),
+            Ok(()) => {
+                // Redis 7.0 frees every user but `default` and their
+                // clients with them, whether the file kept the user or
+                // not (observed on 7.0.15); `default` is updated in
+                // place, its clients kept.
+                kill_clients(ctx, |name| name.is_some());
+                push_simple(out, "OK");
+                if ctx.session.auth.user.name != b"default" {
+                    return After::Close;
+                }
+            }
             Err(e) => push_error(out, e.as_bytes()),
         },
+        "log" => match args.get(2) {
+            None => acl.log.reply(None, ctx.proto(), out),
+            Some(_) if args.len() > 3 => {
+                let mut m = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+                m.extend_from_slice(args[1].split(|&b| b == 0).next().unwrap_or(b""));
+                m.extend_from_slice(b"'. Try ACL HELP.");
+                push_error(out, &m);
+            }
+            Some(a) if is(a, "reset") => {
+                acl.log.reset();
+                push_simple(out, "OK");
+            }
+            Some(a) => match super::int_arg(a) {
+                Some(n) => acl.log.reply(Some(n), ctx.proto(), out),
+                None => push_error(out, amalgam_protocol::resp::err::NOT_INTEGER.as_bytes()),
+            },
+        },
+        "dryrun" => dryrun(acl, args, out),
         _ => help(
             &[
                 "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -960,6 +1461,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 "    when no category is specified.",
                 "DELUSER <username> [<username> ...]",
                 "    Delete a list of users.",
+                "DRYRUN <username> <command> [<arg> ...]",
+                "    Returns whether the user can execute the given command without executing the command.",
                 "GETUSER <username>",
                 "    Get the user's details.",
                 "GENPASS [<bits>]",
@@ -969,6 +1472,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
                 "    Show users details in config file format.",
                 "LOAD",
                 "    Reload users from the ACL file.",
+                "LOG [<count> | RESET]",
+                "    Show the ACL log entries.",
                 "SAVE",
                 "    Save the current config to the ACL file.",
                 "SETUSER <username> <attribute> [<attribute> ...]",
@@ -990,11 +1495,48 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Aft
     After::Continue
 }
 
+/// Closes every other client whose user `matches` (by CLIENT LIST's
+/// user name: None is `default`) through its worker's kill inbox. One
+/// pass over the client registry.
+fn kill_clients(ctx: &Ctx<'_>, matches: impl Fn(Option<&Vec<u8>>) -> bool) {
+    let me = ctx.session.client.id;
+    for c in ctx.shared.clients.snapshot() {
+        if c.id != me && matches(c.attrs().user.as_ref()) {
+            ctx.shared.clients.kill(&c);
+        }
+    }
+}
+
+/// Redis 7.0's ACLKillPubsubClientsIfNeeded: when `new` (the user after
+/// ACL SETUSER) lost channels `old` had, closes each of the user's
+/// clients holding a subscription the new channels refuse (a channel or
+/// shard channel matching none of them, a pattern equal to none). Nothing
+/// is walked when the user keeps all channels or every old pattern.
+fn kill_refused_subscribers(shared: &crate::Shared, old: &User, new: &User) {
+    let ((old_all, old_channels), (new_all, new_channels)) = (old.all_channels(), new.all_channels());
+    if new_all || (!old_all && old_channels.iter().all(|c| new_channels.contains(c))) {
+        return;
+    }
+    let name = (new.name != b"default").then_some(&new.name);
+    let clients = shared.clients.snapshot();
+    let of: HashSet<u64> = clients.iter().filter(|c| c.attrs().user.as_ref() == name).map(|c| c.id).collect();
+    if of.is_empty() {
+        return;
+    }
+    let refused = shared.pubsub.refused_subscribers(&of, |channel, is_pattern| {
+        new_channels.iter().any(|p| if is_pattern { p[..] == channel[..] } else { matches(p, channel, false) })
+    });
+    for c in clients.iter().filter(|c| refused.contains(&c.id)) {
+        shared.clients.kill(c);
+    }
+}
+
 fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
     push_map(out, 6, proto);
     push_bulk(out, b"flags");
     let flags = u.flags();
-    push_array(out, flags.len());
+    // A set in RESP3, as Redis's setDeferredSetLen.
+    push_set(out, flags.len(), proto);
     for f in flags {
         push_bulk(out, f.as_bytes());
     }
@@ -1003,14 +1545,24 @@ fn getuser(u: &User, proto: Proto, out: &mut Vec<u8>) {
     for h in &u.passwords {
         push_bulk(out, hex(h).as_bytes());
     }
-    push_bulk(out, b"commands");
-    push_bulk(out, u.describe_commands().as_bytes());
-    push_bulk(out, b"keys");
-    push_bulk(out, u.describe_keys().as_bytes());
-    push_bulk(out, b"channels");
-    push_bulk(out, u.describe_channels(false).as_bytes());
+    describe_selector(&u.root, out);
     push_bulk(out, b"selectors");
-    push_array(out, 0);
+    push_array(out, u.selectors.len());
+    for s in &u.selectors {
+        push_map(out, 3, proto);
+        describe_selector(s, out);
+    }
+}
+
+/// ACL GETUSER's three fields of a selector (Redis's
+/// `aclAddReplySelectorDescription`).
+fn describe_selector(s: &Selector, out: &mut Vec<u8>) {
+    push_bulk(out, b"commands");
+    push_bulk(out, s.describe_commands().as_bytes());
+    push_bulk(out, b"keys");
+    push_bulk(out, s.describe_keys().as_bytes());
+    push_bulk(out, b"channels");
+    push_bulk(out, s.describe_channels(false).as_bytes());
 }
 
 /// ACL CAT [category].
@@ -1089,7 +1641,7 @@ mod tests {
             ("+@all -@dangerous", "+@all -@dangerous"),
             ("+get +@string -set", "-@all +@string -set"),
         ] {
-            assert_eq!(user(ops).describe_commands(), want, "{ops}");
+            assert_eq!(user(ops).root.describe_commands(), want, "{ops}");
         }
         assert_eq!(
             user("on >pw1 ~k* +get +@string -set").describe(),
@@ -1105,12 +1657,14 @@ mod tests {
         let cat = catalog();
         let id = |n: &str| table::index_of(table::lookup(n.as_bytes()).unwrap());
         let u = user("+@string -set");
-        assert!(bit(&u.allowed, id("get")) && !bit(&u.allowed, id("set")) && !bit(&u.allowed, id("hget")));
+        assert!(
+            bit(&u.root.allowed, id("get")) && !bit(&u.root.allowed, id("set")) && !bit(&u.root.allowed, id("hget"))
+        );
         let u = user("+@all -config|set");
         let config = table::lookup(b"config").unwrap();
         let set = table::subcommand(config, b"set").unwrap();
         let get = table::subcommand(config, b"get").unwrap();
-        assert!(!bit(&u.allowed, cat.id(config, Some(set))) && bit(&u.allowed, cat.id(config, Some(get))));
+        assert!(!bit(&u.root.allowed, cat.id(config, Some(set))) && bit(&u.root.allowed, cat.id(config, Some(get))));
         assert!(!u.unrestricted() && User::default_user().unrestricted());
     }
 
@@ -1125,5 +1679,42 @@ mod tests {
         assert!(User::new(b"x").apply(b"bogus").is_err());
         assert!(User::new(b"x").apply(b"+nosuch").is_err());
         assert!(user("allkeys").apply(b"~x").is_err());
+    }
+
+    #[test]
+    fn selectors_parse_merge_and_describe_as_redis() {
+        let merged = merge_selectors([&b"on"[..], b"(~a*", b"+get)", b"(+set)"]).unwrap();
+        assert_eq!(merged, [&b"on"[..], b"(~a* +get)", b"(+set)"]);
+        assert_eq!(merge_selectors([&b"(+get"[..], b"~x*"]), Err(b"(+get".to_vec()));
+        assert_eq!(merge_selectors([&b"(+get)x"[..]]), Err(b"(+get)x".to_vec()));
+        assert_eq!(split_selector(b"  +get  '~a'  \"&b\" ").unwrap(), [&b"+get"[..], b"~a", b"&b"]);
+        assert!(split_selector(b"'~a").is_err() && split_selector(b"'~a'b").is_err());
+        let mut u = user("on ~k* +@all");
+        u.apply(b"(&x* +publish ~*)").unwrap();
+        u.apply(b"()").unwrap();
+        assert_eq!(
+            u.describe(),
+            "user t on ~k* resetchannels +@all (~* resetchannels &x* -@all +publish) (resetchannels -@all)"
+        );
+        for bad in [&b"(on)"[..], b"(reset)", b"(~'q r')", b"x(+get)"] {
+            assert_eq!(u.apply(bad), Err("Syntax error".into()), "{}", String::from_utf8_lossy(bad));
+        }
+        u.apply(b"clearselectors").unwrap();
+        assert_eq!(u.describe(), "user t on ~k* resetchannels +@all");
+        assert!(!u.unrestricted());
+        u.apply(b"(~* &* +@all)").unwrap();
+        assert!(u.unrestricted(), "a selector refusing nothing opens the user");
+        assert_eq!(u.apply(b"('~a\"b')"), Err("Syntax error".into()), "would not load back");
+        // What ACL SAVE writes loads back the same.
+        let text = b"user x on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 (~a* +get) ( %R~b* &c  ) +set\n";
+        let line = parse_acl_file(text, "t").unwrap()[&b"x"[..]].describe();
+        assert_eq!(
+            line,
+            "user x on #c592df4a86933b92addc9842402ddf198c638ea9be58916ee6e3734e1e3152f8 resetchannels -@all +set (~a* resetchannels -@all +get) (%R~b* resetchannels &c -@all)"
+        );
+        assert_eq!(parse_acl_file(line.as_bytes(), "t").unwrap()[&b"x"[..]].describe(), line);
+        assert!(parse_acl_file(b"user x (~a* +get\n", "t")
+            .unwrap_err()
+            .ends_with("Unmatched parenthesis in selector definition."));
     }
 }

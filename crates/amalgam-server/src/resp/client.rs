@@ -44,7 +44,7 @@ fn quoted_error(before: &str, arg: &[u8], out: &mut Vec<u8>) {
 }
 
 /// One client's CLIENT LIST line, `\n` included.
-fn line(c: &Client, line: &mut String) {
+pub(crate) fn line(c: &Client, line: &mut String) {
     let attrs = c.attrs();
     let text = |v: &Option<Vec<u8>>| String::from_utf8_lossy(v.as_deref().unwrap_or(b"")).into_owned();
     let mut flags = String::new();

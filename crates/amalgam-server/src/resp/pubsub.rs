@@ -218,6 +218,30 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The clients among `of` holding a subscription `allowed` refuses
+    /// (`allowed(name, is_pattern)`): Redis's ACLKillPubsubClientsIfNeeded
+    /// asks this of a user whose channels shrank. One pass over every
+    /// subscription (bounded by the registry's size), one lock at a time;
+    /// a subscription made meanwhile was checked against the new rules by
+    /// its SUBSCRIBE.
+    pub(crate) fn refused_subscribers(&self, of: &HashSet<u64>, allowed: impl Fn(&[u8], bool) -> bool) -> HashSet<u64> {
+        let mut found = HashSet::new();
+        let mut visit = |subs: &Subscribers, is_pattern: bool| {
+            for (name, list) in subs {
+                if list.iter().any(|s| of.contains(&s.client.id)) && !allowed(name, is_pattern) {
+                    found.extend(list.iter().map(|s| s.client.id).filter(|id| of.contains(id)));
+                }
+            }
+        };
+        for map in [&self.channels, &self.shard_channels] {
+            for shard in map.shards.iter() {
+                visit(&lock(shard), false);
+            }
+        }
+        visit(&self.patterns.read().unwrap_or_else(|e| e.into_inner()), true);
+        found
+    }
+
     /// A registry for `workers` event loops.
     pub fn new(workers: usize, output_limit_bytes: usize) -> Registry {
         Registry {

@@ -251,7 +251,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             return push_error(out, &m);
         }
     }
-    if let Err(e) = super::acl::hello_auth(ctx, auth) {
+    if let Err(e) = super::acl::hello_auth(ctx, &args[0], auth) {
         return push_error(out, e.as_bytes());
     }
     if let Some(n) = name {

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 255] = [
+pub(super) static DOCS: [Doc; 257] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -22,6 +22,14 @@ pub(super) static DOCS: [Doc; 255] = [
             arg("username", Str).multiple(),
         ],
         ..doc("acl|deluser", Some("O(1) amortized time considering the typical user."))
+    },
+    Doc {
+        arguments: &[
+            arg("username", Str),
+            arg("command", Str),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("acl|dryrun", Some("O(1)."))
     },
     Doc {
         arguments: &[
@@ -42,6 +50,15 @@ pub(super) static DOCS: [Doc; 255] = [
     doc("acl|help", Some("O(1)")),
     doc("acl|list", Some("O(N). Where N is the number of configured users.")),
     doc("acl|load", Some("O(N). Where N is the number of configured users.")),
+    Doc {
+        arguments: &[
+            arg("operation", Oneof).optional().args(&[
+                arg("count", Integer),
+                arg("reset", PureToken).token("RESET"),
+            ]),
+        ],
+        ..doc("acl|log", Some("O(N) with N being the number of entries shown."))
+    },
     doc("acl|save", Some("O(N). Where N is the number of configured users.")),
     Doc {
         history: &[

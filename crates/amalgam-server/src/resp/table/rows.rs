@@ -2573,6 +2573,8 @@ pub static COMMANDS: [Spec; 189] = [
             spec!(Acl, "acl|list", 2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the current ACL rules in ACL config file format"),
             spec!(Acl, "acl|cat", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List the ACL categories or the commands inside a category"),
             spec!(Acl, "acl|genpass", -2, &["noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "Generate a pseudorandom secure password to use for ACL users"),
+            spec!(Acl, "acl|log", -2, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "6.0.0", "List latest events denied because of ACLs in place"),
+            spec!(Acl, "acl|dryrun", -4, &["admin", "noscript", "loading", "stale"], (0, 0, 0), "server", "7.0.0", "Returns whether the user can execute the given command without executing the command."),
         ],
         ..spec!(Acl, "acl", -2, &[], (0, 0, 0), "server", "6.0.0", "A container for Access List Control commands ")
     },
