@@ -87,6 +87,7 @@ pub enum Cmd {
     Lcs,
     Randomkey,
     Copy,
+    Restore,
     Memory,
     Hset,
     Hsetnx,

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 186] = [
+pub static COMMANDS: [Spec; 187] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -1294,6 +1294,20 @@ pub static COMMANDS: [Spec; 186] = [
         acl: &["@keyspace"],
         keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
         ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            Restore,
+            "restore",
+            -4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Create a key using the provided serialized value, previously obtained using DUMP."
+        )
     },
     Spec {
         subcommands: &[
