@@ -72,7 +72,7 @@
 //! | `resp/object.rs` | TIME TOUCH OBJECT |
 //! | `resp/lcs.rs` | LCS |
 //! | `resp/keyspace.rs` | RANDOMKEY COPY |
-//! | `resp/dump.rs` | RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
+//! | `resp/dump.rs` | DUMP RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
 //! | `resp/memory.rs` | MEMORY |
 //! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
 //! | `resp/hash.rs` | HSET … HSCAN |
@@ -925,7 +925,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(ctx, args, out),
         Cmd::Randomkey | Cmd::Copy => keyspace::run(ctx, spec.cmd, args, out),
-        Cmd::Restore => dump::restore(ctx, args, out),
+        Cmd::Dump | Cmd::Restore => dump::run(ctx, spec.cmd, args, out),
         Cmd::Memory => memory::run(ctx, spec.cmd, args, out),
         Cmd::Hset
         | Cmd::Hsetnx

@@ -1,14 +1,22 @@
-//! RESTORE, black-box: every encoding redis-server 7.0.15's DUMP writes,
-//! REPLACE and BUSYKEY, TTL and ABSTTL, IDLETIME and FREQ, and every
-//! error text. Runs against amalgam and, in CI, against
+//! DUMP and RESTORE, black-box: round trips of every type in its small
+//! and large encodings, REPLACE and BUSYKEY, TTL and ABSTTL, IDLETIME and
+//! FREQ, and every error text. Runs against amalgam and, in CI, against
 //! redis-server 7.0 (`AMALGAM_TEST_RESP_ADDR`): every expectation here is
 //! Redis 7.0.15's. The payloads a test makes by hand carry a right CRC
 //! (amalgam-persist's `rdb::crc64`, Redis's CRC-64), so it is the object
 //! that is refused, not the footer.
+//!
+//! `interop_with_redis_server` needs both servers: an amalgam of its own
+//! and a redis-server it starts (skipped with a note when `redis-server`
+//! is not on PATH, or when an external server is named): values DUMPed
+//! by Redis are RESTOREd by Amalgam, and the other way round.
 mod common;
 use amalgam_persist::rdb::{self, Payload};
 use common::resp::*;
 use common::*;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The value of a bulk reply, None for nil; panics on anything else.
 fn bulk_bytes(reply: &[u8]) -> Option<Vec<u8>> {
@@ -19,6 +27,11 @@ fn bulk_bytes(reply: &[u8]) -> Option<Vec<u8>> {
     let nl = reply.windows(2).position(|w| w == b"\r\n").unwrap();
     let n: usize = std::str::from_utf8(&reply[1..nl]).unwrap().parse().unwrap();
     Some(reply[nl + 2..nl + 2 + n].to_vec())
+}
+
+fn dump(c: &mut Resp, k: &str) -> Option<Vec<u8>> {
+    c.send(&["DUMP", k]);
+    bulk_bytes(&c.reply_bytes())
 }
 
 fn restore(c: &mut Resp, k: &str, ttl: &str, payload: &[u8], opts: &[&str]) -> String {
@@ -79,6 +92,118 @@ fn content(c: &mut Resp, k: &str) -> (String, Vec<Vec<u8>>) {
         other => panic!("TYPE {k}: {other:?}"),
     };
     (ty, v)
+}
+
+/// One value to carry: a name and the commands that make it at a key.
+struct Fixture {
+    name: &'static str,
+    make: fn(&mut Resp, &str),
+}
+
+/// Sends `cmd key args…` in batches of `per` arguments.
+fn fill(c: &mut Resp, cmd: &str, k: &str, args: &[String], per: usize) {
+    for chunk in args.chunks(per) {
+        let mut a: Vec<&str> = vec![cmd, k];
+        a.extend(chunk.iter().map(String::as_str));
+        let r = c.call(&a);
+        assert!(r.starts_with(':') || r == OK, "{cmd}: {r}");
+    }
+}
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every type, small and large, in the encodings Redis 7.0 gives them.
+const FIXTURES: &[Fixture] = &[
+    Fixture { name: "string raw", make: |c, k| assert_eq!(c.call(&["SET", k, "hello world"]), OK) },
+    Fixture { name: "string empty", make: |c, k| assert_eq!(c.call(&["SET", k, ""]), OK) },
+    Fixture { name: "string int", make: |c, k| assert_eq!(c.call(&["SET", k, "-70000"]), OK) },
+    Fixture {
+        name: "string binary",
+        make: |c, k| {
+            c.send_raw(&encode(&[b"SET", k.as_bytes(), b"a\r\nb\0c\xff"]));
+            assert_eq!(c.reply(), OK);
+        },
+    },
+    Fixture {
+        name: "string long compressible (LZF in Redis)",
+        make: |c, k| assert_eq!(c.call(&["SET", k, &"abcdefghij".repeat(20_000)]), OK),
+    },
+    Fixture {
+        name: "list small",
+        make: |c, k| fill(c, "RPUSH", k, &strs(&["a", "b", "1", "-5", "300", "70000", "5000000000", ""]), 100),
+    },
+    Fixture {
+        name: "list large",
+        make: |c, k| fill(c, "RPUSH", k, &(0..3000).map(|i| format!("item{i}")).collect::<Vec<_>>(), 500),
+    },
+    Fixture {
+        name: "list with a large element (a plain node in Redis)",
+        make: |c, k| fill(c, "RPUSH", k, &["a".to_string(), "y".repeat(10_000), "b".to_string()], 3),
+    },
+    Fixture {
+        name: "set intset",
+        make: |c, k| fill(c, "SADD", k, &strs(&["1", "2", "-4", "100000", "5000000000"]), 100),
+    },
+    Fixture { name: "set small strings", make: |c, k| fill(c, "SADD", k, &strs(&["a", "b", "c"]), 100) },
+    Fixture {
+        name: "set large integers",
+        make: |c, k| fill(c, "SADD", k, &(0..600).map(|i| i.to_string()).collect::<Vec<_>>(), 200),
+    },
+    Fixture {
+        name: "set large strings",
+        make: |c, k| fill(c, "SADD", k, &(0..300).map(|i| format!("member:{i}")).collect::<Vec<_>>(), 200),
+    },
+    Fixture { name: "hash small", make: |c, k| fill(c, "HSET", k, &strs(&["f1", "v1", "f2", "2", "n", "-100"]), 100) },
+    Fixture { name: "hash long value", make: |c, k| fill(c, "HSET", k, &["f".to_string(), "v".repeat(100)], 2) },
+    Fixture {
+        name: "hash large",
+        make: |c, k| {
+            let args: Vec<String> = (0..600).flat_map(|i| [format!("f{i}"), format!("v{i}")]).collect();
+            fill(c, "HSET", k, &args, 200)
+        },
+    },
+    Fixture {
+        name: "zset small",
+        make: |c, k| {
+            let args = strs(&["1", "a", "2.5", "b", "-3", "c", "inf", "d", "-inf", "e", "1e300", "f", "0.1", "g"]);
+            fill(c, "ZADD", k, &args, 100)
+        },
+    },
+    Fixture {
+        name: "zset large",
+        make: |c, k| {
+            let mut args: Vec<String> =
+                (0..300).flat_map(|i| [format!("{}", f64::from(i) * 1.5), format!("m{i}")]).collect();
+            args.extend(strs(&["inf", "top", "-inf", "bottom"]));
+            fill(c, "ZADD", k, &args, 200)
+        },
+    },
+];
+
+#[test]
+fn round_trip_every_type_and_encoding() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    for f in FIXTURES {
+        let (a, b) = (key("src"), key("dst"));
+        (f.make)(&mut c, &a);
+        let want = content(&mut c, &a);
+        let p = dump(&mut c, &a).unwrap_or_else(|| panic!("{}: DUMP answered nil", f.name));
+        // The payload is one this codec reads, whoever wrote it.
+        assert!(rdb::decode(&p).is_ok(), "{}: {}", f.name, show(&p));
+        assert_eq!(restore(&mut c, &b, "0", &p, &[]), OK, "{}", f.name);
+        assert_eq!(content(&mut c, &b), want, "{}", f.name);
+        assert_eq!(as_int(&c.call(&["PTTL", &b])), -1, "{}", f.name);
+    }
+}
+
+#[test]
+fn dump_of_a_missing_key_is_nil() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    assert_eq!(dump(&mut c, &key("missing")), None);
 }
 
 #[test]
@@ -220,6 +345,8 @@ fn error_texts() {
     let mut c = Resp::new(&server);
     let k = key("k");
     let good = payload(&[0, 1, b'v'], 10);
+    assert_eq!(c.call(&["DUMP"]), error("ERR wrong number of arguments for 'dump' command"));
+    assert_eq!(c.call(&["DUMP", "a", "b"]), error("ERR wrong number of arguments for 'dump' command"));
     assert_eq!(c.call(&["RESTORE", "a", "0"]), error("ERR wrong number of arguments for 'restore' command"));
     let syntax = error("ERR syntax error");
     assert_eq!(restore(&mut c, &k, "0", &good, &["REPLACE", "FOO"]), syntax);
@@ -286,4 +413,81 @@ fn error_texts() {
     // An older RDB version is fine.
     assert_eq!(restore(&mut c, &k, "0", &payload(&[0, 1, b'v'], 6), &[]), OK);
     assert_eq!(c.call(&["GET", &k]), bulk("v"));
+}
+
+/// A redis-server of this test's own, on a free port; killed on drop.
+struct Redis {
+    child: std::process::Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_redis() -> Option<Redis> {
+    if Command::new("redis-server").arg("--version").output().is_err() {
+        eprintln!("note: redis-server is not on PATH; skipping the DUMP/RESTORE interop test");
+        return None;
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let t0 = Instant::now();
+    // Bounded by the deadline.
+    while TcpStream::connect(addr).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "redis-server did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(Redis { child, addr })
+}
+
+#[test]
+fn interop_with_redis_server() {
+    let Some(server) = resp_private(&[]) else { return };
+    let Some(redis) = start_redis() else { return };
+    let mut a = Resp::new(&server);
+    let mut r = Resp::from_stream(TcpStream::connect(redis.addr).unwrap());
+    // Redis's compressed quicklist nodes too: every pass once with
+    // list-compress-depth 0 (its default) and once with 1.
+    for depth in ["0", "1"] {
+        assert_eq!(r.call(&["CONFIG", "SET", "list-compress-depth", depth]), OK);
+        for f in FIXTURES {
+            // Redis → Amalgam.
+            let k = key("from_redis");
+            (f.make)(&mut r, &k);
+            let want = content(&mut r, &k);
+            let p = dump(&mut r, &k).unwrap();
+            assert_eq!(restore(&mut a, &k, "0", &p, &[]), OK, "{} (depth {depth}) into amalgam", f.name);
+            assert_eq!(content(&mut a, &k), want, "{} (depth {depth}): Redis → Amalgam", f.name);
+            // Amalgam → Redis.
+            let k = key("from_amalgam");
+            (f.make)(&mut a, &k);
+            let want = content(&mut a, &k);
+            let p = dump(&mut a, &k).unwrap();
+            assert_eq!(restore(&mut r, &k, "0", &p, &[]), OK, "{} into redis", f.name);
+            assert_eq!(content(&mut r, &k), want, "{}: Amalgam → Redis", f.name);
+            // And back again: what Redis DUMPs of it restores here.
+            let p = dump(&mut r, &k).unwrap();
+            assert_eq!(restore(&mut a, &k, "0", &p, &["REPLACE"]), OK);
+            assert_eq!(content(&mut a, &k), want, "{}: Amalgam → Redis → Amalgam", f.name);
+        }
+    }
+    // A TTL crosses as RESTORE's argument, as MIGRATE sends it.
+    let k = key("ttl");
+    assert_eq!(r.call(&["SET", &k, "v", "PX", "60000"]), OK);
+    let ttl = as_int(&r.call(&["PTTL", &k]));
+    let p = dump(&mut r, &k).unwrap();
+    assert_eq!(restore(&mut a, &k, &ttl.to_string(), &p, &[]), OK);
+    let left = as_int(&a.call(&["PTTL", &k]));
+    assert!((50_000..=60_000).contains(&left), "{left}");
 }

@@ -1,10 +1,17 @@
-//! RESTORE: a key's value from Redis's serialization, so the migration
-//! tools that move keys out of Redis with DUMP and RESTORE (redis-shake's
-//! scan mode, RIOT, MIGRATE's payloads) move them into Amalgam.
+//! DUMP and RESTORE: a key's value in Redis's serialization, so the
+//! migration tools that move keys out of Redis with them (redis-shake's
+//! scan mode, RIOT, MIGRATE's payloads) move them into Amalgam, and back.
 //!
 //! The payload's format is amalgam-persist's `rdb.rs` (pure bytes ↔
 //! `Payload`: which of Redis 7.0's encodings it reads and writes, and how
 //! it refuses a hostile payload); this file adapts it to the keyspace.
+//!
+//! ## DUMP key
+//! The value read as GET or COPY reads it (a compact collection from the
+//! item's bytes, a large one under its object's read lock) and written
+//! in the plainest forms Redis 7.0 loads: a raw string, `LIST`, `SET`,
+//! `HASH`, `ZSET_2`, RDB version 10 (Redis 7.0's), CRC-64. A missing
+//! key answers nil. The TTL is not in the payload (it never is).
 //!
 //! ## RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]
 //! Redis 7.0.15's `restoreCommand`, step for step, replies and errors
@@ -30,15 +37,16 @@
 //! (its eviction is CLOCK with a recency bit, engine `evict/`).
 
 use super::strings::engine_error;
+use super::table::Cmd;
 use super::typed::{publish, Refused};
-use super::{int_arg, is, now_ms, Arg, Ctx};
-use amalgam_engine::{Expiry, NewValue, Update, TAG_BYTES};
-use amalgam_persist::rdb::{self, DumpError, Payload};
-use amalgam_protocol::resp::{err, push_error, push_simple};
+use super::{int_arg, is, now_ms, null, Arg, Ctx};
+use amalgam_engine::{Expiry, NewValue, Update, TAG_BYTES, TAG_OBJECT};
+use amalgam_persist::rdb::{self, DumpError, Payload, Writer};
+use amalgam_protocol::resp::{err, push_bulk, push_error, push_simple};
 use amalgam_types::hash::Hash;
 use amalgam_types::list::List;
 use amalgam_types::set::Set;
-use amalgam_types::value::{tag_of, Value};
+use amalgam_types::value::{kind_of_tag, tag_of, Value};
 use amalgam_types::zset::{AddFlags, ZSet};
 use amalgam_types::{Kind, Thresholds};
 
@@ -51,6 +59,66 @@ const BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &str = "ERR Bad data format";
 /// FREQ's range: an LFU counter is one byte.
 const FREQ_MAX: i64 = 255;
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    match cmd {
+        Cmd::Dump => dump(ctx, &args[1], out),
+        _ => restore(ctx, args, out),
+    }
+}
+
+fn dump(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
+    let t = ctx.shared.thresholds.load();
+    let payload = ctx.shared.store.get(key, |it| match it.tag() {
+        TAG_BYTES => Some(Writer::string(it.value())),
+        TAG_OBJECT => {
+            let cell = it.object()?;
+            let guard = cell.read();
+            guard.as_any().downcast_ref::<Value>().map(serialize)
+        }
+        tag => kind_of_tag(tag).map(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
+    });
+    match payload.flatten() {
+        Some(p) => push_bulk(out, &p),
+        None => null(ctx, out),
+    }
+}
+
+/// A collection's DUMP payload.
+fn serialize(v: &Value) -> Vec<u8> {
+    match v {
+        Value::List(l) => {
+            let mut w = Writer::list(l.len());
+            // Bounded by the list's length.
+            for e in l.iter() {
+                w.element(e);
+            }
+            w.finish()
+        }
+        Value::Set(s) => {
+            let mut w = Writer::set(s.len());
+            for m in s.iter() {
+                m.with_bytes(|b| w.element(b));
+            }
+            w.finish()
+        }
+        Value::Hash(h) => {
+            let mut w = Writer::hash(h.len());
+            for (f, val) in h.iter() {
+                w.element(f);
+                w.element(val);
+            }
+            w.finish()
+        }
+        Value::ZSet(z) => {
+            let mut w = Writer::zset(z.len());
+            for (m, score) in z.iter() {
+                w.scored(m, score);
+            }
+            w.finish()
+        }
+    }
+}
 
 /// RESTORE's options.
 #[derive(Default)]
@@ -103,7 +171,7 @@ enum Restored {
     Expired,
 }
 
-pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let o = match options(args) {
         Ok(o) => o,
         Err(e) => return push_error(out, e.as_bytes()),

@@ -87,6 +87,7 @@ pub enum Cmd {
     Lcs,
     Randomkey,
     Copy,
+    Dump,
     Restore,
     Memory,
     Hset,

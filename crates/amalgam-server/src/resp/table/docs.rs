@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 247] = [
+pub(super) static DOCS: [Doc; 248] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -436,6 +436,12 @@ pub(super) static DOCS: [Doc; 247] = [
         ..doc("del", Some("O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1)."))
     },
     doc("discard", Some("O(N), when N is the number of queued commands")),
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+        ],
+        ..doc("dump", Some("O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1)."))
+    },
     Doc {
         arguments: &[
             arg("message", Str),

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 187] = [
+pub static COMMANDS: [Spec; 188] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -1294,6 +1294,21 @@ pub static COMMANDS: [Spec; 187] = [
         acl: &["@keyspace"],
         keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
         ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Dump,
+            "dump",
+            2,
+            &["readonly"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Return a serialized version of the value stored at the specified key."
+        )
     },
     Spec {
         acl: &["@keyspace", "@dangerous"],
