@@ -46,6 +46,18 @@
 //! score is refused ("Zset with NAN score detected"); an old text score
 //! `253`/`254`/`255` is NaN, +inf, -inf.
 //!
+//! ## Where this is stricter than Redis 7.0
+//! Redis's default `sanitize-dump-payload no` checks a compact form's
+//! header only; this codec always checks as `yes` does, so a payload
+//! Redis 7.0 would load corrupt is refused here: a duplicate field of a
+//! small hash or a duplicate member of a small integer set (Redis keeps
+//! the duplicate in its listpack or drops it silently), an intset out of
+//! order, a listpack with a wrong back-length. And the object is read
+//! from the bytes before the footer only: Redis's reader runs on into
+//! the footer's ten bytes, so a cut object whose missing bytes the
+//! footer happens to supply loads there (`tests/resp_dump.rs` uses cuts
+//! that fail on both). No payload Redis writes is affected.
+//!
 //! ## Hostile payloads
 //! Every read is bounds-checked and every failure is [`DumpError::BadFormat`];
 //! nothing panics. Every loop is bounded by the payload: a declared count
