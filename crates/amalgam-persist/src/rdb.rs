@@ -29,10 +29,12 @@
 //!   (17), `LIST_QUICKLIST_2` (18: packed listpack nodes and plain nodes,
 //!   either possibly LZF-compressed). Redis 7.0 writes only 0, 2, 4, 5,
 //!   11, 16, 17 and 18; it never writes a listpack set (`SET_LISTPACK`,
-//!   20, is Redis 7.2's, in RDB version 11, which 7.0 refuses). Not read:
-//!   the pre-7.0 ziplist and zipmap forms (9, 10, 12, 13, 14), streams
-//!   (15, 19), modules (6, 7) and functions; they answer "bad data
-//!   format".
+//!   20, is Redis 7.2's, in RDB version 11, which 7.0 refuses). Also
+//!   read, as 7.0 reads them, the ziplist forms Redis 3.2-6.2 wrote
+//!   (`ziplist.rs`): `LIST_ZIPLIST` (10), `ZSET_ZIPLIST` (12),
+//!   `HASH_ZIPLIST` (13), `LIST_QUICKLIST` (14), so a Redis 6 DUMP (RDB
+//!   version 9) restores. Not read: the zipmap hash (9, Redis 2.4's),
+//!   streams (15, 19), modules (6, 7); they answer "bad data format".
 //! * **Types written** ([`Writer`]): `STRING` as a raw string, `LIST` (1),
 //!   `SET` (2), `HASH` (4), `ZSET_2` (5): the plainest forms Redis 7.0
 //!   loads, every element a raw string, no compression. Redis converts
@@ -70,6 +72,7 @@
 
 pub mod listpack;
 pub mod lzf;
+pub mod ziplist;
 
 use crc::{Crc, CRC_64_REDIS};
 use listpack::Entry;
@@ -101,7 +104,11 @@ pub mod types {
     pub const ZSET: u8 = 3;
     pub const HASH: u8 = 4;
     pub const ZSET_2: u8 = 5;
+    pub const LIST_ZIPLIST: u8 = 10;
     pub const SET_INTSET: u8 = 11;
+    pub const ZSET_ZIPLIST: u8 = 12;
+    pub const HASH_ZIPLIST: u8 = 13;
+    pub const LIST_QUICKLIST: u8 = 14;
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
@@ -317,8 +324,9 @@ impl<'a> Reader<'a> {
                 Some(Payload::ZSet(v))
             }
             types::SET_INTSET => intset(&self.string()?).map(Payload::Set),
-            types::HASH_LISTPACK => {
-                let flat = listpack_elements(&self.string()?)?;
+            types::LIST_ZIPLIST => packed_elements(Packing::Ziplist, &self.string()?).map(Payload::List),
+            types::HASH_LISTPACK | types::HASH_ZIPLIST => {
+                let flat = packed_elements(packing_of(ty), &self.string()?)?;
                 if flat.len() % 2 != 0 {
                     return None;
                 }
@@ -326,8 +334,8 @@ impl<'a> Reader<'a> {
                 no_duplicates(v.iter().map(|(f, _)| f.as_slice()))?;
                 Some(Payload::Hash(v))
             }
-            types::ZSET_LISTPACK => {
-                let flat = listpack_elements(&self.string()?)?;
+            types::ZSET_LISTPACK | types::ZSET_ZIPLIST => {
+                let flat = packed_elements(packing_of(ty), &self.string()?)?;
                 if flat.len() % 2 != 0 {
                     return None;
                 }
@@ -343,6 +351,7 @@ impl<'a> Reader<'a> {
                 Some(Payload::ZSet(v))
             }
             types::LIST_QUICKLIST_2 => self.quicklist().map(Payload::List),
+            types::LIST_QUICKLIST => self.quicklist_ziplists().map(Payload::List),
             _ => None,
         }
     }
@@ -384,12 +393,58 @@ impl<'a> Reader<'a> {
         }
         Some(v)
     }
+
+    /// `RDB_TYPE_LIST_QUICKLIST` (Redis 3.2-6.2): a node count, then per
+    /// node a ziplist of elements. Empty nodes are skipped, as Redis 7.0
+    /// skips them.
+    fn quicklist_ziplists(&mut self) -> Option<Vec<Vec<u8>>> {
+        let nodes = self.count(1)?;
+        let mut v = Vec::new();
+        // Bounded by nodes, itself bounded by the bytes left.
+        for _ in 0..nodes {
+            let data = self.string()?;
+            ziplist::for_each(&data, |e| {
+                v.push(e.to_bytes());
+                Some(())
+            })?;
+        }
+        if v.is_empty() {
+            return None;
+        }
+        Some(v)
+    }
 }
 
-/// A listpack's entries as element bytes; refused if malformed or empty.
-fn listpack_elements(lp: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// The two packed blobs a payload may carry.
+#[derive(Clone, Copy)]
+enum Packing {
+    /// Redis 7.0's.
+    Listpack,
+    /// Redis 3.2-6.2's (RDB version 9 and older).
+    Ziplist,
+}
+
+/// The packing of a hash or sorted-set type's blob.
+fn packing_of(ty: u8) -> Packing {
+    if ty == types::HASH_ZIPLIST || ty == types::ZSET_ZIPLIST {
+        Packing::Ziplist
+    } else {
+        Packing::Listpack
+    }
+}
+
+/// Calls `f` with every entry of a packed blob (checked whole first).
+fn packed_for_each<'a>(how: Packing, blob: &'a [u8], f: impl FnMut(Entry<'a>) -> Option<()>) -> Option<usize> {
+    match how {
+        Packing::Listpack => listpack::for_each(blob, f),
+        Packing::Ziplist => ziplist::for_each(blob, f),
+    }
+}
+
+/// A packed blob's entries as element bytes; refused if malformed or empty.
+fn packed_elements(how: Packing, blob: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut v = Vec::new();
-    let n = listpack::for_each(lp, |e: Entry<'_>| {
+    let n = packed_for_each(how, blob, |e: Entry<'_>| {
         v.push(e.to_bytes());
         Some(())
     })?;

@@ -237,3 +237,57 @@ fn writer_lengths() {
         assert_eq!(load(&Writer::string(&v)), Payload::String(v));
     }
 }
+
+/// `ty` then `blob` as an RDB string, sealed as Redis 6 (RDB version 9).
+fn blob_payload(ty: u8, blobs: &[Vec<u8>], count: bool) -> Vec<u8> {
+    let mut w = Writer { out: vec![ty] };
+    if count {
+        w.length(blobs.len() as u64);
+    }
+    for b in blobs {
+        w.raw(b);
+    }
+    with_footer(&w.out, 9)
+}
+
+#[test]
+fn redis_6_ziplist_forms() {
+    use super::ziplist::tests::build as zl;
+    let h = zl(&[Entry::Str(b"f1"), Entry::Str(b"v1"), Entry::Str(b"n"), Entry::Int(-100)]);
+    assert_eq!(
+        load(&blob_payload(types::HASH_ZIPLIST, &[h], false)),
+        Payload::Hash(vec![(b("f1"), b("v1")), (b("n"), b("-100"))])
+    );
+    let z = zl(&[
+        Entry::Str(b"a"),
+        Entry::Int(3),
+        Entry::Str(b"b"),
+        Entry::Str(b"2.5"),
+        Entry::Str(b"c"),
+        Entry::Str(b"-inf"),
+    ]);
+    assert_eq!(
+        load(&blob_payload(types::ZSET_ZIPLIST, &[z], false)),
+        Payload::ZSet(vec![(b("a"), 3.0), (b("b"), 2.5), (b("c"), f64::NEG_INFINITY)])
+    );
+    let l = zl(&[Entry::Str(b"x"), Entry::Int(70000)]);
+    assert_eq!(
+        load(&blob_payload(types::LIST_ZIPLIST, std::slice::from_ref(&l), false)),
+        Payload::List(strings(&["x", "70000"]))
+    );
+    // A quicklist of ziplists; an empty node is skipped.
+    let long = vec![b'q'; 300];
+    let nodes = vec![l, zl(&[]), zl(&[Entry::Str(&long)])];
+    assert_eq!(
+        load(&blob_payload(types::LIST_QUICKLIST, &nodes, true)),
+        Payload::List(vec![b("x"), b("70000"), long.clone()])
+    );
+    // Refused: all nodes empty, an odd hash, a duplicate field, a NaN score.
+    assert_eq!(decode(&blob_payload(types::LIST_QUICKLIST, &[zl(&[])], true)), Err(DumpError::BadFormat));
+    let odd = zl(&[Entry::Str(b"f")]);
+    assert_eq!(decode(&blob_payload(types::HASH_ZIPLIST, &[odd], false)), Err(DumpError::BadFormat));
+    let dup = zl(&[Entry::Str(b"f"), Entry::Int(1), Entry::Str(b"f"), Entry::Int(2)]);
+    assert_eq!(decode(&blob_payload(types::HASH_ZIPLIST, &[dup], false)), Err(DumpError::BadFormat));
+    let nan = zl(&[Entry::Str(b"m"), Entry::Str(b"nan")]);
+    assert_eq!(decode(&blob_payload(types::ZSET_ZIPLIST, &[nan], false)), Err(DumpError::BadFormat));
+}
