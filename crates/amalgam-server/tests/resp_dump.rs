@@ -9,7 +9,8 @@
 //! `interop_with_redis_server` needs both servers: an amalgam of its own
 //! and a redis-server it starts (skipped with a note when `redis-server`
 //! is not on PATH, or when an external server is named): values DUMPed
-//! by Redis are RESTOREd by Amalgam, and the other way round.
+//! by Redis are RESTOREd by Amalgam, and the other way round, and Redis's
+//! MIGRATE moves keys into Amalgam.
 mod common;
 use amalgam_persist::rdb::{self, Payload};
 use common::resp::*;
@@ -482,6 +483,17 @@ fn interop_with_redis_server() {
             assert_eq!(content(&mut a, &k), want, "{}: Amalgam → Redis → Amalgam", f.name);
         }
     }
+    // Redis's MIGRATE into Amalgam (SELECT 0, then RESTORE … REPLACE),
+    // one key and KEYS; the keys leave Redis.
+    let (m1, m2) = (key("mig1"), key("mig2"));
+    fill(&mut r, "RPUSH", &m1, &strs(&["a", "b", "c"]), 10);
+    fill(&mut r, "HSET", &m2, &strs(&["f", "v"]), 10);
+    let want = (content(&mut r, &m1), content(&mut r, &m2));
+    let (host, port) = (server.resp_addr().ip().to_string(), server.resp_addr().port().to_string());
+    assert_eq!(r.call(&["MIGRATE", &host, &port, &m1, "0", "5000"]), OK);
+    assert_eq!(r.call(&["MIGRATE", &host, &port, "", "0", "5000", "REPLACE", "KEYS", &m2]), OK);
+    assert_eq!((content(&mut a, &m1), content(&mut a, &m2)), want);
+    assert_eq!(r.call(&["EXISTS", &m1, &m2]), int(0));
     // A TTL crosses as RESTORE's argument, as MIGRATE sends it.
     let k = key("ttl");
     assert_eq!(r.call(&["SET", &k, "v", "PX", "60000"]), OK);
