@@ -266,7 +266,8 @@ fi
 
 # ---------------------------------------------------------------- fuzz
 # A short cargo-fuzz run of the protocol parsers (text, meta, binary, RESP), of
-# recovery from damaged files and of the log's collection ops (scripts/fuzz.sh,
+# recovery from damaged files, of the log's collection ops and of RESTORE's
+# DUMP payloads (scripts/fuzz.sh,
 # fuzz/; fuzz-server/'s targets — the memcached authfile and ACL rule
 # parsers, a TLS connection through the worker's state machine — are too
 # slow to build here: cargo test runs their invariants over mutated seeds,

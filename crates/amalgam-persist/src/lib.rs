@@ -64,11 +64,13 @@
 //! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
 //! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
+//! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE |
 
 mod deferred;
 pub mod format;
 mod log;
 pub mod ratelimit;
+pub mod rdb;
 pub mod recover;
 pub mod repl;
 mod snapshot;

@@ -72,6 +72,7 @@
 //! | `resp/object.rs` | TIME TOUCH OBJECT |
 //! | `resp/lcs.rs` | LCS |
 //! | `resp/keyspace.rs` | RANDOMKEY COPY |
+//! | `resp/dump.rs` | DUMP RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
 //! | `resp/memory.rs` | MEMORY |
 //! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
 //! | `resp/hash.rs` | HSET … HSCAN |
@@ -92,6 +93,7 @@ mod client;
 pub mod cmdstats;
 mod command;
 mod debug;
+mod dump;
 pub mod errorstats;
 mod glob;
 mod hash;
@@ -927,6 +929,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(ctx, args, out),
         Cmd::Randomkey | Cmd::Copy => keyspace::run(ctx, spec.cmd, args, out),
+        Cmd::Dump | Cmd::Restore => dump::run(ctx, spec.cmd, args, out),
         Cmd::Memory => memory::run(ctx, spec.cmd, args, out),
         Cmd::Hset
         | Cmd::Hsetnx

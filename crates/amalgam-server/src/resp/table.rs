@@ -90,6 +90,8 @@ pub enum Cmd {
     Lcs,
     Randomkey,
     Copy,
+    Dump,
+    Restore,
     Memory,
     Hset,
     Hsetnx,

@@ -3,7 +3,7 @@
 use super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// Every command, the most frequent first (lookup scans in order).
-pub static COMMANDS: [Spec; 189] = [
+pub static COMMANDS: [Spec; 191] = [
     Spec {
         acl: &["@string"],
         keys: &[range(&["RO", "access"], 1, 0, 1)],
@@ -1328,6 +1328,35 @@ pub static COMMANDS: [Spec; 189] = [
         acl: &["@keyspace"],
         keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
         ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
+    },
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Dump,
+            "dump",
+            2,
+            &["readonly"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Return a serialized version of the value stored at the specified key."
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            Restore,
+            "restore",
+            -4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Create a key using the provided serialized value, previously obtained using DUMP."
+        )
     },
     Spec {
         subcommands: &[
