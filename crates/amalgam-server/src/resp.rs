@@ -83,7 +83,7 @@
 //! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
-//! | `resp/acl.rs` | AUTH, HELLO AUTH, requirepass, ACL users and rules, NOAUTH/NOPERM, protected mode |
+//! | `resp/acl.rs`, `resp/acl/users.rs`, `resp/acl_log.rs` | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod acl;
 pub mod acl_log;
