@@ -267,8 +267,11 @@ fn memory_other_subcommands() {
     assert!(help.starts_with("*14\r\n+MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"), "{help}");
     assert!(help.contains("+USAGE <key> [SAMPLES <count>]\r\n"), "{help}");
     assert_eq!(c.call(&["MEMORY", "PURGE"]), OK);
+    // Redis's report depends on its memory's history ("Hi Sam, ..." when
+    // nothing stands out, "Sam, I detected a few issues ..." after a peak,
+    // as a shared server has after the hostile tests' slow readers).
     let doctor = c.call(&["MEMORY", "DOCTOR"]);
-    assert!(doctor.starts_with('$') && doctor.contains("Hi Sam, "), "{doctor}");
+    assert!(doctor.starts_with('$') && (doctor.contains("Hi Sam, ") || doctor.contains("Sam, I detected")), "{doctor}");
     let stats = c.call(&["MEMORY", "STATS"]);
     for f in ["total.allocated", "db.0", "overhead.hashtable.main", "keys.count", "dataset.bytes"] {
         assert!(stats.contains(&format!("\r\n{f}\r\n")), "MEMORY STATS lacks {f}: {stats}");
