@@ -22,12 +22,15 @@
 //! monitors; without either, the batch pays one relaxed load for them.
 //! Inside MULTI nothing is batched: every command is queued
 //! (`resp/multi.rs`, which also makes multi-key commands atomic).
-//! Nor is anything batched for a connection that must authenticate or
-//! whose user has ACL rules (`Session::auth.open` false, `resp/acl.rs`):
-//! its commands go one by one through `dispatch`, whose first step,
+//! Nor is anything batched for a connection that must authenticate: its
+//! commands go one by one through `dispatch`, whose first step,
 //! `acl::refused`, answers NOAUTH or NOPERM (before MULTI queues, as Redis's
-//! `processCommand`). An open connection pays one byte test for it, in
-//! the batch condition and at the top of `dispatch`.
+//! `processCommand`). A connection whose user has ACL rules
+//! (`Session::auth.open` false, `resp/acl.rs`) batches what its rules
+//! permit (`acl::permits`, checked as the command joins the run) and runs
+//! a refused command alone, so `refused` answers and logs it. An open
+//! connection pays one byte test for this in the batch condition and one
+//! at the top of `dispatch`.
 //!
 //! ## One keyspace
 //! RESP and memcached share the store: a key written here is read by
@@ -268,6 +271,9 @@ pub(crate) struct Ctx<'c> {
     /// round: a reply of many elements stops being built once the output
     /// reaches it, and [`process`] then closes the client (`obuf.rs`).
     pub out_stop: usize,
+    /// The command about to run joined a run of SETs after
+    /// `acl::permits` allowed it: `dispatch` does not check it again.
+    pub permitted: bool,
 }
 
 impl Ctx<'_> {
@@ -398,7 +404,8 @@ fn process_round(
         crate::repl::mark_batch(session);
     }
     let out_stop = stop.hard;
-    let mut ctx = Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop };
+    let mut ctx =
+        Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop, permitted: false };
     // Redis's bounds before authentication (`Parser::parse_unauthenticated`),
     // chosen here and again after each command run alone: a connection
     // that must authenticate has none batched, so an AUTH earlier in this
@@ -443,12 +450,14 @@ fn process_round(
                 // or SKIP, and every connection while a MONITOR is
                 // attached, runs each command alone (`run_command` drops
                 // replies and feeds monitors). So does a connection that
-                // must authenticate or whose user has rules (`acl.rs`:
-                // `open` is false), so its check in `dispatch` sees them.
+                // must authenticate. A user with rules (`acl.rs`: `open`
+                // is false) batches a command its rules permit
+                // (`acl::permits`); one they refuse runs alone, so its
+                // check in `dispatch` answers it.
                 // The SET of a value received in place runs alone too
                 // (it is the first command here, and the only one that
                 // may take the value: dropped right after it).
-                let batch = ctx.session.auth.open
+                let batch = (ctx.session.auth.open || may_join_run(&ctx.session.auth, spec, cmd))
                     && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
@@ -560,6 +569,17 @@ fn recycle<'b>(mut v: Vec<Arg<'_>>) -> Vec<Arg<'b>> {
 /// chunks: six dependent cache misses for an LPUSH onto a large list,
 /// measured with perf in docs/benchmarks.md); prefetched as a run their
 /// misses overlap.
+/// For a connection whose user has rules (not `open`): true if this is a
+/// command that may join a run (GET, MGET, SET, a prefetched single-key
+/// command) and the rules permit it (`acl::permits`). Out of line: an
+/// open connection never calls it.
+#[cold]
+#[inline(never)]
+fn may_join_run(auth: &acl::Auth, spec: Option<&'static Spec>, args: &[Arg<'_>]) -> bool {
+    spec.is_some_and(|s| matches!(s.cmd, Cmd::Get | Cmd::Mget | Cmd::Set) || prefetched(s.cmd))
+        && acl::permits(auth, spec, args)
+}
+
 fn prefetched(c: Cmd) -> bool {
     matches!(
         c,
@@ -602,10 +622,18 @@ fn prefetched(c: Cmd) -> bool {
 /// SETs then overlap their cache misses instead of taking them one by one.
 /// A run with collection commands in it ([`prefetched`]) is prefetched
 /// down to its objects (`Store::prefetch_updates`).
+#[inline(always)]
 fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingSet>, out: &mut Vec<u8>) {
-    if sets.is_empty() {
-        return;
+    // Called at every turn of the batch loop, mostly with no run: the test
+    // inline, the run out of line (callgrind: the empty call's prologue
+    // and epilogue were 72-80 instructions per unpipelined GET).
+    if !sets.is_empty() {
+        run_pending_sets(ctx, args, sets, out);
     }
+}
+
+#[inline(never)]
+fn run_pending_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingSet>, out: &mut Vec<u8>) {
     let deep = std::mem::take(&mut ctx.session.sets_deep);
     if sets.len() > 1 {
         let mut keys = [&[][..]; PREFETCH_SETS_MAX];
@@ -637,6 +665,14 @@ fn run_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingSet>, out
 
 /// One SET of a run (a SET never closes the connection).
 fn run_set(ctx: &mut Ctx<'_>, p: &PendingSet, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    if !ctx.session.auth.open {
+        // Checked as it joined the run (`acl::permits`).
+        ctx.permitted = true;
+        let after = run_command(ctx, p.spec, args, out);
+        ctx.permitted = false;
+        debug_assert!(after == After::Continue, "SET does not close the connection");
+        return;
+    }
     let after = run_command(ctx, p.spec, args, out);
     debug_assert!(after == After::Continue, "SET does not close the connection");
 }
@@ -802,7 +838,7 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     // NOAUTH and NOPERM before MULTI queues, as Redis's processCommand;
     // skipped (one byte test) when nothing can refuse this connection.
-    if !ctx.session.auth.open && acl::refused(ctx, spec, args, out) {
+    if !ctx.session.auth.open && !ctx.permitted && acl::refused(ctx, spec, args, out) {
         return After::Continue;
     }
     // A read-only replica and min-replicas-to-write refuse writes, before

@@ -641,3 +641,65 @@ fn default_users_subscribers_go_when_it_loses_their_channels() {
     assert!(kept.silent());
     assert_eq!(admin.call(&["PING"]), "+PONG\r\n");
 }
+
+#[test]
+fn a_pipeline_of_a_user_with_rules_is_checked_command_by_command() {
+    // One write of GETs, SETs, MGETs and HSETs, some on keys the user may
+    // not touch, some of commands it may not run: each answered in order
+    // (amalgam batches the permitted ones and runs each refused one
+    // alone), every permitted write made, every refusal logged.
+    let Some(server) = resp_server() else { return };
+    let mut admin = Resp::new(&server);
+    let u = key("acl-pipe");
+    let (mine, h, other) = (format!("{u}:k"), format!("{u}:h"), key("acl-pipe-other"));
+    let pattern = format!("~{u}:*");
+    assert_eq!(admin.call(&["ACL", "SETUSER", &u, "on", ">pw", &pattern, "+@string", "+hset", "+hget", "-mget"]), OK);
+    assert_eq!(admin.call(&["SET", &other, "theirs"]), OK);
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["AUTH", &u, "pw"]), OK);
+    let mut pipeline = Vec::new();
+    let mut want = Vec::new();
+    for i in 0..40 {
+        let v = i.to_string();
+        let (cmd, reply): (Vec<&str>, String) = match i % 8 {
+            0 => (vec!["SET", &mine, &v], OK.to_string()),
+            1 => (vec!["GET", &mine], bulk(&(i - 1).to_string())),
+            2 => (vec!["GET", &other], error(NOPERM_KEYS)),
+            3 => (vec!["SET", &other, "mine now"], error(NOPERM_KEYS)),
+            4 => (vec!["MGET", &mine], noperm("mget")),
+            5 => (vec!["HSET", &h, &v, &v], int(1)),
+            6 => (vec!["HSET", &other, "f", "v"], error(NOPERM_KEYS)),
+            _ => (vec!["LPUSH", &mine, "x"], noperm("lpush")),
+        };
+        let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
+        pipeline.extend(encode(&args));
+        want.push(reply);
+    }
+    c.send_raw(&pipeline);
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&c.reply(), w, "reply {i}");
+    }
+    assert_eq!(admin.call(&["GET", &mine]), bulk("32"));
+    assert_eq!(admin.call(&["GET", &other]), bulk("theirs"));
+    assert_eq!(admin.call(&["HLEN", &h]), int(5));
+    // Each kind of refusal is one ACL LOG entry whose count is how often
+    // it happened (Redis groups a repeated refusal: the key ones by the
+    // key, whichever command touched it).
+    let mut counts: Vec<(i64, String, String)> = log_of(&mut admin, &u)
+        .iter()
+        .map(|e| {
+            let (count, reason, _, object) = summary(e);
+            (count, reason, object)
+        })
+        .collect();
+    counts.sort();
+    let mut expected = vec![
+        (15, "key".to_string(), other.clone()),
+        (5, "command".to_string(), "mget".to_string()),
+        (5, "command".to_string(), "lpush".to_string()),
+    ];
+    expected.sort();
+    assert_eq!(counts, expected);
+    assert_eq!(admin.call(&["ACL", "DELUSER", &u]), int(1));
+    assert_eq!(admin.call(&["DEL", &mine, &h, &other]), int(3));
+}

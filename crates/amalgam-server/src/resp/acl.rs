@@ -28,6 +28,12 @@
 //! the cache when a user changed; an open connection then pays one byte
 //! test per command, folded into the condition the batched GET/SET path
 //! already tests, and `dispatch` calls [`refused`] only when it is not open.
+//! A connection with rules keeps the batched path for what they permit:
+//! [`permits`] checks a GET, MGET, SET or prefetched single-key command as
+//! it joins the run (the bitmap test and its keys' patterns), and a
+//! refused one runs alone through `dispatch`, where [`refused`] answers
+//! and logs it (docs/benchmarks.md § Restricted users keep the batched
+//! path).
 //! Difference from Redis: a rule changed by another connection takes
 //! effect for a client from its next read, not in the middle of a
 //! pipeline it already sent.
@@ -385,6 +391,21 @@ pub(crate) fn refused(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
         push_error(out, error.as_bytes());
     }
     true
+}
+
+/// True if this connection's user may run `args` now: what lets a user
+/// with rules keep the batched path (`resp.rs`: GETs, SETs and the
+/// prefetched single-key commands) instead of running each command alone.
+/// Only for commands without subcommands, which is what batches; a wrong
+/// argument count, or a command refused here, runs alone, where
+/// [`refused`] answers it (and ACL LOG records it). A connection that must
+/// authenticate never batches.
+pub(crate) fn permits(auth: &Auth, spec: Option<&'static Spec>, args: &[Arg<'_>]) -> bool {
+    let Some(spec) = spec else { return false };
+    !auth.required
+        && spec.subcommands.is_empty()
+        && super::arity_ok(spec.arity, args.len())
+        && auth.user.check(spec, catalog().id(spec, None), args).is_ok()
 }
 
 /// ACL DRYRUN user command [arg ...]: Redis 7.0's answer to "may this

@@ -514,6 +514,7 @@ fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session)
         limits: shared.resp_limits(),
         recorder: super::cmdstats::Recorder::new(crate::ticks::now()),
         out_stop,
+        permitted: false,
     }
 }
 
