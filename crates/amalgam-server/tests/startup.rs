@@ -411,3 +411,41 @@ fn a_missing_auth_file_stops_the_start() {
     assert_eq!(code, 1, "stderr: {err}");
     assert!(err.contains("/nonexistent/amalgam-authfile"), "names the file: {err}");
 }
+
+/// Secure defaults (issue 20): bound beyond this machine without `-Y`, the
+/// memcached port says loudly at start that anyone can reach every key;
+/// on loopback, or with an authfile, it says nothing; UDP is off unless
+/// asked for (and amalgam refuses to turn it on).
+#[test]
+fn the_memcached_port_warns_when_it_listens_beyond_this_machine_without_authentication() {
+    if skip_unless_amalgam("the start-up warning") {
+        return;
+    }
+    let dir = TempDir::new("secure-defaults");
+    // The harness authenticates its readiness probe with its own user.
+    let authfile = dir.file("auth", &format!("{TEST_AUTHFILE_USER}:{TEST_AUTHFILE_PASSWORD}\nalice:pw1\n"));
+    let authfile = authfile.to_string_lossy().into_owned();
+    let warning = "WARNING: the memcached port listens on 0.0.0.0:";
+    for (args, warns) in
+        [(&["-l", "0.0.0.0"][..], true), (&[][..], false), (&["-l", "0.0.0.0", "-Y", &authfile][..], false)]
+    {
+        let err_file = dir.0.join("stderr");
+        let _ = std::fs::remove_file(&err_file);
+        let s = Server::spawn_with(args, Some((free_port(), Some(free_port()))), Some(&err_file)).expect("starts");
+        if !args.contains(&"-Y") {
+            // Served on loopback either way; UDP off by default.
+            let mut c = s.connect();
+            let settings = request(&mut c, b"stats settings\r\n", b"END\r\n");
+            assert!(String::from_utf8_lossy(&settings).contains("STAT udpport 0\r\n"));
+        }
+        drop(s);
+        let err = std::fs::read_to_string(&err_file).unwrap_or_default();
+        assert_eq!(err.contains(warning), warns, "{args:?}: {err}");
+        if warns {
+            assert!(err.contains("anyone who can reach it can read, change and flush every key"), "{err}");
+        }
+    }
+    let (code, err) = refused_start(&mut command(&["-U", "11211"]));
+    assert_ne!(code, 0);
+    assert!(err.contains("UDP is not supported"), "{err}");
+}
