@@ -68,7 +68,13 @@
 //! [`PREALLOC_ELEMENTS_MAX`]; a string's length must fit in what is left;
 //! an LZF string's declared length must be within
 //! [`lzf::LZF_EXPANSION_MAX`] times its compressed length. So a payload
-//! of n bytes allocates O(n) bytes (at most 88n for LZF).
+//! of n bytes allocates O(n) bytes (at most 88n for LZF). On top of that,
+//! what a payload decodes to is charged against a budget as it is built
+//! ([`decode_within`]: each string and element its bytes plus
+//! [`ELEMENT_OVERHEAD_BYTES`]; [`DECODED_BYTES_MAX_DEFAULT`] for
+//! [`decode`]); past it the payload is refused with
+//! [`DumpError::TooLarge`] before the rest is decoded, so no payload can
+//! make the decoder hold more than the budget, whatever it compresses.
 
 pub mod listpack;
 pub mod lzf;
@@ -138,7 +144,13 @@ pub enum Payload {
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
-/// Why a payload was refused: Redis's two RESTORE errors.
+/// What a decoded string or element costs against the budget besides its
+/// bytes: its `Vec` (pointer, length, capacity).
+pub const ELEMENT_OVERHEAD_BYTES: usize = 24;
+/// [`decode`]'s budget (Redis's default `proto-max-bulk-len`).
+pub const DECODED_BYTES_MAX_DEFAULT: usize = 512 << 20;
+
+/// Why a payload was refused: Redis's two RESTORE errors, and the budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DumpError {
     /// Too short, a newer RDB version, or a wrong CRC:
@@ -146,6 +158,8 @@ pub enum DumpError {
     VersionOrChecksum,
     /// The object does not decode: `ERR Bad data format`.
     BadFormat,
+    /// The object decodes to more than the budget ([`decode_within`]).
+    TooLarge,
 }
 
 /// Redis's CRC-64 of `bytes`.
@@ -153,8 +167,15 @@ pub fn crc64(bytes: &[u8]) -> u64 {
     CRC64.checksum(bytes)
 }
 
-/// Checks the footer (Redis's `verifyDumpPayload`) and decodes the value.
+/// [`decode_within`] the default budget.
 pub fn decode(payload: &[u8]) -> Result<Payload, DumpError> {
+    decode_within(payload, DECODED_BYTES_MAX_DEFAULT)
+}
+
+/// Checks the footer (Redis's `verifyDumpPayload`) and decodes the value,
+/// refusing it once what it decodes to passes `budget` bytes (module
+/// notes).
+pub fn decode_within(payload: &[u8], budget: usize) -> Result<Payload, DumpError> {
     if payload.len() < FOOTER_BYTES {
         return Err(DumpError::VersionOrChecksum);
     }
@@ -169,8 +190,8 @@ pub fn decode(payload: &[u8]) -> Result<Payload, DumpError> {
     if crc64(&payload[..crc_at]) != u64::from_le_bytes(stored) {
         return Err(DumpError::VersionOrChecksum);
     }
-    let mut r = Reader { buf: &payload[..body_end], pos: 0 };
-    let v = r.object().ok_or(DumpError::BadFormat)?;
+    let mut r = Reader { buf: &payload[..body_end], pos: 0, budget, over: false };
+    let v = r.object().ok_or(if r.over { DumpError::TooLarge } else { DumpError::BadFormat })?;
     // Redis ignores bytes between the object and the footer (its rio
     // reads what the object needs); so does this.
     Ok(v)
@@ -181,9 +202,32 @@ pub fn decode(payload: &[u8]) -> Result<Payload, DumpError> {
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Bytes the decoded value may still take (module notes).
+    budget: usize,
+    /// The budget ran out (the refusal is TooLarge, not BadFormat).
+    over: bool,
+}
+
+/// Takes `n` bytes off `budget`; `None` (and `over` set) past it.
+fn charge(budget: &mut usize, over: &mut bool, n: usize) -> Option<()> {
+    match budget.checked_sub(n.saturating_add(ELEMENT_OVERHEAD_BYTES)) {
+        Some(left) => {
+            *budget = left;
+            Some(())
+        }
+        None => {
+            *over = true;
+            None
+        }
+    }
 }
 
 impl<'a> Reader<'a> {
+    /// Charges one decoded string or element of `n` bytes (module notes).
+    fn charge(&mut self, n: usize) -> Option<()> {
+        charge(&mut self.budget, &mut self.over, n)
+    }
+
     fn left(&self) -> usize {
         self.buf.len() - self.pos
     }
@@ -244,13 +288,26 @@ impl<'a> Reader<'a> {
     /// `rdbGenericLoadStringObject`.
     fn string(&mut self) -> Option<Vec<u8>> {
         match self.len_or_enc()? {
-            (n, false) => self.bytes(usize::try_from(n).ok()?).map(<[u8]>::to_vec),
-            (ENC_INT8, true) => Some((self.byte()? as i8).to_string().into_bytes()),
+            (n, false) => {
+                let n = usize::try_from(n).ok()?;
+                // Missing bytes are a bad format, not a large value.
+                if n > self.left() {
+                    return None;
+                }
+                self.charge(n)?;
+                self.bytes(n).map(<[u8]>::to_vec)
+            }
+            (ENC_INT8, true) => {
+                self.charge(4)?;
+                Some((self.byte()? as i8).to_string().into_bytes())
+            }
             (ENC_INT16, true) => {
+                self.charge(6)?;
                 let s = self.bytes(2)?;
                 Some(i16::from_le_bytes([s[0], s[1]]).to_string().into_bytes())
             }
             (ENC_INT32, true) => {
+                self.charge(11)?;
                 let s = self.bytes(4)?;
                 Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]).to_string().into_bytes())
             }
@@ -258,9 +315,10 @@ impl<'a> Reader<'a> {
                 let clen = usize::try_from(self.len()?).ok()?;
                 let len = usize::try_from(self.len()?).ok()?;
                 let c = self.bytes(clen)?;
-                if len == 0 {
+                if len == 0 || len > clen.saturating_mul(lzf::LZF_EXPANSION_MAX) {
                     return None;
                 }
+                self.charge(len)?;
                 lzf::decompress(c, len)
             }
             _ => None,
@@ -323,10 +381,17 @@ impl<'a> Reader<'a> {
                 no_duplicates(v.iter().map(|(m, _)| m.as_slice()))?;
                 Some(Payload::ZSet(v))
             }
-            types::SET_INTSET => intset(&self.string()?).map(Payload::Set),
-            types::LIST_ZIPLIST => packed_elements(Packing::Ziplist, &self.string()?).map(Payload::List),
+            types::SET_INTSET => {
+                let blob = self.string()?;
+                intset(&blob, &mut self.budget, &mut self.over).map(Payload::Set)
+            }
+            types::LIST_ZIPLIST => {
+                let blob = self.string()?;
+                packed_elements(Packing::Ziplist, &blob, &mut self.budget, &mut self.over).map(Payload::List)
+            }
             types::HASH_LISTPACK | types::HASH_ZIPLIST => {
-                let flat = packed_elements(packing_of(ty), &self.string()?)?;
+                let blob = self.string()?;
+                let flat = packed_elements(packing_of(ty), &blob, &mut self.budget, &mut self.over)?;
                 if flat.len() % 2 != 0 {
                     return None;
                 }
@@ -335,7 +400,8 @@ impl<'a> Reader<'a> {
                 Some(Payload::Hash(v))
             }
             types::ZSET_LISTPACK | types::ZSET_ZIPLIST => {
-                let flat = packed_elements(packing_of(ty), &self.string()?)?;
+                let blob = self.string()?;
+                let flat = packed_elements(packing_of(ty), &blob, &mut self.budget, &mut self.over)?;
                 if flat.len() % 2 != 0 {
                     return None;
                 }
@@ -380,8 +446,11 @@ impl<'a> Reader<'a> {
             match container {
                 QUICKLIST_PLAIN => v.push(data),
                 QUICKLIST_PACKED => {
+                    let (budget, over) = (&mut self.budget, &mut self.over);
                     listpack::for_each(&data, |e| {
-                        v.push(e.to_bytes());
+                        let e = e.to_bytes();
+                        charge(budget, over, e.len())?;
+                        v.push(e);
                         Some(())
                     })?;
                 }
@@ -403,8 +472,11 @@ impl<'a> Reader<'a> {
         // Bounded by nodes, itself bounded by the bytes left.
         for _ in 0..nodes {
             let data = self.string()?;
+            let (budget, over) = (&mut self.budget, &mut self.over);
             ziplist::for_each(&data, |e| {
-                v.push(e.to_bytes());
+                let e = e.to_bytes();
+                charge(budget, over, e.len())?;
+                v.push(e);
                 Some(())
             })?;
         }
@@ -441,11 +513,14 @@ fn packed_for_each<'a>(how: Packing, blob: &'a [u8], f: impl FnMut(Entry<'a>) ->
     }
 }
 
-/// A packed blob's entries as element bytes; refused if malformed or empty.
-fn packed_elements(how: Packing, blob: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// A packed blob's entries as element bytes, each charged to the budget;
+/// refused if malformed or empty.
+fn packed_elements(how: Packing, blob: &[u8], budget: &mut usize, over: &mut bool) -> Option<Vec<Vec<u8>>> {
     let mut v = Vec::new();
     let n = packed_for_each(how, blob, |e: Entry<'_>| {
-        v.push(e.to_bytes());
+        let e = e.to_bytes();
+        charge(budget, over, e.len())?;
+        v.push(e);
         Some(())
     })?;
     (n > 0).then_some(v)
@@ -478,7 +553,7 @@ fn no_duplicates<'a>(keys: impl Iterator<Item = &'a [u8]>) -> Option<()> {
 
 /// An intset blob (`intset.c`): encoding (2, 4 or 8) u32 LE, count u32
 /// LE, then the integers LE, strictly ascending; as decimal members.
-fn intset(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
+fn intset(blob: &[u8], budget: &mut usize, over: &mut bool) -> Option<Vec<Vec<u8>>> {
     let head = blob.get(..8)?;
     let width = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let n = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
@@ -498,7 +573,9 @@ fn intset(blob: &[u8]) -> Option<Vec<Vec<u8>>> {
             return None;
         }
         prev = Some(v);
-        out.push(v.to_string().into_bytes());
+        let member = v.to_string().into_bytes();
+        charge(budget, over, member.len())?;
+        out.push(member);
     }
     Some(out)
 }

@@ -503,3 +503,40 @@ fn interop_with_redis_server() {
     let left = as_int(&a.call(&["PTTL", &k]));
     assert!((50_000..=60_000).contains(&left), "{left}");
 }
+
+#[test]
+fn a_payload_that_decodes_past_proto_max_bulk_len_is_refused() {
+    // Amalgam's bound (Redis has none: it allocates what the payload
+    // declares): 12 KB of LZF that decompresses to 1,056,001 bytes, past
+    // a 1 MiB proto-max-bulk-len, is refused before it is decompressed.
+    let Some(server) = resp_private(&["--proto-max-bulk-len", "1mb"]) else { return };
+    let mut c = Resp::new(&server);
+    let mut body = vec![0u8, 0xC3];
+    let mut lzf = vec![0x00, b'a'];
+    for _ in 0..4000 {
+        lzf.extend_from_slice(&[0xE0, 255, 0x00]);
+    }
+    // RDB lengths: 32-bit form (0x80, then big-endian).
+    body.push(0x80);
+    body.extend_from_slice(&(lzf.len() as u32).to_be_bytes());
+    body.push(0x80);
+    body.extend_from_slice(&(4000u32 * 264 + 1).to_be_bytes());
+    body.extend_from_slice(&lzf);
+    let bomb = payload(&body, 10);
+    assert!(bomb.len() < 13_000);
+    let k = key("dump-bomb");
+    assert_eq!(
+        restore(&mut c, &k, "0", &bomb, &[]),
+        error("ERR DUMP payload decodes to more than proto-max-bulk-len (1048576 bytes)")
+    );
+    assert_eq!(c.call(&["EXISTS", &k]), int(0));
+    // Within the bound the same form restores.
+    let mut small = vec![0u8, 0xC3, 0x80];
+    let lzf: Vec<u8> = [0x00, b'a'].into_iter().chain([0xE0, 255, 0x00].repeat(100)).collect();
+    small.extend_from_slice(&(lzf.len() as u32).to_be_bytes());
+    small.push(0x80);
+    small.extend_from_slice(&(100u32 * 264 + 1).to_be_bytes());
+    small.extend_from_slice(&lzf);
+    assert_eq!(restore(&mut c, &k, "0", &payload(&small, 10), &[]), OK);
+    assert_eq!(c.call(&["STRLEN", &k]), int(26_401));
+}

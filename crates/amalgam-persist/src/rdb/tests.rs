@@ -291,3 +291,65 @@ fn redis_6_ziplist_forms() {
     let nan = zl(&[Entry::Str(b"m"), Entry::Str(b"nan")]);
     assert_eq!(decode(&blob_payload(types::ZSET_ZIPLIST, &[nan], false)), Err(DumpError::BadFormat));
 }
+
+/// An LZF string of `runs` × 264 + 1 bytes of `a` from 3 bytes a run
+/// (a literal `a`, then back-references of 264 bytes at distance 1).
+fn lzf_bomb(runs: usize) -> (Vec<u8>, usize) {
+    let mut c = vec![0x00, b'a'];
+    for _ in 0..runs {
+        c.extend_from_slice(&[0xE0, 255, 0x00]);
+    }
+    (c, runs * 264 + 1)
+}
+
+/// A STRING payload whose value is `lzf_bomb(runs)`.
+fn lzf_string_payload(runs: usize) -> (Vec<u8>, usize) {
+    let (c, len) = lzf_bomb(runs);
+    let mut w = Writer { out: vec![types::STRING, 0xC0 | ENC_LZF as u8] };
+    w.length(c.len() as u64);
+    w.length(len as u64);
+    w.out.extend_from_slice(&c);
+    (with_footer(&w.out, RDB_VERSION), len)
+}
+
+#[test]
+fn what_a_payload_decodes_to_is_held_to_the_budget() {
+    // 12 KB of LZF that would be 1 MiB: refused under a 1 MiB budget
+    // before it is decompressed, decoded under a larger one.
+    let (p, len) = lzf_string_payload(4000);
+    assert!(p.len() < 13_000 && len > 1 << 20);
+    assert_eq!(decode_within(&p, 1 << 20), Err(DumpError::TooLarge));
+    assert_eq!(decode_within(&p, 2 << 20), Ok(Payload::String(vec![b'a'; len])));
+    // A list of many small compressed strings: the sum counts, with each
+    // element's overhead.
+    let (c, n) = lzf_bomb(100);
+    let mut w = Writer { out: vec![types::LIST] };
+    w.length(50);
+    for _ in 0..50 {
+        w.out.push(0xC0 | ENC_LZF as u8);
+        w.length(c.len() as u64);
+        w.length(n as u64);
+        w.out.extend_from_slice(&c);
+    }
+    let p = with_footer(&w.out, RDB_VERSION);
+    let whole = 50 * (n + ELEMENT_OVERHEAD_BYTES);
+    assert_eq!(decode_within(&p, whole - 1), Err(DumpError::TooLarge));
+    assert!(matches!(decode_within(&p, whole), Ok(Payload::List(v)) if v.len() == 50));
+    // Packed elements count one by one (a listpack of 1,000 entries).
+    let entries: Vec<Entry<'_>> = (0..1000).map(Entry::Int).collect();
+    let lp = build_listpack(&entries);
+    let mut w = Writer { out: vec![types::LIST_QUICKLIST_2] };
+    w.length(1);
+    w.length(QUICKLIST_PACKED);
+    w.raw(&lp);
+    let p = with_footer(&w.out, RDB_VERSION);
+    let blob = lp.len() + ELEMENT_OVERHEAD_BYTES;
+    assert_eq!(decode_within(&p, blob + 100 * ELEMENT_OVERHEAD_BYTES), Err(DumpError::TooLarge));
+    assert!(matches!(decode_within(&p, usize::MAX), Ok(Payload::List(v)) if v.len() == 1000));
+    // A cut payload is a bad format whatever the budget: the missing
+    // bytes are found before anything is charged.
+    let (p, _) = lzf_string_payload(10);
+    let body = &p[..p.len() - 10];
+    let cut = with_footer(&body[..body.len() - 1], RDB_VERSION);
+    assert_eq!(decode_within(&cut, 0), Err(DumpError::BadFormat));
+}

@@ -187,10 +187,19 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if ttl < 0 {
         return push_error(out, BAD_TTL.as_bytes());
     }
-    let payload = match rdb::decode(&args[3]) {
+    // What the payload decodes to is held to proto-max-bulk-len, the
+    // largest argument a client may send (a compressed payload expands).
+    let budget = ctx.limits.bulk_bytes_max;
+    let payload = match rdb::decode_within(&args[3], budget) {
         Ok(p) => p,
         Err(DumpError::VersionOrChecksum) => return push_error(out, BAD_PAYLOAD.as_bytes()),
         Err(DumpError::BadFormat) => return push_error(out, BAD_FORMAT.as_bytes()),
+        Err(DumpError::TooLarge) => {
+            return push_error(
+                out,
+                format!("ERR DUMP payload decodes to more than proto-max-bulk-len ({budget} bytes)").as_bytes(),
+            )
+        }
     };
     // Redis's `if (ttl && !absttl) ttl += mstime()`, wrapping as C's
     // signed addition does in practice; then `checkAlreadyExpired`.
