@@ -315,7 +315,9 @@ impl<'a> Reader<'a> {
                 let clen = usize::try_from(self.len()?).ok()?;
                 let len = usize::try_from(self.len()?).ok()?;
                 let c = self.bytes(clen)?;
-                if len == 0 || len > clen.saturating_mul(lzf::LZF_EXPANSION_MAX) {
+                // An impossible length is a bad format, checked before the
+                // budget is charged.
+                if len == 0 || !lzf::may_expand_to(clen, len) {
                     return None;
                 }
                 self.charge(len)?;

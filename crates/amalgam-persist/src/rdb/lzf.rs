@@ -23,11 +23,18 @@
 /// 264 bytes, 88 per input byte; a literal produces fewer.
 pub const LZF_EXPANSION_MAX: usize = 88;
 
+/// True if `input_len` compressed bytes can expand to `out_len` bytes
+/// ([`LZF_EXPANSION_MAX`]): what a declared length is checked against
+/// before anything is allocated or charged.
+pub fn may_expand_to(input_len: usize, out_len: usize) -> bool {
+    out_len <= input_len.saturating_mul(LZF_EXPANSION_MAX)
+}
+
 /// Decompresses `input` into exactly `out_len` bytes, or `None` if the
 /// input is malformed or does not produce exactly `out_len` bytes.
 /// Bounded: every instruction consumes at least one input byte.
 pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    if out_len > input.len().saturating_mul(LZF_EXPANSION_MAX) {
+    if !may_expand_to(input.len(), out_len) {
         return None;
     }
     let mut out = Vec::with_capacity(out_len);
