@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Writes crates/amalgam-server/src/resp/table/docs.rs: the COMMAND DOCS
+"""Writes crates/amalgam-commands/src/table/docs.rs: the COMMAND DOCS
 fields the command-table rows do not hold (complexity, doc_flags,
 deprecated_since, replaced_by, history and the arguments tree), read from
 a running redis-server 7.0's COMMAND DOCS for every command and subcommand
-rows.rs names, so the reply is what Redis states, as command-rows.py's rows
+table/rows/*.rs names, so the reply is what Redis states, as command-rows.py's rows
 are.
 
 Usage: scripts/command-docs.py PORT [name ...]
-   e.g. scripts/command-docs.py 6379   (every name in rows.rs)
+   e.g. scripts/command-docs.py 6379   (every name in table/rows/*.rs)
 
 Needs redis-py (pip install redis) and rustfmt. A name Redis does not
 document (CLIENT SETINFO and NO-TOUCH, Redis 7.2's) is left out and keeps
@@ -22,8 +22,8 @@ import sys
 import redis
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ROWS = os.path.join(ROOT, "crates/amalgam-server/src/resp/table/rows.rs")
-OUT = os.path.join(ROOT, "crates/amalgam-server/src/resp/table/docs.rs")
+ROWS = os.path.join(ROOT, "crates/amalgam-commands/src/table/rows")
+OUT = os.path.join(ROOT, "crates/amalgam-commands/src/table/docs.rs")
 
 # The fields as Redis 7.0 writes them (addReplyCommandDocs and
 # addReplyCommandArgList), in that order; command.rs writes the same order.
@@ -84,14 +84,19 @@ def args(lst, what, ind):
     return "&[\n" + "".join(pad + arg(a, what, ind + 1) + ",\n" for a in lst) + "    " * ind + "]"
 
 
+def rows_source():
+    """Every family's rows (table/rows/*.rs), in file-name order."""
+    return "".join(open(os.path.join(ROWS, f)).read() for f in sorted(os.listdir(ROWS)) if f.endswith(".rs"))
+
+
 def row_names():
-    src = open(ROWS).read()
+    src = rows_source()
     return re.findall(r'spec!\(\s*\w+,\s*"([^"]+)"', src)
 
 
 def row_fields():
     """name -> (group, since, summary) of every row."""
-    src = open(ROWS).read()
+    src = rows_source()
     pat = r'spec!\(\s*\w+,\s*"([^"]+)",\s*-?\d+,\s*&\[[^\]]*\],\s*\([^)]*\),\s*"([^"]*)",\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"'
     return {m[0]: (m[1], m[2], m[3].replace('\\"', '"')) for m in re.findall(pat, src)}
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints command-table rows (crates/amalgam-server/src/resp/table/rows.rs)
+"""Prints command-table rows (crates/amalgam-commands/src/table/rows/<family>.rs)
 for the named commands, read from a running redis-server's COMMAND INFO and
 COMMAND DOCS, so a new row states exactly what Redis states: arity, flags,
 first/last/step, ACL categories, tips and key specifications.

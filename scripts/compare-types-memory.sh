@@ -17,7 +17,7 @@
 #   smalllist 100 k lists of 10 32-byte items, one LPUSH each (per item)
 #   midlist   20 k lists of 60 32-byte items (~2 KB), pushed 10 per LPUSH
 #             (per item; lists written again past 1 KiB go large, server
-#             resp/typed.rs)
+#             amalgam-commands typed.rs)
 # Before the baseline each server takes one write of the shape's command
 # on a scratch key, deleted again, on one connection per worker thread:
 # the first write's one-time cost (code pages faulted in; Amalgam's first

@@ -155,6 +155,11 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
+# docs/architecture.md's rules: crates in line, files and crates bounded,
+# no large import circle (places still over a rule are ratcheted there).
+step "layers (scripts/check-layers.py)"
+python3 scripts/check-layers.py
+
 step "cargo test (workspace: unit, integration, doc tests)"
 cargo test --workspace --no-fail-fast 2>&1 | tee -a "$log" || status=1
 

@@ -112,8 +112,8 @@ pub fn process(
         return;
     };
     let counts = serve(file, buf, pos, out, close, authed);
-    bump(&stats.auth_cmds, counts.cmds);
-    bump(&stats.auth_errors, counts.errors);
+    bump(&stats.ops.auth_cmds, counts.cmds);
+    bump(&stats.ops.auth_errors, counts.errors);
 }
 
 /// What [`serve`] counted: authentication `set`s, and those refused.

@@ -171,9 +171,9 @@ fn run_gets(store: &Store, stats: &WorkerStats, gets: &mut Vec<Request<'_>>, out
         }
     });
     let n = keys.len() as u64;
-    bump(&stats.cmd_get, n);
-    bump(&stats.get_hits, hits);
-    bump(&stats.get_misses, n - hits);
+    bump(&stats.ops.cmd_get, n);
+    bump(&stats.ops.get_hits, hits);
+    bump(&stats.ops.get_misses, n - hits);
     gets.clear();
 }
 
@@ -226,24 +226,24 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
                 Command::Gat { quiet, with_key, .. } => (quiet, with_key, true),
                 _ => (false, false, false),
             };
-            bump(&stats.cmd_touch, 1);
+            bump(&stats.ops.cmd_touch, 1);
             let hit = store.touch_and_get(key, expiry(store, exptime), |it| {
                 let k = if with_key { it.key() } else { &[][..] };
                 let v = if value { it.value() } else { &[][..] };
                 push_response(out, req.opcode, status::SUCCESS, req.opaque, it.cas(), &flags_extras(&it), k, v);
             });
             if let Some(Ok(())) = hit {
-                bump(&stats.touch_hits, 1);
+                bump(&stats.ops.touch_hits, 1);
             } else {
-                bump(&stats.touch_misses, 1);
+                bump(&stats.ops.touch_misses, 1);
                 push_miss(out, &req, key, quiet, with_key);
             }
         }
         Command::Store { op, key, flags, exptime, value, quiet } => {
-            bump(&stats.cmd_set, 1);
+            bump(&stats.ops.cmd_set, 1);
             match run_store(store, stats, req.cas, op, key, flags, expiry(store, exptime), value) {
                 Ok(cas) => {
-                    bump(&stats.total_items, 1);
+                    bump(&stats.ops.total_items, 1);
                     ok(out, cas, quiet);
                 }
                 Err(status::ENOMEM) => push_error_text(out, error(status::ENOMEM), OOM_ALLOCATING),
@@ -264,12 +264,12 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             };
             match r {
                 Ok(status::SUCCESS) => {
-                    bump(&stats.delete_hits, 1);
+                    bump(&stats.ops.delete_hits, 1);
                     ok(out, 0, quiet);
                 }
                 Ok(status::KEY_EEXISTS) => push_error(out, error(status::KEY_EEXISTS)),
                 _ => {
-                    bump(&stats.delete_misses, 1);
+                    bump(&stats.ops.delete_misses, 1);
                     push_error(out, error(status::KEY_ENOENT));
                 }
             }
@@ -282,7 +282,7 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             return After::Close;
         }
         Command::Flush { exptime, quiet } => {
-            bump(&stats.cmd_flush, 1);
+            bump(&stats.ops.cmd_flush, 1);
             // As the text protocol's flush_all: memcached sets oldest_live
             // to realtime(delay) - 1.
             match expiry(store, exptime) {
@@ -354,9 +354,9 @@ fn run_store(
     };
     if cas != 0 && !concat {
         match r {
-            Ok(_) => bump(&stats.cas_hits, 1),
-            Err(Ok(status::KEY_ENOENT)) => bump(&stats.cas_misses, 1),
-            Err(Ok(status::KEY_EEXISTS)) => bump(&stats.cas_badval, 1),
+            Ok(_) => bump(&stats.ops.cas_hits, 1),
+            Err(Ok(status::KEY_ENOENT)) => bump(&stats.ops.cas_misses, 1),
+            Err(Ok(status::KEY_EEXISTS)) => bump(&stats.ops.cas_badval, 1),
             _ => {}
         }
     }
@@ -428,8 +428,11 @@ fn run_arith(
             (p, Arith::Done(number))
         }
     });
-    let (hits, misses) =
-        if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
+    let (hits, misses) = if incr {
+        (&stats.ops.incr_hits, &stats.ops.incr_misses)
+    } else {
+        (&stats.ops.decr_hits, &stats.ops.decr_misses)
+    };
     match r {
         Ok((Arith::Done(number), cas)) => {
             bump(hits, 1);

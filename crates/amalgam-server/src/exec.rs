@@ -65,9 +65,9 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
         ended += 1;
     }
     let n = keys.len() as u64;
-    bump(&stats.cmd_get, n);
-    bump(&stats.get_hits, hits);
-    bump(&stats.get_misses, n - hits);
+    bump(&stats.ops.cmd_get, n);
+    bump(&stats.ops.get_hits, hits);
+    bump(&stats.ops.get_misses, n - hits);
 }
 
 /// Storage commands of a run prefetched at once: the engine's batch
@@ -121,15 +121,15 @@ fn store_reply(
     let store = &shared.store;
     if op == StoreOp::Cas {
         match r {
-            Ok(_) => bump(&stats.cas_hits, 1),
-            Err(Error::NotFound) => bump(&stats.cas_misses, 1),
-            Err(Error::Exists) => bump(&stats.cas_badval, 1),
+            Ok(_) => bump(&stats.ops.cas_hits, 1),
+            Err(Error::NotFound) => bump(&stats.ops.cas_misses, 1),
+            Err(Error::Exists) => bump(&stats.ops.cas_badval, 1),
             Err(_) => {}
         }
     }
     let line = match r {
         Ok(_) => {
-            bump(&stats.total_items, 1);
+            bump(&stats.ops.total_items, 1);
             "STORED"
         }
         Err(Error::NotStored) => "NOT_STORED",
@@ -176,7 +176,7 @@ pub fn run_prepared(
         }
         return;
     }
-    bump(&stats.cmd_set, 1);
+    bump(&stats.ops.cmd_set, 1);
     let store = &shared.store;
     let e = expiry(store, exptime);
     let wanted = shared.visible_cas(cas_unique);
@@ -246,13 +246,13 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             let e = expiry(store, exptime);
             // memcached counts gat/gats keys as touches only, not as gets.
             for key in keys.iter() {
-                bump(&stats.cmd_touch, 1);
+                bump(&stats.ops.cmd_touch, 1);
                 let hit = store.touch_and_get(key, e, |it| {
                     push_value(out, it.key(), it.flags(), it.value(), cas.then(|| shared.visible_cas(it.cas())))
                 });
                 match hit {
-                    Some(Ok(())) => bump(&stats.touch_hits, 1),
-                    _ => bump(&stats.touch_misses, 1),
+                    Some(Ok(())) => bump(&stats.ops.touch_hits, 1),
+                    _ => bump(&stats.ops.touch_misses, 1),
                 }
             }
             out.extend_from_slice(b"END\r\n");
@@ -261,7 +261,7 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             run_gets(shared, stats, &[(keys, cas)], out);
         }
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
-            bump(&stats.cmd_set, 1);
+            bump(&stats.ops.cmd_set, 1);
             let e = expiry(store, exptime);
             let r = match op {
                 StoreOp::Set => store.set(key, data, flags, e),
@@ -278,18 +278,21 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         }
         Request::Delete { key, noreply } => match store.delete(key) {
             Ok(()) => {
-                bump(&stats.delete_hits, 1);
+                bump(&stats.ops.delete_hits, 1);
                 reply_line("DELETED", noreply);
             }
             Err(_) => {
-                bump(&stats.delete_misses, 1);
+                bump(&stats.ops.delete_misses, 1);
                 reply_line("NOT_FOUND", noreply);
             }
         },
         Request::Arith { incr, key, delta, noreply } => {
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };
-            let (hits, misses) =
-                if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
+            let (hits, misses) = if incr {
+                (&stats.ops.incr_hits, &stats.ops.incr_misses)
+            } else {
+                (&stats.ops.decr_hits, &stats.ops.decr_misses)
+            };
             match r {
                 Ok(v) => {
                     bump(hits, 1);
@@ -307,14 +310,14 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             }
         }
         Request::Touch { key, exptime, noreply } => {
-            bump(&stats.cmd_touch, 1);
+            bump(&stats.ops.cmd_touch, 1);
             match store.touch(key, expiry(store, exptime)) {
                 Ok(()) => {
-                    bump(&stats.touch_hits, 1);
+                    bump(&stats.ops.touch_hits, 1);
                     reply_line("TOUCHED", noreply);
                 }
                 Err(_) => {
-                    bump(&stats.touch_misses, 1);
+                    bump(&stats.ops.touch_misses, 1);
                     reply_line("NOT_FOUND", noreply);
                 }
             }
@@ -322,11 +325,11 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         Request::FlushAll { noreply, .. } if shared.args.disable_flush_all => {
             // -F: memcached counts the refused flush, and noreply silences
             // the refusal too.
-            bump(&stats.cmd_flush, 1);
+            bump(&stats.ops.cmd_flush, 1);
             reply_line("CLIENT_ERROR flush_all not allowed", noreply);
         }
         Request::FlushAll { delay, noreply } => {
-            bump(&stats.cmd_flush, 1);
+            bump(&stats.ops.cmd_flush, 1);
             // memcached sets oldest_live = realtime(delay) - 1: a delayed
             // flush takes effect a second before its delay is up, so
             // `flush_all 1` is immediate.

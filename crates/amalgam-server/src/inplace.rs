@@ -54,7 +54,7 @@
 //! * With persistence, or while replicas are fed (the stream shares the
 //!   staged value: persist `repl.rs`, "Large records in the backlog"),
 //!   each read's bytes are copied into the value's log
-//!   record too ([`Receiving`], persist `staged.rs`), a read's worth at a
+//!   record too (`amalgam_commands::received`, persist `staged.rs`), a read's worth at a
 //!   time between the worker's other connections, so that storing the
 //!   value does not copy all of it into the log at once under its bucket
 //!   lock; the record's write is the committer thread's (persist `log.rs`
@@ -65,7 +65,8 @@
 
 use crate::worker::READ_BYTES_PER_ROUND_MAX;
 use crate::Shared;
-use amalgam_engine::{Expiry, Prepared, Store};
+pub use amalgam_commands::received::Receiving;
+use amalgam_engine::{Expiry, Store};
 use amalgam_protocol::resp::Parser;
 use amalgam_protocol::text::{self, Parse, Request, StoreOp};
 use amalgam_protocol::LINE_BYTES_MAX;
@@ -88,79 +89,6 @@ const STORE_LINE_WORDS_MAX: usize = 7;
 
 /// Digits of the longest length memcached accepts (`INT_MAX - 2`).
 const LENGTH_DIGITS_MAX: usize = 10;
-
-/// A value being received into its item and, with persistence, into
-/// its log record beside it (persist `staged.rs`: the record is then not
-/// copied from the item under the bucket lock when the value is stored).
-#[derive(Debug)]
-pub struct Receiving {
-    pub value: Prepared,
-    pub staged: Option<amalgam_persist::Staged>,
-}
-
-impl Receiving {
-    fn new(shared: &Shared, mut value: Prepared) -> Receiving {
-        // Where the value's first byte lies in its item (nothing is
-        // received yet: the next bytes to fill are the first).
-        // Staged for the log, and for the replication stream while it
-        // is fed (no log: the backlog then shares the staged value).
-        let journaled = shared.persist.is_some() || shared.repl.backlog.journal_feeds();
-        let staged = journaled.then(|| {
-            let at = value.unfilled(0).as_ptr() as usize;
-            amalgam_persist::Staged::new(value.key(), at, value.len())
-        });
-        Receiving { value, staged }
-    }
-
-    /// Copies the start of `bytes` into the value (and the record);
-    /// returns how many it took.
-    fn extend_from(&mut self, bytes: &[u8]) -> usize {
-        let took = self.value.extend_from(bytes);
-        if let Some(s) = self.staged.as_mut() {
-            s.extend(&bytes[..took]);
-        }
-        took
-    }
-
-    /// Stores the value with `publish` (`Store::put_prepared`), its staged
-    /// record offered to the journal meanwhile.
-    pub fn publish<R>(self, publish: impl FnOnce(Prepared) -> R) -> R {
-        let _staging = Staging::new(self.staged);
-        publish(self.value)
-    }
-}
-
-impl std::ops::Deref for Receiving {
-    type Target = Prepared;
-    fn deref(&self) -> &Prepared {
-        &self.value
-    }
-}
-
-impl std::ops::DerefMut for Receiving {
-    fn deref_mut(&mut self) -> &mut Prepared {
-        &mut self.value
-    }
-}
-
-/// A staged record offered to this thread's journal, withdrawn when
-/// dropped (the command stored nothing, or the journal took it).
-struct Staging;
-
-impl Staging {
-    fn new(staged: Option<amalgam_persist::Staged>) -> Staging {
-        if let Some(s) = staged {
-            amalgam_persist::staged::stage(s);
-        }
-        Staging
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        amalgam_persist::staged::unstage();
-    }
-}
 
 /// A value being received, and the request's front to parse once it is in.
 #[derive(Debug)]
@@ -188,7 +116,7 @@ pub fn start_resp(shared: &Shared, session: &mut crate::resp::Session, pending: 
     let limits = shared.resp_limits();
     let value =
         store.with_value_bytes_max(limits.bulk_bytes_max, || store.prepare(key, b.len, 0, Expiry::Never)).ok()?;
-    let mut value = Receiving::new(shared, value);
+    let mut value = Receiving::new(value, journaled(shared));
     let body = pending.get(b.body_at..)?;
     let took = value.extend_from(body);
     let mut front = Vec::with_capacity(b.header_at + 4 + body.len() - took);
@@ -240,9 +168,16 @@ pub fn start_memcached(shared: &Shared, limits: text::Limits, pending: &[u8]) ->
     }
     let store: &Store = &shared.store;
     let expiry = Expiry::from_memcached(exptime, store.now());
-    let mut value = Receiving::new(shared, store.prepare(key, vlen, flags, expiry).ok()?);
+    let mut value = Receiving::new(store.prepare(key, vlen, flags, expiry).ok()?, journaled(shared));
     let body = &pending[nl + 1..];
     let took = value.extend_from(body);
     front.extend_from_slice(&body[took..]);
     Some(Started { value, front })
+}
+
+/// Whether a value received here is staged for the log, or for the
+/// replication stream while it is fed (no log: the backlog then shares
+/// the staged value).
+fn journaled(shared: &Shared) -> bool {
+    shared.persist.is_some() || shared.repl.backlog.journal_feeds()
 }

@@ -273,6 +273,17 @@ pub struct OpenConn {
     pub listen: SocketAddr,
 }
 
+/// What the data commands ask of the server (`amalgam_commands::Host`).
+impl amalgam_commands::Host for Shared {
+    fn signal(&self, key: &[u8]) {
+        self.blocking.signal(key);
+    }
+
+    fn journaled(&self) -> bool {
+        self.persist.is_some() || self.repl.journaled()
+    }
+}
+
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {

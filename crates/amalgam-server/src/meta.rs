@@ -234,11 +234,11 @@ fn mg_miss(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
 
 fn count_get(stats: &WorkerStats, req: &MetaRequest<'_>, hit: bool) {
     if req.flags.ttl.is_some() {
-        bump(&stats.cmd_touch, 1);
-        bump(if hit { &stats.touch_hits } else { &stats.touch_misses }, 1);
+        bump(&stats.ops.cmd_touch, 1);
+        bump(if hit { &stats.ops.touch_hits } else { &stats.ops.touch_misses }, 1);
     } else {
-        bump(&stats.cmd_get, 1);
-        bump(if hit { &stats.get_hits } else { &stats.get_misses }, 1);
+        bump(&stats.ops.cmd_get, 1);
+        bump(if hit { &stats.ops.get_hits } else { &stats.ops.get_misses }, 1);
     }
 }
 
@@ -352,7 +352,7 @@ impl Code {
 }
 
 fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
-    bump(&stats.cmd_set, 1);
+    bump(&stats.ops.cmd_set, 1);
     let f = &req.flags;
     let mode = req.set_mode();
     // memcached upgrades set and replace with a CAS value to a CAS store.
@@ -430,16 +430,16 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
         }
     };
     if code == Code::Hd {
-        bump(&stats.total_items, 1);
+        bump(&stats.ops.total_items, 1);
         if f.quiet {
             return;
         }
     }
     if cas_mode {
         match code {
-            Code::Hd => bump(&stats.cas_hits, 1),
-            Code::Nf => bump(&stats.cas_misses, 1),
-            Code::Ex => bump(&stats.cas_badval, 1),
+            Code::Hd => bump(&stats.ops.cas_hits, 1),
+            Code::Nf => bump(&stats.ops.cas_misses, 1),
+            Code::Ex => bump(&stats.ops.cas_badval, 1),
             Code::Ns => {}
         }
     }
@@ -489,9 +489,9 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
         Err(_) => return push_line(out, OOM),
     };
     match code {
-        Code::Hd if !f.invalidate => bump(&stats.delete_hits, 1),
+        Code::Hd if !f.invalidate => bump(&stats.ops.delete_hits, 1),
         Code::Hd => {}
-        _ => bump(&stats.delete_misses, 1),
+        _ => bump(&stats.ops.delete_misses, 1),
     }
     if code == Code::Hd && f.quiet {
         return;
@@ -570,8 +570,11 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
             (p, ArithOutcome::Done { number, exp: it.expiry(), created: false })
         }
     });
-    let (hits, misses) =
-        if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
+    let (hits, misses) = if incr {
+        (&stats.ops.incr_hits, &stats.ops.incr_misses)
+    } else {
+        (&stats.ops.decr_hits, &stats.ops.decr_misses)
+    };
     let (outcome, cas) = match r {
         Ok(x) => x,
         Err(_) => return push_line(out, OOM),

@@ -404,7 +404,7 @@ impl Replication {
     }
 
     /// True while a stream journal is attached: in-place collection
-    /// writes must then produce their op records (`resp/typed.rs`).
+    /// writes must then produce their op records (amalgam-commands `typed.rs`).
     #[inline]
     pub fn journaled(&self) -> bool {
         self.journal.load(Ordering::Relaxed)

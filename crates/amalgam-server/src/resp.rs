@@ -60,63 +60,47 @@
 //! seconds) are clamped there.
 //!
 //! ## Files
+//! The data commands and the command table are crate `amalgam-commands`
+//! (strings, keys, bits, hash, list, set, zset, …, `table.rs` and the rows
+//! by family): this module runs them (`execute`) with their `Ctx`.
+//!
 //! | file | what |
 //! |---|---|
 //! | `resp.rs` | a connection's session, the batch loop, dispatch |
-//! | `resp/table.rs` | the command table: names, arity, flags, docs |
-//! | `resp/strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
-//! | `resp/keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* |
 //! | `resp/server.rs` | PING ECHO QUIT SELECT INFO CONFIG SLOWLOG COMMAND HELLO AUTH SAVE |
+//! | `resp/command.rs` | COMMAND (COUNT, LIST, INFO, DOCS, GETKEYS) over the table |
 //! | `resp/cmdstats.rs` | per-command counts and latency (INFO commandstats, latencystats), the slow log |
 //! | `resp/errorstats.rs` | error replies by code (INFO errorstats, total_error_replies) |
+//! | `resp/latency.rs` | LATENCY and its events |
+//! | `resp/debug.rs` | DEBUG |
 //! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
 //! | `resp/monitor.rs` | MONITOR |
-//! | `resp/bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
-//! | `resp/object.rs` | TIME TOUCH OBJECT |
-//! | `resp/lcs.rs` | LCS |
-//! | `resp/keyspace.rs` | RANDOMKEY COPY |
-//! | `resp/dump.rs` | DUMP RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
-//! | `resp/memory.rs` | MEMORY |
-//! | `resp/typed.rs` | collections on the engine: reads, writes, WRONGTYPE |
-//! | `resp/hash.rs` | HSET … HSCAN |
-//! | `resp/list.rs` | LPUSH … LPOS LMOVE LMPOP |
-//! | `resp/set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
-//! | `resp/zset.rs`, `resp/zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
-//! | `resp/glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `resp/acl.rs`, `resp/acl/users.rs`, `resp/acl_log.rs` | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod acl;
 pub mod acl_log;
-mod bits;
 pub mod blocking;
 mod client;
 pub mod cmdstats;
 mod command;
 mod debug;
-mod dump;
 pub mod errorstats;
-mod glob;
-mod hash;
-mod keys;
-mod keyspace;
 pub mod latency;
-mod lcs;
-mod list;
-mod memory;
 mod monitor;
 pub mod multi;
-mod object;
 pub mod pubsub;
 mod server;
-pub(crate) use server::maxmemory_policy;
-mod set;
-mod strings;
-pub(crate) mod table;
-pub mod typed;
-mod zset;
+
+// The data commands and the command table (crate `amalgam-commands`),
+// under the names the front end's files use.
+pub(crate) use amalgam_commands::object::maxmemory_policy;
+pub(crate) use amalgam_commands::{
+    arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
+    strings, sub, table, typed, wrong_arity, zset,
+};
 
 use crate::clients::Client;
 use crate::exec::After;
@@ -126,13 +110,10 @@ use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_
 use crate::Shared;
 use amalgam_engine::TAG_BYTES;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
-use std::borrow::Cow;
 use std::sync::Arc;
 use table::{Cmd, Spec};
 
-/// One argument of a command, borrowed from the read buffer (or owned,
-/// for an inline command's escaped quotes).
-pub type Arg<'a> = Cow<'a, [u8]>;
+pub use amalgam_commands::Arg;
 
 /// CLIENT REPLY's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,24 +242,55 @@ pub(crate) fn may_receive_in_place(shared: &Shared, session: &Session) -> bool {
 
 /// What a command handler can reach.
 pub(crate) struct Ctx<'c> {
+    /// What the data commands reach (`amalgam_commands::Ctx`): the store,
+    /// the thresholds, the reply's protocol and bounds (`limits`; the
+    /// client's hard output limit, `out_stop`, read once per round: a
+    /// reply of many elements stops being built once the output reaches
+    /// it, and [`process`] then closes the client, `obuf.rs`).
+    pub cx: amalgam_commands::Ctx<'c>,
     pub shared: &'c Shared,
     pub stats: &'c WorkerStats,
     pub session: &'c mut Session,
-    pub limits: Limits,
     /// Times and counts each command (`cmdstats.rs`).
     pub recorder: cmdstats::Recorder,
-    /// The client's hard output limit (`usize::MAX`: none), read once per
-    /// round: a reply of many elements stops being built once the output
-    /// reaches it, and [`process`] then closes the client (`obuf.rs`).
-    pub out_stop: usize,
     /// The command about to run joined a run of SETs after
     /// `acl::permits` allowed it: `dispatch` does not check it again.
     pub permitted: bool,
 }
 
-impl Ctx<'_> {
+impl<'c> Ctx<'c> {
+    /// A handler's reach for `session`'s commands on the worker of `stats`.
+    pub(crate) fn new(
+        shared: &'c Shared,
+        stats: &'c WorkerStats,
+        session: &'c mut Session,
+        limits: Limits,
+        out_stop: usize,
+        now: u64,
+    ) -> Ctx<'c> {
+        let cx = amalgam_commands::Ctx {
+            store: &shared.store,
+            thresholds: &shared.thresholds,
+            host: shared,
+            counters: &stats.ops,
+            item_size_max: shared.args.max_item_size,
+            proto: session.proto,
+            limits,
+            out_stop,
+        };
+        Ctx { cx, shared, stats, session, recorder: cmdstats::Recorder::new(now), permitted: false }
+    }
+
+    /// The reply's protocol (HELLO); [`Ctx::set_proto`] changes it.
     fn proto(&self) -> Proto {
-        self.session.proto
+        self.cx.proto
+    }
+
+    /// HELLO or RESET changed the connection's protocol: from the next
+    /// reply on, and for its next rounds.
+    pub(crate) fn set_proto(&mut self, p: Proto) {
+        self.session.proto = p;
+        self.cx.proto = p;
     }
 }
 
@@ -403,9 +415,7 @@ fn process_round(
     if journaled {
         crate::repl::mark_batch(session);
     }
-    let out_stop = stop.hard;
-    let mut ctx =
-        Ctx { shared, stats, session, limits, recorder: cmdstats::Recorder::new(now), out_stop, permitted: false };
+    let mut ctx = Ctx::new(shared, stats, session, limits, stop.hard, now);
     // Redis's bounds before authentication (`Parser::parse_unauthenticated`),
     // chosen here and again after each command run alone: a connection
     // that must authenticate has none batched, so an AUTH earlier in this
@@ -440,7 +450,7 @@ fn process_round(
             }
             Parse::Command { consumed } => {
                 *pos += consumed;
-                bump(&stats.resp_commands, 1);
+                bump(&stats.ops.resp_commands, 1);
                 let cmd = &args[start..];
                 let spec = table::lookup(&cmd[0]);
                 // GET and MGET join the run of gets, SET the run of sets;
@@ -650,7 +660,7 @@ fn run_pending_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingS
                 // Past the hard limit the rest of the run does not run
                 // (`RoundStop`; a SET's reply is small, but the limit may
                 // be just above the output).
-                if RoundStop::new(ctx.out_stop).crossed(out.len()) {
+                if RoundStop::new(ctx.cx.out_stop).crossed(out.len()) {
                     break;
                 }
                 run_set(ctx, p, &args[p.start..p.end], out);
@@ -705,7 +715,7 @@ fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &m
     if let [PendingGet { first, mget: None }] = gets[..] {
         // One GET: a plain lookup, nothing to batch.
         let found = ctx.shared.store.get(&args[first], |it| {
-            // A collection's bytes are not a string's (resp/typed.rs).
+            // A collection's bytes are not a string's (amalgam-commands typed.rs).
             if it.tag() != TAG_BYTES {
                 failed = 1;
                 return push_error(out, typed::WRONGTYPE.as_bytes());
@@ -728,7 +738,7 @@ fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &m
     }
     // Keys come back in order: (request, key within it) follows along.
     let (mut g, mut within) = (0usize, 0usize);
-    let stop = ctx.out_stop;
+    let stop = ctx.cx.out_stop;
     ctx.shared.store.get_batch(&keys, |_, item| {
         if out.len() >= stop {
             // Past the client's hard limit: the reply stops (`process`
@@ -769,9 +779,9 @@ fn lookup_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &[PendingGet], out: &m
 }
 
 fn count_gets(stats: &WorkerStats, keys: u64, hits: u64) {
-    bump(&stats.cmd_get, keys);
-    bump(&stats.get_hits, hits);
-    bump(&stats.get_misses, keys - hits);
+    bump(&stats.ops.cmd_get, keys);
+    bump(&stats.ops.get_hits, hits);
+    bump(&stats.ops.get_misses, keys - hits);
 }
 
 /// Redis 7's reply to a command it does not know: the name and the first
@@ -799,21 +809,6 @@ fn unknown_command(args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     m.extend_from_slice(&quoted);
     push_error(out, &m);
-}
-
-/// Redis's arity error, with the command's full name (`client|setname`).
-pub(crate) fn wrong_arity(name: &str, out: &mut Vec<u8>) {
-    push_error(out, format!("ERR wrong number of arguments for '{name}' command").as_bytes());
-}
-
-/// True if the argument count satisfies Redis's arity convention:
-/// `n > 0` exactly n (the name included), `n < 0` at least -n.
-pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
-    if arity >= 0 {
-        argc == arity as usize
-    } else {
-        argc >= arity.unsigned_abs() as usize
-    }
 }
 
 /// Runs one command, then applies CLIENT REPLY: a reply the client asked
@@ -918,7 +913,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Strlen
         | Cmd::Getrange
         | Cmd::Substr
-        | Cmd::Setrange => strings::run(ctx, spec.cmd, args, out),
+        | Cmd::Setrange => strings::run(&mut ctx.cx, spec.cmd, args, &mut ctx.session.prepared, out),
         Cmd::Del
         | Cmd::Unlink
         | Cmd::Exists
@@ -936,7 +931,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Keys
         | Cmd::Dbsize
         | Cmd::Flushdb
-        | Cmd::Flushall => keys::run(ctx, spec.cmd, args, out),
+        | Cmd::Flushall => keys::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Ping
         | Cmd::Echo
         | Cmd::Quit
@@ -960,13 +955,13 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Shutdown => return server::run(ctx, spec.cmd, args, out),
         Cmd::Monitor => monitor::monitor(ctx, out),
         Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
-            bits::run(ctx, spec.cmd, args, out)
+            bits::run(&mut ctx.cx, spec.cmd, args, out)
         }
-        Cmd::Time | Cmd::Touch | Cmd::Object => object::run(ctx, spec.cmd, args, out),
-        Cmd::Lcs => lcs::lcs(ctx, args, out),
-        Cmd::Randomkey | Cmd::Copy => keyspace::run(ctx, spec.cmd, args, out),
-        Cmd::Dump | Cmd::Restore => dump::run(ctx, spec.cmd, args, out),
-        Cmd::Memory => memory::run(ctx, spec.cmd, args, out),
+        Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
+        Cmd::Randomkey | Cmd::Copy => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Dump | Cmd::Restore => dump::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Memory => memory::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Hset
         | Cmd::Hsetnx
         | Cmd::Hget
@@ -982,7 +977,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Hincrby
         | Cmd::Hincrbyfloat
         | Cmd::Hrandfield
-        | Cmd::Hscan => hash::run(ctx, spec.cmd, args, out),
+        | Cmd::Hscan => hash::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lpush
         | Cmd::Rpush
         | Cmd::Lpushx
@@ -999,7 +994,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Lpos
         | Cmd::Lmove
         | Cmd::Rpoplpush
-        | Cmd::Lmpop => list::run(ctx, spec.cmd, args, out),
+        | Cmd::Lmpop => list::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Sadd
         | Cmd::Srem
         | Cmd::Smembers
@@ -1016,7 +1011,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Sinterstore
         | Cmd::Sunionstore
         | Cmd::Sdiffstore
-        | Cmd::Sscan => set::run(ctx, spec.cmd, args, out),
+        | Cmd::Sscan => set::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Zadd
         | Cmd::Zincrby
         | Cmd::Zrem
@@ -1048,7 +1043,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Zinterstore
         | Cmd::Zdiffstore
         | Cmd::Zintercard
-        | Cmd::Zscan => zset::run(ctx, spec.cmd, args, out),
+        | Cmd::Zscan => zset::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Blpop
         | Cmd::Brpop
         | Cmd::Blmove
@@ -1063,7 +1058,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Multi | Cmd::Exec | Cmd::Discard | Cmd::Watch | Cmd::Unwatch => {
             return multi::run(ctx, spec.cmd, args, out)
         }
-        Cmd::Rename | Cmd::Renamenx => keys::run(ctx, spec.cmd, args, out),
+        Cmd::Rename | Cmd::Renamenx => keys::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Acl => return acl::run(ctx, args, out),
         Cmd::Subscribe
         | Cmd::Unsubscribe
@@ -1076,21 +1071,6 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
     }
     After::Continue
-}
-
-/// Milliseconds since the unix epoch (Redis's `commandTimeSnapshot`).
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
-
-/// The value of an integer argument (Redis's `getLongLongFromObject`).
-pub(crate) fn int_arg(a: &[u8]) -> Option<i64> {
-    amalgam_protocol::resp::string2ll(a)
-}
-
-/// True if two arguments are equal ignoring ASCII case (option names).
-pub(crate) fn is(a: &[u8], name: &str) -> bool {
-    a.eq_ignore_ascii_case(name.as_bytes())
 }
 
 /// Answers a missing value (`$-1` or `_`).
@@ -1106,7 +1086,7 @@ mod tests {
     fn recycle_keeps_the_allocation() {
         let buf = b"key".to_vec();
         let mut v: Vec<Arg<'_>> = Vec::with_capacity(64);
-        v.push(Cow::Borrowed(&buf[..]));
+        v.push(std::borrow::Cow::Borrowed(&buf[..]));
         let p = v.as_ptr() as usize;
         let w: Vec<Arg<'static>> = recycle(v);
         assert!(w.is_empty());

@@ -729,7 +729,7 @@ fn rows() -> Vec<Setting> {
             default: |_| "10".into(),
         },
     ]);
-    // The collection thresholds (resp/typed.rs): Redis 7's names and their
+    // The collection thresholds (amalgam-commands typed.rs): Redis 7's names and their
     // legacy aliases, which CONFIG GET lists too.
     for (name, alias) in LiveThresholds::NAMES {
         for n in if alias == name { vec![name] } else { vec![name, alias] } {

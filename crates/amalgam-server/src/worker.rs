@@ -439,7 +439,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         shared.curr_connections.fetch_sub(1, Ordering::Relaxed);
                         continue;
                     }
-                    bump(&stats.total_connections, 1);
+                    bump(&stats.ops.total_connections, 1);
                     let resp = (protocol == Protocol::Resp).then(|| {
                         let mut s = Box::new(crate::resp::Session::new(shared, &sock, id, token.0));
                         s.set_home(id, token.0);
@@ -829,7 +829,7 @@ impl<S: Socket> Conn<S> {
                 match sent {
                     Ok(0) => return Turn::Closed,
                     Ok(n) => {
-                        bump(&stats.bytes_written, n as u64);
+                        bump(&stats.ops.bytes_written, n as u64);
                         self.wpos += n;
                         continue;
                     }
@@ -893,7 +893,7 @@ impl<S: Socket> Conn<S> {
             match self.fill(shared, limits, rbuf_max) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
-                    bump(&stats.bytes_read, n as u64);
+                    bump(&stats.ops.bytes_read, n as u64);
                     // A value received in place yields the worker after
                     // IN_PLACE_BYTES_PER_TURN_MAX (`inplace.rs`).
                     if receiving {

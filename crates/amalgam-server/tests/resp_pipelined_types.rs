@@ -4,7 +4,7 @@
 //! this checks every reply comes back in order and every command saw the
 //! writes before it — including lists that cross into the large form on
 //! the way (a compact list past 1 KiB written again, server
-//! `resp/typed.rs`). Runs against amalgam by default and against Debian's
+//! amalgam-commands `typed.rs`). Runs against amalgam by default and against Debian's
 //! redis-server 7 with `AMALGAM_TEST_RESP_ADDR` (`common/mod.rs`).
 mod common;
 use common::resp::*;

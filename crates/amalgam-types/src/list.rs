@@ -13,7 +13,7 @@
 //!
 //! A list converts compact → large once, when a write makes it overflow
 //! one chunk or when the server finds it written often ([`List::to_large`],
-//! server `resp/typed.rs`: a large list is changed in place, a compact
+//! amalgam-commands `typed.rs`: a large list is changed in place, a compact
 //! one rewritten whole per write), and never back (Redis 7.0's lists are always quicklists —
 //! its OBJECT ENCODING says "quicklist" even for a short list; 7.2 added
 //! the listpack form and converts back; we convert once, like 7.0's

@@ -114,8 +114,8 @@ mod users;
 
 use super::acl_log;
 use super::glob::matches;
-use super::server::{help, sub};
 use super::table::{self, Cmd, Spec, ACL_CATEGORIES};
+use super::{help, sub};
 use super::{is, multi, Arg, Ctx};
 use crate::exec::After;
 use amalgam_protocol::resp::{

@@ -382,7 +382,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
         match op {
             // No keys: never reached (woken and timed_out answer WAIT).
             Op::Wait { .. } => return Try::Wait,
-            Op::Pop { end, count } => match list::pop(ctx, k, *end, count.unwrap_or(1)) {
+            Op::Pop { end, count } => match list::pop(&ctx.cx, k, *end, count.unwrap_or(1)) {
                 Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
                         Some(_) => list::reply_key_elements(k, &elems, out),
@@ -405,7 +405,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                     return Try::Served;
                 }
             },
-            Op::ZPop { max, count } => match zset::pop(ctx, k, *max, count.unwrap_or(1)) {
+            Op::ZPop { max, count } => match zset::pop(&ctx.cx, k, *max, count.unwrap_or(1)) {
                 Ok(Access::Done(pairs)) if !pairs.is_empty() => {
                     let proto = ctx.proto();
                     match count {
@@ -440,7 +440,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                     Access::WrongType => return Try::Wait,
                     Access::Done(()) => {}
                 }
-                let m = list::lmove(ctx, k, dst, *from, *to);
+                let m = list::lmove(&ctx.cx, k, dst, *from, *to);
                 if matches!(m, Moved::Absent) {
                     return Try::Wait;
                 }
@@ -454,7 +454,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
 
 /// Whether `key` holds `kind`, is missing, or holds another kind.
 fn read_kind(ctx: &Ctx<'_>, key: &[u8], kind: Kind) -> Access<()> {
-    typed::read(ctx, key, kind, |_| ())
+    typed::read(&ctx.cx, key, kind, |_| ())
 }
 
 /// Wakes the next client on each of `keys` that still holds something
@@ -507,15 +507,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
 
 fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
     let out_stop = shared.obuf.hard_stop(super::output_class(session));
-    Ctx {
-        shared,
-        stats,
-        session,
-        limits: shared.resp_limits(),
-        recorder: super::cmdstats::Recorder::new(crate::ticks::now()),
-        out_stop,
-        permitted: false,
-    }
+    Ctx::new(shared, stats, session, shared.resp_limits(), out_stop, crate::ticks::now())
 }
 
 /// Redis 7.0's reply to a client CLIENT UNBLOCK ... ERROR ends.

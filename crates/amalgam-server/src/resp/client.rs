@@ -18,7 +18,7 @@
 //! (`T`), but reads still count as use for the eviction policy.
 
 use super::table::{Cmd, COMMANDS};
-use super::{int_arg, is, null, server::help, server::sub, Arg, Ctx, Reply};
+use super::{help, int_arg, is, null, sub, Arg, Ctx, Reply};
 use crate::clients::{flag, Client};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_simple, Proto};
 use std::fmt::Write as _;

@@ -601,7 +601,7 @@ pub(crate) fn slowlog(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
     use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple};
     /// SLOWLOG GET's default count (Redis's).
     const GET_COUNT_DEFAULT: usize = 10;
-    let Some(sub) = super::server::sub(table::Cmd::Slowlog, args, out) else { return };
+    let Some(sub) = super::sub(table::Cmd::Slowlog, args, out) else { return };
     let log = &ctx.shared.slowlog;
     match sub {
         "get" => {
@@ -635,7 +635,7 @@ pub(crate) fn slowlog(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
             log.reset();
             push_simple(out, "OK");
         }
-        _ => super::server::help(
+        _ => super::help(
             &[
                 "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "GET [<count>]",

@@ -12,8 +12,8 @@
 //! subcommands.
 
 use super::glob::matches;
-use super::server::{help, sub};
 use super::table::{self, acl_categories, keys_of, ArgType, Begin, DocArg, Find, KeySpec, Spec, ARG_FLAGS, COMMANDS};
+use super::{help, sub};
 use super::{is, null, Arg, Ctx};
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple, Proto,

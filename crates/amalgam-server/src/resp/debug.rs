@@ -78,7 +78,7 @@ pub(crate) fn debug(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             push_simple(out, "OK");
         }
         ("panic", 2) => panic!("DEBUG PANIC from client {}", ctx.session.client.addr),
-        ("help", 2) => super::server::help(
+        ("help", 2) => super::help(
             &[
                 "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "PANIC",

@@ -239,7 +239,7 @@ fn unix_secs() -> u64 {
 
 /// LATENCY's subcommands.
 pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let Some(sub) = super::server::sub(super::table::Cmd::Latency, args, out) else { return };
+    let Some(sub) = super::sub(super::table::Cmd::Latency, args, out) else { return };
     let monitor = &ctx.shared.latency;
     match sub {
         "latest" => {
@@ -284,7 +284,7 @@ pub(crate) fn latency(ctx: &mut super::Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<
             push_verbatim(out, proto, b"txt", report.as_bytes());
         }
         "histogram" => histogram(ctx, &args[2..], out),
-        _ => super::server::help(
+        _ => super::help(
             &[
                 "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "DOCTOR",

@@ -86,7 +86,7 @@
 //!   in the output buffer before any later command runs).
 
 use super::glob::matches;
-use super::server::sub;
+use super::sub;
 use super::table::Cmd;
 use super::{Arg, Ctx};
 use crate::clients::{flag, Client};
@@ -733,7 +733,7 @@ fn pubsub(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             }
         }
         "numpat" => push_int(out, r.patterns() as i64),
-        _ => super::server::help(HELP, out),
+        _ => super::help(HELP, out),
     }
 }
 

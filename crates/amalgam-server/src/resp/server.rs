@@ -10,8 +10,8 @@
 
 use super::client::valid_attribute;
 use super::glob::matches;
-use super::table::{self, Cmd, Spec, COMMANDS};
-use super::{arity_ok, int_arg, is, wrong_arity, Arg, Ctx};
+use super::table::Cmd;
+use super::{help, int_arg, is, maxmemory_policy, sub, wrong_arity, Arg, Ctx};
 use crate::exec::After;
 use crate::settings::{self, Kind, Setting};
 use amalgam_protocol::resp::{
@@ -194,33 +194,6 @@ fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
     }
 }
 
-/// The container's subcommand in `args[1]`, arity-checked; None after
-/// answering Redis's error.
-pub(crate) fn sub(spec_cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<&'static str> {
-    let spec: &'static Spec = COMMANDS.iter().find(|s| s.cmd == spec_cmd)?;
-    let upper = spec.name.to_ascii_uppercase();
-    let Some(sub) = table::subcommand(spec, &args[1]) else {
-        let mut m = b"ERR unknown subcommand '".to_vec();
-        let a = args[1].split(|&b| b == 0).next().unwrap_or(b"");
-        m.extend_from_slice(&a[..a.len().min(128)]);
-        m.extend_from_slice(format!("'. Try {upper} HELP.").as_bytes());
-        push_error(out, &m);
-        return None;
-    };
-    if !arity_ok(sub.arity, args.len()) {
-        wrong_arity(sub.name, out);
-        return None;
-    }
-    Some(table::short_name(sub))
-}
-
-pub(crate) fn help(lines: &[&str], out: &mut Vec<u8>) {
-    push_array(out, lines.len());
-    for l in lines {
-        push_simple(out, l);
-    }
-}
-
 fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let mut proto = None;
     let mut next = 1;
@@ -261,7 +234,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         ctx.session.client.attrs().name = (!n.is_empty()).then(|| n.to_vec());
     }
     if let Some(p) = proto {
-        ctx.session.proto = p;
+        ctx.set_proto(p);
         ctx.session.client.resp.store(if p == Proto::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
     }
     let p = ctx.proto();
@@ -460,7 +433,6 @@ fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     }
     super::multi::reset(&mut s.multi);
     super::pubsub::reset(shared, s);
-    s.proto = Proto::Resp2;
     s.client.resp.store(2, Ordering::Relaxed);
     s.auth = super::acl::Auth::new(&shared.acl);
     {
@@ -471,6 +443,7 @@ fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     s.reply = super::Reply::On;
     s.client.set_flag(flag::NO_EVICT, false);
     s.client.set_flag(flag::NO_TOUCH, false);
+    ctx.set_proto(Proto::Resp2);
     push_simple(out, "RESET");
 }
 
@@ -482,19 +455,6 @@ fn human(bytes: u64) -> String {
         1024..1_048_576 => format!("{:.2}K", b / 1024.0),
         1_048_576..1_073_741_824 => format!("{:.2}M", b / 1_048_576.0),
         _ => format!("{:.2}G", b / 1_073_741_824.0),
-    }
-}
-
-/// Redis's name for the eviction policy in force: Redis has no S3-FIFO
-/// or CLOCK, and the closest of its names for a policy that evicts any
-/// key (TTL or not) by recency of use is `allkeys-lru` (CLOCK approximates
-/// LRU; S3-FIFO is a recency policy with a probationary queue). Store mode
-/// (`--eviction none`) is Redis's `noeviction`: a full store refuses
-/// writes with OOM. INFO's `amalgam_eviction` names the real policy.
-pub(crate) fn maxmemory_policy(e: amalgam_engine::evict::Eviction) -> &'static str {
-    match e {
-        amalgam_engine::evict::Eviction::None => "noeviction",
-        _ => "allkeys-lru",
     }
 }
 

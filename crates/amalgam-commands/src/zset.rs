@@ -48,7 +48,7 @@ const ERR_MPOP_COUNT: &str = super::list::ERR_MPOP_COUNT;
 const ERR_LIMIT_RANK: &str = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
 const ERR_WITHSCORES_LEX: &str = "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Zadd => zadd(ctx, args, out),
         Cmd::Zincrby => {
@@ -184,7 +184,7 @@ fn view<R>(z: Found<'_>, f: impl FnOnce(ZView<'_>) -> R) -> R {
 }
 
 /// A score: `%.17g` as a bulk string (RESP2) or a double (RESP3).
-pub(crate) fn push_score(out: &mut Vec<u8>, proto: Proto, s: f64) {
+pub fn push_score(out: &mut Vec<u8>, proto: Proto, s: f64) {
     match proto {
         Proto::Resp3 => {
             out.push(b',');
@@ -210,7 +210,7 @@ fn score_text(s: f64) -> Vec<u8> {
 /// with their scores (RESP3: `[member, score]` arrays; RESP2: flat).
 /// The reply stops, unfinished and never sent, once the output reaches
 /// `stop`, the client's hard limit (`resp::process` closes the client).
-pub(crate) fn push_pairs<'a>(
+pub fn push_pairs<'a>(
     out: &mut Vec<u8>,
     proto: Proto,
     stop: usize,
@@ -336,7 +336,7 @@ fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64
     match r {
         Ok(Access::Done(Ok((added, updated, last)))) => {
             if added > 0 {
-                ctx.shared.blocking.signal(key);
+                ctx.host.signal(key);
             }
             if flags.incr {
                 match last {
@@ -454,7 +454,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let src = &args[first];
     if store {
         let ctx: &Ctx<'_> = ctx;
-        let t = ctx.shared.thresholds.load();
+        let t = ctx.thresholds.load();
         let range_of =
             || read(ctx, src, Kind::ZSet, |z| view(z, |v| ZSet::from_pairs(range.of(&v, rev, offset, limit), &t)));
         let mut first = match range_of() {
@@ -487,7 +487,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// held, its TTL too; an empty result deletes `dst`) and replies with its
 /// size, as the *STORE forms. `make` runs again only if the engine reruns
 /// the write (`typed::replace`).
-pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
+pub fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
     let mut n = 0;
     let r = typed::replace(ctx, dst, || {
         let z = make();
@@ -497,7 +497,7 @@ pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> 
     match r {
         Ok(_) => {
             if n > 0 {
-                ctx.shared.blocking.signal(dst);
+                ctx.host.signal(dst);
             }
             push_int(out, n as i64)
         }
@@ -507,7 +507,7 @@ pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> 
 
 /// Pops up to `count` members from the lowest (`max` false) or highest
 /// end of the sorted set at `key` (an emptied set is deleted).
-pub(crate) fn pop(ctx: &Ctx<'_>, key: &[u8], max: bool, count: usize) -> Result<Access<zset::Pairs>, Refused> {
+pub fn pop(ctx: &Ctx<'_>, key: &[u8], max: bool, count: usize) -> Result<Access<zset::Pairs>, Refused> {
     write(ctx, key, Kind::ZSet, false, |v, _, log| {
         let z = zset_mut(v);
         let popped = if max { z.pop_max(count) } else { z.pop_min(count) };
@@ -552,7 +552,7 @@ fn zpop(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// ZMPOP's and BZMPOP's parsed arguments.
 #[derive(Debug)]
-pub(crate) struct Mpop {
+pub struct Mpop {
     pub numkeys: usize,
     pub max: bool,
     pub count: usize,
@@ -560,7 +560,7 @@ pub(crate) struct Mpop {
 
 /// Parses `numkeys key... MIN|MAX [COUNT n]` starting at
 /// `args[numkeys_at]`, as Redis's `zmpopGenericCommand` does.
-pub(crate) fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'static str> {
+pub fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'static str> {
     let numkeys = match int_arg(&args[numkeys_at]) {
         Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
         _ => return Err(ERR_NUMKEYS),
@@ -593,7 +593,7 @@ pub(crate) fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'s
 
 /// ZMPOP's and BZMPOP's reply: `[key, [[member, score]...]]` (nested in
 /// RESP2 too).
-pub(crate) fn reply_key_pairs(out: &mut Vec<u8>, proto: Proto, key: &[u8], pairs: &zset::Pairs) {
+pub fn reply_key_pairs(out: &mut Vec<u8>, proto: Proto, key: &[u8], pairs: &zset::Pairs) {
     push_array(out, 2);
     push_bulk(out, key);
     push_array(out, pairs.len());
@@ -624,7 +624,7 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
-    let t = ctx.shared.thresholds.load();
+    let t = ctx.thresholds.load();
     if args.len() == 2 {
         let r = read(ctx, &args[1], Kind::ZSet, |z| {
             with_zset(z, &t, |z| z.random_members(-1, &mut typed::random).pop().map(|(m, _)| m))
@@ -714,7 +714,7 @@ fn rank_span((lo, hi): (usize, usize)) -> (i64, i64) {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let t = ctx.shared.thresholds.load();
+    let t = ctx.thresholds.load();
     let scan = |z: Found<'_>, cursor, o: &typed::ScanArgs<'_>, kept: &mut Vec<(Vec<u8>, f64)>| {
         with_zset(z, &t, |z| {
             z.scan(cursor, o.count, &mut |m, s| {

@@ -31,7 +31,7 @@ enum Source {
     S(Set),
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (name, store) = match cmd {
         Cmd::Zunion => ("zunion", false),
         Cmd::Zinter => ("zinter", false),
@@ -54,7 +54,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         return push_error(out, err::SYNTAX.as_bytes());
     }
     let n = n as usize;
-    let t = ctx.shared.thresholds.load();
+    let t = ctx.thresholds.load();
     let mut sources = Vec::with_capacity(n);
     // Bounded: numkeys ≤ the arguments.
     for k in &args[numkeys_at + 1..numkeys_at + 1 + n] {

@@ -209,8 +209,9 @@ pub enum Cmd {
     Wait,
 }
 
-/// One command's description.
-#[derive(Debug)]
+/// One command's description (Copy: the rows are put together at
+/// compile time, `rows.rs`).
+#[derive(Debug, Clone, Copy)]
 pub struct Spec {
     pub cmd: Cmd,
     /// Lower case, as Redis reports it; a subcommand is `container|sub`.

@@ -32,8 +32,8 @@
 //! STATS report them); PURGE answers OK and frees nothing (pool chunks
 //! return to the kernel only when the store is dropped: engine pool.rs).
 
-use super::server::{help, sub};
 use super::table::Cmd;
+use super::{help, sub};
 use super::{int_arg, is, null, Arg, Ctx};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim};
 
@@ -50,7 +50,7 @@ const DOCTOR_FINE: &str =
 /// Redis's answer when its allocator keeps no statistics.
 const NO_MALLOC_STATS: &str = "Stats not supported for the current allocator";
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, _cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, _cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let Some(name) = sub(Cmd::Memory, args, out) else { return };
     match name {
         "usage" => usage(ctx, args, out),
@@ -86,7 +86,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, _cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<
 
 /// Items, their objects and the index: INFO's `used_memory`.
 fn used_bytes(ctx: &Ctx<'_>) -> u64 {
-    let s = ctx.shared.store.stats();
+    let s = ctx.store.stats();
     s.item_bytes + s.index_bytes
 }
 
@@ -106,7 +106,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         j += 2;
     }
     // Not a use of the key (Redis reads its dict without a lookup).
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     match store.peek(&args[2], |it| store.item_mem_bytes(&it)) {
         Some(n) => push_int(out, n as i64),
         None => null(ctx, out),
@@ -115,7 +115,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// MEMORY STATS: the fields the engine can fill, by Redis's names.
 fn stats(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
-    let s = ctx.shared.store.stats();
+    let s = ctx.store.stats();
     let proto = ctx.proto();
     let total = s.item_bytes + s.index_bytes;
     let per_key = total.checked_div(s.items).unwrap_or(0);

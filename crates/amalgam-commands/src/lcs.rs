@@ -16,7 +16,7 @@ const BOTH: &str = "ERR If you want both the length and indexes, please just use
 const NOT_STRINGS: &str = "ERR The specified keys must contain string values";
 const TOO_BIG: &str = "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
 
-pub(crate) fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (mut get_len, mut get_idx, mut with_len) = (false, false, false);
     let mut min_len: i64 = 0;
     let mut j = 3;
@@ -43,7 +43,7 @@ pub(crate) fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if get_len && get_idx {
         return push_error(out, BOTH.as_bytes());
     }
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     // Redis 7.0: "The specified keys must contain string values".
     let (Some(a), Some(b)) = (
         store.get(&args[1], |it| is_string(&it).then(|| it.value().to_vec())).unwrap_or(Some(Vec::new())),

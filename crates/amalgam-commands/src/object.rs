@@ -9,10 +9,10 @@
 //! no LRU/LFU policy is in force (store mode's `noeviction`). IDLETIME is
 //! 0: the engine keeps a few recency bits per item, not an access time.
 //! FREQ answers Redis's error for a non-LFU policy: Amalgam reports an LRU
-//! name or noeviction (`server::maxmemory_policy`).
+//! name or noeviction ([`maxmemory_policy`]).
 
-use super::server::{help, maxmemory_policy, sub};
 use super::table::Cmd;
+use super::{help, sub};
 use super::{null, Arg, Ctx};
 use amalgam_engine::evict::Eviction;
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, string2ll};
@@ -27,7 +27,7 @@ const INT_CHARS_MAX: usize = 20;
 const NOT_LFU: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that \
                        when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Time => {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -38,7 +38,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Touch => {
             // A read of each key: it counts as a use for the eviction
             // policy, as TOUCH updates Redis's LRU clock.
-            let store = &ctx.shared.store;
+            let store = &ctx.store;
             let n = args[1..].iter().filter(|k| store.get(k, |_| ()).is_some()).count();
             push_int(out, n as i64);
         }
@@ -81,9 +81,9 @@ fn object(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             out,
         );
     }
-    let shares = maxmemory_policy(ctx.shared.store.eviction()) == maxmemory_policy(Eviction::None);
+    let shares = maxmemory_policy(ctx.store.eviction()) == maxmemory_policy(Eviction::None);
     // OBJECT does not count as a use of the key (Redis's LOOKUP_NOTOUCH).
-    let found = ctx.shared.store.get(&args[2], |it| {
+    let found = ctx.store.get(&args[2], |it| {
         let v = it.value();
         match name {
             "encoding" => {
@@ -103,6 +103,19 @@ fn object(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     });
     if found.is_none() {
         null(ctx, out);
+    }
+}
+
+/// Redis's name for the eviction policy in force: Redis has no S3-FIFO
+/// or CLOCK, and the closest of its names for a policy that evicts any
+/// key (TTL or not) by recency of use is `allkeys-lru` (CLOCK approximates
+/// LRU; S3-FIFO is a recency policy with a probationary queue). Store mode
+/// (`--eviction none`) is Redis's `noeviction`: a full store refuses
+/// writes with OOM. INFO's `amalgam_eviction` names the real policy.
+pub fn maxmemory_policy(e: amalgam_engine::evict::Eviction) -> &'static str {
+    match e {
+        amalgam_engine::evict::Eviction::None => "noeviction",
+        _ => "allkeys-lru",
     }
 }
 

@@ -37,20 +37,20 @@ use amalgam_types::Kind;
 /// with its own message, for a non-integer too).
 const ERR_COUNT_POSITIVE: &str = "ERR value is out of range, must be positive";
 /// LMPOP/BLMPOP's argument errors (Redis 7.0's texts).
-pub(crate) const ERR_NUMKEYS: &str = "ERR numkeys should be greater than 0";
-pub(crate) const ERR_MPOP_COUNT: &str = "ERR count should be greater than 0";
+pub const ERR_NUMKEYS: &str = "ERR numkeys should be greater than 0";
+pub const ERR_MPOP_COUNT: &str = "ERR count should be greater than 0";
 /// LSET on a missing key.
 const ERR_NO_SUCH_KEY: &str = "ERR no such key";
 
 /// Which end of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum End {
+pub enum End {
     Left,
     Right,
 }
 
 /// Redis's `getListPositionFromObjectOrReply`: LEFT or RIGHT, any case.
-pub(crate) fn end_arg(a: &[u8]) -> Option<End> {
+pub fn end_arg(a: &[u8]) -> Option<End> {
     if is(a, "left") {
         Some(End::Left)
     } else if is(a, "right") {
@@ -60,7 +60,7 @@ pub(crate) fn end_arg(a: &[u8]) -> Option<End> {
     }
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Lpush | Cmd::Rpush | Cmd::Lpushx | Cmd::Rpushx => push(ctx, cmd, args, out),
         Cmd::Lpop | Cmd::Rpop => lpop(ctx, cmd, args, out),
@@ -227,7 +227,7 @@ fn reply_int(r: Result<Access<i64>, Refused>, out: &mut Vec<u8>) {
 }
 
 /// LMPOP's and BLMPOP's reply: `[key, [elements]]`.
-pub(crate) fn reply_key_elements(key: &[u8], elems: &[Vec<u8>], out: &mut Vec<u8>) {
+pub fn reply_key_elements(key: &[u8], elems: &[Vec<u8>], out: &mut Vec<u8>) {
     push_array(out, 2);
     push_bulk(out, key);
     push_array(out, elems.len());
@@ -238,7 +238,7 @@ pub(crate) fn reply_key_elements(key: &[u8], elems: &[Vec<u8>], out: &mut Vec<u8
 
 /// Pushes `elems` at `end` of the list at `key` (creating it unless
 /// `only_existing`): its new length, and the registry is told.
-pub(crate) fn push_elements(
+pub fn push_elements(
     ctx: &Ctx<'_>,
     key: &[u8],
     end: End,
@@ -257,7 +257,7 @@ pub(crate) fn push_elements(
         (Changed::Yes, l.len())
     });
     if let Ok(Access::Done(_)) = r {
-        ctx.shared.blocking.signal(key);
+        ctx.host.signal(key);
     }
     r
 }
@@ -288,7 +288,7 @@ fn push(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// Pops up to `count` elements from `end` of the list at `key` (an
 /// emptied list is deleted by `typed::write`). `Done` holds at least one
 /// element unless `count` is 0.
-pub(crate) fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: usize) -> Result<Access<Vec<Vec<u8>>>, Refused> {
+pub fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: usize) -> Result<Access<Vec<Vec<u8>>>, Refused> {
     write(ctx, key, Kind::List, false, |v, _, log| {
         let l = list_mut(v);
         let elems = match end {
@@ -427,7 +427,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// What LMOVE did.
 #[derive(Debug)]
-pub(crate) enum Moved {
+pub enum Moved {
     Element(Vec<u8>),
     /// The source is missing (or emptied meanwhile).
     Absent,
@@ -439,7 +439,7 @@ pub(crate) enum Moved {
 
 impl Moved {
     /// Replies as LMOVE does; `absent` answers a missing source.
-    pub(crate) fn reply(self, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) {
+    pub fn reply(self, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) {
         match self {
             Moved::Element(e) => push_bulk(out, &e),
             Moved::Absent => absent(out),
@@ -451,7 +451,7 @@ impl Moved {
 
 /// LMOVE: pops from `from` of `src` and pushes at `to` of `dst` (module
 /// notes: two locks in turn, never both; nothing lost or duplicated).
-pub(crate) fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
+pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
     if src == dst {
         // One key: a rotation under its one lock.
         let r = write(ctx, src, Kind::List, false, |v, _, log| {
@@ -470,7 +470,7 @@ pub(crate) fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
         });
         return match r {
             Ok(Access::Done(Some(e))) => {
-                ctx.shared.blocking.signal(dst);
+                ctx.host.signal(dst);
                 Moved::Element(e)
             }
             Ok(Access::Done(None)) | Ok(Access::Absent) => Moved::Absent,
@@ -516,7 +516,7 @@ pub(crate) fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
 
 /// LMPOP's and BLMPOP's parsed arguments.
 #[derive(Debug)]
-pub(crate) struct Mpop {
+pub struct Mpop {
     pub numkeys: usize,
     pub end: End,
     pub count: usize,
@@ -524,7 +524,7 @@ pub(crate) struct Mpop {
 
 /// Parses `numkeys key... LEFT|RIGHT [COUNT n]` starting at
 /// `args[numkeys_at]`, as Redis's `lmpopGenericCommand` does.
-pub(crate) fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'static str> {
+pub fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'static str> {
     let numkeys = match int_arg(&args[numkeys_at]) {
         Some(n) if n >= 1 => usize::try_from(n).unwrap_or(usize::MAX),
         _ => return Err(ERR_NUMKEYS),

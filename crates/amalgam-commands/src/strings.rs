@@ -10,7 +10,7 @@
 
 use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};
-use crate::inplace::Receiving;
+use crate::received::Receiving;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
 
@@ -18,12 +18,15 @@ use super::table::Cmd;
 
 /// The error for a key the engine cannot hold (Redis allows any key up to
 /// 512 MB, the empty one included; memcached's limit applies here).
-pub(crate) const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
+pub const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+/// Runs a string command. `prepared`: a large value received straight
+/// into its item for the SET at the front of the read buffer (the
+/// server's `inplace.rs`), which that SET takes.
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<Receiving>, out: &mut Vec<u8>) {
     match cmd {
-        Cmd::Set => set(ctx, args, out),
-        Cmd::Setnx => match ctx.shared.store.add(&args[1], &args[2], 0, Expiry::Never) {
+        Cmd::Set => set(ctx, args, prepared, out),
+        Cmd::Setnx => match ctx.store.add(&args[1], &args[2], 0, Expiry::Never) {
             Ok(_) => push_int(out, 1),
             Err(Error::NotStored) => push_int(out, 0),
             Err(e) => engine_error(e, out),
@@ -31,7 +34,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Setex | Cmd::Psetex => {
             let (unit, name) = if cmd == Cmd::Setex { (Unit::Ex, "setex") } else { (Unit::Px, "psetex") };
             match expire_at_ms(&args[2], unit, name) {
-                Ok(at) => match ctx.shared.store.set(&args[1], &args[3], 0, deadline(at)) {
+                Ok(at) => match ctx.store.set(&args[1], &args[3], 0, deadline(at)) {
                     Ok(_) => push_simple(out, "OK"),
                     Err(e) => engine_error(e, out),
                 },
@@ -52,7 +55,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Incrbyfloat => incrbyfloat(ctx, args, out),
         Cmd::Append => append(ctx, args, out),
-        Cmd::Strlen => match ctx.shared.store.get(&args[1], |it| is_string(&it).then(|| it.value().len())) {
+        Cmd::Strlen => match ctx.store.get(&args[1], |it| is_string(&it).then(|| it.value().len())) {
             Some(None) => push_error(out, WRONGTYPE.as_bytes()),
             n => push_int(out, n.flatten().unwrap_or(0) as i64),
         },
@@ -62,12 +65,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         _ => {}
     }
     if matches!(cmd, Cmd::Set | Cmd::Setnx | Cmd::Setex | Cmd::Psetex | Cmd::Getset | Cmd::Mset | Cmd::Msetnx) {
-        crate::stats::bump(&ctx.stats.cmd_set, 1);
+        crate::counters::bump(&ctx.counters.cmd_set, 1);
     }
 }
 
 /// An engine refusal as a Redis error.
-pub(crate) fn engine_error(e: Error, out: &mut Vec<u8>) {
+pub fn engine_error(e: Error, out: &mut Vec<u8>) {
     let m: &str = match e {
         Error::BadKey => KEY_INVALID,
         Error::TooLarge => err::STRING_TOO_LONG,
@@ -80,7 +83,7 @@ pub(crate) fn engine_error(e: Error, out: &mut Vec<u8>) {
 
 /// How an expiry argument counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unit {
+pub enum Unit {
     /// Relative seconds (EX, EXPIRE).
     Ex,
     /// Relative milliseconds (PX, PEXPIRE).
@@ -92,11 +95,11 @@ pub(crate) enum Unit {
 }
 
 impl Unit {
-    pub(crate) fn seconds(self) -> bool {
+    pub fn seconds(self) -> bool {
         matches!(self, Unit::Ex | Unit::Exat)
     }
 
-    pub(crate) fn relative(self) -> bool {
+    pub fn relative(self) -> bool {
         matches!(self, Unit::Ex | Unit::Px)
     }
 }
@@ -104,7 +107,7 @@ impl Unit {
 /// Redis's `getExpireMillisecondsOrReply` for SET, SETEX, PSETEX, GETEX:
 /// a positive number, converted to a unix time in milliseconds without
 /// overflow; the error names the command.
-pub(crate) fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String> {
+pub fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String> {
     let Some(mut ms) = int_arg(arg) else { return Err(err::NOT_INTEGER.to_string()) };
     let invalid = || format!("ERR invalid expire time in '{command}' command");
     if ms <= 0 || (unit.seconds() && ms > i64::MAX / 1000) {
@@ -126,7 +129,7 @@ pub(crate) fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64,
 /// The engine's expiry for a deadline in unix milliseconds, exact to the
 /// millisecond (clamped at u32::MAX seconds, 2106-02-07); a deadline
 /// already past is an expiry the engine treats as gone.
-pub(crate) fn deadline(at_ms: i64) -> Expiry {
+pub fn deadline(at_ms: i64) -> Expiry {
     if at_ms <= super::now_ms() {
         return Expiry::At(1);
     }
@@ -186,7 +189,7 @@ fn expiry_unit(opt: &[u8]) -> Option<Unit> {
         .map(|(_, u)| u)
 }
 
-fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, out: &mut Vec<u8>) {
     let Ok(o) = options(args, 3, true) else { return push_error(out, err::SYNTAX.as_bytes()) };
     let expiry = match o.expire {
         Some((unit, a)) => match expire_at_ms(a, unit, "set") {
@@ -197,12 +200,12 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     // A large value received straight into its item (`inplace.rs`): the
     // request's value argument was given as empty.
-    if let Some(value) = ctx.session.prepared.take() {
+    if let Some(value) = prepared.take() {
         if args[2].is_empty() && value.key() == &args[1][..] {
             return set_prepared(ctx, &o, expiry, value, out);
         }
     }
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     let (key, value): (&[u8], &[u8]) = (&args[1], &args[2]);
     if !o.get && !o.keepttl {
         let r = if o.nx {
@@ -258,7 +261,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Receiving, out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     let r = value.publish(|value| {
         store.put_prepared(value, |old| {
             if o.get {
@@ -295,7 +298,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
     let value: &[u8] = &args[2];
-    let r = ctx.shared.store.update(&args[1], |old| {
+    let r = ctx.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
             Some(it) if !is_string(&it) => {
@@ -316,7 +319,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
-    let r = ctx.shared.store.update(&args[1], |old| {
+    let r = ctx.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
             Some(it) if !is_string(&it) => {
@@ -342,7 +345,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let Ok(o) = options(args, 2, false) else { return push_error(out, err::SYNTAX.as_bytes()) };
     let proto = ctx.proto();
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     if o.expire.is_none() && !o.persist {
         let r = store.get(&args[1], |it| {
             if !is_string(&it) {
@@ -418,7 +421,7 @@ fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, KEY_INVALID.as_bytes());
     }
     for pair in args[1..].chunks_exact(2) {
-        if let Err(e) = ctx.shared.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
+        if let Err(e) = ctx.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
             return engine_error(e, out);
         }
     }
@@ -432,7 +435,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if bad_key_among(&args[1..]) {
         return push_error(out, KEY_INVALID.as_bytes());
     }
-    let store = &ctx.shared.store;
+    let store = &ctx.store;
     let any = {
         let reader = store.reader();
         args[1..].chunks_exact(2).any(|pair| reader.get(&pair[0], |_| ()).is_some())
@@ -476,7 +479,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// INCR, DECR, INCRBY, DECRBY: a signed 64-bit counter, created at 0,
 /// keeping the key's TTL and flags; Redis's overflow check.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
-    let r = ctx.shared.store.update(key, |old| {
+    let r = ctx.store.update(key, |old| {
         let (cur, flags, expiry) = match old {
             None => (0, 0, Expiry::Never),
             Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
@@ -506,7 +509,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     use amalgam_types::hash::ld;
     let incr: &[u8] = &args[2];
-    let r = ctx.shared.store.update(&args[1], |old| {
+    let r = ctx.store.update(&args[1], |old| {
         let (cur, flags, expiry) = match old {
             None => (ld::Ld::ZERO, 0, Expiry::Never),
             Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
@@ -531,7 +534,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let data: &[u8] = &args[2];
     let max = ctx.limits.bulk_bytes_max;
-    let r = ctx.shared.store.update(&args[1], |old| match old {
+    let r = ctx.store.update(&args[1], |old| match old {
         None => (
             Update::Put { value: NewValue::Bytes(data), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 },
             Ok(data.len()),
@@ -563,7 +566,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (Some(start), Some(end)) = (int_arg(&args[2]), int_arg(&args[3])) else {
         return push_error(out, err::NOT_INTEGER.as_bytes());
     };
-    let hit = ctx.shared.store.get(&args[1], |it| {
+    let hit = ctx.store.get(&args[1], |it| {
         if !is_string(&it) {
             return push_error(out, WRONGTYPE.as_bytes());
         }
@@ -605,7 +608,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // Redis's checkStringLength, against the item size; checked before
     // anything is allocated.
     let fits = (offset as u64).saturating_add(value.len() as u64) <= ctx.limits.bulk_bytes_max as u64;
-    let r = ctx.shared.store.update(&args[1], |old| {
+    let r = ctx.store.update(&args[1], |old| {
         if old.is_some_and(|it| !is_string(&it)) {
             return (Update::Keep, Err(WRONGTYPE));
         }
@@ -633,9 +636,9 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
-/// True if the item is a string: not a collection (resp/typed.rs), which
+/// True if the item is a string: not a collection (`typed.rs`), which
 /// string commands answer with WRONGTYPE.
-pub(crate) fn is_string(it: &ItemRef<'_>) -> bool {
+pub fn is_string(it: &ItemRef<'_>) -> bool {
     it.tag() == amalgam_engine::TAG_BYTES
 }
 

@@ -17,9 +17,9 @@ use amalgam_types::Kind;
 /// pick is a reply element, so an unbounded count would let one command
 /// build an unbounded reply. Redis bounds it only by `LONG_MAX / 2`;
 /// past this Amalgam answers Redis's out-of-range error.
-pub(crate) const RANDOM_PICKS_MAX: u64 = 1 << 24;
+pub const RANDOM_PICKS_MAX: u64 = 1 << 24;
 
-pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Hset | Cmd::Hmset => hset(ctx, cmd, args, out),
         Cmd::Hsetnx => hsetnx(ctx, args, out),

@@ -8,7 +8,7 @@
 const STAR_NESTING_MAX: usize = 1000;
 
 /// True if `pattern` has a character with a glob meaning.
-pub(crate) fn has_wildcards(pattern: &[u8]) -> bool {
+pub fn has_wildcards(pattern: &[u8]) -> bool {
     pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
 }
 
@@ -17,7 +17,7 @@ pub(crate) fn has_wildcards(pattern: &[u8]) -> bool {
 /// Work: each `*` tries every suffix of the string, but once the rest of
 /// the pattern failed from every position no earlier `*` retries
 /// (Redis's `skipLongerMatches`), so the cost is O(pattern × string).
-pub(crate) fn matches(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+pub fn matches(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
     let mut skip_longer = false;
     match_impl(pattern, string, nocase, &mut skip_longer, 0)
 }

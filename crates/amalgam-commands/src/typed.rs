@@ -89,14 +89,14 @@ use amalgam_types::{Kind, Thresholds};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 /// Redis's reply to a command on a key of another kind.
-pub(crate) const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Redis's reply to a `denyoom` command past `maxmemory` under
 /// `noeviction`.
-pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// What a key holds, as TYPE names it.
-pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
+pub fn type_name(it: &ItemRef<'_>) -> &'static str {
     match it.tag() {
         TAG_BYTES => "string",
         TAG_OBJECT => match it.object() {
@@ -113,7 +113,7 @@ pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
 /// OBJECT ENCODING of a collection item, by Redis 7.2's names (a small
 /// list is a `listpack`, as in 7.2; 7.0 says `quicklist` for every list);
 /// None for a string.
-pub(crate) fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
+pub fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
     match it.tag() {
         TAG_BYTES => None,
         TAG_OBJECT => it.object().and_then(|c| c.read().as_any().downcast_ref::<Value>().map(Value::encoding)),
@@ -127,7 +127,8 @@ pub(crate) fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
 }
 
 /// A collection found by a read.
-pub(crate) enum Found<'a> {
+#[derive(Debug)]
+pub enum Found<'a> {
     /// Compact: the item's bytes, in the kind's packed encoding.
     Packed(&'a [u8]),
     /// Large: the object, read-locked for the duration of the call.
@@ -136,7 +137,7 @@ pub(crate) enum Found<'a> {
 
 /// The outcome of a read or write on a key that should hold `kind`.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Access<R> {
+pub enum Access<R> {
     /// No such key (or it expired).
     Absent,
     /// The key holds another kind.
@@ -146,7 +147,7 @@ pub(crate) enum Access<R> {
 
 /// Why a collection write did not run.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// The engine's error (an item it cannot hold).
     Engine(amalgam_engine::Error),
     /// A write that may grow a collection: store mode, and items and
@@ -156,7 +157,7 @@ pub(crate) enum Refused {
 
 impl Refused {
     /// The error reply.
-    pub(crate) fn reply(&self, out: &mut Vec<u8>) {
+    pub fn reply(&self, out: &mut Vec<u8>) {
         match self {
             Refused::Engine(e) => super::strings::engine_error(*e, out),
             Refused::OutOfMemory => push_error(out, OOM.as_bytes()),
@@ -166,8 +167,8 @@ impl Refused {
 
 /// Reads the `kind` collection at `key` with `f`, lock-free for a compact
 /// value, under the object's read lock for a large one.
-pub(crate) fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) -> R) -> Access<R> {
-    let r = ctx.shared.store.get(key, |it| {
+pub fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) -> R) -> Access<R> {
+    let r = ctx.store.get(key, |it| {
         let tag = it.tag();
         if tag == tag_of(kind) {
             return Access::Done(f(Found::Packed(it.value())));
@@ -187,7 +188,7 @@ pub(crate) fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Foun
 
 /// What a write's operation did to the value it was given.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Changed {
+pub enum Changed {
     /// Nothing: the key stays as it was (no new item, nothing journaled).
     No,
     /// The value changed.
@@ -197,7 +198,7 @@ pub(crate) enum Changed {
 /// Where a write's operation puts the log record of its change (module
 /// notes, "Persistence").
 #[derive(Debug)]
-pub(crate) struct OpLog {
+pub struct OpLog {
     /// True: the value is large, changed in place, and the server logs.
     wanted: bool,
     record: Vec<u8>,
@@ -211,7 +212,7 @@ impl OpLog {
     /// Logs the write's change: `op` runs only if the record is wanted.
     /// Once per write that answers [`Changed::Yes`]; the op must replay,
     /// on the value as it was before, to the value as it is now.
-    pub(crate) fn log(&mut self, op: impl FnOnce() -> Op) {
+    pub fn log(&mut self, op: impl FnOnce() -> Op) {
         if self.wanted {
             debug_assert!(self.record.is_empty(), "one op record per write");
             op().encode(&mut self.record);
@@ -266,21 +267,21 @@ fn hot_write(key: &[u8]) -> bool {
 /// [`Access::Absent`] and `op` does not run. `op` may run more than once
 /// (module notes); only the last run's result is returned. `op` logs
 /// its change to the [`OpLog`] it is given.
-pub(crate) fn write<R>(
+pub fn write<R>(
     ctx: &Ctx<'_>,
     key: &[u8],
     kind: Kind,
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
-    let logged = ctx.shared.persist.is_some() || ctx.shared.repl.journaled();
-    if create && ctx.shared.store.objects_over_budget() {
+    let logged = ctx.host.journaled();
+    if create && ctx.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
         return Err(Refused::OutOfMemory);
     }
-    let t = ctx.shared.thresholds.load();
-    let item_max = ctx.shared.args.max_item_size;
-    let r = ctx.shared.store.update(key, |old| {
+    let t = ctx.thresholds.load();
+    let item_max = ctx.item_size_max;
+    let r = ctx.store.update(key, |old| {
         let Some(it) = old else {
             if !create {
                 return (Update::Keep, Access::Absent);
@@ -349,13 +350,13 @@ pub(crate) fn write<R>(
 /// the bucket lock, only if the engine reruns the update (module notes),
 /// since the first value was handed over. Returns true if the key held
 /// something before.
-pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
+pub fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
     let mut ready = Some(make());
-    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.shared.store.objects_over_budget() {
+    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.store.objects_over_budget() {
         return Err(Refused::OutOfMemory);
     }
-    let item_max = ctx.shared.args.max_item_size;
-    let r = ctx.shared.store.update(key, |old| {
+    let item_max = ctx.item_size_max;
+    let r = ctx.store.update(key, |old| {
         let v = ready.take().unwrap_or_else(&mut make);
         let had = old.is_some();
         if v.is_empty() {
@@ -374,7 +375,7 @@ const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
 /// while compact and they fit an item (`item_max`, memcached's `-I`: a
 /// compact hash of 512 fields of 64 bytes takes ~67 KB, more than a small
 /// `-I`), else an object. Keeps the old item's expiry and flags.
-pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
+pub fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
     let fits = v.packed().is_some_and(|b| b.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max);
     let value = if fits {
@@ -398,7 +399,7 @@ pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> U
 
 /// Answers an [`Access`] that did not reach the command's own reply:
 /// WRONGTYPE, or `absent` for a missing key. Returns the result otherwise.
-pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
+pub fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
     match a {
         Access::Done(r) => Some(r),
         Access::WrongType => {
@@ -521,7 +522,7 @@ impl LiveThresholds {
 /// A random word for the types' random picks (HRANDFIELD, SPOP, …):
 /// a per-thread SplitMix64 stream seeded from the clock and the thread,
 /// so workers share nothing. Not for secrets.
-pub(crate) fn random() -> u64 {
+pub fn random() -> u64 {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new({
@@ -547,7 +548,7 @@ const SCAN_COUNT_DEFAULT: usize = 10;
 /// count]` after the key and cursor), parsed as Redis's
 /// `scanGenericCommand` does.
 #[derive(Debug)]
-pub(crate) struct ScanArgs<'a> {
+pub struct ScanArgs<'a> {
     pub count: usize,
     pattern: Option<&'a [u8]>,
 }
@@ -565,7 +566,7 @@ impl ScanArgs<'_> {
 /// or overflows. So an optional sign is accepted (`-1` wraps to 2^64-1,
 /// as C's unsigned negation does), and so is the empty string (no
 /// conversion: cursor 0). None: Redis's "invalid cursor".
-pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
     // The C string ends at the first NUL.
     let s = &arg[..arg.iter().position(|&b| b == 0).unwrap_or(arg.len())];
     let Some(&first) = s.first() else { return Some(0) };
@@ -596,7 +597,7 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
 /// ([`parse_cursor`]) and the key: a missing key answers an empty scan
 /// and a key of another kind WRONGTYPE whatever the options are, so a
 /// command answers this Err only once it has found its collection.
-pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
+pub fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
     let mut o = ScanArgs { count: SCAN_COUNT_DEFAULT, pattern: None };
     let mut j = 0;
     // Bounded: j advances by 2 each round.
@@ -625,7 +626,7 @@ pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'st
 /// `cursor` for about `count` elements, keeping those that pass
 /// [`ScanArgs::matches`], and returns the next cursor; `push` writes one
 /// kept element as `width` bulk strings (a member; a field and its value).
-pub(crate) fn scan_command<T>(
+pub fn scan_command<T>(
     ctx: &Ctx<'_>,
     args: &[Arg<'_>],
     kind: Kind,
@@ -668,13 +669,13 @@ pub(crate) fn scan_command<T>(
 /// Redis 7.0's error for a random-pick count of `i64::MIN`.
 const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 /// Redis's out-of-range error (a doubled count past `i64`).
-pub(crate) const OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
 
 /// The `count [WITH…]` arguments of HRANDFIELD and ZRANDMEMBER (`key
 /// count [with]`), checked in Redis 7.0.15's order: the count
 /// (`getRangeLongFromObject` over -LONG_MAX..=LONG_MAX), the syntax, then
 /// the halved range when values come along. Err holds Redis's text.
-pub(crate) fn random_count_args(args: &[Arg<'_>], with: &str) -> Result<(i64, bool), &'static str> {
+pub fn random_count_args(args: &[Arg<'_>], with: &str) -> Result<(i64, bool), &'static str> {
     let count = int_arg(&args[2]).ok_or(err::NOT_INTEGER)?;
     if count == i64::MIN {
         return Err(COUNT_RANGE);

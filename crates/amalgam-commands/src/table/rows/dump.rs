@@ -1,0 +1,36 @@
+//! The command table's rows of `dump.rs` (`table.rs` says what a row holds).
+
+use super::super::{range, Cmd, Spec};
+
+/// In the order `COMMANDS` lists them.
+pub(super) const ROWS: &[Spec] = &[
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["nondeterministic_output"],
+        keys: &[range(&["RO", "access"], 1, 0, 1)],
+        ..spec!(
+            Dump,
+            "dump",
+            2,
+            &["readonly"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Return a serialized version of the value stored at the specified key."
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            Restore,
+            "restore",
+            -4,
+            &["write", "denyoom"],
+            (1, 1, 1),
+            "generic",
+            "2.6.0",
+            "Create a key using the provided serialized value, previously obtained using DUMP."
+        )
+    },
+];

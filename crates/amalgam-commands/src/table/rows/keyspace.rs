@@ -1,0 +1,26 @@
+//! The command table's rows of `keyspace.rs` (`table.rs` says what a row holds).
+
+use super::super::{range, Cmd, Spec};
+
+/// In the order `COMMANDS` lists them.
+pub(super) const ROWS: &[Spec] = &[
+    Spec {
+        acl: &["@keyspace"],
+        tips: &["request_policy:all_shards", "nondeterministic_output"],
+        ..spec!(
+            Randomkey,
+            "randomkey",
+            1,
+            &["readonly"],
+            (0, 0, 0),
+            "generic",
+            "1.0.0",
+            "Return a random key from the keyspace"
+        )
+    },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
+        ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
+    },
+];
