@@ -6,7 +6,8 @@
 # authenticated first) — printing requests per second and the server's CPU
 # microseconds per request (utime+stime from /proc around the run).
 # Usage: scripts/compare-auth.sh BASE_BIN NEW_BIN [ROUNDS]
-# (docs/benchmarks.md § Authentication has a run.)
+# (docs/bench-log/2026-11-25-metrics-and-authentication.md § Authentication
+# has a run.)
 set -u
 base=$1; new=$2; rounds=${3:-3}
 run() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A large RESP SET on a primary with one replica attached (issue 18 §5,
-# docs/benchmarks.md § Large values): another connection's PINGs on the
+# docs/bench-log/2026-11-26-large-values.md § Replication of a large value
+# without the copy): another connection's PINGs on the
 # primary's one worker during the SET (scripts/large-value-stall.py), and
 # how long after the SET's reply the replica holds the whole value.
 #

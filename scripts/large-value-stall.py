@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How long another connection waits while one RESP SET of a SIZE-byte
-value arrives (docs/benchmarks.md § Large values, issue 18): one thread
+value arrives (docs/bench-log/2026-11-26-large-values.md, issue 18): one thread
 sends the SET (the whole value at once, as large-value-time.py does)
 while a second connection sends PING after PING, one at a time, until
 the SET is answered. Prints the SET's time, the PINGs answered meanwhile

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Times one RESP SET and GET of a SIZE-byte value on 127.0.0.1:PORT (the
 whole value sent at once, the reply read into one buffer) and checks the
-value came back. Used for docs/benchmarks.md § Large values.
+value came back. Used for docs/bench-log/2026-11-25-small-cache-and-large-values.md
+§ Large values and docs/bench-log/2026-11-26-large-values.md.
 
 usage: large-value-time.py PORT SIZE
 """

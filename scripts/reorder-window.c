@@ -1,6 +1,7 @@
 /*
  * How many instructions between two dependent-miss lookups still let the
- * CPU overlap them (docs/benchmarks.md § Why a GET is short).
+ * CPU overlap them (docs/bench-log/2026-11-25-engine.md § Why a GET is
+ * short).
  *
  * Each "lookup" is the shape of an Amalgam GET hit: a random 64-byte
  * bucket line in 64 MiB (the load misses), then an item in 96 MiB whose

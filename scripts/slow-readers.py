@@ -10,8 +10,8 @@ whether another client is still served meanwhile.
 
 The attackers shrink their receive buffers (SO_RCVBUF 4 KiB) as a real
 slow reader would; the server's send buffers still take a few MB each
-(kernel memory, not the server's RSS). Not run in CI (docs/benchmarks.md
-§ Slow readers has the figures).
+(kernel memory, not the server's RSS). Not run in CI
+(docs/bench-log/2026-11-25-slow-readers.md has the figures).
 """
 import argparse
 import socket

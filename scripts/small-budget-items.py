@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Items a small cache holds: writes N distinct keys with V-byte values
 (pipelined, memcached text protocol) to each server given as host:port and
-prints curr_items after. Used for docs/benchmarks.md § Small budgets.
+prints curr_items after. Used for
+docs/bench-log/2026-11-25-small-cache-and-large-values.md § Items a small
+cache holds.
 
 usage: small-budget-items.py N V host:port [host:port ...]
 """

@@ -32,7 +32,8 @@
 //! and in cache mode every version is appended to the log, which the
 //! reclaimer walks again later; a large value is changed in place. One
 //! list written by everyone (a queue) is the worst case: measured with
-//! amalgam-bench's hot key (docs/benchmarks.md, issue 19 §6), its
+//! amalgam-bench's hot key (docs/bench-log/2026-11-26-collections.md §
+//! After (39bb7ef, 2026-11-26), issue 19 §6), its
 //! in-place form serves ~2.9× the requests at a lower p99 and below
 //! Redis's CPU per request. Moving every small list to the large form
 //! would double their memory (1,173 against 367 bytes for 10 items), so
@@ -47,8 +48,9 @@
 //! A compact write costs a copy of the whole value into the log (and the
 //! reclaimer's later walk over the dead version), so its cost grows with
 //! the list, where Redis edits its listpack in place (a memmove of it).
-//! Measured over 100,000 lists growing under LPUSH (amalgam-bench, docs/
-//! benchmarks.md, issue 19 §6), the compact form's copy of a 1–3 KiB
+//! Measured over 100,000 lists growing under LPUSH (amalgam-bench,
+//! docs/bench-log/2026-11-26-collections.md § After the hot list goes
+//! large, issue 19 §6), the compact form's copy of a 1–3 KiB
 //! list per push kept LPUSH at 0.9–1.3× Redis. So a compact list of more
 //! than [`LONG_LIST_BYTES_MIN`] bytes that is written again is published
 //! as a large list of one chunk sized to its entries (room for a quarter

@@ -72,8 +72,8 @@
 //! x86-64 `xchg`). The choice is made once per process, before the first
 //! store exists, and read on the pin as one relaxed load of a static
 //! (`asymmetric`): a predictable branch, cheaper than a call through a
-//! function pointer (measured in `docs/benchmarks.md`, issue 23 § The
-//! epoch pin). Every thread sees the final value: `init` completes (a
+//! function pointer (measured in `docs/bench-log/2026-11-25-engine.md` §
+//! The epoch pin without a fence, issue 23 §2). Every thread sees the final value: `init` completes (a
 //! `Once`, which synchronizes) before any `Epochs` is built, and every
 //! thread that uses a store got it after that.
 //!

@@ -17,7 +17,8 @@
 //!   two misses depend on each other, so one GET's misses can overlap only
 //!   with the next GET's, and the CPU reaches the next GET's loads only if
 //!   the instructions between fit its reorder window (about 100–150 on
-//!   this machine's Zen 3; `docs/benchmarks.md` § Why a GET is short). The
+//!   this machine's Zen 3; `docs/bench-log/2026-11-25-engine.md` § Why a
+//!   GET is short). The
 //!   common case (table quiet or one doubling in progress, key in its
 //!   bucket's own line) is one inlined path (`Table::probe_quiet`); the
 //!   item's fields are decoded only as they are read (`item.rs`, "Single

@@ -23,8 +23,9 @@
 //!    concurrent pops and pushes have moved it. Under overwrite-heavy
 //!    loads most of the log is dead versions of hot keys, which otherwise
 //!    wait for their segment to reach the head while live items are
-//!    evicted (Segcache's merge, §4.3, without its eviction part). Measured (`docs/benchmarks.md`): at
-//!    `-m 64` under 50% SET Zipf, 404-519 k live items become 655-740 k
+//!    evicted (Segcache's merge, §4.3, without its eviction part). Measured
+//!    (`docs/bench-log/2026-11-23-cache-mode.md` § Items held under an
+//!    overwrite-heavy load): at `-m 64` under 50% SET Zipf, 404-519 k live items become 655-740 k
 //!    (memcached: 559 k), and the MemC3 replay's miss ratios stay within
 //!    0.08 points at every size.
 //! 1. asks the policy which queue's head goes (`Policy::victim`, from the
@@ -146,8 +147,8 @@ enum Copies<'a> {
     /// may walk MERGE_RUN_SEGMENTS_MAX segments and needs the policy only
     /// when its output is full. Holding the mutex for the whole run kept
     /// writers that reached the free-segment reserve waiting for it (the
-    /// tail measured in docs/benchmarks.md § Reclaiming in prefetched
-    /// windows).
+    /// tail measured in docs/bench-log/2026-11-24-resp-vs-redis.md §
+    /// Reclaiming in prefetched windows).
     PerWindow(&'a std::sync::Mutex<OpenSegments>),
 }
 
@@ -314,8 +315,8 @@ impl Inner {
             // walks up to MERGE_RUN_SEGMENTS_MAX segments, and a writer's
             // connections wait for whatever it walks (measured: max latency
             // 23-44 ms with writers merging, SET at pipeline 16 on a full
-            // cache; docs/benchmarks.md § Writers leave merging to the
-            // maintenance thread).
+            // cache; docs/bench-log/2026-11-24-resp-vs-redis.md § Writers
+            // leave merging to the maintenance thread).
             Reclaim::Writer => !cache.background,
             Reclaim::Force => false,
         };

@@ -144,8 +144,8 @@ const GHOST_BYTES_PER_ENTRY: usize = 64;
 /// MB/s of new versions into a 1 GiB cache) writers found the reserve
 /// reached and reclaimed themselves ~70 times a second, their replies
 /// waiting for it; with 4 (1 GiB) they did so 0–7 times in 6 s, and SETs
-/// on a full 1 GiB cache never (docs/benchmarks.md § Writers no longer
-/// reclaim in a busy cache). Budgets under 512 MiB keep 1: a slack of 4
+/// on a full 1 GiB cache never (docs/bench-log/2026-11-26-collections.md
+/// § Writers no longer reclaim in a busy cache). Budgets under 512 MiB keep 1: a slack of 4
 /// at 256 MiB cost SET at pipeline 16 there its p99 (1.24 → 1.55–1.90 ms,
 /// the reclaiming thread's share of the 2 vCPUs), and each segment is a
 /// larger share of the items.

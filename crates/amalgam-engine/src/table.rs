@@ -225,7 +225,8 @@ struct OverflowArena {
     /// the expand thread bumps it for every overflow node it fills, and
     /// readers of the successor read the Table's other fields on every GET
     /// (sharing a line cost readers 63% of their throughput during a
-    /// doubling; docs/benchmarks.md § expansion).
+    /// doubling; docs/bench-log/2026-11-24-engine-embedded.md § GET
+    /// throughput while the table doubles).
     next_free: crossbeam_utils::CachePadded<AtomicU32>,
     grow: std::sync::Mutex<()>,
     /// Nodes unlinked from a chain's tail, empty, for reuse. Pushed by a
@@ -529,8 +530,8 @@ impl Table {
     /// Why a separate path: a GET's time is its two dependent cache misses
     /// (bucket, then item), and the CPU overlaps one GET's misses with the
     /// next GET's only if the instructions between them fit its reorder
-    /// window (about 150 on this machine's Zen 3: docs/benchmarks.md §
-    /// "Why a GET is short"). The general loop (routing by progress,
+    /// window (about 150 on this machine's Zen 3:
+    /// docs/bench-log/2026-11-25-engine.md § "Why a GET is short"). The general loop (routing by progress,
     /// retries, chains) is kept out of this path's instruction stream.
     ///
     /// [`probe`]: Table::probe
@@ -541,8 +542,8 @@ impl Table {
             return self.probe_line(hash, tag, key);
         }
         // Expanding: one step of `route` (a GET during a doubling must not
-        // lose the short path either: docs/benchmarks.md § GET throughput
-        // while the table doubles). Deeper routing is the general path's.
+        // lose the short path either: docs/bench-log/2026-11-24-engine-embedded.md
+        // § GET throughput while the table doubles). Deeper routing is the general path's.
         let mut t = self;
         if self.index(hash) < self.migrated.load(Ordering::Acquire) {
             // SAFETY: as in `successor`.

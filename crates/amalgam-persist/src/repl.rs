@@ -53,7 +53,9 @@
 //! copied head, kept by reference. Before, the journal copied each such
 //! record into the ring under the ring's mutex on the worker: 1.6 s for a
 //! 512 MB SET with a replica attached, every other connection of the
-//! worker waiting (docs/benchmarks.md § Large values). A sender writes a
+//! worker waiting (docs/bench-log/2026-11-26-large-values.md § Persistence
+//! and GET of a large value; the change: § Replication of a large value
+//! without the copy). A sender writes a
 //! shared record's bytes to its socket from the chunk itself
 //! ([`Backlog::read_next`]): the stream copies the value nowhere.
 //!

@@ -59,7 +59,8 @@
 //!   value does not copy all of it into the log at once under its bucket
 //!   lock; the record's write is the committer thread's (persist `log.rs`
 //!   § Large records). A GET still copies the value into the reply
-//!   buffer, as Redis does (docs/benchmarks.md § Large values).
+//!   buffer, as Redis does (docs/bench-log/2026-11-26-large-values.md §
+//!   Persistence and GET of a large value).
 //! * The RESP value argument shows as empty where a command's arguments
 //!   are shown (SLOWLOG); MONITOR turns the path off while attached.
 
@@ -80,7 +81,8 @@ pub const IN_PLACE_VALUE_BYTES_MIN: usize = READ_BYTES_PER_ROUND_MAX;
 /// the 16 MiB a turn of reads into the read buffer may take
 /// (`ROUNDS_PER_TURN_MAX` reads of [`READ_BYTES_PER_ROUND_MAX`]) another
 /// connection's PING waited 25-28 ms (median) for the turn to end during
-/// a 512 MB SET on a loaded machine (docs/benchmarks.md § Large values).
+/// a 512 MB SET on a loaded machine (docs/bench-log/2026-11-26-large-values.md
+/// § Received in place).
 pub const IN_PLACE_BYTES_PER_TURN_MAX: usize = 4 * READ_BYTES_PER_ROUND_MAX;
 
 /// Words of a memcached storage line (`cas key flags exptime bytes unique

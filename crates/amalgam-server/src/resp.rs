@@ -577,7 +577,8 @@ fn recycle<'b>(mut v: Vec<Arg<'_>>) -> Vec<Arg<'b>> {
 /// them over many keys chases the same pointers one command after the
 /// other (bucket, item, and for a large collection its cell, value and
 /// chunks: six dependent cache misses for an LPUSH onto a large list,
-/// measured with perf in docs/benchmarks.md); prefetched as a run their
+/// measured with perf in docs/bench-log/2026-11-26-collections.md § Long
+/// lists go large, collection runs prefetched); prefetched as a run their
 /// misses overlap.
 /// For a connection whose user has rules (not `open`): true if this is a
 /// command that may join a run (GET, MGET, SET, a prefetched single-key

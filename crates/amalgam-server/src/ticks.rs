@@ -2,8 +2,8 @@
 //! and CLIENT LIST's idle time read, once or twice per batch.
 //!
 //! `std::time::Instant` costs about 250 user instructions per timed
-//! command here (callgrind, docs/benchmarks.md § the request path's
-//! instruction cost): `clock_gettime` through the vDSO, then
+//! command here (callgrind, docs/bench-log/2026-11-25-string-path.md §
+//! The request path's cost taken back): `clock_gettime` through the vDSO, then
 //! `Timespec`'s checked subtraction and a `Duration` to turn two readings
 //! into nanoseconds. quanta reads the TSC instead (`rdtsc`, calibrated
 //! against the monotonic clock once at start-up) and turns a difference of

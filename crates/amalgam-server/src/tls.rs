@@ -248,7 +248,8 @@ fn build(files: &Files, memcached: ClientAuth, resp: ClientAuth) -> Result<Confi
 /// say EAGAIN, as it does for a plaintext short read (worker.rs
 /// `Conn::drained`). Without it a TLS connection made one `recv` more per
 /// round than a plaintext one: 1.9 instead of 1.0 per round at pipeline
-/// 16 and 1 (docs/benchmarks.md § TLS).
+/// 16 and 1 (docs/bench-log/2026-11-26-tls.md § A TLS round reads its
+/// socket once).
 // Out of line: the plaintext turn must not carry its code.
 #[inline(never)]
 pub fn read(

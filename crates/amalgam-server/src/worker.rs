@@ -46,7 +46,8 @@ pub const ROUNDS_PER_TURN_MAX: usize = 16;
 /// turn), so one large value does not hold up a worker for the whole of
 /// its arrival. At 256 KiB a 512 MB SET took 128 turns, and each turn's
 /// yield on a loaded machine cost a scheduler slice: 5.5 s against Redis's
-/// 1.2 s (docs/benchmarks.md § Large values).
+/// 1.2 s (docs/bench-log/2026-11-25-small-cache-and-large-values.md § Large
+/// values).
 pub const READ_BYTES_PER_ROUND_MAX: usize = 1 << 20;
 /// A request (a value) whose end lies at least this far past the front of
 /// the read buffer gets a buffer of exactly its size (`Conn::fill`).
@@ -609,7 +610,8 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         // kernel), and every connection of a worker that is runnable but not
         // running waits one or two ticks: measured on this project's 2-vCPU
         // machine at pipeline 1, p50 84–108 µs but p99 ≈ 8 ms in about half
-        // the runs (docs/benchmarks.md § Why pipeline 1 falls short).
+        // the runs (docs/bench-log/2026-11-24-server-vs-memcached.md § Why
+        // pipeline 1 falls short).
         // Yielding lets whichever thread waits on this CPU run next, so the
         // interleaving follows the requests instead of the tick (no bimodal
         // run since). One syscall per round (a round serves every ready

@@ -487,7 +487,8 @@ impl Arena {
     /// [`RANDOM_TRIES_MAX`] rounds almost never run out; then it counts
     /// live elements to the `k`-th, which is exact but walks the page.
     /// Why: SPOP and SRANDMEMBER on a large set used to walk ~half a page
-    /// (a thousand elements) per pick (docs/benchmarks.md § Collections).
+    /// (a thousand elements) per pick (docs/bench-log/2026-11-25-collections.md
+    /// § After transactions, the SPOP pick and the B+tree fix).
     pub fn random(&self, r: u64) -> Option<Handle> {
         if self.live == 0 {
             return None;

@@ -32,8 +32,8 @@
 //! [`permits`] checks a GET, MGET, SET or prefetched single-key command as
 //! it joins the run (the bitmap test and its keys' patterns), and a
 //! refused one runs alone through `dispatch`, where [`refused`] answers
-//! and logs it (docs/benchmarks.md § Restricted users keep the batched
-//! path).
+//! and logs it (docs/bench-log/2026-11-26-authentication.md § Restricted
+//! users keep the batched path).
 //! Difference from Redis: a rule changed by another connection takes
 //! effect for a client from its next read, not in the middle of a
 //! pipeline it already sent.

@@ -23,7 +23,10 @@
 //! Redis's `call()` leaves out, and the sum of all commands' times is the
 //! time the worker spent in RESP batches. A run of batched GETs (MICA §5.3:
 //! looked up together) is one span, shared equally by its GETs. What the
-//! clock costs is measured in docs/benchmarks.md.
+//! clock costs is measured in docs/bench-log/2026-11-25-metrics-and-authentication.md
+//! § Per-command accounting and /metrics and
+//! docs/bench-log/2026-11-25-string-path.md § The request path's cost
+//! taken back.
 //!
 //! ## Per worker, merged on read
 //! Each worker owns one [`CommandStats`] (in its `WorkerStats`): a cell

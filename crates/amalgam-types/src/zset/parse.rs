@@ -21,7 +21,8 @@ const SMALL_INT_DIGITS_MAX: usize = 15;
 /// zero-padded 12-digit ones): those are read digit by digit, and other
 /// decimals without a copy; only the words and hexadecimal go through a
 /// lower-cased copy. The integer path was ~1,200 instructions a ZADD
-/// through the general one (callgrind, docs/benchmarks.md).
+/// through the general one (callgrind, docs/bench-log/2026-11-26-collections.md
+/// § Command lookup, hot sorted set, score text).
 fn strtod(s: &[u8]) -> Option<(f64, bool)> {
     if let Some(v) = small_integer(s) {
         return Some((v, false));
@@ -267,7 +268,8 @@ const FAST_FRACTION_BITS_MAX: u32 = 27;
 /// the bits ([`exact_short`], tens of instructions). The others (0.1's
 /// exact value has 55 digits) take core's exact formatter, which can fall
 /// back to its bignum path (~1,700 instructions a score, callgrind of the
-/// hot ZPOPMIN in docs/benchmarks.md).
+/// hot ZPOPMIN in docs/bench-log/2026-11-26-collections.md § Long lists go
+/// large, collection runs prefetched).
 pub fn format_score(v: f64, out: &mut Vec<u8>) {
     let mut buf = [0u8; SCORE_TEXT_MAX];
     let n = format_score_to(v, &mut buf);
