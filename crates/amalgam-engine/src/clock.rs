@@ -10,7 +10,7 @@
 //! its CAS.
 //!
 //! ## How it stays exact to about a second
-//! Threads take CAS uniques in blocks (store.rs, `CAS_BLOCK`), and a block
+//! Threads take CAS uniques in blocks (store/mutate.rs, `CAS_BLOCK`), and a block
 //! taken in one second could be used for minutes by a thread that writes
 //! rarely. While someone asks for store times, each checkpoint therefore
 //! also bumps the generation every thread compares before it uses its

@@ -464,7 +464,7 @@ pub(crate) unsafe fn layout(ptr: *const u8) -> Layout {
 // Single fields of a published item, each decoded from the layout byte
 // alone: a GET hit reads only the fields it uses (its liveness check and
 // its value), not the whole header as `layout` does. The GET path's length
-// in instructions is its speed (store.rs, `Inner::lookup`).
+// in instructions is its speed (store/read.rs, `Inner::lookup`).
 
 /// The layout byte.
 ///

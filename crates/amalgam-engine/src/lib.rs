@@ -85,7 +85,7 @@
 //! | `prepared.rs` | large values received in place: the item allocated when the length is known, published when whole |
 //! | `local.rs` | per-thread state and epoch reclamation |
 //! | `barrier.rs` | the epoch pin's asymmetric fences: a compiler fence per pin, membarrier(2) on the rare reclaimer |
-//! | `store.rs` | the public API and the expand thread |
+//! | `store/` | the public API and the expand thread, one file per concern (`store/mod.rs` says which holds what) |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |

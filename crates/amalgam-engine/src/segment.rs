@@ -34,7 +34,7 @@
 //!                  │ owner takes its next segment: seal
 //!                  ▼
 //!                SEALED (immutable but for FREQ bits) ──pop_victim──► RECLAIMING
-//!                                                                       │ reclaimed (store.rs),
+//!                                                                       │ reclaimed (reclaim.rs),
 //!                                                                       │ retired through the epochs
 //!                  FREE ◄──────────── release (after the grace period) ─┘
 //! ```
@@ -48,7 +48,7 @@
 //!
 //! # Resident segments and the memory account
 //!
-//! `-m` covers the items and the index (`store.rs`, "memory account"):
+//! `-m` covers the items and the index (`store/limits.rs`, "memory account"):
 //! the store sets a *limit* on resident segment memory, the budget minus
 //! what the index takes, and lowers it when the index grows. Residency is
 //! counted in *granules*: the mapping starts on a 2 MiB boundary and is

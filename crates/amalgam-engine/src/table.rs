@@ -59,7 +59,7 @@
 //!
 //! # Expansion (Mercury §3 "Hash table expansion")
 //!
-//! See [`Table::migrate_bucket`] and `store.rs`'s expand thread: the
+//! See [`Table::migrate_bucket`] and `store/maintenance.rs`'s expand thread: the
 //! successor table (twice the buckets) is published through
 //! `Table::successor` (entering the expanding state); the expand thread then
 //! locks one old bucket at a time, copies its entries into the successor

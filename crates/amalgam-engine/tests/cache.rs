@@ -27,7 +27,7 @@ fn key(k: u64) -> Vec<u8> {
     format!("k{k:07}").into_bytes()
 }
 
-/// The engine's key hash (store.rs, `Inner::hash`) under SEED.
+/// The engine's key hash (store/read.rs, `Inner::hash`) under SEED.
 fn engine_hash(k: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = foldhash::quality::FixedState::with_seed(SEED).build_hasher();

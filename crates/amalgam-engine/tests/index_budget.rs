@@ -1,4 +1,4 @@
-//! Cache mode's memory account (engine `segment.rs`, `store.rs`
+//! Cache mode's memory account (engine `segment.rs`, `store/limits.rs`
 //! `account_memory`): the budget covers the index as well as the items.
 //! A file of its own so its RSS checks run in a process of their own (the
 //! tests of one file share a process and run in parallel).
