@@ -44,9 +44,7 @@ LAYERS = [
 RATCHET = {
     ("crate_lines", "amalgam-server"): 18434,
     ("circle", "amalgam-server"): 27,
-    ("circle", "amalgam-engine"): 13,
-    ("file_lines", "crates/amalgam-engine/src/store.rs"): 4037,
-    ("file_lines", "crates/amalgam-server/tests/persist.rs"): 1884,
+    ("circle", "amalgam-engine"): 12,
 }
 
 
