@@ -35,15 +35,15 @@ LAYERS = [
     ["amalgam-engine", "amalgam-protocol"],
     ["amalgam-types"],
     ["amalgam-persist"],
-    ["amalgam-commands"],
+    ["amalgam-net", "amalgam-commands"],
+    ["amalgam-memcache", "amalgam-acl"],
     ["amalgam-server"],
     ["amalgam-bench"],
 ]
 
 # Today's figures of what still breaks a rule: (kind, place) -> ceiling.
 RATCHET = {
-    ("crate_lines", "amalgam-server"): 18434,
-    ("circle", "amalgam-server"): 27,
+    ("circle", "amalgam-server"): 19,
     ("circle", "amalgam-engine"): 12,
 }
 

@@ -33,7 +33,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Setbit => setbit(ctx, args, out),
         Cmd::Getbit => match bit_offset(&args[2], false, 0, ctx.limits.bulk_bytes_max) {
             None => push_error(out, BIT_OFFSET.as_bytes()),
-            Some(at) => match ctx.store.get(&args[1], |it| is_string(&it).then(|| get_bit(it.value(), at))) {
+            Some(at) => match ctx.ks.store.get(&args[1], |it| is_string(&it).then(|| get_bit(it.value(), at))) {
                 Some(None) => push_error(out, WRONGTYPE.as_bytes()),
                 bit => push_int(out, bit.flatten().unwrap_or(0).into()),
             },
@@ -79,6 +79,7 @@ fn set_bit(v: &mut [u8], at: u64, on: bool) {
 /// gets the value to change and says whether it changed anything.
 fn modify<R>(ctx: &Ctx<'_>, key: &[u8], len: usize, mut f: impl FnMut(&mut Vec<u8>) -> R) -> Result<R, Modify> {
     let r = ctx
+        .ks
         .store
         .update(key, |old| {
             if old.is_some_and(|it| !is_string(&it)) {
@@ -195,7 +196,7 @@ fn unit(a: &[u8]) -> Option<bool> {
 fn bitcount(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // Redis 7.0 looks the key up first: a missing key is 0 whatever the
     // arguments.
-    let r = ctx.store.get(&args[1], |it| -> Result<i64, &'static str> {
+    let r = ctx.ks.store.get(&args[1], |it| -> Result<i64, &'static str> {
         if !is_string(&it) {
             return Err(WRONGTYPE);
         }
@@ -239,7 +240,7 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Some(b @ (0 | 1)) => b as u8,
         Some(_) => return push_error(out, BIT_ARGUMENT.as_bytes()),
     };
-    let r = ctx.store.get(&args[1], |it| -> Result<i64, &'static str> {
+    let r = ctx.ks.store.get(&args[1], |it| -> Result<i64, &'static str> {
         if !is_string(&it) {
             return Err(WRONGTYPE);
         }
@@ -307,14 +308,14 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     let mut values: Vec<Vec<u8>> = Vec::with_capacity(sources.len());
     for k in sources {
-        match ctx.store.get(k, |it| is_string(&it).then(|| it.value().to_vec())) {
+        match ctx.ks.store.get(k, |it| is_string(&it).then(|| it.value().to_vec())) {
             Some(None) => return push_error(out, WRONGTYPE.as_bytes()),
             v => values.push(v.flatten().unwrap_or_default()),
         }
     }
     let len = values.iter().map(Vec::len).max().unwrap_or(0);
     if len == 0 {
-        let _ = ctx.store.delete(&args[2]);
+        let _ = ctx.ks.store.delete(&args[2]);
         return push_int(out, 0);
     }
     let byte = |v: &Vec<u8>, i: usize| v.get(i).copied().unwrap_or(0);
@@ -335,7 +336,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             acc
         })
         .collect();
-    match ctx.store.set(&args[2], &result, 0, Expiry::Never) {
+    match ctx.ks.store.set(&args[2], &result, 0, Expiry::Never) {
         Ok(_) => push_int(out, len as i64),
         Err(e) => engine_error(e, out),
     }
@@ -579,7 +580,7 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &[Arg<'_>], read_only: bool, out: &mut Vec<
     let Some(len) = len else {
         // Only GETs: a read, no key created.
         let read = |v: &[u8]| ops.iter().map(|f| Some(get_field(v, f))).collect::<Vec<_>>();
-        let results = match ctx.store.get(&args[1], |it| is_string(&it).then(|| read(it.value()))) {
+        let results = match ctx.ks.store.get(&args[1], |it| is_string(&it).then(|| read(it.value()))) {
             Some(None) => return push_error(out, WRONGTYPE.as_bytes()),
             r => r.flatten().unwrap_or_else(|| read(&[])),
         };

@@ -68,8 +68,8 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 fn dump(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
-    let t = ctx.thresholds.load();
-    let payload = ctx.store.get(key, |it| match it.tag() {
+    let t = ctx.ks.thresholds.load();
+    let payload = ctx.ks.store.get(key, |it| match it.tag() {
         TAG_BYTES => Some(Writer::string(it.value())),
         TAG_OBJECT => {
             let cell = it.object()?;
@@ -177,7 +177,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Err(e) => return push_error(out, e.as_bytes()),
     };
     let key: &[u8] = &args[1];
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     // Redis checks the key before the TTL and the payload; the update
     // below checks it again under the bucket lock.
     if !o.replace && store.get(key, |_| ()).is_some() {
@@ -220,8 +220,8 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         // store-mode budget.
         return Refused::OutOfMemory.reply(out);
     }
-    let t = ctx.thresholds.load();
-    let item_max = ctx.item_size_max;
+    let t = ctx.ks.thresholds.load();
+    let item_max = ctx.ks.item_size_max;
     // The closure may run twice (typed.rs, module notes): the value
     // built for the first run is rebuilt for a second.
     let mut ready = if expired { None } else { build(&payload, &t) };
@@ -252,7 +252,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             if matches!(done, Restored::Created) && matches!(kind, Some(Kind::List | Kind::ZSet)) {
                 // A client blocked on the key (BLPOP, BZPOPMIN …) is
                 // served, as Redis's dbAdd signals the key ready.
-                ctx.host.signal(key);
+                ctx.ks.host.signal(key);
             }
             push_simple(out, "OK")
         }

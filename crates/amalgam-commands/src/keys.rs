@@ -37,16 +37,16 @@ const SCAN_STEPS_PER_KEY: usize = 10;
 const KEYS_STEPS_MAX: u64 = 1 << 40;
 
 pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     match cmd {
         Cmd::Del | Cmd::Unlink => {
             let mut n = 0;
             for k in &args[1..] {
                 if store.delete(k).is_ok() {
                     n += 1;
-                    bump(&ctx.counters.delete_hits, 1);
+                    bump(&ctx.ks.counters.delete_hits, 1);
                 } else {
-                    bump(&ctx.counters.delete_misses, 1);
+                    bump(&ctx.ks.counters.delete_misses, 1);
                 }
             }
             push_int(out, n);
@@ -99,7 +99,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             if args.len() > 2 || (args.len() == 2 && !is(&args[1], "sync") && !is(&args[1], "async")) {
                 return push_error(out, err::SYNTAX.as_bytes());
             }
-            bump(&ctx.counters.cmd_flush, 1);
+            bump(&ctx.ks.counters.cmd_flush, 1);
             store.flush_all();
             push_simple(out, "OK");
         }
@@ -171,8 +171,8 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Arg<'_>], unit: Unit, name: &str, out: &mut
     // GT and LT compare milliseconds, as Redis does; a time already past
     // compares as the time given (Redis compares before it deletes).
     let new_ms = when;
-    bump(&ctx.counters.cmd_touch, 1);
-    let r = ctx.store.update(&args[1], |old| {
+    bump(&ctx.ks.counters.cmd_touch, 1);
+    let r = ctx.ks.store.update(&args[1], |old| {
         let Some(it) = old else { return (Update::Keep, 0) };
         let current = it.expiry().unix_millis().map(|ms| ms as i64);
         let refuse = (nx && current.is_some())
@@ -188,7 +188,7 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Arg<'_>], unit: Unit, name: &str, out: &mut
     });
     match r {
         Ok((n, _)) => {
-            bump(if n == 1 { &ctx.counters.touch_hits } else { &ctx.counters.touch_misses }, 1);
+            bump(if n == 1 { &ctx.ks.counters.touch_hits } else { &ctx.ks.counters.touch_misses }, 1);
             push_int(out, n);
         }
         Err(amalgam_engine::Error::BadKey) => push_int(out, 0),
@@ -203,7 +203,7 @@ fn one_key(pattern: &[u8]) -> Option<&[u8]> {
 
 /// The array of the keys among `key` that exist (zero or one).
 fn push_keys(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
-    let found = ctx.store.get(key, |_| ()).is_some();
+    let found = ctx.ks.store.get(key, |_| ()).is_some();
     push_array(out, usize::from(found));
     if found {
         push_bulk(out, key);
@@ -222,7 +222,7 @@ fn keys(ctx: &Ctx<'_>, pattern: &[u8], out: &mut Vec<u8>) {
     let mut found = 0usize;
     let mut cursor = 0;
     for _ in 0..KEYS_STEPS_MAX {
-        cursor = ctx.store.scan(cursor, |it| {
+        cursor = ctx.ks.store.scan(cursor, |it| {
             if out.len() < stop && matches(pattern, it.key(), false) {
                 push_bulk(out, it.key());
                 found += 1;
@@ -273,7 +273,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         // One key: a lookup answers the whole iteration.
         push_array(out, 2);
         push_bulk(out, b"0");
-        let kind = ctx.store.get(key, |it| super::typed::type_name(&it));
+        let kind = ctx.ks.store.get(key, |it| super::typed::type_name(&it));
         if type_filter.is_some_and(|t| kind.is_some_and(|k| !is(t, k))) {
             push_array(out, 0);
         } else {
@@ -287,7 +287,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let mut kinds: Vec<&'static str> = Vec::new();
     let steps = count.saturating_mul(SCAN_STEPS_PER_KEY);
     for _ in 0..steps {
-        cursor = ctx.store.scan(cursor, |it| {
+        cursor = ctx.ks.store.scan(cursor, |it| {
             found.push(it.key().to_vec());
             if type_filter.is_some() {
                 kinds.push(super::typed::type_name(&it));
@@ -315,7 +315,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// RENAME / RENAMENX (Redis's `renameGenericCommand`).
 fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
     const NO_SUCH_KEY: &str = "ERR no such key";
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     let (src, dst) = (&args[1][..], &args[2][..]);
     if src == dst {
         // Redis: renaming a key onto itself changes nothing.
@@ -339,7 +339,7 @@ fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
         // served, as Redis's dbAdd signals the key ready. Whatever the
         // kind: a client woken for a key of another kind stays blocked
         // (blocking.rs), as Redis signals lists and sorted sets only.
-        ctx.host.signal(dst);
+        ctx.ks.host.signal(dst);
     }
     match r {
         Ok(true) if nx => push_int(out, 1),

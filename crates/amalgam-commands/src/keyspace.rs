@@ -44,7 +44,7 @@ const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Randomkey => {
-            let found = ctx.store.random_item(typed::random(), |it| push_bulk(out, it.key()));
+            let found = ctx.ks.store.random_item(typed::random(), |it| push_bulk(out, it.key()));
             if found.is_none() {
                 null(ctx, out);
             }
@@ -86,7 +86,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if args[1] == args[2] {
         return push_error(out, SAME_OBJECT.as_bytes());
     }
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     let read = store.get(&args[1], |it| {
         let body = if it.tag() == TAG_OBJECT {
             let cell = it.object()?;
@@ -114,8 +114,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             return Refused::OutOfMemory.reply(out);
         }
     }
-    let t = ctx.thresholds.load();
-    let item_max = ctx.item_size_max;
+    let t = ctx.ks.thresholds.load();
+    let item_max = ctx.ks.item_size_max;
     // The closure may run twice (typed.rs, module notes): a large value is
     // decoded again for a second run.
     let r = store.update(&args[2], |old| {
@@ -140,7 +140,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             if copied && matches!(kind, Some(Kind::List | Kind::ZSet)) {
                 // A client blocked on the destination (BLPOP, BZPOPMIN …)
                 // is served, as Redis's dbAdd signals the key ready.
-                ctx.host.signal(&args[2]);
+                ctx.ks.host.signal(&args[2]);
             }
             push_int(out, i64::from(copied))
         }

@@ -43,7 +43,7 @@ pub fn lcs(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if get_len && get_idx {
         return push_error(out, BOTH.as_bytes());
     }
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     // Redis 7.0: "The specified keys must contain string values".
     let (Some(a), Some(b)) = (
         store.get(&args[1], |it| is_string(&it).then(|| it.value().to_vec())).unwrap_or(Some(Vec::new())),

@@ -21,10 +21,11 @@
 //! Everything that asks "what is this command?" reads its row here
 //! ([`table`]): the RESP front end's dispatch and arity check, COMMAND,
 //! ACL, MULTI's key locking, replication, the per-command statistics. A
-//! family never reaches up: what it needs from the server is in [`Ctx`]
-//! (the store, the collection thresholds, the reply's protocol and
-//! bounds, the worker's counters) and behind [`Host`] (waking blocked
-//! clients, whether writes are journaled).
+//! family never reaches up: what it needs from the server is in [`Ctx`]:
+//! the worker's [`Keyspace`] (the store, the collection thresholds, the
+//! worker's counters, and behind [`Host`] waking blocked clients and
+//! whether writes are journaled) and the round's reply protocol and
+//! bounds.
 //!
 //! ## Files (one noun each)
 //! | file | what |
@@ -94,17 +95,31 @@ pub trait Host: Sync {
     fn journaled(&self) -> bool;
 }
 
-/// What a data command can reach: built once per batch by the front end
-/// that runs it.
-pub struct Ctx<'c> {
-    pub store: &'c Store,
+/// What the data commands reach on one worker, the same for all its
+/// connections: built once per worker thread by the server, so a round
+/// builds nothing of it.
+pub struct Keyspace<'w> {
+    pub store: &'w Store,
     /// When collections change form (CONFIG SET hash-max-listpack-entries …).
-    pub thresholds: &'c LiveThresholds,
-    pub host: &'c dyn Host,
-    /// The running worker's counters.
-    pub counters: &'c Counters,
+    pub thresholds: &'w LiveThresholds,
+    pub host: &'w dyn Host,
+    /// The worker's counters.
+    pub counters: &'w Counters,
     /// memcached's `-I`: the largest item a collection may grow to.
     pub item_size_max: usize,
+}
+
+impl std::fmt::Debug for Keyspace<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace").field("item_size_max", &self.item_size_max).finish_non_exhaustive()
+    }
+}
+
+/// What a data command can reach: the worker's [`Keyspace`] and what the
+/// running connection's round decides (built once per round by the front
+/// end that runs it).
+pub struct Ctx<'c> {
+    pub ks: &'c Keyspace<'c>,
     /// The reply's protocol (HELLO).
     pub proto: Proto,
     /// The RESP parser's bounds now (`proto-max-bulk-len`).

@@ -257,7 +257,7 @@ pub fn push_elements(
         (Changed::Yes, l.len())
     });
     if let Ok(Access::Done(_)) = r {
-        ctx.host.signal(key);
+        ctx.ks.host.signal(key);
     }
     r
 }
@@ -470,7 +470,7 @@ pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved
         });
         return match r {
             Ok(Access::Done(Some(e))) => {
-                ctx.host.signal(dst);
+                ctx.ks.host.signal(dst);
                 Moved::Element(e)
             }
             Ok(Access::Done(None)) | Ok(Access::Absent) => Moved::Absent,

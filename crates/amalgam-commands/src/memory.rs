@@ -86,7 +86,7 @@ pub fn run(ctx: &mut Ctx<'_>, _cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// Items, their objects and the index: INFO's `used_memory`.
 fn used_bytes(ctx: &Ctx<'_>) -> u64 {
-    let s = ctx.store.stats();
+    let s = ctx.ks.store.stats();
     s.item_bytes + s.index_bytes
 }
 
@@ -106,7 +106,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         j += 2;
     }
     // Not a use of the key (Redis reads its dict without a lookup).
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     match store.peek(&args[2], |it| store.item_mem_bytes(&it)) {
         Some(n) => push_int(out, n as i64),
         None => null(ctx, out),
@@ -115,7 +115,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// MEMORY STATS: the fields the engine can fill, by Redis's names.
 fn stats(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
-    let s = ctx.store.stats();
+    let s = ctx.ks.store.stats();
     let proto = ctx.proto();
     let total = s.item_bytes + s.index_bytes;
     let per_key = total.checked_div(s.items).unwrap_or(0);

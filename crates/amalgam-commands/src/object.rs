@@ -38,7 +38,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Touch => {
             // A read of each key: it counts as a use for the eviction
             // policy, as TOUCH updates Redis's LRU clock.
-            let store = &ctx.store;
+            let store = &ctx.ks.store;
             let n = args[1..].iter().filter(|k| store.get(k, |_| ()).is_some()).count();
             push_int(out, n as i64);
         }
@@ -81,9 +81,9 @@ fn object(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             out,
         );
     }
-    let shares = maxmemory_policy(ctx.store.eviction()) == maxmemory_policy(Eviction::None);
+    let shares = maxmemory_policy(ctx.ks.store.eviction()) == maxmemory_policy(Eviction::None);
     // OBJECT does not count as a use of the key (Redis's LOOKUP_NOTOUCH).
-    let found = ctx.store.get(&args[2], |it| {
+    let found = ctx.ks.store.get(&args[2], |it| {
         let v = it.value();
         match name {
             "encoding" => {

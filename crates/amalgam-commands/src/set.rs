@@ -125,7 +125,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             };
             let Some(result) = compute(ctx, op, &args[2..], out) else { return };
             let n = result.len();
-            let t = ctx.thresholds.load();
+            let t = ctx.ks.thresholds.load();
             // Not atomic with the reads above (module notes; transactions
             // are issue 19 item 2). Each run of the write gets its own
             // copy (the engine may rerun it: typed::replace).
@@ -209,7 +209,7 @@ fn reply_count(r: Result<Access<usize>, Refused>, out: &mut Vec<u8>) {
 /// (SINTER, SUNION or SDIFF) over them; None once it has replied
 /// WRONGTYPE.
 fn compute(ctx: &Ctx<'_>, op: Cmd, keys: &[Arg<'_>], out: &mut Vec<u8>) -> Option<Set> {
-    let t = ctx.thresholds.load();
+    let t = ctx.ks.thresholds.load();
     let sets = read_all(
         ctx,
         keys,
@@ -247,7 +247,7 @@ enum EmptyKey {
 /// the rest are only type-checked (Redis checks every key), not copied,
 /// and the sets returned are one empty set.
 fn read_all(ctx: &Ctx<'_>, keys: &[Arg<'_>], empty_at: EmptyKey, out: &mut Vec<u8>) -> Option<Vec<Set>> {
-    let t = ctx.thresholds.load();
+    let t = ctx.ks.thresholds.load();
     let mut sets = Vec::with_capacity(keys.len());
     let mut empty = false;
     // Bounded by the command's keys.

@@ -26,7 +26,7 @@ pub const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes"
 pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<Receiving>, out: &mut Vec<u8>) {
     match cmd {
         Cmd::Set => set(ctx, args, prepared, out),
-        Cmd::Setnx => match ctx.store.add(&args[1], &args[2], 0, Expiry::Never) {
+        Cmd::Setnx => match ctx.ks.store.add(&args[1], &args[2], 0, Expiry::Never) {
             Ok(_) => push_int(out, 1),
             Err(Error::NotStored) => push_int(out, 0),
             Err(e) => engine_error(e, out),
@@ -34,7 +34,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
         Cmd::Setex | Cmd::Psetex => {
             let (unit, name) = if cmd == Cmd::Setex { (Unit::Ex, "setex") } else { (Unit::Px, "psetex") };
             match expire_at_ms(&args[2], unit, name) {
-                Ok(at) => match ctx.store.set(&args[1], &args[3], 0, deadline(at)) {
+                Ok(at) => match ctx.ks.store.set(&args[1], &args[3], 0, deadline(at)) {
                     Ok(_) => push_simple(out, "OK"),
                     Err(e) => engine_error(e, out),
                 },
@@ -55,7 +55,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
         },
         Cmd::Incrbyfloat => incrbyfloat(ctx, args, out),
         Cmd::Append => append(ctx, args, out),
-        Cmd::Strlen => match ctx.store.get(&args[1], |it| is_string(&it).then(|| it.value().len())) {
+        Cmd::Strlen => match ctx.ks.store.get(&args[1], |it| is_string(&it).then(|| it.value().len())) {
             Some(None) => push_error(out, WRONGTYPE.as_bytes()),
             n => push_int(out, n.flatten().unwrap_or(0) as i64),
         },
@@ -65,7 +65,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
         _ => {}
     }
     if matches!(cmd, Cmd::Set | Cmd::Setnx | Cmd::Setex | Cmd::Psetex | Cmd::Getset | Cmd::Mset | Cmd::Msetnx) {
-        crate::counters::bump(&ctx.counters.cmd_set, 1);
+        crate::counters::bump(&ctx.ks.counters.cmd_set, 1);
     }
 }
 
@@ -205,7 +205,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
             return set_prepared(ctx, &o, expiry, value, out);
         }
     }
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     let (key, value): (&[u8], &[u8]) = (&args[1], &args[2]);
     if !o.get && !o.keepttl {
         let r = if o.nx {
@@ -261,7 +261,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
 fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Receiving, out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     let r = value.publish(|value| {
         store.put_prepared(value, |old| {
             if o.get {
@@ -298,7 +298,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
     let value: &[u8] = &args[2];
-    let r = ctx.store.update(&args[1], |old| {
+    let r = ctx.ks.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
             Some(it) if !is_string(&it) => {
@@ -319,7 +319,7 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
     let mark = out.len();
-    let r = ctx.store.update(&args[1], |old| {
+    let r = ctx.ks.store.update(&args[1], |old| {
         out.truncate(mark); // may run again: see `set`
         match old {
             Some(it) if !is_string(&it) => {
@@ -345,7 +345,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let Ok(o) = options(args, 2, false) else { return push_error(out, err::SYNTAX.as_bytes()) };
     let proto = ctx.proto();
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     if o.expire.is_none() && !o.persist {
         let r = store.get(&args[1], |it| {
             if !is_string(&it) {
@@ -421,7 +421,7 @@ fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, KEY_INVALID.as_bytes());
     }
     for pair in args[1..].chunks_exact(2) {
-        if let Err(e) = ctx.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
+        if let Err(e) = ctx.ks.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
             return engine_error(e, out);
         }
     }
@@ -435,7 +435,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if bad_key_among(&args[1..]) {
         return push_error(out, KEY_INVALID.as_bytes());
     }
-    let store = &ctx.store;
+    let store = &ctx.ks.store;
     let any = {
         let reader = store.reader();
         args[1..].chunks_exact(2).any(|pair| reader.get(&pair[0], |_| ()).is_some())
@@ -479,7 +479,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// INCR, DECR, INCRBY, DECRBY: a signed 64-bit counter, created at 0,
 /// keeping the key's TTL and flags; Redis's overflow check.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
-    let r = ctx.store.update(key, |old| {
+    let r = ctx.ks.store.update(key, |old| {
         let (cur, flags, expiry) = match old {
             None => (0, 0, Expiry::Never),
             Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
@@ -509,7 +509,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     use amalgam_types::hash::ld;
     let incr: &[u8] = &args[2];
-    let r = ctx.store.update(&args[1], |old| {
+    let r = ctx.ks.store.update(&args[1], |old| {
         let (cur, flags, expiry) = match old {
             None => (ld::Ld::ZERO, 0, Expiry::Never),
             Some(it) if !is_string(&it) => return (Update::Keep, Err(WRONGTYPE)),
@@ -534,7 +534,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let data: &[u8] = &args[2];
     let max = ctx.limits.bulk_bytes_max;
-    let r = ctx.store.update(&args[1], |old| match old {
+    let r = ctx.ks.store.update(&args[1], |old| match old {
         None => (
             Update::Put { value: NewValue::Bytes(data), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 },
             Ok(data.len()),
@@ -566,7 +566,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (Some(start), Some(end)) = (int_arg(&args[2]), int_arg(&args[3])) else {
         return push_error(out, err::NOT_INTEGER.as_bytes());
     };
-    let hit = ctx.store.get(&args[1], |it| {
+    let hit = ctx.ks.store.get(&args[1], |it| {
         if !is_string(&it) {
             return push_error(out, WRONGTYPE.as_bytes());
         }
@@ -608,7 +608,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // Redis's checkStringLength, against the item size; checked before
     // anything is allocated.
     let fits = (offset as u64).saturating_add(value.len() as u64) <= ctx.limits.bulk_bytes_max as u64;
-    let r = ctx.store.update(&args[1], |old| {
+    let r = ctx.ks.store.update(&args[1], |old| {
         if old.is_some_and(|it| !is_string(&it)) {
             return (Update::Keep, Err(WRONGTYPE));
         }

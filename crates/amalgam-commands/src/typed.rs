@@ -170,7 +170,7 @@ impl Refused {
 /// Reads the `kind` collection at `key` with `f`, lock-free for a compact
 /// value, under the object's read lock for a large one.
 pub fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) -> R) -> Access<R> {
-    let r = ctx.store.get(key, |it| {
+    let r = ctx.ks.store.get(key, |it| {
         let tag = it.tag();
         if tag == tag_of(kind) {
             return Access::Done(f(Found::Packed(it.value())));
@@ -276,14 +276,14 @@ pub fn write<R>(
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
-    let logged = ctx.host.journaled();
-    if create && ctx.store.objects_over_budget() {
+    let logged = ctx.ks.host.journaled();
+    if create && ctx.ks.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
         return Err(Refused::OutOfMemory);
     }
-    let t = ctx.thresholds.load();
-    let item_max = ctx.item_size_max;
-    let r = ctx.store.update(key, |old| {
+    let t = ctx.ks.thresholds.load();
+    let item_max = ctx.ks.item_size_max;
+    let r = ctx.ks.store.update(key, |old| {
         let Some(it) = old else {
             if !create {
                 return (Update::Keep, Access::Absent);
@@ -354,11 +354,11 @@ pub fn write<R>(
 /// something before.
 pub fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
     let mut ready = Some(make());
-    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.store.objects_over_budget() {
+    if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.ks.store.objects_over_budget() {
         return Err(Refused::OutOfMemory);
     }
-    let item_max = ctx.item_size_max;
-    let r = ctx.store.update(key, |old| {
+    let item_max = ctx.ks.item_size_max;
+    let r = ctx.ks.store.update(key, |old| {
         let v = ready.take().unwrap_or_else(&mut make);
         let had = old.is_some();
         if v.is_empty() {

@@ -336,7 +336,7 @@ fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64
     match r {
         Ok(Access::Done(Ok((added, updated, last)))) => {
             if added > 0 {
-                ctx.host.signal(key);
+                ctx.ks.host.signal(key);
             }
             if flags.incr {
                 match last {
@@ -454,7 +454,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let src = &args[first];
     if store {
         let ctx: &Ctx<'_> = ctx;
-        let t = ctx.thresholds.load();
+        let t = ctx.ks.thresholds.load();
         let range_of =
             || read(ctx, src, Kind::ZSet, |z| view(z, |v| ZSet::from_pairs(range.of(&v, rev, offset, limit), &t)));
         let mut first = match range_of() {
@@ -497,7 +497,7 @@ pub fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, o
     match r {
         Ok(_) => {
             if n > 0 {
-                ctx.host.signal(dst);
+                ctx.ks.host.signal(dst);
             }
             push_int(out, n as i64)
         }
@@ -624,7 +624,7 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let proto = ctx.proto();
-    let t = ctx.thresholds.load();
+    let t = ctx.ks.thresholds.load();
     if args.len() == 2 {
         let r = read(ctx, &args[1], Kind::ZSet, |z| {
             with_zset(z, &t, |z| z.random_members(-1, &mut typed::random).pop().map(|(m, _)| m))
@@ -714,7 +714,7 @@ fn rank_span((lo, hi): (usize, usize)) -> (i64, i64) {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let t = ctx.thresholds.load();
+    let t = ctx.ks.thresholds.load();
     let scan = |z: Found<'_>, cursor, o: &typed::ScanArgs<'_>, kept: &mut Vec<(Vec<u8>, f64)>| {
         with_zset(z, &t, |z| {
             z.scan(cursor, o.count, &mut |m, s| {

@@ -31,9 +31,9 @@
 //! time while the connection's output stays under its high-water mark
 //! (`worker.rs`), so a dump of any size takes bounded memory.
 
-use crate::exec::{After, VERSION_LINE};
 use crate::Shared;
 use amalgam_engine::{ItemRef, Store};
+use amalgam_memcache::exec::{After, VERSION_LINE};
 use amalgam_protocol::compose::{push_line, push_stat};
 use amalgam_protocol::text::{reply, Keys};
 use std::fmt::Write as _;

@@ -64,10 +64,10 @@
 //! * The RESP value argument shows as empty where a command's arguments
 //!   are shown (SLOWLOG); MONITOR turns the path off while attached.
 
-use crate::worker::READ_BYTES_PER_ROUND_MAX;
 use crate::Shared;
 pub use amalgam_commands::received::Receiving;
 use amalgam_engine::{Expiry, Store};
+use amalgam_net::turn::READ_BYTES_PER_ROUND_MAX;
 use amalgam_protocol::resp::Parser;
 use amalgam_protocol::text::{self, Parse, Request, StoreOp};
 use amalgam_protocol::LINE_BYTES_MAX;

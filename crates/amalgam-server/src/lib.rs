@@ -4,7 +4,21 @@
 //! engine, a drop-in for memcached (same flags, same defaults, same replies),
 //! and Redis's RESP on a second port over the same keyspace (`resp.rs`).
 //! memcached's binary protocol shares the memcached port: a connection
-//! whose first byte is `0x80` is served by `binary.rs` for its life.
+//! whose first byte is `0x80` is served by `amalgam_memcache::binary` for
+//! its life.
+//!
+//! ## The crates it stands on (docs/architecture.md)
+//! This crate is the wiring (`Shared`, `main.rs`, configuration,
+//! settings, metrics), the event loops (`worker.rs`, `tls.rs`,
+//! `obuf.rs`), the RESP front end (`resp.rs`, `resp/`) and replication
+//! (`repl.rs`). Below it: `amalgam-memcache` (memcached's front end),
+//! `amalgam-acl` (RESP's users and rules), `amalgam-commands` (the command
+//! table and the data commands by family), `amalgam-net` (the turn's
+//! bounds, the clock, the socket, the client registry). Each is handed
+//! narrow handles built once per worker (`worker.rs`, `Reach`): the
+//! families an `amalgam_commands::Keyspace`, the memcached front end an
+//! `amalgam_memcache::Worker`; what they ask of the server goes through
+//! the `Host` traits `Shared` implements.
 //!
 //! ## Threads
 //! ```text
@@ -109,7 +123,7 @@
 //! format) into command-line arguments before clap parses, and CONFIG
 //! REWRITE writes run-time changes back. docs/operations.md.
 //!
-//! ## RESP clients (`clients.rs`)
+//! ## RESP clients (`amalgam_net::clients`)
 //! Each RESP connection registers what other threads may see of it (address,
 //! age, last command, name) in `Shared::clients`; CLIENT LIST reads that,
 //! CLIENT KILL asks the owning worker to close a connection through its kill
@@ -123,12 +137,12 @@
 //! own (tiny_http), with memcached_exporter's and redis_exporter's names so
 //! their dashboards read it unchanged. Every figure is counted per worker
 //! and summed when read (stats, INFO, a scrape): RESP commands are counted
-//! once at dispatch, timed with one TSC read each (`ticks.rs`), into a
+//! once at dispatch, timed with one TSC read each (`amalgam_net::ticks`), into a
 //! per-worker table of plain counters only its worker writes (no lock);
 //! the slow log and the latency monitor (`resp/latency.rs`) are shared but
 //! taken only by a command slower than their thresholds.
 //!
-//! ## Authentication (`authfile.rs`, `resp/acl.rs`)
+//! ## Authentication (`amalgam_memcache::authfile`, `resp/acl.rs`, `amalgam-acl`)
 //! memcached's port: with `-Y FILE` a connection is served by
 //! `authfile::process` until its authentication `set` succeeds (a bool on
 //! the connection; the binary protocol is off, as in memcached). RESP: the
@@ -170,22 +184,16 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
-pub mod authfile;
-pub mod binary;
-pub mod clients;
 pub mod conffile;
 pub mod config;
-pub mod exec;
 pub mod inplace;
 pub mod logging;
-pub mod meta;
 pub mod metrics;
 pub mod obuf;
 pub mod repl;
 pub mod resp;
 pub mod settings;
 pub mod stats;
-pub mod ticks;
 pub mod tls;
 pub mod worker;
 
@@ -222,7 +230,7 @@ pub struct Shared {
     /// The next RESP connection's CLIENT ID: from 1, never reused.
     pub next_client_id: AtomicU64,
     /// Every RESP connection, for CLIENT LIST/KILL and MONITOR.
-    pub clients: clients::Registry,
+    pub clients: amalgam_net::clients::Registry,
     /// memcached's verbosity: `-v` at start, then the `verbosity` command.
     pub verbosity: AtomicU32,
     /// Listeners and open connections for `stats conns` (written at
@@ -248,8 +256,8 @@ pub struct Shared {
     pub idle_timeout_secs: AtomicU64,
     /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
     pub acl: resp::acl::Acl,
-    /// memcached's `-Y` users (`authfile.rs`), if given.
-    pub authfile: Option<authfile::AuthFile>,
+    /// memcached's `-Y` users (`amalgam_memcache::authfile`), if given.
+    pub authfile: Option<amalgam_memcache::authfile::AuthFile>,
     /// TLS's certificates and policies (`tls.rs`), if -Z or --tls-port.
     pub tls: Option<tls::Tls>,
     /// Replication: role, backlog, replicas, the link (`repl.rs`).
@@ -284,10 +292,38 @@ impl amalgam_commands::Host for Shared {
     }
 }
 
+/// The operator commands of memcached's port (`amalgam_memcache::Host`;
+/// `admin.rs` answers them).
+impl amalgam_memcache::Host for Shared {
+    fn stats(&self, args: amalgam_protocol::text::Keys<'_>, out: &mut Vec<u8>) {
+        admin::stats_command(self, args, out);
+    }
+
+    fn lru_crawler(&self, args: amalgam_protocol::text::Keys<'_>, out: &mut Vec<u8>) -> amalgam_memcache::After {
+        admin::lru_crawler(self, args, out)
+    }
+
+    fn metadump_step(&self, cursor: u64, out: &mut Vec<u8>, high_bytes: usize) -> Option<u64> {
+        admin::metadump_step(self, cursor, out, high_bytes)
+    }
+
+    fn shutdown(&self, args: amalgam_protocol::text::Keys<'_>, out: &mut Vec<u8>) -> amalgam_memcache::After {
+        admin::shutdown(self, args, out)
+    }
+
+    fn verbosity(&self, level: u32) {
+        admin::verbosity(self, level);
+    }
+
+    fn refresh_certs(&self) -> Option<Result<(), String>> {
+        self.tls.as_ref().map(|t| t.reload(|_| {}).map_err(|e| e.to_string()))
+    }
+}
+
 impl Shared {
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
-        ticks::init();
+        amalgam_net::ticks::init();
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
         let proto_max_bulk_len = args.proto_max_bulk_len;
@@ -347,7 +383,7 @@ impl Shared {
             .map_err(|e| format!("cannot load --aclfile: {}", e.strip_prefix("ERR ").unwrap_or(&e)))?;
         let authfile = match &args.auth_file {
             None => None,
-            Some(p) => Some(authfile::AuthFile::load(p)?),
+            Some(p) => Some(amalgam_memcache::authfile::AuthFile::load(p)?),
         };
         let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
@@ -375,7 +411,7 @@ impl Shared {
             thresholds: resp::typed::LiveThresholds::default(),
             verbosity: AtomicU32::new(u32::from(args_verbose)),
             conns: Mutex::new(ConnRegistry::default()),
-            clients: clients::Registry::new(threads),
+            clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             obuf: obuf::OutputLimits::new(pubsub_limit),

@@ -85,6 +85,7 @@
 //! `client-output-buffer-limit "normal 0 0 0"` for Redis's behaviour.
 
 use crate::Shared;
+pub use amalgam_net::turn::RoundStop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -275,7 +276,7 @@ impl OutputLimits {
             return false;
         }
         let secs = c.soft_secs.load(Ordering::Relaxed);
-        crate::ticks::nanos_between(*since, now) > secs.saturating_mul(1_000_000_000)
+        amalgam_net::ticks::nanos_between(*since, now) > secs.saturating_mul(1_000_000_000)
     }
 
     /// Counts and logs (rate-limited) a client closed for its output.
@@ -290,53 +291,6 @@ impl OutputLimits {
                 amalgam_persist::ratelimit::held_back(held)
             );
         }
-    }
-}
-
-/// Where one round of a connection's batch stops, from the hard limit
-/// read once per round: shared by the loops of both ports (RESP's
-/// `resp::process`, memcached's text and binary protocols in `worker.rs`
-/// and `binary.rs`), so that they stop alike (module notes).
-///
-/// * Parsing stops at the write buffer's high-water mark
-///   (`WRITE_BUFFER_HIGH_BYTES`, backpressure) or at the hard limit if it
-///   is lower ([`RoundStop::parses`]).
-/// * Once the output has reached the hard limit the client is closed
-///   after the round and nothing more of its batch runs — not a request
-///   already parsed and waiting in a run (a storage command after a run
-///   of GETs that crossed it), nor the rest of a run of SETs
-///   ([`RoundStop::crossed`]) — as Redis runs nothing more for a client
-///   it is closing (`processInputBuffer` stops at `CLIENT_CLOSE_ASAP`).
-///   Without it, a memcached pipeline of GETs and then a `set` under a
-///   hard limit below 1 MiB ran the `set` in the round that closed the
-///   client (issue 20 §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoundStop {
-    /// The hard limit in bytes (`usize::MAX`: none).
-    pub hard: usize,
-    /// Where parsing stops: the lower of the high-water mark and `hard`.
-    parse: usize,
-}
-
-impl RoundStop {
-    /// The stops for a hard limit of `hard` bytes (`usize::MAX`: none).
-    #[inline]
-    pub fn new(hard: usize) -> RoundStop {
-        RoundStop { hard, parse: crate::worker::WRITE_BUFFER_HIGH_BYTES.min(hard) }
-    }
-
-    /// True while the round may parse another request after `out` bytes
-    /// of output.
-    #[inline]
-    pub fn parses(self, out: usize) -> bool {
-        out < self.parse
-    }
-
-    /// True once `out` bytes of output reach the hard limit: nothing more
-    /// of the batch runs, and the client is closed.
-    #[inline]
-    pub fn crossed(self, out: usize) -> bool {
-        out >= self.hard
     }
 }
 
@@ -366,7 +320,7 @@ mod tests {
 
     #[test]
     fn round_stops() {
-        let high = crate::worker::WRITE_BUFFER_HIGH_BYTES;
+        let high = amalgam_net::turn::WRITE_BUFFER_HIGH_BYTES;
         let low = RoundStop::new(1000);
         assert!(low.parses(999) && !low.parses(1000));
         assert!(!low.crossed(999) && low.crossed(1000));
@@ -386,7 +340,7 @@ mod tests {
         l.set(Class::Normal, 0, 50, 0);
         assert!(!l.over_hard(Class::Normal, usize::MAX));
         let mut since = 0;
-        let t0 = crate::ticks::now();
+        let t0 = amalgam_net::ticks::now();
         assert!(!l.soft_expired(Class::Normal, 60, &mut since, t0));
         assert_ne!(since, 0);
         // Below the soft limit in between: the clock starts again.
@@ -395,6 +349,6 @@ mod tests {
         assert!(!l.soft_expired(Class::Normal, 60, &mut since, t0));
         // Soft seconds 0: any later check past the first closes it.
         std::thread::sleep(Duration::from_millis(2));
-        assert!(l.soft_expired(Class::Normal, 60, &mut since, crate::ticks::now()));
+        assert!(l.soft_expired(Class::Normal, 60, &mut since, amalgam_net::ticks::now()));
     }
 }

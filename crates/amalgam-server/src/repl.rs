@@ -370,6 +370,12 @@ impl Replication {
         std::fs::File::open(dir)?.sync_all()
     }
 
+    /// The flag [`Replication::read_only`] reads, for the memcached front
+    /// end, which reads it per request (`amalgam_memcache::Ctx`).
+    pub fn read_only_flag(&self) -> &std::sync::atomic::AtomicBool {
+        &self.read_only
+    }
+
     /// True if client writes are refused (one relaxed load on the write
     /// paths).
     #[inline]
@@ -603,7 +609,7 @@ fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
 }
 
 /// Takes a CLIENT LIST entry out when dropped.
-struct Unlist<'a>(&'a crate::clients::Registry, u64);
+struct Unlist<'a>(&'a amalgam_net::clients::Registry, u64);
 
 impl Drop for Unlist<'_> {
     fn drop(&mut self) {
@@ -729,10 +735,10 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
     // `user=(superuser)`); CLIENT KILL drops the link as TYPE master does.
     let _listed = {
         let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-        let client = crate::clients::Registry::unowned(id, &sock);
+        let client = amalgam_net::clients::Registry::unowned(id, &sock);
         client.attrs().user = Some(b"(superuser)".to_vec());
         let l = Arc::clone(link);
-        shared.clients.add_replication(client, crate::clients::flag::MASTER, move || l.close());
+        shared.clients.add_replication(client, amalgam_net::clients::flag::MASTER, move || l.close());
         Unlist(&shared.clients, id)
     };
     let mut w = sock.try_clone()?;
@@ -919,7 +925,7 @@ pub fn serve_replica(
     sock: TcpStream,
     req: Psync,
     pending: Vec<u8>,
-    client: Option<Arc<crate::clients::Client>>,
+    client: Option<Arc<amalgam_net::clients::Client>>,
 ) {
     let started = std::thread::Builder::new().name("amalgam-repl-send".into()).spawn(move || {
         if let Err(e) = serve(&shared, sock, &req, pending, client) {
@@ -936,7 +942,7 @@ fn serve(
     sock: TcpStream,
     req: &Psync,
     pending: Vec<u8>,
-    client: Option<Arc<crate::clients::Client>>,
+    client: Option<Arc<amalgam_net::clients::Client>>,
 ) -> std::io::Result<()> {
     let r = &shared.repl;
     sock.set_nonblocking(false)?;
@@ -957,7 +963,7 @@ fn serve(
     lock(&r.peers).push(Arc::clone(&peer));
     let listed = client.map(|c| {
         let (id, killed, backlog) = (c.id, Arc::clone(&peer), Arc::clone(&r.backlog));
-        shared.clients.add_replication(c, crate::clients::flag::REPLICA, move || {
+        shared.clients.add_replication(c, amalgam_net::clients::flag::REPLICA, move || {
             killed.kill();
             backlog.wake_readers();
         });
@@ -1298,7 +1304,7 @@ pub(crate) fn run(
     cmd: crate::resp::table::Cmd,
     args: &[crate::resp::Arg<'_>],
     out: &mut Vec<u8>,
-) -> crate::exec::After {
+) -> crate::resp::After {
     use crate::resp::table::Cmd;
     use amalgam_protocol::resp::{push_error, push_simple};
     match cmd {
@@ -1327,13 +1333,13 @@ pub(crate) fn run(
                 // Ends the connection's turns as QUIT does; the worker
                 // then hands it over instead of closing it
                 // (`worker.rs`, `Conn::closing`).
-                return crate::exec::After::Close;
+                return crate::resp::After::Close;
             }
         }
         Cmd::Wait => wait(ctx, args, out),
         _ => unreachable!("dispatched here only for replication commands"),
     }
-    crate::exec::After::Continue
+    crate::resp::After::Continue
 }
 
 /// REPLCONF listening-port | ip-address | capa | ack | getack ….

@@ -73,15 +73,15 @@
 //! | `resp/errorstats.rs` | error replies by code (INFO errorstats, total_error_replies) |
 //! | `resp/latency.rs` | LATENCY and its events |
 //! | `resp/debug.rs` | DEBUG |
-//! | `resp/client.rs` | CLIENT (over `crate::clients`, the registry of connections) |
+//! | `resp/client.rs` | CLIENT (over `amalgam_net::clients`, the registry of connections) |
 //! | `resp/monitor.rs` | MONITOR |
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
-//! | `resp/acl.rs`, `resp/acl/users.rs`, `resp/acl_log.rs` | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
+//! | `resp/acl.rs` (the users, rules and ACL LOG: crate `amalgam-acl`) | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod acl;
-pub mod acl_log;
+pub use amalgam_acl::log as acl_log;
 pub mod blocking;
 mod client;
 pub mod cmdstats;
@@ -102,18 +102,25 @@ pub(crate) use amalgam_commands::{
     strings, sub, table, typed, wrong_arity, zset,
 };
 
-use crate::clients::Client;
-use crate::exec::After;
 use crate::obuf::RoundStop;
 use crate::stats::{bump, WorkerStats};
-use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use crate::Shared;
 use amalgam_engine::TAG_BYTES;
+use amalgam_net::clients::Client;
+use amalgam_net::turn::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
 use std::sync::Arc;
 use table::{Cmd, Spec};
 
 pub use amalgam_commands::Arg;
+
+/// What the connection does after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    Continue,
+    /// QUIT, a refused handshake …: the replies go out, then it closes.
+    Close,
+}
 
 /// CLIENT REPLY's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,7 +146,7 @@ pub struct Session {
     /// CLIENT REPLY.
     reply: Reply,
     /// MONITOR attached this connection.
-    monitor: Option<Arc<crate::clients::Monitor>>,
+    monitor: Option<Arc<amalgam_net::clients::Monitor>>,
     /// The run of GETs and MGETs of the batch in progress (kept to reuse
     /// its allocation; empty between batches).
     gets: Vec<PendingGet>,
@@ -259,26 +266,26 @@ pub(crate) struct Ctx<'c> {
 }
 
 impl<'c> Ctx<'c> {
-    /// A handler's reach for `session`'s commands on the worker of `stats`.
+    /// A handler's reach for `session`'s commands on the worker of `stats`
+    /// and `ks`.
+    #[inline]
     pub(crate) fn new(
         shared: &'c Shared,
         stats: &'c WorkerStats,
+        ks: &'c amalgam_commands::Keyspace<'c>,
         session: &'c mut Session,
         limits: Limits,
         out_stop: usize,
         now: u64,
     ) -> Ctx<'c> {
-        let cx = amalgam_commands::Ctx {
-            store: &shared.store,
-            thresholds: &shared.thresholds,
-            host: shared,
-            counters: &stats.ops,
-            item_size_max: shared.args.max_item_size,
-            proto: session.proto,
-            limits,
-            out_stop,
-        };
-        Ctx { cx, shared, stats, session, recorder: cmdstats::Recorder::new(now), permitted: false }
+        Ctx {
+            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop },
+            shared,
+            stats,
+            session,
+            recorder: cmdstats::Recorder::new(now),
+            permitted: false,
+        }
     }
 
     /// The reply's protocol (HELLO); [`Ctx::set_proto`] changes it.
@@ -319,9 +326,11 @@ pub(crate) struct PendingSet {
 /// Parses and executes what `buf[*pos..]` holds, as one batch; advances
 /// `*pos` past what it used. Bounded by [`REQUESTS_PER_ROUND_MAX`]
 /// commands and by the write buffer's high-water mark.
+#[allow(clippy::too_many_arguments)]
 pub fn process(
     shared: &Shared,
     stats: &WorkerStats,
+    ks: &amalgam_commands::Keyspace<'_>,
     session: &mut Session,
     buf: &[u8],
     pos: &mut usize,
@@ -351,7 +360,7 @@ pub fn process(
     // A RESP string is limited by its length (`proto-max-bulk-len`), not
     // by memcached's `-I`, which counts the whole item.
     shared.store.with_value_bytes_max(limits.bulk_bytes_max, || {
-        process_round(shared, stats, session, buf, pos, out, close, limits, stop)
+        process_round(shared, stats, ks, session, buf, pos, out, close, limits, stop)
     });
     if stop.crossed(out.len()) {
         over_hard_limit(shared, session, class, out, close);
@@ -386,6 +395,7 @@ fn over_hard_limit(shared: &Shared, session: &Session, class: crate::obuf::Class
 fn process_round(
     shared: &Shared,
     stats: &WorkerStats,
+    ks: &amalgam_commands::Keyspace<'_>,
     session: &mut Session,
     buf: &[u8],
     pos: &mut usize,
@@ -398,7 +408,7 @@ fn process_round(
     let mut gets = std::mem::take(&mut session.gets);
     // The run of SETs in progress: each one's argument range.
     let mut sets = std::mem::take(&mut session.sets);
-    let now = crate::ticks::now();
+    let now = amalgam_net::ticks::now();
     session.client.touch_at(now);
     if let Some(m) = &session.monitor {
         // Lines other workers queued for this monitor, while the socket
@@ -415,7 +425,7 @@ fn process_round(
     if journaled {
         crate::repl::mark_batch(session);
     }
-    let mut ctx = Ctx::new(shared, stats, session, limits, stop.hard, now);
+    let mut ctx = Ctx::new(shared, stats, ks, session, limits, stop.hard, now);
     // Redis's bounds before authentication (`Parser::parse_unauthenticated`),
     // chosen here and again after each command run alone: a connection
     // that must authenticate has none batched, so an AUTH earlier in this

@@ -6,19 +6,18 @@
 //! same for both up to parsing and executing, where a RESP connection goes
 //! to [`crate::resp::process`].
 
-use crate::exec::{run_gets, run_one, run_stores, After};
 use crate::resp::blocking::DEADLINES_SLACK;
 use crate::stats::bump;
 use crate::Shared;
-use amalgam_protocol::compose::push_line;
-use amalgam_protocol::text::{parse, Keys, Limits, Parse, Request};
+use amalgam_net::turn::{READ_BUFFER_BYTES_INITIAL, READ_BYTES_PER_ROUND_MAX, ROUNDS_PER_TURN_MAX};
+use amalgam_protocol::text::Limits;
 use amalgam_protocol::{GET_LINE_BYTES_MAX, LINE_BYTES_MAX};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -28,41 +27,12 @@ use std::time::Instant;
 const WAKER: Token = Token(usize::MAX);
 /// Events taken from epoll per wait.
 const EVENTS_PER_POLL: usize = 1024;
-/// A connection's read buffer starts at (and shrinks back to) this size;
-/// memcached's read buffer is 16 KiB too.
-pub const READ_BUFFER_BYTES_INITIAL: usize = 16 * 1024;
-/// Pending output above which a connection's input is not parsed further
-/// until the client reads (backpressure on clients that do not read).
-pub const WRITE_BUFFER_HIGH_BYTES: usize = 1 << 20;
 /// A write buffer larger than this is released after it drains.
 const WRITE_BUFFER_KEEP_BYTES: usize = 256 * 1024;
-/// Read/parse/write rounds one connection gets per turn before the worker
-/// serves the others (fairness bound).
-pub const ROUNDS_PER_TURN_MAX: usize = 16;
-/// Most bytes one read asks for: a connection sending a large value gets
-/// this much per round, [`ROUNDS_PER_TURN_MAX`] rounds per turn (16 MiB,
-/// a few milliseconds of copying from the socket), and then the worker
-/// serves its other connections (the value's read goes on at its next
-/// turn), so one large value does not hold up a worker for the whole of
-/// its arrival. At 256 KiB a 512 MB SET took 128 turns, and each turn's
-/// yield on a loaded machine cost a scheduler slice: 5.5 s against Redis's
-/// 1.2 s (docs/bench-log/2026-11-25-small-cache-and-large-values.md § Large
-/// values).
-pub const READ_BYTES_PER_ROUND_MAX: usize = 1 << 20;
 /// A request (a value) whose end lies at least this far past the front of
 /// the read buffer gets a buffer of exactly its size (`Conn::fill`).
 const EXACT_READ_BUFFER_BYTES_MIN: usize = 64 * 1024;
 const _: () = assert!(READ_BUFFER_BYTES_INITIAL <= EXACT_READ_BUFFER_BYTES_MIN);
-/// Requests parsed per round (bounds the batch and its key list).
-pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
-/// Pipelined GETs run as one engine batch at most this many at a time
-/// (the engine's prefetch window), so that the high-water check between
-/// requests sees their replies: a round's output then passes
-/// [`WRITE_BUFFER_HIGH_BYTES`] by at most this many values (or one
-/// command's reply), which bounds what a client that does not read can
-/// make the server hold (`obuf.rs`). A run of all the round's GETs at
-/// once (up to [`REQUESTS_PER_ROUND_MAX`]) held 1024 values per client.
-pub const GETS_RUN_REQUESTS_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 /// Connections accepted per listener event before the acceptor looks at
 /// its other events.
 const ACCEPTS_PER_EVENT_MAX: usize = 256;
@@ -215,29 +185,7 @@ pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Pol
     }
 }
 
-/// What a connection needs of its socket: mio's `TcpStream` in the
-/// event loop; anything else that reads and writes (a fake socket) when a
-/// connection is driven outside it ([`Driven`]).
-pub trait Socket: Read + Write {
-    fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr>;
-    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr>;
-    /// Its file descriptor (CLIENT LIST's `fd=`); -1 for none.
-    fn fd(&self) -> i32;
-}
-
-impl Socket for TcpStream {
-    fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
-        TcpStream::peer_addr(self)
-    }
-
-    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
-        TcpStream::local_addr(self)
-    }
-
-    fn fd(&self) -> i32 {
-        self.as_raw_fd()
-    }
-}
+pub use amalgam_net::socket::Socket;
 
 /// One client connection (generic over its socket only so that
 /// [`Driven`] can run the same code over a fake one; the event loop's is
@@ -251,8 +199,6 @@ struct Conn<S = TcpStream> {
     /// Replies not yet sent: wbuf[wpos..].
     wbuf: Vec<u8>,
     wpos: usize,
-    /// Bytes of a refused data block still to discard.
-    swallow: usize,
     close_after_write: bool,
     eof: bool,
     /// The last read returned less than it asked for: the receive queue was
@@ -267,16 +213,10 @@ struct Conn<S = TcpStream> {
     /// The RESP session of a connection from the RESP listener; None for
     /// memcached's protocol.
     resp: Option<Box<crate::resp::Session>>,
-    /// An `lru_crawler metadump` in progress: the scan cursor it goes on
-    /// from once the output drains (admin.rs).
-    dump: Option<u64>,
-    /// memcached's `-Y`: false until the connection's authentication
-    /// `set` succeeded (authfile.rs); true from the start without `-Y`.
-    authed: bool,
-    /// memcached's binary protocol: decided by the first byte a memcached
-    /// connection sends (`0x80`), as memcached's `try_read_command_negotiate`
-    /// does, and kept for the connection's life; None until a byte came.
-    binary: Option<bool>,
+    /// A memcached-port connection's own state (`amalgam_memcache::Conn`:
+    /// a refused block being swallowed, a metadump, `-Y`, the binary
+    /// protocol); unused by RESP's.
+    mc: amalgam_memcache::Conn,
     /// With persistence: the log position the pending replies depend on
     /// (the last record this connection journaled); they are sent once
     /// the log has secured it (lib.rs § Persistence).
@@ -312,13 +252,48 @@ enum Turn {
     Detach,
 }
 
+/// What one worker's connections reach, built once per worker thread
+/// (nothing of it per round): the data commands' keyspace and the
+/// memcached front end's worker handle.
+struct Reach<'w> {
+    ks: amalgam_commands::Keyspace<'w>,
+    mc: amalgam_memcache::Worker<'w>,
+}
+
+impl<'w> Reach<'w> {
+    fn new(shared: &'w Shared, id: usize) -> Reach<'w> {
+        let stats = &shared.workers[id];
+        Reach {
+            ks: amalgam_commands::Keyspace {
+                store: &shared.store,
+                thresholds: &shared.thresholds,
+                host: shared,
+                counters: &stats.ops,
+                item_size_max: shared.args.max_item_size,
+            },
+            mc: amalgam_memcache::Worker {
+                store: &shared.store,
+                counters: &stats.ops,
+                host: shared,
+                authfile: shared.authfile.as_ref(),
+                read_only: shared.repl.read_only_flag(),
+                cas_enabled: shared.cas_enabled(),
+                flush_all_disabled: shared.args.disable_flush_all,
+                limits: Limits { value_bytes_max: shared.args.max_item_size },
+            },
+        }
+    }
+}
+
 /// A worker: an event loop over its connections.
 pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, waker: Arc<Waker>) {
     let stats = &shared.workers[id];
     let mut conns: Slab<Conn> = Slab::new();
     let mut events = Events::with_capacity(EVENTS_PER_POLL);
     let mut again: Vec<usize> = Vec::new();
-    let limits = Limits { value_bytes_max: shared.args.max_item_size };
+    // What this worker's connections reach, built once (the families'
+    // keyspace and the memcached front end's worker).
+    let reach = Reach::new(shared, id);
     let rbuf_max = read_buffer_bytes_max(shared.args.max_item_size);
 
     // `--fsync always`: connections whose replies wait for the committer
@@ -337,7 +312,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         }));
     }
     let mut ready: Vec<usize> = Vec::new();
-    let mut last_sweep = crate::ticks::now();
+    let mut last_sweep = amalgam_net::ticks::now();
     let mut last_output_sweep = last_sweep;
     // Rounds since the output sweep's clock was last read.
     let mut output_rounds = 0usize;
@@ -407,7 +382,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 for (key, seq) in shared.blocking.take_wakes(id) {
                     let Some(c) = conns.get_mut(key) else { continue };
                     let Some(s) = c.resp.as_deref_mut() else { continue };
-                    if crate::resp::blocking::woken(shared, stats, s, seq, &mut c.wbuf) {
+                    if crate::resp::blocking::woken(shared, stats, &reach.ks, s, seq, &mut c.wbuf) {
                         if shared.persist.is_some() {
                             c.commit_target = amalgam_persist::Persistence::last_appended_here();
                         }
@@ -541,10 +516,10 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 // everywhere in the server). The default hook has printed
                 // the panic's message and place.
                 if idle_secs != 0 {
-                    conn.active = crate::ticks::now();
+                    conn.active = amalgam_net::ticks::now();
                 }
                 let turn =
-                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(shared, id, limits, max)))
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(shared, id, &reach, max)))
                     {
                         Ok(turn) => turn,
                         Err(_) => {
@@ -573,7 +548,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
             }
         }
         if idle_secs != 0 {
-            let now = crate::ticks::now();
+            let now = amalgam_net::ticks::now();
             if !sweeping {
                 // Turned on (CONFIG SET timeout): turns were not timed
                 // while it was off, so every connection's clock starts now.
@@ -582,7 +557,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                     c.active = now;
                 }
             }
-            if crate::ticks::nanos_between(last_sweep, now) >= IDLE_SWEEP_EVERY.as_nanos() as u64 {
+            if amalgam_net::ticks::nanos_between(last_sweep, now) >= IDLE_SWEEP_EVERY.as_nanos() as u64 {
                 last_sweep = now;
                 sweep_idle(shared, &poll, &mut conns, idle_secs, now);
             }
@@ -596,8 +571,8 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         output_rounds += 1;
         if (output_rounds >= OUTPUT_SWEEP_ROUNDS || events.is_empty()) && shared.obuf.soft_on() {
             output_rounds = 0;
-            let now = crate::ticks::now();
-            if crate::ticks::nanos_between(last_output_sweep, now) >= crate::obuf::SWEEP_EVERY.as_nanos() as u64 {
+            let now = amalgam_net::ticks::now();
+            if amalgam_net::ticks::nanos_between(last_output_sweep, now) >= crate::obuf::SWEEP_EVERY.as_nanos() as u64 {
                 last_output_sweep = now;
                 sweep_output(shared, &poll, &mut conns, now);
             }
@@ -647,7 +622,7 @@ fn sweep_idle(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, idle_secs: u
     let limit_ns = idle_secs.saturating_mul(1_000_000_000);
     let idle: Vec<usize> = conns
         .iter()
-        .filter(|(_, c)| crate::ticks::nanos_between(c.active, now) >= limit_ns)
+        .filter(|(_, c)| amalgam_net::ticks::nanos_between(c.active, now) >= limit_ns)
         .filter(|(_, c)| {
             c.resp
                 .as_deref()
@@ -750,18 +725,15 @@ impl<S: Socket> Conn<S> {
             rend: 0,
             wbuf: Vec::new(),
             wpos: 0,
-            swallow: 0,
             close_after_write: false,
             eof: false,
             drained: false,
             hup: false,
             resp,
-            dump: None,
-            binary: None,
-            authed,
+            mc: amalgam_memcache::Conn::new(authed),
             commit_target: 0,
             tls,
-            active: crate::ticks::now(),
+            active: amalgam_net::ticks::now(),
             soft_since: 0,
             inplace: None,
         }
@@ -802,7 +774,8 @@ impl<S: Socket> Conn<S> {
     }
 
     /// One bounded turn: flush, parse and execute, read; repeat.
-    fn turn(&mut self, shared: &Shared, id: usize, limits: Limits, rbuf_max: usize) -> Turn {
+    fn turn(&mut self, shared: &Shared, id: usize, reach: &Reach<'_>, rbuf_max: usize) -> Turn {
+        let limits = reach.mc.limits;
         let stats = &shared.workers[id];
         // Bytes of a value received in place this turn.
         let mut in_place = 0;
@@ -850,7 +823,7 @@ impl<S: Socket> Conn<S> {
             }
             // The records this connection journals (lib.rs § Persistence).
             let appended = shared.persist.as_ref().map(|_| amalgam_persist::Persistence::last_appended_here());
-            let crossed = self.process(shared, id, limits);
+            let crossed = self.process(shared, id, reach);
             if !self.wbuf.is_empty() {
                 // The round's output against the hard limit: once per
                 // round, not per reply (`obuf.rs`); or the limit the round
@@ -970,7 +943,7 @@ impl<S: Socket> Conn<S> {
         let pending = &self.rbuf[self.rstart..self.rend];
         let wanted = match self.resp.as_deref() {
             Some(s) => s.parser.wanted(),
-            None if !pending.is_empty() && self.swallow == 0 && self.binary != Some(true) => {
+            None if !pending.is_empty() && self.mc.swallow == 0 && self.mc.binary != Some(true) => {
                 amalgam_protocol::text::block_end(pending)
             }
             None => None,
@@ -1088,9 +1061,7 @@ impl<S: Socket> Conn<S> {
         let pending = &self.rbuf[self.rstart..self.rend];
         let started = match self.resp.as_deref_mut() {
             Some(s) => crate::inplace::start_resp(shared, s, pending),
-            None if self.authed && self.binary != Some(true) && self.swallow == 0 && self.dump.is_none() => {
-                crate::inplace::start_memcached(shared, limits, pending)
-            }
+            None if self.mc.may_receive_in_place() => crate::inplace::start_memcached(shared, limits, pending),
             None => None,
         };
         let Some(started) = started else { return false };
@@ -1119,175 +1090,18 @@ impl<S: Socket> Conn<S> {
     /// Parses and executes what the read buffer holds, as one batch; true
     /// if its output reached the hard limit the round read (memcached's
     /// port: the client is closed; RESP closes its own, `resp::process`).
-    fn process(&mut self, shared: &Shared, id: usize, limits: Limits) -> bool {
+    fn process(&mut self, shared: &Shared, id: usize, reach: &Reach<'_>) -> bool {
         let stats = &shared.workers[id];
-        let Conn { rbuf, rstart, rend, wbuf, swallow, close_after_write, resp, dump, binary, authed, inplace, .. } =
-            self;
+        let Conn { rbuf, rstart, rend, wbuf, close_after_write, resp, mc, inplace, .. } = self;
         let buf = &rbuf[..*rend];
         if let Some(session) = resp.as_deref_mut() {
-            crate::resp::process(shared, stats, session, buf, rstart, wbuf, close_after_write);
+            crate::resp::process(shared, stats, &reach.ks, session, buf, rstart, wbuf, close_after_write);
             return false;
         }
-        if !*authed {
-            // memcached's -Y: only the authentication `set` until it
-            // succeeds, and never the binary protocol.
-            *binary = Some(false);
-            crate::authfile::process(shared, stats, buf, rstart, wbuf, close_after_write, authed);
-            if !*authed || *close_after_write {
-                return false;
-            }
-        }
         // Every memcached-port connection is of the `normal` class.
-        let stop = shared.obuf.round_stop(crate::obuf::Class::Normal);
-        if binary.is_none() && *rstart < buf.len() {
-            *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
-        }
-        if *binary == Some(true) {
-            crate::binary::process(shared, stats, buf, rstart, rend, wbuf, swallow, close_after_write, limits, stop);
-            return stop.crossed(wbuf.len());
-        }
-        // A metadump streams before any later request is parsed, so
-        // replies keep their order; it stops at the high-water mark and
-        // goes on when this buffer has been written.
-        if let Some(cursor) = *dump {
-            *dump = crate::admin::metadump_step(shared, cursor, wbuf, WRITE_BUFFER_HIGH_BYTES);
-            if dump.is_some() {
-                return false;
-            }
-        }
-        let mut pos = *rstart;
-        // A data block received in place (`inplace.rs`): its request, at
-        // the front, reads with an empty block; anything but that request
-        // whole drops the value (the loop below answers it as it reads).
-        if let Some(v) = inplace.take_if(|v| v.is_complete()) {
-            match parse(&buf[pos..], limits) {
-                Parse::Done(req @ Request::Store { .. }, n) => {
-                    pos += n;
-                    crate::exec::run_prepared(shared, stats, req, *v, wbuf);
-                }
-                Parse::Incomplete => {
-                    *inplace = Some(v);
-                    return false;
-                }
-                _ => {}
-            }
-        }
-        let mut gets: Vec<(Keys<'_>, bool)> = Vec::new();
-        // The run of storage commands in progress (see exec::run_stores);
-        // never both it and `gets` non-empty, so replies keep their order.
-        let mut stores: Vec<Request<'_>> = Vec::new();
-        // Past the hard limit nothing more of the batch runs, not even a
-        // request parsed behind a run that crossed it: the client is
-        // closed after the round (`obuf::RoundStop`, as RESP).
-        for _ in 0..REQUESTS_PER_ROUND_MAX {
-            if swallowing(buf, &mut pos, swallow) {
-                break;
-            }
-            if !stop.parses(wbuf.len()) || pos == buf.len() {
-                break;
-            }
-            match parse(&buf[pos..], limits) {
-                Parse::Done(Request::Get { keys, cas, touch: None }, n) => {
-                    run_stores(shared, stats, &mut stores, wbuf, stop);
-                    if stop.crossed(wbuf.len()) {
-                        break;
-                    }
-                    gets.push((keys, cas));
-                    pos += n;
-                    if gets.len() >= GETS_RUN_REQUESTS_MAX {
-                        run_gets(shared, stats, &gets, wbuf);
-                        gets.clear();
-                    }
-                }
-                Parse::Done(req @ Request::Store { .. }, n) => {
-                    if !gets.is_empty() {
-                        run_gets(shared, stats, &gets, wbuf);
-                        gets.clear();
-                    }
-                    if stop.crossed(wbuf.len()) {
-                        break;
-                    }
-                    stores.push(req);
-                    pos += n;
-                }
-                Parse::Done(req, n) => {
-                    if !gets.is_empty() {
-                        run_gets(shared, stats, &gets, wbuf);
-                        gets.clear();
-                    }
-                    run_stores(shared, stats, &mut stores, wbuf, stop);
-                    if stop.crossed(wbuf.len()) {
-                        break;
-                    }
-                    pos += n;
-                    match run_one(shared, stats, req, wbuf) {
-                        After::Continue => {}
-                        After::Close => {
-                            *close_after_write = true;
-                            break;
-                        }
-                        After::MetaDump => {
-                            *dump = crate::admin::metadump_step(shared, 0, wbuf, WRITE_BUFFER_HIGH_BYTES);
-                            if dump.is_some() {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Parse::Incomplete => break,
-                Parse::Fail(f) => {
-                    if !gets.is_empty() {
-                        run_gets(shared, stats, &gets, wbuf);
-                        gets.clear();
-                    }
-                    run_stores(shared, stats, &mut stores, wbuf, stop);
-                    if stop.crossed(wbuf.len()) {
-                        break;
-                    }
-                    if let Some(unlink) = f.unlink {
-                        let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
-                        if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
-                            let _ = shared.store.delete(key);
-                        }
-                    }
-                    pos += f.consumed;
-                    if let (Some(line), false) = (f.reply, f.noreply) {
-                        push_line(wbuf, line);
-                    }
-                    *swallow = f.swallow;
-                    if f.close {
-                        *close_after_write = true;
-                        break;
-                    }
-                }
-            }
-        }
-        if !gets.is_empty() {
-            run_gets(shared, stats, &gets, wbuf);
-        }
-        run_stores(shared, stats, &mut stores, wbuf, stop);
-        *rstart = pos;
-        if *swallow > 0 && *rstart == *rend {
-            // Discard without keeping: the refused block never occupies
-            // the buffer.
-            *rstart = 0;
-            *rend = 0;
-        }
-        stop.crossed(wbuf.len())
+        let ctx = amalgam_memcache::Ctx { w: &reach.mc, stop: shared.obuf.round_stop(crate::obuf::Class::Normal) };
+        amalgam_memcache::process(&ctx, mc, buf, rstart, rend, wbuf, close_after_write, inplace)
     }
-}
-
-/// Skips what is left of a refused request's data (`swallow` bytes, as
-/// memcached's `conn_swallow`) from `buf[*pos..]`; true while some of it
-/// has not arrived yet (the turn stops and waits for more).
-pub(crate) fn swallowing(buf: &[u8], pos: &mut usize, swallow: &mut usize) -> bool {
-    if *swallow == 0 {
-        return false;
-    }
-    let n = (*swallow).min(buf.len() - *pos);
-    *pos += n;
-    *swallow -= n;
-    *swallow > 0
 }
 
 /// The worker a [`Driven`] connection says it lives on (its wake-ups,
@@ -1352,10 +1166,11 @@ impl<S: Socket> Driven<S> {
         }
         let shared = &*self.shared;
         let stats = &shared.workers[DRIVEN_WORKER];
+        let reach = Reach::new(shared, DRIVEN_WORKER);
         let me = self.conn.client_id();
         for (key, seq) in shared.blocking.take_wakes(DRIVEN_WORKER) {
             if let (DRIVEN_TOKEN, Some(s)) = (key, self.conn.resp.as_deref_mut()) {
-                crate::resp::blocking::woken(shared, stats, s, seq, &mut self.conn.wbuf);
+                crate::resp::blocking::woken(shared, stats, &reach.ks, s, seq, &mut self.conn.wbuf);
             }
         }
         let dropped =
@@ -1367,9 +1182,8 @@ impl<S: Socket> Driven<S> {
         }
         // A readiness event, as the event loop's: a read may find more.
         self.conn.drained = false;
-        let limits = Limits { value_bytes_max: shared.args.max_item_size };
         let rbuf_max = self.read_buffer_bytes_max();
-        let step = match self.conn.turn(shared, DRIVEN_WORKER, limits, rbuf_max) {
+        let step = match self.conn.turn(shared, DRIVEN_WORKER, &reach, rbuf_max) {
             Turn::Idle => Step::Idle,
             Turn::Again | Turn::Commit => Step::Again,
             Turn::Closed | Turn::Detach => Step::Closed,

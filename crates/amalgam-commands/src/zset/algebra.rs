@@ -54,7 +54,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return push_error(out, err::SYNTAX.as_bytes());
     }
     let n = n as usize;
-    let t = ctx.thresholds.load();
+    let t = ctx.ks.thresholds.load();
     let mut sources = Vec::with_capacity(n);
     // Bounded: numkeys ≤ the arguments.
     for k in &args[numkeys_at + 1..numkeys_at + 1 + n] {

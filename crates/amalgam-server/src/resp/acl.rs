@@ -110,21 +110,19 @@
 //! registry, the subscriptions) run in the ACL command, never on the
 //! request path.
 
-mod users;
-
-use super::acl_log;
 use super::glob::matches;
 use super::table::{self, Cmd, Spec, ACL_CATEGORIES};
+use super::After;
 use super::{help, sub};
 use super::{is, multi, Arg, Ctx};
-use crate::exec::After;
+use amalgam_acl::log as acl_log;
+pub use amalgam_acl::*;
 use amalgam_protocol::resp::{
     push_array, push_bulk, push_error, push_int, push_map, push_null, push_set, push_simple, Proto,
 };
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-pub use users::*;
 
 /// Redis 7.0's reply to a non-loopback client in protected mode.
 pub const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
@@ -260,45 +258,6 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, command: &[u8], creds: Option<(&[u8]
         return Err(HELLO_NOAUTH);
     }
     Ok(())
-}
-
-/// The first channel `cmd` names that is not within `allowed` (Redis's
-/// `ACLCheckChannelAgainstList`): a channel must match a pattern of the
-/// user's; a PSUBSCRIBE pattern must equal one. None: every one is.
-fn channel_refused(allowed: &[Vec<u8>], cmd: Cmd, args: &[Arg<'_>]) -> Option<usize> {
-    let names = match cmd {
-        Cmd::Publish | Cmd::Spublish => 1..2,
-        Cmd::Subscribe | Cmd::Psubscribe | Cmd::Ssubscribe => 1..args.len(),
-        _ => return None,
-    };
-    let literal = cmd == Cmd::Psubscribe;
-    names.into_iter().find(|&i| {
-        let n = &args[i];
-        !allowed.iter().any(|p| if literal { p[..] == n[..] } else { matches(p, n, false) })
-    })
-}
-
-/// Why a user may not run a command (Redis's `ACL_DENIED_*`), with the
-/// argument refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Denied {
-    Command,
-    /// The index of the first key refused.
-    Key(usize),
-    /// The index of the first channel refused.
-    Channel(usize),
-}
-
-impl Denied {
-    /// Which refusal of several selectors' is reported (Redis's
-    /// `ACL_DENIED_*` values, then the argument's index): the largest.
-    fn rank(self) -> (u8, usize) {
-        match self {
-            Denied::Command => (1, 0),
-            Denied::Key(i) => (2, i),
-            Denied::Channel(i) => (4, i),
-        }
-    }
 }
 
 /// Where a refusal happens, for the ACL log.

@@ -90,9 +90,9 @@ use super::table::Cmd;
 use super::typed::{self, Access};
 use super::zset;
 use super::{Arg, Ctx, Session};
-use crate::clients::flag;
 use crate::stats::WorkerStats;
 use crate::Shared;
+use amalgam_net::clients::flag;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null, push_null_array};
 use amalgam_types::Kind;
 use mio::Waker;
@@ -505,9 +505,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     ctx.session.client.set_flag(flag::BLOCKED, true);
 }
 
-fn ctx<'c>(shared: &'c Shared, stats: &'c WorkerStats, session: &'c mut Session) -> Ctx<'c> {
+fn ctx<'c>(
+    shared: &'c Shared,
+    stats: &'c WorkerStats,
+    ks: &'c amalgam_commands::Keyspace<'c>,
+    session: &'c mut Session,
+) -> Ctx<'c> {
     let out_stop = shared.obuf.hard_stop(super::output_class(session));
-    Ctx::new(shared, stats, session, shared.resp_limits(), out_stop, crate::ticks::now())
+    Ctx::new(shared, stats, ks, session, shared.resp_limits(), out_stop, amalgam_net::ticks::now())
 }
 
 /// Redis 7.0's reply to a client CLIENT UNBLOCK ... ERROR ends.
@@ -533,7 +538,14 @@ pub fn unblocked(shared: &Shared, stats: &WorkerStats, session: &mut Session, er
 /// A wake-up `(_, seq)` reached the connection of `session`: retries its
 /// blocked command. True if it is served (its reply is in `out`) and the
 /// connection runs again.
-pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u64, out: &mut Vec<u8>) -> bool {
+pub fn woken(
+    shared: &Shared,
+    stats: &WorkerStats,
+    ks: &amalgam_commands::Keyspace<'_>,
+    session: &mut Session,
+    seq: u64,
+    out: &mut Vec<u8>,
+) -> bool {
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
     // Cleared before the attempt: a push after this point posts again.
     b.ticket.notified.store(false, Ordering::Release);
@@ -556,7 +568,7 @@ pub fn woken(shared: &Shared, stats: &WorkerStats, session: &mut Session, seq: u
         keys[..=i].rotate_right(1);
         may[..=i].rotate_right(1);
     }
-    let c = ctx(shared, stats, session);
+    let c = ctx(shared, stats, ks, session);
     // Its keys held, as a multi-key command is when it runs first
     // (resp/multi.rs): BLMOVE's pop and push happen at once.
     let mut held: Vec<&[u8]> = b.keys.iter().map(|k| &k[..]).collect();

@@ -1,5 +1,5 @@
 //! CLIENT: ID GETNAME SETNAME SETINFO INFO LIST KILL UNBLOCK REPLY
-//! NO-EVICT NO-TOUCH HELP, over the client registry (`crate::clients`).
+//! NO-EVICT NO-TOUCH HELP, over the client registry (`amalgam_net::clients`).
 //!
 //! CLIENT LIST and INFO print Redis 7.0's line, then 7.2's `lib-name` and
 //! `lib-ver`. Fields Amalgam does not keep per connection get the value of
@@ -19,7 +19,7 @@
 
 use super::table::{Cmd, COMMANDS};
 use super::{help, int_arg, is, null, sub, Arg, Ctx, Reply};
-use crate::clients::{flag, Client};
+use amalgam_net::clients::{flag, Client};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_simple, Proto};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;

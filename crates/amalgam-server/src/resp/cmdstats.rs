@@ -19,7 +19,7 @@
 //! ## One clock read per command
 //! A batch (`resp::process`) reads the clock once when it starts, and once
 //! after each command it runs; a command's time is the span since the
-//! previous read (`crate::ticks`: the TSC, not `Instant`). So it includes parsing the command's arguments, which
+//! previous read (`amalgam_net::ticks`: the TSC, not `Instant`). So it includes parsing the command's arguments, which
 //! Redis's `call()` leaves out, and the sum of all commands' times is the
 //! time the worker spent in RESP batches. A run of batched GETs (MICA §5.3:
 //! looked up together) is one span, shared equally by its GETs. What the
@@ -59,7 +59,7 @@
 
 use super::table::{self, Spec, COMMANDS};
 use super::{arity_ok, is, Arg};
-use crate::clients::Client;
+use amalgam_net::clients::Client;
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -334,7 +334,7 @@ pub fn merged(shared: &crate::Shared) -> Vec<Row> {
 }
 
 /// What a batch uses to time and count its commands (module notes): the
-/// clock's last reading (`crate::ticks`).
+/// clock's last reading (`amalgam_net::ticks`).
 #[derive(Debug)]
 pub(crate) struct Recorder {
     last: u64,
@@ -349,8 +349,8 @@ impl Recorder {
     /// Reads the clock: the nanoseconds since the last reading.
     #[inline]
     pub fn lap(&mut self) -> u64 {
-        let now = crate::ticks::now();
-        let ns = crate::ticks::nanos_between(self.last, now);
+        let now = amalgam_net::ticks::now();
+        let ns = amalgam_net::ticks::nanos_between(self.last, now);
         self.last = now;
         ns
     }

@@ -1,7 +1,7 @@
 //! MONITOR: every command any worker runs, as Redis prints it
 //! (`replicationFeedMonitors`): `+<unix seconds>.<micros> [0 <ip:port>]
 //! "arg" "arg"…`, each argument quoted as `sdscatrepr` does. The fan-out,
-//! its bound and the cost when nobody monitors are in `crate::clients`.
+//! its bound and the cost when nobody monitors are in `amalgam_net::clients`.
 //! Commands with the `admin` flag are not shown, as in Redis; unknown
 //! commands and arity errors are not either. Secrets (AUTH's and HELLO
 //! AUTH's arguments) show as `"(redacted)"`, as in Redis.

@@ -43,8 +43,8 @@
 //! an error and, inside MULTI, EXEC aborts.
 
 use super::table::{self, Cmd, Spec};
+use super::After;
 use super::{arity_ok, run_command, unknown_command, wrong_arity, Arg, Ctx};
-use crate::exec::After;
 use amalgam_protocol::resp::{push_array, push_error, push_null_array, push_simple};
 
 /// Bytes of queued arguments one connection's MULTI may hold (Redis's

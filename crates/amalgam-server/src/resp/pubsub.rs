@@ -89,7 +89,7 @@ use super::glob::matches;
 use super::sub;
 use super::table::Cmd;
 use super::{Arg, Ctx};
-use crate::clients::{flag, Client};
+use amalgam_net::clients::{flag, Client};
 use amalgam_protocol::resp::{push_array, push_bulk, push_int, push_null, Proto};
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, HashSet};

@@ -11,8 +11,8 @@
 use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::Cmd;
+use super::After;
 use super::{help, int_arg, is, maxmemory_policy, sub, wrong_arity, Arg, Ctx};
-use crate::exec::After;
 use crate::settings::{self, Kind, Setting};
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim, Proto,
@@ -425,7 +425,7 @@ fn config(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// authentication (its table flags). Answers `+RESET`, which CLIENT
 /// REPLY OFF does not drop (`run_command` sees the reply mode it set).
 fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
-    use crate::clients::flag;
+    use amalgam_net::clients::flag;
     let shared = ctx.shared;
     let s = &mut *ctx.session;
     if s.monitor.take().is_some() {

@@ -13,7 +13,7 @@
 //!
 //! Shared by the libFuzzer target (fuzz-server/fuzz_targets/authfile.rs)
 //! and the fuzz smoke test (tests/fuzz_smoke.rs).
-use amalgam_server::authfile::{serve, AuthFile};
+use amalgam_memcache::authfile::{serve, AuthFile};
 
 /// The replies an unauthenticated connection may get.
 const REPLIES: [&[u8]; 5] = [

@@ -25,8 +25,8 @@
 //! arrive; Amalgam answers each line. A data block declared larger than
 //! [`AUTH_DATA_BYTES_MAX`] closes the connection (memcached waits for it).
 
-use crate::stats::{bump, WorkerStats};
-use crate::Shared;
+use crate::Ctx;
+use amalgam_commands::counters::bump;
 use std::path::Path;
 
 /// A line without `\n` past this closes the connection (memcached's 2048).
@@ -98,22 +98,14 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// Serves an unauthenticated connection's `buf[*pos..]` until it
 /// authenticates (then `*authed` is set and the caller goes on with the
 /// rest) or the buffer runs out. Bounded by the lines the buffer holds.
-pub fn process(
-    shared: &Shared,
-    stats: &WorkerStats,
-    buf: &[u8],
-    pos: &mut usize,
-    out: &mut Vec<u8>,
-    close: &mut bool,
-    authed: &mut bool,
-) {
-    let Some(file) = &shared.authfile else {
+pub fn process(ctx: &Ctx<'_>, buf: &[u8], pos: &mut usize, out: &mut Vec<u8>, close: &mut bool, authed: &mut bool) {
+    let Some(file) = ctx.w.authfile else {
         *authed = true;
         return;
     };
     let counts = serve(file, buf, pos, out, close, authed);
-    bump(&stats.ops.auth_cmds, counts.cmds);
-    bump(&stats.ops.auth_errors, counts.errors);
+    bump(&ctx.w.counters.auth_cmds, counts.cmds);
+    bump(&ctx.w.counters.auth_errors, counts.errors);
 }
 
 /// What [`serve`] counted: authentication `set`s, and those refused.

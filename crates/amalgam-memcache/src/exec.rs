@@ -3,8 +3,8 @@
 //! shape). Runs of GETs — the keys of a multi-get and of pipelined gets —
 //! go through the engine's batched lookup (MICA §5.3).
 
-use crate::stats::{bump, WorkerStats};
-use crate::Shared;
+use crate::Ctx;
+use amalgam_commands::counters::bump;
 use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
 use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
@@ -26,8 +26,8 @@ pub const VERSION_LINE: &str = concat!("VERSION 1.6.0-amalgam-", env!("CARGO_PKG
 /// Executes a run of plain get/gets requests as one engine batch,
 /// appending each request's VALUE lines and END in order. Every request
 /// has at least one key (the parser answers `ERROR` otherwise).
-pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
-    let store = &shared.store;
+pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
+    let store = ctx.w.store;
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut owner: Vec<usize> = Vec::new();
     for (r, (k, _)) in gets.iter().enumerate() {
@@ -43,7 +43,7 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
     // output limit (memcached's connections are all of the `normal`
     // class) the reply stops, unfinished; the worker's check after the
     // round closes the client before any of it is sent (`obuf.rs`).
-    let stop = shared.obuf.hard_stop(crate::obuf::Class::Normal);
+    let stop = ctx.stop.hard;
     store.get_batch(&keys, |i, item| {
         if out.len() >= stop {
             return;
@@ -57,7 +57,7 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
         // object.rs) is not a memcached item: absent here.
         if let Some(it) = item.filter(|it| it.tag() == TAG_BYTES) {
             hits += 1;
-            push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| shared.visible_cas(it.cas())));
+            push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| ctx.visible_cas(it.cas())));
         }
     });
     while ended < gets.len() && out.len() < stop {
@@ -65,9 +65,9 @@ pub fn run_gets(shared: &Shared, stats: &WorkerStats, gets: &[(Keys<'_>, bool)],
         ended += 1;
     }
     let n = keys.len() as u64;
-    bump(&stats.ops.cmd_get, n);
-    bump(&stats.ops.get_hits, hits);
-    bump(&stats.ops.get_misses, n - hits);
+    bump(&ctx.w.counters.cmd_get, n);
+    bump(&ctx.w.counters.get_hits, hits);
+    bump(&ctx.w.counters.get_misses, n - hits);
 }
 
 /// Storage commands of a run prefetched at once: the engine's batch
@@ -80,13 +80,8 @@ const PREFETCH_STORES_MAX: usize = amalgam_engine::BATCH_WINDOW_KEYS;
 /// write path), and empties the run. None of them closes the connection.
 /// Once the output reaches the hard limit the rest of the run does not
 /// run (`obuf::RoundStop`: the client is closed after the round).
-pub fn run_stores(
-    shared: &Shared,
-    stats: &WorkerStats,
-    stores: &mut Vec<Request<'_>>,
-    out: &mut Vec<u8>,
-    stop: crate::obuf::RoundStop,
-) {
+pub fn run_stores(ctx: &Ctx<'_>, stores: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
+    let stop = ctx.stop;
     let mut keys = [&[][..]; PREFETCH_STORES_MAX];
     for chunk in stores.chunks(PREFETCH_STORES_MAX) {
         if stores.len() > 1 {
@@ -95,13 +90,13 @@ pub fn run_stores(
                     *k = key;
                 }
             }
-            shared.store.prefetch_writes(&keys[..chunk.len()]);
+            ctx.w.store.prefetch_writes(&keys[..chunk.len()]);
         }
         for &req in chunk {
             if stop.crossed(out.len()) {
                 break;
             }
-            let after = run_one(shared, stats, req, out);
+            let after = run_one(ctx, req, out);
             debug_assert!(after == After::Continue, "a storage command does not close the connection");
         }
     }
@@ -109,27 +104,19 @@ pub fn run_stores(
 }
 
 /// Counts and answers a storage command's result (memcached's replies).
-fn store_reply(
-    shared: &Shared,
-    stats: &WorkerStats,
-    op: StoreOp,
-    key: &[u8],
-    r: Result<u64, Error>,
-    noreply: bool,
-    out: &mut Vec<u8>,
-) {
-    let store = &shared.store;
+fn store_reply(ctx: &Ctx<'_>, op: StoreOp, key: &[u8], r: Result<u64, Error>, noreply: bool, out: &mut Vec<u8>) {
+    let store = ctx.w.store;
     if op == StoreOp::Cas {
         match r {
-            Ok(_) => bump(&stats.ops.cas_hits, 1),
-            Err(Error::NotFound) => bump(&stats.ops.cas_misses, 1),
-            Err(Error::Exists) => bump(&stats.ops.cas_badval, 1),
+            Ok(_) => bump(&ctx.w.counters.cas_hits, 1),
+            Err(Error::NotFound) => bump(&ctx.w.counters.cas_misses, 1),
+            Err(Error::Exists) => bump(&ctx.w.counters.cas_badval, 1),
             Err(_) => {}
         }
     }
     let line = match r {
         Ok(_) => {
-            bump(&stats.ops.total_items, 1);
+            bump(&ctx.w.counters.total_items, 1);
             "STORED"
         }
         Err(Error::NotStored) => "NOT_STORED",
@@ -162,24 +149,18 @@ fn store_reply(
 /// received straight into its item (`inplace.rs`): decided as
 /// [`run_one`] decides it, under the key's bucket lock, and the block is
 /// published as it is. `req`'s data is empty (the request was rewritten).
-pub fn run_prepared(
-    shared: &Shared,
-    stats: &WorkerStats,
-    req: Request<'_>,
-    value: crate::inplace::Receiving,
-    out: &mut Vec<u8>,
-) {
+pub fn run_prepared(ctx: &Ctx<'_>, req: Request<'_>, value: amalgam_commands::received::Receiving, out: &mut Vec<u8>) {
     let Request::Store { op, key, flags, exptime, cas_unique, noreply, .. } = req else { return };
-    if shared.repl.read_only() {
+    if ctx.read_only() {
         if !noreply {
             push_line(out, READONLY_REPLY);
         }
         return;
     }
-    bump(&stats.ops.cmd_set, 1);
-    let store = &shared.store;
+    bump(&ctx.w.counters.cmd_set, 1);
+    let store = ctx.w.store;
     let e = expiry(store, exptime);
-    let wanted = shared.visible_cas(cas_unique);
+    let wanted = ctx.visible_cas(cas_unique);
     let mut refusal = Error::NotStored;
     let r = value.publish(|value| {
         store.put_prepared(value, |old| {
@@ -203,7 +184,7 @@ pub fn run_prepared(
         Ok(None) => Err(refusal),
         Err(e) => Err(e),
     };
-    store_reply(shared, stats, op, key, r, noreply, out);
+    store_reply(ctx, op, key, r, noreply, out);
 }
 
 /// memcached's `realtime()` for a relative-or-absolute exptime.
@@ -215,9 +196,9 @@ fn expiry(store: &Store, exptime: i64) -> Expiry {
 pub const READONLY_REPLY: &str = "SERVER_ERROR READONLY You can't write against a read only replica.";
 
 /// Executes one request that is not a plain get.
-pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec<u8>) -> After {
-    let store = &shared.store;
-    if shared.repl.read_only() {
+pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
+    let store = ctx.w.store;
+    if ctx.read_only() {
         // A read-only replica (crate::repl): memcached has no replicas, so
         // the refusal is Redis's text in memcached's SERVER_ERROR form.
         let noreply = match req {
@@ -246,22 +227,22 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             let e = expiry(store, exptime);
             // memcached counts gat/gats keys as touches only, not as gets.
             for key in keys.iter() {
-                bump(&stats.ops.cmd_touch, 1);
+                bump(&ctx.w.counters.cmd_touch, 1);
                 let hit = store.touch_and_get(key, e, |it| {
-                    push_value(out, it.key(), it.flags(), it.value(), cas.then(|| shared.visible_cas(it.cas())))
+                    push_value(out, it.key(), it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
                 });
                 match hit {
-                    Some(Ok(())) => bump(&stats.ops.touch_hits, 1),
-                    _ => bump(&stats.ops.touch_misses, 1),
+                    Some(Ok(())) => bump(&ctx.w.counters.touch_hits, 1),
+                    _ => bump(&ctx.w.counters.touch_misses, 1),
                 }
             }
             out.extend_from_slice(b"END\r\n");
         }
         Request::Get { keys, cas, touch: None } => {
-            run_gets(shared, stats, &[(keys, cas)], out);
+            run_gets(ctx, &[(keys, cas)], out);
         }
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
-            bump(&stats.ops.cmd_set, 1);
+            bump(&ctx.w.counters.cmd_set, 1);
             let e = expiry(store, exptime);
             let r = match op {
                 StoreOp::Set => store.set(key, data, flags, e),
@@ -272,26 +253,26 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
                 // -C: memcached ignores the given unique (the item keeps
                 // none), and a unique of 0 never matches: EXISTS if the key
                 // is there, NOT_FOUND if not.
-                StoreOp::Cas => store.cas(key, data, flags, e, shared.visible_cas(cas_unique)),
+                StoreOp::Cas => store.cas(key, data, flags, e, ctx.visible_cas(cas_unique)),
             };
-            store_reply(shared, stats, op, key, r, noreply, out);
+            store_reply(ctx, op, key, r, noreply, out);
         }
         Request::Delete { key, noreply } => match store.delete(key) {
             Ok(()) => {
-                bump(&stats.ops.delete_hits, 1);
+                bump(&ctx.w.counters.delete_hits, 1);
                 reply_line("DELETED", noreply);
             }
             Err(_) => {
-                bump(&stats.ops.delete_misses, 1);
+                bump(&ctx.w.counters.delete_misses, 1);
                 reply_line("NOT_FOUND", noreply);
             }
         },
         Request::Arith { incr, key, delta, noreply } => {
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };
             let (hits, misses) = if incr {
-                (&stats.ops.incr_hits, &stats.ops.incr_misses)
+                (&ctx.w.counters.incr_hits, &ctx.w.counters.incr_misses)
             } else {
-                (&stats.ops.decr_hits, &stats.ops.decr_misses)
+                (&ctx.w.counters.decr_hits, &ctx.w.counters.decr_misses)
             };
             match r {
                 Ok(v) => {
@@ -310,26 +291,26 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
             }
         }
         Request::Touch { key, exptime, noreply } => {
-            bump(&stats.ops.cmd_touch, 1);
+            bump(&ctx.w.counters.cmd_touch, 1);
             match store.touch(key, expiry(store, exptime)) {
                 Ok(()) => {
-                    bump(&stats.ops.touch_hits, 1);
+                    bump(&ctx.w.counters.touch_hits, 1);
                     reply_line("TOUCHED", noreply);
                 }
                 Err(_) => {
-                    bump(&stats.ops.touch_misses, 1);
+                    bump(&ctx.w.counters.touch_misses, 1);
                     reply_line("NOT_FOUND", noreply);
                 }
             }
         }
-        Request::FlushAll { noreply, .. } if shared.args.disable_flush_all => {
+        Request::FlushAll { noreply, .. } if ctx.w.flush_all_disabled => {
             // -F: memcached counts the refused flush, and noreply silences
             // the refusal too.
-            bump(&stats.ops.cmd_flush, 1);
+            bump(&ctx.w.counters.cmd_flush, 1);
             reply_line("CLIENT_ERROR flush_all not allowed", noreply);
         }
         Request::FlushAll { delay, noreply } => {
-            bump(&stats.ops.cmd_flush, 1);
+            bump(&ctx.w.counters.cmd_flush, 1);
             // memcached sets oldest_live = realtime(delay) - 1: a delayed
             // flush takes effect a second before its delay is up, so
             // `flush_all 1` is immediate.
@@ -341,22 +322,20 @@ pub fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut
         }
         Request::Version => push_line(out, VERSION_LINE),
         Request::Verbosity { level, noreply } => {
-            crate::admin::verbosity(shared, level);
+            ctx.w.host.verbosity(level);
             reply_line("OK", noreply)
         }
         Request::Quit => return After::Close,
-        Request::Stats { args } => crate::admin::stats_command(shared, args, out),
-        Request::Shutdown { args } => return crate::admin::shutdown(shared, args, out),
-        Request::RefreshCerts { noreply } => match &shared.tls {
+        Request::Stats { args } => ctx.w.host.stats(args, out),
+        Request::Shutdown { args } => return ctx.w.host.shutdown(args, out),
+        Request::RefreshCerts { noreply } => match ctx.w.host.refresh_certs() {
             // memcached's texts: without -Z, then a file that will not load.
             None => push_line(out, "Error TLS not enabled"),
-            Some(tls) => match tls.reload(|_| {}) {
-                Ok(()) => reply_line("OK", noreply),
-                Err(e) => push_line(out, &format!("Error loading the certificate chain: {e}")),
-            },
+            Some(Ok(())) => reply_line("OK", noreply),
+            Some(Err(e)) => push_line(out, &format!("Error loading the certificate chain: {e}")),
         },
-        Request::LruCrawler { args } => return crate::admin::lru_crawler(shared, args, out),
-        Request::Meta { cmd, line, data } => return crate::meta::run(shared, stats, cmd, line, data, out),
+        Request::LruCrawler { args } => return ctx.w.host.lru_crawler(args, out),
+        Request::Meta { cmd, line, data } => return crate::meta::run(ctx, cmd, line, data, out),
     }
     After::Continue
 }

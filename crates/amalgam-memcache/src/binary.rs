@@ -20,17 +20,17 @@
 //!   memcached's counts its own item header too, so a value a few dozen
 //!   bytes under `-I` is `Too large.` there and stored here.
 
-use crate::admin::stats_command;
 use crate::exec::{After, VERSION_LINE};
-use crate::stats::{bump, WorkerStats};
-use crate::worker::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX};
-use crate::Shared;
+use crate::Ctx;
+use amalgam_commands::counters::bump;
+use amalgam_commands::counters::Counters;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update};
+use amalgam_net::turn::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX};
 use amalgam_protocol::binary::{
     parse, push_error, push_error_text, push_response, status, Command, ErrorReply, Parse, Request, StoreOp,
     ARITH_NO_CREATE,
 };
-use amalgam_protocol::text::{Keys, Limits};
+use amalgam_protocol::text::Keys;
 
 /// memcached's ENOMEM texts (its `out_of_memory` strings without the
 /// `SERVER_ERROR ` prefix, which it strips for binary clients).
@@ -45,21 +45,19 @@ const OOM_INCREMENTING: &str = "Out of memory incrementing value";
 /// `obuf::RoundStop`).
 #[allow(clippy::too_many_arguments)]
 pub fn process(
-    shared: &Shared,
-    stats: &WorkerStats,
+    ctx: &Ctx<'_>,
     buf: &[u8],
     rstart: &mut usize,
     rend: &mut usize,
     wbuf: &mut Vec<u8>,
     swallow: &mut usize,
     close_after_write: &mut bool,
-    limits: Limits,
-    stop: crate::obuf::RoundStop,
 ) {
+    let (limits, stop) = (ctx.w.limits, ctx.stop);
     let mut pos = *rstart;
     let mut gets: Vec<Request<'_>> = Vec::new();
     for _ in 0..REQUESTS_PER_ROUND_MAX {
-        if crate::worker::swallowing(buf, &mut pos, swallow) {
+        if crate::swallowing(buf, &mut pos, swallow) {
             break;
         }
         if !stop.parses(wbuf.len()) || pos == buf.len() {
@@ -70,30 +68,30 @@ pub fn process(
                 gets.push(req);
                 pos += n;
                 if gets.len() >= GETS_RUN_REQUESTS_MAX {
-                    run_gets(&shared.store, stats, &mut gets, wbuf);
+                    run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
                 }
             }
             Parse::Done(req, n) => {
-                run_gets(&shared.store, stats, &mut gets, wbuf);
+                run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
                 if stop.crossed(wbuf.len()) {
                     break;
                 }
                 pos += n;
-                if run_one(shared, stats, req, wbuf) == After::Close {
+                if run_one(ctx, req, wbuf) == After::Close {
                     *close_after_write = true;
                     break;
                 }
             }
             Parse::Incomplete => break,
             Parse::Fail(f) => {
-                run_gets(&shared.store, stats, &mut gets, wbuf);
+                run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
                 if stop.crossed(wbuf.len()) {
                     break;
                 }
                 if let Some(unlink) = f.unlink {
                     let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                     if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
-                        let _ = shared.store.delete(key);
+                        let _ = ctx.w.store.delete(key);
                     }
                 }
                 pos += f.consumed.min(buf.len() - pos);
@@ -108,7 +106,7 @@ pub fn process(
             }
         }
     }
-    run_gets(&shared.store, stats, &mut gets, wbuf);
+    run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
     *rstart = pos;
     if *swallow > 0 && *rstart == *rend {
         *rstart = 0;
@@ -136,7 +134,7 @@ fn push_miss(out: &mut Vec<u8>, req: &Request<'_>, key: &[u8], quiet: bool, with
 
 /// Executes a run of get/getq/getk/getkq as one engine batch, answering
 /// in order, and empties the run.
-fn run_gets(store: &Store, stats: &WorkerStats, gets: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
+fn run_gets(store: &Store, stats: &Counters, gets: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
     if gets.is_empty() {
         return;
     }
@@ -171,9 +169,9 @@ fn run_gets(store: &Store, stats: &WorkerStats, gets: &mut Vec<Request<'_>>, out
         }
     });
     let n = keys.len() as u64;
-    bump(&stats.ops.cmd_get, n);
-    bump(&stats.ops.get_hits, hits);
-    bump(&stats.ops.get_misses, n - hits);
+    bump(&stats.cmd_get, n);
+    bump(&stats.get_hits, hits);
+    bump(&stats.get_misses, n - hits);
     gets.clear();
 }
 
@@ -183,8 +181,8 @@ fn expiry(store: &Store, exptime: u32) -> Expiry {
 }
 
 /// Executes one request that is not a get.
-fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec<u8>) -> After {
-    let store = &shared.store;
+fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
+    let store = ctx.w.store;
     let error = |status| ErrorReply { opcode: req.opcode, status, opaque: req.opaque };
     // A success without a body: silent when quiet.
     let ok = |out: &mut Vec<u8>, cas: u64, quiet: bool| {
@@ -201,7 +199,7 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             | Command::Arith { .. }
             | Command::Flush { .. }
     );
-    if writes && shared.repl.read_only() {
+    if writes && ctx.read_only() {
         // A read-only replica (crate::repl): memcached's binary protocol
         // has no such status; NOT_STORED with Redis's text says why.
         push_response(
@@ -219,31 +217,31 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
     match req.command {
         Command::Get { .. } => {
             let mut one = vec![req];
-            run_gets(store, stats, &mut one, out);
+            run_gets(store, ctx.w.counters, &mut one, out);
         }
         Command::Touch { key, exptime } | Command::Gat { key, exptime, .. } => {
             let (quiet, with_key, value) = match req.command {
                 Command::Gat { quiet, with_key, .. } => (quiet, with_key, true),
                 _ => (false, false, false),
             };
-            bump(&stats.ops.cmd_touch, 1);
+            bump(&ctx.w.counters.cmd_touch, 1);
             let hit = store.touch_and_get(key, expiry(store, exptime), |it| {
                 let k = if with_key { it.key() } else { &[][..] };
                 let v = if value { it.value() } else { &[][..] };
                 push_response(out, req.opcode, status::SUCCESS, req.opaque, it.cas(), &flags_extras(&it), k, v);
             });
             if let Some(Ok(())) = hit {
-                bump(&stats.ops.touch_hits, 1);
+                bump(&ctx.w.counters.touch_hits, 1);
             } else {
-                bump(&stats.ops.touch_misses, 1);
+                bump(&ctx.w.counters.touch_misses, 1);
                 push_miss(out, &req, key, quiet, with_key);
             }
         }
         Command::Store { op, key, flags, exptime, value, quiet } => {
-            bump(&stats.ops.cmd_set, 1);
-            match run_store(store, stats, req.cas, op, key, flags, expiry(store, exptime), value) {
+            bump(&ctx.w.counters.cmd_set, 1);
+            match run_store(store, ctx.w.counters, req.cas, op, key, flags, expiry(store, exptime), value) {
                 Ok(cas) => {
-                    bump(&stats.ops.total_items, 1);
+                    bump(&ctx.w.counters.total_items, 1);
                     ok(out, cas, quiet);
                 }
                 Err(status::ENOMEM) => push_error_text(out, error(status::ENOMEM), OOM_ALLOCATING),
@@ -264,25 +262,25 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             };
             match r {
                 Ok(status::SUCCESS) => {
-                    bump(&stats.ops.delete_hits, 1);
+                    bump(&ctx.w.counters.delete_hits, 1);
                     ok(out, 0, quiet);
                 }
                 Ok(status::KEY_EEXISTS) => push_error(out, error(status::KEY_EEXISTS)),
                 _ => {
-                    bump(&stats.ops.delete_misses, 1);
+                    bump(&ctx.w.counters.delete_misses, 1);
                     push_error(out, error(status::KEY_ENOENT));
                 }
             }
         }
         Command::Arith { incr, key, delta, initial, exptime, quiet } => {
-            run_arith(store, stats, &req, incr, key, delta, initial, exptime, quiet, out)
+            run_arith(store, ctx.w.counters, &req, incr, key, delta, initial, exptime, quiet, out)
         }
         Command::Quit { quiet } => {
             ok(out, 0, quiet);
             return After::Close;
         }
         Command::Flush { exptime, quiet } => {
-            bump(&stats.ops.cmd_flush, 1);
+            bump(&ctx.w.counters.cmd_flush, 1);
             // As the text protocol's flush_all: memcached sets oldest_live
             // to realtime(delay) - 1.
             match expiry(store, exptime) {
@@ -296,7 +294,7 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
             let version = &VERSION_LINE["VERSION ".len()..];
             push_response(out, req.opcode, status::SUCCESS, req.opaque, 0, &[], &[], version.as_bytes());
         }
-        Command::Stat { group } => run_stat(shared, &req, group, out),
+        Command::Stat { group } => run_stat(ctx, &req, group, out),
     }
     After::Continue
 }
@@ -308,7 +306,7 @@ fn run_one(shared: &Shared, stats: &WorkerStats, req: Request<'_>, out: &mut Vec
 #[allow(clippy::too_many_arguments)]
 fn run_store(
     store: &Store,
-    stats: &WorkerStats,
+    stats: &Counters,
     cas: u64,
     op: StoreOp,
     key: &[u8],
@@ -354,9 +352,9 @@ fn run_store(
     };
     if cas != 0 && !concat {
         match r {
-            Ok(_) => bump(&stats.ops.cas_hits, 1),
-            Err(Ok(status::KEY_ENOENT)) => bump(&stats.ops.cas_misses, 1),
-            Err(Ok(status::KEY_EEXISTS)) => bump(&stats.ops.cas_badval, 1),
+            Ok(_) => bump(&stats.cas_hits, 1),
+            Err(Ok(status::KEY_ENOENT)) => bump(&stats.cas_misses, 1),
+            Err(Ok(status::KEY_EEXISTS)) => bump(&stats.cas_badval, 1),
             _ => {}
         }
     }
@@ -390,7 +388,7 @@ enum Arith {
 #[allow(clippy::too_many_arguments)]
 fn run_arith(
     store: &Store,
-    stats: &WorkerStats,
+    stats: &Counters,
     req: &Request<'_>,
     incr: bool,
     key: &[u8],
@@ -428,11 +426,8 @@ fn run_arith(
             (p, Arith::Done(number))
         }
     });
-    let (hits, misses) = if incr {
-        (&stats.ops.incr_hits, &stats.ops.incr_misses)
-    } else {
-        (&stats.ops.decr_hits, &stats.ops.decr_misses)
-    };
+    let (hits, misses) =
+        if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
     match r {
         Ok((Arith::Done(number), cas)) => {
             bump(hits, 1);
@@ -452,13 +447,13 @@ fn run_arith(
 }
 
 /// `stat`: the text protocol's `stats <group>` (one shared implementation,
-/// `admin::stats_command`), each `STAT name value` line sent as a packet
+/// the server's `admin::stats_command` through [`crate::Host::stats`]), each `STAT name value` line sent as a packet
 /// with the name as key and the value as body, then the empty packet that
 /// ends the list. `reset` answers only that packet; a group the text
 /// protocol refuses answers `Not found`.
-fn run_stat(shared: &Shared, req: &Request<'_>, group: &[u8], out: &mut Vec<u8>) {
+fn run_stat(ctx: &Ctx<'_>, req: &Request<'_>, group: &[u8], out: &mut Vec<u8>) {
     let mut text = Vec::new();
-    stats_command(shared, Keys::new(group), &mut text);
+    ctx.w.host.stats(Keys::new(group), &mut text);
     let start = out.len();
     let mut ended = false;
     for line in text.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l)) {

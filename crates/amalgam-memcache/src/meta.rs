@@ -59,8 +59,9 @@
 //!   6-7 are reserved for cache mode).
 
 use crate::exec::After;
-use crate::stats::{bump, WorkerStats};
-use crate::Shared;
+use crate::Ctx;
+use amalgam_commands::counters::bump;
+use amalgam_commands::counters::Counters;
 use amalgam_engine::{
     Error, Expiry, ItemRef, NewValue, Store, Update, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT, TAG_BYTES,
 };
@@ -73,15 +74,15 @@ const OOM_STORING: &str = "SERVER_ERROR out of memory storing object";
 const OOM: &str = "SERVER_ERROR out of memory";
 
 /// Executes one validated meta request.
-pub fn run(shared: &Shared, stats: &WorkerStats, cmd: MetaCmd, line: &[u8], data: &[u8], out: &mut Vec<u8>) -> After {
+pub fn run(ctx: &Ctx<'_>, cmd: MetaCmd, line: &[u8], data: &[u8], out: &mut Vec<u8>) -> After {
     let Some(req) = MetaRequest::from_line(cmd, line) else {
         // Cannot happen: the parser accepted this line.
         push_line(out, reply::BAD_FORMAT);
         return After::Continue;
     };
-    let store = &shared.store;
-    let cas_on = shared.cas_enabled();
-    if shared.repl.read_only() && matches!(cmd, MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith) {
+    let store = ctx.w.store;
+    let cas_on = ctx.w.cas_enabled;
+    if ctx.read_only() && matches!(cmd, MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith) {
         // A read-only replica (crate::repl), as on the text protocol; the
         // `q` flag hides it like any other failure reply it hides not.
         push_line(out, crate::exec::READONLY_REPLY);
@@ -89,10 +90,10 @@ pub fn run(shared: &Shared, stats: &WorkerStats, cmd: MetaCmd, line: &[u8], data
     }
     match cmd {
         MetaCmd::Noop => push_line(out, "MN"),
-        MetaCmd::Get => meta_get(store, stats, &req, out, cas_on),
-        MetaCmd::Set => meta_set(store, stats, &req, data, out, cas_on),
-        MetaCmd::Delete => meta_delete(store, stats, &req, out, cas_on),
-        MetaCmd::Arith => meta_arith(store, stats, &req, out, cas_on),
+        MetaCmd::Get => meta_get(store, ctx.w.counters, &req, out, cas_on),
+        MetaCmd::Set => meta_set(store, ctx.w.counters, &req, data, out, cas_on),
+        MetaCmd::Delete => meta_delete(store, ctx.w.counters, &req, out, cas_on),
+        MetaCmd::Arith => meta_arith(store, ctx.w.counters, &req, out, cas_on),
         MetaCmd::Debug => meta_debug(store, &req, out, cas_on),
     }
     After::Continue
@@ -232,17 +233,17 @@ fn mg_miss(out: &mut Vec<u8>, req: &MetaRequest<'_>) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn count_get(stats: &WorkerStats, req: &MetaRequest<'_>, hit: bool) {
+fn count_get(stats: &Counters, req: &MetaRequest<'_>, hit: bool) {
     if req.flags.ttl.is_some() {
-        bump(&stats.ops.cmd_touch, 1);
-        bump(if hit { &stats.ops.touch_hits } else { &stats.ops.touch_misses }, 1);
+        bump(&stats.cmd_touch, 1);
+        bump(if hit { &stats.touch_hits } else { &stats.touch_misses }, 1);
     } else {
-        bump(&stats.ops.cmd_get, 1);
-        bump(if hit { &stats.ops.get_hits } else { &stats.ops.get_misses }, 1);
+        bump(&stats.cmd_get, 1);
+        bump(if hit { &stats.get_hits } else { &stats.get_misses }, 1);
     }
 }
 
-fn meta_get(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+fn meta_get(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let key = req.key();
     if f.ttl.is_none() && f.vivify.is_none() && f.recache.is_none() {
@@ -351,8 +352,8 @@ impl Code {
     }
 }
 
-fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
-    bump(&stats.ops.cmd_set, 1);
+fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
+    bump(&stats.cmd_set, 1);
     let f = &req.flags;
     let mode = req.set_mode();
     // memcached upgrades set and replace with a CAS value to a CAS store.
@@ -430,16 +431,16 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
         }
     };
     if code == Code::Hd {
-        bump(&stats.ops.total_items, 1);
+        bump(&stats.total_items, 1);
         if f.quiet {
             return;
         }
     }
     if cas_mode {
         match code {
-            Code::Hd => bump(&stats.ops.cas_hits, 1),
-            Code::Nf => bump(&stats.ops.cas_misses, 1),
-            Code::Ex => bump(&stats.ops.cas_badval, 1),
+            Code::Hd => bump(&stats.cas_hits, 1),
+            Code::Nf => bump(&stats.cas_misses, 1),
+            Code::Ex => bump(&stats.cas_badval, 1),
             Code::Ns => {}
         }
     }
@@ -461,7 +462,7 @@ fn meta_set(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, data: &[u
     out.extend_from_slice(b"\r\n");
 }
 
-fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+fn meta_delete(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let new_ttl = f.ttl.map(|t| expiry(store, t));
     let r = store.update(req.key(), |old| match old {
@@ -489,9 +490,9 @@ fn meta_delete(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &
         Err(_) => return push_line(out, OOM),
     };
     match code {
-        Code::Hd if !f.invalidate => bump(&stats.ops.delete_hits, 1),
+        Code::Hd if !f.invalidate => bump(&stats.delete_hits, 1),
         Code::Hd => {}
-        _ => bump(&stats.ops.delete_misses, 1),
+        _ => bump(&stats.delete_misses, 1),
     }
     if code == Code::Hd && f.quiet {
         return;
@@ -519,7 +520,7 @@ enum ArithOutcome {
     NonNumeric,
 }
 
-fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+fn meta_arith(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let incr = req.incr();
     // The TTL the token loop leaves: T always, N only on a created item.
@@ -570,11 +571,8 @@ fn meta_arith(store: &Store, stats: &WorkerStats, req: &MetaRequest<'_>, out: &m
             (p, ArithOutcome::Done { number, exp: it.expiry(), created: false })
         }
     });
-    let (hits, misses) = if incr {
-        (&stats.ops.incr_hits, &stats.ops.incr_misses)
-    } else {
-        (&stats.ops.decr_hits, &stats.ops.decr_misses)
-    };
+    let (hits, misses) =
+        if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
     let (outcome, cas) = match r {
         Ok(x) => x,
         Err(_) => return push_line(out, OOM),

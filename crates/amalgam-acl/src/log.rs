@@ -22,7 +22,7 @@
 //! Ages are measured on the monotonic clock in whole milliseconds, as
 //! Redis's `mstime()` difference (a wall-clock step changes nothing here).
 
-use super::zset::push_score;
+use amalgam_commands::zset::push_score;
 use amalgam_protocol::resp::{push_array, push_bulk, push_int, push_map, Proto};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

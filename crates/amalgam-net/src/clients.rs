@@ -112,9 +112,9 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of no connection, for other modules' unit tests.
-    #[cfg(test)]
-    pub(crate) fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
+    /// A client of no connection (registered nowhere), for unit tests of
+    /// the modules that hold clients (the server's Pub/Sub).
+    pub fn detached(id: u64, worker: usize, token: usize) -> Arc<Client> {
         Arc::new(Client::new(id, String::new(), String::new(), 0, worker, token))
     }
 
@@ -256,7 +256,7 @@ impl Registry {
     }
 
     /// Registers a new connection.
-    pub fn add(&self, id: u64, sock: &impl crate::worker::Socket, worker: usize, token: usize) -> Arc<Client> {
+    pub fn add(&self, id: u64, sock: &impl crate::socket::Socket, worker: usize, token: usize) -> Arc<Client> {
         let show = |a: std::io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
         let c = Arc::new(Client::new(id, show(sock.peer_addr()), show(sock.local_addr()), sock.fd(), worker, token));
         self.lock().insert(id, Arc::clone(&c));

@@ -2,20 +2,21 @@
 //! table (`Catalog`), selectors and key patterns, the parsing of ACL
 //! SETUSER's words and of ACL files, and the server's set of users
 //! ([`Acl`]). The check a request goes through, AUTH and the ACL command
-//! are in `acl.rs`, whose notes describe the design.
+//! are the RESP front end's (the server's `resp/acl.rs`), whose notes
+//! describe the design.
 
-use super::super::acl_log;
-use super::super::glob::matches;
-use super::super::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
-use super::super::{is, Arg};
-use super::{channel_refused, Denied};
+use crate::log as acl_log;
+use crate::{channel_refused, Denied};
+use amalgam_commands::glob::matches;
+use amalgam_commands::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
+use amalgam_commands::{is, Arg};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 /// Commands and subcommands the permission bitmap can number.
 pub const COMMAND_IDS_MAX: usize = 512;
-pub(super) const BITS_WORDS: usize = COMMAND_IDS_MAX / 64;
+pub const BITS_WORDS: usize = COMMAND_IDS_MAX / 64;
 const _: () = assert!(COMMAND_IDS_MAX % 64 == 0);
 /// Users one server holds (Redis bounds them only by memory).
 pub const USERS_MAX: usize = 1 << 16;
@@ -23,27 +24,26 @@ pub const USERS_MAX: usize = 1 << 16;
 /// holds, each.
 pub const USER_ENTRIES_MAX: usize = 1 << 12;
 /// ACL GENPASS's largest argument, Redis's.
-pub(super) const GENPASS_BITS_MAX: i64 = 4096;
+pub const GENPASS_BITS_MAX: i64 = 4096;
 /// ACL GENPASS's default, Redis's.
-pub(super) const GENPASS_BITS_DEFAULT: i64 = 256;
+pub const GENPASS_BITS_DEFAULT: i64 = 256;
 /// The longest ACL file `--aclfile` and ACL LOAD read.
 pub const ACL_FILE_BYTES_MAX: u64 = 64 << 20;
 
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
-pub(super) const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
-pub(super) const NOPERM_KEYS: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
-pub(super) const NOPERM_CHANNELS: &str =
-    "NOPERM this user has no permissions to access one of the channels used as arguments";
-pub(super) const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
-pub(super) const UNKNOWN_RULE: &str = "Unknown command or category name in ACL";
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub const NOPERM_KEYS: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
+pub const NOPERM_CHANNELS: &str = "NOPERM this user has no permissions to access one of the channels used as arguments";
+pub const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+pub const UNKNOWN_RULE: &str = "Unknown command or category name in ACL";
 
-pub(super) type Bits = [u64; BITS_WORDS];
+pub type Bits = [u64; BITS_WORDS];
 
-pub(super) fn bit(b: &Bits, id: usize) -> bool {
+pub fn bit(b: &Bits, id: usize) -> bool {
     b[id / 64] & (1 << (id % 64)) != 0
 }
 
-pub(super) fn set_bit(b: &mut Bits, id: usize, on: bool) {
+pub fn set_bit(b: &mut Bits, id: usize, on: bool) {
     if on {
         b[id / 64] |= 1 << (id % 64);
     } else {
@@ -52,21 +52,22 @@ pub(super) fn set_bit(b: &mut Bits, id: usize, on: bool) {
 }
 
 /// Every command and subcommand, numbered.
-pub(super) struct Catalog {
+#[derive(Debug)]
+pub struct Catalog {
     /// By id: the table's rows in order (id = row index), then each
     /// container's subcommands.
-    pub(super) specs: Vec<&'static Spec>,
+    pub specs: Vec<&'static Spec>,
     /// Row count: ids below it are top-level commands.
-    pub(super) top: usize,
+    pub top: usize,
     /// For each row: the id of its first subcommand.
-    pub(super) sub_base: Vec<usize>,
+    pub sub_base: Vec<usize>,
     /// By id: bit i set when the command is in `ACL_CATEGORIES[i]`.
-    pub(super) cats: Vec<u32>,
+    pub cats: Vec<u32>,
     /// Every id set.
-    pub(super) all: Bits,
+    pub all: Bits,
 }
 
-pub(super) fn catalog() -> &'static Catalog {
+pub fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
         let mut specs: Vec<&'static Spec> = COMMANDS.iter().collect();
@@ -95,7 +96,7 @@ pub(super) fn catalog() -> &'static Catalog {
 
 impl Catalog {
     /// The id of `spec` (a row) or of its subcommand `sub`.
-    pub(super) fn id(&self, spec: &'static Spec, sub: Option<&'static Spec>) -> usize {
+    pub fn id(&self, spec: &'static Spec, sub: Option<&'static Spec>) -> usize {
         let row = table::index_of(spec);
         match sub {
             None => row,
@@ -105,7 +106,7 @@ impl Catalog {
 
     /// The ids a rule on `id` covers: a container's rule covers its
     /// subcommands too.
-    pub(super) fn covered(&self, id: usize) -> std::ops::Range<usize> {
+    pub fn covered(&self, id: usize) -> std::ops::Range<usize> {
         if id < self.top {
             let n = self.specs[id].subcommands.len();
             if n > 0 {
@@ -118,24 +119,24 @@ impl Catalog {
 
 /// One command rule after the base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Rule {
+pub enum Rule {
     Command(usize),
     Category(usize),
 }
 
 /// A key pattern grants reading keys (`%R~`).
-pub(super) const KEY_READ: u8 = 1;
+pub const KEY_READ: u8 = 1;
 /// A key pattern grants writing keys (`%W~`).
-pub(super) const KEY_WRITE: u8 = 2;
+pub const KEY_WRITE: u8 = 2;
 /// `~pattern` (or `%RW~`): both.
-pub(super) const KEY_ALL: u8 = KEY_READ | KEY_WRITE;
+pub const KEY_ALL: u8 = KEY_READ | KEY_WRITE;
 
 /// One key pattern (Redis's `keyPattern`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct KeyPattern {
-    pub(super) pattern: Vec<u8>,
+pub struct KeyPattern {
+    pub pattern: Vec<u8>,
     /// [`KEY_READ`], [`KEY_WRITE`] or both.
-    pub(super) perm: u8,
+    pub perm: u8,
 }
 
 /// What a command does to the key its key specification `ks` names at
@@ -144,7 +145,7 @@ pub(super) struct KeyPattern {
 /// takes the flags Redis's getkeys procedure gives for these arguments
 /// (SET: with GET, read and write, else write; BITFIELD: GET and
 /// OVERFLOW only, read, else read and write).
-pub(super) fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
+pub fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
     if ks.flags.contains(&"variable_flags") {
         match own.cmd {
             // Redis's setGetKeys: any argument after the key equal to GET.
@@ -181,23 +182,29 @@ pub(super) fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 
 /// Commands, keys and channels one set of rules grants (Redis's
 /// `aclSelector`): a user's root rules, or one of its `(...)` selectors.
 #[derive(Clone, Debug)]
-pub(super) struct Selector {
+pub struct Selector {
     /// The base: `+@all` (true) or `-@all`.
-    pub(super) all_commands: bool,
+    pub all_commands: bool,
     /// The rules after the base, in order: (allow, rule).
-    pub(super) rules: Vec<(bool, Rule)>,
+    pub rules: Vec<(bool, Rule)>,
     /// The rules replayed.
-    pub(super) allowed: Bits,
-    pub(super) allkeys: bool,
+    pub allowed: Bits,
+    pub allkeys: bool,
     /// Key patterns, in the order added, each with what it grants.
-    pub(super) patterns: Vec<KeyPattern>,
-    pub(super) allchannels: bool,
-    pub(super) channels: Vec<Vec<u8>>,
+    pub patterns: Vec<KeyPattern>,
+    pub allchannels: bool,
+    pub channels: Vec<Vec<u8>>,
+}
+
+impl Default for Selector {
+    fn default() -> Selector {
+        Selector::new()
+    }
 }
 
 impl Selector {
     /// No commands, keys or channels (Redis 7.0's `acl-pubsub-default`).
-    pub(super) fn new() -> Selector {
+    pub fn new() -> Selector {
         Selector {
             all_commands: false,
             rules: Vec::new(),
@@ -210,16 +217,16 @@ impl Selector {
     }
 
     /// `~* &* +@all`.
-    pub(super) fn everything() -> Selector {
+    pub fn everything() -> Selector {
         Selector { all_commands: true, allowed: catalog().all, allkeys: true, allchannels: true, ..Selector::new() }
     }
 
     /// True when these rules refuse nothing.
-    pub(super) fn unrestricted(&self) -> bool {
+    pub fn unrestricted(&self) -> bool {
         self.allkeys && self.allchannels && self.allowed == catalog().all
     }
 
-    pub(super) fn recompute(&mut self) {
+    pub fn recompute(&mut self) {
         let cat = catalog();
         let mut b = if self.all_commands { cat.all } else { [0; BITS_WORDS] };
         for &(allow, r) in &self.rules {
@@ -229,7 +236,7 @@ impl Selector {
     }
 
     /// One selector modifier (Redis's `ACLSetSelector`); Err is the reason.
-    pub(super) fn apply(&mut self, op: &[u8]) -> Result<(), String> {
+    pub fn apply(&mut self, op: &[u8]) -> Result<(), String> {
         let lower = op.to_ascii_lowercase();
         match &lower[..] {
             b"allkeys" | b"~*" => {
@@ -290,7 +297,7 @@ impl Selector {
         Ok(())
     }
 
-    pub(super) fn set_base(&mut self, all: bool) {
+    pub fn set_base(&mut self, all: bool) {
         self.all_commands = all;
         self.rules.clear();
         self.recompute();
@@ -299,7 +306,7 @@ impl Selector {
     /// Adds a command rule: it replaces an earlier rule on the same
     /// command or category, and a category rule absorbs the earlier rules
     /// on the commands in it.
-    pub(super) fn add_rule(&mut self, allow: bool, rule: Rule) -> Result<(), String> {
+    pub fn add_rule(&mut self, allow: bool, rule: Rule) -> Result<(), String> {
         let cat = catalog();
         self.rules.retain(|&(_, r)| match (r, rule) {
             (a, b) if a == b => false,
@@ -316,7 +323,7 @@ impl Selector {
     /// subcommand for a container, `id` its number), then each key its
     /// key specifications name, then each channel. A `no_auth` command
     /// (AUTH, HELLO, QUIT) is allowed whatever the rules.
-    pub(super) fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+    pub fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
         if !own.flags.contains(&"no_auth") && !bit(&self.allowed, id) {
             return Err(Denied::Command);
         }
@@ -339,7 +346,7 @@ impl Selector {
 
     /// The command rules as ACL LIST shows them: the base, then each rule
     /// that changes what the ones before it allowed.
-    pub(super) fn describe_commands(&self) -> String {
+    pub fn describe_commands(&self) -> String {
         let mut b = if self.all_commands { catalog().all } else { [0; BITS_WORDS] };
         let mut s = String::from(if self.all_commands { "+@all" } else { "-@all" });
         for &(allow, r) in &self.rules {
@@ -360,7 +367,7 @@ impl Selector {
         s
     }
 
-    pub(super) fn describe_keys(&self) -> String {
+    pub fn describe_keys(&self) -> String {
         if self.allkeys {
             return "~*".into();
         }
@@ -379,7 +386,7 @@ impl Selector {
         p.join(" ")
     }
 
-    pub(super) fn describe_channels(&self, for_list: bool) -> String {
+    pub fn describe_channels(&self, for_list: bool) -> String {
         if self.allchannels {
             return "&*".into();
         }
@@ -392,7 +399,7 @@ impl Selector {
 
     /// Keys, channels, commands, as ACL LIST shows them (Redis's
     /// `ACLDescribeSelector`).
-    pub(super) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = Vec::with_capacity(3);
         let keys = self.describe_keys();
         if !keys.is_empty() {
@@ -405,12 +412,12 @@ impl Selector {
 }
 
 /// Redis's `ACLStringHasSpaces`: C's `isspace` or a NUL.
-pub(super) fn has_spaces(s: &[u8]) -> bool {
+pub fn has_spaces(s: &[u8]) -> bool {
     s.iter().any(|&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0))
 }
 
 /// Err when a list already holds [`USER_ENTRIES_MAX`] entries.
-pub(super) fn bounded(n: usize) -> Result<(), String> {
+pub fn bounded(n: usize) -> Result<(), String> {
     if n >= USER_ENTRIES_MAX {
         return Err(format!(
             "a user holds at most {USER_ENTRIES_MAX} passwords, patterns, rules or selectors of each kind"
@@ -428,14 +435,14 @@ pub struct User {
     /// Redis's `sanitize-payload` (true) / `skip-sanitize-payload`
     /// (false) flag, None until either is given: shown, no effect here
     /// (there is no RESTORE to sanitize).
-    pub(super) sanitize_payload: Option<bool>,
+    pub sanitize_payload: Option<bool>,
     /// SHA-256 of each password, in the order added.
-    pub(super) passwords: Vec<[u8; 32]>,
+    pub passwords: Vec<[u8; 32]>,
     /// The rules given outside parentheses (Redis's root selector).
-    pub(super) root: Selector,
+    pub root: Selector,
     /// `(...)` selectors, in the order added: a command any one of them
     /// (or the root) allows is allowed.
-    pub(super) selectors: Vec<Selector>,
+    pub selectors: Vec<Selector>,
 }
 
 impl User {
@@ -454,13 +461,13 @@ impl User {
     }
 
     /// Redis's `default` user: `on nopass ~* &* +@all`.
-    pub(super) fn default_user() -> User {
+    pub fn default_user() -> User {
         User { on: true, nopass: true, root: Selector::everything(), ..User::new(b"default") }
     }
 
     /// True when no rule can refuse this user a command: one of its
     /// selectors refuses nothing.
-    pub(super) fn unrestricted(&self) -> bool {
+    pub fn unrestricted(&self) -> bool {
         self.root.unrestricted() || self.selectors.iter().any(Selector::unrestricted)
     }
 
@@ -535,7 +542,7 @@ impl User {
         Ok(())
     }
 
-    pub(super) fn add_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+    pub fn add_password(&mut self, h: [u8; 32]) -> Result<(), String> {
         if !self.passwords.contains(&h) {
             bounded(self.passwords.len())?;
             self.passwords.push(h);
@@ -544,7 +551,7 @@ impl User {
         Ok(())
     }
 
-    pub(super) fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
+    pub fn remove_password(&mut self, h: [u8; 32]) -> Result<(), String> {
         let Some(i) = self.passwords.iter().position(|p| *p == h) else {
             return Err("The password you are trying to remove from the user does not exist".into());
         };
@@ -556,7 +563,7 @@ impl User {
     /// selector allows; otherwise the refusal to report is a channel
     /// before a key before a command, and among equals the latest
     /// argument.
-    pub(super) fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
+    pub fn check(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> Result<(), Denied> {
         let mut worst = Denied::Command;
         for s in std::iter::once(&self.root).chain(&self.selectors) {
             match s.check(own, id, args) {
@@ -572,12 +579,12 @@ impl User {
     }
 
     /// Every selector's channel patterns, and whether one grants all.
-    pub(super) fn all_channels(&self) -> (bool, Vec<&Vec<u8>>) {
+    pub fn all_channels(&self) -> (bool, Vec<&Vec<u8>>) {
         let sels = || std::iter::once(&self.root).chain(&self.selectors);
         (sels().any(|s| s.allchannels), sels().flat_map(|s| &s.channels).collect())
     }
 
-    pub(super) fn flags(&self) -> Vec<&'static str> {
+    pub fn flags(&self) -> Vec<&'static str> {
         let mut f = vec![if self.on { "on" } else { "off" }];
         if self.nopass {
             f.push("nopass");
@@ -605,7 +612,7 @@ impl User {
 /// `sdssplitargs`: words separated by spaces, `"…"` and `'…'` quoting,
 /// `\` escapes within double quotes). A modifier holding a space, or
 /// unbalanced quotes, is a syntax error, as in Redis.
-pub(super) fn split_selector(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+pub fn split_selector(text: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     let syntax = || "Syntax error".to_string();
     let mut words = Vec::new();
     let mut i = 0;
@@ -679,7 +686,7 @@ pub fn merge_selectors<'a>(ops: impl IntoIterator<Item = &'a [u8]>) -> Result<Ve
 }
 
 /// Applies one rule to a permission bitmap.
-pub(super) fn apply_rule(b: &mut Bits, allow: bool, r: Rule) {
+pub fn apply_rule(b: &mut Bits, allow: bool, r: Rule) {
     let cat = catalog();
     match r {
         Rule::Command(id) => {
@@ -699,7 +706,7 @@ pub(super) fn apply_rule(b: &mut Bits, allow: bool, r: Rule) {
 }
 
 /// `get`, `config|get` or `@string` (lower case, sign removed).
-pub(super) fn parse_rule(name: &[u8]) -> Option<Rule> {
+pub fn parse_rule(name: &[u8]) -> Option<Rule> {
     if let Some(c) = name.strip_prefix(b"@") {
         return ACL_CATEGORIES.iter().position(|n| n.as_bytes() == c).map(Rule::Category);
     }
@@ -717,7 +724,7 @@ pub(super) fn parse_rule(name: &[u8]) -> Option<Rule> {
 /// `~pattern` or `%R~`, `%W~`, `%RW~pattern` (Redis's `ACLSetSelector`:
 /// R and W each at most once, any case, before the `~`): what it grants
 /// and the pattern.
-pub(super) fn parse_key_pattern(op: &[u8]) -> Result<(u8, &[u8]), String> {
+pub fn parse_key_pattern(op: &[u8]) -> Result<(u8, &[u8]), String> {
     if op[0] == b'~' {
         return Ok((KEY_ALL, &op[1..]));
     }
@@ -742,7 +749,7 @@ pub(super) fn parse_key_pattern(op: &[u8]) -> Result<(u8, &[u8]), String> {
     Ok((perm, &op[at..]))
 }
 
-pub(super) fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
+pub fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
     let bad = || "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters";
     if h.len() != 64 || !h.iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c)) {
         return Err(bad().into());
@@ -755,32 +762,32 @@ pub(super) fn parse_hash(h: &[u8]) -> Result<[u8; 32], String> {
     Ok(out)
 }
 
-pub(super) fn sha256(data: &[u8]) -> [u8; 32] {
+pub fn sha256(data: &[u8]) -> [u8; 32] {
     Sha256::digest(data).into()
 }
 
 /// Compares two password hashes in time independent of where they differ.
-pub(super) fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
+pub fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
     let diff = a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y));
     std::hint::black_box(diff) == 0
 }
 
-pub(super) fn hex(b: &[u8]) -> String {
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The server's users.
 #[derive(Debug)]
 pub struct Acl {
-    pub(super) users: RwLock<BTreeMap<Vec<u8>, Arc<User>>>,
+    pub users: RwLock<BTreeMap<Vec<u8>, Arc<User>>>,
     /// Bumped after every change to `users`; connections compare.
-    pub(super) epoch: AtomicU64,
+    pub epoch: AtomicU64,
     /// `requirepass` as given (CONFIG GET shows it, as Redis's does).
-    pub(super) requirepass: Mutex<Vec<u8>>,
+    pub requirepass: Mutex<Vec<u8>>,
     /// Redis's protected-mode (`--protected-mode`, CONFIG SET).
     pub protected_mode: AtomicBool,
     /// `--aclfile`.
-    pub(super) aclfile: Option<std::path::PathBuf>,
+    pub aclfile: Option<std::path::PathBuf>,
     /// ACL LOG's entries (`acl_log.rs`).
     pub log: acl_log::Log,
 }
@@ -813,15 +820,15 @@ impl Acl {
         Ok(acl)
     }
 
-    pub(super) fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
         self.users.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Vec<u8>, Arc<User>>> {
         self.users.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(super) fn changed(&self) {
+    pub fn changed(&self) {
         self.epoch.fetch_add(1, Ordering::Release);
     }
 
@@ -829,7 +836,7 @@ impl Acl {
         self.read().get(name).cloned()
     }
 
-    pub(super) fn default_user(&self) -> Arc<User> {
+    pub fn default_user(&self) -> Arc<User> {
         self.user(b"default").unwrap_or_else(|| Arc::new(User::default_user()))
     }
 
@@ -864,7 +871,7 @@ impl Acl {
 
     /// ACL SETUSER: every modifier applied to a copy, published only if
     /// all are valid.
-    pub(super) fn setuser(&self, name: &[u8], ops: &[Arg<'_>]) -> Result<(), String> {
+    pub fn setuser(&self, name: &[u8], ops: &[Arg<'_>]) -> Result<(), String> {
         let mut users = self.write();
         let mut u = match users.get(name) {
             Some(u) => (**u).clone(),
@@ -888,7 +895,7 @@ impl Acl {
     /// lines and `#` comments skipped) and replaces every user with them;
     /// on any error nothing changes. A file without `default` keeps the
     /// built-in one.
-    pub(super) fn load(&self) -> Result<(), String> {
+    pub fn load(&self) -> Result<(), String> {
         let Some(path) = &self.aclfile else { return Err(NO_ACL_FILE.into()) };
         let shown = path.display();
         let text = match std::fs::metadata(path) {
@@ -908,7 +915,7 @@ impl Acl {
 
     /// Writes every user to the ACL file (a temporary file renamed over
     /// it, as Redis does).
-    pub(super) fn save(&self) -> Result<(), String> {
+    pub fn save(&self) -> Result<(), String> {
         let Some(path) = &self.aclfile else { return Err(NO_ACL_FILE.into()) };
         let mut text = String::new();
         for u in self.read().values() {

@@ -1,0 +1,120 @@
+//! # amalgam-memcache
+//!
+//! memcached's front end: the text protocol (`exec.rs`), the meta
+//! protocol (`meta.rs`), the binary protocol (`binary.rs`, on the same
+//! port: a connection whose first byte is `0x80` speaks it for its life)
+//! and `-Y` authentication (`authfile.rs`), executed on the engine with
+//! memcached 1.6.18's replies, counters and limits. `conn.rs` is a
+//! connection's round: what the event loop (the server's `worker.rs`)
+//! hands it each time the read buffer has new bytes.
+//!
+//! ## What it may touch
+//! A round gets a [`Ctx`]: its worker's [`Worker`] (the store, the
+//! worker's counters, the server's settings that decide a reply: `-C`,
+//! `-F`, `-I`, a read-only replica), built once per worker thread, and
+//! where the round stops for a client past its output limit. Through the
+//! [`Host`] it reaches the operator commands that read the whole server
+//! (`stats`, `lru_crawler`, `shutdown`, `verbosity`, `refresh_certs`),
+//! which the server answers (its `admin.rs`). No socket, no other
+//! connection, no RESP.
+//!
+//! ## Files
+//! | file | what |
+//! |---|---|
+//! | `conn.rs` | a connection's round: `-Y` first, the binary protocol or the text batch loop |
+//! | `exec.rs` | the text protocol's requests on the engine: runs of gets, runs of stores, the rest one by one |
+//! | `meta.rs` | the meta protocol (mg ms md ma mn me) |
+//! | `binary.rs` | the binary protocol, memcached 1.6.18's statuses and bodies |
+//! | `authfile.rs` | `-Y FILE`: the users and the authentication `set` |
+
+#![forbid(unsafe_code)]
+
+pub mod authfile;
+pub mod binary;
+pub mod conn;
+pub mod exec;
+pub mod meta;
+
+pub use conn::{process, swallowing, Conn};
+pub use exec::After;
+
+use amalgam_commands::counters::Counters;
+use amalgam_engine::Store;
+use amalgam_net::turn::RoundStop;
+use amalgam_protocol::text::{Keys, Limits};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What the memcached front end asks of the server: the operator commands
+/// that read or change the whole server. The server implements it (its
+/// `Shared`); none of these is on the request path.
+pub trait Host: Sync {
+    /// `stats [group]`: memcached's groups (the server's `admin.rs`).
+    fn stats(&self, args: Keys<'_>, out: &mut Vec<u8>);
+    /// `lru_crawler …`: `metadump` answers [`After::MetaDump`].
+    fn lru_crawler(&self, args: Keys<'_>, out: &mut Vec<u8>) -> After;
+    /// One step of a metadump from `cursor`, stopping once `out` holds
+    /// `high_bytes`; the cursor to go on from, None once it is done.
+    fn metadump_step(&self, cursor: u64, out: &mut Vec<u8>, high_bytes: usize) -> Option<u64>;
+    /// `shutdown [graceful]` (with `-A`).
+    fn shutdown(&self, args: Keys<'_>, out: &mut Vec<u8>) -> After;
+    /// `verbosity N`.
+    fn verbosity(&self, level: u32);
+    /// `refresh_certs`: None without TLS, else the reload's result.
+    fn refresh_certs(&self) -> Option<Result<(), String>>;
+}
+
+/// What the memcached front end reaches on one worker, the same for all
+/// its connections: built once per worker thread by the server.
+pub struct Worker<'w> {
+    pub store: &'w Store,
+    /// The worker's counters (memcached's stat names).
+    pub counters: &'w Counters,
+    pub host: &'w dyn Host,
+    /// `-Y`'s users, if given.
+    pub authfile: Option<&'w authfile::AuthFile>,
+    /// A read-only replica refuses writes (read per request: REPLICAOF
+    /// may change it on another connection).
+    pub read_only: &'w AtomicBool,
+    /// False with `-C`: every CAS reads 0.
+    pub cas_enabled: bool,
+    /// `-F`: `flush_all` is refused.
+    pub flush_all_disabled: bool,
+    /// `-I`: the largest data block.
+    pub limits: Limits,
+}
+
+impl std::fmt::Debug for Worker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("cas_enabled", &self.cas_enabled)
+            .field("flush_all_disabled", &self.flush_all_disabled)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a round of a memcached-port connection can reach: its worker's
+/// [`Worker`] and where the round stops for the client's output limit
+/// (the server's `obuf.rs`), built by the event loop once per round.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'c> {
+    pub w: &'c Worker<'c>,
+    pub stop: RoundStop,
+}
+
+impl Ctx<'_> {
+    /// True while a replica refuses writes.
+    #[inline]
+    pub fn read_only(&self) -> bool {
+        self.w.read_only.load(Ordering::Relaxed)
+    }
+
+    /// The CAS a client sees for an item whose CAS is `cas`.
+    #[inline]
+    pub fn visible_cas(&self, cas: u64) -> u64 {
+        if self.w.cas_enabled {
+            cas
+        } else {
+            0
+        }
+    }
+}
