@@ -43,8 +43,7 @@ LAYERS = [
 
 # Today's figures of what still breaks a rule: (kind, place) -> ceiling.
 RATCHET = {
-    ("circle", "amalgam-server"): 19,
-    ("circle", "amalgam-engine"): 12,
+    ("circle", "amalgam-server"): 17,
 }
 
 
@@ -237,7 +236,7 @@ def main():
     if problems:
         sys.exit(1)
     print(f"layers: ok (crates in line; files <= {FILE_LINES_MAX} lines, crates <= {CRATE_LINES_MAX}, "
-          f"circles <= {CIRCLE_FILES_MAX} files, but for {len(RATCHET)} ratcheted places)")
+          f"circles <= {CIRCLE_FILES_MAX} files; ratcheted: {', '.join(p for _, p in RATCHET) or 'none'})")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,8 @@
 //! ACL, MULTI's key locking, replication, the per-command statistics. A
 //! family never reaches up: what it needs from the server is in [`Ctx`]:
 //! the worker's [`Keyspace`] (the store, the collection thresholds, the
-//! worker's counters, and behind [`Host`] waking blocked clients and
-//! whether writes are journaled) and the round's reply protocol and
-//! bounds.
+//! worker's counters, whether writes are journaled, and behind [`Host`]
+//! waking blocked clients) and the round's reply protocol and bounds.
 //!
 //! ## Files (one noun each)
 //! | file | what |
@@ -76,6 +75,7 @@ use amalgam_engine::Store;
 use amalgam_protocol::resp::{push_array, push_error, push_null, push_simple, Limits, Proto};
 use counters::Counters;
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use table::{Cmd, Spec, COMMANDS};
 use typed::LiveThresholds;
 
@@ -90,9 +90,6 @@ pub trait Host: Sync {
     /// A push made `key` a list or sorted set with elements: the clients
     /// blocked on it (BLPOP, BZPOPMIN …) may now be served.
     fn signal(&self, key: &[u8]);
-    /// Whether writes are journaled (the log, or a replication stream
-    /// fed): a collection write then records its operations.
-    fn journaled(&self) -> bool;
 }
 
 /// What the data commands reach on one worker, the same for all its
@@ -107,6 +104,20 @@ pub struct Keyspace<'w> {
     pub counters: &'w Counters,
     /// memcached's `-I`: the largest item a collection may grow to.
     pub item_size_max: usize,
+    /// Writes go to the log (`--dir`): fixed at start.
+    pub logged: bool,
+    /// A replication stream is fed (it may start at run time, REPLICAOF
+    /// or a replica's PSYNC): read per collection write.
+    pub streamed: &'w AtomicBool,
+}
+
+impl Keyspace<'_> {
+    /// Whether writes are journaled (the log, or a replication stream
+    /// fed): a collection write then records its operations.
+    #[inline]
+    pub fn journaled(&self) -> bool {
+        self.logged || self.streamed.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for Keyspace<'_> {

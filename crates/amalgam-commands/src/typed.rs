@@ -276,7 +276,7 @@ pub fn write<R>(
     create: bool,
     mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
-    let logged = ctx.ks.host.journaled();
+    let logged = ctx.ks.journaled();
     if create && ctx.ks.store.objects_over_budget() {
         // Store mode, full: Redis's noeviction refuses denyoom commands.
         return Err(Refused::OutOfMemory);

@@ -30,3 +30,10 @@ impl Socket for TcpStream {
         self.as_raw_fd()
     }
 }
+
+/// The protocol a listener (and each connection it accepts) speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Memcached,
+    Resp,
+}

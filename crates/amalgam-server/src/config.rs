@@ -433,27 +433,7 @@ pub fn parse_memory(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{s}' is not a memory value (examples: 1048576, 512kb, 10mb, 1gb)"))
 }
 
-/// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
-/// 1024, m, mb, g, gb; case-insensitive; no sign), or None if `s` is not
-/// a memory value. No digits read as 0, as `strtoull` reads them there:
-/// `CONFIG SET maxmemory ""` and `"kb"` set 0 in Redis 7.0.
-pub fn memory_value(s: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, unit) = s.split_at(split);
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    let n = if digits.is_empty() { 0 } else { digits.parse::<u64>().ok()? };
-    n.checked_mul(mul)
-}
+pub use amalgam_net::obuf::memory_value;
 
 /// Checks a `proto-max-bulk-len` as Redis 7.0's CONFIG SET does (a
 /// negative number is not a memory value there); the error is the part
@@ -627,8 +607,8 @@ impl Args {
 
     /// The TLS configuration asked for (-Z, --tls-port), if any: the long
     /// flags win over `-o`, Redis's names over memcached's.
-    pub fn tls_settings(&self) -> Result<Option<crate::tls::Settings>, String> {
-        use crate::tls::{ClientAuth, Files, Settings};
+    pub fn tls_settings(&self) -> Result<Option<amalgam_net::tls::Settings>, String> {
+        use amalgam_net::tls::{ClientAuth, Files, Settings};
         let path = |flag: &Option<std::path::PathBuf>, redis: &Option<std::path::PathBuf>, o: &str| {
             redis.clone().or_else(|| flag.clone()).or_else(|| self.extended_value(o).map(Into::into))
         };
@@ -878,7 +858,7 @@ mod memcached_flags {
 
     #[test]
     fn tls_flags_the_memcached_and_redis_ways() {
-        use crate::tls::ClientAuth;
+        use amalgam_net::tls::ClientAuth;
         let tls = |argv: &[&str]| Args::parse_from(argv).tls_settings();
         assert_eq!(tls(&["amalgam"]), Ok(None));
         // -Z needs a certificate, as memcached does.

@@ -9,12 +9,12 @@
 //!
 //! ## The crates it stands on (docs/architecture.md)
 //! This crate is the wiring (`Shared`, `main.rs`, configuration,
-//! settings, metrics), the event loops (`worker.rs`, `tls.rs`,
-//! `obuf.rs`), the RESP front end (`resp.rs`, `resp/`) and replication
-//! (`repl.rs`). Below it: `amalgam-memcache` (memcached's front end),
-//! `amalgam-acl` (RESP's users and rules), `amalgam-commands` (the command
-//! table and the data commands by family), `amalgam-net` (the turn's
-//! bounds, the clock, the socket, the client registry). Each is handed
+//! settings, metrics), the event loops (`worker.rs`), the RESP front end
+//! (`resp.rs`, `resp/`) and replication (`repl.rs`). Below it:
+//! `amalgam-memcache` (memcached's front end), `amalgam-acl` (RESP's
+//! users and rules), `amalgam-commands` (the command table and the data
+//! commands by family), `amalgam-net` (the turn's bounds, the clock, the
+//! socket, TLS, the output limits, the client registry). Each is handed
 //! narrow handles built once per worker (`worker.rs`, `Reach`): the
 //! families an `amalgam_commands::Keyspace`, the memcached front end an
 //! `amalgam_memcache::Worker`; what they ask of the server goes through
@@ -47,7 +47,7 @@
 //! switch only at timer ticks, leaving every connection of a runnable but
 //! descheduled worker waiting milliseconds.
 //!
-//! ## TLS (`tls.rs`)
+//! ## TLS (`amalgam_net::tls`)
 //! A connection from a TLS listener (memcached's port with `-Z`, RESP's
 //! `--tls-port`) carries a rustls session: its turn reads and writes
 //! through it, non-blocking, and is otherwise the same turn, so a stalled
@@ -189,12 +189,12 @@ pub mod config;
 pub mod inplace;
 pub mod logging;
 pub mod metrics;
-pub mod obuf;
+pub use amalgam_net::obuf;
 pub mod repl;
 pub mod resp;
 pub mod settings;
 pub mod stats;
-pub mod tls;
+pub use amalgam_net::tls;
 pub mod worker;
 
 use amalgam_engine::Store;
@@ -242,7 +242,7 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
-    /// `client-output-buffer-limit` and its disconnections (`obuf.rs`).
+    /// `client-output-buffer-limit` and its disconnections (`amalgam_net::obuf`).
     pub obuf: obuf::OutputLimits,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
     pub slowlog: resp::cmdstats::SlowLog,
@@ -258,7 +258,7 @@ pub struct Shared {
     pub acl: resp::acl::Acl,
     /// memcached's `-Y` users (`amalgam_memcache::authfile`), if given.
     pub authfile: Option<amalgam_memcache::authfile::AuthFile>,
-    /// TLS's certificates and policies (`tls.rs`), if -Z or --tls-port.
+    /// TLS's certificates and policies (`amalgam_net::tls`), if -Z or --tls-port.
     pub tls: Option<tls::Tls>,
     /// Replication: role, backlog, replicas, the link (`repl.rs`).
     pub repl: repl::Replication,
@@ -285,10 +285,6 @@ pub struct OpenConn {
 impl amalgam_commands::Host for Shared {
     fn signal(&self, key: &[u8]) {
         self.blocking.signal(key);
-    }
-
-    fn journaled(&self) -> bool {
-        self.persist.is_some() || self.repl.journaled()
     }
 }
 
@@ -321,6 +317,15 @@ impl amalgam_memcache::Host for Shared {
 }
 
 impl Shared {
+    /// CONFIG SET client-output-buffer-limit: the classes' limits, and
+    /// pubsub's hard limit to the Pub/Sub registry, which checks it as a
+    /// message is queued.
+    pub fn set_output_limits(&self, groups: &[obuf::Group]) {
+        if let Some(hard) = self.obuf.apply(groups) {
+            self.pubsub.output_limit_bytes.store(hard, Ordering::Relaxed);
+        }
+    }
+
     /// Builds the store from the arguments.
     pub fn new(args: Args) -> Result<Arc<Shared>, String> {
         amalgam_net::ticks::init();
@@ -385,7 +390,10 @@ impl Shared {
             None => None,
             Some(p) => Some(amalgam_memcache::authfile::AuthFile::load(p)?),
         };
-        let tls = tls::Tls::from_args(&args).map_err(|e| format!("cannot set up TLS: {e}"))?;
+        let tls = args
+            .tls_settings()
+            .and_then(|s| s.map(|s| tls::Tls::new(&s)).transpose())
+            .map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {

@@ -409,6 +409,12 @@ impl Replication {
         self.set_guards();
     }
 
+    /// The flag [`Replication::journaled`] reads, for the data commands,
+    /// which read it per collection write (`amalgam_commands::Keyspace`).
+    pub fn journal_flag(&self) -> &std::sync::atomic::AtomicBool {
+        &self.journal
+    }
+
     /// True while a stream journal is attached: in-place collection
     /// writes must then produce their op records (amalgam-commands `typed.rs`).
     #[inline]

@@ -102,11 +102,11 @@ pub(crate) use amalgam_commands::{
     strings, sub, table, typed, wrong_arity, zset,
 };
 
-use crate::obuf::RoundStop;
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
 use amalgam_engine::TAG_BYTES;
 use amalgam_net::clients::Client;
+use amalgam_net::obuf::RoundStop;
 use amalgam_net::turn::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX, WRITE_BUFFER_HIGH_BYTES};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_null, Limits, Parse, Parser, Proto};
 use std::sync::Arc;
@@ -368,11 +368,11 @@ pub fn process(
 }
 
 /// The client class whose output limits apply to `session` (`obuf.rs`).
-pub(crate) fn output_class(session: &Session) -> crate::obuf::Class {
+pub(crate) fn output_class(session: &Session) -> amalgam_net::obuf::Class {
     if pubsub::subscribed(session) {
-        crate::obuf::Class::Pubsub
+        amalgam_net::obuf::Class::Pubsub
     } else {
-        crate::obuf::Class::Normal
+        amalgam_net::obuf::Class::Normal
     }
 }
 
@@ -384,7 +384,13 @@ pub(crate) fn output_class(session: &Session) -> crate::obuf::Class {
 /// unfinished reply out.
 #[cold]
 #[inline(never)]
-fn over_hard_limit(shared: &Shared, session: &Session, class: crate::obuf::Class, out: &mut Vec<u8>, close: &mut bool) {
+fn over_hard_limit(
+    shared: &Shared,
+    session: &Session,
+    class: amalgam_net::obuf::Class,
+    out: &mut Vec<u8>,
+    close: &mut bool,
+) {
     shared.obuf.closed(&format!("id={} addr={}", session.id, session.client.addr), class, out.len());
     *out = Vec::new();
     *close = true;

@@ -489,10 +489,10 @@ fn rows() -> Vec<Setting> {
             name: "client-output-buffer-limit",
             kind: Kind::OutputLimits,
             get: |s, _| s.obuf.format(),
-            set: Some(|s, _, v| s.obuf.apply(s, &crate::obuf::parse(v).expect("checked by the row's kind"))),
+            set: Some(|s, _, v| s.set_output_limits(&amalgam_net::obuf::parse(v).expect("checked by the row's kind"))),
             start: Start::RunTime,
             refuse: None,
-            default: |_| crate::obuf::OutputLimits::format_default(),
+            default: |_| amalgam_net::obuf::OutputLimits::format_default(),
         },
         Setting {
             name: "timeout",
@@ -632,7 +632,9 @@ fn rows() -> Vec<Setting> {
     r.push(Setting {
         name: "tls-auth-clients",
         kind: Kind::Enum(&["no", "yes", "optional"]),
-        get: |s, _| s.tls.as_ref().map_or(crate::tls::ClientAuth::Required, |t| t.resp_auth()).redis_name().into(),
+        get: |s, _| {
+            s.tls.as_ref().map_or(amalgam_net::tls::ClientAuth::Required, |t| t.resp_auth()).redis_name().into()
+        },
         set: None,
         start: Start::Flag("--tls-auth-clients"),
         refuse: None,
@@ -807,7 +809,7 @@ pub fn check(kind: Kind, v: &[u8]) -> Result<(), String> {
             parse_save(&text(v)).ok_or("Invalid save parameters")?;
         }
         Kind::OutputLimits => {
-            crate::obuf::parse(v)?;
+            amalgam_net::obuf::parse(v)?;
         }
         Kind::Text | Kind::Immutable => {}
     }

@@ -53,12 +53,7 @@ pub fn resp_read_buffer_bytes_max(limits: amalgam_protocol::resp::Limits) -> usi
     limits.request_bytes_max + READ_BUFFER_BYTES_INITIAL
 }
 
-/// The protocol a listener (and each connection it accepts) speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    Memcached,
-    Resp,
-}
+pub use amalgam_net::socket::Protocol;
 
 /// A listener: its socket, its protocol, and whether it speaks TLS (tls.rs).
 pub type Listener = (TcpListener, Protocol, bool);
@@ -270,6 +265,8 @@ impl<'w> Reach<'w> {
                 host: shared,
                 counters: &stats.ops,
                 item_size_max: shared.args.max_item_size,
+                logged: shared.persist.is_some(),
+                streamed: shared.repl.journal_flag(),
             },
             mc: amalgam_memcache::Worker {
                 store: &shared.store,
@@ -572,7 +569,9 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
         if (output_rounds >= OUTPUT_SWEEP_ROUNDS || events.is_empty()) && shared.obuf.soft_on() {
             output_rounds = 0;
             let now = amalgam_net::ticks::now();
-            if amalgam_net::ticks::nanos_between(last_output_sweep, now) >= crate::obuf::SWEEP_EVERY.as_nanos() as u64 {
+            if amalgam_net::ticks::nanos_between(last_output_sweep, now)
+                >= amalgam_net::obuf::SWEEP_EVERY.as_nanos() as u64
+            {
                 last_output_sweep = now;
                 sweep_output(shared, &poll, &mut conns, now);
             }
@@ -638,7 +637,7 @@ fn sweep_idle(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, idle_secs: u
 /// Closes the connections whose pending output is at or above their
 /// class's hard limit, or has stayed at or above its soft limit longer
 /// than the soft seconds (`obuf.rs`; Redis's `client-output-buffer-limit`).
-/// Once per [`crate::obuf::SWEEP_EVERY`] while a soft limit is set;
+/// Once per [`amalgam_net::obuf::SWEEP_EVERY`] while a soft limit is set;
 /// bounded by the connections.
 fn sweep_output(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, now: u64) {
     let mut over: Vec<usize> = Vec::new();
@@ -747,10 +746,10 @@ impl<S: Socket> Conn<S> {
     /// The client class whose output limits apply (`obuf.rs`): a RESP
     /// subscriber is `pubsub`, every other connection of either port
     /// `normal`.
-    fn output_class(&self) -> crate::obuf::Class {
+    fn output_class(&self) -> amalgam_net::obuf::Class {
         match self.resp.as_deref() {
-            Some(s) if crate::resp::pubsub::subscribed(s) => crate::obuf::Class::Pubsub,
-            _ => crate::obuf::Class::Normal,
+            Some(s) if crate::resp::pubsub::subscribed(s) => amalgam_net::obuf::Class::Pubsub,
+            _ => amalgam_net::obuf::Class::Normal,
         }
     }
 
@@ -799,7 +798,7 @@ impl<S: Socket> Conn<S> {
                 let pending = &self.wbuf[self.wpos..];
                 let sent = match self.tls.as_deref_mut() {
                     None => self.sock.write(pending),
-                    Some(t) => crate::tls::send(t, &mut self.sock, pending),
+                    Some(t) => amalgam_net::tls::send(t, &mut self.sock, pending),
                 };
                 match sent {
                     Ok(0) => return Turn::Closed,
@@ -905,7 +904,7 @@ impl<S: Socket> Conn<S> {
     #[inline(never)]
     fn tls_flush(&mut self) -> std::io::Result<()> {
         match self.tls.as_deref_mut() {
-            Some(t) if t.wants_write() => crate::tls::flush(t, &mut self.sock),
+            Some(t) if t.wants_write() => amalgam_net::tls::flush(t, &mut self.sock),
             _ => Ok(()),
         }
     }
@@ -995,7 +994,7 @@ impl<S: Socket> Conn<S> {
             }
             // A short read of decrypted bytes says nothing about the
             // socket: rustls says whether the socket's read was short.
-            Some(t) => crate::tls::read(t, &mut self.sock, &mut self.rbuf[self.rend..end], &mut self.drained)?,
+            Some(t) => amalgam_net::tls::read(t, &mut self.sock, &mut self.rbuf[self.rend..end], &mut self.drained)?,
         };
         self.rend += n;
         Ok(n)
@@ -1029,7 +1028,7 @@ impl<S: Socket> Conn<S> {
                 *drained = n < asked;
                 n
             }
-            Some(t) => crate::tls::read(t, sock, &mut *dst, drained)?,
+            Some(t) => amalgam_net::tls::read(t, sock, &mut *dst, drained)?,
         };
         // With persistence the bytes go into the value's log record too
         // (persist `staged.rs`): a read's worth at a time, here.
@@ -1099,7 +1098,8 @@ impl<S: Socket> Conn<S> {
             return false;
         }
         // Every memcached-port connection is of the `normal` class.
-        let ctx = amalgam_memcache::Ctx { w: &reach.mc, stop: shared.obuf.round_stop(crate::obuf::Class::Normal) };
+        let ctx =
+            amalgam_memcache::Ctx { w: &reach.mc, stop: shared.obuf.round_stop(amalgam_net::obuf::Class::Normal) };
         amalgam_memcache::process(&ctx, mc, buf, rstart, rend, wbuf, close_after_write, inplace)
     }
 }

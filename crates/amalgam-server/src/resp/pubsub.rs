@@ -100,7 +100,7 @@ use std::sync::{Arc, Mutex, RwLock};
 /// Shards of the channel → subscribers map (a publish locks one).
 pub const CHANNEL_SHARDS: usize = 64;
 /// Redis's `client-output-buffer-limit pubsub` hard limit: 32 MiB.
-pub const OUTPUT_LIMIT_BYTES_DEFAULT: usize = 32 << 20;
+pub const OUTPUT_LIMIT_BYTES_DEFAULT: usize = amalgam_net::obuf::PUBSUB_HARD_BYTES_DEFAULT;
 
 /// Redis 7.0's refusal of a command in RESP2 subscriber mode
 /// (`processCommand`); `{}` is the command's full name.

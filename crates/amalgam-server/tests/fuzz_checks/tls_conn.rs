@@ -220,7 +220,7 @@ pub fn shared() -> &'static Arc<Shared> {
             amalgam_server::config::Args::try_parse_all(["amalgam", "-Z", "-o", &o, "-m", "64", "-t", "1"]).unwrap();
         let shared = Shared::new(args).unwrap();
         let normal = (amalgam_server::obuf::Class::Normal, OUTPUT_HARD_BYTES as u64, 0, 0);
-        shared.obuf.apply(&shared, &[normal]);
+        shared.set_output_limits(&[normal]);
         // The files were read; the server does not need them again.
         let _ = std::fs::remove_dir_all(&dir);
         shared

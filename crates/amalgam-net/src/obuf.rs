@@ -84,8 +84,7 @@
 //! left unread for a minute is a client that is not reading. Set
 //! `client-output-buffer-limit "normal 0 0 0"` for Redis's behaviour.
 
-use crate::Shared;
-pub use amalgam_net::turn::RoundStop;
+pub use crate::turn::RoundStop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -101,6 +100,9 @@ pub const NORMAL_SOFT_SECS_DEFAULT: u64 = 60;
 pub const REPLICA_DEFAULT: (u64, u64, u64) = (256 << 20, 64 << 20, 60);
 /// Redis's `pubsub 32mb 8mb 60` soft part (the hard part is
 /// `--client-output-buffer-limit-pubsub`, held by `resp/pubsub.rs`).
+/// Redis's `client-output-buffer-limit pubsub` hard limit: 32 MiB (the
+/// default of `--client-output-buffer-limit-pubsub`).
+pub const PUBSUB_HARD_BYTES_DEFAULT: usize = 32 << 20;
 pub const PUBSUB_SOFT_BYTES_DEFAULT: u64 = 8 << 20;
 pub const PUBSUB_SOFT_SECS_DEFAULT: u64 = 60;
 /// How often a worker checks its connections against the soft limits.
@@ -153,7 +155,7 @@ pub fn parse(v: &[u8]) -> Result<Vec<Group>, &'static str> {
             "pubsub" => Class::Pubsub,
             _ => return Err(ERR_CLASS),
         };
-        let mem = |w: &str| crate::config::memory_value(w.as_bytes()).ok_or(ERR_VALUE);
+        let mem = |w: &str| memory_value(w.as_bytes()).ok_or(ERR_VALUE);
         let (hard, soft) = (mem(g[1])?, mem(g[2])?);
         if g[3].is_empty() || !g[3].bytes().all(|b| b.is_ascii_digit()) {
             return Err(ERR_VALUE);
@@ -194,14 +196,18 @@ impl OutputLimits {
     }
 
     /// Applies checked groups (`parse`): each names its class's three
-    /// values; pubsub's hard limit goes to the pubsub registry.
-    pub fn apply(&self, shared: &Shared, groups: &[Group]) {
+    /// values. Answers pubsub's new hard limit, if a group set it: the
+    /// caller gives it to the Pub/Sub registry, which checks it as a
+    /// message is queued.
+    pub fn apply(&self, groups: &[Group]) -> Option<usize> {
+        let mut pubsub = None;
         for &(class, hard, soft, secs) in groups {
             self.set(class, hard, soft, secs);
             if class == Class::Pubsub {
-                shared.pubsub.output_limit_bytes.store(usize::try_from(hard).unwrap_or(usize::MAX), Ordering::Relaxed);
+                pubsub = Some(usize::try_from(hard).unwrap_or(usize::MAX));
             }
         }
+        pubsub
     }
 
     /// CONFIG GET's text: every class, Redis's order and names.
@@ -226,7 +232,7 @@ impl OutputLimits {
         format!(
             "normal {NORMAL_HARD_BYTES_DEFAULT} {NORMAL_SOFT_BYTES_DEFAULT} {NORMAL_SOFT_SECS_DEFAULT} slave {h} {s} {t} \
              pubsub {} {PUBSUB_SOFT_BYTES_DEFAULT} {PUBSUB_SOFT_SECS_DEFAULT}",
-            crate::resp::pubsub::OUTPUT_LIMIT_BYTES_DEFAULT
+            PUBSUB_HARD_BYTES_DEFAULT
         )
     }
 
@@ -276,7 +282,7 @@ impl OutputLimits {
             return false;
         }
         let secs = c.soft_secs.load(Ordering::Relaxed);
-        amalgam_net::ticks::nanos_between(*since, now) > secs.saturating_mul(1_000_000_000)
+        crate::ticks::nanos_between(*since, now) > secs.saturating_mul(1_000_000_000)
     }
 
     /// Counts and logs (rate-limited) a client closed for its output.
@@ -292,6 +298,28 @@ impl OutputLimits {
             );
         }
     }
+}
+
+/// Redis's `memtoull` (digits with an optional unit: k = 1000, kb =
+/// 1024, m, mb, g, gb; case-insensitive; no sign), or None if `s` is not
+/// a memory value. No digits read as 0, as `strtoull` reads them there:
+/// `CONFIG SET maxmemory ""` and `"kb"` set 0 in Redis 7.0.
+pub fn memory_value(s: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    let n = if digits.is_empty() { 0 } else { digits.parse::<u64>().ok()? };
+    n.checked_mul(mul)
 }
 
 #[cfg(test)]
@@ -320,7 +348,7 @@ mod tests {
 
     #[test]
     fn round_stops() {
-        let high = amalgam_net::turn::WRITE_BUFFER_HIGH_BYTES;
+        let high = crate::turn::WRITE_BUFFER_HIGH_BYTES;
         let low = RoundStop::new(1000);
         assert!(low.parses(999) && !low.parses(1000));
         assert!(!low.crossed(999) && low.crossed(1000));
@@ -340,7 +368,7 @@ mod tests {
         l.set(Class::Normal, 0, 50, 0);
         assert!(!l.over_hard(Class::Normal, usize::MAX));
         let mut since = 0;
-        let t0 = amalgam_net::ticks::now();
+        let t0 = crate::ticks::now();
         assert!(!l.soft_expired(Class::Normal, 60, &mut since, t0));
         assert_ne!(since, 0);
         // Below the soft limit in between: the clock starts again.
@@ -349,6 +377,6 @@ mod tests {
         assert!(!l.soft_expired(Class::Normal, 60, &mut since, t0));
         // Soft seconds 0: any later check past the first closes it.
         std::thread::sleep(Duration::from_millis(2));
-        assert!(l.soft_expired(Class::Normal, 60, &mut since, amalgam_net::ticks::now()));
+        assert!(l.soft_expired(Class::Normal, 60, &mut since, crate::ticks::now()));
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! A TLS connection is an ordinary connection of a worker's event loop
 //! whose socket reads and writes go through a `rustls::ServerConnection`
-//! (worker.rs: `Conn::fill` reads with [`read`], `Conn::turn` writes with
-//! [`send`] and flushes queued records with [`flush`]). Everything is
+//! (the server's worker.rs: `Conn::fill` reads with [`read`], `Conn::turn`
+//! writes with [`send`] and flushes queued records with [`flush`]). Everything is
 //! non-blocking: a handshake that stalls just waits for readiness like an
 //! idle connection, holding no worker. A peer that sends something other
 //! than TLS gets rustls's alert and is closed, alone. A round whose socket
@@ -35,8 +35,7 @@
 //! renegotiates) for the memcached port, Redis's `tls-auth-clients` (no,
 //! optional, yes) for the TLS RESP port.
 
-use crate::config::Args;
-use crate::worker::Protocol;
+use crate::socket::Protocol;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -146,11 +145,6 @@ impl Tls {
             resp_auth: settings.resp,
             configs: RwLock::new(configs),
         })
-    }
-
-    /// Builds the configuration from the command line, if it asks for TLS.
-    pub fn from_args(args: &Args) -> Result<Option<Tls>, String> {
-        args.tls_settings()?.map(|s| Tls::new(&s)).transpose()
     }
 
     /// A new TLS session for a connection accepted on `protocol`'s port.
