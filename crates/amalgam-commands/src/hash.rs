@@ -17,7 +17,7 @@ use amalgam_types::Kind;
 /// pick is a reply element, so an unbounded count would let one command
 /// build an unbounded reply. Redis bounds it only by `LONG_MAX / 2`;
 /// past this Amalgam answers Redis's out-of-range error.
-pub const RANDOM_PICKS_MAX: u64 = 1 << 24;
+pub(crate) const RANDOM_PICKS_MAX: u64 = 1 << 24;
 
 pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {

@@ -37,8 +37,8 @@ use amalgam_types::Kind;
 /// with its own message, for a non-integer too).
 const ERR_COUNT_POSITIVE: &str = "ERR value is out of range, must be positive";
 /// LMPOP/BLMPOP's argument errors (Redis 7.0's texts).
-pub const ERR_NUMKEYS: &str = "ERR numkeys should be greater than 0";
-pub const ERR_MPOP_COUNT: &str = "ERR count should be greater than 0";
+pub(crate) const ERR_NUMKEYS: &str = "ERR numkeys should be greater than 0";
+pub(crate) const ERR_MPOP_COUNT: &str = "ERR count should be greater than 0";
 /// LSET on a missing key.
 const ERR_NO_SUCH_KEY: &str = "ERR no such key";
 
@@ -238,7 +238,7 @@ pub fn reply_key_elements(key: &[u8], elems: &[Vec<u8>], out: &mut Vec<u8>) {
 
 /// Pushes `elems` at `end` of the list at `key` (creating it unless
 /// `only_existing`): its new length, and the registry is told.
-pub fn push_elements(
+pub(crate) fn push_elements(
     ctx: &Ctx<'_>,
     key: &[u8],
     end: End,

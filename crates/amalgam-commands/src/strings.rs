@@ -18,7 +18,7 @@ use super::table::Cmd;
 
 /// The error for a key the engine cannot hold (Redis allows any key up to
 /// 512 MB, the empty one included; memcached's limit applies here).
-pub const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
+pub(crate) const KEY_INVALID: &str = "ERR invalid key: Amalgam keys are 1 to 250 bytes";
 
 /// Runs a string command. `prepared`: a large value received straight
 /// into its item for the SET at the front of the read buffer (the
@@ -70,7 +70,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
 }
 
 /// An engine refusal as a Redis error.
-pub fn engine_error(e: Error, out: &mut Vec<u8>) {
+pub(crate) fn engine_error(e: Error, out: &mut Vec<u8>) {
     let m: &str = match e {
         Error::BadKey => KEY_INVALID,
         Error::TooLarge => err::STRING_TOO_LONG,
@@ -83,7 +83,7 @@ pub fn engine_error(e: Error, out: &mut Vec<u8>) {
 
 /// How an expiry argument counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Relative seconds (EX, EXPIRE).
     Ex,
     /// Relative milliseconds (PX, PEXPIRE).
@@ -95,11 +95,11 @@ pub enum Unit {
 }
 
 impl Unit {
-    pub fn seconds(self) -> bool {
+    pub(crate) fn seconds(self) -> bool {
         matches!(self, Unit::Ex | Unit::Exat)
     }
 
-    pub fn relative(self) -> bool {
+    pub(crate) fn relative(self) -> bool {
         matches!(self, Unit::Ex | Unit::Px)
     }
 }
@@ -107,7 +107,7 @@ impl Unit {
 /// Redis's `getExpireMillisecondsOrReply` for SET, SETEX, PSETEX, GETEX:
 /// a positive number, converted to a unix time in milliseconds without
 /// overflow; the error names the command.
-pub fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String> {
+pub(crate) fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String> {
     let Some(mut ms) = int_arg(arg) else { return Err(err::NOT_INTEGER.to_string()) };
     let invalid = || format!("ERR invalid expire time in '{command}' command");
     if ms <= 0 || (unit.seconds() && ms > i64::MAX / 1000) {
@@ -129,7 +129,7 @@ pub fn expire_at_ms(arg: &[u8], unit: Unit, command: &str) -> Result<i64, String
 /// The engine's expiry for a deadline in unix milliseconds, exact to the
 /// millisecond (clamped at u32::MAX seconds, 2106-02-07); a deadline
 /// already past is an expiry the engine treats as gone.
-pub fn deadline(at_ms: i64) -> Expiry {
+pub(crate) fn deadline(at_ms: i64) -> Expiry {
     if at_ms <= super::now_ms() {
         return Expiry::At(1);
     }
@@ -638,7 +638,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// True if the item is a string: not a collection (`typed.rs`), which
 /// string commands answer with WRONGTYPE.
-pub fn is_string(it: &ItemRef<'_>) -> bool {
+pub(crate) fn is_string(it: &ItemRef<'_>) -> bool {
     it.tag() == amalgam_engine::TAG_BYTES
 }
 

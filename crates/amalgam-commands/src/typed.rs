@@ -95,10 +95,10 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 
 /// Redis's reply to a `denyoom` command past `maxmemory` under
 /// `noeviction`.
-pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// What a key holds, as TYPE names it.
-pub fn type_name(it: &ItemRef<'_>) -> &'static str {
+pub(crate) fn type_name(it: &ItemRef<'_>) -> &'static str {
     match it.tag() {
         TAG_BYTES => "string",
         TAG_OBJECT => match it.object() {
@@ -115,7 +115,7 @@ pub fn type_name(it: &ItemRef<'_>) -> &'static str {
 /// OBJECT ENCODING of a collection item, by Redis 7.2's names (a small
 /// list is a `listpack`, as in 7.2; 7.0 says `quicklist` for every list);
 /// None for a string.
-pub fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
+pub(crate) fn encoding(it: &ItemRef<'_>) -> Option<&'static str> {
     match it.tag() {
         TAG_BYTES => None,
         TAG_OBJECT => it.object().and_then(|c| c.read().as_any().downcast_ref::<Value>().map(Value::encoding)),
@@ -190,7 +190,7 @@ pub fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) 
 
 /// What a write's operation did to the value it was given.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Changed {
+pub(crate) enum Changed {
     /// Nothing: the key stays as it was (no new item, nothing journaled).
     No,
     /// The value changed.
@@ -200,7 +200,7 @@ pub enum Changed {
 /// Where a write's operation puts the log record of its change (module
 /// notes, "Persistence").
 #[derive(Debug)]
-pub struct OpLog {
+pub(crate) struct OpLog {
     /// True: the value is large, changed in place, and the server logs.
     wanted: bool,
     record: Vec<u8>,
@@ -214,7 +214,7 @@ impl OpLog {
     /// Logs the write's change: `op` runs only if the record is wanted.
     /// Once per write that answers [`Changed::Yes`]; the op must replay,
     /// on the value as it was before, to the value as it is now.
-    pub fn log(&mut self, op: impl FnOnce() -> Op) {
+    pub(crate) fn log(&mut self, op: impl FnOnce() -> Op) {
         if self.wanted {
             debug_assert!(self.record.is_empty(), "one op record per write");
             op().encode(&mut self.record);
@@ -269,7 +269,7 @@ fn hot_write(key: &[u8]) -> bool {
 /// [`Access::Absent`] and `op` does not run. `op` may run more than once
 /// (module notes); only the last run's result is returned. `op` logs
 /// its change to the [`OpLog`] it is given.
-pub fn write<R>(
+pub(crate) fn write<R>(
     ctx: &Ctx<'_>,
     key: &[u8],
     kind: Kind,
@@ -352,7 +352,7 @@ pub fn write<R>(
 /// the bucket lock, only if the engine reruns the update (module notes),
 /// since the first value was handed over. Returns true if the key held
 /// something before.
-pub fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
+pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
     let mut ready = Some(make());
     if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.ks.store.objects_over_budget() {
         return Err(Refused::OutOfMemory);
@@ -377,7 +377,7 @@ const ITEM_OVERHEAD_BYTES_MAX: usize = amalgam_engine::KEY_BYTES_MAX + 32;
 /// while compact and they fit an item (`item_max`, memcached's `-I`: a
 /// compact hash of 512 fields of 64 bytes takes ~67 KB, more than a small
 /// `-I`), else an object. Keeps the old item's expiry and flags.
-pub fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
+pub(crate) fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'static> {
     let kind = v.kind();
     let fits = v.packed().is_some_and(|b| b.len() + ITEM_OVERHEAD_BYTES_MAX <= item_max);
     let value = if fits {
@@ -401,7 +401,7 @@ pub fn publish(v: Value, old: Option<&ItemRef<'_>>, item_max: usize) -> Update<'
 
 /// Answers an [`Access`] that did not reach the command's own reply:
 /// WRONGTYPE, or `absent` for a missing key. Returns the result otherwise.
-pub fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
+pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&mut Vec<u8>)) -> Option<R> {
     match a {
         Access::Done(r) => Some(r),
         Access::WrongType => {
@@ -524,7 +524,7 @@ impl LiveThresholds {
 /// A random word for the types' random picks (HRANDFIELD, SPOP, …):
 /// a per-thread SplitMix64 stream seeded from the clock and the thread,
 /// so workers share nothing. Not for secrets.
-pub fn random() -> u64 {
+pub(crate) fn random() -> u64 {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new({
@@ -550,7 +550,7 @@ const SCAN_COUNT_DEFAULT: usize = 10;
 /// count]` after the key and cursor), parsed as Redis's
 /// `scanGenericCommand` does.
 #[derive(Debug)]
-pub struct ScanArgs<'a> {
+pub(crate) struct ScanArgs<'a> {
     pub count: usize,
     pattern: Option<&'a [u8]>,
 }
@@ -568,7 +568,7 @@ impl ScanArgs<'_> {
 /// or overflows. So an optional sign is accepted (`-1` wraps to 2^64-1,
 /// as C's unsigned negation does), and so is the empty string (no
 /// conversion: cursor 0). None: Redis's "invalid cursor".
-pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
     // The C string ends at the first NUL.
     let s = &arg[..arg.iter().position(|&b| b == 0).unwrap_or(arg.len())];
     let Some(&first) = s.first() else { return Some(0) };
@@ -599,7 +599,7 @@ pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
 /// ([`parse_cursor`]) and the key: a missing key answers an empty scan
 /// and a key of another kind WRONGTYPE whatever the options are, so a
 /// command answers this Err only once it has found its collection.
-pub fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
+pub(crate) fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static str> {
     let mut o = ScanArgs { count: SCAN_COUNT_DEFAULT, pattern: None };
     let mut j = 0;
     // Bounded: j advances by 2 each round.
@@ -628,7 +628,7 @@ pub fn scan_options<'a>(args: &'a [Arg<'_>]) -> Result<ScanArgs<'a>, &'static st
 /// `cursor` for about `count` elements, keeping those that pass
 /// [`ScanArgs::matches`], and returns the next cursor; `push` writes one
 /// kept element as `width` bulk strings (a member; a field and its value).
-pub fn scan_command<T>(
+pub(crate) fn scan_command<T>(
     ctx: &Ctx<'_>,
     args: &[Arg<'_>],
     kind: Kind,
@@ -671,13 +671,13 @@ pub fn scan_command<T>(
 /// Redis 7.0's error for a random-pick count of `i64::MIN`.
 const COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 /// Redis's out-of-range error (a doubled count past `i64`).
-pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+pub(crate) const OUT_OF_RANGE: &str = "ERR value is out of range";
 
 /// The `count [WITH…]` arguments of HRANDFIELD and ZRANDMEMBER (`key
 /// count [with]`), checked in Redis 7.0.15's order: the count
 /// (`getRangeLongFromObject` over -LONG_MAX..=LONG_MAX), the syntax, then
 /// the halved range when values come along. Err holds Redis's text.
-pub fn random_count_args(args: &[Arg<'_>], with: &str) -> Result<(i64, bool), &'static str> {
+pub(crate) fn random_count_args(args: &[Arg<'_>], with: &str) -> Result<(i64, bool), &'static str> {
     let count = int_arg(&args[2]).ok_or(err::NOT_INTEGER)?;
     if count == i64::MIN {
         return Err(COUNT_RANGE);

@@ -210,7 +210,7 @@ fn score_text(s: f64) -> Vec<u8> {
 /// with their scores (RESP3: `[member, score]` arrays; RESP2: flat).
 /// The reply stops, unfinished and never sent, once the output reaches
 /// `stop`, the client's hard limit (`resp::process` closes the client).
-pub fn push_pairs<'a>(
+pub(crate) fn push_pairs<'a>(
     out: &mut Vec<u8>,
     proto: Proto,
     stop: usize,
@@ -487,7 +487,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// held, its TTL too; an empty result deletes `dst`) and replies with its
 /// size, as the *STORE forms. `make` runs again only if the engine reruns
 /// the write (`typed::replace`).
-pub fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
+pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
     let mut n = 0;
     let r = typed::replace(ctx, dst, || {
         let z = make();
