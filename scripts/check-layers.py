@@ -12,7 +12,8 @@
    `super::` / `self::` paths between them, strongly connected components
    by Tarjan's algorithm. A module naming its own child by bare name
    (`mod rows; pub use rows::COMMANDS;`) is structure, not an import, and
-   is not counted.
+   is not counted, nor are a file's unit tests (its `#[cfg(test)] mod`,
+   whose `super::` is the file itself).
 
 A place that still breaks a rule is listed in RATCHET with the figure it
 has today: the check fails if it grows, and says so when it shrinks, so
@@ -42,9 +43,7 @@ LAYERS = [
 ]
 
 # Today's figures of what still breaks a rule: (kind, place) -> ceiling.
-RATCHET = {
-    ("circle", "amalgam-server"): 17,
-}
+RATCHET = {}
 
 
 def rust_files(top):
@@ -117,6 +116,9 @@ def module_graph(src_dir):
     for mod, p in files.items():
         with open(p, encoding="utf-8") as f:
             src = strip(f.read())
+        # A file's unit tests (`#[cfg(test)] mod tests { use super::*; … }`,
+        # last in the file by the house style) import the file itself.
+        src = re.split(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", src, maxsplit=1)[0]
         is_mod_file = p.endswith(("mod.rs", "lib.rs"))
         here = list(mod) if is_mod_file else list(mod[:-1])
         for m in re.finditer(r"\b(crate|super|self)::", src):

@@ -424,6 +424,30 @@ pub fn rewrite(shared: &crate::Shared) -> Result<(), String> {
     Ok(())
 }
 
+/// Parses the command line, noting whether `--resp-port` was given
+/// (an explicit port that cannot be bound stops the start; the default
+/// falls back to memcached's protocol alone).
+/// Reads `--config FILE` first (`conffile.rs`: its lines go before the
+/// command line, which overrides them); a bad file stops the start
+/// with Redis's report and status 1.
+pub fn parse_all() -> crate::config::Args {
+    let expanded = match expand(std::env::args_os().collect()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprint!("{e}");
+            if !e.ends_with('\n') {
+                eprintln!();
+            }
+            std::process::exit(1);
+        }
+    };
+    use clap::CommandFactory;
+    let mut a = crate::config::Args::from_matches(crate::config::Args::command().get_matches_from(expanded.argv));
+    a.config_file = expanded.file;
+    a.runtime_settings = expanded.runtime;
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

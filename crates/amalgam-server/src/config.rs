@@ -3,6 +3,9 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 
+/// What `--version` (`-V`, memcached's) prints after the program's name.
+pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
+
 /// memcached's default TCP port.
 pub const PORT_DEFAULT: u16 = 11211;
 /// Redis's default TCP port, where the RESP listener goes by default.
@@ -47,7 +50,7 @@ pub const THREADS_MAX: usize = 256;
 #[derive(Parser, Debug, Clone)]
 // args_override_self: a repeated flag takes its last value, as memcached's
 // getopt loop does (wrappers append to a base command line).
-#[command(name = "amalgam", version = crate::VERSION_LONG, about, long_about = None, disable_help_flag = true, args_override_self = true)]
+#[command(name = "amalgam", version = VERSION_LONG, about, long_about = None, disable_help_flag = true, args_override_self = true)]
 pub struct Args {
     /// TCP port to listen on (memcached's -p).
     #[arg(short = 'p', long = "port", alias = "memcached-port", default_value_t = PORT_DEFAULT)]
@@ -516,29 +519,6 @@ impl Args {
         Ok(())
     }
 
-    /// Parses the command line, noting whether `--resp-port` was given
-    /// (an explicit port that cannot be bound stops the start; the default
-    /// falls back to memcached's protocol alone).
-    /// Reads `--config FILE` first (`conffile.rs`: its lines go before the
-    /// command line, which overrides them); a bad file stops the start
-    /// with Redis's report and status 1.
-    pub fn parse_all() -> Args {
-        let expanded = match crate::conffile::expand(std::env::args_os().collect()) {
-            Ok(x) => x,
-            Err(e) => {
-                eprint!("{e}");
-                if !e.ends_with('\n') {
-                    eprintln!();
-                }
-                std::process::exit(1);
-            }
-        };
-        let mut a = Args::from_matches(Args::command().get_matches_from(expanded.argv));
-        a.config_file = expanded.file;
-        a.runtime_settings = expanded.runtime;
-        a
-    }
-
     /// As [`Args::parse_all`], from `argv`.
     pub fn try_parse_all<I, T>(argv: I) -> Result<Args, clap::Error>
     where
@@ -548,7 +528,7 @@ impl Args {
         Ok(Args::from_matches(Args::command().try_get_matches_from(argv)?))
     }
 
-    fn from_matches(m: clap::ArgMatches) -> Args {
+    pub(crate) fn from_matches(m: clap::ArgMatches) -> Args {
         let mut a = Args::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
         if a.disable_evictions {
             a.eviction = amalgam_engine::evict::Eviction::None;

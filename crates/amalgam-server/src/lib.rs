@@ -209,8 +209,7 @@ use std::time::Instant;
 /// `00000000` when built outside a git checkout.
 pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
 
-/// What `--version` (`-V`, memcached's) prints after the program's name.
-pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
+pub use config::VERSION_LONG;
 
 /// State every worker shares.
 #[derive(Debug)]

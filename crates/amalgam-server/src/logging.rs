@@ -145,16 +145,16 @@ pub struct EvictionWatch {
 }
 
 impl EvictionWatch {
-    pub fn new(shared: &crate::Shared) -> EvictionWatch {
-        let n = shared.store.stats().evictions;
+    pub fn new(store: &amalgam_engine::Store) -> EvictionWatch {
+        let n = store.stats().evictions;
         EvictionWatch { logged: n, seen: n, limit: amalgam_persist::ratelimit::RateLimit::new() }
     }
 
-    pub fn check(&mut self, shared: &crate::Shared) {
+    pub fn check(&mut self, store: &amalgam_engine::Store) {
         if !log::log_enabled!(Level::Warn) {
             return;
         }
-        let stats = shared.store.stats();
+        let stats = store.stats();
         let n = stats.evictions;
         if n > self.seen && self.limit.allow().is_some() {
             log::warn!(
@@ -163,7 +163,7 @@ impl EvictionWatch {
                 n - self.logged,
                 n,
                 stats.memory_limit_bytes,
-                shared.store.eviction()
+                store.eviction()
             );
             self.logged = n;
         }

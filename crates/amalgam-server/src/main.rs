@@ -40,7 +40,7 @@ const DAEMON_READY: &[u8] = b"ready\n";
 const EXIT_ILLEGAL_SUBOPTION: u8 = 1;
 
 fn main() -> ExitCode {
-    let args = Args::parse_all();
+    let args = amalgam_server::conffile::parse_all();
     amalgam_server::logging::init(args.log_level());
     if let Err(e) = args.validate_memcached() {
         eprintln!("{e}");

@@ -191,7 +191,7 @@ pub fn render(shared: &Shared) -> String {
         w.add_to(&mut t);
     }
     let engine = shared.store.stats();
-    let rows = cmdstats::merged(shared);
+    let rows = cmdstats::merged(&shared.workers);
     let mut x = Exposition { text: String::with_capacity(16 << 10) };
     let up = shared.started.elapsed().as_secs();
     let connections = shared.curr_connections.load(Ordering::Relaxed);
@@ -315,7 +315,7 @@ pub fn render(shared: &Shared) -> String {
     });
     // redis_exporter's, from INFO errorstats (their sum is INFO stats'
     // total_error_replies).
-    let (_, error_codes) = crate::resp::errorstats::merged(shared);
+    let (_, error_codes) = crate::resp::errorstats::merged(&shared.workers);
     x.family("redis_errors_total", "counter", "Total number of errors per error type");
     for (code, n) in &error_codes {
         x.sample("redis_errors_total", &[("err", &String::from_utf8_lossy(code))], *n);

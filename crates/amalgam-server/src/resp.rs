@@ -80,6 +80,7 @@
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/acl.rs` (the users, rules and ACL LOG: crate `amalgam-acl`) | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
+pub mod account;
 pub mod acl;
 pub use amalgam_acl::log as acl_log;
 pub mod blocking;
@@ -720,7 +721,7 @@ fn run_gets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], gets: &mut Vec<PendingGet>, out
         return;
     }
     let failed = lookup_gets(ctx, args, gets, out);
-    cmdstats::account_gets(ctx, args, gets, failed);
+    account::account_gets(ctx, args, gets, failed);
     gets.clear();
 }
 
@@ -834,7 +835,7 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
     let before = ctx.session.reply;
     let mark = out.len();
     let after = dispatch(ctx, spec, args, out);
-    cmdstats::account(ctx, spec, args, &out[mark..]);
+    account::account(ctx, spec, args, &out[mark..]);
     let now = ctx.session.reply;
     if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On {
         out.truncate(mark);

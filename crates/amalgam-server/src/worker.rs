@@ -109,9 +109,9 @@ pub fn run_acceptor(shared: &Shared, mut listeners: Vec<Listener>, mut poll: Pol
     }
     let mut events = Events::with_capacity(64);
     let mut next = 0;
-    let mut evictions = crate::logging::EvictionWatch::new(shared);
+    let mut evictions = crate::logging::EvictionWatch::new(&shared.store);
     while !shared.shutdown.load(Ordering::Acquire) {
-        evictions.check(shared);
+        evictions.check(&shared.store);
         if let Err(e) = poll.poll(&mut events, Some(crate::logging::WATCH_PERIOD)) {
             if e.kind() == ErrorKind::Interrupted {
                 continue;

@@ -88,10 +88,10 @@ impl ErrorStats {
 
 /// Every worker's counts summed: the total and the codes in byte order
 /// (Redis lists them from its radix tree, in that order).
-pub fn merged(shared: &crate::Shared) -> (u64, BTreeMap<Box<[u8]>, u64>) {
+pub fn merged(workers: &[crate::stats::WorkerStats]) -> (u64, BTreeMap<Box<[u8]>, u64>) {
     let mut total = 0;
     let mut codes = BTreeMap::new();
-    for w in shared.workers.iter() {
+    for w in workers {
         let c = w.errors.counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
         total += c.total;
         for (code, n) in c.codes {

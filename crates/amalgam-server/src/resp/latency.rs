@@ -439,7 +439,7 @@ fn doctor(monitor: &Monitor) -> String {
 fn histogram(ctx: &mut super::Ctx<'_>, names: &[Arg<'_>], out: &mut Vec<u8>) {
     use super::cmdstats::{merged, slot_count, slot_name};
     let proto = ctx.proto();
-    let rows = merged(ctx.shared);
+    let rows = merged(&ctx.shared.workers);
     let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n.eq_ignore_ascii_case(name.as_bytes()));
     let chosen: Vec<usize> = (0..slot_count()).filter(|&i| rows[i].hist.is_some() && wanted(slot_name(i))).collect();
     push_map(out, chosen.len(), proto);

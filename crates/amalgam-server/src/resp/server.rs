@@ -52,7 +52,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         },
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
-        Cmd::Slowlog => super::cmdstats::slowlog(ctx, args, out),
+        Cmd::Slowlog => super::account::slowlog(ctx, args, out),
         Cmd::Latency => super::latency::latency(ctx, args, out),
         Cmd::Debug => super::debug::debug(ctx, args, out),
         Cmd::Module => module(args, out),
@@ -507,9 +507,12 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         .copied()
         .filter(|s| all || default && !INFO_NOT_DEFAULT.contains(s) || args[1..].iter().any(|a| is(a, s)))
         .collect();
-    let commands = wanted.iter().any(|s| INFO_NOT_DEFAULT.contains(s)).then(|| super::cmdstats::merged(ctx.shared));
-    let errors =
-        wanted.iter().any(|s| *s == "stats" || *s == "errorstats").then(|| super::errorstats::merged(ctx.shared));
+    let commands =
+        wanted.iter().any(|s| INFO_NOT_DEFAULT.contains(s)).then(|| super::cmdstats::merged(&ctx.shared.workers));
+    let errors = wanted
+        .iter()
+        .any(|s| *s == "stats" || *s == "errorstats")
+        .then(|| super::errorstats::merged(&ctx.shared.workers));
     let shared = ctx.shared;
     let mut t = crate::stats::Totals::default();
     for w in shared.workers.iter() {
