@@ -36,7 +36,7 @@ LAYERS = [
     ["amalgam-engine", "amalgam-protocol"],
     ["amalgam-types"],
     ["amalgam-persist"],
-    ["amalgam-net", "amalgam-commands"],
+    ["amalgam-net", "amalgam-commands", "amalgam-script"],
     ["amalgam-memcache", "amalgam-acl"],
     ["amalgam-server"],
     ["amalgam-bench"],

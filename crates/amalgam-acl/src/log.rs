@@ -66,6 +66,8 @@ pub enum Context {
     Toplevel,
     /// Queued inside MULTI, or run by EXEC.
     Multi,
+    /// Called by a script (redis.call).
+    Lua,
 }
 
 impl Context {
@@ -73,6 +75,7 @@ impl Context {
         match self {
             Context::Toplevel => "toplevel",
             Context::Multi => "multi",
+            Context::Lua => "lua",
         }
     }
 }

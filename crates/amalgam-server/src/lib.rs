@@ -255,6 +255,8 @@ pub struct Shared {
     pub idle_timeout_secs: AtomicU64,
     /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
     pub acl: resp::acl::Acl,
+    /// The Lua script cache (EVAL, SCRIPT LOAD; crate amalgam-script).
+    pub scripts: amalgam_script::Scripts,
     /// memcached's `-Y` users (`amalgam_memcache::authfile`), if given.
     pub authfile: Option<amalgam_memcache::authfile::AuthFile>,
     /// TLS's certificates and policies (`amalgam_net::tls`), if -Z or --tls-port.
@@ -397,6 +399,7 @@ impl Shared {
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {
             repl: repl::Replication::new(backlog, journaled),
+            scripts: amalgam_script::Scripts::default(),
             me: std::sync::OnceLock::new(),
             tls,
             acl,

@@ -78,6 +78,7 @@
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
+//! | `resp/script.rs` (the interpreter: crate `amalgam-script`) | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT: scripts run with their keys held |
 //! | `resp/acl.rs` (the users, rules and ACL LOG: crate `amalgam-acl`) | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod account;
@@ -93,6 +94,7 @@ pub mod latency;
 mod monitor;
 pub mod multi;
 pub mod pubsub;
+mod script;
 mod server;
 
 // The data commands and the command table (crate `amalgam-commands`),
@@ -899,7 +901,10 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
-    if multi::may_name_several_keys(own) {
+    // A script holds its keys itself (resp/script.rs: it may run again
+    // with more of them).
+    if multi::may_name_several_keys(own) && !matches!(spec.cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo)
+    {
         return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
     }
     execute(ctx, spec, args, out)
@@ -1087,6 +1092,9 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Ssubscribe
         | Cmd::Sunsubscribe
         | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
+        Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Script => {
+            return script::run(ctx, spec.cmd, args, out)
+        }
     }
     After::Continue
 }

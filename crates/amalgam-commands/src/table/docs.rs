@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 259] = [
+pub(super) static DOCS: [Doc; 270] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -474,6 +474,42 @@ pub(super) static DOCS: [Doc; 259] = [
             arg("message", Str),
         ],
         ..doc("echo", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("script", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("eval", Some("Depends on the script that is executed."))
+    },
+    Doc {
+        arguments: &[
+            arg("script", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("eval_ro", Some("Depends on the script that is executed."))
+    },
+    Doc {
+        arguments: &[
+            arg("sha1", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("evalsha", Some("Depends on the script that is executed."))
+    },
+    Doc {
+        arguments: &[
+            arg("sha1", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("evalsha_ro", Some("Depends on the script that is executed."))
     },
     doc("exec", Some("Depends on commands in the transaction")),
     Doc {
@@ -1288,6 +1324,43 @@ pub(super) static DOCS: [Doc; 259] = [
             arg("key", Key).key(0),
         ],
         ..doc("scard", Some("O(1)"))
+    },
+    doc("script", Some("Depends on subcommand.")),
+    Doc {
+        arguments: &[
+            arg("mode", Oneof).args(&[
+                arg("yes", PureToken).token("YES"),
+                arg("sync", PureToken).token("SYNC"),
+                arg("no", PureToken).token("NO"),
+            ]),
+        ],
+        ..doc("script|debug", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("sha1", Str).multiple(),
+        ],
+        ..doc("script|exists", Some("O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation)."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `ASYNC` and `SYNC` flushing mode modifiers."),
+        ],
+        arguments: &[
+            arg("async", Oneof).since("6.2.0").optional().args(&[
+                arg("async", PureToken).token("ASYNC"),
+                arg("sync", PureToken).token("SYNC"),
+            ]),
+        ],
+        ..doc("script|flush", Some("O(N) with N being the number of scripts in cache"))
+    },
+    doc("script|help", Some("O(1)")),
+    doc("script|kill", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("script", Str),
+        ],
+        ..doc("script|load", Some("O(N) with N being the length in bytes of the script body."))
     },
     Doc {
         arguments: &[

@@ -21,6 +21,7 @@ mod multi;
 mod object;
 mod pubsub;
 mod repl;
+mod scripting;
 mod server;
 mod set;
 mod strings;
@@ -46,6 +47,7 @@ const FAMILIES: &[&[Spec]] = &[
     acl::ROWS,
     pubsub::ROWS,
     repl::ROWS,
+    scripting::ROWS,
 ];
 
 /// How many rows the table has.

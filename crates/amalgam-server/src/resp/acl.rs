@@ -260,6 +260,48 @@ pub(crate) fn hello_auth(ctx: &mut Ctx<'_>, command: &[u8], creds: Option<(&[u8]
     Ok(())
 }
 
+/// The check of a command a script calls (`resp/script.rs`): None if the
+/// connection's user may run it, else Redis 7.0's words for the refusal
+/// (`scriptCall`'s), the refusal logged in context `lua`.
+pub(crate) fn script_denial(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> Option<&'static str> {
+    if ctx.session.auth.open {
+        return None;
+    }
+    let sub = if spec.subcommands.is_empty() || args.len() < 2 { None } else { table::subcommand(spec, &args[1]) };
+    let own = sub.unwrap_or(spec);
+    let denied = ctx.session.auth.user.check(own, catalog().id(spec, sub), args).err()?;
+    let (reason, object, text): (_, &[u8], _) = match denied {
+        Denied::Command => (
+            acl_log::Reason::Command,
+            own.name.as_bytes(),
+            "ERR The user executing the script can't run this command or subcommand",
+        ),
+        Denied::Key(i) => (
+            acl_log::Reason::Key,
+            &args[i],
+            "ERR The user executing the script can't access at least one of the keys mentioned in the command",
+        ),
+        Denied::Channel(i) => (
+            acl_log::Reason::Channel,
+            &args[i],
+            "ERR The user executing the script can't publish to the channel mentioned in the command",
+        ),
+    };
+    let info = client_info(ctx);
+    ctx.shared.acl.log.add(reason, acl_log::Context::Lua, object, &ctx.session.auth.user.name, info);
+    Some(text)
+}
+
+/// `redis.acl_check_cmd`: whether the connection's user may run `args`,
+/// neither answered nor logged.
+pub(crate) fn permits_quietly(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> bool {
+    if ctx.session.auth.open {
+        return true;
+    }
+    let sub = if spec.subcommands.is_empty() || args.len() < 2 { None } else { table::subcommand(spec, &args[1]) };
+    ctx.session.auth.user.check(sub.unwrap_or(spec), catalog().id(spec, sub), args).is_ok()
+}
+
 /// Where a refusal happens, for the ACL log.
 fn log_context(ctx: &Ctx<'_>) -> acl_log::Context {
     if ctx.session.multi.queuing() || ctx.session.multi.executing {

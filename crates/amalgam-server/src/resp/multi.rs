@@ -217,7 +217,7 @@ fn key_spec_of(spec: &'static Spec, args: &[impl AsRef<[u8]>]) -> &'static Spec 
 }
 
 /// Appends the keys of one command (by its key specifications).
-fn push_keys<'a>(spec: &'static Spec, args: &'a [impl AsRef<[u8]>], keys: &mut Vec<&'a [u8]>) {
+pub(crate) fn push_keys<'a>(spec: &'static Spec, args: &'a [impl AsRef<[u8]>], keys: &mut Vec<&'a [u8]>) {
     let own = key_spec_of(spec, args);
     for (i, _) in table::keys_of(own, args) {
         keys.push(args[i].as_ref());

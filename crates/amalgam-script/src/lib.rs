@@ -1,0 +1,73 @@
+//! # Lua scripting, as Redis 7.0 runs it
+//!
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (issue 34). This crate is
+//! the interpreter's side: it knows Lua and RESP's reply shapes, and no
+//! store, session or command table. The RESP front end (amalgam-server's
+//! `resp/script.rs`) gives it a [`Caller`] that runs one command for the
+//! script, and holds the keys while the script runs.
+//!
+//! ## One Lua state per worker
+//! Redis has one Lua state; Amalgam has one per worker thread ([`Vm`],
+//! kept by the front end in a thread-local), as Dragonfly has one per
+//! thread: a script runs on the worker of the connection that sent it,
+//! and no two workers share an interpreter or wait for one. The script
+//! cache is shared ([`Scripts`]: the bodies by SHA-1, behind a mutex taken
+//! only by SCRIPT LOAD/EXISTS/FLUSH and the first run of a script on a
+//! worker); each `Vm` compiles a body the first time it runs it and keeps
+//! the function. SCRIPT FLUSH empties the cache and bumps its generation;
+//! a `Vm` that sees a new generation drops its functions before the next
+//! run (one relaxed load per run).
+//!
+//! ## The sandbox (Redis 7.0.15's, checked against redis-server)
+//! The libraries Redis loads: base (without `print`, `dofile`,
+//! `loadfile`, `require`, `module`, `setfenv`, `getfenv`, `newproxy`),
+//! `string`, `table`, `math`, `coroutine`, and the `redis` table; scripts
+//! see the globals Redis 7.0.15 lists and no other. Redis makes the global
+//! table and every library table read-only with a flag its patched Lua
+//! checks; stock Lua 5.1 has no such flag, so here a script's environment
+//! is an empty table whose metatable reads through to the real globals
+//! (an absent one: "Script attempted to access nonexistent global
+//! variable") and refuses every write ("Attempt to modify a readonly
+//! table"), and each library is such a read-through table too. `rawset`
+//! and `setmetatable` refuse them as Redis does, `loadstring`/`load`
+//! give the chunks they compile the same environment, and the string
+//! metatable is hidden, so no script can change what the next one sees.
+//! What differs: `pairs()` over `_G` or a library table finds nothing
+//! (Redis lists its members). `cjson`, `cmsgpack`, `bit` and `struct` are
+//! not loaded yet (issue 34's next increment).
+//!
+//! ## Errors, as Redis words them
+//! A run is `xpcall(script, handler)`. The handler turns what was raised
+//! into Redis's error table — a string becomes `{err = "ERR " .. msg}`, a
+//! table (what `redis.call` raises for an error reply) keeps its `err` —
+//! and notes where: the innermost frame of the script's own chunk
+//! (`@user_script`), as Redis's `__redis__err__handler` does with
+//! `debug.getinfo`. The reply is then `-<err> script: <sha>, on
+//! @user_script:<line>.` ([`vm`]). Compile errors are `ERR Error compiling
+//! script (new function): user_script:1: …`.
+//!
+//! ## Replies, both ways ([`reply`])
+//! A command's RESP reply becomes a Lua value under the script's protocol
+//! (`redis.setresp`, 2 by default), and the script's return value becomes
+//! the client's reply under the client's protocol, by Redis's tables
+//! (numbers truncated to integers, `false` as null, `{ok=…}`, `{err=…}`,
+//! and under RESP3 `{double=…}`, `{map=…}`, `{set=…}`, `{big_number=…}`).
+//!
+//! ## Bounds
+//! Every Lua state's memory is bounded ([`LUA_MEMORY_BYTES_MAX`]): an
+//! allocation past it fails with Lua's "not enough memory", which the
+//! script sees as an error; the worker and every other client go on.
+//! Nesting in either conversion is bounded ([`reply::NESTING_MAX`]).
+
+pub mod cache;
+pub mod reply;
+pub mod vm;
+
+pub use amalgam_protocol::resp::Proto;
+pub use cache::{sha1_hex, Scripts, Sha};
+pub use vm::{Caller, Stop, Vm};
+
+/// The most memory one worker's Lua state may hold (its allocator is
+/// charged and refuses past it): 1 GiB, far above any script Redis's
+/// test suite or the libraries in issue 34 run, and bounded.
+pub const LUA_MEMORY_BYTES_MAX: usize = 1 << 30;

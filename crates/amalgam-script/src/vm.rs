@@ -1,0 +1,676 @@
+//! One worker's Lua state: the sandbox, the `redis` library, compiling
+//! and running a script (lib.rs says why and how).
+
+use crate::cache::Sha;
+use crate::reply::{fmt_g17, from_lua, to_lua};
+use crate::LUA_MEMORY_BYTES_MAX;
+use amalgam_protocol::resp::{push_error, Proto};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// How many Lua instructions run between two looks at whether the run
+/// must stop ([`Stop`]): a script that swallows the stop with `pcall`
+/// still ends within this many instructions.
+pub const HOOK_INSTRUCTIONS: u32 = 10_000;
+
+/// How many stack frames the error handler searches for the script's own
+/// line (Lua's C stack bounds a script's depth far below this anyway).
+const ERROR_FRAMES_MAX: usize = 256;
+
+/// What the script's errors say they come from (Redis's chunk name).
+const CHUNK_NAME: &str = "@user_script";
+
+/// The RESP front end's side of a run: it runs the commands a script
+/// calls.
+pub trait Caller {
+    /// Runs `args` (`args[0]` the command's name) for the script, writing
+    /// its reply under `proto` (the script's, `redis.setresp`) to `out`;
+    /// an error reply is the command's answer, not a failure. `Err` ends
+    /// the whole run ([`Stop`]).
+    fn call(&mut self, args: &[&[u8]], proto: Proto, out: &mut Vec<u8>) -> Result<(), Stop>;
+
+    /// `redis.acl_check_cmd`: whether the calling user may run `args`;
+    /// None for an unknown command.
+    fn acl_check(&mut self, args: &[&[u8]]) -> Option<bool>;
+}
+
+/// Why a run ended before its script did: the front end decides
+/// ([`Caller::call`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// Run the script again from the start (it changed nothing yet).
+    Again,
+    /// End the run with this error reply (its text, without the `-`).
+    Fail(String),
+}
+
+/// The Lua source that builds the sandbox and the `redis` library
+/// (lib.rs, "The sandbox"). It receives the Rust functions and the
+/// version, and returns the run state `S`, the globals `G` scripts read
+/// through, and their environment `ENV`.
+const PRELUDE: &str = r#"
+local sha1hex, log, handler, unwrap, version, version_num = ...
+local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall =
+      error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall
+local readonly = setmetatable({}, {__mode = 'k'})
+local function refuse() error('Attempt to modify a readonly table', 2) end
+local function protect(t)
+  local p = setmetatable({}, {__index = t, __newindex = refuse, __metatable = false})
+  readonly[p] = true
+  return p
+end
+local S = {resp = 2}
+local redis = {}
+-- redis.call is the front end's function itself (set for each run): a
+-- C function, so `return redis.call(...)` is no tail call and an error
+-- it raises still finds the script's line (Vm::run).
+function redis.pcall(...)
+  return (S.raw(0, ...))
+end
+function redis.acl_check_cmd(...)
+  local r, failed = S.raw(1, ...)
+  if failed then error(r, 0) end
+  return r
+end
+function redis.setresp(...)
+  if select('#', ...) ~= 1 then error({err = 'ERR redis.setresp() requires one argument.'}, 0) end
+  local v = ...
+  if v ~= 2 and v ~= 3 then error({err = 'ERR RESP version must be 2 or 3.'}, 0) end
+  S.resp = v
+end
+function redis.error_reply(e)
+  if type(e) ~= 'string' then error({err = 'ERR wrong number or type of arguments'}, 0) end
+  if e:sub(1, 1) == '-' then e = e:sub(2) end
+  return {err = e}
+end
+function redis.status_reply(s)
+  if type(s) ~= 'string' then error({err = 'ERR wrong number or type of arguments'}, 0) end
+  return {ok = s}
+end
+redis.sha1hex = sha1hex
+redis.log = log
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+function redis.set_repl(f)
+  if type(f) ~= 'number' or f < 0 or f > 3 then
+    error({err = 'ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'}, 0)
+  end
+end
+function redis.replicate_commands() return true end
+function redis.breakpoint() return false end
+function redis.debug() end
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = version, version_num
+
+local G = {}
+for _, k in ipairs({'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs', 'next', 'pairs',
+                    'pcall', 'rawequal', 'rawget', 'select', 'setmetatable', 'tonumber', 'tostring', 'type',
+                    'unpack', 'xpcall', '_VERSION'}) do
+  G[k] = _G[k]
+end
+local ENV = setmetatable({}, {__index = G, __newindex = refuse, __metatable = false})
+readonly[ENV] = true
+G._G = ENV
+-- What redis.call raises reaches a script's pcall or xpcall as Redis's
+-- error table.
+local pcall0 = pcall
+local function caught(ok, ...)
+  if ok then return ok, ... end
+  return ok, unwrap((...))
+end
+G.pcall = function(...) return caught(pcall0(...)) end
+G.xpcall = function(f, h) return xpcall(f, function(e) return h(unwrap(e)) end) end
+G.rawset = function(t, k, v)
+  if readonly[t] then error('Attempt to modify a readonly table', 2) end
+  return rawset(t, k, v)
+end
+G.loadstring = function(s, name)
+  local f, e = loadstring(s, name)
+  if f then setfenv(f, ENV) end
+  return f, e
+end
+G.load = function(fn, name)
+  local f, e = load(fn, name)
+  if f then setfenv(f, ENV) end
+  return f, e
+end
+G.string, G.table, G.math, G.coroutine, G.redis =
+  protect(string), protect(table), protect(math), protect(coroutine), protect(redis)
+setmetatable(G, {__index = function(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end, __newindex = refuse, __metatable = false})
+local smt = getmetatable('')
+smt.__index = G.string
+smt.__metatable = false
+function S.run(f) return xpcall(f, handler) end
+return S, G, ENV, redis
+"#;
+
+/// A worker's Lua state and the scripts it has compiled.
+pub struct Vm {
+    lua: Lua,
+    /// The globals scripts read through (KEYS and ARGV are set here).
+    globals: Table,
+    /// The environment every compiled script runs in.
+    env: Table,
+    /// The run state: `raw` (the front end's function while a script
+    /// runs), `resp` (redis.setresp), `run` (xpcall with the handler).
+    state: Table,
+    /// The `redis` library (its `call` is set for each run).
+    redis: Table,
+    run: Function,
+    /// Compiled scripts by name.
+    funcs: HashMap<Sha, Function>,
+    /// The cache generation the functions belong to (`Scripts::flush`).
+    generation: u64,
+    /// Set when a run must stop: the instruction hook raises from then on.
+    stopping: Rc<Cell<bool>>,
+}
+
+impl std::fmt::Debug for Vm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vm").field("scripts", &self.funcs.len()).field("generation", &self.generation).finish()
+    }
+}
+
+fn lua_err(e: mlua::Error) -> String {
+    e.to_string()
+}
+
+impl Vm {
+    /// A fresh state: Redis's libraries, the sandbox, the `redis` table
+    /// announcing `version` (`REDIS_VERSION`, e.g. "7.0.0").
+    pub fn new(version: &str) -> Result<Vm, String> {
+        // Lua 5.1's base library holds `coroutine` too.
+        let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
+        let lua = Lua::new_with(libs, LuaOptions::default()).map_err(lua_err)?;
+        lua.set_memory_limit(LUA_MEMORY_BYTES_MAX).map_err(lua_err)?;
+        let sha1hex = lua
+            .create_function(|lua, s: Value| {
+                let bytes = match &s {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    Value::Number(n) => fmt_g17(*n).into_bytes(),
+                    _ => return Err(mlua::Error::runtime("wrong number of arguments")),
+                };
+                lua.create_string(crate::cache::sha1_hex(&bytes))
+            })
+            .map_err(lua_err)?;
+        let log = lua.create_function(redis_log).map_err(lua_err)?;
+        let handler = lua.create_function(error_table).map_err(lua_err)?;
+        let unwrap = lua.create_function(unwrap_raised).map_err(lua_err)?;
+        let mut num = 0i64;
+        for part in version.split('.').take(3) {
+            num = num * 256 + part.parse::<i64>().unwrap_or(0);
+        }
+        let (state, globals, env, redis): (Table, Table, Table, Table) = lua
+            .load(PRELUDE)
+            .set_name("=amalgam")
+            .call((sha1hex, log, handler, unwrap, version, num))
+            .map_err(lua_err)?;
+        let run: Function = state.raw_get("run").map_err(lua_err)?;
+        let stopping = Rc::new(Cell::new(false));
+        let flag = Rc::clone(&stopping);
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), move |_, _| {
+            if flag.get() {
+                Err(mlua::Error::runtime("script stopped"))
+            } else {
+                Ok(VmState::Continue)
+            }
+        })
+        .map_err(lua_err)?;
+        Ok(Vm { lua, globals, env, state, redis, run, funcs: HashMap::new(), generation: 0, stopping })
+    }
+
+    /// Drops every compiled function if the cache was flushed since they
+    /// were compiled (`Scripts::generation`).
+    pub fn sync(&mut self, generation: u64) {
+        if generation != self.generation {
+            self.funcs.clear();
+            self.generation = generation;
+            let _ = self.lua.gc_collect();
+        }
+    }
+
+    /// True if the script named `sha` is compiled here.
+    pub fn has(&self, sha: &Sha) -> bool {
+        self.funcs.contains_key(sha)
+    }
+
+    /// Compiles `body` under `sha`; the error is Redis's reply text.
+    pub fn compile(&mut self, sha: &Sha, body: &[u8]) -> Result<(), String> {
+        let f = self.lua.load(body).set_name(CHUNK_NAME).set_environment(self.env.clone()).into_function().map_err(
+            |e| {
+                let m = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    e => e.to_string(),
+                };
+                format!("ERR Error compiling script (new function): {m}")
+            },
+        )?;
+        self.funcs.insert(*sha, f);
+        Ok(())
+    }
+
+    /// Lowers (or raises) the bound on this state's memory
+    /// ([`LUA_MEMORY_BYTES_MAX`] at start).
+    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), String> {
+        self.lua.set_memory_limit(bytes).map(|_| ()).map_err(lua_err)
+    }
+
+    /// The bytes this state holds (INFO's `used_memory_lua`).
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// Runs the compiled script `sha` with `keys` and `argv` and writes
+    /// its reply, under the client's protocol `client`, to `out`.
+    /// `Err(Stop::Again)`: nothing was written, run it again;
+    /// `Err(Stop::Fail)` is written by the caller.
+    pub fn run(
+        &mut self,
+        sha: &Sha,
+        keys: &[&[u8]],
+        argv: &[&[u8]],
+        client: Proto,
+        caller: &mut dyn Caller,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Stop> {
+        let fail = |e: mlua::Error| Stop::Fail(format!("ERR {e}"));
+        let f = self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?;
+        let lua = &self.lua;
+        self.globals.raw_set("KEYS", strings(lua, keys).map_err(fail)?).map_err(fail)?;
+        self.globals.raw_set("ARGV", strings(lua, argv).map_err(fail)?).map_err(fail)?;
+        self.state.raw_set("resp", 2).map_err(fail)?;
+        self.stopping.set(false);
+        let stop: RefCell<Option<Stop>> = RefCell::new(None);
+        let caller = RefCell::new(caller);
+        let one = Invoke { caller: &caller, stop: &stop, stopping: &self.stopping, state: &self.state };
+        let (state, redis, run) = (&self.state, &self.redis, &self.run);
+        let result = lua.scope(|scope| {
+            let raw = scope.create_function(|lua, args: MultiValue| {
+                let mut it = args.into_iter();
+                let mode = if it.next().and_then(|v| v.as_i64()) == Some(1) { Mode::Acl } else { Mode::Call };
+                one.invoke(lua, it, mode)
+            })?;
+            let call = scope.create_function(|lua, args: MultiValue| {
+                let (v, failed) = one.invoke(lua, args.into_iter(), Mode::Call)?;
+                if !failed {
+                    return Ok(v);
+                }
+                let err = match &v {
+                    Value::Table(t) => t.raw_get::<Value>("err").ok(),
+                    _ => None,
+                };
+                let text = match err {
+                    Some(Value::String(s)) => s.to_string_lossy(),
+                    _ => "ERR unknown error".into(),
+                };
+                Err(mlua::Error::external(Raised(text)))
+            })?;
+            state.raw_set("raw", raw)?;
+            redis.raw_set("call", call)?;
+            let r: (bool, Value) = run.call(f)?;
+            state.raw_set("raw", Value::Nil)?;
+            redis.raw_set("call", Value::Nil)?;
+            Ok(r)
+        });
+        // Whatever the script did with the error it was given, a stop
+        // decides the outcome.
+        if let Some(s) = stop.into_inner() {
+            return Err(s);
+        }
+        let script = if self.state.raw_get::<i64>("resp").unwrap_or(2) == 3 { Proto::Resp3 } else { Proto::Resp2 };
+        match result {
+            Ok((false, Value::String(_))) => {
+                // Lua's own failure (out of memory): what the script
+                // built is garbage now; take it back before the next run.
+                let _ = self.lua.gc_collect();
+                error_reply(&result.as_ref().expect("matched").1, sha, out);
+            }
+            Ok((true, v)) => from_lua(&v, client, script, out, 0),
+            Ok((false, e)) => error_reply(&e, sha, out),
+            Err(e) => push_error(out, format!("ERR Error running script {}, {e}", text(sha)).as_bytes()),
+        }
+        Ok(())
+    }
+}
+
+/// What `redis.call` raises for an error reply: its text (Redis's error
+/// table's `err`); the handler and a script's `pcall` see the table.
+#[derive(Debug)]
+struct Raised(String);
+
+impl std::fmt::Display for Raised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Raised {}
+
+/// The `Raised` inside an error mlua carried through Lua, if any.
+fn raised(e: &mlua::Error) -> Option<&Raised> {
+    match e {
+        mlua::Error::ExternalError(a) => a.downcast_ref::<Raised>(),
+        mlua::Error::CallbackError { cause, .. } => raised(cause),
+        mlua::Error::WithContext { cause, .. } => raised(cause),
+        _ => None,
+    }
+}
+
+/// A script's pcall/xpcall: what `redis.call` raised, as Redis's table.
+fn unwrap_raised(lua: &Lua, v: Value) -> mlua::Result<Value> {
+    if let Value::Error(e) = &v {
+        if let Some(r) = raised(e) {
+            let t = lua.create_table()?;
+            t.raw_set("err", r.0.as_str())?;
+            return Ok(Value::Table(t));
+        }
+    }
+    Ok(v)
+}
+
+/// Which of the front end's services a script asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Run a command (redis.call, redis.pcall).
+    Call,
+    /// redis.acl_check_cmd.
+    Acl,
+}
+
+/// What a run's functions share: the front end, the stop.
+#[derive(Clone, Copy)]
+struct Invoke<'r, 'c> {
+    caller: &'r RefCell<&'c mut dyn Caller>,
+    stop: &'r RefCell<Option<Stop>>,
+    stopping: &'r Cell<bool>,
+    state: &'r Table,
+}
+
+impl Invoke<'_, '_> {
+    /// Runs one command (or checks it, `Mode::Acl`) for the script:
+    /// its reply as a Lua value, and whether it was an error.
+    fn invoke(self, lua: &Lua, args: impl ExactSizeIterator<Item = Value>, mode: Mode) -> mlua::Result<(Value, bool)> {
+        if self.stop.borrow().is_some() {
+            return Err(mlua::Error::runtime("script stopped"));
+        }
+        let mut owned: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+        for v in args {
+            owned.push(match v {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Integer(i) => i.to_string().into_bytes(),
+                Value::Number(n) => fmt_g17(n).into_bytes(),
+                _ => return err_table(lua, "ERR Lua redis lib command arguments must be strings or integers"),
+            });
+        }
+        if owned.is_empty() {
+            return err_table(lua, "ERR Please specify at least one argument for this redis lib call");
+        }
+        let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        if mode == Mode::Acl {
+            return match self.caller.borrow_mut().acl_check(&args) {
+                Some(ok) => Ok((Value::Boolean(ok), false)),
+                None => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
+            };
+        }
+        let proto = if self.state.raw_get::<i64>("resp")? == 3 { Proto::Resp3 } else { Proto::Resp2 };
+        let mut reply = Vec::new();
+        match self.caller.borrow_mut().call(&args, proto, &mut reply) {
+            Ok(()) => {
+                let mut at = 0;
+                to_lua(lua, &reply, &mut at, 0).map_err(|_| mlua::Error::runtime("reply too deep to convert"))
+            }
+            Err(s) => {
+                *self.stop.borrow_mut() = Some(s);
+                self.stopping.set(true);
+                Err(mlua::Error::runtime("script stopped"))
+            }
+        }
+    }
+}
+
+fn text(sha: &Sha) -> &str {
+    std::str::from_utf8(sha).unwrap_or("")
+}
+
+/// A Lua array of `items` as strings (KEYS, ARGV).
+fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, a) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(a)?)?;
+    }
+    Ok(t)
+}
+
+/// `{err = e}`, failed: what `redis.call` raises and `redis.pcall` returns.
+fn err_table(lua: &Lua, e: &str) -> mlua::Result<(Value, bool)> {
+    let t = lua.create_table()?;
+    t.raw_set("err", e)?;
+    Ok((Value::Table(t), true))
+}
+
+/// The run's error handler (Redis's `__redis__err__handler`): the raised
+/// value as Redis's error table, with the script's line.
+fn error_table(lua: &Lua, e: Value) -> mlua::Result<Table> {
+    let t = match e {
+        Value::Table(t) => t,
+        other => {
+            let t = lua.create_table()?;
+            let msg = match &other {
+                Value::String(s) => format!("ERR {}", s.to_string_lossy()),
+                Value::Error(e) => match raised(e) {
+                    Some(r) => r.0.clone(),
+                    None => format!("ERR {e}"),
+                },
+                v => format!("ERR {v:?}"),
+            };
+            t.raw_set("err", msg)?;
+            t
+        }
+    };
+    for level in 0..ERROR_FRAMES_MAX {
+        let Some(found) = lua.inspect_stack(level, |d| {
+            let ours = d.source().source.as_deref() == Some(CHUNK_NAME);
+            ours.then(|| d.current_line())
+        }) else {
+            break;
+        };
+        if let Some(line) = found {
+            t.raw_set("source", CHUNK_NAME)?;
+            if let Some(line) = line {
+                t.raw_set("line", line)?;
+            }
+            break;
+        }
+    }
+    Ok(t)
+}
+
+/// The reply for a script that ended in error: `-<err> script: <sha>, on
+/// @user_script:<line>.` (Redis 7.0's `luaCallFunction`).
+fn error_reply(e: &Value, sha: &Sha, out: &mut Vec<u8>) {
+    let Value::Table(t) = e else {
+        // Lua's own failures (out of memory) come as a string, without
+        // the handler.
+        let msg = match e {
+            Value::String(s) => s.to_string_lossy(),
+            _ => "execution failure".into(),
+        };
+        let msg: String = msg.chars().take(100).collect();
+        return push_error(out, format!("ERR Error running script {}, {msg}", text(sha)).as_bytes());
+    };
+    let mut msg = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.as_bytes().to_vec(),
+        _ => b"ERR unknown error".to_vec(),
+    };
+    let source = t.raw_get::<Option<String>>("source").ok().flatten();
+    let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+    if let (Some(source), Some(line)) = (source, line) {
+        msg.extend_from_slice(format!(" script: {}, on {source}:{line}.", text(sha)).as_bytes());
+    }
+    push_error(out, &msg);
+}
+
+/// `redis.log(level, message …)`: to the server's log at Redis's levels.
+fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
+    let mut it = args.into_iter();
+    let (Some(level), Some(_)) = (it.next(), it.clone().next()) else {
+        return Err(mlua::Error::runtime("redis.log() requires two arguments or more."));
+    };
+    let level = match level.as_i64() {
+        Some(0) => log::Level::Debug,
+        Some(1) => log::Level::Info,
+        Some(2) => log::Level::Info,
+        Some(3) => log::Level::Warn,
+        _ => return Err(mlua::Error::runtime("Invalid debug level.")),
+    };
+    let mut text = String::new();
+    for (i, v) in it.enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        match v {
+            Value::String(s) => text.push_str(&s.to_string_lossy()),
+            Value::Integer(n) => text.push_str(&n.to_string()),
+            Value::Number(n) => text.push_str(&fmt_g17(n)),
+            _ => {}
+        }
+    }
+    log::log!(level, "script: {text}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::sha1_hex;
+
+    /// Answers every command with its arguments as an array (and GET of
+    /// "missing" with a null), counting calls.
+    struct Echo(usize);
+
+    impl Caller for Echo {
+        fn call(&mut self, args: &[&[u8]], _: Proto, out: &mut Vec<u8>) -> Result<(), Stop> {
+            self.0 += 1;
+            if args[0] == b"fail" {
+                out.extend_from_slice(b"-ERR it failed\r\n");
+            } else if args[0] == b"stop" {
+                return Err(Stop::Again);
+            } else {
+                amalgam_protocol::resp::push_array(out, args.len());
+                for a in args {
+                    amalgam_protocol::resp::push_bulk(out, a);
+                }
+            }
+            Ok(())
+        }
+
+        fn acl_check(&mut self, args: &[&[u8]]) -> Option<bool> {
+            (args[0] != b"nosuch").then_some(true)
+        }
+    }
+
+    fn eval(vm: &mut Vm, body: &str, keys: &[&[u8]], argv: &[&[u8]]) -> Result<String, Stop> {
+        let sha = sha1_hex(body.as_bytes());
+        if let Err(e) = vm.compile(&sha, body.as_bytes()) {
+            return Ok(format!("-{e}"));
+        }
+        let mut out = Vec::new();
+        vm.run(&sha, keys, argv, Proto::Resp2, &mut Echo(0), &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn suffix(body: &str) -> String {
+        format!(" script: {}, on @user_script:1.\r\n", text(&sha1_hex(body.as_bytes())))
+    }
+
+    #[test]
+    fn keys_argv_and_calls() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        assert_eq!(
+            eval(&mut vm, "return {KEYS[1], ARGV[1], #KEYS}", &[b"k"], &[b"a"]).unwrap(),
+            "*3\r\n$1\r\nk\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(
+            eval(&mut vm, "return redis.call('x', 1, 2.5)", &[], &[]).unwrap(),
+            "*3\r\n$1\r\nx\r\n$1\r\n1\r\n$3\r\n2.5\r\n"
+        );
+        assert_eq!(eval(&mut vm, "return redis.pcall('fail')", &[], &[]).unwrap(), "-ERR it failed\r\n");
+    }
+
+    #[test]
+    fn errors_are_worded_as_redis_words_them() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        let b = "return a";
+        assert_eq!(
+            eval(&mut vm, b, &[], &[]).unwrap(),
+            format!("-ERR user_script:1: Script attempted to access nonexistent global variable 'a'{}", suffix(b))
+        );
+        let b = "a = 1";
+        assert_eq!(
+            eval(&mut vm, b, &[], &[]).unwrap(),
+            format!("-ERR user_script:1: Attempt to modify a readonly table{}", suffix(b))
+        );
+        let b = "string.x = 1";
+        assert_eq!(
+            eval(&mut vm, b, &[], &[]).unwrap(),
+            format!("-ERR user_script:1: Attempt to modify a readonly table{}", suffix(b))
+        );
+        let b = "return redis.call('fail')";
+        assert_eq!(eval(&mut vm, b, &[], &[]).unwrap(), format!("-ERR it failed{}", suffix(b)));
+        let b = "error('boom')";
+        assert_eq!(eval(&mut vm, b, &[], &[]).unwrap(), format!("-ERR user_script:1: boom{}", suffix(b)));
+        let b = "return redis.call()";
+        assert_eq!(
+            eval(&mut vm, b, &[], &[]).unwrap(),
+            format!("-ERR Please specify at least one argument for this redis lib call{}", suffix(b))
+        );
+        assert_eq!(
+            eval(&mut vm, "x x", &[], &[]).unwrap(),
+            "-ERR Error compiling script (new function): user_script:1: '=' expected near 'x'"
+        );
+        assert_eq!(eval(&mut vm, "return redis.error_reply('-My Error')", &[], &[]).unwrap(), "-My Error\r\n");
+        assert_eq!(eval(&mut vm, "return redis.status_reply('FINE')", &[], &[]).unwrap(), "+FINE\r\n");
+    }
+
+    #[test]
+    fn the_sandbox_holds() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        for b in ["return type(os)", "return type(print)", "return type(dofile)", "return type(setfenv)"] {
+            assert!(eval(&mut vm, b, &[], &[]).unwrap().contains("nonexistent global variable"), "{b}");
+        }
+        assert!(eval(&mut vm, "rawset(_G, 'x', 1)", &[], &[]).unwrap().contains("readonly table"));
+        assert!(eval(&mut vm, "rawset(string, 'x', 1)", &[], &[]).unwrap().contains("readonly table"));
+        assert!(eval(&mut vm, "setmetatable(_G, nil)", &[], &[]).unwrap().contains("protected metatable"));
+        assert!(eval(&mut vm, "loadstring('y = 1')()", &[], &[]).unwrap().contains("readonly table"));
+        assert_eq!(eval(&mut vm, "return ('x'):upper()", &[], &[]).unwrap(), "$1\r\nX\r\n");
+        assert_eq!(
+            eval(&mut vm, "return redis.sha1hex('')", &[], &[]).unwrap(),
+            "$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n"
+        );
+        assert_eq!(eval(&mut vm, "return redis.REDIS_VERSION_NUM", &[], &[]).unwrap(), ":458752\r\n");
+    }
+
+    #[test]
+    fn a_stop_ends_the_run_even_under_pcall() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        let r = eval(&mut vm, "while true do pcall(redis.call, 'stop') end", &[], &[]);
+        assert_eq!(r, Err(Stop::Again));
+        // The state is usable afterwards.
+        assert_eq!(eval(&mut vm, "return 1", &[], &[]).unwrap(), ":1\r\n");
+    }
+
+    #[test]
+    fn memory_is_bounded() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        vm.set_memory_limit(vm.used_memory() + (8 << 20)).expect("a limit");
+        let r =
+            eval(&mut vm, "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end", &[], &[]).unwrap();
+        assert!(r.starts_with("-ERR Error running script"), "{r}");
+        assert!(r.contains("not enough memory"), "{r}");
+        assert_eq!(eval(&mut vm, "return 2", &[], &[]).unwrap(), ":2\r\n");
+    }
+}

@@ -1,0 +1,344 @@
+//! EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT: Lua scripts (issue 34) run on
+//! the calling worker, atomically. The interpreter, the sandbox and the
+//! reply conversions are crate `amalgam-script`; this file runs a script
+//! with its keys held and runs the commands it calls.
+//!
+//! ## Atomic without stopping the world
+//! A script runs inside `Store::atomically` over the keys it declared
+//! (KEYS): their buckets are held, in the fixed order transactions use
+//! (engine `txn.rs`: the deadlock argument), for the whole run, so no
+//! client on any worker sees the script half done, and every worker goes
+//! on serving every other key. Every command the script calls has its
+//! keys (by the table's key specifications, as EXEC's) checked against
+//! the held set before it runs:
+//! * a held key runs at once (a multi-key command inside finds its keys
+//!   already held: `atomically` nests);
+//! * a key the script did not declare, met before the script changed
+//!   anything (no write, no PUBLISH), stops the run: the buckets are
+//!   released, the key is added to the set, and the script runs again
+//!   from the start with it held ([`Stop::Again`], at most
+//!   [`UNDECLARED_RERUNS_MAX`] times). What the abandoned run did was
+//!   read, so running it again is invisible: its reply is dropped before
+//!   it leaves. Redis's standalone mode lets a script touch undeclared
+//!   keys; this is how Amalgam keeps such a script atomic without a global
+//!   lock, as long as its first undeclared access comes before its first
+//!   write (which is the common shape: read, decide, write);
+//! * a key the script did not declare, met after it wrote, cannot be
+//!   locked out of order (it could deadlock against another script or
+//!   transaction) and the writes cannot be taken back: the script ends
+//!   with an error naming the key, and its writes so far stay, as a Redis
+//!   script's do when it fails half way. Declaring the key in KEYS (what
+//!   every client library does) avoids it. An exclusive mode that stops
+//!   the other workers for such scripts is issue 34's next step.
+//!
+//! Inside MULTI/EXEC a script runs under EXEC's held keys (its declared
+//! keys are among them); there it cannot run again, so an undeclared key
+//! ends it as in the third case.
+//!
+//! ## What a called command gets
+//! The script's protocol (`redis.setresp`), EXEC's treatment of blocking
+//! commands (they do not block), Redis's refusals with Redis's words
+//! (unknown command, wrong arity, `noscript` commands, writes from EVAL_RO,
+//! ACL, a read-only replica's writes), and a count in commandstats.
+//!
+//! ## Persistence and replication
+//! Each write a script makes is logged and streamed to replicas as it
+//! happens, as EXEC's are (resp/multi.rs): replicas and recovery apply
+//! the script's effects, never the script; the script cache is not
+//! persisted (Redis 7.0). The log has no transaction framing yet, so a
+//! crash during a script can recover part of it.
+
+use super::table::{self, Cmd, Spec};
+use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, Arg, Ctx};
+use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
+use amalgam_script::cache::parse_sha;
+use amalgam_script::{sha1_hex, Caller, Sha, Stop, Vm};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// How many times one EVAL runs its script again after it met a key it
+/// had not declared (module notes); past it, such a key ends the script
+/// with an error. Bounds the work one EVAL can cause.
+pub const UNDECLARED_RERUNS_MAX: usize = 16;
+
+/// Redis's reply to EVALSHA of a script it does not have.
+const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+thread_local! {
+    /// This worker's Lua state, made on its first script.
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Runs a scripting command whose arity `dispatch` checked.
+pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    match cmd {
+        Cmd::Eval | Cmd::EvalRo | Cmd::Evalsha | Cmd::EvalshaRo => eval(ctx, cmd, args, out),
+        _ => script(ctx, args, out),
+    }
+    After::Continue
+}
+
+/// This worker's Lua state, in step with the cache's flushes.
+fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
+    VM.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Vm::new(super::server::REDIS_VERSION)?);
+        }
+        let vm = slot.as_mut().expect("made above");
+        vm.sync(generation);
+        Ok(f(vm))
+    })
+}
+
+fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let read_only = matches!(cmd, Cmd::EvalRo | Cmd::EvalshaRo);
+    let numkeys = match int_arg(&args[2]) {
+        None => return push_error(out, b"ERR value is not an integer or out of range"),
+        Some(n) if n < 0 => return push_error(out, b"ERR Number of keys can't be negative"),
+        Some(n) if n as u64 > (args.len() - 3) as u64 => {
+            return push_error(out, b"ERR Number of keys can't be greater than number of args")
+        }
+        Some(n) => n as usize,
+    };
+    let by_body = matches!(cmd, Cmd::Eval | Cmd::EvalRo);
+    let sha = if by_body {
+        sha1_hex(&args[1])
+    } else {
+        match parse_sha(&args[1]) {
+            Some(s) => s,
+            None => return push_error(out, ERR_NOSCRIPT.as_bytes()),
+        }
+    };
+    let keys: Vec<&[u8]> = args[3..3 + numkeys].iter().map(|a| &a[..]).collect();
+    let argv: Vec<&[u8]> = args[3 + numkeys..].iter().map(|a| &a[..]).collect();
+    let shared = ctx.shared;
+    let ran = with_vm(shared.scripts.generation(), |vm| {
+        if !vm.has(&sha) {
+            let body: Arc<[u8]> = if by_body {
+                Arc::from(&args[1][..])
+            } else {
+                match shared.scripts.get(&sha) {
+                    Some(b) => b,
+                    None => return push_error(out, ERR_NOSCRIPT.as_bytes()),
+                }
+            };
+            if let Err(e) = vm.compile(&sha, &body) {
+                return push_error(out, e.as_bytes());
+            }
+            if by_body {
+                shared.scripts.insert(sha, &body);
+            }
+        }
+        run_held(ctx, vm, &sha, &keys, &argv, read_only, out);
+    });
+    if let Err(e) = ran {
+        push_error(out, format!("ERR Lua could not start: {e}").as_bytes());
+    }
+}
+
+/// Runs the compiled script `sha` with its keys held (module notes).
+fn run_held(ctx: &mut Ctx<'_>, vm: &mut Vm, sha: &Sha, keys: &[&[u8]], argv: &[&[u8]], ro: bool, out: &mut Vec<u8>) {
+    let client = ctx.session.proto;
+    let in_exec = ctx.session.multi.executing;
+    let mut held: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+    // Bounded: one more key per round, at most UNDECLARED_RERUNS_MAX.
+    for round in 0..=UNDECLARED_RERUNS_MAX {
+        held.sort_unstable();
+        held.dedup();
+        let mark = out.len();
+        let mut caller = Calls {
+            ctx: &mut *ctx,
+            held: &held,
+            read_only: ro,
+            changed: false,
+            may_rerun: !in_exec && round < UNDECLARED_RERUNS_MAX,
+            undeclared: None,
+        };
+        let store = &caller.ctx.shared.store;
+        let r = store.atomically(&held, || vm.run(sha, keys, argv, client, &mut caller, out));
+        let undeclared = caller.undeclared.take();
+        match r {
+            Ok(()) => return,
+            Err(Stop::Again) => {
+                out.truncate(mark);
+                held.push(undeclared.expect("Again is asked with the key"));
+            }
+            Err(Stop::Fail(e)) => {
+                out.truncate(mark);
+                return push_error(out, e.as_bytes());
+            }
+        }
+    }
+}
+
+/// The commands one run of a script calls ([`Caller`]).
+struct Calls<'a, 'c> {
+    ctx: &'a mut Ctx<'c>,
+    /// The keys held, sorted.
+    held: &'a [Vec<u8>],
+    /// EVAL_RO, EVALSHA_RO.
+    read_only: bool,
+    /// The script wrote or published: it can no longer run again.
+    changed: bool,
+    /// It may still be run again with more keys (module notes).
+    may_rerun: bool,
+    /// The key that asked for the new run.
+    undeclared: Option<Vec<u8>>,
+}
+
+impl Calls<'_, '_> {
+    /// Checks `spec`'s keys in `args` against the held set.
+    fn check_keys(&mut self, spec: &'static Spec, args: &[Arg<'_>]) -> Result<(), Stop> {
+        let mut keys: Vec<&[u8]> = Vec::new();
+        multi::push_keys(spec, args, &mut keys);
+        let Some(k) = keys.into_iter().find(|k| self.held.binary_search_by(|h| h[..].cmp(k)).is_err()) else {
+            return Ok(());
+        };
+        if self.may_rerun && !self.changed {
+            self.undeclared = Some(k.to_vec());
+            return Err(Stop::Again);
+        }
+        Err(Stop::Fail(format!(
+            "ERR Script attempted to access key '{}' it did not declare in KEYS after it wrote (Amalgam runs a \
+             script with its declared keys held: declare every key the script touches)",
+            String::from_utf8_lossy(&k[..k.len().min(128)])
+        )))
+    }
+}
+
+impl Caller for Calls<'_, '_> {
+    fn call(&mut self, raw: &[&[u8]], proto: Proto, out: &mut Vec<u8>) -> Result<(), Stop> {
+        let Some(spec) = table::lookup(raw[0]) else {
+            push_error(out, b"ERR Unknown Redis command called from script");
+            return Ok(());
+        };
+        if !arity_ok(spec.arity, raw.len()) {
+            push_error(out, b"ERR Wrong number of args calling Redis command from script");
+            return Ok(());
+        }
+        let args: Vec<Arg<'_>> = raw.iter().map(|a| Arg::Borrowed(a)).collect();
+        let own = if spec.subcommands.is_empty() || args.len() < 2 {
+            spec
+        } else {
+            table::subcommand(spec, &args[1]).unwrap_or(spec)
+        };
+        let flagged = |f: &str| spec.flags.contains(&f) || own.flags.contains(&f);
+        if flagged("noscript") {
+            push_error(out, b"ERR This Redis command is not allowed from script");
+            return Ok(());
+        }
+        let writes = flagged("write");
+        if writes && self.read_only {
+            push_error(out, b"ERR Write commands are not allowed from read-only scripts.");
+            return Ok(());
+        }
+        if let Some(e) = acl::script_denial(self.ctx, spec, &args) {
+            push_error(out, e.as_bytes());
+            return Ok(());
+        }
+        if writes && self.ctx.shared.repl.read_only() {
+            push_error(out, crate::repl::ERR_READONLY.as_bytes());
+            return Ok(());
+        }
+        self.check_keys(own, &args)?;
+        let ctx = &mut *self.ctx;
+        let (proto_was, executing_was) = (ctx.cx.proto, ctx.session.multi.executing);
+        ctx.cx.proto = proto;
+        ctx.session.multi.executing = true;
+        let mark = out.len();
+        let start = amalgam_net::ticks::now();
+        execute(ctx, spec, &args, out);
+        let ns = amalgam_net::ticks::nanos_between(start, amalgam_net::ticks::now());
+        ctx.cx.proto = proto_was;
+        ctx.session.multi.executing = executing_was;
+        let failed = out.get(mark) == Some(&b'-');
+        if failed {
+            ctx.stats.errors.note(&out[mark..]);
+        }
+        if let Some((slot, _)) = cmdstats::classify(spec, &args) {
+            ctx.stats.commands.record(slot, 1, ns, u64::from(failed));
+        }
+        if (writes && !failed) || matches!(spec.cmd, Cmd::Publish | Cmd::Spublish) {
+            self.changed = true;
+        }
+        Ok(())
+    }
+
+    fn acl_check(&mut self, raw: &[&[u8]]) -> Option<bool> {
+        let spec = table::lookup(raw[0])?;
+        let args: Vec<Arg<'_>> = raw.iter().map(|a| Arg::Borrowed(a)).collect();
+        Some(acl::permits_quietly(self.ctx, spec, &args))
+    }
+}
+
+/// SCRIPT LOAD | EXISTS | FLUSH | KILL | DEBUG | HELP, Redis 7.0's replies.
+fn script(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(name) = sub(Cmd::Script, args, out) else { return };
+    let scripts = &ctx.shared.scripts;
+    match name {
+        "load" => {
+            let sha = sha1_hex(&args[2]);
+            let compiled =
+                with_vm(scripts.generation(), |vm| if vm.has(&sha) { Ok(()) } else { vm.compile(&sha, &args[2]) });
+            match compiled {
+                Ok(Ok(())) => {
+                    scripts.insert(sha, &args[2]);
+                    push_bulk(out, &sha);
+                }
+                Ok(Err(e)) => push_error(out, e.as_bytes()),
+                Err(e) => push_error(out, format!("ERR Lua could not start: {e}").as_bytes()),
+            }
+        }
+        "exists" => {
+            push_array(out, args.len() - 2);
+            for a in &args[2..] {
+                push_int(out, i64::from(parse_sha(a).is_some_and(|s| scripts.contains(&s))));
+            }
+        }
+        "flush" => {
+            if args.len() > 3 || (args.len() == 3 && !is_any(&args[2], &["sync", "async"])) {
+                return push_error(out, b"ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+            }
+            scripts.flush();
+            push_simple(out, "OK");
+        }
+        // A script runs on its worker with its keys held, and no client
+        // can reach a worker while it runs one: there is never one to kill
+        // from here yet (issue 34's busy scripts come next).
+        "kill" => push_error(out, b"NOTBUSY No scripts in execution right now."),
+        "debug" => {
+            if !is_any(&args[2], &["yes", "sync", "no"]) {
+                return push_error(out, b"ERR Use SCRIPT DEBUG YES/SYNC/NO");
+            }
+            // No debugger: every mode runs scripts as NO does.
+            push_simple(out, "OK");
+        }
+        _ => help(
+            &[
+                "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DEBUG (YES|SYNC|NO)",
+                "    Set the debug mode for subsequent scripts executed.",
+                "EXISTS <sha1> [<sha1> ...]",
+                "    Return information about the existence of the scripts in the script cache.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Flush the Lua scripts cache. Very dangerous on replicas.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the scripts cache.",
+                "    * SYNC: Synchronously flush the scripts cache.",
+                "KILL",
+                "    Kill the currently executing Lua script.",
+                "LOAD <script>",
+                "    Load a script into the scripts cache without executing it.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
+}
+
+fn is_any(a: &[u8], names: &[&str]) -> bool {
+    names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes()))
+}
