@@ -3,7 +3,7 @@
 //! function from the body).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A script's name: its body's SHA-1 in 40 lower-case hex digits.
@@ -36,6 +36,9 @@ pub fn parse_sha(text: &[u8]) -> Option<Sha> {
 pub struct Scripts {
     bodies: Mutex<HashMap<Sha, Arc<[u8]>>>,
     generation: AtomicU64,
+    /// The bytes every worker's Lua state holds, as they last reported
+    /// ([`Scripts::note_lua_bytes`]).
+    lua_bytes: AtomicI64,
 }
 
 impl Scripts {
@@ -76,6 +79,19 @@ impl Scripts {
     /// The bytes the cached bodies take (INFO's `used_memory_scripts_eval`).
     pub fn body_bytes(&self) -> usize {
         self.bodies.lock().unwrap_or_else(|e| e.into_inner()).values().map(|b| b.len() + 40).sum()
+    }
+
+    /// A worker's Lua state grew (or shrank) by `delta` bytes since its
+    /// last report (`Vm::memory_delta`).
+    pub fn note_lua_bytes(&self, delta: i64) {
+        if delta != 0 {
+            self.lua_bytes.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// The bytes the workers' Lua states hold (INFO's `used_memory_lua`).
+    pub fn lua_bytes(&self) -> u64 {
+        self.lua_bytes.load(Ordering::Relaxed).max(0) as u64
     }
 
     /// The flush generation ([`Scripts::flush`]).

@@ -51,7 +51,7 @@ pub enum Stop {
 /// version, and returns the run state `S`, the globals `G` scripts read
 /// through, and their environment `ENV`.
 const PRELUDE: &str = r#"
-local sha1hex, log, handler, unwrap, version, version_num = ...
+local S, lib, sha1hex, log, handler, unwrap, version, version_num = ...
 local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall =
       error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall
 local readonly = setmetatable({}, {__mode = 'k'})
@@ -61,7 +61,6 @@ local function protect(t)
   readonly[p] = true
   return p
 end
-local S = {resp = 2}
 local redis = {}
 -- redis.call is the front end's function itself (set for each run): a
 -- C function, so `return redis.call(...)` is no tail call and an error
@@ -74,30 +73,13 @@ function redis.acl_check_cmd(...)
   if failed then error(r, 0) end
   return r
 end
-function redis.setresp(...)
-  if select('#', ...) ~= 1 then error({err = 'ERR redis.setresp() requires one argument.'}, 0) end
-  local v = ...
-  if v ~= 2 and v ~= 3 then error({err = 'ERR RESP version must be 2 or 3.'}, 0) end
-  S.resp = v
-end
-function redis.error_reply(e)
-  if type(e) ~= 'string' then error({err = 'ERR wrong number or type of arguments'}, 0) end
-  if e:sub(1, 1) == '-' then e = e:sub(2) end
-  return {err = e}
-end
-function redis.status_reply(s)
-  if type(s) ~= 'string' then error({err = 'ERR wrong number or type of arguments'}, 0) end
-  return {ok = s}
-end
+-- setresp, error_reply, status_reply and set_repl are C functions too
+-- (Rust: lib_functions), for the same reason.
+for name, f in pairs(lib) do redis[name] = f end
 redis.sha1hex = sha1hex
 redis.log = log
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
-function redis.set_repl(f)
-  if type(f) ~= 'number' or f < 0 or f > 3 then
-    error({err = 'ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'}, 0)
-  end
-end
 function redis.replicate_commands() return true end
 function redis.breakpoint() return false end
 function redis.debug() end
@@ -166,6 +148,8 @@ pub struct Vm {
     generation: u64,
     /// Set when a run must stop: the instruction hook raises from then on.
     stopping: Rc<Cell<bool>>,
+    /// The memory last reported ([`Vm::memory_delta`]).
+    reported: usize,
 }
 
 impl std::fmt::Debug for Vm {
@@ -204,10 +188,13 @@ impl Vm {
         for part in version.split('.').take(3) {
             num = num * 256 + part.parse::<i64>().unwrap_or(0);
         }
+        let state = lua.create_table().map_err(lua_err)?;
+        state.raw_set("resp", 2).map_err(lua_err)?;
+        let lib = lib_functions(&lua, &state).map_err(lua_err)?;
         let (state, globals, env, redis): (Table, Table, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=amalgam")
-            .call((sha1hex, log, handler, unwrap, version, num))
+            .call((state, lib, sha1hex, log, handler, unwrap, version, num))
             .map_err(lua_err)?;
         let run: Function = state.raw_get("run").map_err(lua_err)?;
         let stopping = Rc::new(Cell::new(false));
@@ -220,7 +207,7 @@ impl Vm {
             }
         })
         .map_err(lua_err)?;
-        Ok(Vm { lua, globals, env, state, redis, run, funcs: HashMap::new(), generation: 0, stopping })
+        Ok(Vm { lua, globals, env, state, redis, run, funcs: HashMap::new(), generation: 0, stopping, reported: 0 })
     }
 
     /// Drops every compiled function if the cache was flushed since they
@@ -257,6 +244,15 @@ impl Vm {
     /// ([`LUA_MEMORY_BYTES_MAX`] at start).
     pub fn set_memory_limit(&self, bytes: usize) -> Result<(), String> {
         self.lua.set_memory_limit(bytes).map(|_| ()).map_err(lua_err)
+    }
+
+    /// How much this state's memory changed since the last call (what
+    /// the front end adds to `Scripts::note_lua_bytes`).
+    pub fn memory_delta(&mut self) -> i64 {
+        let now = self.lua.used_memory();
+        let d = now as i64 - self.reported as i64;
+        self.reported = now;
+        d
     }
 
     /// The bytes this state holds (INFO's `used_memory_lua`).
@@ -357,6 +353,82 @@ fn raised(e: &mlua::Error) -> Option<&Raised> {
         mlua::Error::CallbackError { cause, .. } => raised(cause),
         mlua::Error::WithContext { cause, .. } => raised(cause),
         _ => None,
+    }
+}
+
+/// An error `redis.call` and the library's functions raise: Redis's
+/// error table `{err = text}` as the handler and `pcall` see it.
+fn raise(text: &str) -> mlua::Error {
+    mlua::Error::external(Raised(text.to_string()))
+}
+
+/// The `redis` functions that may raise, as C functions (the prelude's
+/// note): setresp, error_reply, status_reply, set_repl.
+fn lib_functions(lua: &Lua, state: &Table) -> mlua::Result<Table> {
+    const WRONG_ARGS: &str = "ERR wrong number or type of arguments";
+    let lib = lua.create_table()?;
+    let s = state.clone();
+    lib.raw_set(
+        "setresp",
+        lua.create_function(move |_, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise("ERR redis.setresp() requires one argument."));
+            }
+            match args.front().and_then(Value::as_i64) {
+                Some(v @ (2 | 3)) => s.raw_set("resp", v),
+                _ => Err(raise("ERR RESP version must be 2 or 3.")),
+            }
+        })?,
+    )?;
+    lib.raw_set(
+        "error_reply",
+        lua.create_function(|lua, e: Value| {
+            let t = lua.create_table()?;
+            // Redis returns (does not raise) its complaint here.
+            let Value::String(e) = e else {
+                t.raw_set("err", WRONG_ARGS)?;
+                return Ok(t);
+            };
+            let bytes = e.as_bytes();
+            t.raw_set("err", lua.create_string(bytes.strip_prefix(b"-").unwrap_or(&bytes))?)?;
+            Ok(t)
+        })?,
+    )?;
+    lib.raw_set(
+        "status_reply",
+        lua.create_function(|lua, v: Value| {
+            let t = lua.create_table()?;
+            let Value::String(v) = v else {
+                t.raw_set("err", WRONG_ARGS)?;
+                return Ok(t);
+            };
+            t.raw_set("ok", v)?;
+            Ok(t)
+        })?,
+    )?;
+    lib.raw_set(
+        "set_repl",
+        lua.create_function(|_, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(raise("ERR redis.set_repl() requires two arguments."));
+            }
+            match args.front().and_then(Value::as_i64) {
+                Some(0..=3) => Ok(()),
+                _ => Err(raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")),
+            }
+        })?,
+    )?;
+    Ok(lib)
+}
+
+/// The message a library function raised (its `RuntimeError`), without
+/// mlua's wrapping and traceback: Redis's functions raise bare texts.
+fn plain(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => plain(cause),
+        mlua::Error::WithContext { cause, .. } => plain(cause),
+        e => e.to_string(),
     }
 }
 
@@ -463,7 +535,7 @@ fn error_table(lua: &Lua, e: Value) -> mlua::Result<Table> {
                 Value::String(s) => format!("ERR {}", s.to_string_lossy()),
                 Value::Error(e) => match raised(e) {
                     Some(r) => r.0.clone(),
-                    None => format!("ERR {e}"),
+                    None => format!("ERR {}", plain(e)),
                 },
                 v => format!("ERR {v:?}"),
             };

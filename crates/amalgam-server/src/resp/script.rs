@@ -91,6 +91,15 @@ fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String
     })
 }
 
+/// Reports this worker's Lua memory to INFO's sum (after a run).
+fn report_memory(scripts: &amalgam_script::Scripts) {
+    VM.with(|cell| {
+        if let Some(vm) = cell.borrow_mut().as_mut() {
+            scripts.note_lua_bytes(vm.memory_delta());
+        }
+    })
+}
+
 fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let read_only = matches!(cmd, Cmd::EvalRo | Cmd::EvalshaRo);
     let numkeys = match int_arg(&args[2]) {
@@ -135,6 +144,7 @@ fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if let Err(e) = ran {
         push_error(out, format!("ERR Lua could not start: {e}").as_bytes());
     }
+    report_memory(&shared.scripts);
 }
 
 /// Runs the compiled script `sha` with its keys held (module notes).

@@ -572,6 +572,19 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
                 field("maxmemory_policy", &maxmemory_policy(shared.store.eviction()));
                 field("amalgam_eviction", &shared.store.eviction());
+                // Scripting (resp/script.rs): the workers' Lua states and
+                // the cached bodies; no FUNCTION libraries yet.
+                let lua = shared.scripts.lua_bytes();
+                let bodies = shared.scripts.body_bytes();
+                field("used_memory_lua", &lua);
+                field("used_memory_lua_human", &human(lua));
+                field("used_memory_scripts_eval", &bodies);
+                field("number_of_cached_scripts", &shared.scripts.len());
+                field("number_of_functions", &0);
+                field("number_of_libraries", &0);
+                field("used_memory_vm_functions", &0);
+                field("used_memory_scripts", &bodies);
+                field("used_memory_scripts_human", &human(bodies as u64));
             }
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
