@@ -54,9 +54,15 @@
 //! and under RESP3 `{double=…}`, `{map=…}`, `{set=…}`, `{big_number=…}`).
 //!
 //! ## Bounds
-//! Every Lua state's memory is bounded ([`LUA_MEMORY_BYTES_MAX`]): an
-//! allocation past it fails with Lua's "not enough memory", which the
-//! script sees as an error; the worker and every other client go on.
+//! Every Lua state's memory is bounded while a script's own code runs
+//! ([`LUA_MEMORY_BYTES_MAX`]): an allocation past it fails with Lua's "not
+//! enough memory", which the script sees as an error; the worker and every
+//! other client go on. The bound is lifted while the front end's side runs
+//! (setting KEYS and ARGV, a called command and the conversion of its
+//! reply), whose allocations are bounded by the request and the reply:
+//! mlua guards every API call with a `pcall` and a fresh C closure while a
+//! limit is set, which cost about 2-3 k instructions per call and made up
+//! most of an EVALSHA (callgrind, docs/bench-log/2026-12-07-scripting.md).
 //! Nesting in either conversion is bounded ([`reply::NESTING_MAX`]).
 
 pub mod cache;

@@ -5,7 +5,7 @@ use crate::cache::Sha;
 use crate::reply::{fmt_g17, from_lua, to_lua};
 use crate::LUA_MEMORY_BYTES_MAX;
 use amalgam_protocol::resp::{push_error, Proto};
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLib, Table, Value, VmState};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -52,8 +52,8 @@ pub enum Stop {
 /// through, and their environment `ENV`.
 const PRELUDE: &str = r#"
 local S, lib, sha1hex, log, handler, unwrap, version, version_num = ...
-local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall =
-      error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall
+local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall =
+      error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall
 local readonly = setmetatable({}, {__mode = 'k'})
 local function refuse() error('Attempt to modify a readonly table', 2) end
 local function protect(t)
@@ -65,13 +65,14 @@ local redis = {}
 -- redis.call is the front end's function itself (set for each run): a
 -- C function, so `return redis.call(...)` is no tail call and an error
 -- it raises still finds the script's line (Vm::run).
+local ACL = {}
 function redis.pcall(...)
-  return (S.raw(0, ...))
+  local ok, r = pcall(redis.call, ...)
+  if ok then return r end
+  return unwrap(r)
 end
 function redis.acl_check_cmd(...)
-  local r, failed = S.raw(1, ...)
-  if failed then error(r, 0) end
-  return r
+  return redis.call(ACL, ...)
 end
 -- setresp, error_reply, status_reply and set_repl are C functions too
 -- (Rust: lib_functions), for the same reason.
@@ -126,30 +127,41 @@ local smt = getmetatable('')
 smt.__index = G.string
 smt.__metatable = false
 function S.run(f) return xpcall(f, handler) end
-return S, G, ENV, redis
+return S, G, ENV, redis, ACL
 "#;
 
 /// A worker's Lua state and the scripts it has compiled.
 pub struct Vm {
     lua: Lua,
-    /// The globals scripts read through (KEYS and ARGV are set here).
-    globals: Table,
     /// The environment every compiled script runs in.
     env: Table,
-    /// The run state: `raw` (the front end's function while a script
-    /// runs), `resp` (redis.setresp), `run` (xpcall with the handler).
+    /// The run state: `resp` (redis.setresp), `run` (xpcall with the
+    /// handler).
     state: Table,
+    /// `acl_check_cmd`'s mark before its arguments to `redis.call`.
+    acl: Table,
+    /// KEYS and ARGV, refilled for each run, and how many each held.
+    keys: (Table, usize),
+    argv: (Table, usize),
+    /// The names the run sets, made once: "resp", "call".
+    k_resp: LuaString,
+    k_call: LuaString,
     /// The `redis` library (its `call` is set for each run).
     redis: Table,
     run: Function,
     /// Compiled scripts by name.
-    funcs: HashMap<Sha, Function>,
+    funcs: HashMap<Sha, Function, BuildShaHasher>,
     /// The cache generation the functions belong to (`Scripts::flush`).
     generation: u64,
     /// Set when a run must stop: the instruction hook raises from then on.
     stopping: Rc<Cell<bool>>,
     /// The memory last reported ([`Vm::memory_delta`]).
     reported: usize,
+    /// The bound on the state's memory while a script's own code runs
+    /// (lib.rs, "Bounds").
+    limit: usize,
+    /// The calls' reused buffers.
+    scratch: RefCell<Scratch>,
 }
 
 impl std::fmt::Debug for Vm {
@@ -169,7 +181,6 @@ impl Vm {
         // Lua 5.1's base library holds `coroutine` too.
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::default()).map_err(lua_err)?;
-        lua.set_memory_limit(LUA_MEMORY_BYTES_MAX).map_err(lua_err)?;
         let sha1hex = lua
             .create_function(|lua, s: Value| {
                 let bytes = match &s {
@@ -191,7 +202,7 @@ impl Vm {
         let state = lua.create_table().map_err(lua_err)?;
         state.raw_set("resp", 2).map_err(lua_err)?;
         let lib = lib_functions(&lua, &state).map_err(lua_err)?;
-        let (state, globals, env, redis): (Table, Table, Table, Table) = lua
+        let (state, globals, env, redis, acl): (Table, Table, Table, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=amalgam")
             .call((state, lib, sha1hex, log, handler, unwrap, version, num))
@@ -207,7 +218,30 @@ impl Vm {
             }
         })
         .map_err(lua_err)?;
-        Ok(Vm { lua, globals, env, state, redis, run, funcs: HashMap::new(), generation: 0, stopping, reported: 0 })
+        let keys = lua.create_table().map_err(lua_err)?;
+        let argv = lua.create_table().map_err(lua_err)?;
+        globals.raw_set("KEYS", &keys).map_err(lua_err)?;
+        globals.raw_set("ARGV", &argv).map_err(lua_err)?;
+        let k_resp = lua.create_string("resp").map_err(lua_err)?;
+        let k_call = lua.create_string("call").map_err(lua_err)?;
+        Ok(Vm {
+            acl,
+            keys: (keys, 0),
+            argv: (argv, 0),
+            k_resp,
+            k_call,
+            lua,
+            env,
+            state,
+            redis,
+            run,
+            funcs: HashMap::default(),
+            generation: 0,
+            stopping,
+            reported: 0,
+            limit: LUA_MEMORY_BYTES_MAX,
+            scratch: RefCell::default(),
+        })
     }
 
     /// Drops every compiled function if the cache was flushed since they
@@ -242,8 +276,8 @@ impl Vm {
 
     /// Lowers (or raises) the bound on this state's memory
     /// ([`LUA_MEMORY_BYTES_MAX`] at start).
-    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), String> {
-        self.lua.set_memory_limit(bytes).map(|_| ()).map_err(lua_err)
+    pub fn set_memory_limit(&mut self, bytes: usize) {
+        self.limit = bytes;
     }
 
     /// How much this state's memory changed since the last call (what
@@ -276,22 +310,38 @@ impl Vm {
         let fail = |e: mlua::Error| Stop::Fail(format!("ERR {e}"));
         let f = self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?;
         let lua = &self.lua;
-        self.globals.raw_set("KEYS", strings(lua, keys).map_err(fail)?).map_err(fail)?;
-        self.globals.raw_set("ARGV", strings(lua, argv).map_err(fail)?).map_err(fail)?;
-        self.state.raw_set("resp", 2).map_err(fail)?;
+        self.keys.1 = refill(lua, &self.keys, keys).map_err(fail)?;
+        self.argv.1 = refill(lua, &self.argv, argv).map_err(fail)?;
+        self.state.raw_set(&self.k_resp, 2).map_err(fail)?;
         self.stopping.set(false);
         let stop: RefCell<Option<Stop>> = RefCell::new(None);
         let caller = RefCell::new(caller);
-        let one = Invoke { caller: &caller, stop: &stop, stopping: &self.stopping, state: &self.state };
-        let (state, redis, run) = (&self.state, &self.redis, &self.run);
+        let limit = self.limit;
+        let k_resp = &self.k_resp;
+        let scratch = &self.scratch;
+        let one = Invoke {
+            caller: &caller,
+            stop: &stop,
+            stopping: &self.stopping,
+            state: &self.state,
+            k_resp,
+            scratch,
+            limit,
+        };
+        let (redis, run, acl, k_call) = (&self.redis, &self.run, &self.acl, &self.k_call);
         let result = lua.scope(|scope| {
-            let raw = scope.create_function(|lua, args: MultiValue| {
-                let mut it = args.into_iter();
-                let mode = if it.next().and_then(|v| v.as_i64()) == Some(1) { Mode::Acl } else { Mode::Call };
-                one.invoke(lua, it, mode)
-            })?;
+            // One function for the run: redis.call itself; redis.pcall and
+            // acl_check_cmd reach it too (the prelude).
             let call = scope.create_function(|lua, args: MultiValue| {
-                let (v, failed) = one.invoke(lua, args.into_iter(), Mode::Call)?;
+                let mut it = args.into_iter().peekable();
+                let mode = match it.peek() {
+                    Some(Value::Table(t)) if t == acl => {
+                        it.next();
+                        Mode::Acl
+                    }
+                    _ => Mode::Call,
+                };
+                let (v, failed) = one.invoke(lua, it, mode)?;
                 if !failed {
                     return Ok(v);
                 }
@@ -305,11 +355,12 @@ impl Vm {
                 };
                 Err(mlua::Error::external(Raised(text)))
             })?;
-            state.raw_set("raw", raw)?;
-            redis.raw_set("call", call)?;
-            let r: (bool, Value) = run.call(f)?;
-            state.raw_set("raw", Value::Nil)?;
-            redis.raw_set("call", Value::Nil)?;
+            redis.raw_set(k_call, call)?;
+            lua.set_memory_limit(limit)?;
+            let r = run.call::<(bool, Value)>(f);
+            lua.set_memory_limit(0)?;
+            let r = r?;
+            redis.raw_set(k_call, Value::Nil)?;
             Ok(r)
         });
         // Whatever the script did with the error it was given, a stop
@@ -317,7 +368,8 @@ impl Vm {
         if let Some(s) = stop.into_inner() {
             return Err(s);
         }
-        let script = if self.state.raw_get::<i64>("resp").unwrap_or(2) == 3 { Proto::Resp3 } else { Proto::Resp2 };
+        let script =
+            if self.state.raw_get::<i64>(&self.k_resp).unwrap_or(2) == 3 { Proto::Resp3 } else { Proto::Resp2 };
         match result {
             Ok((false, Value::String(_))) => {
                 // Lua's own failure (out of memory): what the script
@@ -444,6 +496,42 @@ fn unwrap_raised(lua: &Lua, v: Value) -> mlua::Result<Value> {
     Ok(v)
 }
 
+/// Hashes a script's name by its first 16 hex digits: a SHA-1 is already
+/// uniform, so SipHash over all 40 bytes (std's default, about 200
+/// instructions a lookup, two lookups an EVALSHA) buys nothing here.
+#[derive(Debug, Default, Clone, Copy)]
+struct BuildShaHasher;
+
+impl std::hash::BuildHasher for BuildShaHasher {
+    type Hasher = ShaHasher;
+    fn build_hasher(&self) -> ShaHasher {
+        ShaHasher(0)
+    }
+}
+
+#[derive(Debug)]
+struct ShaHasher(u64);
+
+impl std::hash::Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Bounded: at most 16 of the 40 digits; hex digits fold to 4 bits.
+        for &b in bytes.iter().take(16) {
+            self.0 = (self.0 << 4) ^ u64::from(b & 0x4f);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Buffers a run's calls reuse: the arguments' bytes and ends, the reply.
+#[derive(Debug, Default)]
+struct Scratch {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    reply: Vec<u8>,
+}
+
 /// Which of the front end's services a script asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -460,40 +548,70 @@ struct Invoke<'r, 'c> {
     stop: &'r RefCell<Option<Stop>>,
     stopping: &'r Cell<bool>,
     state: &'r Table,
+    k_resp: &'r LuaString,
+    scratch: &'r RefCell<Scratch>,
+    /// The run's memory bound, lifted while the front end's side runs.
+    limit: usize,
 }
 
 impl Invoke<'_, '_> {
     /// Runs one command (or checks it, `Mode::Acl`) for the script:
     /// its reply as a Lua value, and whether it was an error.
     fn invoke(self, lua: &Lua, args: impl ExactSizeIterator<Item = Value>, mode: Mode) -> mlua::Result<(Value, bool)> {
+        // The front end's side (the command, the reply's conversion) runs
+        // with the bound lifted (lib.rs, "Bounds"): what it allocates is
+        // bounded by the reply, and mlua's API is then unprotected.
+        lua.set_memory_limit(0)?;
+        let r = self.invoke_unbounded(lua, args, mode);
+        lua.set_memory_limit(self.limit)?;
+        r
+    }
+
+    fn invoke_unbounded(
+        self,
+        lua: &Lua,
+        args: impl ExactSizeIterator<Item = Value>,
+        mode: Mode,
+    ) -> mlua::Result<(Value, bool)> {
         if self.stop.borrow().is_some() {
             return Err(mlua::Error::runtime("script stopped"));
         }
-        let mut owned: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+        // The arguments side by side in one reused buffer (no allocation
+        // per argument once it has grown).
+        let mut scratch = self.scratch.borrow_mut();
+        let Scratch { bytes, ends, reply } = &mut *scratch;
+        bytes.clear();
+        ends.clear();
         for v in args {
-            owned.push(match v {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Integer(i) => i.to_string().into_bytes(),
-                Value::Number(n) => fmt_g17(n).into_bytes(),
+            match v {
+                Value::String(s) => bytes.extend_from_slice(&s.as_bytes()),
+                Value::Integer(i) => bytes.extend_from_slice(i.to_string().as_bytes()),
+                Value::Number(n) => bytes.extend_from_slice(fmt_g17(n).as_bytes()),
                 _ => return err_table(lua, "ERR Lua redis lib command arguments must be strings or integers"),
-            });
+            }
+            ends.push(bytes.len());
         }
-        if owned.is_empty() {
+        if ends.is_empty() {
             return err_table(lua, "ERR Please specify at least one argument for this redis lib call");
         }
-        let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(ends.len());
+        let mut start = 0;
+        for &end in ends.iter() {
+            args.push(&bytes[start..end]);
+            start = end;
+        }
         if mode == Mode::Acl {
             return match self.caller.borrow_mut().acl_check(&args) {
                 Some(ok) => Ok((Value::Boolean(ok), false)),
                 None => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
             };
         }
-        let proto = if self.state.raw_get::<i64>("resp")? == 3 { Proto::Resp3 } else { Proto::Resp2 };
-        let mut reply = Vec::new();
-        match self.caller.borrow_mut().call(&args, proto, &mut reply) {
+        let proto = if self.state.raw_get::<i64>(self.k_resp)? == 3 { Proto::Resp3 } else { Proto::Resp2 };
+        reply.clear();
+        match self.caller.borrow_mut().call(&args, proto, reply) {
             Ok(()) => {
                 let mut at = 0;
-                to_lua(lua, &reply, &mut at, 0).map_err(|_| mlua::Error::runtime("reply too deep to convert"))
+                to_lua(lua, reply, &mut at, 0).map_err(|_| mlua::Error::runtime("reply too deep to convert"))
             }
             Err(s) => {
                 *self.stop.borrow_mut() = Some(s);
@@ -508,13 +626,17 @@ fn text(sha: &Sha) -> &str {
     std::str::from_utf8(sha).unwrap_or("")
 }
 
-/// A Lua array of `items` as strings (KEYS, ARGV).
-fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
+/// Refills the array `t` (holding `t.1` entries) with `items` as strings
+/// (KEYS, ARGV); returns how many it holds now.
+fn refill(lua: &Lua, t: &(Table, usize), items: &[&[u8]]) -> mlua::Result<usize> {
     for (i, a) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(a)?)?;
+        t.0.raw_set(i + 1, lua.create_string(a)?)?;
     }
-    Ok(t)
+    // Bounded: the previous run's count.
+    for i in items.len()..t.1 {
+        t.0.raw_set(i + 1, Value::Nil)?;
+    }
+    Ok(items.len())
 }
 
 /// `{err = e}`, failed: what `redis.call` raises and `redis.pcall` returns.
@@ -738,7 +860,7 @@ mod tests {
     #[test]
     fn memory_is_bounded() {
         let mut vm = Vm::new("7.0.0").expect("a state");
-        vm.set_memory_limit(vm.used_memory() + (8 << 20)).expect("a limit");
+        vm.set_memory_limit(vm.used_memory() + (8 << 20));
         let r =
             eval(&mut vm, "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end", &[], &[]).unwrap();
         assert!(r.starts_with("-ERR Error running script"), "{r}");

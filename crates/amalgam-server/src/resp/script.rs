@@ -48,7 +48,7 @@
 //! persisted (Redis 7.0). The log has no transaction framing yet, so a
 //! crash during a script can recover part of it.
 
-use super::table::{self, Cmd, Spec};
+use super::table::{self, Begin, Cmd, Find, KeySpec, Spec};
 use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, Arg, Ctx};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
 use amalgam_script::cache::parse_sha;
@@ -200,9 +200,22 @@ struct Calls<'a, 'c> {
 impl Calls<'_, '_> {
     /// Checks `spec`'s keys in `args` against the held set.
     fn check_keys(&mut self, spec: &'static Spec, args: &[Arg<'_>]) -> Result<(), Stop> {
-        let mut keys: Vec<&[u8]> = Vec::new();
-        multi::push_keys(spec, args, &mut keys);
-        let Some(k) = keys.into_iter().find(|k| self.held.binary_search_by(|h| h[..].cmp(k)).is_err()) else {
+        let held = |k: &[u8]| self.held.binary_search_by(|h| h[..].cmp(k)).is_ok();
+        // The common shape first: one key at a fixed place (GET, INCR,
+        // HSET …), read off the row without collecting.
+        let undeclared: Option<&[u8]> = match spec.keys {
+            [KeySpec { begin: Begin::Index(i), find: Find::Range { lastkey: 0, .. }, flags, .. }]
+                if !flags.contains(&"not_key") =>
+            {
+                args.get(*i as usize).map(|a| &a[..]).filter(|k| !held(k))
+            }
+            _ => {
+                let mut keys: Vec<&[u8]> = Vec::new();
+                multi::push_keys(spec, args, &mut keys);
+                keys.into_iter().find(|k| !held(k))
+            }
+        };
+        let Some(k) = undeclared else {
             return Ok(());
         };
         if self.may_rerun && !self.changed {
