@@ -39,6 +39,8 @@ pub struct Scripts {
     /// The bytes every worker's Lua state holds, as they last reported
     /// ([`Scripts::note_lua_bytes`]).
     lua_bytes: AtomicI64,
+    /// The runs in progress (busy.rs: BUSY and SCRIPT KILL).
+    pub runs: Arc<crate::busy::Registry>,
 }
 
 impl Scripts {

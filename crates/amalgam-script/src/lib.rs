@@ -21,7 +21,10 @@
 //! ## The sandbox (Redis 7.0.15's, checked against redis-server)
 //! The libraries Redis loads: base (without `print`, `dofile`,
 //! `loadfile`, `require`, `module`, `setfenv`, `getfenv`, `newproxy`),
-//! `string`, `table`, `math`, `coroutine`, and the `redis` table; scripts
+//! `string`, `table`, `math`, `coroutine`, the `redis` table, and the C
+//! libraries Redis bundles, written here over mlua's safe API ([`libs`]:
+//! `bit`, `cjson`, `cmsgpack`, `struct`, each checked against
+//! redis-server 7.0.15 case by case); scripts
 //! see the globals Redis 7.0.15 lists and no other. Redis makes the global
 //! table and every library table read-only with a flag its patched Lua
 //! checks; stock Lua 5.1 has no such flag, so here a script's environment
@@ -33,8 +36,12 @@
 //! give the chunks they compile the same environment, and the string
 //! metatable is hidden, so no script can change what the next one sees.
 //! What differs: `pairs()` over `_G` or a library table finds nothing
-//! (Redis lists its members). `cjson`, `cmsgpack`, `bit` and `struct` are
-//! not loaded yet (issue 34's next increment).
+//! (Redis lists its members).
+//!
+//! ## Long scripts ([`busy`])
+//! A run registers itself; its instruction hook marks it busy past
+//! `busy-reply-threshold`, and SCRIPT KILL (or shutdown) makes the hook
+//! raise, again at every hook, so `pcall` cannot hold it.
 //!
 //! ## Errors, as Redis words them
 //! A run is `xpcall(script, handler)`. The handler turns what was raised
@@ -65,13 +72,15 @@
 //! most of an EVALSHA (callgrind, docs/bench-log/2026-12-07-scripting.md).
 //! Nesting in either conversion is bounded ([`reply::NESTING_MAX`]).
 
+pub mod busy;
 pub mod cache;
+pub mod libs;
 pub mod reply;
 pub mod vm;
 
 pub use amalgam_protocol::resp::Proto;
 pub use cache::{sha1_hex, Scripts, Sha};
-pub use vm::{Caller, Stop, Vm};
+pub use vm::{Caller, Stop, Vm, Watch};
 
 /// The most memory one worker's Lua state may hold (its allocator is
 /// charged and refuses past it): 1 GiB, far above any script Redis's

@@ -1,6 +1,7 @@
 //! One worker's Lua state: the sandbox, the `redis` library, compiling
 //! and running a script (lib.rs says why and how).
 
+use crate::busy::{Registry, Running, ERR_KILLED, ERR_SHUTDOWN};
 use crate::cache::Sha;
 use crate::reply::{fmt_g17, from_lua, to_lua};
 use crate::LUA_MEMORY_BYTES_MAX;
@@ -9,6 +10,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLi
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// How many Lua instructions run between two looks at whether the run
 /// must stop ([`Stop`]): a script that swallows the stop with `pcall`
@@ -18,6 +20,9 @@ pub const HOOK_INSTRUCTIONS: u32 = 10_000;
 /// How many stack frames the error handler searches for the script's own
 /// line (Lua's C stack bounds a script's depth far below this anyway).
 const ERROR_FRAMES_MAX: usize = 256;
+
+/// What a run the front end stopped raises (vm's own; never a reply).
+const STOPPED: &str = "script stopped";
 
 /// What the script's errors say they come from (Redis's chunk name).
 const CHUNK_NAME: &str = "@user_script";
@@ -36,6 +41,13 @@ pub trait Caller {
     fn acl_check(&mut self, args: &[&[u8]]) -> Option<bool>;
 }
 
+/// What a run's hook watches (busy.rs): the run as the registry sees it.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub run: Arc<Running>,
+    pub registry: Arc<Registry>,
+}
+
 /// Why a run ended before its script did: the front end decides
 /// ([`Caller::call`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +63,7 @@ pub enum Stop {
 /// version, and returns the run state `S`, the globals `G` scripts read
 /// through, and their environment `ENV`.
 const PRELUDE: &str = r#"
-local S, lib, sha1hex, log, handler, unwrap, version, version_num = ...
+local S, lib, libs, sha1hex, log, handler, unwrap, version, version_num = ...
 local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall =
       error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall
 local readonly = setmetatable({}, {__mode = 'k'})
@@ -69,7 +81,9 @@ local ACL = {}
 function redis.pcall(...)
   local ok, r = pcall(redis.call, ...)
   if ok then return r end
-  return unwrap(r)
+  local e, fatal = unwrap(r)
+  if fatal then error(e, 0) end
+  return e
 end
 function redis.acl_check_cmd(...)
   return redis.call(ACL, ...)
@@ -98,12 +112,22 @@ G._G = ENV
 -- What redis.call raises reaches a script's pcall or xpcall as Redis's
 -- error table.
 local pcall0 = pcall
+-- A stop (SCRIPT KILL, shutdown, the front end's) is raised on: no pcall
+-- holds it.
 local function caught(ok, ...)
   if ok then return ok, ... end
-  return ok, unwrap((...))
+  local e, fatal = unwrap((...))
+  if fatal then error(e, 0) end
+  return ok, e
 end
 G.pcall = function(...) return caught(pcall0(...)) end
-G.xpcall = function(f, h) return xpcall(f, function(e) return h(unwrap(e)) end) end
+G.xpcall = function(f, h)
+  return xpcall(f, function(e)
+    local v, fatal = unwrap(e)
+    if fatal then return v end
+    return h(v)
+  end)
+end
 G.rawset = function(t, k, v)
   if readonly[t] then error('Attempt to modify a readonly table', 2) end
   return rawset(t, k, v)
@@ -120,6 +144,7 @@ G.load = function(fn, name)
 end
 G.string, G.table, G.math, G.coroutine, G.redis =
   protect(string), protect(table), protect(math), protect(coroutine), protect(redis)
+for name, t in pairs(libs) do G[name] = protect(t) end
 setmetatable(G, {__index = function(_, k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
 end, __newindex = refuse, __metatable = false})
@@ -155,6 +180,8 @@ pub struct Vm {
     generation: u64,
     /// Set when a run must stop: the instruction hook raises from then on.
     stopping: Rc<Cell<bool>>,
+    /// The run the hook watches (busy.rs), if any.
+    watched: Rc<RefCell<Option<Watch>>>,
     /// The memory last reported ([`Vm::memory_delta`]).
     reported: usize,
     /// The bound on the state's memory while a script's own code runs
@@ -202,20 +229,32 @@ impl Vm {
         let state = lua.create_table().map_err(lua_err)?;
         state.raw_set("resp", 2).map_err(lua_err)?;
         let lib = lib_functions(&lua, &state).map_err(lua_err)?;
+        let libs = lua.create_table().map_err(lua_err)?;
+        for (name, t) in crate::libs::open_all(&lua).map_err(lua_err)? {
+            libs.raw_set(name, t).map_err(lua_err)?;
+        }
         let (state, globals, env, redis, acl): (Table, Table, Table, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=amalgam")
-            .call((state, lib, sha1hex, log, handler, unwrap, version, num))
+            .call((state, lib, libs, sha1hex, log, handler, unwrap, version, num))
             .map_err(lua_err)?;
         let run: Function = state.raw_get("run").map_err(lua_err)?;
         let stopping = Rc::new(Cell::new(false));
         let flag = Rc::clone(&stopping);
+        let watched: Rc<RefCell<Option<Watch>>> = Rc::new(RefCell::new(None));
+        let watch = Rc::clone(&watched);
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), move |_, _| {
             if flag.get() {
-                Err(mlua::Error::runtime("script stopped"))
-            } else {
-                Ok(VmState::Continue)
+                return Err(mlua::Error::runtime(STOPPED));
             }
+            if let Some(w) = &*watch.borrow() {
+                if let Some(why) = w.registry.stop_reason(&w.run) {
+                    // Raised again at every hook: pcall cannot hold it.
+                    return Err(raise(why));
+                }
+                w.registry.tick(&w.run);
+            }
+            Ok(VmState::Continue)
         })
         .map_err(lua_err)?;
         let keys = lua.create_table().map_err(lua_err)?;
@@ -238,6 +277,7 @@ impl Vm {
             funcs: HashMap::default(),
             generation: 0,
             stopping,
+            watched,
             reported: 0,
             limit: LUA_MEMORY_BYTES_MAX,
             scratch: RefCell::default(),
@@ -298,6 +338,9 @@ impl Vm {
     /// its reply, under the client's protocol `client`, to `out`.
     /// `Err(Stop::Again)`: nothing was written, run it again;
     /// `Err(Stop::Fail)` is written by the caller.
+    // The run's inputs are the script's (name, KEYS, ARGV), the client's
+    // protocol, the front end's caller and watch, and the reply.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         sha: &Sha,
@@ -305,9 +348,12 @@ impl Vm {
         argv: &[&[u8]],
         client: Proto,
         caller: &mut dyn Caller,
+        watch: Option<Watch>,
         out: &mut Vec<u8>,
     ) -> Result<(), Stop> {
         let fail = |e: mlua::Error| Stop::Fail(format!("ERR {e}"));
+        let killed = watch.as_ref().map(|w| Arc::clone(&w.run));
+        *self.watched.borrow_mut() = watch;
         let f = self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?;
         let lua = &self.lua;
         self.keys.1 = refill(lua, &self.keys, keys).map_err(fail)?;
@@ -363,6 +409,7 @@ impl Vm {
             redis.raw_set(k_call, Value::Nil)?;
             Ok(r)
         });
+        *self.watched.borrow_mut() = None;
         // Whatever the script did with the error it was given, a stop
         // decides the outcome.
         if let Some(s) = stop.into_inner() {
@@ -376,6 +423,11 @@ impl Vm {
                 // built is garbage now; take it back before the next run.
                 let _ = self.lua.gc_collect();
                 error_reply(&result.as_ref().expect("matched").1, sha, out);
+            }
+            Ok((true, _)) if killed.is_some_and(|r| r.killed()) => {
+                // Killed, and the script swallowed the error and ended
+                // before the hook raised it again.
+                push_error(out, format!("{ERR_KILLED} script: {}", text(sha)).as_bytes());
             }
             Ok((true, v)) => from_lua(&v, client, script, out, 0),
             Ok((false, e)) => error_reply(&e, sha, out),
@@ -485,15 +537,25 @@ fn plain(e: &mlua::Error) -> String {
 }
 
 /// A script's pcall/xpcall: what `redis.call` raised, as Redis's table.
-fn unwrap_raised(lua: &Lua, v: Value) -> mlua::Result<Value> {
-    if let Value::Error(e) = &v {
-        if let Some(r) = raised(e) {
-            let t = lua.create_table()?;
-            t.raw_set("err", r.0.as_str())?;
-            return Ok(Value::Table(t));
+/// A library function's error reaches the script as its message (as a C
+/// function's `luaL_error` string does); a stop (SCRIPT KILL, shutdown,
+/// the front end's) comes back marked fatal, for the wrapper to raise on.
+fn unwrap_raised(lua: &Lua, v: Value) -> mlua::Result<(Value, bool)> {
+    let Value::Error(e) = &v else { return Ok((v, false)) };
+    if let Some(r) = raised(e) {
+        let fatal = r.0 == ERR_KILLED || r.0 == ERR_SHUTDOWN;
+        if fatal {
+            return Ok((v, true));
         }
+        let t = lua.create_table()?;
+        t.raw_set("err", r.0.as_str())?;
+        return Ok((Value::Table(t), false));
     }
-    Ok(v)
+    let text = plain(e);
+    if text == STOPPED {
+        return Ok((v, true));
+    }
+    Ok((Value::String(lua.create_string(text)?), false))
 }
 
 /// Hashes a script's name by its first 16 hex digits: a SHA-1 is already
@@ -574,7 +636,7 @@ impl Invoke<'_, '_> {
         mode: Mode,
     ) -> mlua::Result<(Value, bool)> {
         if self.stop.borrow().is_some() {
-            return Err(mlua::Error::runtime("script stopped"));
+            return Err(mlua::Error::runtime(STOPPED));
         }
         // The arguments side by side in one reused buffer (no allocation
         // per argument once it has grown).
@@ -616,7 +678,7 @@ impl Invoke<'_, '_> {
             Err(s) => {
                 *self.stop.borrow_mut() = Some(s);
                 self.stopping.set(true);
-                Err(mlua::Error::runtime("script stopped"))
+                Err(mlua::Error::runtime(STOPPED))
             }
         }
     }
@@ -773,7 +835,7 @@ mod tests {
             return Ok(format!("-{e}"));
         }
         let mut out = Vec::new();
-        vm.run(&sha, keys, argv, Proto::Resp2, &mut Echo(0), &mut out)?;
+        vm.run(&sha, keys, argv, Proto::Resp2, &mut Echo(0), None, &mut out)?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 

@@ -255,6 +255,9 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
                 }
                 log::info!("{}: shutting down", if sig == SIGINT { "SIGINT" } else { "SIGTERM" });
                 sig_shared.shutdown.store(true, Ordering::Release);
+                // A script still running (busy, even unkillable) ends at
+                // its next hook, so its worker can stop.
+                sig_shared.scripts.runs.abort_all();
                 let _ = sig_acceptor.wake();
                 for w in &wakers {
                     let _ = w.wake();

@@ -247,6 +247,7 @@ pub(crate) fn may_receive_in_place(shared: &Shared, session: &Session) -> bool {
         && !session.multi.queuing()
         && !pubsub::subscribed(session)
         && !shared.clients.monitoring()
+        && !shared.scripts.runs.busy()
         && !shared.repl.guards_writes()
 }
 
@@ -490,6 +491,7 @@ fn process_round(
                     && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
+                    && !shared.scripts.runs.busy()
                     && !ctx.session.multi.queuing()
                     && !pubsub::subscribed(ctx.session);
                 if let (Some(s), true) = (spec, batch) {
@@ -855,6 +857,15 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // skipped (one byte test) when nothing can refuse this connection.
     if !ctx.session.auth.open && !ctx.permitted && acl::refused(ctx, spec, args, out) {
         return After::Continue;
+    }
+    // While a script runs past busy-reply-threshold, a command on one of
+    // its keys is answered BUSY rather than left waiting for the key
+    // (resp/script.rs); one relaxed load otherwise.
+    if let Some(s) = spec.filter(|_| ctx.shared.scripts.runs.busy()) {
+        if script::refused_busy(ctx, s, args, out) {
+            ctx.session.multi.refused_one();
+            return After::Continue;
+        }
     }
     // A read-only replica and min-replicas-to-write refuse writes, before
     // MULTI queues them (Redis's processCommand); two relaxed loads when

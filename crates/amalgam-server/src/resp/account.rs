@@ -47,7 +47,8 @@ pub(crate) fn account(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Ar
 /// runs (its `rejectCommand`): counted as `rejected_calls`, not as calls.
 /// A wrong argument count is known from the arguments (`classify`); these
 /// by the reply, which costs nothing unless the reply is an error.
-const REFUSED_BEFORE_RUNNING: [&[u8]; 8] = [
+const REFUSED_BEFORE_RUNNING: [&[u8]; 9] = [
+    b"-BUSY ",
     b"-NOAUTH ",
     b"-NOPERM ",
     b"-OOM ",

@@ -35,6 +35,25 @@
 //! keys are among them); there it cannot run again, so an undeclared key
 //! ends it as in the third case.
 //!
+//! ## Long scripts (amalgam-script's busy.rs)
+//! Past `busy-reply-threshold` (5 s; `lua-time-limit` is its alias) a
+//! script is busy: a command that would touch one of its keys is answered
+//! `-BUSY Redis is busy running a script. You can only call SCRIPT KILL or
+//! SHUTDOWN NOSAVE.` (`refused_busy`, from `dispatch`; the batched GET/SET
+//! paths step aside while any script is busy, one relaxed load), commands
+//! on other keys go on, SCRIPT KILL ends a busy script that has not
+//! written and answers UNKILLABLE for one that has, and shutdown (SHUTDOWN
+//! NOSAVE, SIGTERM) ends every script so its worker can stop. Two limits,
+//! stated and tested (tests/resp_scripting_busy.rs): a worker runs one
+//! script at a time and serves nothing else meanwhile, so the other
+//! connections of the script's own worker wait for it (Redis answers them
+//! BUSY from inside the script, `processEventsWhileBlocked`; here that
+//! would need the event loop to serve its other connections from the
+//! script's hook); and a command that reached one of the script's keys
+//! before the script turned busy waits for the key, with its worker. The
+//! memcached port does not answer BUSY: its commands on a busy script's
+//! keys wait.
+//!
 //! ## What a called command gets
 //! The script's protocol (`redis.setresp`), EXEC's treatment of blocking
 //! commands (they do not block), Redis's refusals with Redis's words
@@ -51,8 +70,9 @@
 use super::table::{self, Begin, Cmd, Find, KeySpec, Spec};
 use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, Arg, Ctx};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
+use amalgam_script::busy::{Kill, Registry, Running, ERR_BUSY};
 use amalgam_script::cache::parse_sha;
-use amalgam_script::{sha1_hex, Caller, Sha, Stop, Vm};
+use amalgam_script::{sha1_hex, Caller, Sha, Stop, Vm, Watch};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -60,6 +80,11 @@ use std::sync::Arc;
 /// had not declared (module notes); past it, such a key ends the script
 /// with an error. Bounds the work one EVAL can cause.
 pub const UNDECLARED_RERUNS_MAX: usize = 16;
+
+/// SCRIPT KILL's answer when the busy script wrote.
+const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You \
+                              can either wait the script termination or kill the server in a hard way using the \
+                              SHUTDOWN NOSAVE command.";
 
 /// Redis's reply to EVALSHA of a script it does not have.
 const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
@@ -76,6 +101,33 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         _ => script(ctx, args, out),
     }
     After::Continue
+}
+
+fn caller_registry(ctx: &Ctx<'_>) -> Arc<Registry> {
+    Arc::clone(&ctx.shared.scripts.runs)
+}
+
+/// While a script is busy (busy.rs): true, with `-BUSY` answered, if the
+/// command would touch one of its keys (a command flagged `allow_busy`,
+/// SCRIPT KILL and SHUTDOWN, always runs). `dispatch` calls it only while
+/// `Registry::busy` says some script is.
+pub(crate) fn refused_busy(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
+    let own = if spec.subcommands.is_empty() || args.len() < 2 {
+        spec
+    } else {
+        table::subcommand(spec, &args[1]).unwrap_or(spec)
+    };
+    if own.flags.contains(&"allow_busy") || spec.flags.contains(&"allow_busy") {
+        return false;
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    multi::push_keys(own, args, &mut keys);
+    let registry = &ctx.shared.scripts.runs;
+    if keys.iter().any(|k| registry.blocks(k)) {
+        push_error(out, ERR_BUSY.as_bytes());
+        return true;
+    }
+    false
 }
 
 /// This worker's Lua state, in step with the cache's flushes.
@@ -157,6 +209,9 @@ fn run_held(ctx: &mut Ctx<'_>, vm: &mut Vm, sha: &Sha, keys: &[&[u8]], argv: &[&
         held.sort_unstable();
         held.dedup();
         let mark = out.len();
+        let registry = &caller_registry(ctx);
+        let running = registry.start(held.clone());
+        let watch = Watch { run: Arc::clone(&running), registry: Arc::clone(registry) };
         let mut caller = Calls {
             ctx: &mut *ctx,
             held: &held,
@@ -164,9 +219,11 @@ fn run_held(ctx: &mut Ctx<'_>, vm: &mut Vm, sha: &Sha, keys: &[&[u8]], argv: &[&
             changed: false,
             may_rerun: !in_exec && round < UNDECLARED_RERUNS_MAX,
             undeclared: None,
+            running: &running,
         };
         let store = &caller.ctx.shared.store;
-        let r = store.atomically(&held, || vm.run(sha, keys, argv, client, &mut caller, out));
+        let r = store.atomically(&held, || vm.run(sha, keys, argv, client, &mut caller, Some(watch), out));
+        registry.end(&running);
         let undeclared = caller.undeclared.take();
         match r {
             Ok(()) => return,
@@ -195,6 +252,8 @@ struct Calls<'a, 'c> {
     may_rerun: bool,
     /// The key that asked for the new run.
     undeclared: Option<Vec<u8>>,
+    /// The run as SCRIPT KILL sees it.
+    running: &'a Arc<Running>,
 }
 
 impl Calls<'_, '_> {
@@ -284,6 +343,7 @@ impl Caller for Calls<'_, '_> {
         }
         if (writes && !failed) || matches!(spec.cmd, Cmd::Publish | Cmd::Spublish) {
             self.changed = true;
+            self.running.wrote();
         }
         Ok(())
     }
@@ -326,10 +386,11 @@ fn script(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             scripts.flush();
             push_simple(out, "OK");
         }
-        // A script runs on its worker with its keys held, and no client
-        // can reach a worker while it runs one: there is never one to kill
-        // from here yet (issue 34's busy scripts come next).
-        "kill" => push_error(out, b"NOTBUSY No scripts in execution right now."),
+        "kill" => match scripts.runs.kill() {
+            Kill::NotBusy => push_error(out, b"NOTBUSY No scripts in execution right now."),
+            Kill::Unkillable => push_error(out, ERR_UNKILLABLE.as_bytes()),
+            Kill::Killed => push_simple(out, "OK"),
+        },
         "debug" => {
             if !is_any(&args[2], &["yes", "sync", "no"]) {
                 return push_error(out, b"ERR Use SCRIPT DEBUG YES/SYNC/NO");
