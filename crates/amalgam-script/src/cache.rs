@@ -41,6 +41,8 @@ pub struct Scripts {
     lua_bytes: AtomicI64,
     /// The runs in progress (busy.rs: BUSY and SCRIPT KILL).
     pub runs: Arc<crate::busy::Registry>,
+    /// FUNCTION's libraries (functions.rs).
+    pub functions: crate::functions::Libraries,
 }
 
 impl Scripts {

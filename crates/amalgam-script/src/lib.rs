@@ -1,6 +1,7 @@
 //! # Lua scripting, as Redis 7.0 runs it
 //!
-//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (issue 34). This crate is
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, and Redis 7.0's Functions
+//! (FUNCTION, FCALL, FCALL_RO: [`functions`]) (issue 34). This crate is
 //! the interpreter's side: it knows Lua and RESP's reply shapes, and no
 //! store, session or command table. The RESP front end (amalgam-server's
 //! `resp/script.rs`) gives it a [`Caller`] that runs one command for the
@@ -74,13 +75,14 @@
 
 pub mod busy;
 pub mod cache;
+pub mod functions;
 pub mod libs;
 pub mod reply;
 pub mod vm;
 
 pub use amalgam_protocol::resp::Proto;
 pub use cache::{sha1_hex, Scripts, Sha};
-pub use vm::{Caller, Stop, Vm, Watch};
+pub use vm::{Caller, Stop, Target, Vm, Watch};
 
 /// The most memory one worker's Lua state may hold (its allocator is
 /// charged and refuses past it): 1 GiB, far above any script Redis's

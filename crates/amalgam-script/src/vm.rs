@@ -27,6 +27,20 @@ const STOPPED: &str = "script stopped";
 /// What the script's errors say they come from (Redis's chunk name).
 const CHUNK_NAME: &str = "@user_script";
 
+/// A function library's chunk name (Redis's).
+const FUNCTION_CHUNK_NAME: &str = "@user_function";
+
+/// How long FUNCTION LOAD may run a library's code (Redis's
+/// `LOAD_TIMEOUT_MS`): it should only register functions.
+pub const LOAD_TIMEOUT_MS: u64 = 500;
+
+/// What a run runs: an EVAL script by its name, or a library's function.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'t> {
+    Script(&'t Sha),
+    Function(&'t str),
+}
+
 /// The RESP front end's side of a run: it runs the commands a script
 /// calls.
 pub trait Caller {
@@ -63,7 +77,7 @@ pub enum Stop {
 /// version, and returns the run state `S`, the globals `G` scripts read
 /// through, and their environment `ENV`.
 const PRELUDE: &str = r#"
-local S, lib, libs, sha1hex, log, handler, unwrap, version, version_num = ...
+local S, lib, libs, sha1hex, log, handler, unwrap, version, version_num, flag_names = ...
 local error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall =
       error, type, tostring, setmetatable, getmetatable, rawset, setfenv, loadstring, load, select, xpcall, pcall
 local readonly = setmetatable({}, {__mode = 'k'})
@@ -152,6 +166,67 @@ local smt = getmetatable('')
 smt.__index = G.string
 smt.__metatable = false
 function S.run(f) return xpcall(f, handler) end
+function S.run_fn(f, k, a) return xpcall(function() return f(k, a) end, handler) end
+-- FUNCTION LOAD: the library's code runs with a `redis` that can only
+-- register functions (and log); what it registers is collected here.
+local known_flags = {}
+for _, f in ipairs(flag_names) do known_flags[f] = true end
+local registered
+local loadredis = {}
+function loadredis.register_function(...)
+  local n = select('#', ...)
+  local name, cb, flags, desc
+  if n == 1 and type((...)) == 'table' then
+    for k, v in pairs((...)) do
+      if k == 'function_name' then name = v
+      elseif k == 'callback' then cb = v
+      elseif k == 'flags' then flags = v
+      elseif k == 'description' then desc = v
+      else error({err = 'ERR unknown argument given to redis.register_function'}, 0) end
+    end
+  elseif n == 2 then
+    name, cb = ...
+  else
+    error({err = 'ERR wrong number of arguments to redis.register_function'}, 0)
+  end
+  if type(name) ~= 'string' then error({err = 'ERR function_name argument given to redis.register_function must be a string'}, 0) end
+  if type(cb) ~= 'function' then error({err = 'ERR callback argument given to redis.register_function must be a function'}, 0) end
+  if name == '' or name:find('[^%w_]') then
+    error({err = 'ERR Function names can only contain letters, numbers, or underscores(_) and must be at least one character long'}, 0)
+  end
+  local fl = {}
+  if flags ~= nil then
+    if type(flags) ~= 'table' then error({err = 'ERR flags argument to redis.register_function must be a table representing function flags'}, 0) end
+    for _, f in ipairs(flags) do
+      if not known_flags[f] then error({err = 'ERR unknown flag given'}, 0) end
+      fl[#fl + 1] = f
+    end
+  end
+  if desc ~= nil and type(desc) ~= 'string' then error({err = 'ERR description argument given to redis.register_function must be a string'}, 0) end
+  for _, r in ipairs(registered) do
+    if r.name == name then error({err = 'ERR Function already exists in the library'}, 0) end
+  end
+  registered[#registered + 1] = {name = name, callback = cb, flags = fl, description = desc}
+end
+loadredis.log = log
+loadredis.LOG_DEBUG, loadredis.LOG_VERBOSE, loadredis.LOG_NOTICE, loadredis.LOG_WARNING = 0, 1, 2, 3
+loadredis.REDIS_VERSION, loadredis.REDIS_VERSION_NUM = version, version_num
+local loadproxy = setmetatable({}, {__index = function(_, k)
+  local v = loadredis[k]
+  if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+  return v
+end, __newindex = refuse, __metatable = false})
+local realredis = G.redis
+function S.load(chunk)
+  registered = {}
+  rawset(G, 'redis', loadproxy)
+  local ok, e = xpcall(chunk, handler)
+  rawset(G, 'redis', realredis)
+  local r = registered
+  registered = nil
+  if not ok then return false, e end
+  return true, r
+end
 return S, G, ENV, redis, ACL
 "#;
 
@@ -174,8 +249,20 @@ pub struct Vm {
     /// The `redis` library (its `call` is set for each run).
     redis: Table,
     run: Function,
+    /// `S.run_fn`: a library function's run (KEYS and ARGV as arguments).
+    run_fn: Function,
+    /// `S.load`: runs a library's code, collecting its registrations.
+    load: Function,
+    /// The library functions loaded here, by name, and the libraries'
+    /// generation they belong to (`Libraries::generation`).
+    fns: HashMap<String, (Function, bool)>,
+    fn_generation: u64,
+    /// FUNCTION LOAD's deadline, while a library's code runs.
+    load_deadline: Rc<Cell<Option<std::time::Instant>>>,
     /// Compiled scripts by name.
     funcs: HashMap<Sha, Function, BuildShaHasher>,
+    /// The scripts with a shebang: whether they declared `no-writes`.
+    shebang: HashMap<Sha, bool, BuildShaHasher>,
     /// The cache generation the functions belong to (`Scripts::flush`).
     generation: u64,
     /// Set when a run must stop: the instruction hook raises from then on.
@@ -236,16 +323,23 @@ impl Vm {
         let (state, globals, env, redis, acl): (Table, Table, Table, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=amalgam")
-            .call((state, lib, libs, sha1hex, log, handler, unwrap, version, num))
+            .call((state, lib, libs, sha1hex, log, handler, unwrap, version, num, crate::functions::FLAGS.to_vec()))
             .map_err(lua_err)?;
         let run: Function = state.raw_get("run").map_err(lua_err)?;
+        let run_fn: Function = state.raw_get("run_fn").map_err(lua_err)?;
+        let load: Function = state.raw_get("load").map_err(lua_err)?;
         let stopping = Rc::new(Cell::new(false));
         let flag = Rc::clone(&stopping);
         let watched: Rc<RefCell<Option<Watch>>> = Rc::new(RefCell::new(None));
         let watch = Rc::clone(&watched);
+        let load_deadline: Rc<Cell<Option<std::time::Instant>>> = Rc::new(Cell::new(None));
+        let deadline = Rc::clone(&load_deadline);
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS), move |_, _| {
             if flag.get() {
                 return Err(mlua::Error::runtime(STOPPED));
+            }
+            if deadline.get().is_some_and(|d| std::time::Instant::now() >= d) {
+                return Err(raise("FUNCTION LOAD timeout"));
             }
             if let Some(w) = &*watch.borrow() {
                 if let Some(why) = w.registry.stop_reason(&w.run) {
@@ -274,7 +368,13 @@ impl Vm {
             state,
             redis,
             run,
+            run_fn,
+            load,
+            fns: HashMap::new(),
+            fn_generation: 0,
+            load_deadline,
             funcs: HashMap::default(),
+            shebang: HashMap::default(),
             generation: 0,
             stopping,
             watched,
@@ -289,6 +389,7 @@ impl Vm {
     pub fn sync(&mut self, generation: u64) {
         if generation != self.generation {
             self.funcs.clear();
+            self.shebang.clear();
             self.generation = generation;
             let _ = self.lua.gc_collect();
         }
@@ -299,9 +400,17 @@ impl Vm {
         self.funcs.contains_key(sha)
     }
 
+    /// A compiled script's shebang: None without one (it may write; EVAL_RO
+    /// refuses only its writes), else whether it declared `no-writes`.
+    pub fn script_no_writes(&self, sha: &Sha) -> Option<bool> {
+        self.shebang.get(sha).copied()
+    }
+
     /// Compiles `body` under `sha`; the error is Redis's reply text.
     pub fn compile(&mut self, sha: &Sha, body: &[u8]) -> Result<(), String> {
-        let f = self.lua.load(body).set_name(CHUNK_NAME).set_environment(self.env.clone()).into_function().map_err(
+        let flags = crate::functions::script_flags(body)?;
+        let code = crate::functions::without_shebang(body);
+        let f = self.lua.load(&*code).set_name(CHUNK_NAME).set_environment(self.env.clone()).into_function().map_err(
             |e| {
                 let m = match e {
                     mlua::Error::SyntaxError { message, .. } => message,
@@ -311,7 +420,75 @@ impl Vm {
             },
         )?;
         self.funcs.insert(*sha, f);
+        if let Some(flags) = flags {
+            self.shebang.insert(*sha, flags.iter().any(|f| f == "no-writes"));
+        }
         Ok(())
+    }
+
+    /// Drops every loaded library function if the libraries changed
+    /// since (`Libraries::generation`).
+    pub fn sync_functions(&mut self, generation: u64) {
+        if generation != self.fn_generation {
+            self.fns.clear();
+            self.fn_generation = generation;
+        }
+    }
+
+    /// Whether library function `name` declared `no-writes`; None if it
+    /// is not loaded here.
+    pub fn function_no_writes(&self, name: &str) -> Option<bool> {
+        self.fns.get(name).map(|f| f.1)
+    }
+
+    /// Runs a library's code (FUNCTION LOAD, or a worker's first call
+    /// into it): what it registered, each function loaded here too; the
+    /// error is Redis's reply text.
+    pub fn load_library(&mut self, code: &[u8]) -> Result<Vec<crate::functions::FunctionInfo>, String> {
+        let chunk = self
+            .lua
+            .load(&*crate::functions::without_shebang(code))
+            .set_name(FUNCTION_CHUNK_NAME)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let m = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    e => e.to_string(),
+                };
+                format!("ERR Error compiling function: {m}")
+            })?;
+        self.load_deadline.set(Some(std::time::Instant::now() + std::time::Duration::from_millis(LOAD_TIMEOUT_MS)));
+        self.lua.set_memory_limit(self.limit).map_err(lua_err)?;
+        let r = self.load.call::<(bool, Value)>(chunk);
+        let _ = self.lua.set_memory_limit(0);
+        self.load_deadline.set(None);
+        let (ok, v) = r.map_err(|e| format!("ERR Error registering functions: {e}"))?;
+        let Value::Table(t) = v else { return Err("ERR Error registering functions".into()) };
+        if !ok {
+            let e = match t.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => s.to_string_lossy(),
+                _ => "ERR unknown error".into(),
+            };
+            return Err(format!("ERR Error registering functions: {e}"));
+        }
+        let mut infos = Vec::new();
+        let mut loaded = Vec::new();
+        for entry in t.sequence_values::<Table>() {
+            let entry = entry.map_err(lua_err)?;
+            let name: String = entry.raw_get("name").map_err(lua_err)?;
+            let callback: Function = entry.raw_get("callback").map_err(lua_err)?;
+            let flags: Vec<String> = entry.raw_get("flags").map_err(lua_err)?;
+            let description: Option<String> = entry.raw_get("description").map_err(lua_err)?;
+            let no_writes = flags.iter().any(|f| f == "no-writes");
+            infos.push(crate::functions::FunctionInfo { name: name.clone(), description, flags });
+            loaded.push((name, (callback, no_writes)));
+        }
+        if infos.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        self.fns.extend(loaded);
+        Ok(infos)
     }
 
     /// Lowers (or raises) the bound on this state's memory
@@ -343,7 +520,7 @@ impl Vm {
     #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
-        sha: &Sha,
+        target: Target<'_>,
         keys: &[&[u8]],
         argv: &[&[u8]],
         client: Proto,
@@ -354,7 +531,19 @@ impl Vm {
         let fail = |e: mlua::Error| Stop::Fail(format!("ERR {e}"));
         let killed = watch.as_ref().map(|w| Arc::clone(&w.run));
         *self.watched.borrow_mut() = watch;
-        let f = self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?;
+        let (f, name, is_fn) = match target {
+            Target::Script(sha) => (
+                self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?,
+                text(sha).to_string(),
+                false,
+            ),
+            Target::Function(n) => (
+                self.fns.get(n).map(|f| f.0.clone()).ok_or_else(|| Stop::Fail("ERR Function not found".into()))?,
+                n.to_string(),
+                true,
+            ),
+        };
+        let name = name.as_str();
         let lua = &self.lua;
         self.keys.1 = refill(lua, &self.keys, keys).map_err(fail)?;
         self.argv.1 = refill(lua, &self.argv, argv).map_err(fail)?;
@@ -375,6 +564,7 @@ impl Vm {
             limit,
         };
         let (redis, run, acl, k_call) = (&self.redis, &self.run, &self.acl, &self.k_call);
+        let (run_fn, keys_t, argv_t) = (&self.run_fn, &self.keys.0, &self.argv.0);
         let result = lua.scope(|scope| {
             // One function for the run: redis.call itself; redis.pcall and
             // acl_check_cmd reach it too (the prelude).
@@ -403,7 +593,9 @@ impl Vm {
             })?;
             redis.raw_set(k_call, call)?;
             lua.set_memory_limit(limit)?;
-            let r = run.call::<(bool, Value)>(f);
+            // A function gets KEYS and ARGV as its arguments (Redis 7).
+            let r =
+                if is_fn { run_fn.call::<(bool, Value)>((f, keys_t, argv_t)) } else { run.call::<(bool, Value)>(f) };
             lua.set_memory_limit(0)?;
             let r = r?;
             redis.raw_set(k_call, Value::Nil)?;
@@ -422,16 +614,16 @@ impl Vm {
                 // Lua's own failure (out of memory): what the script
                 // built is garbage now; take it back before the next run.
                 let _ = self.lua.gc_collect();
-                error_reply(&result.as_ref().expect("matched").1, sha, out);
+                error_reply(&result.as_ref().expect("matched").1, name, out);
             }
             Ok((true, _)) if killed.is_some_and(|r| r.killed()) => {
                 // Killed, and the script swallowed the error and ended
                 // before the hook raised it again.
-                push_error(out, format!("{ERR_KILLED} script: {}", text(sha)).as_bytes());
+                push_error(out, format!("{ERR_KILLED} script: {name}").as_bytes());
             }
             Ok((true, v)) => from_lua(&v, client, script, out, 0),
-            Ok((false, e)) => error_reply(&e, sha, out),
-            Err(e) => push_error(out, format!("ERR Error running script {}, {e}", text(sha)).as_bytes()),
+            Ok((false, e)) => error_reply(&e, name, out),
+            Err(e) => push_error(out, format!("ERR Error running script {name}, {e}").as_bytes()),
         }
         Ok(())
     }
@@ -729,13 +921,14 @@ fn error_table(lua: &Lua, e: Value) -> mlua::Result<Table> {
     };
     for level in 0..ERROR_FRAMES_MAX {
         let Some(found) = lua.inspect_stack(level, |d| {
-            let ours = d.source().source.as_deref() == Some(CHUNK_NAME);
-            ours.then(|| d.current_line())
+            let src = d.source().source.map(|s| s.into_owned());
+            let ours = src.as_deref().filter(|s| *s == CHUNK_NAME || *s == FUNCTION_CHUNK_NAME).map(str::to_string);
+            ours.map(|s| (s, d.current_line()))
         }) else {
             break;
         };
-        if let Some(line) = found {
-            t.raw_set("source", CHUNK_NAME)?;
+        if let Some((source, line)) = found {
+            t.raw_set("source", source)?;
             if let Some(line) = line {
                 t.raw_set("line", line)?;
             }
@@ -747,7 +940,7 @@ fn error_table(lua: &Lua, e: Value) -> mlua::Result<Table> {
 
 /// The reply for a script that ended in error: `-<err> script: <sha>, on
 /// @user_script:<line>.` (Redis 7.0's `luaCallFunction`).
-fn error_reply(e: &Value, sha: &Sha, out: &mut Vec<u8>) {
+fn error_reply(e: &Value, name: &str, out: &mut Vec<u8>) {
     let Value::Table(t) = e else {
         // Lua's own failures (out of memory) come as a string, without
         // the handler.
@@ -756,7 +949,7 @@ fn error_reply(e: &Value, sha: &Sha, out: &mut Vec<u8>) {
             _ => "execution failure".into(),
         };
         let msg: String = msg.chars().take(100).collect();
-        return push_error(out, format!("ERR Error running script {}, {msg}", text(sha)).as_bytes());
+        return push_error(out, format!("ERR Error running script {name}, {msg}").as_bytes());
     };
     let mut msg = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
@@ -765,7 +958,7 @@ fn error_reply(e: &Value, sha: &Sha, out: &mut Vec<u8>) {
     let source = t.raw_get::<Option<String>>("source").ok().flatten();
     let line = t.raw_get::<Option<i64>>("line").ok().flatten();
     if let (Some(source), Some(line)) = (source, line) {
-        msg.extend_from_slice(format!(" script: {}, on {source}:{line}.", text(sha)).as_bytes());
+        msg.extend_from_slice(format!(" script: {name}, on {source}:{line}.").as_bytes());
     }
     push_error(out, &msg);
 }
@@ -835,7 +1028,7 @@ mod tests {
             return Ok(format!("-{e}"));
         }
         let mut out = Vec::new();
-        vm.run(&sha, keys, argv, Proto::Resp2, &mut Echo(0), None, &mut out)?;
+        vm.run(Target::Script(&sha), keys, argv, Proto::Resp2, &mut Echo(0), None, &mut out)?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 

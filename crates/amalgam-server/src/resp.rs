@@ -78,7 +78,8 @@
 //! | `resp/blocking.rs` | BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN BZPOPMAX BZMPOP: blocked clients, wake-ups |
 //! | `resp/pubsub.rs` | SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB SSUBSCRIBE SUNSUBSCRIBE SPUBLISH, across workers |
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
-//! | `resp/script.rs` (the interpreter: crate `amalgam-script`) | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT: scripts run with their keys held |
+//! | `resp/script.rs` (the interpreter: crate `amalgam-script`) | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT FCALL FCALL_RO: scripts and functions run with their keys held |
+//! | `resp/function.rs` | FUNCTION (LOAD DELETE FLUSH LIST STATS KILL HELP) |
 //! | `resp/acl.rs` (the users, rules and ACL LOG: crate `amalgam-acl`) | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod account;
@@ -90,6 +91,7 @@ pub mod cmdstats;
 mod command;
 mod debug;
 pub mod errorstats;
+mod function;
 pub mod latency;
 mod monitor;
 pub mod multi;
@@ -914,7 +916,8 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     }
     // A script holds its keys itself (resp/script.rs: it may run again
     // with more of them).
-    if multi::may_name_several_keys(own) && !matches!(spec.cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo)
+    if multi::may_name_several_keys(own)
+        && !matches!(spec.cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Fcall | Cmd::FcallRo)
     {
         return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
     }
@@ -1103,9 +1106,14 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Ssubscribe
         | Cmd::Sunsubscribe
         | Cmd::Spublish => pubsub::run(ctx, spec.cmd, args, out),
-        Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Script => {
-            return script::run(ctx, spec.cmd, args, out)
-        }
+        Cmd::Eval
+        | Cmd::Evalsha
+        | Cmd::EvalRo
+        | Cmd::EvalshaRo
+        | Cmd::Script
+        | Cmd::Fcall
+        | Cmd::FcallRo
+        | Cmd::Function => return script::run(ctx, spec.cmd, args, out),
     }
     After::Continue
 }

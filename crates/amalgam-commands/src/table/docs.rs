@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 270] = [
+pub(super) static DOCS: [Doc; 280] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -560,6 +560,24 @@ pub(super) static DOCS: [Doc; 270] = [
         ..doc("expiretime", Some("O(1)"))
     },
     Doc {
+        arguments: &[
+            arg("function", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("fcall", Some("Depends on the function that is executed."))
+    },
+    Doc {
+        arguments: &[
+            arg("function", Str),
+            arg("numkeys", Integer),
+            arg("key", Key).key(0).optional().multiple(),
+            arg("arg", Str).optional().multiple(),
+        ],
+        ..doc("fcall_ro", Some("Depends on the function that is executed."))
+    },
+    Doc {
         history: &[
             ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
             ("6.2.0", "Added the `SYNC` flushing mode modifier."),
@@ -585,6 +603,39 @@ pub(super) static DOCS: [Doc; 270] = [
         ],
         ..doc("flushdb", Some("O(N) where N is the number of keys in the selected database"))
     },
+    doc("function", Some("Depends on subcommand.")),
+    Doc {
+        arguments: &[
+            arg("library-name", Str),
+        ],
+        ..doc("function|delete", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("async", Oneof).optional().args(&[
+                arg("async", PureToken).token("ASYNC"),
+                arg("sync", PureToken).token("SYNC"),
+            ]),
+        ],
+        ..doc("function|flush", Some("O(N) where N is the number of functions deleted"))
+    },
+    doc("function|help", Some("O(1)")),
+    doc("function|kill", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("library-name-pattern", Str).token("LIBRARYNAME").optional(),
+            arg("withcode", PureToken).token("WITHCODE").optional(),
+        ],
+        ..doc("function|list", Some("O(N) where N is the number of functions"))
+    },
+    Doc {
+        arguments: &[
+            arg("replace", PureToken).token("REPLACE").optional(),
+            arg("function-code", Str),
+        ],
+        ..doc("function|load", Some("O(1) (considering compilation time is redundant)"))
+    },
+    doc("function|stats", Some("O(1)")),
     Doc {
         arguments: &[
             arg("key", Key).key(0),

@@ -72,7 +72,7 @@ use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, 
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
 use amalgam_script::busy::{Kill, Registry, Running, ERR_BUSY};
 use amalgam_script::cache::parse_sha;
-use amalgam_script::{sha1_hex, Caller, Sha, Stop, Vm, Watch};
+use amalgam_script::{sha1_hex, Caller, Stop, Target, Vm, Watch};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -98,6 +98,8 @@ thread_local! {
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match cmd {
         Cmd::Eval | Cmd::EvalRo | Cmd::Evalsha | Cmd::EvalshaRo => eval(ctx, cmd, args, out),
+        Cmd::Fcall | Cmd::FcallRo => fcall(ctx, cmd == Cmd::FcallRo, args, out),
+        Cmd::Function => return super::function::run(ctx, args, out),
         _ => script(ctx, args, out),
     }
     After::Continue
@@ -131,7 +133,7 @@ pub(crate) fn refused_busy(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>],
 }
 
 /// This worker's Lua state, in step with the cache's flushes.
-fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
+pub(crate) fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
     VM.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -152,16 +154,59 @@ fn report_memory(scripts: &amalgam_script::Scripts) {
     })
 }
 
-fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let read_only = matches!(cmd, Cmd::EvalRo | Cmd::EvalshaRo);
-    let numkeys = match int_arg(&args[2]) {
-        None => return push_error(out, b"ERR value is not an integer or out of range"),
-        Some(n) if n < 0 => return push_error(out, b"ERR Number of keys can't be negative"),
+/// EVAL's and FCALL's numkeys (`args[2]`), checked as Redis checks it.
+fn numkeys(args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<usize> {
+    match int_arg(&args[2]) {
+        None => push_error(out, b"ERR value is not an integer or out of range"),
+        Some(n) if n < 0 => push_error(out, b"ERR Number of keys can't be negative"),
         Some(n) if n as u64 > (args.len() - 3) as u64 => {
-            return push_error(out, b"ERR Number of keys can't be greater than number of args")
+            push_error(out, b"ERR Number of keys can't be greater than number of args")
         }
-        Some(n) => n as usize,
-    };
+        Some(n) => return Some(n as usize),
+    }
+    None
+}
+
+/// Redis's refusal of a script or function that may write under a `_RO`
+/// command.
+const ERR_RO_WRITE_FLAG: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+/// FCALL / FCALL_RO: a library function, loaded into this worker's state
+/// on its first call since the libraries last changed (functions.rs).
+fn fcall(ctx: &mut Ctx<'_>, ro_command: bool, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(numkeys) = numkeys(args, out) else { return };
+    let name = String::from_utf8_lossy(&args[1]).into_owned();
+    let keys: Vec<&[u8]> = args[3..3 + numkeys].iter().map(|a| &a[..]).collect();
+    let argv: Vec<&[u8]> = args[3 + numkeys..].iter().map(|a| &a[..]).collect();
+    let shared = ctx.shared;
+    let libraries = &shared.scripts.functions;
+    let ran = with_vm(shared.scripts.generation(), |vm| {
+        vm.sync_functions(libraries.generation());
+        if vm.function_no_writes(&name).is_none() {
+            let Some((lib, _)) = libraries.find(&name) else {
+                return push_error(out, b"ERR Function not found");
+            };
+            if let Err(e) = vm.load_library(&lib.code) {
+                return push_error(out, e.as_bytes());
+            }
+        }
+        let Some(no_writes) = vm.function_no_writes(&name) else {
+            return push_error(out, b"ERR Function not found");
+        };
+        if ro_command && !no_writes {
+            return push_error(out, ERR_RO_WRITE_FLAG.as_bytes());
+        }
+        run_held(ctx, vm, Target::Function(&name), &keys, &argv, ro_command || no_writes, out);
+    });
+    if let Err(e) = ran {
+        push_error(out, format!("ERR Lua could not start: {e}").as_bytes());
+    }
+    report_memory(&shared.scripts);
+}
+
+fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let ro_command = matches!(cmd, Cmd::EvalRo | Cmd::EvalshaRo);
+    let Some(numkeys) = numkeys(args, out) else { return };
     let by_body = matches!(cmd, Cmd::Eval | Cmd::EvalRo);
     let sha = if by_body {
         sha1_hex(&args[1])
@@ -191,7 +236,15 @@ fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 shared.scripts.insert(sha, &body);
             }
         }
-        run_held(ctx, vm, &sha, &keys, &argv, read_only, out);
+        // A shebang's flags (`#!lua flags=no-writes`): without them the
+        // script is taken to write, and EVAL_RO refuses it outright.
+        let read_only = match vm.script_no_writes(&sha) {
+            None => ro_command,
+            Some(true) => true,
+            Some(false) if ro_command => return push_error(out, ERR_RO_WRITE_FLAG.as_bytes()),
+            Some(false) => false,
+        };
+        run_held(ctx, vm, Target::Script(&sha), &keys, &argv, read_only, out);
     });
     if let Err(e) = ran {
         push_error(out, format!("ERR Lua could not start: {e}").as_bytes());
@@ -200,7 +253,15 @@ fn eval(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// Runs the compiled script `sha` with its keys held (module notes).
-fn run_held(ctx: &mut Ctx<'_>, vm: &mut Vm, sha: &Sha, keys: &[&[u8]], argv: &[&[u8]], ro: bool, out: &mut Vec<u8>) {
+fn run_held(
+    ctx: &mut Ctx<'_>,
+    vm: &mut Vm,
+    target: Target<'_>,
+    keys: &[&[u8]],
+    argv: &[&[u8]],
+    ro: bool,
+    out: &mut Vec<u8>,
+) {
     let client = ctx.session.proto;
     let in_exec = ctx.session.multi.executing;
     let mut held: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
@@ -222,7 +283,7 @@ fn run_held(ctx: &mut Ctx<'_>, vm: &mut Vm, sha: &Sha, keys: &[&[u8]], argv: &[&
             running: &running,
         };
         let store = &caller.ctx.shared.store;
-        let r = store.atomically(&held, || vm.run(sha, keys, argv, client, &mut caller, Some(watch), out));
+        let r = store.atomically(&held, || vm.run(target, keys, argv, client, &mut caller, Some(watch), out));
         registry.end(&running);
         let undeclared = caller.undeclared.take();
         match r {
@@ -386,11 +447,7 @@ fn script(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             scripts.flush();
             push_simple(out, "OK");
         }
-        "kill" => match scripts.runs.kill() {
-            Kill::NotBusy => push_error(out, b"NOTBUSY No scripts in execution right now."),
-            Kill::Unkillable => push_error(out, ERR_UNKILLABLE.as_bytes()),
-            Kill::Killed => push_simple(out, "OK"),
-        },
+        "kill" => kill(scripts, out),
         "debug" => {
             if !is_any(&args[2], &["yes", "sync", "no"]) {
                 return push_error(out, b"ERR Use SCRIPT DEBUG YES/SYNC/NO");
@@ -423,6 +480,15 @@ fn script(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
-fn is_any(a: &[u8], names: &[&str]) -> bool {
+/// SCRIPT KILL and FUNCTION KILL.
+pub(crate) fn kill(scripts: &amalgam_script::Scripts, out: &mut Vec<u8>) {
+    match scripts.runs.kill() {
+        Kill::NotBusy => push_error(out, b"NOTBUSY No scripts in execution right now."),
+        Kill::Unkillable => push_error(out, ERR_UNKILLABLE.as_bytes()),
+        Kill::Killed => push_simple(out, "OK"),
+    }
+}
+
+pub(crate) fn is_any(a: &[u8], names: &[&str]) -> bool {
     names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes()))
 }

@@ -573,15 +573,16 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("maxmemory_policy", &maxmemory_policy(shared.store.eviction()));
                 field("amalgam_eviction", &shared.store.eviction());
                 // Scripting (resp/script.rs): the workers' Lua states and
-                // the cached bodies; no FUNCTION libraries yet.
+                // the cached bodies; FUNCTION's libraries.
                 let lua = shared.scripts.lua_bytes();
                 let bodies = shared.scripts.body_bytes();
                 field("used_memory_lua", &lua);
                 field("used_memory_lua_human", &human(lua));
                 field("used_memory_scripts_eval", &bodies);
                 field("number_of_cached_scripts", &shared.scripts.len());
-                field("number_of_functions", &0);
-                field("number_of_libraries", &0);
+                let (libraries, functions) = shared.scripts.functions.counts();
+                field("number_of_functions", &functions);
+                field("number_of_libraries", &libraries);
                 field("used_memory_vm_functions", &0);
                 field("used_memory_scripts", &bodies);
                 field("used_memory_scripts_human", &human(bodies as u64));

@@ -1,0 +1,173 @@
+//! FUNCTION LOAD | DELETE | FLUSH | LIST | STATS | KILL | HELP, Redis
+//! 7.0's replies (the libraries: amalgam-script `functions.rs`; FCALL:
+//! `resp/script.rs`). FUNCTION DUMP and RESTORE are not served yet, and
+//! the libraries are neither persisted nor replicated yet (issue 34).
+
+use super::script::{is_any, kill, with_vm};
+use super::table::Cmd;
+use super::{help, sub, Arg, Ctx};
+use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
+use amalgam_script::functions::{library_name, Library};
+use std::sync::Arc;
+
+pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> super::After {
+    let Some(name) = sub(Cmd::Function, args, out) else { return super::After::Continue };
+    let scripts = &ctx.shared.scripts;
+    let proto = ctx.session.proto;
+    match name {
+        "load" => load(ctx, args, out),
+        "delete" => match scripts.functions.delete(&String::from_utf8_lossy(&args[2])) {
+            Ok(()) => push_simple(out, "OK"),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
+        "flush" => {
+            if args.len() > 3 || (args.len() == 3 && !is_any(&args[2], &["sync", "async"])) {
+                push_error(out, b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+            } else {
+                scripts.functions.flush();
+                push_simple(out, "OK");
+            }
+        }
+        "list" => list(ctx, args, proto, out),
+        "stats" => {
+            let (libs, fns) = scripts.functions.counts();
+            push_map(out, 2, proto);
+            push_bulk(out, b"running_script");
+            push_null(out, proto);
+            push_bulk(out, b"engines");
+            push_map(out, 1, proto);
+            push_bulk(out, b"LUA");
+            push_map(out, 2, proto);
+            push_bulk(out, b"libraries_count");
+            push_int(out, libs as i64);
+            push_bulk(out, b"functions_count");
+            push_int(out, fns as i64);
+        }
+        "kill" => kill(scripts, out),
+        _ => help(
+            &[
+                "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "LOAD [REPLACE] <FUNCTION CODE>",
+                "    Create a new library with the given library name and code.",
+                "DELETE <LIBRARY NAME>",
+                "    Delete the given library.",
+                "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+                "    Return general information on all the libraries:",
+                "    * Library name",
+                "    * The engine used to run the Library",
+                "    * Library description",
+                "    * Functions list",
+                "    * Library code (if WITHCODE is given)",
+                "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+                "STATS",
+                "    Return information about the current function running:",
+                "    * Function name",
+                "    * Command used to run the function",
+                "    * Duration in MS that the function is running",
+                "    If no function is running, return nil",
+                "    In addition, returns a list of available engines.",
+                "KILL",
+                "    Kill the current running function.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Delete all the libraries.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the libraries.",
+                "    * SYNC: Synchronously flush the libraries.",
+                "HELP",
+                "    Prints this help.",
+            ],
+            out,
+        ),
+    }
+    super::After::Continue
+}
+
+/// FUNCTION LOAD [REPLACE] code: run on this worker's state (which checks
+/// the code and collects what it registers), then shared.
+fn load(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let (replace, code) = match args.len() {
+        3 => (false, &args[2]),
+        4 if is_any(&args[2], &["replace"]) => (true, &args[3]),
+        4 => {
+            return push_error(
+                out,
+                format!("ERR Unknown option given: {}", String::from_utf8_lossy(&args[2])).as_bytes(),
+            )
+        }
+        _ => return push_error(out, b"ERR wrong number of arguments for 'function|load' command"),
+    };
+    let name = match library_name(code) {
+        Ok(n) => n,
+        Err(e) => return push_error(out, e.as_bytes()),
+    };
+    let scripts = &ctx.shared.scripts;
+    let loaded = with_vm(scripts.generation(), |vm| vm.load_library(code));
+    let functions = match loaded {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => return push_error(out, e.as_bytes()),
+        Err(e) => return push_error(out, format!("ERR Lua could not start: {e}").as_bytes()),
+    };
+    let lib = Library { name: name.clone(), code: Arc::from(&code[..]), functions };
+    match scripts.functions.add(lib, replace) {
+        Ok(()) => push_bulk(out, name.as_bytes()),
+        Err(e) => push_error(out, e.as_bytes()),
+    }
+}
+
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
+fn list(ctx: &Ctx<'_>, args: &[Arg<'_>], proto: Proto, out: &mut Vec<u8>) {
+    let mut pattern: Option<&[u8]> = None;
+    let mut with_code = false;
+    let mut i = 2;
+    // Bounded: each step consumes one or two arguments.
+    while i < args.len() {
+        if is_any(&args[i], &["withcode"]) && !with_code {
+            with_code = true;
+            i += 1;
+        } else if is_any(&args[i], &["libraryname"]) && pattern.is_none() && i + 1 < args.len() {
+            pattern = Some(&args[i + 1]);
+            i += 2;
+        } else {
+            let e = format!("ERR Unknown argument {}", String::from_utf8_lossy(&args[i]));
+            return push_error(out, e.as_bytes());
+        }
+    }
+    let libs: Vec<_> = ctx
+        .shared
+        .scripts
+        .functions
+        .list()
+        .into_iter()
+        .filter(|l| pattern.is_none_or(|p| amalgam_commands::glob::matches(p, l.name.as_bytes(), false)))
+        .collect();
+    push_array(out, libs.len());
+    for lib in &libs {
+        push_map(out, if with_code { 4 } else { 3 }, proto);
+        push_bulk(out, b"library_name");
+        push_bulk(out, lib.name.as_bytes());
+        push_bulk(out, b"engine");
+        push_bulk(out, b"LUA");
+        push_bulk(out, b"functions");
+        push_array(out, lib.functions.len());
+        for f in &lib.functions {
+            push_map(out, 3, proto);
+            push_bulk(out, b"name");
+            push_bulk(out, f.name.as_bytes());
+            push_bulk(out, b"description");
+            match &f.description {
+                Some(d) => push_bulk(out, d.as_bytes()),
+                None => push_null(out, proto),
+            }
+            push_bulk(out, b"flags");
+            amalgam_protocol::resp::push_set(out, f.flags.len(), proto);
+            for flag in &f.flags {
+                push_simple(out, flag);
+            }
+        }
+        if with_code {
+            push_bulk(out, b"library_code");
+            push_bulk(out, &lib.code);
+        }
+    }
+}
