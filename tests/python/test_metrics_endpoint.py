@@ -187,3 +187,28 @@ def test_only_get_of_metrics_is_served(server):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(urllib.request.Request(base + "/metrics", data=b"x", method="POST"), timeout=5)
     assert e.value.code == 405
+
+
+def test_scripting_section(server):
+    import redis
+
+    r = redis.Redis(host="127.0.0.1", port=server["resp"], socket_timeout=5)
+    before = samples(scrape(server))
+    sha = r.script_load("return redis.call('incr', KEYS[1])")
+    assert r.evalsha(sha, 1, "metrics:script") >= 1
+    lib = "#!lua name=metricslib\nredis.register_function('metrics_fn', function(keys) return 1 end)"
+    assert r.function_load(lib, replace=True) in (b"metricslib", "metricslib")
+    assert r.fcall("metrics_fn", 0) == 1
+    after = samples(scrape(server))
+    assert value(after, "amalgam_scripts_cached") >= 1
+    assert value(after, "amalgam_scripts_cached_bytes") > 0
+    assert value(after, "amalgam_lua_memory_bytes") > 0
+    assert value(after, "amalgam_function_libraries") >= 1
+    assert value(after, "amalgam_functions") >= 1
+    assert value(after, "amalgam_scripts_busy") == 0
+    # The script's INCR counts as a command of its own, as in Redis.
+    incr_before = before.get(("redis_commands_total", frozenset({("cmd", "incr")})), 0)
+    assert value(after, "redis_commands_total", cmd="incr") - incr_before == 1
+    assert value(after, "redis_commands_total", cmd="evalsha") >= 1
+    r.function_delete("metricslib")
+    r.close()

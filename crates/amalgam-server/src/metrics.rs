@@ -451,6 +451,20 @@ pub fn render(shared: &Shared) -> String {
         "Full passes of the expiry sweep over the table.",
         engine.expiry_sweeps,
     );
+    // Scripting (resp/script.rs, crate amalgam-script).
+    let scripts = &shared.scripts;
+    let (libraries, functions) = scripts.functions.counts();
+    x.one("amalgam_scripts_cached", "gauge", "Lua scripts in the script cache (EVAL, SCRIPT LOAD).", scripts.len());
+    x.one("amalgam_scripts_cached_bytes", "gauge", "Bytes of the cached scripts' bodies.", scripts.body_bytes());
+    x.one("amalgam_lua_memory_bytes", "gauge", "Bytes the workers' Lua states hold.", scripts.lua_bytes());
+    x.one("amalgam_function_libraries", "gauge", "FUNCTION libraries loaded.", libraries);
+    x.one("amalgam_functions", "gauge", "Functions the loaded libraries registered.", functions);
+    x.one(
+        "amalgam_scripts_busy",
+        "gauge",
+        "1 while some script runs past busy-reply-threshold.",
+        u8::from(scripts.runs.busy()),
+    );
     let persist = shared.persist.as_ref().map(|p| p.stats());
     x.one("amalgam_persistence_enabled", "gauge", "1 with --dir.", u8::from(persist.is_some()));
     if let Some(p) = persist {
