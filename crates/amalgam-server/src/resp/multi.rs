@@ -264,6 +264,7 @@ fn exec(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) -> After {
 /// True if `spec` can name more than one key (several key
 /// specifications, or one that spans a range or a count of keys). Cheap:
 /// looks at the static row only.
+#[inline]
 pub(crate) fn may_name_several_keys(spec: &Spec) -> bool {
     match spec.keys {
         [] => false,
