@@ -4,29 +4,33 @@
 # Installs what the tests need beyond the Rust toolchain (memcached,
 # libmemcached-tools, redis-server, redis-sentinel and redis-tools from apt;
 # promtool out of Debian's prometheus package; pymemcache / meta-memcache /
-# redis / pytest / prometheus_client from pip; each only if missing), then
+# redis / pytest / prometheus_client / limits from pip; ioredis, with npm,
+# into tests/node when node is installed; each only if missing), then
 # runs formatting and lint checks, every crate's unit, integration and doc
 # tests, and the loom models of the concurrency core. Then the black-box
 # server tests again against Debian's memcached (proof that their
 # expectations are memcached's), the RESP black-box tests against Debian's
 # redis-server 7 (proof that theirs are Redis's), the Python client tests
-# against amalgam, memcached and redis-server, the replication and Sentinel
-# failover tests against redis-server (and amalgam, once it has
-# --replicaof), and libmemcached's memccapable (ascii and binary protocols)
-# against amalgam. Ends with one summary line "tests: N passed, N failed"
-# that counts cargo's tests, pytest's and memccapable's cases.
+# against amalgam, memcached and redis-server, the Node client tests
+# (tests/node, node --test) against amalgam and redis-server, the
+# replication and Sentinel failover tests against redis-server (and
+# amalgam, once it has --replicaof), and libmemcached's memccapable (ascii
+# and binary protocols) against amalgam. Ends with one summary line
+# "tests: N passed, N failed" that counts cargo's tests, pytest's, node
+# --test's and memccapable's cases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log=$(mktemp)
 pylog=$(mktemp)
+nodelog=$(mktemp)
 capable_log=$(mktemp)
 pids=()
 repl_log=""
 repl_pid=""
 cleanup() {
   for pid in "${pids[@]}" $repl_pid; do kill "$pid" 2>/dev/null || true; done
-  rm -f "$log" "$pylog" "$capable_log" ${repl_log:+"$repl_log"}
+  rm -f "$log" "$pylog" "$nodelog" "$capable_log" ${repl_log:+"$repl_log"}
 }
 trap cleanup EXIT
 
@@ -67,13 +71,35 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "warning: no apt-get; install ${apt_missing[*]} yourself; the steps that need them are skipped"
   fi
 fi
-if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest, prometheus_client' >/dev/null 2>&1; then
-  step "installing pymemcache meta-memcache redis pytest prometheus_client (pip)"
+if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest, prometheus_client, limits' >/dev/null 2>&1; then
+  step "installing pymemcache meta-memcache redis pytest prometheus_client limits (pip)"
   # prometheus_client: its parser reads /metrics in test_metrics_endpoint.py.
-  pkgs=(pymemcache meta-memcache redis pytest prometheus_client)
+  # limits: the rate limiter of tests/python/test_redis_py_limits.py.
+  pkgs=(pymemcache meta-memcache redis pytest prometheus_client limits)
   python3 -m pip install -q "${pkgs[@]}" >/dev/null 2>&1 ||
     python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
     echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"
+fi
+# The Node client tests (tests/node: ioredis, at the version
+# tests/node/package-lock.json pins) need node and npm; without them, or
+# when npm cannot install, their steps are skipped with a note. npm ci
+# runs only when node_modules is older than the lock file (npm ci writes
+# node_modules/.package-lock.json).
+node_ok=""
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; then
+    step "installing tests/node's packages (npm ci)"
+    if (cd tests/node && { npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1 ||
+      npm install --no-audit --no-fund --loglevel=error >/dev/null 2>&1; }); then
+      node_ok=1
+    else
+      echo "warning: could not npm install tests/node's packages; the Node client tests are skipped"
+    fi
+  else
+    node_ok=1
+  fi
+else
+  echo "note: node or npm not installed: the Node client tests (tests/node) are skipped"
 fi
 # promtool, for `promtool check metrics` on /metrics
 # (tests/python/test_metrics_endpoint.py, counted with pytest's tests):
@@ -146,6 +172,13 @@ start_redis() {
 pytest_against() {
   AMALGAM_TEST_ADDR="$1" AMALGAM_TEST_RESP_ADDR="${2:-}" AMALGAM_TEST_RESP_AUTH_ADDR="${3:-}" \
     python3 -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee -a "$pylog"
+}
+# node --test over tests/node's files against the RESP server at $1; its
+# TAP summary ("# pass N", "# fail N") goes to $nodelog for the tally.
+# The files are named: given a folder, node 20 runs only the files named
+# like tests (*.test.mjs, test-*.mjs ...).
+node_against() {
+  AMALGAM_TEST_RESP_ADDR="$1" node --test --test-reporter=tap tests/node/*.mjs 2>&1 | tee -a "$nodelog"
 }
 
 # ---------------------------------------------------------------- tests
@@ -220,6 +253,10 @@ if [ -n "$redis_server_bin" ]; then
   step "redis-py (pytest tests/python/test_redis_py*.py) against redis-server"
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
     python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py*.py 2>&1 | tee -a "$pylog" || status=1
+  if [ -n "$node_ok" ]; then
+    step "ioredis (node --test tests/node) against redis-server"
+    node_against "127.0.0.1:$port" || status=1
+  fi
 else
   echo "note: redis-server not installed: the RESP black-box tests ran against amalgam only"
 fi
@@ -251,6 +288,11 @@ repl_bin=""
 if grep -q -- --replicaof <<<"$amalgam_help"; then repl_bin=$amalgam_bin; fi
 AMALGAM_TEST_SHARD_BIN="$amalgam_bin" AMALGAM_TEST_REPL_BIN="$repl_bin" \
   pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
+
+if [ -n "$node_ok" ]; then
+  step "ioredis (node --test tests/node) against amalgam"
+  node_against "127.0.0.1:$resp_port" || status=1
+fi
 
 if [ -n "$memccapable_bin" ]; then
   step "memccapable -a (libmemcached's ascii conformance) against amalgam"
@@ -303,12 +345,16 @@ cargo_failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}' |
 py_summary=$(grep -E '^[0-9]+ (passed|failed|error|errors|skipped)|no tests ran' "$pylog" || true)
 py_passed=$(grep -Eo '[0-9]+ passed' <<<"$py_summary" | awk '{s+=$1} END {print s+0}' || true)
 py_failed=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$py_summary" | awk '{s+=$1} END {print s+0}' || true)
+# node --test ends each run with "# pass N", "# fail N", "# cancelled N"
+# (a test a failing hook or a timeout cut short: counted as failed).
+node_passed=$(grep -Eo '^# pass [0-9]+' "$nodelog" | awk '{s+=$3} END {print s+0}' || true)
+node_failed=$(grep -Eo '^# (fail|cancelled) [0-9]+' "$nodelog" | awk '{s+=$3} END {print s+0}' || true)
 cap_passed=$(grep -c '\[pass\]' "$capable_log" || true)
 cap_failed=$(grep -c '\[FAIL\]' "$capable_log" || true)
-passed=$((cargo_passed + py_passed + cap_passed + fuzz_passed))
-failed=$((cargo_failed + py_failed + cap_failed + fuzz_failed))
+passed=$((cargo_passed + py_passed + node_passed + cap_passed + fuzz_passed))
+failed=$((cargo_failed + py_failed + node_failed + cap_failed + fuzz_failed))
 echo
-echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed"
+echo "cargo: ${cargo_passed} passed, ${cargo_failed} failed; pytest: ${py_passed} passed, ${py_failed} failed; node: ${node_passed} passed, ${node_failed} failed; memccapable: ${cap_passed} passed, ${cap_failed} failed; fuzz: ${fuzz_passed} passed, ${fuzz_failed} failed"
 echo "took ${SECONDS}s"
 echo "tests: ${passed} passed, ${failed} failed"
 [ "$status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
