@@ -176,6 +176,17 @@ pub fn decode(payload: &[u8]) -> Result<Payload, DumpError> {
 /// refusing it once what it decodes to passes `budget` bytes (module
 /// notes).
 pub fn decode_within(payload: &[u8], budget: usize) -> Result<Payload, DumpError> {
+    let body = checked_body(payload)?;
+    let mut r = Reader { buf: body, pos: 0, budget, over: false };
+    let v = r.object().ok_or(if r.over { DumpError::TooLarge } else { DumpError::BadFormat })?;
+    // Redis ignores bytes between the object and the footer (its rio
+    // reads what the object needs); so does this.
+    Ok(v)
+}
+
+/// The payload's body once its footer (version, CRC) is checked (Redis's
+/// `verifyDumpPayload`).
+fn checked_body(payload: &[u8]) -> Result<&[u8], DumpError> {
     if payload.len() < FOOTER_BYTES {
         return Err(DumpError::VersionOrChecksum);
     }
@@ -190,11 +201,56 @@ pub fn decode_within(payload: &[u8], budget: usize) -> Result<Payload, DumpError
     if crc64(&payload[..crc_at]) != u64::from_le_bytes(stored) {
         return Err(DumpError::VersionOrChecksum);
     }
-    let mut r = Reader { buf: &payload[..body_end], pos: 0, budget, over: false };
-    let v = r.object().ok_or(if r.over { DumpError::TooLarge } else { DumpError::BadFormat })?;
-    // Redis ignores bytes between the object and the footer (its rio
-    // reads what the object needs); so does this.
-    Ok(v)
+    Ok(&payload[..body_end])
+}
+
+/// `RDB_OPCODE_FUNCTION2`: one library's code, in a FUNCTION DUMP payload
+/// (and in an RDB file, before the keys).
+pub const OPCODE_FUNCTION2: u8 = 245;
+
+/// `RDB_OPCODE_FUNCTION_PRE_GA`: Redis 7.0's release candidates' form,
+/// which Redis 7.0 refuses too.
+pub const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+
+/// Why a FUNCTION RESTORE payload was refused (beyond its footer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionsError {
+    /// `ERR DUMP payload version or checksum are wrong`.
+    VersionOrChecksum,
+    /// `ERR Pre-GA function format not supported`.
+    PreGa,
+    /// `ERR given type is not a function`.
+    NotAFunction,
+    /// A library's code does not decode.
+    BadFormat,
+}
+
+/// FUNCTION DUMP's payload: each library's code after
+/// [`OPCODE_FUNCTION2`], then the footer (Redis 7.0's
+/// `functionDumpCommand`).
+pub fn encode_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut w = Writer { out: Vec::new() };
+    for code in codes {
+        w.out.push(OPCODE_FUNCTION2);
+        w.raw(code);
+    }
+    w.finish()
+}
+
+/// FUNCTION RESTORE's payload read back: each library's code, in order.
+pub fn decode_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsError> {
+    let body = checked_body(payload).map_err(|_| FunctionsError::VersionOrChecksum)?;
+    let mut r = Reader { buf: body, pos: 0, budget: DECODED_BYTES_MAX_DEFAULT, over: false };
+    let mut codes = Vec::new();
+    // Bounded: each step consumes at least two bytes of the body.
+    while r.left() > 0 {
+        match r.byte() {
+            Some(OPCODE_FUNCTION2) => codes.push(r.string().ok_or(FunctionsError::BadFormat)?),
+            Some(OPCODE_FUNCTION_PRE_GA) => return Err(FunctionsError::PreGa),
+            _ => return Err(FunctionsError::NotAFunction),
+        }
+    }
+    Ok(codes)
 }
 
 /// A cursor over a payload's body. Every method answers `None` for

@@ -13,9 +13,11 @@
 //! generation and every worker drops its loaded functions before its next
 //! call.
 //!
-//! Not yet (issue 34's next step): FUNCTION DUMP / RESTORE (Redis's
-//! payload), and persistence and replication of the libraries; they live
-//! until the server stops.
+//! FUNCTION DUMP and RESTORE move the libraries in Redis 7.0's payload
+//! (amalgam-persist's `rdb::encode_functions`): a dump from redis-server
+//! restores here and the other way round. Not yet (issue 34's next
+//! step): persistence and replication of the libraries; they live until
+//! the server stops.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +25,18 @@ use std::sync::{Arc, Mutex};
 
 /// The shebang flags Redis 7.0 knows.
 pub const FLAGS: [&str; 5] = ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+/// FUNCTION RESTORE's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Add the libraries; one that exists already aborts the restore (the
+    /// default).
+    Append,
+    /// Add them, in place of those of the same names.
+    Replace,
+    /// Delete every library first.
+    Flush,
+}
 
 /// What a library registered for one function.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +101,37 @@ impl Libraries {
             st.owner.insert(f.name.clone(), lib.name.clone());
         }
         st.libs.insert(lib.name.clone(), Arc::new(lib));
+        self.generation.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// FUNCTION RESTORE: `libs` (each checked by a worker's load) added
+    /// all or none, by `policy`. Errors are Redis's texts.
+    pub fn restore(&self, libs: Vec<Library>, policy: Policy) -> Result<(), String> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = match policy {
+            Policy::Flush => State::default(),
+            Policy::Append | Policy::Replace => State { libs: st.libs.clone(), owner: st.owner.clone() },
+        };
+        for lib in libs {
+            if let Some(old) = next.libs.get(&lib.name) {
+                if policy != Policy::Replace {
+                    return Err(format!("ERR Library {} already exists", lib.name));
+                }
+                for f in &old.functions {
+                    next.owner.remove(&f.name);
+                }
+                next.libs.remove(&lib.name);
+            }
+            for f in &lib.functions {
+                if next.owner.contains_key(&f.name) {
+                    return Err(format!("ERR Function {} already exists", f.name));
+                }
+                next.owner.insert(f.name.clone(), lib.name.clone());
+            }
+            next.libs.insert(lib.name.clone(), Arc::new(lib));
+        }
+        *st = next;
         self.generation.fetch_add(1, Ordering::Release);
         Ok(())
     }

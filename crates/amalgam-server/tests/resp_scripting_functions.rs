@@ -1,7 +1,8 @@
 //! Redis 7.0 Functions, black-box: FUNCTION LOAD (the `#!lua name=`
 //! shebang, REPLACE, `redis.register_function` in both forms, flags and
 //! descriptions, every load error), FCALL and FCALL_RO (the `no-writes`
-//! flag), FUNCTION LIST / DELETE / FLUSH / STATS / KILL, the shebang of
+//! flag), FUNCTION LIST / DELETE / FLUSH / STATS / KILL / DUMP / RESTORE
+//! (Redis's payload, both ways), the shebang of
 //! EVAL scripts (`#!lua flags=no-writes`), and a library loaded through
 //! one connection called from others (other workers).
 //!
@@ -93,7 +94,53 @@ fn functions_load_call_list_delete() {
     assert_eq!(c.call(&["FCALL", "fn_f", "0"]), error("ERR Function not found"));
     assert_eq!(c.call(&["FUNCTION", "LIST"]), "*0\r\n");
     a_library_loaded_on_one_connection_serves_every_connection(&server, &mut c);
+    dump_and_restore_move_redis_s_payload(&mut c);
     assert_eq!(c.call(&["FUNCTION", "FLUSH", "ASYNC"]), OK);
+}
+
+/// redis-server 7.0.15's FUNCTION DUMP of the one library
+/// `#!lua name=dlib\nredis.register_function('dfn', function() return 1 end)`.
+const REDIS_DUMP_HEX: &str = "f5404723216c7561206e616d653d646c69620a72656469732e72656769737465725f66756e6374696f6e\
+                              282764666e272c2066756e6374696f6e28292072657475726e203120656e64290a003109be18ac207abf";
+
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+/// FUNCTION DUMP / RESTORE: Redis's payload restores here, and the dump
+/// of the same library is Redis's, byte for byte (so it restores in
+/// Redis); part of [`functions_load_call_list_delete`].
+fn dump_and_restore_move_redis_s_payload(c: &mut Resp) {
+    let payload = unhex(REDIS_DUMP_HEX);
+    let restore = |c: &mut Resp, policy: Option<&[u8]>| {
+        let mut args: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &payload];
+        args.extend(policy);
+        c.call_raw(&encode(&args))
+    };
+    assert_eq!(c.call(&["FUNCTION", "FLUSH"]), OK);
+    assert_eq!(restore(c, None), OK);
+    assert_eq!(c.call(&["FCALL", "dfn", "0"]), int(1));
+    c.send(&["FUNCTION", "DUMP"]);
+    let mut want = format!("${}\r\n", payload.len()).into_bytes();
+    want.extend_from_slice(&payload);
+    want.extend_from_slice(b"\r\n");
+    assert_eq!(c.reply_bytes(), want, "FUNCTION DUMP is Redis's payload");
+    assert_eq!(restore(c, None), error("ERR Library dlib already exists"));
+    assert_eq!(restore(c, Some(b"APPEND")), error("ERR Library dlib already exists"));
+    assert_eq!(restore(c, Some(b"REPLACE")), OK);
+    assert_eq!(restore(c, Some(b"FLUSH")), OK);
+    assert_eq!(
+        restore(c, Some(b"BOGUS")),
+        error("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+    );
+    assert_eq!(c.call(&["FUNCTION", "RESTORE", "bad"]), error("ERR DUMP payload version or checksum are wrong"));
+    assert_eq!(c.call(&["FUNCTION", "FLUSH"]), OK);
+    c.send(&["FUNCTION", "DUMP"]);
+    let mut empty = b"$10\r\n".to_vec();
+    empty.extend_from_slice(&unhex("0a005d9b5c400f7fa2da"));
+    empty.extend_from_slice(b"\r\n");
+    assert_eq!(c.reply_bytes(), empty, "the dump of no library");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 280] = [
+pub(super) static DOCS: [Doc; 282] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -610,6 +610,7 @@ pub(super) static DOCS: [Doc; 280] = [
         ],
         ..doc("function|delete", Some("O(1)"))
     },
+    doc("function|dump", Some("O(N) where N is the number of functions")),
     Doc {
         arguments: &[
             arg("async", Oneof).optional().args(&[
@@ -634,6 +635,17 @@ pub(super) static DOCS: [Doc; 280] = [
             arg("function-code", Str),
         ],
         ..doc("function|load", Some("O(1) (considering compilation time is redundant)"))
+    },
+    Doc {
+        arguments: &[
+            arg("serialized-value", Str),
+            arg("policy", Oneof).optional().args(&[
+                arg("flush", PureToken).token("FLUSH"),
+                arg("append", PureToken).token("APPEND"),
+                arg("replace", PureToken).token("REPLACE"),
+            ]),
+        ],
+        ..doc("function|restore", Some("O(N) where N is the number of functions on the payload"))
     },
     doc("function|stats", Some("O(1)")),
     Doc {

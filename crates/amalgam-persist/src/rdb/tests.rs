@@ -353,3 +353,23 @@ fn what_a_payload_decodes_to_is_held_to_the_budget() {
     let cut = with_footer(&body[..body.len() - 1], RDB_VERSION);
     assert_eq!(decode_within(&cut, 0), Err(DumpError::BadFormat));
 }
+
+#[test]
+fn function_payloads_are_redis_s() {
+    // redis-server 7.0.15's FUNCTION DUMP of one library.
+    let code = b"#!lua name=dlib\nredis.register_function('dfn', function() return 1 end)";
+    let redis = hex("f5404723216c7561206e616d653d646c69620a72656469732e72656769737465725f66756e6374696f6e282764666e272c2066756e6374696f6e28292072657475726e203120656e64290a003109be18ac207abf");
+    assert_eq!(encode_functions([&code[..]]), redis);
+    assert_eq!(decode_functions(&redis), Ok(vec![code.to_vec()]));
+    // No library: the footer alone, as Redis's.
+    assert_eq!(encode_functions([]), hex("0a005d9b5c400f7fa2da"));
+    assert_eq!(decode_functions(&hex("0a005d9b5c400f7fa2da")), Ok(vec![]));
+    let mut bad = redis.clone();
+    bad[3] ^= 1;
+    assert_eq!(decode_functions(&bad), Err(FunctionsError::VersionOrChecksum));
+    assert_eq!(decode_functions(&Writer::string(b"x")), Err(FunctionsError::NotAFunction));
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}

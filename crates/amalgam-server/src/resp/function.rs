@@ -1,7 +1,8 @@
 //! FUNCTION LOAD | DELETE | FLUSH | LIST | STATS | KILL | HELP, Redis
 //! 7.0's replies (the libraries: amalgam-script `functions.rs`; FCALL:
-//! `resp/script.rs`). FUNCTION DUMP and RESTORE are not served yet, and
-//! the libraries are neither persisted nor replicated yet (issue 34).
+//! `resp/script.rs`). DUMP and RESTORE move the libraries in Redis 7.0's
+//! payload; the libraries are neither persisted nor replicated yet (issue
+//! 34).
 
 use super::script::{is_any, kill, with_vm};
 use super::table::Cmd;
@@ -44,6 +45,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> sup
             push_int(out, fns as i64);
         }
         "kill" => kill(scripts, out),
+        "dump" => {
+            let libs = scripts.functions.list();
+            push_bulk(out, &amalgam_persist::rdb::encode_functions(libs.iter().map(|l| &l.code[..])));
+        }
+        "restore" => restore(ctx, args, out),
         _ => help(
             &[
                 "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -74,6 +80,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> sup
                 "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
                 "    * ASYNC: Asynchronously flush the libraries.",
                 "    * SYNC: Synchronously flush the libraries.",
+                "DUMP",
+                "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+                "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+                "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+                "    control how to handle existing libraries (default APPEND):",
+                "    * FLUSH: delete all existing libraries.",
+                "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+                "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+                "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+                "      in case of functions name collision with another library).",
                 "HELP",
                 "    Prints this help.",
             ],
@@ -111,6 +127,53 @@ fn load(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let lib = Library { name: name.clone(), code: Arc::from(&code[..]), functions };
     match scripts.functions.add(lib, replace) {
         Ok(()) => push_bulk(out, name.as_bytes()),
+        Err(e) => push_error(out, e.as_bytes()),
+    }
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: every library in the
+/// payload loaded on this worker's state (checked as FUNCTION LOAD checks
+/// it), then applied all or none.
+fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_persist::rdb::{decode_functions, FunctionsError};
+    use amalgam_script::functions::Policy;
+    let policy = match args.get(3) {
+        None => Policy::Append,
+        Some(p) if is_any(p, &["append"]) => Policy::Append,
+        Some(p) if is_any(p, &["replace"]) => Policy::Replace,
+        Some(p) if is_any(p, &["flush"]) => Policy::Flush,
+        Some(_) => {
+            return push_error(out, b"ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+        }
+    };
+    if args.len() > 4 {
+        return push_error(out, b"ERR wrong number of arguments for 'function|restore' command");
+    }
+    let codes = match decode_functions(&args[2]) {
+        Ok(c) => c,
+        Err(FunctionsError::VersionOrChecksum) => {
+            return push_error(out, b"ERR DUMP payload version or checksum are wrong")
+        }
+        Err(FunctionsError::PreGa) => return push_error(out, b"ERR Pre-GA function format not supported"),
+        Err(FunctionsError::NotAFunction) => return push_error(out, b"ERR given type is not a function"),
+        Err(FunctionsError::BadFormat) => return push_error(out, b"ERR Bad data format"),
+    };
+    let scripts = &ctx.shared.scripts;
+    let mut libs = Vec::with_capacity(codes.len());
+    for code in codes {
+        let name = match library_name(&code) {
+            Ok(n) => n,
+            Err(e) => return push_error(out, e.as_bytes()),
+        };
+        let functions = match with_vm(scripts.generation(), |vm| vm.load_library(&code)) {
+            Ok(Ok(f)) => f,
+            Ok(Err(e)) => return push_error(out, e.as_bytes()),
+            Err(e) => return push_error(out, format!("ERR Lua could not start: {e}").as_bytes()),
+        };
+        libs.push(Library { name, code: Arc::from(code), functions });
+    }
+    match scripts.functions.restore(libs, policy) {
+        Ok(()) => push_simple(out, "OK"),
         Err(e) => push_error(out, e.as_bytes()),
     }
 }

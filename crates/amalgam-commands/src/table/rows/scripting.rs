@@ -316,6 +316,33 @@ pub(super) const ROWS: &[Spec] = &[
                     "Return information about the function currently running (name, description, duration)"
                 )
             },
+            Spec {
+                acl: &["@scripting"],
+                ..spec!(
+                    Function,
+                    "function|dump",
+                    2,
+                    &["noscript"],
+                    (0, 0, 0),
+                    "scripting",
+                    "7.0.0",
+                    "Dump all functions into a serialized binary payload"
+                )
+            },
+            Spec {
+                acl: &["@scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..spec!(
+                    Function,
+                    "function|restore",
+                    -3,
+                    &["write", "denyoom", "noscript"],
+                    (0, 0, 0),
+                    "scripting",
+                    "7.0.0",
+                    "Restore all the functions on the given payload"
+                )
+            },
         ],
         ..spec!(Function, "function", -2, &[], (0, 0, 0), "scripting", "7.0.0", "A container for function commands")
     },
