@@ -33,6 +33,8 @@
 //!   2 DELETE    u8 klen | key
 //!   3 FLUSH     u64 fence_cas
 //!   4 FLUSH_AT  u32 at (unix s)
+//!   11 FUNCTIONS payload       (version 6, log only: every FUNCTION library
+//!               as FUNCTION DUMP's payload; the last one read wins)
 //!   0x7F END    u64 items        (snapshot only: its last record; absent = incomplete)
 //! ```
 //! All integers little-endian. A record is accepted only whole and with a
@@ -48,7 +50,11 @@ use amalgam_engine::{Expiry, ItemRef, KEY_BYTES_MAX, TAG_BYTES, TAG_OBJECT, TAG_
 /// version says "not for you" first. Version 2 added the header checksum
 /// (version 1 headers were not covered by any CRC, so a flipped `log_seq`
 /// went unnoticed).
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
+/// Version 6 added the FUNCTIONS record (the FUNCTION libraries, issue
+/// 34): a version 5 reader would call it corrupt and truncate the log
+/// there. The fifth version is still read: version 6 without FUNCTIONS.
+pub const VERSION_5: u32 = 5;
 /// Version 5 added the REPL_POS record (a replica's place in its
 /// primary's stream, issue 22): a version 4 reader would call it corrupt
 /// and truncate the log there. The fourth version is still read: version
@@ -114,6 +120,10 @@ pub const T_GETACK: u8 = 10;
 pub const REPLID_BYTES: usize = 40;
 /// Record type: end of a complete snapshot.
 pub const T_END: u8 = 0x7F;
+/// Every FUNCTION library, as FUNCTION DUMP's payload (`rdb::encode_functions`):
+/// written at each change of the libraries and at the head of the log
+/// segment a snapshot starts; the last one recovery reads is the set.
+pub const T_FUNCTIONS: u8 = 11;
 
 /// A log segment's file name.
 pub fn log_name(first_seq: u64) -> String {
@@ -182,10 +192,10 @@ pub fn parse_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
     match version {
         VERSION_1 if field != 0 => return Err("version 1 header with nonzero flags".into()),
         VERSION_1 => {}
-        VERSION | VERSION_4 | VERSION_3 | VERSION_2 if field != header_crc(h) => {
+        VERSION | VERSION_5 | VERSION_4 | VERSION_3 | VERSION_2 if field != header_crc(h) => {
             return Err("header checksum mismatch".into())
         }
-        VERSION | VERSION_4 | VERSION_3 | VERSION_2 => {}
+        VERSION | VERSION_5 | VERSION_4 | VERSION_3 | VERSION_2 => {}
         _ => return Err(format!("unknown format version {version}")),
     }
     Ok(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes")))
@@ -393,6 +403,11 @@ pub fn repl_pos(out: &mut Vec<u8>, replid: &str, offset: u64, cas_shift: u64) {
     frame(out, T_REPL_POS, &[&id, &offset.to_le_bytes(), &cas_shift.to_le_bytes()]);
 }
 
+/// Appends a FUNCTIONS record: every library, as FUNCTION DUMP's payload.
+pub fn functions(out: &mut Vec<u8>, payload: &[u8]) {
+    frame(out, T_FUNCTIONS, &[payload]);
+}
+
 /// Appends a GETACK record (stream only).
 pub fn getack(out: &mut Vec<u8>) {
     frame(out, T_GETACK, &[]);
@@ -480,6 +495,11 @@ pub enum Record<'a> {
     },
     /// The primary asks for an acknowledgement (stream only).
     GetAck,
+    /// Every FUNCTION library (version 6): FUNCTION DUMP's payload.
+    Functions {
+        /// The payload (`rdb::decode_functions` reads it).
+        payload: &'a [u8],
+    },
     /// End of a snapshot.
     End {
         /// Items the snapshot holds.
@@ -610,6 +630,7 @@ fn decode_body(body: &[u8]) -> Result<Record<'_>, Bad> {
             cas_shift: u64_at(REPLID_BYTES + 8),
         }),
         T_GETACK if p.is_empty() => Ok(Record::GetAck),
+        T_FUNCTIONS => Ok(Record::Functions { payload: p }),
         T_FLUSH | T_FLUSH_AT | T_END | T_REPL_POS | T_GETACK => bad("wrong payload length"),
         _ => bad("unknown record type"),
     }

@@ -207,6 +207,9 @@ pub struct Persistence {
     /// logged after each applied batch, and again after each snapshot's
     /// cut so the log from the cut always names one.
     repl_pos: Arc<Mutex<Option<(String, u64, u64)>>>,
+    /// The FUNCTION libraries as last noted ([`Persistence::note_functions`]),
+    /// written again at the head of each snapshot's log segment.
+    functions: Arc<Mutex<Option<Vec<u8>>>>,
     /// The snapshot schedule now (`set_schedule`): seconds between
     /// snapshots if anything changed, and changes that start one; 0: off.
     snapshot_every_ms: AtomicU64,
@@ -268,6 +271,7 @@ impl Persistence {
             request_cv: std::sync::Condvar::new(),
             wakers: Mutex::new(Vec::new()),
             repl_pos: Arc::new(Mutex::new(None)),
+            functions: Arc::new(Mutex::new(recovered.functions.clone())),
         });
         // Both, whatever the policy, since it may change at run time
         // (`set_fsync`): the fsync thread idles but under `everysec`, the
@@ -496,6 +500,14 @@ impl Persistence {
         self.log.append(|b| format::repl_pos(b, replid, offset, cas_shift));
     }
 
+    /// The FUNCTION libraries changed: logs them all (FUNCTION DUMP's
+    /// payload, `format::T_FUNCTIONS`), so recovery restores the set the
+    /// last change left (`Recovered::functions`).
+    pub fn note_functions(&self, payload: &[u8]) {
+        *self.functions.lock().unwrap_or_else(|e| e.into_inner()) = Some(payload.to_vec());
+        self.log.append(|b| format::functions(b, payload));
+    }
+
     /// Writes a snapshot now (Redis's SAVE), waiting for one already
     /// running to finish first.
     pub fn snapshot(&self) -> std::io::Result<SnapshotReport> {
@@ -509,7 +521,7 @@ impl Persistence {
         let _one = self.snapshot_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.snapshot_running.store(true, Ordering::Release);
         let pct = if paced { self.cfg.snapshot_cpu_percent } else { 100 };
-        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, pct, &self.repl_pos);
+        let r = snapshot::write_snapshot(&self.cfg.dir, &self.store, &self.log, pct, &self.repl_pos, &self.functions);
         self.snapshot_running.store(false, Ordering::Release);
         if let Ok(rep) = &r {
             self.last_snapshot_unix.store(unix_now(), Ordering::Relaxed);

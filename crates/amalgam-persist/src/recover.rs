@@ -59,6 +59,9 @@ pub struct Recovered {
     /// The last REPL_POS record replayed: a replica's (replication id,
     /// offset, CAS shift) that the recovered data holds at least.
     pub repl_pos: Option<(String, u64, u64)>,
+    /// The last FUNCTIONS record replayed: every FUNCTION library, as
+    /// FUNCTION DUMP's payload (the server loads them).
+    pub functions: Option<Vec<u8>>,
 }
 
 /// Reads framed records from a file, one at a time.
@@ -367,7 +370,7 @@ pub(crate) fn apply_record(store: &Store, rec: Record<'_>, t: &Thresholds) -> Re
         }
         Record::Flush { fence_cas } => store.restore_flush(fence_cas),
         Record::FlushAt { at } => store.flush_all_at(at),
-        Record::End { .. } | Record::ReplPos { .. } | Record::GetAck => {}
+        Record::End { .. } | Record::ReplPos { .. } | Record::GetAck | Record::Functions { .. } => {}
     }
     Ok(())
 }
@@ -533,6 +536,7 @@ fn replay_segment(
                 Record::ReplPos { replid, offset, cas_shift } => {
                     out.repl_pos = Some((String::from_utf8_lossy(replid).into_owned(), offset, cas_shift));
                 }
+                Record::Functions { payload } => out.functions = Some(payload.to_vec()),
                 Record::End { .. } => {
                     return Ok(SegmentEnd::Damaged {
                         end_seq: seq,

@@ -97,6 +97,7 @@ pub(crate) fn write_snapshot(
     log: &Log,
     cpu_percent: u32,
     repl_pos: &Mutex<Option<(String, u64, u64)>>,
+    functions: &Mutex<Option<Vec<u8>>>,
 ) -> std::io::Result<SnapshotReport> {
     let start = Instant::now();
     let tmp = dir.join(TMP_NAME);
@@ -130,6 +131,11 @@ pub(crate) fn write_snapshot(
             // twice on a resync from there is harmless: repl.rs).
             if let Some((id, offset, shift)) = repl_pos.lock().unwrap_or_else(|e| e.into_inner()).clone() {
                 log.append(|b| format::repl_pos(b, &id, offset, shift));
+            }
+            // The FUNCTION libraries, too: the segments before this one
+            // (which held them) go once the snapshot is complete.
+            if let Some(payload) = functions.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+                log.append(|b| format::functions(b, payload));
             }
             if let Ok(seq) = &cut {
                 let created = std::time::SystemTime::now()

@@ -34,10 +34,17 @@ const OP_HSET: &str = "010101660177";
 const REPL_POS: &str = "39000000a93e4dc00930313233343536373839616263646566303132333435363738396162636465663031323334353637e8030000000000000700000000000000";
 /// Version 5: GETACK (the replication stream only).
 const GETACK: &str = "01000000697b9f390a";
-/// Version 5 headers: log first_seq 17; snapshot log_seq 5, created
+/// Version 6 headers: log first_seq 17; snapshot log_seq 5, created
 /// 1,700,000,000; each with the CRC32C of its other bytes at 12..16.
-const LOG_HEADER: &str = "414d414c474c4f4705000000ef1cbe9b1100000000000000";
-const SNAP_HEADER: &str = "414d414c47534e5005000000429024c3050000000000000000f1536500000000";
+const LOG_HEADER: &str = "414d414c474c4f4706000000bf602cc81100000000000000";
+const SNAP_HEADER: &str = "414d414c47534e50060000008588e09a050000000000000000f1536500000000";
+/// Version 5 headers (still read).
+const LOG_HEADER_V5: &str = "414d414c474c4f4705000000ef1cbe9b1100000000000000";
+const SNAP_HEADER_V5: &str = "414d414c47534e5005000000429024c3050000000000000000f1536500000000";
+/// Version 6: FUNCTIONS carrying the FUNCTION DUMP payload of no library
+/// (redis-server 7.0.15's: the footer alone, `0a00` then its CRC-64).
+const FUNCTIONS: &str = "0b0000002edb8a810b0a005d9b5c400f7fa2da";
+const FUNCTIONS_PAYLOAD: &str = "0a005d9b5c400f7fa2da";
 /// The same headers in version 4 (no REPL_POS), still read.
 const LOG_HEADER_V4: &str = "414d414c474c4f4704000000dfc8cfaa1100000000000000";
 const SNAP_HEADER_V4: &str = "414d414c47534e5004000000ff6767f4050000000000000000f1536500000000";
@@ -92,6 +99,9 @@ fn records_encode_to_the_pinned_bytes() {
     b.clear();
     format::getack(&mut b);
     assert_eq!(b, hex(GETACK));
+    b.clear();
+    format::functions(&mut b, &hex(FUNCTIONS_PAYLOAD));
+    assert_eq!(b, hex(FUNCTIONS));
     assert_eq!(format::log_header(17).to_vec(), hex(LOG_HEADER));
     assert_eq!(format::snap_header(5, 1_700_000_000).to_vec(), hex(SNAP_HEADER));
     assert_eq!(format::log_name(17), "log-00000000000000000017.aml");
@@ -127,6 +137,10 @@ fn pinned_bytes_decode() {
     let replid = b"0123456789abcdef0123456789abcdef01234567";
     assert_eq!(r, Record::ReplPos { replid, offset: 1000, cas_shift: 7 });
     assert_eq!(format::read_record(&hex(GETACK)).unwrap().0, Record::GetAck);
+    let payload = hex(FUNCTIONS_PAYLOAD);
+    assert_eq!(format::read_record(&hex(FUNCTIONS)).unwrap().0, Record::Functions { payload: &payload });
+    assert_eq!(format::parse_header(&hex(LOG_HEADER_V5), format::LOG_MAGIC), Ok(17));
+    assert_eq!(format::parse_header(&hex(SNAP_HEADER_V5), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V4), format::LOG_MAGIC), Ok(17));
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V4), format::SNAP_MAGIC), Ok(5));
     assert_eq!(format::parse_header(&hex(LOG_HEADER_V3), format::LOG_MAGIC), Ok(17));
@@ -139,7 +153,7 @@ fn pinned_bytes_decode() {
     assert_eq!(format::parse_header(&hex(SNAP_HEADER_V1), format::SNAP_MAGIC), Ok(5));
 }
 
-/// Every single-bit flip of a version 5, 4, 3 or 2 header is refused (the checksum
+/// Every single-bit flip of a version 6, 5, 4, 3 or 2 header is refused (the checksum
 /// covers the sequence number and the creation time too), and so is a
 /// version 1 header with nonzero flags or an unknown version.
 #[test]
@@ -147,6 +161,8 @@ fn damaged_headers_are_refused() {
     let headers = [
         (hex(LOG_HEADER), format::LOG_MAGIC),
         (hex(SNAP_HEADER), format::SNAP_MAGIC),
+        (hex(LOG_HEADER_V5), format::LOG_MAGIC),
+        (hex(SNAP_HEADER_V5), format::SNAP_MAGIC),
         (hex(LOG_HEADER_V4), format::LOG_MAGIC),
         (hex(SNAP_HEADER_V4), format::SNAP_MAGIC),
         (hex(LOG_HEADER_V3), format::LOG_MAGIC),
@@ -166,9 +182,9 @@ fn damaged_headers_are_refused() {
     let mut v1 = hex(LOG_HEADER_V1);
     v1[12] = 1;
     assert!(format::parse_header(&v1, format::LOG_MAGIC).is_err());
-    let mut v6 = hex(LOG_HEADER);
-    v6[8] = 6;
-    assert!(format::parse_header(&v6, format::LOG_MAGIC).is_err());
+    let mut v7 = hex(LOG_HEADER);
+    v7[8] = 7;
+    assert!(format::parse_header(&v7, format::LOG_MAGIC).is_err());
 }
 
 /// Files written by version 1 (same records, headers without checksum)

@@ -359,6 +359,7 @@ impl Shared {
         let store = Arc::new(store);
         let backlog = Arc::new(amalgam_persist::repl::Backlog::new(args.repl_backlog_size));
         let mut repl_pos = None;
+        let mut functions = None;
         let persist = match args.persistence() {
             None => None,
             Some(cfg) => {
@@ -382,6 +383,7 @@ impl Shared {
                     }
                 );
                 repl_pos = rec.repl_pos;
+                functions = rec.functions;
                 Some(p)
             }
         };
@@ -440,6 +442,11 @@ impl Shared {
         if let Some(dir) = &shared.args.dir {
             let replica = shared.args.replicaof_parts.len() == 2;
             shared.repl.load_state(dir, replica, repl_pos);
+        }
+        if let Some(payload) = functions {
+            // The FUNCTION libraries the log held (amalgam-persist's
+            // FUNCTIONS record), loaded as FUNCTION RESTORE FLUSH would.
+            resp::function::restore_recovered(&shared, &payload)?;
         }
         settings::apply_start(&shared);
         if let [host, port] = &shared.args.replicaof_parts[..] {

@@ -755,3 +755,34 @@ fn renames_copies_and_transactions_survive_a_kill() {
     let mut c = node.resp();
     assert_same(&before, &dump(&mut c, &keys), "log recovery");
 }
+
+/// The FUNCTION libraries (issue 34) survive a SIGKILL, from the log
+/// alone and then from a snapshot plus the log, and a FUNCTION DELETE and
+/// FLUSH after them survive too: the last FUNCTIONS record wins.
+#[test]
+fn function_libraries_survive_restarts() {
+    let Some(mut node) = Node::start("functions") else { return };
+    let lib = "#!lua name=plib\nredis.register_function('pfn', function(keys, args) return 'persisted' end)";
+    let lib2 =
+        "#!lua name=plib2\nredis.register_function('pfn2', function(keys) return redis.call('incr', keys[1]) end)";
+    let mut c = node.resp();
+    assert_eq!(c.call(&["FUNCTION", "LOAD", lib]), common::resp::bulk("plib"));
+    drop(c);
+    node.crash_and_restart();
+    let mut c = node.resp();
+    assert_eq!(c.call(&["FCALL", "pfn", "0"]), common::resp::bulk("persisted"), "from the log");
+    assert_eq!(c.call(&["FUNCTION", "LOAD", lib2]), common::resp::bulk("plib2"));
+    assert_eq!(c.call(&["FCALL", "pfn2", "1", "pk"]), ":1\r\n");
+    assert_eq!(c.call(&["SAVE"]), common::resp::OK);
+    assert_eq!(c.call(&["FUNCTION", "DELETE", "plib"]), common::resp::OK);
+    drop(c);
+    node.crash_and_restart();
+    let mut c = node.resp();
+    assert_eq!(c.call(&["FCALL", "pfn", "0"]), "-ERR Function not found\r\n", "the DELETE after the snapshot");
+    assert_eq!(c.call(&["FCALL", "pfn2", "1", "pk"]), ":2\r\n", "the snapshot's library and its key");
+    assert_eq!(c.call(&["FUNCTION", "FLUSH"]), common::resp::OK);
+    drop(c);
+    node.crash_and_restart();
+    let mut c = node.resp();
+    assert_eq!(c.call(&["FUNCTION", "LIST"]), "*0\r\n", "the FLUSH");
+}

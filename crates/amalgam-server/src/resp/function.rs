@@ -1,8 +1,9 @@
 //! FUNCTION LOAD | DELETE | FLUSH | LIST | STATS | KILL | HELP, Redis
 //! 7.0's replies (the libraries: amalgam-script `functions.rs`; FCALL:
 //! `resp/script.rs`). DUMP and RESTORE move the libraries in Redis 7.0's
-//! payload; the libraries are neither persisted nor replicated yet (issue
-//! 34).
+//! payload. With `--dir` every change of the libraries is logged whole
+//! (amalgam-persist's FUNCTIONS record) and a restart loads them
+//! (`restore_recovered`); they are not replicated yet (issue 34).
 
 use super::script::{is_any, kill, with_vm};
 use super::table::Cmd;
@@ -18,7 +19,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> sup
     match name {
         "load" => load(ctx, args, out),
         "delete" => match scripts.functions.delete(&String::from_utf8_lossy(&args[2])) {
-            Ok(()) => push_simple(out, "OK"),
+            Ok(()) => {
+                persist(ctx.shared);
+                push_simple(out, "OK")
+            }
             Err(e) => push_error(out, e.as_bytes()),
         },
         "flush" => {
@@ -26,6 +30,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> sup
                 push_error(out, b"ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
             } else {
                 scripts.functions.flush();
+                persist(ctx.shared);
                 push_simple(out, "OK");
             }
         }
@@ -126,7 +131,10 @@ fn load(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     let lib = Library { name: name.clone(), code: Arc::from(&code[..]), functions };
     match scripts.functions.add(lib, replace) {
-        Ok(()) => push_bulk(out, name.as_bytes()),
+        Ok(()) => {
+            persist(ctx.shared);
+            push_bulk(out, name.as_bytes())
+        }
         Err(e) => push_error(out, e.as_bytes()),
     }
 }
@@ -173,9 +181,41 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         libs.push(Library { name, code: Arc::from(code), functions });
     }
     match scripts.functions.restore(libs, policy) {
-        Ok(()) => push_simple(out, "OK"),
+        Ok(()) => {
+            persist(ctx.shared);
+            push_simple(out, "OK")
+        }
         Err(e) => push_error(out, e.as_bytes()),
     }
+}
+
+/// The libraries changed: with `--dir`, every library goes to the log
+/// (amalgam-persist's FUNCTIONS record), so a restart finds them.
+fn persist(shared: &crate::Shared) {
+    if let Some(p) = &shared.persist {
+        let libs = shared.scripts.functions.list();
+        p.note_functions(&amalgam_persist::rdb::encode_functions(libs.iter().map(|l| &l.code[..])));
+    }
+}
+
+/// At start: the libraries recovery found (`Recovered::functions`), each
+/// loaded as FUNCTION LOAD loads it; an error stops the start, as a
+/// damaged library in Redis's RDB does.
+pub(crate) fn restore_recovered(shared: &crate::Shared, payload: &[u8]) -> Result<(), String> {
+    let codes = amalgam_persist::rdb::decode_functions(payload)
+        .map_err(|e| format!("the FUNCTION libraries in the log do not decode: {e:?}"))?;
+    let mut libs = Vec::with_capacity(codes.len());
+    for code in codes {
+        let name = library_name(&code).map_err(|e| format!("a FUNCTION library in the log: {e}"))?;
+        let functions = with_vm(shared.scripts.generation(), |vm| vm.load_library(&code))
+            .and_then(|r| r)
+            .map_err(|e| format!("the FUNCTION library {name} in the log: {e}"))?;
+        libs.push(Library { name, code: Arc::from(code), functions });
+    }
+    let n = libs.len();
+    shared.scripts.functions.restore(libs, amalgam_script::functions::Policy::Flush)?;
+    log::info!("loaded {n} FUNCTION libraries from the log");
+    Ok(())
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].

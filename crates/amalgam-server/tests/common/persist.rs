@@ -25,11 +25,12 @@ pub const KEYS_PER_GET: usize = 64;
 // ------------------------------------------------------------- on-disk format
 // (the spec of issue 5; all integers little-endian)
 
-/// The format version written (5: version 4 plus replication's REPL_POS
-/// record; version 4 added the collections' PUT_TYPED, META and OP
-/// records, version 3 PUT_MS).
-pub const FORMAT_VERSION: u32 = 5;
-/// Log segment header: magic, u32 version (5), u32 header CRC32C, u64 first_seq.
+/// The format version written (6: version 5 plus the FUNCTION libraries'
+/// FUNCTIONS record; version 5 added replication's REPL_POS record,
+/// version 4 the collections' PUT_TYPED, META and OP records, version 3
+/// PUT_MS).
+pub const FORMAT_VERSION: u32 = 6;
+/// Log segment header: magic, u32 version (6), u32 header CRC32C, u64 first_seq.
 pub const LOG_HEADER_BYTES: usize = 24;
 /// Snapshot header: magic, u32 version (5), u32 header CRC32C, u64 log_seq, u64 created.
 pub const SNAP_HEADER_BYTES: usize = 32;
