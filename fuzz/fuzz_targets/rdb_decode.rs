@@ -8,16 +8,28 @@
 //! encoding it writes); the footer's CRC makes random mutations fail
 //! early, so the target also decodes the input with a right footer put
 //! on it, which lets the fuzzer reach the object decoder. The proptest
-//! counterpart is `crates/amalgam-persist/tests/rdb_fuzz.rs`.
+//! counterpart is `crates/amalgam-persist/tests/rdb_fuzz.rs`. FUNCTION
+//! RESTORE's payload (`rdb::decode_functions`) goes through the same two
+//! forms.
 #![no_main]
 
 use amalgam_persist::rdb;
 use libfuzzer_sys::fuzz_target;
 
 fn check(payload: &[u8]) {
+    check_functions(payload);
     let Ok(v) = rdb::decode(payload) else { return };
     let again = rdb::encode(&v);
     assert_eq!(rdb::decode(&again).as_ref(), Ok(&v), "re-encoding changed the value");
+}
+
+/// FUNCTION RESTORE's payload (`rdb::decode_functions`): never panics,
+/// and what it accepts re-encodes (`rdb::encode_functions`, FUNCTION
+/// DUMP's) to the same libraries.
+fn check_functions(payload: &[u8]) {
+    let Ok(codes) = rdb::decode_functions(payload) else { return };
+    let again = rdb::encode_functions(codes.iter().map(|c| &c[..]));
+    assert_eq!(rdb::decode_functions(&again), Ok(codes), "re-encoding changed the libraries");
 }
 
 fuzz_target!(|data: &[u8]| {
