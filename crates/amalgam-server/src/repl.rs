@@ -803,7 +803,7 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
             *applier = None;
             let mut a = Applier::begin_full_sync(Arc::clone(&shared.store), shared.thresholds.load());
             let t = Instant::now();
-            load(&mut input, link, &mut a)?;
+            load(&mut input, link, shared, &mut a)?;
             r.backlog.follow(&replid, offset);
             r.cas_shift.store(a.cas_shift(), Ordering::Relaxed);
             r.consistent.store(true, Ordering::Relaxed);
@@ -837,7 +837,7 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
 }
 
 /// Reads the full sync's snapshot (header, items, END) into the store.
-fn load(input: &mut Input, link: &Link, a: &mut Applier) -> std::io::Result<()> {
+fn load(input: &mut Input, link: &Link, shared: &Shared, a: &mut Applier) -> std::io::Result<()> {
     while input.buf.len() - input.pos < stream::SYNC_HEADER_BYTES {
         input.fill_waiting(link, || Ok(()))?;
     }
@@ -854,6 +854,10 @@ fn load(input: &mut Input, link: &Link, a: &mut Applier) -> std::io::Result<()> 
             match format::read_record(&input.buf[input.pos..]) {
                 Ok((rec, n)) => {
                     input.pos += n;
+                    if let format::Record::Functions { payload } = rec {
+                        crate::resp::function::install_replicated(shared, payload);
+                        continue;
+                    }
                     if a.apply(rec) {
                         return Ok(());
                     }
@@ -889,7 +893,11 @@ fn stream_in(
                 Ok((rec, n)) => {
                     let bytes = &input.buf[input.pos..input.pos + n];
                     asked |= matches!(rec, format::Record::GetAck);
-                    a.apply(rec);
+                    if let format::Record::Functions { payload } = rec {
+                        crate::resp::function::install_replicated(shared, payload);
+                    } else {
+                        a.apply(rec);
+                    }
                     r.backlog.feed(bytes);
                     input.pos += n;
                     applied = true;
@@ -1007,6 +1015,9 @@ fn serve(
                 );
                 let preamble = |id: &str, off: u64| format!("+FULLRESYNC {id} {off}\r\n").into_bytes();
                 let sync = stream::full_sync(&shared.store, &r.backlog, &mut w, &preamble, FULL_SYNC_CPU_PERCENT)?;
+                // The FUNCTION libraries follow in the stream (every
+                // replica installs the set again: harmless).
+                crate::resp::function::feed_replicas(shared);
                 log::warn!(
                     "Synchronization with replica {}:{} succeeded ({} items, {} bytes)",
                     peer.ip,

@@ -872,7 +872,14 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // A read-only replica and min-replicas-to-write refuse writes, before
     // MULTI queues them (Redis's processCommand); two relaxed loads when
     // neither is on.
-    if let Some(s) = spec.filter(|s| ctx.shared.repl.guards_writes() && s.flags.contains(&"write")) {
+    // A container's subcommand carries its own flags (FUNCTION LOAD).
+    let writes = |s: &&'static Spec| {
+        s.flags.contains(&"write")
+            || (!s.subcommands.is_empty()
+                && args.len() > 1
+                && table::subcommand(s, &args[1]).is_some_and(|sub| sub.flags.contains(&"write")))
+    };
+    if let Some(s) = spec.filter(|s| ctx.shared.repl.guards_writes() && writes(s)) {
         let repl = &ctx.shared.repl;
         let refusal = if repl.read_only() {
             Some(crate::repl::ERR_READONLY)

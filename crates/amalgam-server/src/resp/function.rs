@@ -3,7 +3,9 @@
 //! `resp/script.rs`). DUMP and RESTORE move the libraries in Redis 7.0's
 //! payload. With `--dir` every change of the libraries is logged whole
 //! (amalgam-persist's FUNCTIONS record) and a restart loads them
-//! (`restore_recovered`); they are not replicated yet (issue 34).
+//! (`restore_recovered`); replicas get them in the replication stream
+//! (the same record: at every change and after each full sync) and
+//! install them (`install_replicated`).
 
 use super::script::{is_any, kill, with_vm};
 use super::table::Cmd;
@@ -190,11 +192,54 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// The libraries changed: with `--dir`, every library goes to the log
-/// (amalgam-persist's FUNCTIONS record), so a restart finds them.
+/// (amalgam-persist's FUNCTIONS record), so a restart finds them; and to
+/// the replicas, in the replication stream.
 fn persist(shared: &crate::Shared) {
+    let payload = dump(shared);
     if let Some(p) = &shared.persist {
-        let libs = shared.scripts.functions.list();
-        p.note_functions(&amalgam_persist::rdb::encode_functions(libs.iter().map(|l| &l.code[..])));
+        p.note_functions(&payload);
+    }
+    feed(shared, &payload);
+}
+
+/// FUNCTION DUMP's payload of every library.
+fn dump(shared: &crate::Shared) -> Vec<u8> {
+    let libs = shared.scripts.functions.list();
+    amalgam_persist::rdb::encode_functions(libs.iter().map(|l| &l.code[..]))
+}
+
+/// Puts a FUNCTIONS record in the replication stream, if a replica is
+/// (or was) attached.
+fn feed(shared: &crate::Shared, payload: &[u8]) {
+    let backlog = &shared.repl.backlog;
+    if backlog.journal_feeds() {
+        let mut rec = Vec::with_capacity(payload.len() + 16);
+        amalgam_persist::format::functions(&mut rec, payload);
+        backlog.feed(&rec);
+    }
+}
+
+/// A replica's full sync: the libraries follow the snapshot in the
+/// stream (`repl.rs`).
+pub(crate) fn feed_replicas(shared: &crate::Shared) {
+    feed(shared, &dump(shared));
+}
+
+/// A replica received its primary's libraries (the stream's FUNCTIONS
+/// record): they replace its own, and its log keeps them. One that does
+/// not load is reported and the replica keeps what it had.
+pub(crate) fn install_replicated(shared: &crate::Shared, payload: &[u8]) {
+    match restore_payload(shared, payload) {
+        Ok(n) => {
+            log::info!("replication: {n} FUNCTION libraries from the primary");
+            // Its own replicas get the record from the stream as it came
+            // (`repl.rs`'s stream_in feeds every record on): fed here
+            // again it would move this replica's offset off its primary's.
+            if let Some(p) = &shared.persist {
+                p.note_functions(payload);
+            }
+        }
+        Err(e) => log::warn!("replication: the primary's FUNCTION libraries were not loaded: {e}"),
     }
 }
 
@@ -202,20 +247,27 @@ fn persist(shared: &crate::Shared) {
 /// loaded as FUNCTION LOAD loads it; an error stops the start, as a
 /// damaged library in Redis's RDB does.
 pub(crate) fn restore_recovered(shared: &crate::Shared, payload: &[u8]) -> Result<(), String> {
+    let n = restore_payload(shared, payload)?;
+    log::info!("loaded {n} FUNCTION libraries from the log");
+    Ok(())
+}
+
+/// Every library of `payload` loaded (as FUNCTION LOAD checks one), then
+/// put in place of the current set; how many there were.
+fn restore_payload(shared: &crate::Shared, payload: &[u8]) -> Result<usize, String> {
     let codes = amalgam_persist::rdb::decode_functions(payload)
-        .map_err(|e| format!("the FUNCTION libraries in the log do not decode: {e:?}"))?;
+        .map_err(|e| format!("the FUNCTION libraries do not decode: {e:?}"))?;
     let mut libs = Vec::with_capacity(codes.len());
     for code in codes {
-        let name = library_name(&code).map_err(|e| format!("a FUNCTION library in the log: {e}"))?;
+        let name = library_name(&code).map_err(|e| format!("a FUNCTION library: {e}"))?;
         let functions = with_vm(shared.scripts.generation(), |vm| vm.load_library(&code))
             .and_then(|r| r)
-            .map_err(|e| format!("the FUNCTION library {name} in the log: {e}"))?;
+            .map_err(|e| format!("the FUNCTION library {name}: {e}"))?;
         libs.push(Library { name, code: Arc::from(code), functions });
     }
     let n = libs.len();
     shared.scripts.functions.restore(libs, amalgam_script::functions::Policy::Flush)?;
-    log::info!("loaded {n} FUNCTION libraries from the log");
-    Ok(())
+    Ok(n)
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
