@@ -6,7 +6,9 @@ use crate::cache::Sha;
 use crate::reply::{fmt_g17, from_lua, to_lua};
 use crate::LUA_MEMORY_BYTES_MAX;
 use amalgam_protocol::resp::{push_error, Proto};
-use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, RegistryKey, StdLib, Table, Value, VmState,
+};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -255,12 +257,14 @@ pub struct Vm {
     load: Function,
     /// The library functions loaded here, by name, and the libraries'
     /// generation they belong to (`Libraries::generation`).
-    fns: HashMap<String, (Function, bool)>,
+    fns: HashMap<String, (RegistryKey, bool)>,
     fn_generation: u64,
     /// FUNCTION LOAD's deadline, while a library's code runs.
     load_deadline: Rc<Cell<Option<std::time::Instant>>>,
     /// Compiled scripts by name.
-    funcs: HashMap<Sha, Function, BuildShaHasher>,
+    /// (In Lua's registry: a `Function` handle held here takes a slot of
+    /// mlua's reference stack, about a thousand of which exist.)
+    funcs: HashMap<Sha, RegistryKey, BuildShaHasher>,
     /// The scripts with a shebang: whether they declared `no-writes`.
     shebang: HashMap<Sha, bool, BuildShaHasher>,
     /// The cache generation the functions belong to (`Scripts::flush`).
@@ -390,6 +394,7 @@ impl Vm {
         if generation != self.generation {
             self.funcs.clear();
             self.shebang.clear();
+            self.lua.expire_registry_values();
             self.generation = generation;
             let _ = self.lua.gc_collect();
         }
@@ -419,7 +424,8 @@ impl Vm {
                 format!("ERR Error compiling script (new function): {m}")
             },
         )?;
-        self.funcs.insert(*sha, f);
+        let key = self.lua.create_registry_value(f).map_err(|e| format!("ERR {e}"))?;
+        self.funcs.insert(*sha, key);
         if let Some(flags) = flags {
             self.shebang.insert(*sha, flags.iter().any(|f| f == "no-writes"));
         }
@@ -431,6 +437,7 @@ impl Vm {
     pub fn sync_functions(&mut self, generation: u64) {
         if generation != self.fn_generation {
             self.fns.clear();
+            self.lua.expire_registry_values();
             self.fn_generation = generation;
         }
     }
@@ -487,7 +494,10 @@ impl Vm {
         if infos.is_empty() {
             return Err("ERR No functions registered".into());
         }
-        self.fns.extend(loaded);
+        for (name, (f, no_writes)) in loaded {
+            let key = self.lua.create_registry_value(f).map_err(lua_err)?;
+            self.fns.insert(name, (key, no_writes));
+        }
         Ok(infos)
     }
 
@@ -533,12 +543,18 @@ impl Vm {
         *self.watched.borrow_mut() = watch;
         let (f, name, is_fn) = match target {
             Target::Script(sha) => (
-                self.funcs.get(sha).cloned().ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?,
+                self.funcs
+                    .get(sha)
+                    .and_then(|k| self.lua.registry_value::<Function>(k).ok())
+                    .ok_or_else(|| Stop::Fail("NOSCRIPT No matching script.".into()))?,
                 text(sha).to_string(),
                 false,
             ),
             Target::Function(n) => (
-                self.fns.get(n).map(|f| f.0.clone()).ok_or_else(|| Stop::Fail("ERR Function not found".into()))?,
+                self.fns
+                    .get(n)
+                    .and_then(|f| self.lua.registry_value::<Function>(&f.0).ok())
+                    .ok_or_else(|| Stop::Fail("ERR Function not found".into()))?,
                 n.to_string(),
                 true,
             ),
@@ -1110,6 +1126,20 @@ mod tests {
         assert_eq!(r, Err(Stop::Again));
         // The state is usable afterwards.
         assert_eq!(eval(&mut vm, "return 1", &[], &[]).unwrap(), ":1\r\n");
+    }
+
+    #[test]
+    fn thousands_of_scripts_stay_compiled() {
+        let mut vm = Vm::new("7.0.0").expect("a state");
+        for i in 0..20_000 {
+            let body = format!("return {i}");
+            assert_eq!(eval(&mut vm, &body, &[], &[]).unwrap(), format!(":{i}\r\n"));
+        }
+        let first = sha1_hex(b"return 0");
+        assert!(vm.has(&first));
+        let mut out = Vec::new();
+        vm.run(Target::Script(&first), &[], &[], Proto::Resp2, &mut Echo(0), None, &mut out).unwrap();
+        assert_eq!(out, b":0\r\n");
     }
 
     #[test]
