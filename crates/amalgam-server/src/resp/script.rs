@@ -27,9 +27,18 @@
 //!   locked out of order (it could deadlock against another script or
 //!   transaction) and the writes cannot be taken back: the script ends
 //!   with an error naming the key, and its writes so far stay, as a Redis
-//!   script's do when it fails half way. Declaring the key in KEYS (what
-//!   every client library does) avoids it. An exclusive mode that stops
-//!   the other workers for such scripts is issue 34's next step.
+//!   script's do when it fails half way. Declaring the key in KEYS avoids
+//!   it, but not every library can: BullMQ's scripts INCR an id counter
+//!   and then write the job's own keys, named by the new id (measured:
+//!   BullMQ 5.81.5's addStandardJob and moveToActive fail this way). The
+//!   next step (issue 34 §3), two ways, both in the engine's `txn.rs`:
+//!   (a) let a transaction extend its held set — waiting for a bucket
+//!   ranked after every bucket it holds keeps the lock order (no cycle
+//!   can form), and a bucket ranked before them can be tried without
+//!   waiting, which for a fresh key (a new job id) nearly always
+//!   succeeds; (b) an undo record of the buckets a run changed (they are
+//!   all held, so restoring them is invisible), so that such a run can be
+//!   rolled back and run again with the key, as the first case does.
 //!
 //! Inside MULTI/EXEC a script runs under EXEC's held keys (its declared
 //! keys are among them); there it cannot run again, so an undeclared key
