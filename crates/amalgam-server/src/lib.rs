@@ -192,6 +192,7 @@ pub mod metrics;
 pub use amalgam_net::obuf;
 pub mod repl;
 pub mod resp;
+pub mod scripting;
 pub mod settings;
 pub mod stats;
 pub use amalgam_net::tls;
@@ -210,6 +211,11 @@ use std::time::Instant;
 pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
 
 pub use config::VERSION_LONG;
+
+/// The Redis release whose behaviour the RESP front end implements (what
+/// HELLO, INFO's `redis_version` and a script's `redis.REDIS_VERSION`
+/// report).
+pub const REDIS_VERSION: &str = "7.0.0";
 
 /// State every worker shares.
 #[derive(Debug)]
@@ -446,7 +452,7 @@ impl Shared {
         if let Some(payload) = functions {
             // The FUNCTION libraries the log held (amalgam-persist's
             // FUNCTIONS record), loaded as FUNCTION RESTORE FLUSH would.
-            resp::function::restore_recovered(&shared, &payload)?;
+            scripting::restore_recovered(&shared, &payload)?;
         }
         settings::apply_start(&shared);
         if let [host, port] = &shared.args.replicaof_parts[..] {

@@ -855,7 +855,7 @@ fn load(input: &mut Input, link: &Link, shared: &Shared, a: &mut Applier) -> std
                 Ok((rec, n)) => {
                     input.pos += n;
                     if let format::Record::Functions { payload } = rec {
-                        crate::resp::function::install_replicated(shared, payload);
+                        crate::scripting::install_replicated(shared, payload);
                         continue;
                     }
                     if a.apply(rec) {
@@ -894,7 +894,7 @@ fn stream_in(
                     let bytes = &input.buf[input.pos..input.pos + n];
                     asked |= matches!(rec, format::Record::GetAck);
                     if let format::Record::Functions { payload } = rec {
-                        crate::resp::function::install_replicated(shared, payload);
+                        crate::scripting::install_replicated(shared, payload);
                     } else {
                         a.apply(rec);
                     }
@@ -1017,7 +1017,7 @@ fn serve(
                 let sync = stream::full_sync(&shared.store, &r.backlog, &mut w, &preamble, FULL_SYNC_CPU_PERCENT)?;
                 // The FUNCTION libraries follow in the stream (every
                 // replica installs the set again: harmless).
-                crate::resp::function::feed_replicas(shared);
+                crate::scripting::feed_replicas(shared);
                 log::warn!(
                     "Synchronization with replica {}:{} succeeded ({} items, {} bytes)",
                     peer.ip,

@@ -91,7 +91,7 @@ pub mod cmdstats;
 mod command;
 mod debug;
 pub mod errorstats;
-pub(crate) mod function;
+mod function;
 pub mod latency;
 mod monitor;
 pub mod multi;

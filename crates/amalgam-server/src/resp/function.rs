@@ -7,9 +7,10 @@
 //! (the same record: at every change and after each full sync) and
 //! install them (`install_replicated`).
 
-use super::script::{is_any, kill, with_vm};
+use super::script::{is_any, kill};
 use super::table::Cmd;
 use super::{help, sub, Arg, Ctx};
+use crate::scripting::{libraries_changed as persist, with_vm};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_map, push_null, push_simple, Proto};
 use amalgam_script::functions::{library_name, Library};
 use std::sync::Arc;
@@ -189,85 +190,6 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         Err(e) => push_error(out, e.as_bytes()),
     }
-}
-
-/// The libraries changed: with `--dir`, every library goes to the log
-/// (amalgam-persist's FUNCTIONS record), so a restart finds them; and to
-/// the replicas, in the replication stream.
-fn persist(shared: &crate::Shared) {
-    let payload = dump(shared);
-    if let Some(p) = &shared.persist {
-        p.note_functions(&payload);
-    }
-    feed(shared, &payload);
-}
-
-/// FUNCTION DUMP's payload of every library.
-fn dump(shared: &crate::Shared) -> Vec<u8> {
-    let libs = shared.scripts.functions.list();
-    amalgam_persist::rdb::encode_functions(libs.iter().map(|l| &l.code[..]))
-}
-
-/// Puts a FUNCTIONS record in the replication stream, if a replica is
-/// (or was) attached.
-fn feed(shared: &crate::Shared, payload: &[u8]) {
-    let backlog = &shared.repl.backlog;
-    if backlog.journal_feeds() {
-        let mut rec = Vec::with_capacity(payload.len() + 16);
-        amalgam_persist::format::functions(&mut rec, payload);
-        backlog.feed(&rec);
-    }
-}
-
-/// A replica's full sync: the libraries follow the snapshot in the
-/// stream (`repl.rs`).
-pub(crate) fn feed_replicas(shared: &crate::Shared) {
-    feed(shared, &dump(shared));
-}
-
-/// A replica received its primary's libraries (the stream's FUNCTIONS
-/// record): they replace its own, and its log keeps them. One that does
-/// not load is reported and the replica keeps what it had.
-pub(crate) fn install_replicated(shared: &crate::Shared, payload: &[u8]) {
-    match restore_payload(shared, payload) {
-        Ok(n) => {
-            log::info!("replication: {n} FUNCTION libraries from the primary");
-            // Its own replicas get the record from the stream as it came
-            // (`repl.rs`'s stream_in feeds every record on): fed here
-            // again it would move this replica's offset off its primary's.
-            if let Some(p) = &shared.persist {
-                p.note_functions(payload);
-            }
-        }
-        Err(e) => log::warn!("replication: the primary's FUNCTION libraries were not loaded: {e}"),
-    }
-}
-
-/// At start: the libraries recovery found (`Recovered::functions`), each
-/// loaded as FUNCTION LOAD loads it; an error stops the start, as a
-/// damaged library in Redis's RDB does.
-pub(crate) fn restore_recovered(shared: &crate::Shared, payload: &[u8]) -> Result<(), String> {
-    let n = restore_payload(shared, payload)?;
-    log::info!("loaded {n} FUNCTION libraries from the log");
-    Ok(())
-}
-
-/// Every library of `payload` loaded (as FUNCTION LOAD checks one), then
-/// put in place of the current set; how many there were.
-fn restore_payload(shared: &crate::Shared, payload: &[u8]) -> Result<usize, String> {
-    let codes = amalgam_persist::rdb::decode_functions(payload)
-        .map_err(|e| format!("the FUNCTION libraries do not decode: {e:?}"))?;
-    let mut libs = Vec::with_capacity(codes.len());
-    for code in codes {
-        let name = library_name(&code).map_err(|e| format!("a FUNCTION library: {e}"))?;
-        let functions = with_vm(shared.scripts.generation(), |vm| vm.load_library(&code))
-            .and_then(|r| r)
-            .map_err(|e| format!("the FUNCTION library {name}: {e}"))?;
-        libs.push(Library { name, code: Arc::from(code), functions });
-    }
-    let n = libs.len();
-    shared.scripts.functions.restore(libs, amalgam_script::functions::Policy::Flush)?;
-    Ok(n)
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].

@@ -78,11 +78,11 @@
 
 use super::table::{self, Begin, Cmd, Find, KeySpec, Spec};
 use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, Arg, Ctx};
+use crate::scripting::{report_memory, with_vm};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
 use amalgam_script::busy::{Kill, Registry, Running, ERR_BUSY};
 use amalgam_script::cache::parse_sha;
 use amalgam_script::{sha1_hex, Caller, Stop, Target, Vm, Watch};
-use std::cell::RefCell;
 use std::sync::Arc;
 
 /// How many times one EVAL runs its script again after it met a key it
@@ -97,11 +97,6 @@ const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write
 
 /// Redis's reply to EVALSHA of a script it does not have.
 const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
-
-thread_local! {
-    /// This worker's Lua state, made on its first script.
-    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
-}
 
 /// Runs a scripting command whose arity `dispatch` checked.
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
@@ -139,28 +134,6 @@ pub(crate) fn refused_busy(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>],
         return true;
     }
     false
-}
-
-/// This worker's Lua state, in step with the cache's flushes.
-pub(crate) fn with_vm<R>(generation: u64, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
-    VM.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(Vm::new(super::server::REDIS_VERSION)?);
-        }
-        let vm = slot.as_mut().expect("made above");
-        vm.sync(generation);
-        Ok(f(vm))
-    })
-}
-
-/// Reports this worker's Lua memory to INFO's sum (after a run).
-fn report_memory(scripts: &amalgam_script::Scripts) {
-    VM.with(|cell| {
-        if let Some(vm) = cell.borrow_mut().as_mut() {
-            scripts.note_lua_bytes(vm.memory_delta());
-        }
-    })
 }
 
 /// EVAL's and FCALL's numkeys (`args[2]`), checked as Redis checks it.

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 /// The Redis release whose commands and replies this front end follows.
-pub const REDIS_VERSION: &str = "7.0.0";
+pub use crate::REDIS_VERSION;
 
 pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match cmd {
