@@ -176,9 +176,7 @@ fn table_reply(t: &Table, client: Proto, script: Proto, out: &mut Vec<u8>, depth
         return push_error(out, &e.as_bytes());
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
-        out.push(b'+');
-        out.extend(s.as_bytes().iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
-        return out.extend_from_slice(b"\r\n");
+        return push_line(out, b'+', &s.as_bytes());
     }
     match t.raw_get::<Value>("double") {
         Ok(Value::Number(d)) => return push_double(out, d, client),
@@ -186,14 +184,13 @@ fn table_reply(t: &Table, client: Proto, script: Proto, out: &mut Vec<u8>, depth
         _ => {}
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
-        let text: Vec<u8> = s.as_bytes().iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
         return match client {
-            Proto::Resp2 => push_bulk(out, &text),
-            Proto::Resp3 => {
-                out.push(b'(');
-                out.extend_from_slice(&text);
-                out.extend_from_slice(b"\r\n");
+            Proto::Resp2 => {
+                let text: Vec<u8> =
+                    s.as_bytes().iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+                push_bulk(out, &text)
             }
+            Proto::Resp3 => push_line(out, b'(', &s.as_bytes()),
         };
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
@@ -231,17 +228,21 @@ fn table_reply(t: &Table, client: Proto, script: Proto, out: &mut Vec<u8>, depth
     out.extend_from_slice(&body);
 }
 
+/// A one-line reply (`kind` then `text`), CR and LF in `text` turned into
+/// spaces as Redis's status and big-number replies have them.
+fn push_line(out: &mut Vec<u8>, kind: u8, text: &[u8]) {
+    out.push(kind);
+    out.extend(text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Redis's `addReplyDouble`: `,d` under RESP3, a bulk string under RESP2,
 /// both `%.17g`.
 fn push_double(out: &mut Vec<u8>, d: f64, client: Proto) {
     let text = fmt_g17(d);
     match client {
         Proto::Resp2 => push_bulk(out, text.as_bytes()),
-        Proto::Resp3 => {
-            out.push(b',');
-            out.extend_from_slice(text.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
+        Proto::Resp3 => push_line(out, b',', text.as_bytes()),
     }
 }
 

@@ -735,7 +735,7 @@ fn lib_functions(lua: &Lua, state: &Table) -> mlua::Result<Table> {
 
 /// The message a library function raised (its `RuntimeError`), without
 /// mlua's wrapping and traceback: Redis's functions raise bare texts.
-fn plain(e: &mlua::Error) -> String {
+pub(crate) fn plain(e: &mlua::Error) -> String {
     match e {
         mlua::Error::RuntimeError(m) => m.clone(),
         mlua::Error::CallbackError { cause, .. } => plain(cause),

@@ -730,27 +730,20 @@ fn rows() -> Vec<Setting> {
             refuse: None,
             default: |_| "10".into(),
         },
-        // How long a script runs before it is busy (resp/script.rs,
-        // amalgam-script busy.rs); lua-time-limit is Redis 7's alias.
-        Setting {
-            name: "busy-reply-threshold",
-            kind: Kind::Int(0, i64::MAX),
-            get: |s, _| s.scripts.runs.threshold_ms().to_string(),
-            set: Some(|s, _, v| s.scripts.runs.set_threshold_ms(int(v) as u64)),
-            start: Start::RunTime,
-            refuse: None,
-            default: |_| amalgam_script::busy::BUSY_REPLY_THRESHOLD_MS_DEFAULT.to_string(),
-        },
-        Setting {
-            name: "lua-time-limit",
-            kind: Kind::Int(0, i64::MAX),
-            get: |s, _| s.scripts.runs.threshold_ms().to_string(),
-            set: Some(|s, _, v| s.scripts.runs.set_threshold_ms(int(v) as u64)),
-            start: Start::RunTime,
-            refuse: None,
-            default: |_| amalgam_script::busy::BUSY_REPLY_THRESHOLD_MS_DEFAULT.to_string(),
-        },
     ]);
+    // How long a script runs before it is busy (resp/script.rs,
+    // amalgam-script busy.rs); lua-time-limit is Redis 7's alias.
+    for name in ["busy-reply-threshold", "lua-time-limit"] {
+        r.push(Setting {
+            name,
+            kind: Kind::Int(0, i64::MAX),
+            get: |s, _| s.scripts.runs.threshold_ms().to_string(),
+            set: Some(|s, _, v| s.scripts.runs.set_threshold_ms(int(v) as u64)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| amalgam_script::busy::BUSY_REPLY_THRESHOLD_MS_DEFAULT.to_string(),
+        });
+    }
     // The collection thresholds (amalgam-commands typed.rs): Redis 7's names and their
     // legacy aliases, which CONFIG GET lists too.
     for (name, alias) in LiveThresholds::NAMES {

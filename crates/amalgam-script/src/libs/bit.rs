@@ -225,16 +225,9 @@ mod tests {
 
     /// The message the code raised, without mlua's wrapping.
     fn error(code: &str) -> String {
-        fn plain(e: &mlua::Error) -> String {
-            match e {
-                mlua::Error::RuntimeError(m) => m.clone(),
-                mlua::Error::CallbackError { cause, .. } => plain(cause),
-                e => e.to_string(),
-            }
-        }
         // Under Redis's chunk name, without the "user_script:1: " that
         // luaL_error's position adds (vm.rs's reply carries it).
-        let m = plain(&lua().load(code).set_name("@user_script").exec().unwrap_err());
+        let m = crate::vm::plain(&lua().load(code).set_name("@user_script").exec().unwrap_err());
         m.strip_prefix("user_script:1: ").map(str::to_string).unwrap_or(m)
     }
 

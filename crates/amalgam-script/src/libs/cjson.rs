@@ -747,13 +747,7 @@ pub(super) mod tests {
     }
 
     /// The innermost message (what Redis's reply carries).
-    pub(crate) fn plain(e: &mlua::Error) -> String {
-        match e {
-            mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => plain(cause),
-            mlua::Error::RuntimeError(m) => m.clone(),
-            e => e.to_string(),
-        }
-    }
+    use crate::vm::plain;
 
     /// Runs `code` under Redis's chunk name: its string result, or the
     /// error's text.

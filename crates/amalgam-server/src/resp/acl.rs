@@ -267,7 +267,7 @@ pub(crate) fn script_denial(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<
     if ctx.session.auth.open {
         return None;
     }
-    let sub = if spec.subcommands.is_empty() || args.len() < 2 { None } else { table::subcommand(spec, &args[1]) };
+    let sub = subcommand_of(spec, args);
     let own = sub.unwrap_or(spec);
     let denied = ctx.session.auth.user.check(own, catalog().id(spec, sub), args).err()?;
     let (reason, object, text): (_, &[u8], _) = match denied {
@@ -298,8 +298,17 @@ pub(crate) fn permits_quietly(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_
     if ctx.session.auth.open {
         return true;
     }
-    let sub = if spec.subcommands.is_empty() || args.len() < 2 { None } else { table::subcommand(spec, &args[1]) };
+    let sub = subcommand_of(spec, args);
     ctx.session.auth.user.check(sub.unwrap_or(spec), catalog().id(spec, sub), args).is_ok()
+}
+
+/// The subcommand row `args` name, if `spec` is a container.
+fn subcommand_of(spec: &'static Spec, args: &[Arg<'_>]) -> Option<&'static Spec> {
+    if spec.subcommands.is_empty() || args.len() < 2 {
+        None
+    } else {
+        table::subcommand(spec, &args[1])
+    }
 }
 
 /// Where a refusal happens, for the ACL log.

@@ -208,7 +208,7 @@ fn stamp_of(ctx: &Ctx<'_>, key: &[u8]) -> Option<[u64; 3]> {
 }
 
 /// The spec that names `args`' keys: a container's subcommand row, if any.
-fn key_spec_of(spec: &'static Spec, args: &[impl AsRef<[u8]>]) -> &'static Spec {
+pub(crate) fn key_spec_of(spec: &'static Spec, args: &[impl AsRef<[u8]>]) -> &'static Spec {
     if spec.subcommands.is_empty() || args.len() < 2 {
         spec
     } else {

@@ -77,7 +77,7 @@
 //! crash during a script can recover part of it.
 
 use super::table::{self, Begin, Cmd, Find, KeySpec, Spec};
-use super::{acl, arity_ok, cmdstats, execute, help, int_arg, multi, sub, After, Arg, Ctx};
+use super::{acl, arity_ok, cmdstats, execute, help, int_arg, is, multi, sub, After, Arg, Ctx};
 use crate::scripting::{report_memory, with_vm};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple, Proto};
 use amalgam_script::busy::{Kill, Registry, Running, ERR_BUSY};
@@ -118,11 +118,7 @@ fn caller_registry(ctx: &Ctx<'_>) -> Arc<Registry> {
 /// SCRIPT KILL and SHUTDOWN, always runs). `dispatch` calls it only while
 /// `Registry::busy` says some script is.
 pub(crate) fn refused_busy(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
-    let own = if spec.subcommands.is_empty() || args.len() < 2 {
-        spec
-    } else {
-        table::subcommand(spec, &args[1]).unwrap_or(spec)
-    };
+    let own = multi::key_spec_of(spec, args);
     if own.flags.contains(&"allow_busy") || spec.flags.contains(&"allow_busy") {
         return false;
     }
@@ -343,11 +339,7 @@ impl Caller for Calls<'_, '_> {
             return Ok(());
         }
         let args: Vec<Arg<'_>> = raw.iter().map(|a| Arg::Borrowed(a)).collect();
-        let own = if spec.subcommands.is_empty() || args.len() < 2 {
-            spec
-        } else {
-            table::subcommand(spec, &args[1]).unwrap_or(spec)
-        };
+        let own = multi::key_spec_of(spec, &args);
         let flagged = |f: &str| spec.flags.contains(&f) || own.flags.contains(&f);
         if flagged("noscript") {
             push_error(out, b"ERR This Redis command is not allowed from script");
@@ -471,6 +463,7 @@ pub(crate) fn kill(scripts: &amalgam_script::Scripts, out: &mut Vec<u8>) {
     }
 }
 
+/// `a` is one of `names` (ASCII case aside).
 pub(crate) fn is_any(a: &[u8], names: &[&str]) -> bool {
-    names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes()))
+    names.iter().any(|n| is(a, n))
 }
