@@ -112,9 +112,9 @@
 //! high-water mark), `shutdown` and `verbosity`. Amalgam has no slabs: the
 //! groups report the slab classes memcached would put the same items in
 //! (admin.rs's notes; docs/memcached-ops.md). Start-up flags and their
-//! checks are in `config.rs` and `main.rs`.
+//! checks are in `amalgam-config` (`config.rs`) and `main.rs`.
 //!
-//! ## Operations (`logging.rs`, `settings.rs`, `conffile.rs`)
+//! ## Operations (`amalgam_config::logging`, `settings.rs`, `conffile.rs`)
 //! Log lines go through the `log` facade to a logger writing Redis's line
 //! format to stderr, at Redis's `loglevel` (changed by CONFIG SET, `-v`,
 //! memcached's `verbosity`). Every CONFIG parameter is one row of
@@ -185,9 +185,9 @@
 
 pub mod admin;
 pub mod conffile;
-pub mod config;
+pub use amalgam_config::config;
 pub mod inplace;
-pub mod logging;
+pub use amalgam_config::logging;
 pub mod metrics;
 pub use amalgam_net::obuf;
 pub mod repl;
@@ -206,9 +206,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// The commit this binary was built from (`build.rs`): 8 hex digits,
-/// `00000000` when built outside a git checkout.
-pub const GIT_SHA1: &str = env!("AMALGAM_GIT_SHA1");
+/// The commit this binary was built from (`amalgam-config`'s `build.rs`).
+pub use amalgam_config::GIT_SHA1;
 
 pub use config::VERSION_LONG;
 

@@ -15,7 +15,7 @@
 //! reloads the certificate, key and CA files (tls.rs), otherwise there is
 //! nothing to reopen or reload and at loglevel verbose it says so.
 //!
-//! Logging (`logging.rs`) starts before anything else, at the level of
+//! Logging (`amalgam_config::logging`) starts before anything else, at the level of
 //! `--loglevel`/`-v`; the config file (`--config`, `conffile.rs`) is read
 //! by `Args::parse_all` before the flags are parsed.
 

@@ -528,7 +528,7 @@ impl Args {
         Ok(Args::from_matches(Args::command().try_get_matches_from(argv)?))
     }
 
-    pub(crate) fn from_matches(m: clap::ArgMatches) -> Args {
+    pub fn from_matches(m: clap::ArgMatches) -> Args {
         let mut a = Args::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
         if a.disable_evictions {
             a.eviction = amalgam_engine::evict::Eviction::None;
