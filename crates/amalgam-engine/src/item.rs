@@ -564,6 +564,16 @@ pub(crate) unsafe fn expiry_ms_of(ptr: *const u8) -> u16 {
     }
 }
 
+/// True if the item has a deadline (the layout's HAS_EXPIRY bit).
+///
+/// # Safety
+/// As for [`layout`].
+#[inline(always)]
+pub(crate) unsafe fn has_expiry(ptr: *const u8) -> bool {
+    // SAFETY: forwarded from the caller.
+    (unsafe { layout_bits(ptr) } & LAYOUT_HAS_EXPIRY) != 0
+}
+
 /// The offset of the item's value (header and key lengths).
 ///
 /// # Safety

@@ -88,6 +88,7 @@
 //! | `store/` | the public API and the expand thread, one file per concern (`store/mod.rs` says which holds what) |
 //! | `object.rs` | value tags; objects: values that live outside their item (large collections) |
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
+//! | `namespace.rs` | key namespaces (Redis's databases) in one store: the key encoding, items per namespace |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |
 //! | `stall.rs` | the engine's bounded steps timed for a watcher (the server's LATENCY), no protocol names |
 //! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
@@ -107,6 +108,7 @@ pub mod evict;
 mod item;
 mod journal;
 mod local;
+pub mod namespace;
 mod object;
 mod outsized;
 mod pool;

@@ -178,6 +178,13 @@ pub(crate) struct Local {
     /// Bytes charged for objects (object.rs) this thread stored, grew or
     /// retired, same convention.
     pub object_bytes: AtomicI64,
+    /// Items per key namespace (`namespace.rs`), same convention; only
+    /// keys stored with a namespace prefix are counted.
+    pub ns_items: [AtomicI64; crate::namespace::NAMESPACES],
+    /// Items with a deadline, all namespaces (INFO keyspace's `expires=`).
+    pub ttl_items: AtomicI64,
+    /// Items with a deadline per namespace, as `ns_items`.
+    pub ns_ttl_items: [AtomicI64; crate::namespace::NAMESPACES],
     owned: UnsafeCell<Owned>,
 }
 
@@ -193,6 +200,9 @@ impl Local {
             bytes: AtomicI64::new(0),
             block_bytes: AtomicI64::new(0),
             object_bytes: AtomicI64::new(0),
+            ns_items: [const { AtomicI64::new(0) }; crate::namespace::NAMESPACES],
+            ttl_items: AtomicI64::new(0),
+            ns_ttl_items: [const { AtomicI64::new(0) }; crate::namespace::NAMESPACES],
             owned: UnsafeCell::new(Owned {
                 pin_depth: 0,
                 pins: 0,

@@ -64,7 +64,7 @@ use crate::evict::{Queue, Verdict};
 use crate::item;
 use crate::local::Local;
 use crate::pool::Block;
-use crate::store::{local_add, Error, Inner, ItemRef, Pinned};
+use crate::store::{count_item, local_add, Error, Inner, ItemRef, Pinned};
 use crate::table::split_hash;
 use std::sync::atomic::Ordering;
 
@@ -263,6 +263,8 @@ impl Inner {
         guard.remove(slot);
         drop(guard);
         local_add(&local.items, -1);
+        // SAFETY: p was in the bucket we held locked; retired below.
+        unsafe { count_item(local, p, -1) };
         local_add(&local.bytes, -((it.key().len() + it.value().len()) as i64));
         if expired {
             self.retire_item(local, p);

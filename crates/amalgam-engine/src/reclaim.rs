@@ -117,7 +117,7 @@ use crate::evict::{Queue, Verdict};
 use crate::item;
 use crate::local::{Garbage, Local};
 use crate::segment::{OpenSegments, ITEM_ALIGN_BYTES};
-use crate::store::{local_add, Inner, ItemRef, Pinned};
+use crate::store::{count_item, local_add, Inner, ItemRef, Pinned};
 use crate::table::split_hash;
 use std::sync::atomic::Ordering;
 
@@ -373,6 +373,8 @@ impl Inner {
         let local = pin.local;
         let unlink_counts = || {
             local_add(&local.items, -1);
+            // SAFETY: p is in the bucket we hold locked.
+            unsafe { count_item(local, p, -1) };
             local_add(
                 &local.bytes,
                 -((it.key().len() + it.value().len() + it.object().map_or(0, |c| c.charged())) as i64),

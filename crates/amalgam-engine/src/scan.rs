@@ -115,6 +115,31 @@ impl Store {
     /// assert!(seen.len() > 50, "{} distinct keys of 100", seen.len());
     /// ```
     pub fn random_item<R>(&self, random: u64, f: impl FnOnce(ItemRef<'_>) -> R) -> Option<R> {
+        self.random_item_where(random, |_| true, f)
+    }
+
+    /// [`Store::random_item`] among the live items whose key `keep`
+    /// accepts (a namespace's: `namespace.rs`). The probes and the walk
+    /// are the same, so an item's chance is as fair; a key set that is a
+    /// small share of the store is found by the walk.
+    ///
+    /// ```
+    /// use amalgam_engine::{namespace, Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// for i in 0..100 {
+    ///     store.set(format!("k{i}").as_bytes(), b"v", 0, Expiry::Never).unwrap();
+    /// }
+    /// store.set(&namespace::encode(4, b"only"), b"v", 0, Expiry::Never).unwrap();
+    /// let in4 = |k: &[u8]| namespace::split(k).0 == 4;
+    /// assert_eq!(store.random_item_where(7, in4, |it| it.key().to_vec()), Some(b"\xff\x04only".to_vec()));
+    /// assert_eq!(store.random_item_where(7, |k| namespace::split(k).0 == 5, |it| it.key().len()), None);
+    /// ```
+    pub fn random_item_where<R>(
+        &self,
+        random: u64,
+        keep: impl Fn(&[u8]) -> bool,
+        f: impl FnOnce(ItemRef<'_>) -> R,
+    ) -> Option<R> {
         if self.is_empty() {
             // Nothing indexed (not even expired items): no walk at all.
             return None;
@@ -133,7 +158,7 @@ impl Store {
                 // SAFETY: p was in a chain while we held its lock and we
                 // are still pinned, so it is not freed before the pin drops.
                 let it = unsafe { ItemRef::new(p) };
-                if self.item_is_live(&it, &mut now) {
+                if keep(it.key()) && self.item_is_live(&it, &mut now) {
                     live.push(p);
                 }
             }

@@ -3,7 +3,7 @@
 //! segments ahead of writers in cache mode, and the write clock's ticks.
 
 use super::mutate::counted_bytes;
-use super::{local_add, Inner, Local, Pinned, Store};
+use super::{count_item, local_add, Inner, Local, Pinned, Store};
 use crate::item;
 use crate::local::Garbage;
 use crate::reclaim::Reclaim;
@@ -295,6 +295,8 @@ impl Inner {
                     // SAFETY: p is still allocated (just unlinked).
                     local_add(&local.bytes, -unsafe { counted_bytes(p) });
                     local_add(&local.items, -1);
+                    // SAFETY: as above.
+                    unsafe { count_item(local, p, -1) };
                     self.retire_object(local, p);
                     self.retire_item(local, p);
                 }

@@ -249,6 +249,43 @@ pub(crate) fn local_add(c: &AtomicI64, delta: i64) {
     c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed);
 }
 
+/// Counts a change of `items` items of `key`, `ttl` of them with a
+/// deadline (the layout's expiry bit, [`crate::item::has_expiry`]), in the
+/// items with a deadline and in the key's namespace (`namespace.rs`). For
+/// a key stored as is and no deadline: two tests (the mutate path passes
+/// the key it holds, so nothing of the item is decoded for it).
+#[inline(always)]
+pub(crate) fn count_change(local: &crate::local::Local, key: &[u8], items: i64, ttl: i64) {
+    if ttl != 0 {
+        local_add(&local.ttl_items, ttl);
+    }
+    if key.first() == Some(&crate::namespace::NS_ESCAPE) {
+        count_namespaced(local, key, items, ttl);
+    }
+}
+
+/// The namespace part of [`count_change`], out of line.
+#[cold]
+#[inline(never)]
+fn count_namespaced(local: &crate::local::Local, key: &[u8], items: i64, ttl: i64) {
+    if let Some(ns) = crate::namespace::counted(key) {
+        local_add(&local.ns_items[ns], items);
+        local_add(&local.ns_ttl_items[ns], ttl);
+    }
+}
+
+/// [`count_change`] for one item at `p`.
+///
+/// # Safety
+/// `p` is a live item (or one just unlinked and not yet reclaimed) that
+/// the caller's pin or bucket lock protects.
+#[inline(always)]
+pub(crate) unsafe fn count_item(local: &crate::local::Local, p: *const u8, delta: i64) {
+    // SAFETY: forwarded from the caller.
+    let (ttl, key) = unsafe { (crate::item::has_expiry(p), crate::item::key(p)) };
+    count_change(local, key, delta, if ttl { delta } else { 0 });
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         self.inner.shutdown.store(true, Ordering::Release);

@@ -5,7 +5,7 @@
 //! and what a write needs first: a CAS unique (`Inner::next_cas`) and its
 //! new item built (`Inner::build`).
 
-use super::{local_add, Error, Expiry, Inner, ItemRef, Pinned};
+use super::{count_change, local_add, Error, Expiry, Inner, ItemRef, Pinned};
 use crate::item::{self, Meta};
 use crate::journal::Change;
 use crate::local::Local;
@@ -207,6 +207,9 @@ impl Inner {
                 }
                 local_add(&local.bytes, new_bytes);
                 local_add(&local.items, 1);
+                // SAFETY: the block just published; we hold its bucket lock.
+                let ttl = unsafe { item::has_expiry(block.ptr) };
+                count_change(local, key, 1, i64::from(ttl));
                 // A new object starts counting (one the old item held is
                 // counted already, and stays if the new item keeps it; a
                 // moved one is counted already).
@@ -263,6 +266,10 @@ impl Inner {
         if let Some(p) = removed {
             local_add(&local.bytes, -old_bytes(p));
             local_add(&local.items, -1);
+            // SAFETY: p was unlinked under the lock and is retired below,
+            // after this (our pin keeps it).
+            let ttl = unsafe { item::has_expiry(p) };
+            count_change(local, key, -1, -i64::from(ttl));
             if !kept_cell {
                 self.retire_object(local, p);
             }
