@@ -22,7 +22,7 @@ use super::glob::{has_wildcards, matches};
 use super::strings::{deadline, engine_error, Unit};
 use super::{int_arg, is, Arg, Ctx};
 use crate::counters::bump;
-use amalgam_engine::{Expiry, NewValue, Update};
+use amalgam_engine::{namespace, Expiry, NewValue, Update};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_simple};
 
 use super::table::Cmd;
@@ -94,16 +94,51 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             None => keys(ctx, &args[1], out),
         },
         Cmd::Scan => scan(ctx, args, out),
-        Cmd::Dbsize => push_int(out, store.stats().items as i64),
+        Cmd::Dbsize => push_int(out, store.namespace_len(ctx.ns) as i64),
         Cmd::Flushdb | Cmd::Flushall => {
             if args.len() > 2 || (args.len() == 2 && !is(&args[1], "sync") && !is(&args[1], "async")) {
                 return push_error(out, err::SYNTAX.as_bytes());
             }
             bump(&ctx.ks.counters.cmd_flush, 1);
-            store.flush_all();
+            if cmd == Cmd::Flushdb && !only_namespace_in_use(store, ctx.ns) {
+                flush_namespace(ctx);
+            } else {
+                store.flush_all();
+            }
             push_simple(out, "OK");
         }
         _ => {}
+    }
+}
+
+/// True if no namespace but `ns` holds items, so FLUSHDB may flush the
+/// whole store (the engine's constant-time fence).
+fn only_namespace_in_use(store: &amalgam_engine::Store, ns: u8) -> bool {
+    let counts = store.namespace_counts();
+    let others = counts.iter().enumerate().filter(|&(n, _)| n != 0 && n != ns as usize).map(|(_, c)| c).sum::<u64>();
+    // Namespace 0's count is the total less the others'.
+    others == 0 && (ns == 0 || store.namespace_len(0) == 0)
+}
+
+/// FLUSHDB when other databases hold keys: one pass over the index,
+/// deleting this namespace's keys (O(all keys), as Redis's FLUSHDB is
+/// O(the database's); the pass is bounded by the index's size).
+fn flush_namespace(ctx: &Ctx<'_>) {
+    let store = ctx.ks.store;
+    let mut cursor = 0;
+    let mut doomed: Vec<Vec<u8>> = Vec::new();
+    loop {
+        cursor = store.scan(cursor, |it| {
+            if namespace::split(it.key()).0 == ctx.ns {
+                doomed.push(it.key().to_vec());
+            }
+        });
+        for k in doomed.drain(..) {
+            let _ = store.delete(&k);
+        }
+        if cursor == 0 {
+            break;
+        }
     }
 }
 
@@ -201,12 +236,13 @@ fn one_key(pattern: &[u8]) -> Option<&[u8]> {
     (!has_wildcards(pattern)).then_some(pattern)
 }
 
-/// The array of the keys among `key` that exist (zero or one).
-fn push_keys(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
-    let found = ctx.ks.store.get(key, |_| ()).is_some();
+/// The array of the keys among `name` (in the command's database) that
+/// exist (zero or one).
+fn push_keys(ctx: &Ctx<'_>, name: &[u8], out: &mut Vec<u8>) {
+    let found = ctx.ks.store.get(&namespace::encode(ctx.ns, name), |_| ()).is_some();
     push_array(out, usize::from(found));
     if found {
-        push_bulk(out, key);
+        push_bulk(out, name);
     }
 }
 
@@ -223,8 +259,9 @@ fn keys(ctx: &Ctx<'_>, pattern: &[u8], out: &mut Vec<u8>) {
     let mut cursor = 0;
     for _ in 0..KEYS_STEPS_MAX {
         cursor = ctx.ks.store.scan(cursor, |it| {
-            if out.len() < stop && matches(pattern, it.key(), false) {
-                push_bulk(out, it.key());
+            let Some(name) = namespace::name_in(ctx.ns, it.key()) else { return };
+            if out.len() < stop && matches(pattern, name, false) {
+                push_bulk(out, name);
                 found += 1;
             }
         });
@@ -273,7 +310,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         // One key: a lookup answers the whole iteration.
         push_array(out, 2);
         push_bulk(out, b"0");
-        let kind = ctx.ks.store.get(key, |it| super::typed::type_name(&it));
+        let kind = ctx.ks.store.get(&namespace::encode(ctx.ns, key), |it| super::typed::type_name(&it));
         if type_filter.is_some_and(|t| kind.is_some_and(|k| !is(t, k))) {
             push_array(out, 0);
         } else {
@@ -288,7 +325,8 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let steps = count.saturating_mul(SCAN_STEPS_PER_KEY);
     for _ in 0..steps {
         cursor = ctx.ks.store.scan(cursor, |it| {
-            found.push(it.key().to_vec());
+            let Some(name) = namespace::name_in(ctx.ns, it.key()) else { return };
+            found.push(name.to_vec());
             if type_filter.is_some() {
                 kinds.push(super::typed::type_name(&it));
             }

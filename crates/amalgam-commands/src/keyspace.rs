@@ -30,25 +30,34 @@
 
 use super::strings::engine_error;
 use super::typed::{self, publish, Refused};
-use super::{int_arg, is, null, Arg, Ctx};
-use amalgam_engine::{Expiry, NewValue, Update, TAG_OBJECT};
+use super::{is, null, Arg, Ctx};
+use amalgam_engine::{namespace, Expiry, NewValue, Update, TAG_OBJECT};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int};
 use amalgam_types::value::{kind_of_tag, Value};
 use amalgam_types::Kind;
 
 use super::table::Cmd;
 
-/// Redis's `shared.sameobjecterr`.
-const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+use crate::db::SAME_OBJECT;
 
 pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Randomkey => {
-            let found = ctx.ks.store.random_item(typed::random(), |it| push_bulk(out, it.key()));
+            let ns = ctx.ns;
+            let in_db = |k: &[u8]| namespace::split(k).0 == ns;
+            let found = if ctx.ks.store.namespace_len(ns) == 0 {
+                None
+            } else {
+                ctx.ks
+                    .store
+                    .random_item_where(typed::random(), in_db, |it| push_bulk(out, namespace::split(it.key()).1))
+            };
             if found.is_none() {
                 null(ctx, out);
             }
         }
+        Cmd::Move => crate::db::move_key(ctx, args, out),
+        Cmd::Swapdb => crate::db::swapdb(ctx, args, out),
         _ => copy(ctx, args, out),
     }
 }
@@ -63,6 +72,7 @@ enum Body {
 
 fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let mut replace = false;
+    let mut target: Option<u8> = None;
     let mut j = 3;
     // Bounded: j advances at least once a round.
     while j < args.len() {
@@ -71,11 +81,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             replace = true;
         } else if is(&args[j], "db") && more >= 1 {
             // Redis's getIntFromObjectOrReply, then selectDb.
-            match int_arg(&args[j + 1]) {
-                None => return push_error(out, err::NOT_INTEGER.as_bytes()),
-                Some(n) if i32::try_from(n).is_err() => return push_error(out, err::INT_RANGE.as_bytes()),
-                Some(0) => {}
-                Some(_) => return push_error(out, err::DB_INDEX.as_bytes()),
+            match ctx.ks.databases.parse(&args[j + 1]) {
+                Ok(db) => target = Some(ctx.ks.databases.namespace(db)),
+                Err(e) => return push_error(out, e.as_bytes()),
             }
             j += 1;
         } else {
@@ -83,7 +91,14 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         j += 1;
     }
-    if args[1] == args[2] {
+    // The destination in another database (its name re-encoded for that
+    // namespace): not among the keys the front end holds, so the read of
+    // the source and the write of the destination are two steps there.
+    let dst: std::borrow::Cow<'_, [u8]> = match target {
+        Some(ns) if ns != ctx.ns => namespace::encode(ns, namespace::split(&args[2]).1).into(),
+        _ => std::borrow::Cow::Borrowed(&args[2][..]),
+    };
+    if args[1][..] == dst[..] {
         return push_error(out, SAME_OBJECT.as_bytes());
     }
     let store = &ctx.ks.store;
@@ -118,7 +133,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let item_max = ctx.ks.item_size_max;
     // The closure may run twice (typed.rs, module notes): a large value is
     // decoded again for a second run.
-    let r = store.update(&args[2], |old| {
+    let r = store.update(&dst, |old| {
         if old.is_some() && !replace {
             return (Update::Keep, false);
         }
@@ -140,7 +155,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             if copied && matches!(kind, Some(Kind::List | Kind::ZSet)) {
                 // A client blocked on the destination (BLPOP, BZPOPMIN …)
                 // is served, as Redis's dbAdd signals the key ready.
-                ctx.ks.host.signal(&args[2]);
+                ctx.ks.host.signal(&dst);
             }
             push_int(out, i64::from(copied))
         }

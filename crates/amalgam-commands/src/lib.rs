@@ -36,6 +36,7 @@
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |
 //! | `keyspace.rs` | RANDOMKEY COPY |
+//! | `db.rs` | the numbered databases: database → engine namespace, key arguments encoded, MOVE SWAPDB |
 //! | `dump.rs` | DUMP RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
 //! | `memory.rs` | MEMORY |
 //! | `typed.rs` | collections on the engine: reads, writes, WRONGTYPE, the live thresholds |
@@ -55,6 +56,7 @@
 
 pub mod bits;
 pub mod counters;
+pub mod db;
 pub mod dump;
 pub mod glob;
 pub mod hash;
@@ -109,6 +111,8 @@ pub struct Keyspace<'w> {
     /// A replication stream is fed (it may start at run time, REPLICAOF
     /// or a replica's PSYNC): read per collection write.
     pub streamed: &'w AtomicBool,
+    /// The numbered databases (`db.rs`).
+    pub databases: &'w db::Databases,
 }
 
 impl Keyspace<'_> {
@@ -139,6 +143,9 @@ pub struct Ctx<'c> {
     /// many elements stops being built once the output reaches it (the
     /// front end then closes the client).
     pub out_stop: usize,
+    /// The engine namespace of the command's database (`db.rs`); its key
+    /// arguments are already in their stored forms.
+    pub ns: u8,
 }
 
 impl Ctx<'_> {

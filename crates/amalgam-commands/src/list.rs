@@ -229,7 +229,7 @@ fn reply_int(r: Result<Access<i64>, Refused>, out: &mut Vec<u8>) {
 /// LMPOP's and BLMPOP's reply: `[key, [elements]]`.
 pub fn reply_key_elements(key: &[u8], elems: &[Vec<u8>], out: &mut Vec<u8>) {
     push_array(out, 2);
-    push_bulk(out, key);
+    crate::db::push_key(out, key);
     push_array(out, elems.len());
     for e in elems {
         push_bulk(out, e);

@@ -90,6 +90,8 @@ pub enum Cmd {
     Lcs,
     Randomkey,
     Copy,
+    Move,
+    Swapdb,
     Dump,
     Restore,
     Memory,

@@ -595,7 +595,7 @@ pub fn mpop_args(args: &[Arg<'_>], numkeys_at: usize) -> Result<Mpop, &'static s
 /// RESP2 too).
 pub fn reply_key_pairs(out: &mut Vec<u8>, proto: Proto, key: &[u8], pairs: &zset::Pairs) {
     push_array(out, 2);
-    push_bulk(out, key);
+    crate::db::push_key(out, key);
     push_array(out, pairs.len());
     for (m, s) in pairs {
         push_array(out, 2);

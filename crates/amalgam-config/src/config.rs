@@ -6,6 +6,17 @@ use clap::{CommandFactory, FromArgMatches, Parser};
 /// What `--version` (`-V`, memcached's) prints after the program's name.
 pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("AMALGAM_GIT_SHA1"), ")");
 
+/// Redis's `databases` default, and the most (one engine namespace each).
+pub use amalgam_commands::db::{DATABASES_DEFAULT, DATABASES_MAX};
+
+/// `--databases`: 1 to [`DATABASES_MAX`].
+fn parse_databases(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=DATABASES_MAX).contains(&n) => Ok(n),
+        _ => Err(format!("--databases: {s:?} is not a number of databases (1 to {DATABASES_MAX})")),
+    }
+}
+
 /// memcached's default TCP port.
 pub const PORT_DEFAULT: u16 = 11211;
 /// Redis's default TCP port, where the RESP listener goes by default.
@@ -136,6 +147,12 @@ pub struct Args {
     /// whatever this says. memcached's port keeps -I.
     #[arg(long = "proto-max-bulk-len", default_value = "536870912", value_parser = parse_proto_max_bulk_len)]
     pub proto_max_bulk_len: u64,
+
+    /// Redis's numbered databases (SELECT 0 to this less one): Redis's
+    /// `databases`, 1 to 256 (one engine namespace each). The memcached
+    /// port serves database 0.
+    #[arg(long = "databases", default_value_t = DATABASES_DEFAULT, value_parser = parse_databases)]
+    pub databases: usize,
 
     /// A pub/sub subscriber whose unsent messages pass this many bytes is
     /// disconnected (Redis's `client-output-buffer-limit pubsub` hard

@@ -91,7 +91,7 @@ pub fn process(
                 if let Some(unlink) = f.unlink {
                     let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                     if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
-                        let _ = ctx.w.store.delete(key);
+                        let _ = ctx.w.store.delete(crate::stored(key, &mut Vec::new()));
                     }
                 }
                 pos += f.consumed.min(buf.len() - pos);
@@ -138,13 +138,15 @@ fn run_gets(store: &Store, stats: &Counters, gets: &mut Vec<Request<'_>>, out: &
     if gets.is_empty() {
         return;
     }
-    let keys: Vec<&[u8]> = gets
+    let mut keys: Vec<&[u8]> = gets
         .iter()
         .map(|r| match r.command {
             Command::Get { key, .. } => key,
             _ => &[][..],
         })
         .collect();
+    let mut escaped = Vec::new();
+    let _ = crate::stored_all(&mut keys, &mut escaped);
     let mut hits = 0u64;
     store.get_batch(&keys, |i, item| {
         let req = &gets[i];
@@ -153,7 +155,7 @@ fn run_gets(store: &Store, stats: &Counters, gets: &mut Vec<Request<'_>>, out: &
         match item.filter(|it| it.tag() == amalgam_engine::TAG_BYTES) {
             Some(it) => {
                 hits += 1;
-                let k = if with_key { it.key() } else { &[][..] };
+                let k = if with_key { key } else { &[][..] };
                 push_response(
                     out,
                     req.opcode,
@@ -214,6 +216,8 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         );
         return After::Continue;
     }
+    // Each key in its stored form (database 0: lib.rs).
+    let mut scratch = Vec::new();
     match req.command {
         Command::Get { .. } => {
             let mut one = vec![req];
@@ -225,8 +229,8 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 _ => (false, false, false),
             };
             bump(&ctx.w.counters.cmd_touch, 1);
-            let hit = store.touch_and_get(key, expiry(store, exptime), |it| {
-                let k = if with_key { it.key() } else { &[][..] };
+            let hit = store.touch_and_get(crate::stored(key, &mut scratch), expiry(store, exptime), |it| {
+                let k = if with_key { key } else { &[][..] };
                 let v = if value { it.value() } else { &[][..] };
                 push_response(out, req.opcode, status::SUCCESS, req.opaque, it.cas(), &flags_extras(&it), k, v);
             });
@@ -239,6 +243,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Command::Store { op, key, flags, exptime, value, quiet } => {
             bump(&ctx.w.counters.cmd_set, 1);
+            let key = crate::stored(key, &mut scratch);
             match run_store(store, ctx.w.counters, req.cas, op, key, flags, expiry(store, exptime), value) {
                 Ok(cas) => {
                     bump(&ctx.w.counters.total_items, 1);
@@ -249,6 +254,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
         }
         Command::Delete { key, quiet } => {
+            let key = crate::stored(key, &mut scratch);
             let r = if req.cas == 0 {
                 store.delete(key).map(|()| status::SUCCESS)
             } else {
@@ -273,6 +279,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
         }
         Command::Arith { incr, key, delta, initial, exptime, quiet } => {
+            let key = crate::stored(key, &mut scratch);
             run_arith(store, ctx.w.counters, &req, incr, key, delta, initial, exptime, quiet, out)
         }
         Command::Quit { quiet } => {

@@ -182,7 +182,7 @@ pub fn process(
                 if let Some(unlink) = f.unlink {
                     let mut scratch = [0; amalgam_protocol::KEY_BYTES_MAX];
                     if let Some(key) = unlink.key(&buf[pos..], &mut scratch) {
-                        let _ = ctx.w.store.delete(key);
+                        let _ = ctx.w.store.delete(crate::stored(key, &mut Vec::new()));
                     }
                 }
                 pos += f.consumed;

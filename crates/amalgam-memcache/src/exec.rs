@@ -36,6 +36,8 @@ pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
             owner.push(r);
         }
     }
+    let mut escaped = Vec::new();
+    let any_escaped = crate::stored_all(&mut keys, &mut escaped);
     let mut ended = 0;
     let mut hits = 0u64;
     // A multi-get of many large values (`get k k k …`, a 1 MiB line of
@@ -57,7 +59,8 @@ pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
         // object.rs) is not a memcached item: absent here.
         if let Some(it) = item.filter(|it| it.tag() == TAG_BYTES) {
             hits += 1;
-            push_value(out, it.key(), it.flags(), it.value(), gets[r].1.then(|| ctx.visible_cas(it.cas())));
+            let key = if any_escaped { crate::name(it.key()) } else { it.key() };
+            push_value(out, key, it.flags(), it.value(), gets[r].1.then(|| ctx.visible_cas(it.cas())));
         }
     });
     while ended < gets.len() && out.len() < stop {
@@ -222,14 +225,16 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             push_line(out, line);
         }
     };
+    // Each key in its stored form (database 0: lib.rs).
+    let mut scratch = Vec::new();
     match req {
         Request::Get { keys, cas, touch: Some(exptime) } => {
             let e = expiry(store, exptime);
             // memcached counts gat/gats keys as touches only, not as gets.
             for key in keys.iter() {
                 bump(&ctx.w.counters.cmd_touch, 1);
-                let hit = store.touch_and_get(key, e, |it| {
-                    push_value(out, it.key(), it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
+                let hit = store.touch_and_get(crate::stored(key, &mut scratch), e, |it| {
+                    push_value(out, key, it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
                 });
                 match hit {
                     Some(Ok(())) => bump(&ctx.w.counters.touch_hits, 1),
@@ -244,6 +249,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
             bump(&ctx.w.counters.cmd_set, 1);
             let e = expiry(store, exptime);
+            let key = crate::stored(key, &mut scratch);
             let r = match op {
                 StoreOp::Set => store.set(key, data, flags, e),
                 StoreOp::Add => store.add(key, data, flags, e),
@@ -257,7 +263,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             };
             store_reply(ctx, op, key, r, noreply, out);
         }
-        Request::Delete { key, noreply } => match store.delete(key) {
+        Request::Delete { key, noreply } => match store.delete(crate::stored(key, &mut scratch)) {
             Ok(()) => {
                 bump(&ctx.w.counters.delete_hits, 1);
                 reply_line("DELETED", noreply);
@@ -268,6 +274,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
         },
         Request::Arith { incr, key, delta, noreply } => {
+            let key = crate::stored(key, &mut scratch);
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };
             let (hits, misses) = if incr {
                 (&ctx.w.counters.incr_hits, &ctx.w.counters.incr_misses)
@@ -292,7 +299,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Request::Touch { key, exptime, noreply } => {
             bump(&ctx.w.counters.cmd_touch, 1);
-            match store.touch(key, expiry(store, exptime)) {
+            match store.touch(crate::stored(key, &mut scratch), expiry(store, exptime)) {
                 Ok(()) => {
                     bump(&ctx.w.counters.touch_hits, 1);
                     reply_line("TOUCHED", noreply);

@@ -18,6 +18,15 @@
 //! which the server answers (its `admin.rs`). No socket, no other
 //! connection, no RESP.
 //!
+//! ## Database 0
+//! The memcached port serves Redis's database 0, engine namespace 0
+//! (`amalgam_engine::namespace`): a key is stored as it is unless it
+//! begins with the escape byte 0xFF, then escaped ([`stored`],
+//! [`stored_all`]), so a memcached key never reads or writes another
+//! database's key. A key a reply names is the request's, or a stored
+//! key's name ([`name`]). memcached's `flush_all` flushes every database,
+//! as FLUSHALL does.
+//!
 //! ## Files
 //! | file | what |
 //! |---|---|
@@ -36,6 +45,50 @@ pub mod exec;
 pub mod meta;
 
 pub use conn::{process, swallowing, Conn};
+
+use amalgam_engine::namespace::{self, NS_ESCAPE};
+
+/// A memcached key's stored form (see "Database 0"): the key itself, or
+/// when it begins with the escape byte its escaped copy in `scratch`.
+/// One compare for every other key.
+#[inline(always)]
+pub(crate) fn stored<'a>(key: &'a [u8], scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    if key.first() != Some(&NS_ESCAPE) {
+        return key;
+    }
+    scratch.clear();
+    namespace::encode_into(0, key, scratch);
+    scratch
+}
+
+/// [`stored`] for a batch of keys: those that begin with the escape byte
+/// are replaced by escaped copies kept in `scratch` (which allocates only
+/// then). True if any was.
+#[inline(always)]
+pub(crate) fn stored_all<'a>(keys: &mut [&'a [u8]], scratch: &'a mut Vec<Vec<u8>>) -> bool {
+    if keys.iter().all(|k| k.first() != Some(&NS_ESCAPE)) {
+        return false;
+    }
+    escape_all(keys, scratch);
+    true
+}
+
+/// The escaping part of [`stored_all`], out of line.
+#[cold]
+#[inline(never)]
+fn escape_all<'a>(keys: &mut [&'a [u8]], scratch: &'a mut Vec<Vec<u8>>) {
+    scratch.extend(keys.iter().filter(|k| k.first() == Some(&NS_ESCAPE)).map(|k| namespace::encode(0, k)));
+    let mut escaped = scratch.iter();
+    for k in keys.iter_mut().filter(|k| k.first() == Some(&NS_ESCAPE)) {
+        *k = escaped.next().expect("one copy per escaped key");
+    }
+}
+
+/// The name of a stored key (what a reply shows).
+#[inline(always)]
+pub(crate) fn name(stored: &[u8]) -> &[u8] {
+    namespace::split(stored).1
+}
 pub use exec::After;
 
 use amalgam_commands::counters::Counters;

@@ -245,7 +245,9 @@ fn count_get(stats: &Counters, req: &MetaRequest<'_>, hit: bool) {
 
 fn meta_get(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
-    let key = req.key();
+    // The key's stored form (database 0: lib.rs).
+    let mut scratch = Vec::new();
+    let key = crate::stored(req.key(), &mut scratch);
     if f.ttl.is_none() && f.vivify.is_none() && f.recache.is_none() {
         // Read-only unless the item is stale with its token still to give.
         let mark = out.len();
@@ -366,7 +368,7 @@ fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8],
         fresh_cas: true,
         marks,
     };
-    let r = store.update(req.key(), |old| {
+    let r = store.update(crate::stored(req.key(), &mut Vec::new()), |old| {
         // A collection is absent to memcached: only a plain set replaces
         // it (as the text protocol's `set` does).
         if old.is_some_and(|it| it.tag() != TAG_BYTES) && (cas_mode || mode != SetMode::Set) {
@@ -420,12 +422,12 @@ fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8],
         Ok((code, cas)) => (code, if cas_on { cas.unwrap_or(0) } else { 0 }),
         Err(Error::TooLarge) if matches!(mode, SetMode::Append | SetMode::Prepend) => (Code::Ns, 0),
         Err(Error::TooLarge) => {
-            let _ = store.delete(req.key());
+            let _ = store.delete(crate::stored(req.key(), &mut Vec::new()));
             return push_line(out, reply::TOO_LARGE);
         }
         Err(_) => {
             if mode == SetMode::Set {
-                let _ = store.delete(req.key());
+                let _ = store.delete(crate::stored(req.key(), &mut Vec::new()));
             }
             return push_line(out, OOM_STORING);
         }
@@ -465,7 +467,7 @@ fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8],
 fn meta_delete(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let f = &req.flags;
     let new_ttl = f.ttl.map(|t| expiry(store, t));
-    let r = store.update(req.key(), |old| match old {
+    let r = store.update(crate::stored(req.key(), &mut Vec::new()), |old| match old {
         None => (Update::Keep, Code::Nf),
         Some(it) if matches!(f.cas, Some(c) if c != visible(&it, cas_on)) => (Update::Keep, Code::Ex),
         // A collection can be deleted from memcached's port, not marked
@@ -535,7 +537,7 @@ fn meta_arith(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut 
         }
         e
     };
-    let r = store.update(req.key(), |old| match old {
+    let r = store.update(crate::stored(req.key(), &mut Vec::new()), |old| match old {
         None => match f.vivify {
             Some(_) => {
                 let exp = final_exp(Expiry::Never, true);
@@ -638,7 +640,7 @@ fn meta_arith(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut 
 fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
     let now = store.now();
     // memcached's `me` reads without bumping the item.
-    let line = store.peek(req.key(), |it| {
+    let line = store.peek(crate::stored(req.key(), &mut Vec::new()), |it| {
         // A collection (a RESP hash, list, set or sorted set) is not a
         // memcached item: absent here.
         if it.tag() != TAG_BYTES {
@@ -646,9 +648,9 @@ fn meta_debug(store: &Store, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: b
         }
         let mut l = b"ME ".to_vec();
         if req.flags.base64 {
-            amalgam_protocol::meta::base64_encode(it.key(), &mut l);
+            amalgam_protocol::meta::base64_encode(req.key(), &mut l);
         } else {
-            l.extend_from_slice(it.key());
+            l.extend_from_slice(req.key());
         }
         let exp = match it.expiry().unix_secs_ceil() {
             None => -1,

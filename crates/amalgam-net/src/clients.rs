@@ -100,6 +100,8 @@ pub struct Client {
     pub flags: AtomicU8,
     /// The protocol version (2 or 3).
     pub resp: AtomicU8,
+    /// The selected database (SELECT; CLIENT LIST's `db=`).
+    pub db: AtomicU32,
     /// Channels and patterns subscribed (CLIENT LIST's `sub=`, `psub=`).
     pub sub: AtomicU32,
     pub psub: AtomicU32,
@@ -132,6 +134,7 @@ impl Client {
             last_cmd: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             resp: AtomicU8::new(2),
+            db: AtomicU32::new(0),
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),

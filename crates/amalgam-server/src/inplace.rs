@@ -114,6 +114,11 @@ pub fn start_resp(shared: &Shared, session: &mut crate::resp::Session, pending: 
         return None;
     }
     let key = session.parser.element(pending, 1)?;
+    // A key not stored as written (another database, or a name beginning
+    // with the escape byte) takes the ordinary path, which encodes it.
+    if key.first() == Some(&amalgam_engine::namespace::NS_ESCAPE) {
+        return None;
+    }
     let store: &Store = &shared.store;
     let limits = shared.resp_limits();
     let value =
@@ -165,7 +170,7 @@ pub fn start_memcached(shared: &Shared, limits: text::Limits, pending: &[u8]) ->
     let Parse::Done(Request::Store { op, key, flags, exptime, .. }, _) = text::parse(&probe, limits) else {
         return None;
     };
-    if matches!(op, StoreOp::Append | StoreOp::Prepend) {
+    if matches!(op, StoreOp::Append | StoreOp::Prepend) || key.first() == Some(&amalgam_engine::namespace::NS_ESCAPE) {
         return None;
     }
     let store: &Store = &shared.store;

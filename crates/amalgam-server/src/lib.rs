@@ -242,6 +242,9 @@ pub struct Shared {
     pub conns: Mutex<ConnRegistry>,
     /// When collections change form (CONFIG SET hash-max-listpack-entries …).
     pub thresholds: resp::typed::LiveThresholds,
+    /// Redis's numbered databases: each one's engine namespace
+    /// (`amalgam_commands::db`).
+    pub databases: amalgam_commands::db::Databases,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
@@ -403,6 +406,7 @@ impl Shared {
             .and_then(|s| s.map(|s| tls::Tls::new(&s)).transpose())
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
+        let databases = amalgam_commands::db::Databases::new(args.databases);
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {
             repl: repl::Replication::new(backlog, journaled),
@@ -426,6 +430,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             next_client_id: AtomicU64::new(1),
             thresholds: resp::typed::LiveThresholds::default(),
+            databases,
             verbosity: AtomicU32::new(u32::from(args_verbose)),
             conns: Mutex::new(ConnRegistry::default()),
             clients: amalgam_net::clients::Registry::new(threads),

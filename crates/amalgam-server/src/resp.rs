@@ -32,10 +32,14 @@
 //! connection pays one byte test for this in the batch condition and one
 //! at the top of `dispatch`.
 //!
-//! ## One keyspace
-//! RESP and memcached share the store: a key written here is read by
-//! memcached's `get` and the other way round, values byte for byte, expiry
-//! shared. What RESP cannot show:
+//! ## One keyspace, sixteen databases
+//! Redis's numbered databases are engine namespaces of the one store
+//! (`amalgam_commands::db`, docs/databases.md): `dispatch` resolves the
+//! session's database ([`in_database`]) and hands the families the keys
+//! in their stored forms; the batched GET/SET path runs only on database
+//! 0 ([`plain_db`]). RESP's database 0 and memcached share keys: a key
+//! written here is read by memcached's `get` and the other way round,
+//! values byte for byte, expiry shared. What RESP cannot show:
 //! * memcached's client flags: RESP writes that replace a value (SET and
 //!   its variants, MSET, MSETNX, GETSET) store flags 0; writes that change
 //!   a value in place (APPEND, SETRANGE, INCR and friends, INCRBYFLOAT, the
@@ -171,6 +175,8 @@ pub struct Session {
     blocked: Option<Box<blocking::Blocked>>,
     /// MULTI's queue and WATCH's keys (`multi.rs`).
     multi: multi::Multi,
+    /// The selected database (SELECT; `amalgam_commands::db`).
+    pub(crate) db: usize,
     /// The connection's user and whether it must authenticate (`acl.rs`).
     auth: acl::Auth,
     /// Its channels and patterns, while it holds any (`pubsub.rs`).
@@ -213,6 +219,7 @@ impl Session {
             home: None,
             blocked: None,
             multi: multi::Multi::default(),
+            db: 0,
             auth: acl::Auth::new(&shared.acl),
             pubsub: None,
             repl_port: 0,
@@ -244,6 +251,8 @@ impl Session {
 /// refused here (a read-only replica).
 pub(crate) fn may_receive_in_place(shared: &Shared, session: &Session) -> bool {
     session.auth.open
+        && session.db == 0
+        && shared.databases.namespace(0) == 0
         && session.prepared.is_none()
         && session.blocked.is_none()
         && !session.multi.queuing()
@@ -269,6 +278,10 @@ pub(crate) struct Ctx<'c> {
     /// The command about to run joined a run of SETs after
     /// `acl::permits` allowed it: `dispatch` does not check it again.
     pub permitted: bool,
+    /// The command about to run joined a run of SETs on database 0 with a
+    /// key stored as written ([`plain_db`], [`plain_key`]): `dispatch`
+    /// does not look at its database again ([`in_database`]).
+    pub plain: bool,
 }
 
 impl<'c> Ctx<'c> {
@@ -285,12 +298,13 @@ impl<'c> Ctx<'c> {
         now: u64,
     ) -> Ctx<'c> {
         Ctx {
-            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop },
+            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop, ns: 0 },
             shared,
             stats,
             session,
             recorder: cmdstats::Recorder::new(now),
             permitted: false,
+            plain: false,
         }
     }
 
@@ -299,12 +313,35 @@ impl<'c> Ctx<'c> {
         self.cx.proto
     }
 
+    /// SELECT (and RESET, and a script's end) chose database `db`.
+    pub(crate) fn select(&mut self, db: usize) {
+        self.session.db = db;
+        self.session.client.db.store(db as u32, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// HELLO or RESET changed the connection's protocol: from the next
     /// reply on, and for its next rounds.
     pub(crate) fn set_proto(&mut self, p: Proto) {
         self.session.proto = p;
         self.cx.proto = p;
     }
+}
+
+/// True if the session's commands may be batched as far as databases go:
+/// it is on database 0 and database 0 is namespace 0 (two loads, once
+/// per round and after each command run alone, which may SELECT). Each
+/// batched command's key must also not begin with the escape byte
+/// ([`plain_key`]).
+#[inline(always)]
+fn plain_db(ctx: &Ctx<'_>) -> bool {
+    ctx.session.db == 0 && ctx.shared.databases.namespace(0) == 0
+}
+
+/// True if a key of database 0 is stored as written (it does not begin
+/// with the escape byte: `amalgam_engine::namespace`).
+#[inline(always)]
+fn plain_key(k: &[u8]) -> bool {
+    k.first() != Some(&amalgam_engine::namespace::NS_ESCAPE)
 }
 
 /// SETs of a run prefetched at once (`Store::prefetch_writes`): the
@@ -443,6 +480,7 @@ fn process_round(
     // that must authenticate has none batched, so an AUTH earlier in this
     // read has run, and lifted them, before the next request is parsed.
     let mut unauthenticated = ctx.session.auth.required();
+    let mut plain = plain_db(&ctx);
     // Past the hard limit the client is closed after the round (as Redis
     // runs nothing more for a client it is closing): no more parsing, and
     // nothing parsed runs once a run before it crossed it (`RoundStop`).
@@ -489,7 +527,11 @@ fn process_round(
                 // The SET of a value received in place runs alone too
                 // (it is the first command here, and the only one that
                 // may take the value: dropped right after it).
+                // Database 0 stored as written (`in_database`): keys
+                // beginning with the escape byte run alone, so do all
+                // commands of another database.
                 let batch = (ctx.session.auth.open || may_join_run(&ctx.session.auth, spec, cmd))
+                    && plain
                     && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
@@ -502,7 +544,7 @@ fn process_round(
                     ctx.session.client.set_last_cmd(table::index_of(s), None);
                 }
                 match spec.map(|s| s.cmd).filter(|_| batch) {
-                    Some(Cmd::Get) if cmd.len() == 2 => {
+                    Some(Cmd::Get) if cmd.len() == 2 && plain_key(&cmd[1]) => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -511,7 +553,7 @@ fn process_round(
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
-                    Some(Cmd::Mget) if cmd.len() >= 2 => {
+                    Some(Cmd::Mget) if cmd.len() >= 2 && cmd[1..].iter().all(|k| plain_key(k)) => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -520,7 +562,7 @@ fn process_round(
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
-                    Some(Cmd::Set) if cmd.len() >= 3 && !shared.repl.guards_writes() => {
+                    Some(Cmd::Set) if cmd.len() >= 3 && plain_key(&cmd[1]) && !shared.repl.guards_writes() => {
                         run_gets(&mut ctx, &args[..start], &mut gets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -528,7 +570,9 @@ fn process_round(
                         sets.push(PendingSet { start, end: args.len(), spec });
                         continue;
                     }
-                    Some(c) if prefetched(c) && cmd.len() >= 2 && !shared.repl.guards_writes() => {
+                    Some(c)
+                        if prefetched(c) && cmd.len() >= 2 && plain_key(&cmd[1]) && !shared.repl.guards_writes() =>
+                    {
                         // One key, never blocks nor closes: joins the run
                         // of SETs (run_sets), prefetched with it.
                         run_gets(&mut ctx, &args[..start], &mut gets, out);
@@ -548,6 +592,7 @@ fn process_round(
                 }
                 let after = run_command(&mut ctx, spec, &args[start..], out);
                 unauthenticated = ctx.session.auth.required();
+                plain = plain_db(&ctx);
                 ctx.session.prepared = None;
                 args.clear();
                 if after == After::Close {
@@ -699,15 +744,19 @@ fn run_pending_sets(ctx: &mut Ctx<'_>, args: &[Arg<'_>], sets: &mut Vec<PendingS
 
 /// One SET of a run (a SET never closes the connection).
 fn run_set(ctx: &mut Ctx<'_>, p: &PendingSet, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // Its database was checked as it joined the run (`plain_db`).
+    ctx.plain = true;
     if !ctx.session.auth.open {
         // Checked as it joined the run (`acl::permits`).
         ctx.permitted = true;
         let after = run_command(ctx, p.spec, args, out);
         ctx.permitted = false;
+        ctx.plain = false;
         debug_assert!(after == After::Continue, "SET does not close the connection");
         return;
     }
     let after = run_command(ctx, p.spec, args, out);
+    ctx.plain = false;
     debug_assert!(after == After::Continue, "SET does not close the connection");
 }
 
@@ -921,14 +970,41 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
         monitor::feed(ctx, args);
     }
+    // The keys in their stored forms for the selected database.
+    let encoded = if ctx.plain { None } else { in_database(ctx, own, args) };
+    let args = encoded.as_deref().unwrap_or(args);
     // A script holds its keys itself (resp/script.rs: it may run again
     // with more of them).
-    if multi::may_name_several_keys(own)
-        && !matches!(spec.cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Fcall | Cmd::FcallRo)
-    {
+    if multi::may_name_several_keys(own) && !scripted(spec.cmd) {
         return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
     }
     execute(ctx, spec, args, out)
+}
+
+/// Resolves the session's database to its engine namespace for this
+/// command (`ctx.cx.ns`) and, if any key is not stored as written, the
+/// arguments with the keys in their stored forms (`amalgam_commands::db`).
+/// Database 0 with no argument beginning with the escape byte (the common
+/// case) costs a load and one compare per argument.
+#[inline]
+pub(crate) fn in_database<'a>(ctx: &mut Ctx<'_>, own: &'static Spec, args: &[Arg<'a>]) -> Option<Vec<Arg<'a>>> {
+    let ns = ctx.shared.databases.namespace(ctx.session.db);
+    ctx.cx.ns = ns;
+    if ns == 0 && !args[1..].iter().any(|a| a.first() == Some(&amalgam_engine::namespace::NS_ESCAPE)) {
+        return None;
+    }
+    // A script encodes its keys itself (`script.rs`): its Lua code sees
+    // the names as written.
+    if scripted(own.cmd) {
+        return None;
+    }
+    amalgam_commands::db::encode_keys(own, args, ns)
+}
+
+/// EVAL and friends, FCALL and FCALL_RO.
+#[inline(always)]
+fn scripted(cmd: Cmd) -> bool {
+    matches!(cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Fcall | Cmd::FcallRo)
 }
 
 /// Runs a command whose name and arity `dispatch` checked.
@@ -1003,7 +1079,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         }
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
-        Cmd::Randomkey | Cmd::Copy => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Dump | Cmd::Restore => dump::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Memory => memory::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Hset

@@ -442,13 +442,13 @@ fn rows() -> Vec<Setting> {
         },
         Setting {
             name: "databases",
+            // Immutable in Redis: fixed at start (clap checks the range).
             kind: Kind::Immutable,
-            get: |_, _| "1".into(),
+            get: |s, _| s.databases.count().to_string(),
             set: None,
-            // One keyspace: a Redis file's `databases 16` starts as is.
-            start: Start::Ignored,
+            start: Start::Flag("--databases"),
             refuse: None,
-            default: |_| "1".into(),
+            default: |_| crate::config::DATABASES_DEFAULT.to_string(),
         },
         Setting {
             name: "port",

@@ -267,6 +267,7 @@ impl<'w> Reach<'w> {
                 item_size_max: shared.args.max_item_size,
                 logged: shared.persist.is_some(),
                 streamed: shared.repl.journal_flag(),
+                databases: &shared.databases,
             },
             mc: amalgam_memcache::Worker {
                 store: &shared.store,

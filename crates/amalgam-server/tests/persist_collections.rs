@@ -786,3 +786,41 @@ fn function_libraries_survive_restarts() {
     let mut c = node.resp();
     assert_eq!(c.call(&["FUNCTION", "LIST"]), "*0\r\n", "the FLUSH");
 }
+
+/// Redis's numbered databases (issue 35 §1) come back from the log and
+/// from a snapshot each in its own database: a key's database is in its
+/// stored form, which the log and the snapshot record as they are.
+#[test]
+fn databases_survive_restarts() {
+    let Some(mut node) = Node::start("databases") else { return };
+    let mut c = node.resp();
+    assert_eq!(c.call(&["SET", "k", "zero"]), common::resp::OK);
+    assert_eq!(c.call(&["SELECT", "3"]), common::resp::OK);
+    assert_eq!(c.call(&["SET", "k", "three"]), common::resp::OK);
+    assert_eq!(c.call(&["RPUSH", "l", "a", "b"]), ":2\r\n");
+    assert_eq!(c.call(&["SELECT", "15"]), common::resp::OK);
+    // A name beginning with the escape byte (stored escaped).
+    c.send_raw(&common::resp::encode(&[&b"SET"[..], b"\xffk", b"fifteen"]));
+    assert_eq!(c.reply(), common::resp::OK);
+    drop(c);
+    node.crash_and_restart();
+    let check = |c: &mut common::resp::Resp, when: &str| {
+        assert_eq!(c.call(&["GET", "k"]), common::resp::bulk("zero"), "{when}: database 0");
+        assert_eq!(c.call(&["DBSIZE"]), ":1\r\n", "{when}");
+        assert_eq!(c.call(&["SELECT", "3"]), common::resp::OK);
+        assert_eq!(c.call(&["GET", "k"]), common::resp::bulk("three"), "{when}: database 3");
+        assert_eq!(c.call(&["LRANGE", "l", "0", "-1"]), "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "{when}");
+        assert_eq!(c.call(&["DBSIZE"]), ":2\r\n", "{when}");
+        assert_eq!(c.call(&["SELECT", "15"]), common::resp::OK);
+        c.send(&["KEYS", "*"]);
+        assert_eq!(c.reply_bytes(), b"*1\r\n$2\r\n\xffk\r\n", "{when}: database 15");
+        assert_eq!(c.call(&["SELECT", "0"]), common::resp::OK);
+    };
+    let mut c = node.resp();
+    check(&mut c, "from the log");
+    assert_eq!(c.call(&["SAVE"]), common::resp::OK);
+    drop(c);
+    node.crash_and_restart();
+    let mut c = node.resp();
+    check(&mut c, "from the snapshot");
+}

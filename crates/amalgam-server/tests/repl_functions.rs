@@ -70,3 +70,35 @@ fn function_libraries_replicate() {
     eventually("the FLUSH after the partial resync", DEADLINE, || r.call(&["FUNCTION", "LIST"]) == "*0\r\n");
     assert_eq!(p.info_field("stats", "sync_full"), full_syncs, "a full sync after the cut");
 }
+
+/// Redis's numbered databases reach a replica each in its own database
+/// (issue 35 §1): in the full sync and in the stream, which carry stored
+/// keys (the database is in a key's stored form).
+#[test]
+fn databases_replicate() {
+    if external_addr().is_some() || external_resp_addr().is_some() || binary().contains("memcached") {
+        eprintln!("note: amalgam-only (its own replication stream); skipped");
+        return;
+    }
+    let Some(primary) = resp_private(&["-t", "2"]) else { return };
+    let mut p = Resp::new(&primary);
+    assert_eq!(p.call(&["SELECT", "5"]), OK);
+    assert_eq!(p.call(&["SET", "dk", "before"]), OK);
+    let port = primary.resp_addr().port().to_string();
+    let Some(replica) = resp_private(&["--replicaof", "127.0.0.1", &port]) else { return };
+    let mut r = Resp::new(&replica);
+    assert_eq!(r.call(&["SELECT", "5"]), OK);
+    eventually("the full sync's key in database 5", DEADLINE, || r.call(&["GET", "dk"]) == bulk("before"));
+    assert_eq!(p.call(&["SET", "dk", "after"]), OK);
+    assert_eq!(p.call(&["MOVE", "dk", "6"]), int(1));
+    assert_eq!(p.call(&["SELECT", "0"]), OK);
+    assert_eq!(p.call(&["SET", "dk", "zero"]), OK);
+    eventually("the streamed write in database 0", DEADLINE, || {
+        r.call(&["SELECT", "0"]);
+        r.call(&["GET", "dk"]) == bulk("zero")
+    });
+    assert_eq!(r.call(&["SELECT", "6"]), OK);
+    eventually("the moved key in database 6", DEADLINE, || r.call(&["GET", "dk"]) == bulk("after"));
+    assert_eq!(r.call(&["SELECT", "5"]), OK);
+    assert_eq!(r.call(&["EXISTS", "dk"]), int(0), "moved out of database 5");
+}

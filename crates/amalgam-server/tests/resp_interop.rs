@@ -87,3 +87,38 @@ fn stats_count_both_protocols() {
     let info = r.call(&["INFO", "stats"]);
     assert!(info.contains("\r\nkeyspace_hits:1\r\nkeyspace_misses:1\r\n"), "{info}");
 }
+
+/// The memcached port serves database 0 (issue 35 §1): a key written in
+/// another database is not seen there, and a memcached key beginning
+/// with byte 0xFF (the engine's namespace escape) stays database 0's
+/// own (text and meta protocols here; the binary protocol escapes its keys
+/// the same way, binary.rs): it never reads or
+/// writes another database's key.
+#[test]
+fn memcached_serves_database_0_only() {
+    let Some(server) = resp_private(&[]) else { return };
+    let mut mc = server.connect();
+    let mut r = Resp::new(&server);
+    assert_eq!(r.call(&["SELECT", "3"]), OK);
+    assert_eq!(r.call(&["SET", "a", "in3"]), OK);
+    exchange(&mut mc, b"get a\r\n", b"END\r\n");
+    // \xff\x03a is what database 3's `a` is stored as: to memcached it is
+    // a key of its own.
+    exchange(&mut mc, b"get \xff\x03a\r\n", b"END\r\n");
+    exchange(&mut mc, b"set \xff\x03a 0 0 4\r\nmine\r\n", b"STORED\r\n");
+    exchange(&mut mc, b"get \xff\x03a\r\n", b"VALUE \xff\x03a 0 4\r\nmine\r\nEND\r\n");
+    exchange(&mut mc, b"mg \xff\x03a v k\r\n", b"VA 4 k\xff\x03a\r\nmine\r\n");
+    exchange(&mut mc, b"incr \xff\x03a 1\r\n", b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    assert_eq!(r.call(&["GET", "a"]), bulk("in3"), "database 3's key untouched");
+    assert_eq!(r.call(&["DBSIZE"]), int(1));
+    // Database 0 over RESP sees the memcached key under its own name.
+    assert_eq!(r.call(&["SELECT", "0"]), OK);
+    r.send_raw(&encode(&[&b"GET"[..], b"\xff\x03a"]));
+    assert_eq!(r.reply_bytes(), b"$4\r\nmine\r\n");
+    r.send(&["KEYS", "*"]);
+    assert_eq!(r.reply_bytes(), b"*1\r\n$3\r\n\xff\x03a\r\n");
+    exchange(&mut mc, b"delete \xff\x03a\r\n", b"DELETED\r\n");
+    assert_eq!(r.call(&["DBSIZE"]), int(0));
+    assert_eq!(r.call(&["SELECT", "3"]), OK);
+    assert_eq!(r.call(&["GET", "a"]), bulk("in3"));
+}

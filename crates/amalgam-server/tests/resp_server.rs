@@ -25,12 +25,16 @@ fn ping_echo_select_quit() {
     assert!(c.closed());
 }
 
+/// `--databases` (Redis's `databases`) sets how many there are.
 #[test]
-fn one_database_only() {
-    // Amalgam has one keyspace: database 0.
-    let Some(server) = resp_private(&[]) else { return };
+fn the_number_of_databases_is_set_at_start() {
+    let Some(server) = resp_private(&["--databases", "4"]) else { return };
     let mut c = Resp::new(&server);
-    assert_eq!(c.call(&["SELECT", "1"]), error("ERR DB index is out of range"));
+    assert_eq!(c.call(&["SELECT", "3"]), OK);
+    assert_eq!(c.call(&["SELECT", "4"]), error("ERR DB index is out of range"));
+    assert_eq!(c.call(&["SWAPDB", "0", "4"]), error("ERR DB index is out of range"));
+    assert_eq!(c.config_get("databases"), "4");
+    assert!(c.call(&["CONFIG", "SET", "databases", "8"]).starts_with("-ERR"), "fixed at start");
 }
 
 /// The pairs of a HELLO reply (RESP2 flat array or RESP3 map), without

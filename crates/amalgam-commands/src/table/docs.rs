@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 282] = [
+pub(super) static DOCS: [Doc; 284] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -1095,6 +1095,13 @@ pub(super) static DOCS: [Doc; 282] = [
     doc("monitor", None),
     Doc {
         arguments: &[
+            arg("key", Key).key(0),
+            arg("db", Integer),
+        ],
+        ..doc("move", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
             arg("key_value", Block).multiple().args(&[
                 arg("key", Key).key(0),
                 arg("value", Str),
@@ -1688,6 +1695,13 @@ pub(super) static DOCS: [Doc; 282] = [
             arg("shardchannel", Str).optional().multiple(),
         ],
         ..doc("sunsubscribe", Some("O(N) where N is the number of clients already subscribed to a shard channel."))
+    },
+    Doc {
+        arguments: &[
+            arg("index1", Integer),
+            arg("index2", Integer),
+        ],
+        ..doc("swapdb", Some("O(N) where N is the count of clients watching or blocking on keys from both databases."))
     },
     doc("sync", None),
     doc("time", Some("O(1)")),

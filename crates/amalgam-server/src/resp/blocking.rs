@@ -388,7 +388,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                         Some(_) => list::reply_key_elements(k, &elems, out),
                         None => {
                             push_array(out, 2);
-                            push_bulk(out, k);
+                            amalgam_commands::db::push_key(out, k);
                             push_bulk(out, &elems[0]);
                         }
                     }
@@ -412,7 +412,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
                         Some(_) => zset::reply_key_pairs(out, proto, k, &pairs),
                         None => {
                             push_array(out, 3);
-                            push_bulk(out, k);
+                            amalgam_commands::db::push_key(out, k);
                             push_bulk(out, &pairs[0].0);
                             zset::push_score(out, proto, pairs[0].1);
                         }

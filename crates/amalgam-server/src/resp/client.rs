@@ -81,7 +81,7 @@ pub(crate) fn line(c: &Client, line: &mut String) {
     };
     let _ = writeln!(
         line,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db=0 sub={} psub={} ssub={} multi=-1 qbuf=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 \
          qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} \
          redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -91,6 +91,7 @@ pub(crate) fn line(c: &Client, line: &mut String) {
         text(&attrs.name),
         c.age_secs(),
         c.idle_secs(),
+        c.db.load(Ordering::Relaxed),
         c.sub.load(Ordering::Relaxed),
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),

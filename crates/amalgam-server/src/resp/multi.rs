@@ -77,6 +77,9 @@ pub struct Multi {
     dirty: bool,
     /// WATCHed keys and their stamps when watched (None: absent).
     watched: Vec<(Vec<u8>, Option<[u64; 3]>)>,
+    /// SWAPDBs run before the first WATCH (`Databases::generation`): one
+    /// since aborts the EXEC.
+    watch_generation: u64,
     /// EXEC is running the queue: blocking commands do not block.
     pub(crate) executing: bool,
 }
@@ -162,6 +165,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             if ctx.session.multi.watched.len() + args.len() - 1 > WATCHED_KEYS_MAX {
                 return error(out, ERR_WATCH_FULL);
             }
+            if ctx.session.multi.watched.is_empty() {
+                ctx.session.multi.watch_generation = ctx.shared.databases.generation();
+            }
             for k in &args[1..] {
                 if ctx.session.multi.watched.iter().any(|(w, _)| w[..] == k[..]) {
                     continue;
@@ -229,6 +235,7 @@ fn exec(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) -> After {
         return error(out, ERR_EXEC_WITHOUT);
     };
     let dirty = ctx.session.multi.dirty;
+    let swapped = ctx.session.multi.watch_generation != ctx.shared.databases.generation();
     let watched = std::mem::take(&mut ctx.session.multi.watched);
     reset(&mut ctx.session.multi);
     if dirty {
@@ -236,16 +243,15 @@ fn exec(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) -> After {
     }
     let specs: Vec<&'static Spec> =
         queue.iter().map(|c| table::lookup(&c[0]).expect("only known commands are queued")).collect();
+    let stored = stored_keys(ctx, &specs, &queue);
     let mut keys: Vec<&[u8]> = watched.iter().map(|(k, _)| &k[..]).collect();
-    for (spec, c) in specs.iter().zip(&queue) {
-        push_keys(spec, c, &mut keys);
-    }
+    keys.extend(stored.iter().map(|k| &k[..]));
     let shared = ctx.shared;
     let mut after = After::Continue;
     shared.store.atomically(&keys, || {
         // Holding every key: the watched ones cannot change between this
         // check and the commands.
-        if watched.iter().any(|(k, stamp)| stamp_of(ctx, k) != *stamp) {
+        if (swapped && !watched.is_empty()) || watched.iter().any(|(k, stamp)| stamp_of(ctx, k) != *stamp) {
             return push_null_array(out, ctx.session.proto);
         }
         push_array(out, queue.len());
@@ -259,6 +265,27 @@ fn exec(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) -> After {
         ctx.session.multi.executing = false;
     });
     after
+}
+
+/// The keys of the queued commands in their stored forms, each for the
+/// database it will run in: the session's, then whatever a queued SELECT
+/// chose (`amalgam_commands::db`).
+fn stored_keys(ctx: &Ctx<'_>, specs: &[&'static Spec], queue: &[Vec<Vec<u8>>]) -> Vec<Vec<u8>> {
+    let dbs = &ctx.shared.databases;
+    let mut db = ctx.session.db;
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut stored = Vec::new();
+    for (spec, c) in specs.iter().zip(queue) {
+        if spec.cmd == Cmd::Select {
+            db = dbs.parse(&c[1]).unwrap_or(db);
+            continue;
+        }
+        keys.clear();
+        push_keys(spec, c, &mut keys);
+        let ns = dbs.namespace(db);
+        stored.extend(keys.iter().map(|k| amalgam_engine::namespace::encode(ns, k)));
+    }
+    stored
 }
 
 /// True if `spec` can name more than one key (several key

@@ -242,7 +242,12 @@ fn run_held(
 ) {
     let client = ctx.session.proto;
     let in_exec = ctx.session.multi.executing;
-    let mut held: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+    // The keys held in their stored forms for the caller's database; the
+    // Lua code sees them as written. A SELECT inside the script lasts
+    // until it ends (Redis 7: the caller's database is restored).
+    let db = ctx.session.db;
+    let ns = ctx.shared.databases.namespace(db);
+    let mut held: Vec<Vec<u8>> = keys.iter().map(|k| amalgam_engine::namespace::encode(ns, k)).collect();
     // Bounded: one more key per round, at most UNDECLARED_RERUNS_MAX.
     for round in 0..=UNDECLARED_RERUNS_MAX {
         held.sort_unstable();
@@ -263,6 +268,9 @@ fn run_held(
         let store = &caller.ctx.shared.store;
         let r = store.atomically(&held, || vm.run(target, keys, argv, client, &mut caller, Some(watch), out));
         registry.end(&running);
+        if caller.ctx.session.db != db {
+            caller.ctx.select(db);
+        }
         let undeclared = caller.undeclared.take();
         match r {
             Ok(()) => return,
@@ -338,8 +346,11 @@ impl Caller for Calls<'_, '_> {
             push_error(out, b"ERR Wrong number of args calling Redis command from script");
             return Ok(());
         }
-        let args: Vec<Arg<'_>> = raw.iter().map(|a| Arg::Borrowed(a)).collect();
-        let own = multi::key_spec_of(spec, &args);
+        let written: Vec<Arg<'_>> = raw.iter().map(|a| Arg::Borrowed(a)).collect();
+        let own = multi::key_spec_of(spec, &written);
+        // Its keys in their stored forms for the database selected now.
+        let encoded = super::in_database(self.ctx, own, &written);
+        let args = encoded.unwrap_or(written);
         let flagged = |f: &str| spec.flags.contains(&f) || own.flags.contains(&f);
         if flagged("noscript") {
             push_error(out, b"ERR This Redis command is not allowed from script");

@@ -43,12 +43,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         }
         Cmd::Reset => reset(ctx, out),
         // Redis's getIntFromObjectOrReply: an i64, then the i32 range.
-        Cmd::Select => match int_arg(&args[1]) {
-            None => push_error(out, err::NOT_INTEGER.as_bytes()),
-            Some(n) if i32::try_from(n).is_err() => push_error(out, err::INT_RANGE.as_bytes()),
-            Some(0) => push_simple(out, "OK"),
-            // One keyspace: database 0 is the only one.
-            Some(_) => push_error(out, err::DB_INDEX.as_bytes()),
+        Cmd::Select => match ctx.shared.databases.parse(&args[1]) {
+            Ok(db) => {
+                ctx.select(db);
+                push_simple(out, "OK")
+            }
+            Err(e) => push_error(out, e.as_bytes()),
         },
         Cmd::Info => info(ctx, args, out),
         Cmd::Config => config(ctx, args, out),
@@ -433,6 +433,8 @@ fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     }
     super::multi::reset(&mut s.multi);
     super::pubsub::reset(shared, s);
+    s.db = 0;
+    s.client.db.store(0, Ordering::Relaxed);
     s.client.resp.store(2, Ordering::Relaxed);
     s.auth = super::acl::Auth::new(&shared.acl);
     {
@@ -656,10 +658,17 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             // No modules: the section is its title alone, as in Redis.
             "modules" => {}
             _ => {
-                // Redis lists only non-empty databases; the expiry count
-                // is not tracked by the engine.
-                if engine.items > 0 {
-                    field("db0", &format_args!("keys={},expires=0,avg_ttl=0", engine.items));
+                // Redis lists only non-empty databases (avg_ttl, Redis's
+                // estimate from its expiry sampling, is not kept: 0).
+                let store = &ctx.shared.store;
+                let dbs = &ctx.shared.databases;
+                for db in 0..dbs.count() {
+                    let ns = dbs.namespace(db);
+                    let keys = store.namespace_len(ns);
+                    if keys > 0 {
+                        let expires = store.namespace_ttl_len(ns);
+                        field(&format!("db{db}"), &format_args!("keys={keys},expires={expires},avg_ttl=0"));
+                    }
                 }
             }
         }

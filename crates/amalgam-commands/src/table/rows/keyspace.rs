@@ -23,4 +23,13 @@ pub(super) const ROWS: &[Spec] = &[
         keys: &[range(&["RO", "access"], 1, 0, 1), range(&["OW", "update"], 2, 0, 1)],
         ..spec!(Copy, "copy", -3, &["write", "denyoom"], (1, 2, 1), "generic", "6.2.0", "Copy a key")
     },
+    Spec {
+        acl: &["@keyspace"],
+        keys: &[range(&["RW", "access", "update"], 1, 0, 1)],
+        ..spec!(Move, "move", 3, &["write", "fast"], (1, 1, 1), "generic", "1.0.0", "Move a key to another database")
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        ..spec!(Swapdb, "swapdb", 3, &["write", "fast"], (0, 0, 0), "server", "4.0.0", "Swaps two Redis databases")
+    },
 ];
