@@ -773,6 +773,59 @@ def test_wait_counts_acknowledgements_of_its_own_connections_writes(pair):
         idle.close()
 
 
+REDIS_BIN = shutil.which("redis-server")
+
+
+@pytest.mark.skipif(not REDIS_BIN, reason="redis-server is not installed")
+def test_migrate_from_redis_into_a_numbered_database():
+    """Moving keys in from a running Redis: redis-server's MIGRATE (SELECT,
+    then RESTORE with the key's TTL, DUMP's payload) into database 3 of the
+    node, all of a key's types, the TTL kept, BUSYKEY for an existing key
+    unless REPLACE, COPY keeping the source, and nothing written into
+    database 0 (issue 35 §1; issue 37 is the replication link)."""
+    source_dir = _scratch_dir()
+    source_port = free_port()
+    source = Node(
+        [REDIS_BIN, "--port", str(source_port), "--bind", "127.0.0.1", "--save", "", "--dir", source_dir],
+        source_port,
+        os.path.join(source_dir, "source.log"),
+    )
+    node = start_node(free_port())
+    try:
+        s = source.c
+        s.set("m:str", "hello")
+        s.rpush("m:list", "a", "b", "c")
+        s.hset("m:hash", mapping={"f": "1", "g": "2"})
+        s.sadd("m:set", "x", "y")
+        s.zadd("m:zset", {"p": 1.5, "q": 2})
+        s.set("m:ttl", "v", px=60000)
+        keys = ["m:str", "m:list", "m:hash", "m:set", "m:zset", "m:ttl"]
+        assert raw(s, "MIGRATE", "127.0.0.1", node.port, "", 3, 5000, "KEYS", *keys) == b"OK"
+        assert s.exists(*keys) == 0, "moved, not copied"
+        three = node.client(db=3)
+        try:
+            assert three.get("m:str") == b"hello"
+            assert three.lrange("m:list", 0, -1) == [b"a", b"b", b"c"]
+            assert three.hgetall("m:hash") == {b"f": b"1", b"g": b"2"}
+            assert three.smembers("m:set") == {b"x", b"y"}
+            assert three.zrange("m:zset", 0, -1, withscores=True) == [(b"p", 1.5), (b"q", 2.0)]
+            assert 0 < three.pttl("m:ttl") <= 60000
+            assert three.pttl("m:str") == -1
+            assert node.c.dbsize() == 0, "nothing in database 0"
+            # An existing key: BUSYKEY, relayed; REPLACE with COPY keeps the source.
+            s.set("m:str", "again")
+            with pytest.raises(redis.ResponseError, match="BUSYKEY"):
+                raw(s, "MIGRATE", "127.0.0.1", node.port, "m:str", 3, 5000)
+            assert raw(s, "MIGRATE", "127.0.0.1", node.port, "m:str", 3, 5000, "COPY", "REPLACE") == b"OK"
+            assert three.get("m:str") == b"again"
+            assert s.get("m:str") == b"again"
+        finally:
+            three.close()
+    finally:
+        node.kill()
+        source.kill()
+
+
 def stop_process(proc):
     """Sends SIGSTOP to `proc` and returns once every one of its threads is
     stopped. kill() returns before that: one thread takes the signal and
