@@ -826,6 +826,54 @@ def test_migrate_from_redis_into_a_numbered_database():
         source.kill()
 
 
+@pytest.mark.skipif(not REDIS_BIN, reason="redis-server is not installed")
+def test_migrate_from_the_node_into_redis():
+    """Moving keys out to a running Redis: the node's MIGRATE (Redis 7.0's
+    replies: OK, NOKEY, the target's error relayed, IOERR for a closed
+    port, the KEYS form's rule) from database 5 into database 2 of
+    redis-server, the TTL kept, COPY keeping the source, REPLACE."""
+    target_dir = _scratch_dir()
+    target_port = free_port()
+    target = Node(
+        [REDIS_BIN, "--port", str(target_port), "--bind", "127.0.0.1", "--save", "", "--dir", target_dir],
+        target_port,
+        os.path.join(target_dir, "target.log"),
+    )
+    node = start_node(free_port())
+    five = node.client(db=5)
+    two = target.client(db=2)
+    try:
+        five.set("o:str", "out")
+        five.rpush("o:list", "1", "2")
+        five.set("o:ttl", "t", px=60000)
+        five.set("o:copy", "c")
+        assert raw(five, "MIGRATE", "127.0.0.1", target_port, "o:none", 2, 5000) == b"NOKEY"
+        assert raw(five, "MIGRATE", "127.0.0.1", target_port, "", 2, 5000, "KEYS", "o:str", "o:list", "o:ttl") == b"OK"
+        assert five.exists("o:str", "o:list", "o:ttl") == 0
+        assert two.get("o:str") == b"out"
+        assert two.lrange("o:list", 0, -1) == [b"1", b"2"]
+        assert 0 < two.pttl("o:ttl") <= 60000
+        assert raw(five, "MIGRATE", "127.0.0.1", target_port, "o:copy", 2, 5000, "COPY") == b"OK"
+        assert five.get("o:copy") == b"c" and two.get("o:copy") == b"c"
+        with pytest.raises(redis.ResponseError, match="^Target instance replied with error: BUSYKEY"):
+            raw(five, "MIGRATE", "127.0.0.1", target_port, "o:copy", 2, 5000, "COPY")
+        five.set("o:copy", "c2")
+        assert raw(five, "MIGRATE", "127.0.0.1", target_port, "o:copy", 2, 5000, "REPLACE") == b"OK"
+        assert two.get("o:copy") == b"c2" and five.exists("o:copy") == 0
+        five.set("o:str", "again")
+        with pytest.raises(redis.ResponseError, match="^When using MIGRATE KEYS option, the key argument"):
+            raw(five, "MIGRATE", "127.0.0.1", target_port, "o:str", 2, 5000, "KEYS", "o:str")
+        with pytest.raises(redis.ResponseError, match="^IOERR error or timeout"):
+            raw(five, "MIGRATE", "127.0.0.1", free_port(), "o:str", 2, 1000)
+        assert five.get("o:str") == b"again", "nothing moved"
+        assert target.c.dbsize() == 0, "nothing in the target's database 0"
+    finally:
+        five.close()
+        two.close()
+        node.kill()
+        target.kill()
+
+
 def stop_process(proc):
     """Sends SIGSTOP to `proc` and returns once every one of its threads is
     stopped. kill() returns before that: one thread takes the signal and

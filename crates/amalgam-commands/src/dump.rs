@@ -68,20 +68,29 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 fn dump(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
-    let t = ctx.ks.thresholds.load();
-    let payload = ctx.ks.store.get(key, |it| match it.tag() {
-        TAG_BYTES => Some(Writer::string(it.value())),
-        TAG_OBJECT => {
-            let cell = it.object()?;
-            let guard = cell.read();
-            guard.as_any().downcast_ref::<Value>().map(serialize)
-        }
-        tag => kind_of_tag(tag).map(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
-    });
-    match payload.flatten() {
-        Some(p) => push_bulk(out, &p),
+    match payload(ctx, key) {
+        Some((p, _)) => push_bulk(out, &p),
         None => null(ctx, out),
     }
+}
+
+/// The key's DUMP payload and its deadline, if it exists (DUMP, and
+/// MIGRATE in the server, which sends it to RESTORE elsewhere).
+pub fn payload(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Vec<u8>, Expiry)> {
+    let t = ctx.ks.thresholds.load();
+    let payload = ctx.ks.store.get(key, |it| {
+        let p = match it.tag() {
+            TAG_BYTES => Some(Writer::string(it.value())),
+            TAG_OBJECT => {
+                let cell = it.object()?;
+                let guard = cell.read();
+                guard.as_any().downcast_ref::<Value>().map(serialize)
+            }
+            tag => kind_of_tag(tag).map(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
+        };
+        p.map(|p| (p, it.expiry()))
+    });
+    payload.flatten()
 }
 
 /// A collection's DUMP payload.

@@ -94,6 +94,7 @@ pub enum Cmd {
     Swapdb,
     Dump,
     Restore,
+    Migrate,
     Memory,
     Hset,
     Hsetnx,
@@ -266,9 +267,7 @@ pub enum Begin {
     /// At this argument (0 is the command name).
     Index(i64),
     /// After the first `keyword` found searching from `startfrom`
-    /// (negative: from the end, backwards). No served command needs it
-    /// yet (Redis's MIGRATE, XREAD … do).
-    #[allow(dead_code)]
+    /// (negative: from the end, backwards): MIGRATE's KEYS.
     Keyword(&'static str, i64),
 }
 

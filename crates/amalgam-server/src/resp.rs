@@ -97,6 +97,7 @@ mod debug;
 pub mod errorstats;
 mod function;
 pub mod latency;
+mod migrate;
 mod monitor;
 pub mod multi;
 pub mod pubsub;
@@ -974,8 +975,9 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     let encoded = if ctx.plain { None } else { in_database(ctx, own, args) };
     let args = encoded.as_deref().unwrap_or(args);
     // A script holds its keys itself (resp/script.rs: it may run again
-    // with more of them).
-    if multi::may_name_several_keys(own) && !scripted(spec.cmd) {
+    // with more of them); MIGRATE holds none while it waits on its target
+    // (resp/migrate.rs).
+    if multi::may_name_several_keys(own) && !scripted(spec.cmd) && spec.cmd != Cmd::Migrate {
         return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
     }
     execute(ctx, spec, args, out)
@@ -1081,6 +1083,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
         Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Dump | Cmd::Restore => dump::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Migrate => migrate::migrate(ctx, args, out),
         Cmd::Memory => memory::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Hset
         | Cmd::Hsetnx

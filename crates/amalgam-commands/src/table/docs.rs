@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 284] = [
+pub(super) static DOCS: [Doc; 285] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -1062,6 +1062,35 @@ pub(super) static DOCS: [Doc; 284] = [
             arg("key", Key).key(0).multiple(),
         ],
         ..doc("mget", Some("O(N) where N is the number of keys to retrieve."))
+    },
+    Doc {
+        history: &[
+            ("3.0.0", "Added the `COPY` and `REPLACE` options."),
+            ("3.0.6", "Added the `KEYS` option."),
+            ("4.0.7", "Added the `AUTH` option."),
+            ("6.0.0", "Added the `AUTH2` option."),
+        ],
+        arguments: &[
+            arg("host", Str),
+            arg("port", Integer),
+            arg("key_or_empty_string", Oneof).args(&[
+                arg("key", Key).key(0),
+                arg("empty_string", PureToken).token(""),
+            ]),
+            arg("destination-db", Integer),
+            arg("timeout", Integer),
+            arg("copy", PureToken).token("COPY").since("3.0.0").optional(),
+            arg("replace", PureToken).token("REPLACE").since("3.0.0").optional(),
+            arg("authentication", Oneof).optional().args(&[
+                arg("password", Str).token("AUTH").since("4.0.7").optional(),
+                arg("username_password", Block).token("AUTH2").since("6.0.0").optional().args(&[
+                    arg("username", Str),
+                    arg("password", Str),
+                ]),
+            ]),
+            arg("key", Key).key(1).token("KEYS").since("3.0.6").optional().multiple(),
+        ],
+        ..doc("migrate", Some("This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed."))
     },
     doc("module", Some("Depends on subcommand.")),
     doc("module|help", Some("O(1)")),

@@ -1,6 +1,6 @@
 //! The command table's rows of `dump.rs` (`table.rs` says what a row holds).
 
-use super::super::{range, Cmd, Spec};
+use super::super::{range, Begin, Cmd, Find, KeySpec, Spec};
 
 /// In the order `COMMANDS` lists them.
 pub(super) const ROWS: &[Spec] = &[
@@ -31,6 +31,29 @@ pub(super) const ROWS: &[Spec] = &[
             "generic",
             "2.6.0",
             "Create a key using the provided serialized value, previously obtained using DUMP."
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
+        tips: &["nondeterministic_output"],
+        keys: &[
+            range(&["RW", "access", "delete"], 3, 0, 1),
+            KeySpec {
+                notes: "",
+                flags: &["RW", "access", "delete", "incomplete"],
+                begin: Begin::Keyword("KEYS", -2),
+                find: Find::Range { lastkey: -1, keystep: 1, limit: 0 },
+            },
+        ],
+        ..spec!(
+            Migrate,
+            "migrate",
+            -6,
+            &["write", "movablekeys"],
+            (3, 3, 1),
+            "generic",
+            "2.6.0",
+            "Atomically transfer a key from a Redis instance to another one."
         )
     },
 ];
