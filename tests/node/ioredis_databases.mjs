@@ -15,26 +15,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
+import { addr, connect, skip } from './lib/connect.mjs';
 
-const addr = process.env.AMALGAM_TEST_RESP_ADDR;
-const skip = addr ? false : 'AMALGAM_TEST_RESP_ADDR is not set (scripts/test.sh sets it)';
 if (!addr) console.log(`skipped: ${skip}`);
 
 const run = randomUUID().slice(0, 12);
 /** A key no other test (or run) uses. */
 const k = (name) => `ioredis_db_${run}_${name}_${randomUUID().slice(0, 8)}`;
-
-function connect(options = {}) {
-  const colon = addr.lastIndexOf(':');
-  // No retries: a server that goes away fails the test rather than hanging it.
-  return new Redis({
-    host: addr.slice(0, colon),
-    port: Number(addr.slice(colon + 1)),
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    ...options,
-  });
-}
 
 test('db in the options selects that database', { skip }, async () => {
   const key = k('opt');

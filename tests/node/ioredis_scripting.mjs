@@ -19,27 +19,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import Redis from 'ioredis';
+import { addr, connect, skip } from './lib/connect.mjs';
 
-const addr = process.env.AMALGAM_TEST_RESP_ADDR;
-const skip = addr ? false : 'AMALGAM_TEST_RESP_ADDR is not set (scripts/test.sh sets it)';
 if (!addr) console.log(`skipped: ${skip}`);
 
 const run = randomUUID().slice(0, 12);
 /** A key no other test (or run) uses. */
 const k = (name) => `ioredis_${run}_${name}_${randomUUID().slice(0, 8)}`;
 const sha1 = (text) => createHash('sha1').update(text).digest('hex');
-
-function connect() {
-  const colon = addr.lastIndexOf(':');
-  // No retries: a server that goes away fails the test rather than hanging it.
-  return new Redis({
-    host: addr.slice(0, colon),
-    port: Number(addr.slice(colon + 1)),
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-}
 
 // One line: MONITOR shows a newline escaped, and ioredis does not undo that.
 const INCR_TWICE = "redis.call('INCRBY', KEYS[1], ARGV[1] or 1); return redis.call('INCRBY', KEYS[1], ARGV[1] or 1)";

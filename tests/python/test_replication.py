@@ -776,6 +776,15 @@ def test_wait_counts_acknowledgements_of_its_own_connections_writes(pair):
 REDIS_BIN = shutil.which("redis-server")
 
 
+def start_redis():
+    """Debian's redis-server beside the node under test, whatever that
+    is (the MIGRATE tests' peer), on a free port, in a scratch directory."""
+    folder = _scratch_dir()
+    port = free_port()
+    argv = [REDIS_BIN, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", folder]
+    return Node(argv, port, os.path.join(folder, "redis.log"))
+
+
 @pytest.mark.skipif(not REDIS_BIN, reason="redis-server is not installed")
 def test_migrate_from_redis_into_a_numbered_database():
     """Moving keys in from a running Redis: redis-server's MIGRATE (SELECT,
@@ -783,13 +792,7 @@ def test_migrate_from_redis_into_a_numbered_database():
     node, all of a key's types, the TTL kept, BUSYKEY for an existing key
     unless REPLACE, COPY keeping the source, and nothing written into
     database 0 (issue 35 §1; issue 37 is the replication link)."""
-    source_dir = _scratch_dir()
-    source_port = free_port()
-    source = Node(
-        [REDIS_BIN, "--port", str(source_port), "--bind", "127.0.0.1", "--save", "", "--dir", source_dir],
-        source_port,
-        os.path.join(source_dir, "source.log"),
-    )
+    source = start_redis()
     node = start_node(free_port())
     try:
         s = source.c
@@ -832,13 +835,8 @@ def test_migrate_from_the_node_into_redis():
     replies: OK, NOKEY, the target's error relayed, IOERR for a closed
     port, the KEYS form's rule) from database 5 into database 2 of
     redis-server, the TTL kept, COPY keeping the source, REPLACE."""
-    target_dir = _scratch_dir()
-    target_port = free_port()
-    target = Node(
-        [REDIS_BIN, "--port", str(target_port), "--bind", "127.0.0.1", "--save", "", "--dir", target_dir],
-        target_port,
-        os.path.join(target_dir, "target.log"),
-    )
+    target = start_redis()
+    target_port = target.port
     node = start_node(free_port())
     five = node.client(db=5)
     two = target.client(db=2)

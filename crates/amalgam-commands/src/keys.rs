@@ -115,9 +115,12 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// whole store (the engine's constant-time fence).
 fn only_namespace_in_use(store: &amalgam_engine::Store, ns: u8) -> bool {
     let counts = store.namespace_counts();
-    let others = counts.iter().enumerate().filter(|&(n, _)| n != 0 && n != ns as usize).map(|(_, c)| c).sum::<u64>();
-    // Namespace 0's count is the total less the others'.
-    others == 0 && (ns == 0 || store.namespace_len(0) == 0)
+    let numbered: u64 = counts[1..].iter().sum();
+    // Namespace 0's count is the total less the numbered ones' (one read
+    // of the per-thread counters, not two).
+    let zero = (store.len() as u64).saturating_sub(numbered);
+    let theirs = if ns == 0 { numbered } else { numbered - counts[ns as usize] + zero };
+    theirs == 0
 }
 
 /// FLUSHDB when other databases hold keys: one pass over the index,
