@@ -77,7 +77,8 @@ pub struct Config {
 #[derive(Debug)]
 pub enum Source {
     /// SET keys `next..end` once each, to `value_of(id, 0, value_bytes)`
-    /// (collection commands: fill each with `members` members).
+    /// (collection commands: units `next..end`, unit `u` the
+    /// `u % fill_requests`-th request filling key `u / fill_requests`).
     Preload {
         /// Next key id.
         next: u64,
@@ -493,14 +494,19 @@ impl Conn {
                     if *next >= *end {
                         break;
                     }
-                    let key = *next;
+                    let unit = *next;
                     *next += 1;
                     if let Some(ty) = cfg.command.ty() {
+                        // A collection's preload is `fill_requests` units.
+                        let chunks = command::fill_requests(cfg.members);
+                        let (key, chunk) = (unit / chunks, unit % chunks);
                         let values = &mat.set_values;
                         let value = |j: u64| values[((key + j) % SET_VALUES as u64) as usize].as_slice();
-                        command::push_fill(ty, &mut self.wbuf, key, cfg.members, cfg.key_bytes, value, &mut mat.coll);
+                        let js = command::fill_chunk(chunk, cfg.members);
+                        command::push_fill(ty, &mut self.wbuf, key, js, cfg.key_bytes, value, &mut mat.coll);
                         Kind::Coll { expect: Expect::Write, hit: false }
                     } else {
+                        let key = unit;
                         let v = value_of(key, 0, cfg.value_bytes);
                         let proto = if cfg.proto == Protocol::Resp { Protocol::Resp } else { Protocol::Text };
                         push_set(proto, &mut self.wbuf, key, cfg.key_bytes, &v, &mut mat.scratch);
