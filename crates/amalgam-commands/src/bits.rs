@@ -77,6 +77,10 @@ fn set_bit(v: &mut [u8], at: u64, on: bool) {
 /// Writes `new` over the key's value (grown with zero bytes to at least
 /// `len`), keeping its flags and expiry; answers what `f` returns. `f`
 /// gets the value to change and says whether it changed anything.
+///
+/// A write that leaves the bytes as they were (an existing key, the same
+/// bits) writes nothing and publishes no `setbit` (Redis 7.0: neither
+/// dirty nor notified).
 fn modify<R>(ctx: &Ctx<'_>, key: &[u8], len: usize, mut f: impl FnMut(&mut Vec<u8>) -> R) -> Result<R, Modify> {
     let r = ctx
         .ks
@@ -90,12 +94,20 @@ fn modify<R>(ctx: &Ctx<'_>, key: &[u8], len: usize, mut f: impl FnMut(&mut Vec<u
                 v.resize(len, 0);
             }
             let r = f(&mut v);
+            if old.is_some_and(|it| it.value() == v.as_slice()) {
+                return (Update::Keep, Some((r, false)));
+            }
             let (flags, expiry) = old.map_or((0, Expiry::Never), |it| (it.flags(), it.expiry()));
-            (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Some(r))
+            (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Some((r, true)))
         })
         .map(|(r, _)| r);
     match r {
-        Ok(Some(r)) => Ok(r),
+        Ok(Some((r, changed))) => {
+            if changed {
+                ctx.notify(crate::notify::STRING, "setbit", key);
+            }
+            Ok(r)
+        }
         Ok(None) => Err(Modify::WrongType),
         Err(e) => Err(Modify::Engine(e)),
     }
@@ -315,7 +327,9 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
     let len = values.iter().map(Vec::len).max().unwrap_or(0);
     if len == 0 {
-        let _ = ctx.ks.store.delete(&args[2]);
+        if ctx.ks.store.delete(&args[2]).is_ok() {
+            ctx.notify(crate::notify::GENERIC, "del", &args[2]);
+        }
         return push_int(out, 0);
     }
     let byte = |v: &Vec<u8>, i: usize| v.get(i).copied().unwrap_or(0);
@@ -337,7 +351,10 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         })
         .collect();
     match ctx.ks.store.set(&args[2], &result, 0, Expiry::Never) {
-        Ok(_) => push_int(out, len as i64),
+        Ok(_) => {
+            ctx.notify(crate::notify::STRING, "set", &args[2]);
+            push_int(out, len as i64)
+        }
         Err(e) => engine_error(e, out),
     }
 }

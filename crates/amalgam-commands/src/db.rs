@@ -161,6 +161,8 @@ pub fn move_key(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match ctx.ks.store.rename(&args[1], &dst, true) {
         Ok(true) => {
             ctx.ks.host.signal(&dst);
+            ctx.notify(crate::notify::GENERIC, "move_from", &args[1]);
+            ctx.notify(crate::notify::GENERIC, "move_to", &dst);
             push_int(out, 1)
         }
         Ok(false) | Err(amalgam_engine::Error::NotFound) | Err(amalgam_engine::Error::BadKey) => push_int(out, 0),

@@ -175,9 +175,10 @@ fn options(args: &[Arg<'_>]) -> Result<Options, &'static str> {
 enum Restored {
     Busy,
     Created,
-    /// The deadline had passed: nothing created (an old key removed
-    /// under REPLACE).
+    /// The deadline had passed: nothing created.
     Expired,
+    /// The deadline had passed and REPLACE removed the old key.
+    Deleted,
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
@@ -234,13 +235,18 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // The closure may run twice (typed.rs, module notes): the value
     // built for the first run is rebuilt for a second.
     let mut ready = if expired { None } else { build(&payload, &t) };
+    // Whether it replaced a key (Redis deletes it, then adds: `new`).
+    let mut replaced = false;
     let r = store.update(key, |old| {
+        replaced = old.is_some();
         if old.is_some() && !o.replace {
             return (Update::Keep, Restored::Busy);
         }
         if expired {
-            let u = if old.is_some() { Update::Remove } else { Update::Keep };
-            return (u, Restored::Expired);
+            if old.is_some() {
+                return (Update::Remove, Restored::Deleted);
+            }
+            return (Update::Keep, Restored::Expired);
         }
         let put = match &payload {
             Payload::String(s) => {
@@ -262,6 +268,17 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // A client blocked on the key (BLPOP, BZPOPMIN …) is
                 // served, as Redis's dbAdd signals the key ready.
                 ctx.ks.host.signal(key);
+            }
+            match done {
+                Restored::Created => {
+                    if replaced {
+                        ctx.notify(crate::notify::NEW, "new", key);
+                    }
+                    ctx.notify(crate::notify::GENERIC, "restore", key)
+                }
+                // REPLACE with a time already past deletes the key.
+                Restored::Deleted => ctx.notify(crate::notify::GENERIC, "del", key),
+                _ => {}
             }
             push_simple(out, "OK")
         }

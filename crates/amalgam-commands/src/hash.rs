@@ -7,6 +7,7 @@
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, null, wrong_arity, Arg, Ctx};
+use crate::notify;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map, push_simple, Proto};
 use amalgam_types::hash::{self, Hash};
 use amalgam_types::op::Op;
@@ -59,7 +60,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         Cmd::Hdel => {
             let fields = &args[2..];
-            let r = write(ctx, &args[1], Kind::Hash, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::Hash, false, Some((notify::HASH, "hdel")), |v, _, log| {
                 let h = hash_mut(v);
                 let n = fields.iter().filter(|f| h.remove(f)).count();
                 log.log(|| Op::HDel(fields.iter().map(|f| f.to_vec()).collect()));
@@ -98,14 +99,17 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Hincrby => {
             let Some(incr) = int_arg(&args[3]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
             let field: &[u8] = &args[2];
-            let r = write(ctx, &args[1], Kind::Hash, true, |v, t, log| match hash_mut(v).incr_by(field, incr, t) {
-                Ok(n) => {
-                    // The result, not the increment (module notes of typed.rs).
-                    log.log(|| Op::HSet(vec![(field.to_vec(), n.to_string().into_bytes())]));
-                    (Changed::Yes, Ok(n))
-                }
-                Err(e) => (Changed::No, Err(e)),
-            });
+            let r =
+                write(ctx, &args[1], Kind::Hash, true, Some((notify::HASH, "hincrby")), |v, t, log| {
+                    match hash_mut(v).incr_by(field, incr, t) {
+                        Ok(n) => {
+                            // The result, not the increment (module notes of typed.rs).
+                            log.log(|| Op::HSet(vec![(field.to_vec(), n.to_string().into_bytes())]));
+                            (Changed::Yes, Ok(n))
+                        }
+                        Err(e) => (Changed::No, Err(e)),
+                    }
+                });
             match r {
                 Ok(Access::Done(Ok(n))) => push_int(out, n),
                 Ok(Access::Done(Err(e))) => push_error(out, e.message().as_bytes()),
@@ -123,14 +127,21 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 return push_error(out, e.message().as_bytes());
             }
             let r =
-                write(ctx, &args[1], Kind::Hash, true, |v, t, log| match hash_mut(v).incr_by_float(field, incr, t) {
-                    Ok(s) => {
-                        // The value it set, as Redis's AOF logs HINCRBYFLOAT.
-                        log.log(|| Op::HSet(vec![(field.to_vec(), s.clone())]));
-                        (Changed::Yes, Ok(s))
-                    }
-                    Err(e) => (Changed::No, Err(e)),
-                });
+                write(
+                    ctx,
+                    &args[1],
+                    Kind::Hash,
+                    true,
+                    Some((notify::HASH, "hincrbyfloat")),
+                    |v, t, log| match hash_mut(v).incr_by_float(field, incr, t) {
+                        Ok(s) => {
+                            // The value it set, as Redis's AOF logs HINCRBYFLOAT.
+                            log.log(|| Op::HSet(vec![(field.to_vec(), s.clone())]));
+                            (Changed::Yes, Ok(s))
+                        }
+                        Err(e) => (Changed::No, Err(e)),
+                    },
+                );
             match r {
                 Ok(Access::Done(Ok(s))) => push_bulk(out, &s),
                 Ok(Access::Done(Err(e))) => push_error(out, e.message().as_bytes()),
@@ -179,7 +190,7 @@ fn hset(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         return wrong_arity(if cmd == Cmd::Hset { "hset" } else { "hmset" }, out);
     }
     let pairs = &args[2..];
-    let r = write(ctx, &args[1], Kind::Hash, true, |v, t, log| {
+    let r = write(ctx, &args[1], Kind::Hash, true, Some((notify::HASH, "hset")), |v, t, log| {
         let h = hash_mut(v);
         let added = pairs.chunks_exact(2).filter(|p| h.insert(&p[0], &p[1], t)).count();
         log.log(|| Op::HSet(pairs.chunks_exact(2).map(|p| (p[0].to_vec(), p[1].to_vec())).collect()));
@@ -197,7 +208,7 @@ fn hset(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 fn hsetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let (field, value): (&[u8], &[u8]) = (&args[2], &args[3]);
-    let r = write(ctx, &args[1], Kind::Hash, true, |v, t, log| {
+    let r = write(ctx, &args[1], Kind::Hash, true, Some((notify::HASH, "hset")), |v, t, log| {
         let h = hash_mut(v);
         if h.contains(field) {
             (Changed::No, 0)

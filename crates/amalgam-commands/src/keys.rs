@@ -22,6 +22,7 @@ use super::glob::{has_wildcards, matches};
 use super::strings::{deadline, engine_error, Unit};
 use super::{int_arg, is, Arg, Ctx};
 use crate::counters::bump;
+use crate::notify;
 use amalgam_engine::{namespace, Expiry, NewValue, Update};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_simple};
 
@@ -43,6 +44,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             let mut n = 0;
             for k in &args[1..] {
                 if store.delete(k).is_ok() {
+                    ctx.notify(notify::GENERIC, "del", k);
                     n += 1;
                     bump(&ctx.ks.counters.delete_hits, 1);
                 } else {
@@ -80,7 +82,12 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 _ => (Update::Keep, 0),
             });
             match r {
-                Ok((n, _)) => push_int(out, n),
+                Ok((n, _)) => {
+                    if n == 1 {
+                        ctx.notify(notify::GENERIC, "persist", &args[1]);
+                    }
+                    push_int(out, n)
+                }
                 Err(amalgam_engine::Error::BadKey) => push_int(out, 0),
                 Err(e) => engine_error(e, out),
             }
@@ -227,6 +234,11 @@ fn expire(ctx: &mut Ctx<'_>, args: &[Arg<'_>], unit: Unit, name: &str, out: &mut
     match r {
         Ok((n, _)) => {
             bump(if n == 1 { &ctx.ks.counters.touch_hits } else { &ctx.ks.counters.touch_misses }, 1);
+            if n == 1 {
+                // A time already past deletes the key: Redis says `del`.
+                let past = new.is_expired_at_millis(super::now_ms() as u64);
+                ctx.notify(notify::GENERIC, if past { "del" } else { "expire" }, &args[1]);
+            }
             push_int(out, n);
         }
         Err(amalgam_engine::Error::BadKey) => push_int(out, 0),
@@ -381,6 +393,8 @@ fn rename(ctx: &mut Ctx<'_>, args: &[Arg<'_>], nx: bool, out: &mut Vec<u8>) {
         // kind: a client woken for a key of another kind stays blocked
         // (blocking.rs), as Redis signals lists and sorted sets only.
         ctx.ks.host.signal(dst);
+        ctx.notify(notify::GENERIC, "rename_from", src);
+        ctx.notify(notify::GENERIC, "rename_to", dst);
     }
     match r {
         Ok(true) if nx => push_int(out, 1),

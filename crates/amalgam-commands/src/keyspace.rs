@@ -133,7 +133,10 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let item_max = ctx.ks.item_size_max;
     // The closure may run twice (typed.rs, module notes): a large value is
     // decoded again for a second run.
+    // Whether the copy replaced a key (Redis deletes it, then adds: `new`).
+    let mut replaced = false;
     let r = store.update(&dst, |old| {
+        replaced = old.is_some();
         if old.is_some() && !replace {
             return (Update::Keep, false);
         }
@@ -156,6 +159,12 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // A client blocked on the destination (BLPOP, BZPOPMIN …)
                 // is served, as Redis's dbAdd signals the key ready.
                 ctx.ks.host.signal(&dst);
+            }
+            if copied {
+                if replaced {
+                    ctx.notify(crate::notify::NEW, "new", &dst);
+                }
+                ctx.notify(crate::notify::GENERIC, "copy_to", &dst);
             }
             push_int(out, i64::from(copied))
         }

@@ -46,6 +46,7 @@
 //! | `zset.rs`, `zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
+//! | `notify.rs` | keyspace notifications: the classes, and what a family calls after a change |
 //! | `received.rs` | a large SET value received straight into its item |
 //!
 //! A new data family (streams, HyperLogLog, geo …) is a new file here, its
@@ -65,6 +66,7 @@ pub mod keyspace;
 pub mod lcs;
 pub mod list;
 pub mod memory;
+pub mod notify;
 pub mod object;
 pub mod received;
 pub mod set;
@@ -77,7 +79,7 @@ use amalgam_engine::Store;
 use amalgam_protocol::resp::{push_array, push_error, push_null, push_simple, Limits, Proto};
 use counters::Counters;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use table::{Cmd, Spec, COMMANDS};
 use typed::LiveThresholds;
 
@@ -92,6 +94,11 @@ pub trait Host: Sync {
     /// A push made `key` a list or sorted set with elements: the clients
     /// blocked on it (BLPOP, BZPOPMIN …) may now be served.
     fn signal(&self, key: &[u8]);
+
+    /// Publishes keyspace notification `event` of `key` (its stored form)
+    /// on the channels `notify-keyspace-events` names ([`notify`]; called
+    /// only when its class is on).
+    fn notify(&self, event: &str, key: &[u8]);
 }
 
 /// What the data commands reach on one worker, the same for all its
@@ -113,6 +120,8 @@ pub struct Keyspace<'w> {
     pub streamed: &'w AtomicBool,
     /// The numbered databases (`db.rs`).
     pub databases: &'w db::Databases,
+    /// `notify-keyspace-events`' classes ([`notify`]; CONFIG SET).
+    pub notify: &'w AtomicU32,
 }
 
 impl Keyspace<'_> {

@@ -25,6 +25,7 @@
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, is, null, wrong_arity, Arg, Ctx};
+use crate::notify;
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, push_simple,
 };
@@ -99,7 +100,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Lset => {
             let index = int_arg(&args[2]);
             let value: &[u8] = &args[3];
-            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::List, false, Some((notify::LIST, "lset")), |v, _, log| {
                 let Some(i) = index else { return (Changed::No, Err(err::NOT_INTEGER)) };
                 match list_mut(v).set(i, value) {
                     Ok(()) => {
@@ -128,19 +129,21 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             };
             let (pivot, value): (&[u8], &[u8]) = (&args[3], &args[4]);
             let r =
-                write(ctx, &args[1], Kind::List, false, |v, _, log| match list_mut(v).insert(before, pivot, value) {
-                    Some(n) => {
-                        log.log(|| Op::LInsert { before, pivot: pivot.to_vec(), item: value.to_vec() });
-                        (Changed::Yes, n as i64)
+                write(ctx, &args[1], Kind::List, false, Some((notify::LIST, "linsert")), |v, _, log| {
+                    match list_mut(v).insert(before, pivot, value) {
+                        Some(n) => {
+                            log.log(|| Op::LInsert { before, pivot: pivot.to_vec(), item: value.to_vec() });
+                            (Changed::Yes, n as i64)
+                        }
+                        None => (Changed::No, -1),
                     }
-                    None => (Changed::No, -1),
                 });
             reply_int(r, out);
         }
         Cmd::Lrem => {
             let Some(count) = int_arg(&args[2]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
             let value: &[u8] = &args[3];
-            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::List, false, Some((notify::LIST, "lrem")), |v, _, log| {
                 let n = list_mut(v).remove(count, value);
                 // Deterministic: LREM replays to the same removals.
                 log.log(|| Op::LRem { count, item: value.to_vec() });
@@ -154,7 +157,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             };
             // A write even when it removes nothing: Redis's LTRIM signals
             // the key modified regardless, so it aborts a WATCH on it.
-            let r = write(ctx, &args[1], Kind::List, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::List, false, Some((notify::LIST, "ltrim")), |v, _, log| {
                 list_mut(v).trim(start, stop);
                 log.log(|| Op::LTrim { start, stop });
                 (Changed::Yes, ())
@@ -245,7 +248,8 @@ pub(crate) fn push_elements(
     only_existing: bool,
     elems: &[&[u8]],
 ) -> Result<Access<usize>, Refused> {
-    let r = write(ctx, key, Kind::List, !only_existing, |v, _, log| {
+    let event = if end == End::Left { "lpush" } else { "rpush" };
+    let r = write(ctx, key, Kind::List, !only_existing, Some((notify::LIST, event)), |v, _, log| {
         let l = list_mut(v);
         for e in elems {
             match end {
@@ -289,7 +293,7 @@ fn push(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// emptied list is deleted by `typed::write`). `Done` holds at least one
 /// element unless `count` is 0.
 pub fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: usize) -> Result<Access<Vec<Vec<u8>>>, Refused> {
-    write(ctx, key, Kind::List, false, |v, _, log| {
+    write(ctx, key, Kind::List, false, Some((notify::LIST, pop_event(end))), |v, _, log| {
         let l = list_mut(v);
         let elems = match end {
             End::Left => l.pop_front(count),
@@ -299,6 +303,15 @@ pub fn pop(ctx: &Ctx<'_>, key: &[u8], end: End, count: usize) -> Result<Access<V
         log.log(|| Op::Pop { left: end == End::Left, count: elems.len() as u64 });
         (if elems.is_empty() { Changed::No } else { Changed::Yes }, elems)
     })
+}
+
+/// A pop's keyspace event.
+fn pop_event(end: End) -> &'static str {
+    if end == End::Left {
+        "lpop"
+    } else {
+        "rpop"
+    }
 }
 
 /// LPOP and RPOP, with or without a count.
@@ -454,7 +467,7 @@ impl Moved {
 pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved {
     if src == dst {
         // One key: a rotation under its one lock.
-        let r = write(ctx, src, Kind::List, false, |v, _, log| {
+        let r = write(ctx, src, Kind::List, false, None, |v, _, log| {
             let l = list_mut(v);
             let mut e = match from {
                 End::Left => l.pop_front(1),
@@ -471,6 +484,9 @@ pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved
         return match r {
             Ok(Access::Done(Some(e))) => {
                 ctx.ks.host.signal(dst);
+                // Redis's order: the push's event, then the pop's.
+                ctx.notify(notify::LIST, if to == End::Left { "lpush" } else { "rpush" }, dst);
+                ctx.notify(notify::LIST, pop_event(from), src);
                 Moved::Element(e)
             }
             Ok(Access::Done(None)) | Ok(Access::Absent) => Moved::Absent,
@@ -489,11 +505,19 @@ pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved
     if read(ctx, dst, Kind::List, |_| ()) == Access::WrongType {
         return Moved::WrongType;
     }
-    let e = match pop(ctx, src, from, 1) {
-        Ok(Access::Done(mut v)) => match v.pop() {
-            Some(e) => e,
-            None => return Moved::Absent,
-        },
+    // The pop's events wait for the push's (Redis's order).
+    let popped = write(ctx, src, Kind::List, false, None, |v, _, log| {
+        let l = list_mut(v);
+        let mut e = match from {
+            End::Left => l.pop_front(1),
+            End::Right => l.pop_back(1),
+        };
+        log.log(|| Op::Pop { left: from == End::Left, count: e.len() as u64 });
+        (if e.is_empty() { Changed::No } else { Changed::Yes }, (e.pop(), l.is_empty()))
+    });
+    let (e, emptied) = match popped {
+        Ok(Access::Done((Some(e), emptied))) => (e, emptied),
+        Ok(Access::Done((None, _))) => return Moved::Absent,
         Ok(Access::Absent) => return Moved::Absent,
         Ok(Access::WrongType) => return Moved::WrongType,
         Err(e) => return Moved::Engine(e),
@@ -501,7 +525,13 @@ pub fn lmove(ctx: &Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Moved
     // The source lock is released: the element is in neither list until
     // the push below (no transactions yet; issue 19 item 2).
     let failed = match push_elements(ctx, dst, to, false, &[&e]) {
-        Ok(Access::Done(_)) => return Moved::Element(e),
+        Ok(Access::Done(_)) => {
+            ctx.notify(notify::LIST, pop_event(from), src);
+            if emptied {
+                ctx.notify(notify::GENERIC, "del", src);
+            }
+            return Moved::Element(e);
+        }
         Ok(_) => Moved::WrongType,
         Err(err) => Moved::Engine(err),
     };

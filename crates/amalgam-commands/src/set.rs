@@ -28,6 +28,7 @@ use super::hash::RANDOM_PICKS_MAX;
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, null, Arg, Ctx};
+use crate::notify;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_set, Proto};
 use amalgam_types::op::Op;
 use amalgam_types::set::{self, Member, Set};
@@ -53,7 +54,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match cmd {
         Cmd::Sadd => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::Set, true, |v, t, log| {
+            let r = write(ctx, &args[1], Kind::Set, true, Some((notify::SET, "sadd")), |v, t, log| {
                 let s = set_mut(v);
                 let n = members.iter().filter(|m| s.insert(m, t)).count();
                 log.log(|| Op::SAdd(members.iter().map(|m| m.to_vec()).collect()));
@@ -63,7 +64,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         Cmd::Srem => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::Set, false, Some((notify::SET, "srem")), |v, _, log| {
                 let s = set_mut(v);
                 let n = members.iter().filter(|m| s.remove(m)).count();
                 log.log(|| Op::SRem(members.iter().map(|m| m.to_vec()).collect()));
@@ -131,7 +132,15 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             // copy (the engine may rerun it: typed::replace).
             let r = typed::replace(ctx, &args[1], || Value::Set(copy_of(&result, &t)));
             match r {
-                Ok(_) => push_int(out, n as i64),
+                Ok(had) => {
+                    let event = match cmd {
+                        Cmd::Sinterstore => "sinterstore",
+                        Cmd::Sunionstore => "sunionstore",
+                        _ => "sdiffstore",
+                    };
+                    typed::notify_stored(ctx, &args[1], notify::SET, event, n > 0, had);
+                    push_int(out, n as i64)
+                }
                 Err(e) => e.reply(out),
             }
         }
@@ -289,7 +298,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         _ => return push_error(out, err::SYNTAX.as_bytes()),
     };
     let Some(count) = count else {
-        let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
+        let r = write(ctx, &args[1], Kind::Set, false, Some((notify::SET, "spop")), |v, _, log| {
             let mut popped = set_mut(v).pop_random(1, &mut typed::random);
             // The member it popped, not the random pick (Redis's AOF too).
             log.log(|| Op::SRem(popped.clone()));
@@ -312,7 +321,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         return push_set(out, 0, proto);
     }
-    let r = write(ctx, &args[1], Kind::Set, false, |v, _, log| {
+    let r = write(ctx, &args[1], Kind::Set, false, Some((notify::SET, "spop")), |v, _, log| {
         let popped = set_mut(v).pop_random(count, &mut typed::random);
         log.log(|| Op::SRem(popped.clone()));
         (if popped.is_empty() { Changed::No } else { Changed::Yes }, popped)
@@ -397,7 +406,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     if src == dst || in_src != Access::Done(true) {
         return push_int(out, i64::from(in_src == Access::Done(true)));
     }
-    let removed = write(ctx, src, Kind::Set, false, |v, _, log| {
+    let removed = write(ctx, src, Kind::Set, false, Some((notify::SET, "srem")), |v, _, log| {
         let gone = set_mut(v).remove(member);
         log.log(|| Op::SRem(vec![member.to_vec()]));
         (if gone { Changed::Yes } else { Changed::No }, gone)
@@ -411,8 +420,11 @@ fn smove(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     // The source lock is released: the member is in neither set until
     // the add below (no transactions yet; issue 19 item 2).
     let add = |ctx: &Ctx<'_>, key: &[u8]| {
-        write(ctx, key, Kind::Set, true, |v, t, log| {
-            set_mut(v).insert(member, t);
+        write(ctx, key, Kind::Set, true, Some((notify::SET, "sadd")), |v, t, log| {
+            // Already there: nothing changes (Redis: no event).
+            if !set_mut(v).insert(member, t) {
+                return (Changed::No, ());
+            }
             log.log(|| Op::SAdd(vec![member.to_vec()]));
             (Changed::Yes, ())
         })

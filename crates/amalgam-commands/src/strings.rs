@@ -10,6 +10,7 @@
 
 use super::typed::WRONGTYPE;
 use super::{int_arg, is, null, Arg, Ctx};
+use crate::notify;
 use crate::received::Receiving;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_null, push_simple, string2ll};
@@ -27,7 +28,10 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
     match cmd {
         Cmd::Set => set(ctx, args, prepared, out),
         Cmd::Setnx => match ctx.ks.store.add(&args[1], &args[2], 0, Expiry::Never) {
-            Ok(_) => push_int(out, 1),
+            Ok(_) => {
+                ctx.notify(notify::STRING, "set", &args[1]);
+                push_int(out, 1)
+            }
             Err(Error::NotStored) => push_int(out, 0),
             Err(e) => engine_error(e, out),
         },
@@ -35,7 +39,11 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
             let (unit, name) = if cmd == Cmd::Setex { (Unit::Ex, "setex") } else { (Unit::Px, "psetex") };
             match expire_at_ms(&args[2], unit, name) {
                 Ok(at) => match ctx.ks.store.set(&args[1], &args[3], 0, deadline(at)) {
-                    Ok(_) => push_simple(out, "OK"),
+                    Ok(_) => {
+                        ctx.notify(notify::STRING, "set", &args[1]);
+                        ctx.notify(notify::GENERIC, "expire", &args[1]);
+                        push_simple(out, "OK")
+                    }
                     Err(e) => engine_error(e, out),
                 },
                 Err(e) => push_error(out, e.as_bytes()),
@@ -202,7 +210,10 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
     // request's value argument was given as empty.
     if let Some(value) = prepared.take() {
         if args[2].is_empty() && value.key() == &args[1][..] {
-            return set_prepared(ctx, &o, expiry, value, out);
+            if set_prepared(ctx, &o, expiry, value, out) {
+                notify_set(ctx, &args[1], o.expire.is_some());
+            }
+            return;
         }
     }
     let store = &ctx.ks.store;
@@ -216,7 +227,10 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
             store.set(key, value, 0, expiry)
         };
         return match r {
-            Ok(_) => push_simple(out, "OK"),
+            Ok(_) => {
+                notify_set(ctx, key, o.expire.is_some());
+                push_simple(out, "OK")
+            }
             Err(Error::NotStored) => null(ctx, out),
             Err(e) => engine_error(e, out),
         };
@@ -245,6 +259,9 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
         let expiry = if o.keepttl { old.map_or(Expiry::Never, |it| it.expiry()) } else { expiry };
         (Update::Put { value: NewValue::Bytes(value), flags: 0, expiry, fresh_cas: true, marks: 0 }, true)
     });
+    if let Ok((true, _)) = r {
+        notify_set(ctx, key, o.expire.is_some());
+    }
     match r {
         Ok((_, _)) if o.get => {}
         Ok((true, _)) => push_simple(out, "OK"),
@@ -258,7 +275,7 @@ fn set(ctx: &mut Ctx<'_>, args: &[Arg<'_>], prepared: &mut Option<Receiving>, ou
 
 /// [`set`] of a value received in place: the same decisions, under the
 /// key's bucket lock, and the block it arrived in is published as it is.
-fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Receiving, out: &mut Vec<u8>) {
+fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Receiving, out: &mut Vec<u8>) -> bool {
     let proto = ctx.proto();
     let mark = out.len();
     let store = &ctx.ks.store;
@@ -283,6 +300,7 @@ fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Recei
             Some((0, expiry))
         })
     });
+    let written = matches!(r, Ok(Some(_)));
     match r {
         Ok(_) if o.get => {}
         Ok(Some(_)) => push_simple(out, "OK"),
@@ -291,6 +309,15 @@ fn set_prepared(ctx: &mut Ctx<'_>, o: &Options<'_>, expiry: Expiry, value: Recei
             out.truncate(mark);
             engine_error(e, out);
         }
+    }
+    written
+}
+
+/// SET's events: `set`, and `expire` when it gave a time to live.
+fn notify_set(ctx: &Ctx<'_>, key: &[u8], expire: bool) {
+    ctx.notify(notify::STRING, "set", key);
+    if expire {
+        ctx.notify(notify::GENERIC, "expire", key);
     }
 }
 
@@ -303,16 +330,23 @@ fn getset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         match old {
             Some(it) if !is_string(&it) => {
                 push_error(out, WRONGTYPE.as_bytes());
-                return (Update::Keep, ());
+                return (Update::Keep, false);
             }
             Some(it) => push_bulk(out, it.value()),
             None => push_null(out, proto),
         }
-        (Update::Put { value: NewValue::Bytes(value), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 }, ())
+        (
+            Update::Put { value: NewValue::Bytes(value), flags: 0, expiry: Expiry::Never, fresh_cas: true, marks: 0 },
+            true,
+        )
     });
-    if let Err(e) = r {
-        out.truncate(mark);
-        engine_error(e, out);
+    match r {
+        Ok((true, _)) => ctx.notify(notify::STRING, "set", &args[1]),
+        Ok(_) => {}
+        Err(e) => {
+            out.truncate(mark);
+            engine_error(e, out);
+        }
     }
 }
 
@@ -324,18 +358,21 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         match old {
             Some(it) if !is_string(&it) => {
                 push_error(out, WRONGTYPE.as_bytes());
-                (Update::Keep, ())
+                (Update::Keep, false)
             }
             Some(it) => {
                 push_bulk(out, it.value());
-                (Update::Remove, ())
+                (Update::Remove, true)
             }
             None => {
                 push_null(out, proto);
-                (Update::Keep, ())
+                (Update::Keep, false)
             }
         }
     });
+    if let Ok((true, _)) = r {
+        ctx.notify(notify::GENERIC, "del", &args[1]);
+    }
     if r.is_err() {
         // Only a key the engine cannot hold: it is not there.
         push_null(out, proto);
@@ -368,20 +405,20 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         out.truncate(mark); // may run again: see `set`
         let Some(it) = old else {
             push_null(out, proto);
-            return (Update::Keep, ());
+            return (Update::Keep, None);
         };
         if !is_string(&it) {
             push_error(out, WRONGTYPE.as_bytes());
-            return (Update::Keep, ());
+            return (Update::Keep, None);
         }
         match &new_expiry {
             Err(e) => {
                 push_error(out, e.as_bytes());
-                (Update::Keep, ())
+                (Update::Keep, None)
             }
             Ok(_) if o.persist && it.expiry() == Expiry::Never => {
                 push_bulk(out, it.value());
-                (Update::Keep, ())
+                (Update::Keep, None)
             }
             Ok(e) => {
                 push_bulk(out, it.value());
@@ -392,10 +429,19 @@ fn getex(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                     fresh_cas: false,
                     marks: it.marks(),
                 };
-                (put, ())
+                // A deadline already past deletes the key (Redis: `del`).
+                let event = match e {
+                    _ if o.persist => "persist",
+                    e if e.is_expired_at_millis(super::now_ms() as u64) => "del",
+                    _ => "expire",
+                };
+                (put, Some(event))
             }
         }
     });
+    if let Ok((Some(event), _)) = r {
+        ctx.notify(notify::GENERIC, event, &args[1]);
+    }
     if let Err(e) = r {
         out.truncate(mark);
         if e == Error::BadKey {
@@ -424,6 +470,7 @@ fn mset(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         if let Err(e) = ctx.ks.store.set(&pair[0], &pair[1], 0, Expiry::Never) {
             return engine_error(e, out);
         }
+        ctx.notify(notify::STRING, "set", &pair[0]);
     }
     push_simple(out, "OK");
 }
@@ -466,6 +513,7 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         };
         match r {
             Ok(_) => {
+                ctx.notify(notify::STRING, "set", key);
                 if let Some(a) = added.as_mut() {
                     a.insert(key);
                 }
@@ -493,7 +541,10 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64, out: &mut Vec<u8>) {
         (Update::Put { value, flags, expiry, fresh_cas: true, marks: 0 }, Ok(new))
     });
     match r {
-        Ok((Ok(n), _)) => push_int(out, n),
+        Ok((Ok(n), _)) => {
+            ctx.notify(notify::STRING, "incrby", key);
+            push_int(out, n)
+        }
         Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }
@@ -525,7 +576,10 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         (put, Ok(text))
     });
     match r {
-        Ok((Ok(text), _)) => push_bulk(out, &text),
+        Ok((Ok(text), _)) => {
+            ctx.notify(notify::STRING, "incrbyfloat", &args[1]);
+            push_bulk(out, &text)
+        }
         Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }
@@ -556,7 +610,10 @@ fn append(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
     });
     match r {
-        Ok((Ok(n), _)) => push_int(out, n as i64),
+        Ok((Ok(n), _)) => {
+            ctx.notify(notify::STRING, "append", &args[1]);
+            push_int(out, n as i64)
+        }
         Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }
@@ -614,7 +671,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         let current: &[u8] = old.map_or(&[][..], |it| it.value());
         if value.is_empty() {
-            return (Update::Keep, Ok(current.len()));
+            return (Update::Keep, Ok((current.len(), false)));
         }
         if !fits {
             return (Update::Keep, Err(err::STRING_TOO_LONG));
@@ -627,10 +684,15 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         v[at..at + value.len()].copy_from_slice(value);
         let len = v.len();
         let (flags, expiry) = old.map_or((0, Expiry::Never), |it| (it.flags(), it.expiry()));
-        (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Ok(len))
+        (Update::Put { value: NewValue::Owned(v), flags, expiry, fresh_cas: true, marks: 0 }, Ok((len, true)))
     });
     match r {
-        Ok((Ok(n), _)) => push_int(out, n as i64),
+        Ok((Ok((n, written)), _)) => {
+            if written {
+                ctx.notify(notify::STRING, "setrange", &args[1]);
+            }
+            push_int(out, n as i64)
+        }
         Ok((Err(m), _)) => push_error(out, m.as_bytes()),
         Err(e) => engine_error(e, out),
     }

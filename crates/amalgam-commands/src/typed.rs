@@ -269,11 +269,42 @@ fn hot_write(key: &[u8]) -> bool {
 /// [`Access::Absent`] and `op` does not run. `op` may run more than once
 /// (module notes); only the last run's result is returned. `op` logs
 /// its change to the [`OpLog`] it is given.
+///
+/// A change publishes `event` (keyspace notifications, `notify.rs`),
+/// and `del` after it when the change left the collection empty (Redis's
+/// order); `None` leaves the events to the caller (LMOVE and SMOVE, whose
+/// destination's event comes first).
 pub(crate) fn write<R>(
     ctx: &Ctx<'_>,
     key: &[u8],
     kind: Kind,
     create: bool,
+    event: Event,
+    op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
+) -> Result<Access<R>, Refused> {
+    // What the last run did (module notes: it may rerun): 1 stored a
+    // change, 2 removed the emptied key.
+    let mut effect = 0u8;
+    let r = write_inner(ctx, key, kind, create, &mut effect, op);
+    if let (Some((class, name)), true) = (event, effect != 0 && matches!(r, Ok(Access::Done(_)))) {
+        ctx.notify(class, name, key);
+        if effect == 2 {
+            ctx.notify(crate::notify::GENERIC, "del", key);
+        }
+    }
+    r
+}
+
+/// A collection write's keyspace event: its class and name (`None`: the
+/// caller publishes).
+pub(crate) type Event = Option<(u32, &'static str)>;
+
+fn write_inner<R>(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    kind: Kind,
+    create: bool,
+    effect: &mut u8,
     mut op: impl FnMut(&mut Value, &Thresholds, &mut OpLog) -> (Changed, R),
 ) -> Result<Access<R>, Refused> {
     let logged = ctx.ks.journaled();
@@ -284,6 +315,7 @@ pub(crate) fn write<R>(
     let t = ctx.ks.thresholds.load();
     let item_max = ctx.ks.item_size_max;
     let r = ctx.ks.store.update(key, |old| {
+        *effect = 0;
         let Some(it) = old else {
             if !create {
                 return (Update::Keep, Access::Absent);
@@ -294,6 +326,7 @@ pub(crate) fn write<R>(
             if changed == Changed::No || v.is_empty() {
                 return (Update::Keep, Access::Done(r));
             }
+            *effect = 1;
             return (publish(v, None, item_max), Access::Done(r));
         };
         let tag = it.tag();
@@ -307,8 +340,10 @@ pub(crate) fn write<R>(
                 return (Update::Keep, Access::Done(r));
             }
             if v.is_empty() {
+                *effect = 2;
                 return (Update::Remove, Access::Done(r));
             }
+            *effect = 1;
             if let Value::List(l) = &mut v {
                 if hot_write(key) {
                     // Module notes, "A hot list goes large".
@@ -336,8 +371,10 @@ pub(crate) fn write<R>(
         }
         if v.is_empty() {
             // Logged as the key's deletion.
+            *effect = 2;
             return (Update::Remove, Access::Done(r));
         }
+        *effect = 1;
         debug_assert!(!logged || !log.record.is_empty(), "an in-place write without its op record");
         (Update::InPlace { record: log.record }, Access::Done(r))
     });
@@ -367,6 +404,17 @@ pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value
         (publish(v, None, item_max), had)
     });
     r.map(|(had, _)| had).map_err(Refused::Engine)
+}
+
+/// The keyspace events of a STORE destination [`replace`] wrote (Redis's
+/// `*STORE` commands): `event` when it holds a result, `del` when an
+/// empty result removed what it held, nothing when there was nothing.
+pub(crate) fn notify_stored(ctx: &Ctx<'_>, key: &[u8], class: u32, event: &'static str, stored: bool, had: bool) {
+    if stored {
+        ctx.notify(class, event, key);
+    } else if had {
+        ctx.notify(crate::notify::GENERIC, "del", key);
+    }
 }
 
 /// Room an item's header and key take beside its value, at most: what a

@@ -29,6 +29,7 @@ mod algebra;
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found, Refused};
 use super::{int_arg, is, null, Arg, Ctx};
+use crate::notify;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, Proto};
 use amalgam_types::op::Op;
 use amalgam_types::value::Value;
@@ -61,7 +62,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         }
         Cmd::Zrem => {
             let members = &args[2..];
-            let r = write(ctx, &args[1], Kind::ZSet, false, |v, _, log| {
+            let r = write(ctx, &args[1], Kind::ZSet, false, Some((notify::ZSET, "zrem")), |v, _, log| {
                 let z = zset_mut(v);
                 let n = members.iter().filter(|m| z.remove(m).is_some()).count();
                 log.log(|| Op::ZRem(members.iter().map(|m| m.to_vec()).collect()));
@@ -308,7 +309,8 @@ fn zadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// blocking registry when members were added.
 fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64, &[u8])], out: &mut Vec<u8>) {
     // XX never creates the key (Redis replies without looking further).
-    let r = write(ctx, key, Kind::ZSet, !flags.xx, |v, _, log| {
+    let event = if flags.incr { "zincr" } else { "zadd" };
+    let r = write(ctx, key, Kind::ZSet, !flags.xx, Some((notify::ZSET, event)), |v, _, log| {
         let z = zset_mut(v);
         let (mut added, mut updated) = (0usize, 0usize);
         let mut last = None;
@@ -470,7 +472,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 _ => ZSet::new(&t),
             })
         };
-        return store_result(ctx, &args[1], make, out);
+        return store_result(ctx, &args[1], "zrangestore", make, out);
     }
     let (proto, stop) = (ctx.proto(), ctx.out_stop);
     let r = read(ctx, src, Kind::ZSet, |z| {
@@ -487,7 +489,14 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// held, its TTL too; an empty result deletes `dst`) and replies with its
 /// size, as the *STORE forms. `make` runs again only if the engine reruns
 /// the write (`typed::replace`).
-pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
+/// `event` names the keyspace event of a stored result.
+pub(crate) fn store_result(
+    ctx: &Ctx<'_>,
+    dst: &[u8],
+    event: &'static str,
+    mut make: impl FnMut() -> ZSet,
+    out: &mut Vec<u8>,
+) {
     let mut n = 0;
     let r = typed::replace(ctx, dst, || {
         let z = make();
@@ -495,10 +504,11 @@ pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> 
         Value::ZSet(z)
     });
     match r {
-        Ok(_) => {
+        Ok(had) => {
             if n > 0 {
                 ctx.ks.host.signal(dst);
             }
+            typed::notify_stored(ctx, dst, notify::ZSET, event, n > 0, had);
             push_int(out, n as i64)
         }
         Err(e) => e.reply(out),
@@ -508,7 +518,8 @@ pub(crate) fn store_result(ctx: &Ctx<'_>, dst: &[u8], mut make: impl FnMut() -> 
 /// Pops up to `count` members from the lowest (`max` false) or highest
 /// end of the sorted set at `key` (an emptied set is deleted).
 pub fn pop(ctx: &Ctx<'_>, key: &[u8], max: bool, count: usize) -> Result<Access<zset::Pairs>, Refused> {
-    write(ctx, key, Kind::ZSet, false, |v, _, log| {
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    write(ctx, key, Kind::ZSet, false, Some((notify::ZSET, event)), |v, _, log| {
         let z = zset_mut(v);
         let popped = if max { z.pop_max(count) } else { z.pop_min(count) };
         log.log(|| Op::ZRem(popped.iter().map(|(m, _)| m.clone()).collect()));
@@ -682,7 +693,12 @@ fn zremrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             Err(_) => return push_error(out, ERR_LEX_RANGE.as_bytes()),
         },
     };
-    let r = write(ctx, &args[1], Kind::ZSet, false, |v, _, log| {
+    let event = match cmd {
+        Cmd::Zremrangebyrank => "zremrangebyrank",
+        Cmd::Zremrangebyscore => "zremrangebyscore",
+        _ => "zremrangebylex",
+    };
+    let r = write(ctx, &args[1], Kind::ZSet, false, Some((notify::ZSET, event)), |v, _, log| {
         let z = zset_mut(v);
         // Logged as the ranks removed: deterministic, and as short as the
         // command whatever the range's form.

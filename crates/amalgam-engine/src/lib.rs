@@ -107,6 +107,7 @@ mod clock;
 pub mod evict;
 mod item;
 mod journal;
+pub mod key_events;
 mod local;
 pub mod namespace;
 mod object;

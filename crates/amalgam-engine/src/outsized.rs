@@ -262,6 +262,14 @@ impl Inner {
         }
         guard.remove(slot);
         drop(guard);
+        if expired {
+            // SAFETY: unlinked under our pin: still allocated.
+            if self.watching(crate::key_events::EXPIRED) && unsafe { self.dead_by_expiry(p) } {
+                self.tell(crate::key_events::KeyEvent::Expired, it.key());
+            }
+        } else if self.watching(crate::key_events::EVICTED) {
+            self.tell(crate::key_events::KeyEvent::Evicted, it.key());
+        }
         local_add(&local.items, -1);
         // SAFETY: p was in the bucket we held locked; retired below.
         unsafe { count_item(local, p, -1) };

@@ -383,6 +383,10 @@ impl Inner {
         if !self.is_live(&it, now) {
             guard.remove(slot);
             drop(guard);
+            // SAFETY: unlinked under our pin: still allocated.
+            if self.watching(crate::key_events::EXPIRED) && unsafe { self.dead_by_expiry(p) } {
+                self.tell(crate::key_events::KeyEvent::Expired, it.key());
+            }
             unlink_counts();
             self.retire_object(local, p);
             self.count_expired_unfetched(it.expiry_raw(), it.expiry_ms_raw(), freq);
@@ -425,6 +429,9 @@ impl Inner {
         }
         guard.remove(slot);
         drop(guard);
+        if self.watching(crate::key_events::EVICTED) {
+            self.tell(crate::key_events::KeyEvent::Evicted, it.key());
+        }
         unlink_counts();
         self.retire_object(local, p);
         cache.evictions.fetch_add(1, Ordering::Relaxed);

@@ -24,6 +24,7 @@ use crate::exec::{After, VERSION_LINE};
 use crate::Ctx;
 use amalgam_commands::counters::bump;
 use amalgam_commands::counters::Counters;
+use amalgam_commands::notify;
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Store, Update};
 use amalgam_net::turn::{GETS_RUN_REQUESTS_MAX, REQUESTS_PER_ROUND_MAX};
 use amalgam_protocol::binary::{
@@ -235,6 +236,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 push_response(out, req.opcode, status::SUCCESS, req.opaque, it.cas(), &flags_extras(&it), k, v);
             });
             if let Some(Ok(())) = hit {
+                ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
                 bump(&ctx.w.counters.touch_hits, 1);
             } else {
                 bump(&ctx.w.counters.touch_misses, 1);
@@ -244,8 +246,11 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         Command::Store { op, key, flags, exptime, value, quiet } => {
             bump(&ctx.w.counters.cmd_set, 1);
             let key = crate::stored(key, &mut scratch);
-            match run_store(store, ctx.w.counters, req.cas, op, key, flags, expiry(store, exptime), value) {
+            let e = expiry(store, exptime);
+            match run_store(store, ctx.w.counters, req.cas, op, key, flags, e, value) {
                 Ok(cas) => {
+                    let concat = matches!(op, StoreOp::Append | StoreOp::Prepend);
+                    ctx.w.notify_store(concat, e != Expiry::Never, key);
                     bump(&ctx.w.counters.total_items, 1);
                     ok(out, cas, quiet);
                 }
@@ -268,6 +273,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             };
             match r {
                 Ok(status::SUCCESS) => {
+                    ctx.w.notify(notify::GENERIC, "del", key);
                     bump(&ctx.w.counters.delete_hits, 1);
                     ok(out, 0, quiet);
                 }
@@ -280,7 +286,9 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Command::Arith { incr, key, delta, initial, exptime, quiet } => {
             let key = crate::stored(key, &mut scratch);
-            run_arith(store, ctx.w.counters, &req, incr, key, delta, initial, exptime, quiet, out)
+            if run_arith(store, ctx.w.counters, &req, incr, key, delta, initial, exptime, quiet, out) {
+                ctx.w.notify(notify::STRING, "incrby", key);
+            }
         }
         Command::Quit { quiet } => {
             ok(out, 0, quiet);
@@ -404,7 +412,7 @@ fn run_arith(
     exptime: u32,
     quiet: bool,
     out: &mut Vec<u8>,
-) {
+) -> bool {
     let error = |status| ErrorReply { opcode: req.opcode, status, opaque: req.opaque };
     let r = store.update(key, |old| match old {
         None if exptime == ARITH_NO_CREATE => (Update::Keep, Arith::Miss),
@@ -435,6 +443,7 @@ fn run_arith(
     });
     let (hits, misses) =
         if incr { (&stats.incr_hits, &stats.incr_misses) } else { (&stats.decr_hits, &stats.decr_misses) };
+    let done = matches!(r, Ok((Arith::Done(_), _)));
     match r {
         Ok((Arith::Done(number), cas)) => {
             bump(hits, 1);
@@ -451,6 +460,7 @@ fn run_arith(
         Ok((Arith::NonNumeric, _)) => push_error(out, error(status::DELTA_BADVAL)),
         Err(_) => push_error_text(out, error(status::ENOMEM), OOM_INCREMENTING),
     }
+    done
 }
 
 /// `stat`: the text protocol's `stats <group>` (one shared implementation,

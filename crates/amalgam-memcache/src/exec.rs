@@ -5,6 +5,7 @@
 
 use crate::Ctx;
 use amalgam_commands::counters::bump;
+use amalgam_commands::notify;
 use amalgam_engine::{Error, Expiry, Store, TAG_BYTES};
 use amalgam_protocol::compose::{push_line, push_u64, push_value};
 use amalgam_protocol::text::{reply, Keys, Request, StoreOp};
@@ -237,7 +238,10 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                     push_value(out, key, it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
                 });
                 match hit {
-                    Some(Ok(())) => bump(&ctx.w.counters.touch_hits, 1),
+                    Some(Ok(())) => {
+                        ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
+                        bump(&ctx.w.counters.touch_hits, 1)
+                    }
                     _ => bump(&ctx.w.counters.touch_misses, 1),
                 }
             }
@@ -261,10 +265,15 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 // is there, NOT_FOUND if not.
                 StoreOp::Cas => store.cas(key, data, flags, e, ctx.visible_cas(cas_unique)),
             };
+            if r.is_ok() {
+                let concat = matches!(op, StoreOp::Append | StoreOp::Prepend);
+                ctx.w.notify_store(concat, e != Expiry::Never, key);
+            }
             store_reply(ctx, op, key, r, noreply, out);
         }
         Request::Delete { key, noreply } => match store.delete(crate::stored(key, &mut scratch)) {
             Ok(()) => {
+                ctx.w.notify(notify::GENERIC, "del", crate::stored(key, &mut scratch));
                 bump(&ctx.w.counters.delete_hits, 1);
                 reply_line("DELETED", noreply);
             }
@@ -283,6 +292,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             };
             match r {
                 Ok(v) => {
+                    ctx.w.notify(notify::STRING, "incrby", key);
                     bump(hits, 1);
                     if !noreply {
                         push_u64(out, v);
@@ -301,6 +311,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             bump(&ctx.w.counters.cmd_touch, 1);
             match store.touch(crate::stored(key, &mut scratch), expiry(store, exptime)) {
                 Ok(()) => {
+                    ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
                     bump(&ctx.w.counters.touch_hits, 1);
                     reply_line("TOUCHED", noreply);
                 }

@@ -114,6 +114,9 @@ pub trait Host: Sync {
     fn verbosity(&self, level: u32);
     /// `refresh_certs`: None without TLS, else the reload's result.
     fn refresh_certs(&self) -> Option<Result<(), String>>;
+    /// Publishes keyspace notification `event` of `key` (its stored
+    /// form), as RESP's writes do (`amalgam_commands::notify`).
+    fn notify(&self, event: &str, key: &[u8]);
 }
 
 /// What the memcached front end reaches on one worker, the same for all
@@ -134,6 +137,33 @@ pub struct Worker<'w> {
     pub flush_all_disabled: bool,
     /// `-I`: the largest data block.
     pub limits: Limits,
+    /// RESP's `notify-keyspace-events`: this port's writes are published
+    /// too (`amalgam_commands::notify`).
+    pub notify: &'w std::sync::atomic::AtomicU32,
+}
+
+impl Worker<'_> {
+    /// Tells RESP's subscribers of a write on this port, as the RESP
+    /// command it amounts to would (SET, APPEND, INCRBY, DEL, EXPIRE):
+    /// `event` of `class` on the stored `key`. One relaxed load while off.
+    #[inline(always)]
+    pub(crate) fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        use amalgam_commands::notify::{KEYEVENT, KEYSPACE};
+        let on = self.notify.load(std::sync::atomic::Ordering::Relaxed);
+        if on & class != 0 && on & (KEYSPACE | KEYEVENT) != 0 {
+            self.host.notify(event, key);
+        }
+    }
+
+    /// A store's events: `set` (or `append` for append and prepend), and
+    /// `expire` when it gave the item a time to live.
+    pub(crate) fn notify_store(&self, concat: bool, expires: bool, key: &[u8]) {
+        use amalgam_commands::notify::{GENERIC, STRING};
+        self.notify(STRING, if concat { "append" } else { "set" }, key);
+        if expires && !concat {
+            self.notify(GENERIC, "expire", key);
+        }
+    }
 }
 
 impl std::fmt::Debug for Worker<'_> {

@@ -91,9 +91,9 @@ pub fn run(ctx: &Ctx<'_>, cmd: MetaCmd, line: &[u8], data: &[u8], out: &mut Vec<
     match cmd {
         MetaCmd::Noop => push_line(out, "MN"),
         MetaCmd::Get => meta_get(store, ctx.w.counters, &req, out, cas_on),
-        MetaCmd::Set => meta_set(store, ctx.w.counters, &req, data, out, cas_on),
-        MetaCmd::Delete => meta_delete(store, ctx.w.counters, &req, out, cas_on),
-        MetaCmd::Arith => meta_arith(store, ctx.w.counters, &req, out, cas_on),
+        MetaCmd::Set => meta_set(ctx.w, &req, data, out, cas_on),
+        MetaCmd::Delete => meta_delete(ctx.w, &req, out, cas_on),
+        MetaCmd::Arith => meta_arith(ctx.w, &req, out, cas_on),
         MetaCmd::Debug => meta_debug(store, &req, out, cas_on),
     }
     After::Continue
@@ -354,7 +354,8 @@ impl Code {
     }
 }
 
-fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
+fn meta_set(w: &crate::Worker<'_>, req: &MetaRequest<'_>, data: &[u8], out: &mut Vec<u8>, cas_on: bool) {
+    let (store, stats) = (w.store, w.counters);
     bump(&stats.cmd_set, 1);
     let f = &req.flags;
     let mode = req.set_mode();
@@ -433,6 +434,8 @@ fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8],
         }
     };
     if code == Code::Hd {
+        let concat = matches!(mode, SetMode::Append | SetMode::Prepend);
+        w.notify_store(concat, exp != Expiry::Never, crate::stored(req.key(), &mut Vec::new()));
         bump(&stats.total_items, 1);
         if f.quiet {
             return;
@@ -464,7 +467,8 @@ fn meta_set(store: &Store, stats: &Counters, req: &MetaRequest<'_>, data: &[u8],
     out.extend_from_slice(b"\r\n");
 }
 
-fn meta_delete(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+fn meta_delete(w: &crate::Worker<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+    let (store, stats) = (w.store, w.counters);
     let f = &req.flags;
     let new_ttl = f.ttl.map(|t| expiry(store, t));
     let r = store.update(crate::stored(req.key(), &mut Vec::new()), |old| match old {
@@ -491,6 +495,9 @@ fn meta_delete(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut
         Ok((code, _)) => code,
         Err(_) => return push_line(out, OOM),
     };
+    if code == Code::Hd && !f.invalidate {
+        w.notify(amalgam_commands::notify::GENERIC, "del", crate::stored(req.key(), &mut Vec::new()));
+    }
     match code {
         Code::Hd if !f.invalidate => bump(&stats.delete_hits, 1),
         Code::Hd => {}
@@ -522,7 +529,8 @@ enum ArithOutcome {
     NonNumeric,
 }
 
-fn meta_arith(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+fn meta_arith(w: &crate::Worker<'_>, req: &MetaRequest<'_>, out: &mut Vec<u8>, cas_on: bool) {
+    let (store, stats) = (w.store, w.counters);
     let f = &req.flags;
     let incr = req.incr();
     // The TTL the token loop leaves: T always, N only on a created item.
@@ -593,6 +601,7 @@ fn meta_arith(store: &Store, stats: &Counters, req: &MetaRequest<'_>, out: &mut 
             out.extend_from_slice(b"\r\n");
         }
         ArithOutcome::Done { number, exp, created } => {
+            w.notify(amalgam_commands::notify::STRING, "incrby", crate::stored(req.key(), &mut Vec::new()));
             if !created {
                 bump(hits, 1);
                 if f.quiet {

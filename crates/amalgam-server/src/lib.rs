@@ -249,6 +249,9 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
+    /// `notify-keyspace-events`: the classes of keyspace notifications
+    /// published (`amalgam_commands::notify`; CONFIG SET).
+    pub notify: AtomicU32,
     /// `client-output-buffer-limit` and its disconnections (`amalgam_net::obuf`).
     pub obuf: obuf::OutputLimits,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
@@ -295,6 +298,80 @@ impl amalgam_commands::Host for Shared {
     fn signal(&self, key: &[u8]) {
         self.blocking.signal(key);
     }
+
+    fn notify(&self, event: &str, key: &[u8]) {
+        self.publish_keyspace_event(event, key);
+    }
+}
+
+/// The engine's key events (`amalgam_engine::key_events`) as keyspace
+/// notifications: `new`, `expired`, `evicted`. Holds the server weakly
+/// (the store it is installed in belongs to the server).
+#[derive(Debug)]
+struct KeyNotifier(std::sync::Weak<Shared>);
+
+impl amalgam_engine::key_events::KeyWatcher for KeyNotifier {
+    fn key_event(&self, event: amalgam_engine::key_events::KeyEvent, key: &[u8]) {
+        use amalgam_commands::notify::{EVICTED, EXPIRED, NEW};
+        use amalgam_engine::key_events::KeyEvent;
+        let Some(shared) = self.0.upgrade() else { return };
+        let (class, name) = match event {
+            KeyEvent::Created => (NEW, "new"),
+            KeyEvent::Expired => (EXPIRED, "expired"),
+            KeyEvent::Evicted => (EVICTED, "evicted"),
+        };
+        if shared.notify.load(Ordering::Relaxed) & class != 0 {
+            shared.publish_keyspace_event(name, key);
+        }
+    }
+}
+
+impl Shared {
+    /// Sets `notify-keyspace-events` to `flags`, and which key events the
+    /// engine reports for them (none unless a channel class is on).
+    pub fn set_notify(&self, flags: u32) {
+        use amalgam_commands::notify::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE, NEW};
+        use amalgam_engine::key_events as ke;
+        self.notify.store(flags, Ordering::Relaxed);
+        let mut mask = 0;
+        if flags & (KEYSPACE | KEYEVENT) != 0 {
+            for (class, bit) in [(NEW, ke::CREATED), (EXPIRED, ke::EXPIRED), (EVICTED, ke::EVICTED)] {
+                if flags & class != 0 {
+                    mask |= bit;
+                }
+            }
+        }
+        self.store.watch_keys(mask);
+    }
+
+    /// Publishes keyspace notification `event` of `key` (its stored
+    /// form) on `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`,
+    /// as `notify-keyspace-events` asks (Redis's `notifyKeyspaceEvent`;
+    /// the caller checked the event's class).
+    #[cold]
+    pub fn publish_keyspace_event(&self, event: &str, key: &[u8]) {
+        use amalgam_commands::notify::{KEYEVENT, KEYSPACE};
+        let flags = self.notify.load(Ordering::Relaxed);
+        let (ns, name) = amalgam_engine::namespace::split(key);
+        let Some(db) = self.databases.database_of(ns) else { return };
+        let mut wake = Vec::new();
+        let mut channel = Vec::with_capacity(24 + name.len().max(event.len()));
+        if flags & KEYSPACE != 0 {
+            channel.extend_from_slice(format!("__keyspace@{db}__:").as_bytes());
+            channel.extend_from_slice(name);
+            self.pubsub.publish(&channel, event.as_bytes(), &mut wake);
+        }
+        if flags & KEYEVENT != 0 {
+            channel.clear();
+            channel.extend_from_slice(format!("__keyevent@{db}__:{event}").as_bytes());
+            self.pubsub.publish(&channel, name, &mut wake);
+        }
+        wake.sort_unstable();
+        wake.dedup();
+        for w in wake {
+            self.blocking.wake(w);
+        }
+    }
 }
 
 /// The operator commands of memcached's port (`amalgam_memcache::Host`;
@@ -322,6 +399,10 @@ impl amalgam_memcache::Host for Shared {
 
     fn refresh_certs(&self) -> Option<Result<(), String>> {
         self.tls.as_ref().map(|t| t.reload(|_| {}).map_err(|e| e.to_string()))
+    }
+
+    fn notify(&self, event: &str, key: &[u8]) {
+        self.publish_keyspace_event(event, key);
     }
 }
 
@@ -436,6 +517,7 @@ impl Shared {
             clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
+            notify: AtomicU32::new(0),
             obuf: obuf::OutputLimits::new(pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             latency: Arc::new(resp::latency::Monitor::default()),
@@ -443,6 +525,7 @@ impl Shared {
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
+        let _ = shared.store.set_key_watcher(Arc::new(KeyNotifier(Arc::downgrade(&shared))));
         // The engine's and persistence's stalls as LATENCY events.
         let events = Arc::new(resp::latency::StallEvents(Arc::clone(&shared.latency)));
         let _ = shared.store.set_stall_watcher(events.clone());

@@ -330,12 +330,15 @@ impl<'c> Ctx<'c> {
 
 /// True if the session's commands may be batched as far as databases go:
 /// it is on database 0 and database 0 is namespace 0 (two loads, once
-/// per round and after each command run alone, which may SELECT). Each
+/// per round and after each command run alone, which may SELECT), and
+/// no `keymiss` notification is wanted (`execute` tells them). Each
 /// batched command's key must also not begin with the escape byte
 /// ([`plain_key`]).
 #[inline(always)]
 fn plain_db(ctx: &Ctx<'_>) -> bool {
-    ctx.session.db == 0 && ctx.shared.databases.namespace(0) == 0
+    ctx.session.db == 0
+        && ctx.shared.databases.namespace(0) == 0
+        && !ctx.cx.notifying(amalgam_commands::notify::KEY_MISS)
 }
 
 /// True if a key of database 0 is stored as written (it does not begin
@@ -1011,6 +1014,9 @@ fn scripted(cmd: Cmd) -> bool {
 
 /// Runs a command whose name and arity `dispatch` checked.
 fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    if ctx.cx.notifying(amalgam_commands::notify::KEY_MISS) {
+        amalgam_commands::notify::key_misses(&ctx.cx, spec, args);
+    }
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
             // Only reached with a wrong arity, answered above; kept total.

@@ -495,6 +495,21 @@ fn rows() -> Vec<Setting> {
             default: |_| amalgam_net::obuf::OutputLimits::format_default(),
         },
         Setting {
+            // Keyspace notifications (amalgam-commands notify.rs): the
+            // class letters, shown in Redis's order.
+            name: "notify-keyspace-events",
+            kind: Kind::Text,
+            get: |s, _| amalgam_commands::notify::format(s.notify.load(Ordering::Relaxed)),
+            set: Some(|s, _, v| {
+                s.set_notify(amalgam_commands::notify::parse(v).expect("checked by refuse"));
+            }),
+            start: Start::RunTime,
+            refuse: Some(|_, v| {
+                amalgam_commands::notify::parse(v).is_none().then(|| amalgam_commands::notify::INVALID_CLASS.into())
+            }),
+            default: empty,
+        },
+        Setting {
             name: "timeout",
             kind: Kind::Int(0, i32::MAX as i64),
             get: |s, _| s.idle_timeout_secs.load(Ordering::Relaxed).to_string(),

@@ -268,6 +268,7 @@ impl<'w> Reach<'w> {
                 logged: shared.persist.is_some(),
                 streamed: shared.repl.journal_flag(),
                 databases: &shared.databases,
+                notify: &shared.notify,
             },
             mc: amalgam_memcache::Worker {
                 store: &shared.store,
@@ -278,6 +279,7 @@ impl<'w> Reach<'w> {
                 cas_enabled: shared.cas_enabled(),
                 flush_all_disabled: shared.args.disable_flush_all,
                 limits: Limits { value_bytes_max: shared.args.max_item_size },
+                notify: &shared.notify,
             },
         }
     }

@@ -119,7 +119,12 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     if store {
         // A rerun (the engine made room) computes again from the copies.
-        return store_result(ctx, &args[1], compute, out);
+        let event = match cmd {
+            Cmd::Zunionstore => "zunionstore",
+            Cmd::Zdiffstore => "zdiffstore",
+            _ => "zinterstore",
+        };
+        return store_result(ctx, &args[1], event, compute, out);
     }
     let result = compute();
     if card_only {

@@ -291,7 +291,13 @@ impl Inner {
                 });
                 drop(g);
                 self.swept_items.fetch_add(dead.len() as u64, Ordering::Relaxed);
+                let tell = self.watching(crate::key_events::EXPIRED);
                 for p in dead {
+                    // SAFETY: p is still allocated (just unlinked; our pin).
+                    if tell && unsafe { self.dead_by_expiry(p) } {
+                        // SAFETY: as above.
+                        self.tell(crate::key_events::KeyEvent::Expired, unsafe { item::key(p) });
+                    }
                     // SAFETY: p is still allocated (just unlinked).
                     local_add(&local.bytes, -unsafe { counted_bytes(p) });
                     local_add(&local.items, -1);

@@ -155,6 +155,10 @@ pub(crate) struct Inner {
     pub(crate) journal: std::sync::OnceLock<Arc<dyn crate::journal::Journal>>,
     /// Who times the engine's steps (stall.rs), if anyone.
     pub(crate) stall_watcher: std::sync::OnceLock<Arc<dyn crate::stall::StallWatcher>>,
+    /// Who hears of keys created, expired and evicted (key_events.rs).
+    pub(crate) key_watcher: std::sync::OnceLock<Arc<dyn crate::key_events::KeyWatcher>>,
+    /// Which of those events it wants now (`key_events::CREATED` …).
+    pub(crate) key_events: std::sync::atomic::AtomicU8,
     /// The running snapshot's state, null if none (journal.rs).
     pub(crate) snapshot: AtomicPtr<crate::journal::SnapState>,
     /// Held by the expand thread while it expands and by a snapshot while

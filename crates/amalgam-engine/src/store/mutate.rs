@@ -8,6 +8,7 @@
 use super::{count_change, local_add, Error, Expiry, Inner, ItemRef, Pinned};
 use crate::item::{self, Meta};
 use crate::journal::Change;
+use crate::key_events::{self, KeyEvent};
 use crate::local::Local;
 use crate::object::{ObjectCell, TAG_BYTES};
 use crate::pool::Block;
@@ -142,8 +143,21 @@ impl Inner {
             // about to be published).
             unsafe { counted_bytes(p) }
         };
+        // Key events (key_events.rs): a dead item found here is unlinked
+        // by this write whatever it decides; a write that publishes where
+        // nothing lived creates the key.
+        let expired_here = match found {
+            // SAFETY: p is in a slot of the bucket we hold locked.
+            Some((_, p)) if live.is_none() && self.watching(key_events::EXPIRED) => unsafe { self.dead_by_expiry(p) },
+            _ => false,
+        };
         let decision = decide(pin.local, live);
         let moved_object = matches!(decision, Decision::PutMoved(..) | Decision::RemoveMoved(..));
+        // A rename's destination is created even over a live key (Redis's
+        // RENAME deletes it, then adds).
+        let created = (matches!(decision, Decision::PutMoved(..))
+            || (live.is_none() && matches!(decision, Decision::Put(..))))
+            && self.watching(key_events::CREATED);
         let local = pin.local;
         // The item this write published, if any.
         let mut result_block = None;
@@ -258,6 +272,12 @@ impl Inner {
             _ => false,
         };
         drop(guard);
+        if expired_here {
+            self.tell(KeyEvent::Expired, key);
+        }
+        if created {
+            self.tell(KeyEvent::Created, key);
+        }
         if fill_later {
             if let Some(b) = &result_block {
                 self.fill_unlocked(b.ptr, &pin);

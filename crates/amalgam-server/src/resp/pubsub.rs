@@ -375,7 +375,7 @@ impl Registry {
 
     /// PUBLISH: queues the message for every receiver; answers how many
     /// messages were queued (Redis counts a pattern match as one more).
-    fn publish(&self, channel: &[u8], message: &[u8], wake: &mut Vec<usize>) -> usize {
+    pub(crate) fn publish(&self, channel: &[u8], message: &[u8], wake: &mut Vec<usize>) -> usize {
         let mut receivers = self.deliver_channel(&self.channels, b"message", channel, message, wake);
         if self.pattern_count.load(Ordering::Relaxed) > 0 {
             let patterns = self.patterns_read();
