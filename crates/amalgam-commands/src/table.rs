@@ -183,6 +183,8 @@ pub enum Cmd {
     Zdiffstore,
     Zintercard,
     Zscan,
+    Sort,
+    SortRo,
     Bzpopmin,
     Bzpopmax,
     Bzmpop,
@@ -269,6 +271,9 @@ pub enum Begin {
     /// After the first `keyword` found searching from `startfrom`
     /// (negative: from the end, backwards): MIGRATE's KEYS.
     Keyword(&'static str, i64),
+    /// Not known from the arguments' positions (Redis's `unknown`: SORT's
+    /// pattern reads and STORE); the command finds them itself.
+    Unknown,
 }
 
 /// How many keys follow the beginning.
@@ -282,6 +287,8 @@ pub enum Find {
     /// (Redis's ZUNIONSTORE, EVAL … do).
     #[allow(dead_code)]
     Keynum { keynumidx: i64, firstkey: i64, keystep: i64 },
+    /// With [`Begin::Unknown`].
+    Unknown,
 }
 
 impl KeySpec {
@@ -648,6 +655,11 @@ fn acl_name(c: &str) -> &'static str {
 /// index and the specification that found it. Bounded by the argument
 /// count per specification.
 pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
+    if spec.cmd == Cmd::Sort {
+        // Its STORE destination is an `unknown` specification: SORT's
+        // own finder, as Redis falls back to `sortGetKeys`.
+        return super::sort::keys_of(spec, args);
+    }
     let argc = args.len() as i64;
     let mut found = Vec::new();
     for ks in spec.keys {
@@ -670,6 +682,8 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
                     None => continue,
                 }
             }
+            // Found by the command itself (SORT's patterns): no position.
+            Begin::Unknown => continue,
         };
         if first < 1 || first >= argc {
             continue;
@@ -687,6 +701,7 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
                 let step = keystep.max(1);
                 (start, (start + (n.max(0) - 1).max(-1) * step).min(argc - 1), step)
             }
+            Find::Unknown => continue,
         };
         let mut i = start;
         while i <= last {
