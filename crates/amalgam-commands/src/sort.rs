@@ -64,7 +64,7 @@
 //! for a transaction that waits for this one): the SORT answers
 //! [`ERR_UNHELD`] instead.
 
-use crate::table::{Cmd, KeySpec, Spec};
+use crate::table::Cmd;
 use crate::typed::{self, read, read_any, Access, Found};
 use crate::{int_arg, is, Arg, Ctx};
 use amalgam_engine::namespace;
@@ -77,14 +77,14 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 /// A weight that is not a number (Redis's text).
-pub const ERR_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+const ERR_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
 /// BY with a pattern, for a user who may not read every key.
 const ERR_BY_DENIED: &str = "ERR BY option of SORT denied due to insufficient ACL permissions.";
 /// GET (any, `#` too), for a user who may not read every key.
 const ERR_GET_DENIED: &str = "ERR GET option of SORT denied due to insufficient ACL permissions.";
 /// A pattern named a key the running transaction does not hold (module
 /// notes); the key's name follows.
-pub const ERR_UNHELD: &str = "ERR SORT's BY or GET pattern named a key this transaction or script does not hold \
+const ERR_UNHELD: &str = "ERR SORT's BY or GET pattern named a key this transaction or script does not hold \
                               (the sorted collection changed after its keys were taken): run it again. Key: ";
 
 /// The most keys a SORT holds at once (the sorted key, the destination
@@ -98,34 +98,6 @@ pub const HELD_KEYS_MAX: usize = 4096;
 const HOLD_ATTEMPTS_MAX: usize = 3;
 /// Shown of a key's name in [`ERR_UNHELD`].
 const NAME_SHOWN_BYTES_MAX: usize = 128;
-
-/// SORT's keys, as Redis's `sortGetKeys` finds them: the sorted key, and
-/// the destination of the last STORE, skipping LIMIT's and BY's and GET's
-/// arguments. SORT_RO's key specifications say all (`table::keys_of`).
-pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
-    if args.len() < 2 {
-        return Vec::new();
-    }
-    let mut keys = vec![(1, &spec.keys[0])];
-    let mut store = None;
-    let mut i = 2;
-    // Bounded: i grows every turn.
-    while i < args.len() {
-        let a = args[i].as_ref();
-        if is(a, "limit") {
-            i += 2;
-        } else if is(a, "store") && i + 1 < args.len() {
-            store = Some(i + 1);
-        } else if is(a, "get") || is(a, "by") {
-            i += 1;
-        }
-        i += 1;
-    }
-    if let Some(at) = store {
-        keys.push((at, &spec.keys[2]));
-    }
-    keys
-}
 
 /// SORT's options (Redis's names in `sortCommandGeneric`).
 #[derive(Debug)]
@@ -831,21 +803,6 @@ mod tests {
         assert_eq!(p("sort k by nosort", false, false).map(|o| o.4), Ok(true));
         assert_eq!(p("sort k get #", false, false), Err(ERR_GET_DENIED));
         assert_eq!(p("sort k foo get #", false, false), Err(err::SYNTAX));
-    }
-
-    #[test]
-    fn keys_as_sort_get_keys_finds_them() {
-        let spec = crate::table::lookup(b"sort").unwrap();
-        let idx = |s: &str| {
-            let a: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
-            keys_of(spec, &a).iter().map(|k| k.0).collect::<Vec<_>>()
-        };
-        assert_eq!(idx("sort k"), [1]);
-        assert_eq!(idx("sort k store d"), [1, 3]);
-        assert_eq!(idx("sort k store d by x store e"), [1, 7]);
-        assert_eq!(idx("sort k get store by store"), [1], "GET's and BY's arguments are skipped");
-        assert_eq!(idx("sort k limit store x store d"), [1, 6]);
-        assert_eq!(idx("sort k store"), [1]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! destination, as `unknown` key specifications: the first derive from
 //! the sorted collection's contents, the second may be anywhere among the
 //! options. Their keys come from SORT's own key finder
-//! (`sort::keys_of`, Redis's `sortGetKeys`), as COMMAND GETKEYS, ACL and
+//! (`table::sort_keys`, Redis's `sortGetKeys`), as COMMAND GETKEYS, ACL and
 //! MULTI ask for them.
 
 use super::super::{range, Begin, Cmd, Find, KeySpec, Spec};
