@@ -38,12 +38,16 @@ def key_spec(spec):
     bspec = pairs(begin["spec"])
     if s(begin["type"]) == "index":
         b = "Begin::Index(%d)" % bspec["index"]
+    elif s(begin["type"]) == "unknown":
+        b = "Begin::Unknown"
     else:
         b = 'Begin::Keyword("%s", %d)' % (s(bspec["keyword"]), bspec["startfrom"])
     find = pairs(d["find_keys"])
     fspec = pairs(find["spec"])
     if s(find["type"]) == "range":
         f = "Find::Range { lastkey: %d, keystep: %d, limit: %d }" % (fspec["lastkey"], fspec["keystep"], fspec["limit"])
+    elif s(find["type"]) == "unknown":
+        f = "Find::Unknown"
     else:
         f = "Find::Keynum { keynumidx: %d, firstkey: %d, keystep: %d }" % (
             fspec["keynumidx"], fspec["firstkey"], fspec["keystep"])

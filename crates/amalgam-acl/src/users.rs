@@ -578,6 +578,17 @@ impl User {
         Err(worst)
     }
 
+    /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess` for reads: true
+    /// if a selector that allows the command (its keys too) may read every
+    /// key (`allkeys`, or a pattern `*` granting reads). SORT's BY and GET
+    /// patterns need it.
+    pub fn reads_every_key(&self, own: &'static Spec, id: usize, args: &[Arg<'_>]) -> bool {
+        std::iter::once(&self.root).chain(&self.selectors).any(|s| {
+            s.check(own, id, args).is_ok()
+                && (s.allkeys || s.patterns.iter().any(|p| p.perm & KEY_READ != 0 && p.pattern == b"*"))
+        })
+    }
+
     /// Every selector's channel patterns, and whether one grants all.
     pub fn all_channels(&self) -> (bool, Vec<&Vec<u8>>) {
         let sels = || std::iter::once(&self.root).chain(&self.selectors);

@@ -43,6 +43,7 @@
 //! | `hash.rs` | HSET … HSCAN |
 //! | `list.rs` | LPUSH … LPOS LMOVE LMPOP (and the pops BLPOP … retry) |
 //! | `set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
+//! | `sort.rs` | SORT SORT_RO (BY and GET patterns, STORE) |
 //! | `zset.rs`, `zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
 //! | `glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
@@ -70,6 +71,7 @@ pub mod notify;
 pub mod object;
 pub mod received;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod typed;
@@ -155,6 +157,9 @@ pub struct Ctx<'c> {
     /// The engine namespace of the command's database (`db.rs`); its key
     /// arguments are already in their stored forms.
     pub ns: u8,
+    /// A script called the command (`redis.call`, Redis's `CLIENT_SCRIPT`):
+    /// SORT then orders a set it would return unordered (`sort.rs`).
+    pub scripted: bool,
 }
 
 impl Ctx<'_> {

@@ -183,6 +183,8 @@ pub enum Cmd {
     Zdiffstore,
     Zintercard,
     Zscan,
+    Sort,
+    SortRo,
     Bzpopmin,
     Bzpopmax,
     Bzmpop,
@@ -269,6 +271,9 @@ pub enum Begin {
     /// After the first `keyword` found searching from `startfrom`
     /// (negative: from the end, backwards): MIGRATE's KEYS.
     Keyword(&'static str, i64),
+    /// Not known from the arguments' positions (Redis's `unknown`: SORT's
+    /// pattern reads and STORE); the command finds them itself.
+    Unknown,
 }
 
 /// How many keys follow the beginning.
@@ -282,6 +287,8 @@ pub enum Find {
     /// (Redis's ZUNIONSTORE, EVAL … do).
     #[allow(dead_code)]
     Keynum { keynumidx: i64, firstkey: i64, keystep: i64 },
+    /// With [`Begin::Unknown`].
+    Unknown,
 }
 
 impl KeySpec {
@@ -648,6 +655,11 @@ fn acl_name(c: &str) -> &'static str {
 /// index and the specification that found it. Bounded by the argument
 /// count per specification.
 pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
+    if spec.cmd == Cmd::Sort {
+        // Its STORE destination is an `unknown` specification: SORT's
+        // own finder, as Redis falls back to `sortGetKeys`.
+        return sort_keys(spec, args);
+    }
     let argc = args.len() as i64;
     let mut found = Vec::new();
     for ks in spec.keys {
@@ -670,6 +682,8 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
                     None => continue,
                 }
             }
+            // Found by the command itself (SORT's patterns): no position.
+            Begin::Unknown => continue,
         };
         if first < 1 || first >= argc {
             continue;
@@ -687,6 +701,7 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
                 let step = keystep.max(1);
                 (start, (start + (n.max(0) - 1).max(-1) * step).min(argc - 1), step)
             }
+            Find::Unknown => continue,
         };
         let mut i = start;
         while i <= last {
@@ -695,6 +710,34 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
         }
     }
     found
+}
+
+/// SORT's keys, as Redis's `sortGetKeys` finds them: the sorted key, and
+/// the destination of the last STORE, skipping LIMIT's and BY's and GET's
+/// arguments (SORT_RO's key specifications say all).
+fn sort_keys<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
+    if args.len() < 2 {
+        return Vec::new();
+    }
+    let mut keys = vec![(1, &spec.keys[0])];
+    let mut store = None;
+    let mut i = 2;
+    // Bounded: i grows every turn.
+    while i < args.len() {
+        let a = args[i].as_ref();
+        if super::is(a, "limit") {
+            i += 2;
+        } else if super::is(a, "store") && i + 1 < args.len() {
+            store = Some(i + 1);
+        } else if super::is(a, "get") || super::is(a, "by") {
+            i += 1;
+        }
+        i += 1;
+    }
+    if let Some(at) = store {
+        keys.push((at, &spec.keys[2]));
+    }
+    keys
 }
 
 #[cfg(test)]
@@ -801,5 +844,20 @@ mod tests {
         assert_eq!(idx(&NUMKEYS, "zunionstore d x a"), [1], "a bad count finds no keys");
         assert_eq!(idx(&KEYWORD, "migrate h p \"\" 0 5 keys a b"), [7, 8]);
         assert_eq!(idx(&KEYWORD, "migrate h p k 0 5"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn keys_as_sort_get_keys_finds_them() {
+        let spec = lookup(b"sort").unwrap();
+        let idx = |s: &str| {
+            let a: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
+            sort_keys(spec, &a).iter().map(|k| k.0).collect::<Vec<_>>()
+        };
+        assert_eq!(idx("sort k"), [1]);
+        assert_eq!(idx("sort k store d"), [1, 3]);
+        assert_eq!(idx("sort k store d by x store e"), [1, 7]);
+        assert_eq!(idx("sort k get store by store"), [1], "GET's and BY's arguments are skipped");
+        assert_eq!(idx("sort k limit store x store d"), [1, 6]);
+        assert_eq!(idx("sort k store"), [1]);
     }
 }

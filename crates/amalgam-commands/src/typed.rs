@@ -188,6 +188,25 @@ pub fn read<R>(ctx: &Ctx<'_>, key: &[u8], kind: Kind, f: impl FnOnce(Found<'_>) 
     r.unwrap_or(Access::Absent)
 }
 
+/// Reads whatever collection `key` holds with `f`, told its kind (SORT
+/// takes a list, a set or a sorted set): [`read`] for any kind. A string
+/// is [`Access::WrongType`].
+pub fn read_any<R>(ctx: &Ctx<'_>, key: &[u8], f: impl FnOnce(Kind, Found<'_>) -> R) -> Access<R> {
+    let r = ctx.ks.store.get(key, |it| {
+        let tag = it.tag();
+        if let Some(kind) = kind_of_tag(tag) {
+            return Access::Done(f(kind, Found::Packed(it.value())));
+        }
+        let Some(cell) = it.object().filter(|_| tag == TAG_OBJECT) else { return Access::WrongType };
+        let guard = cell.read();
+        match guard.as_any().downcast_ref::<Value>() {
+            Some(v) => Access::Done(f(v.kind(), Found::Large(v))),
+            None => Access::WrongType,
+        }
+    });
+    r.unwrap_or(Access::Absent)
+}
+
 /// What a write's operation did to the value it was given.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Changed {

@@ -221,6 +221,31 @@ impl Store {
         r
     }
 
+    /// True if the calling thread is inside [`Store::atomically`].
+    pub fn in_transaction(&self) -> bool {
+        active()
+    }
+
+    /// True if the calling thread may touch `key` now: it is not inside
+    /// [`Store::atomically`], or its transaction holds `key`'s bucket.
+    /// Touching any other key from inside a transaction may wait for
+    /// another transaction that waits for this one (module notes, "No
+    /// deadlock"). For a command that learns its keys as it runs (SORT's
+    /// BY and GET patterns name keys from a collection's contents), which
+    /// asks before each.
+    ///
+    /// ```
+    /// # use amalgam_engine::Store;
+    /// let store = Store::new(Default::default()).unwrap();
+    /// assert!(store.may_touch(b"any") && !store.in_transaction());
+    /// store.atomically(&[&b"a"[..]], || {
+    ///     assert!(store.in_transaction() && store.may_touch(b"a"));
+    /// });
+    /// ```
+    pub fn may_touch(&self, key: &[u8]) -> bool {
+        !active() || self.holds_key(key)
+    }
+
     /// True if the calling thread's transaction holds `key`'s bucket.
     fn holds_key(&self, key: &[u8]) -> bool {
         let inner = &*self.inner;

@@ -108,7 +108,7 @@ mod server;
 // under the names the front end's files use.
 pub(crate) use amalgam_commands::object::maxmemory_policy;
 pub(crate) use amalgam_commands::{
-    arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
+    arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set, sort,
     strings, sub, table, typed, wrong_arity, zset,
 };
 
@@ -299,7 +299,7 @@ impl<'c> Ctx<'c> {
         now: u64,
     ) -> Ctx<'c> {
         Ctx {
-            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop, ns: 0 },
+            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop, ns: 0, scripted: false },
             shared,
             stats,
             session,
@@ -979,8 +979,11 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     let args = encoded.as_deref().unwrap_or(args);
     // A script holds its keys itself (resp/script.rs: it may run again
     // with more of them); MIGRATE holds none while it waits on its target
-    // (resp/migrate.rs).
-    if multi::may_name_several_keys(own) && !scripted(spec.cmd) && spec.cmd != Cmd::Migrate {
+    // (resp/migrate.rs); SORT holds its patterns' keys too (sort.rs).
+    if multi::may_name_several_keys(own)
+        && !scripted(spec.cmd)
+        && !matches!(spec.cmd, Cmd::Migrate | Cmd::Sort | Cmd::SortRo)
+    {
         return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
     }
     execute(ctx, spec, args, out)
@@ -1173,6 +1176,10 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         | Cmd::Zdiffstore
         | Cmd::Zintercard
         | Cmd::Zscan => zset::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Sort | Cmd::SortRo => {
+            let every_key = acl::reads_every_key(ctx, spec, args);
+            sort::run(&mut ctx.cx, spec.cmd, args, every_key, out)
+        }
         Cmd::Blpop
         | Cmd::Brpop
         | Cmd::Blmove

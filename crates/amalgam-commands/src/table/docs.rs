@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 285] = [
+pub(super) static DOCS: [Doc; 287] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -1630,6 +1630,41 @@ pub(super) static DOCS: [Doc; 285] = [
             arg("member", Str),
         ],
         ..doc("smove", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("pattern", Pattern).key(1).token("BY").optional(),
+            arg("offset_count", Block).token("LIMIT").optional().args(&[
+                arg("offset", Integer),
+                arg("count", Integer),
+            ]),
+            arg("pattern", Pattern).key(1).token("GET").optional().multiple().multiple_token(),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("sorting", PureToken).token("ALPHA").optional(),
+            arg("destination", Key).key(2).token("STORE").optional(),
+        ],
+        ..doc("sort", Some("O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("pattern", Pattern).key(1).token("BY").optional(),
+            arg("offset_count", Block).token("LIMIT").optional().args(&[
+                arg("offset", Integer),
+                arg("count", Integer),
+            ]),
+            arg("pattern", Pattern).key(1).token("GET").optional().multiple().multiple_token(),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("sorting", PureToken).token("ALPHA").optional(),
+        ],
+        ..doc("sort_ro", Some("O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."))
     },
     Doc {
         history: &[

@@ -24,6 +24,7 @@ mod repl;
 mod scripting;
 mod server;
 mod set;
+mod sort;
 mod strings;
 mod zset;
 
@@ -43,6 +44,7 @@ const FAMILIES: &[&[Spec]] = &[
     blocking::ROWS,
     set::ROWS,
     zset::ROWS,
+    sort::ROWS,
     multi::ROWS,
     acl::ROWS,
     pubsub::ROWS,

@@ -302,6 +302,20 @@ pub(crate) fn permits_quietly(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_
     ctx.session.auth.user.check(sub.unwrap_or(spec), catalog().id(spec, sub), args).is_ok()
 }
 
+/// Whether the connection's user may read every key with this command
+/// (`User::reads_every_key`): SORT's BY and GET need it. `args` has its
+/// keys in their stored forms; the rules see the names as written.
+pub(crate) fn reads_every_key(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> bool {
+    if ctx.session.auth.open {
+        return true;
+    }
+    let mut names: Vec<Arg<'_>> = args.iter().map(|a| Arg::Borrowed(&a[..])).collect();
+    for (i, _) in table::keys_of(spec, args) {
+        names[i] = Arg::Borrowed(amalgam_engine::namespace::split(&args[i]).1);
+    }
+    ctx.session.auth.user.reads_every_key(spec, catalog().id(spec, None), &names)
+}
+
 /// The subcommand row `args` name, if `spec` is a container.
 fn subcommand_of(spec: &'static Spec, args: &[Arg<'_>]) -> Option<&'static Spec> {
     if spec.subcommands.is_empty() || args.len() < 2 {

@@ -53,23 +53,32 @@ fn key_spec(ks: &KeySpec, proto: Proto, out: &mut Vec<u8>) {
             push_bulk(out, b"startfrom");
             push_int(out, from);
         }
+        Begin::Unknown => {
+            push_bulk(out, b"unknown");
+            push_bulk(out, b"spec");
+            push_map(out, 0, proto);
+        }
     }
     push_bulk(out, b"find_keys");
     push_map(out, 2, proto);
     push_bulk(out, b"type");
-    let fields: [(&str, i64); 3] = match ks.find {
+    let fields: &[(&str, i64)] = match ks.find {
         Find::Range { lastkey, keystep, limit } => {
             push_bulk(out, b"range");
-            [("lastkey", lastkey), ("keystep", keystep), ("limit", limit)]
+            &[("lastkey", lastkey), ("keystep", keystep), ("limit", limit)]
         }
         Find::Keynum { keynumidx, firstkey, keystep } => {
             push_bulk(out, b"keynum");
-            [("keynumidx", keynumidx), ("firstkey", firstkey), ("keystep", keystep)]
+            &[("keynumidx", keynumidx), ("firstkey", firstkey), ("keystep", keystep)]
+        }
+        Find::Unknown => {
+            push_bulk(out, b"unknown");
+            &[]
         }
     };
     push_bulk(out, b"spec");
-    push_map(out, 3, proto);
-    for (k, v) in fields {
+    push_map(out, fields.len(), proto);
+    for &(k, v) in fields {
         push_bulk(out, k.as_bytes());
         push_int(out, v);
     }

@@ -284,6 +284,10 @@ fn stored_keys(ctx: &Ctx<'_>, specs: &[&'static Spec], queue: &[Vec<Vec<u8>>]) -
         push_keys(spec, c, &mut keys);
         let ns = dbs.namespace(db);
         stored.extend(keys.iter().map(|k| amalgam_engine::namespace::encode(ns, k)));
+        if matches!(spec.cmd, Cmd::Sort | Cmd::SortRo) {
+            // The keys its patterns name now (sort.rs).
+            stored.extend(super::sort::pattern_keys(&ctx.cx, ns, c));
+        }
     }
     stored
 }

@@ -262,7 +262,7 @@ fn run_held(
             read_only: ro,
             changed: false,
             may_rerun: !in_exec && round < UNDECLARED_RERUNS_MAX,
-            undeclared: None,
+            undeclared: Vec::new(),
             running: &running,
         };
         let store = &caller.ctx.shared.store;
@@ -271,12 +271,13 @@ fn run_held(
         if caller.ctx.session.db != db {
             caller.ctx.select(db);
         }
-        let undeclared = caller.undeclared.take();
+        let undeclared = std::mem::take(&mut caller.undeclared);
         match r {
             Ok(()) => return,
             Err(Stop::Again) => {
                 out.truncate(mark);
-                held.push(undeclared.expect("Again is asked with the key"));
+                debug_assert!(!undeclared.is_empty(), "Again is asked with the keys");
+                held.extend(undeclared);
             }
             Err(Stop::Fail(e)) => {
                 out.truncate(mark);
@@ -297,8 +298,8 @@ struct Calls<'a, 'c> {
     changed: bool,
     /// It may still be run again with more keys (module notes).
     may_rerun: bool,
-    /// The key that asked for the new run.
-    undeclared: Option<Vec<u8>>,
+    /// The keys that asked for the new run.
+    undeclared: Vec<Vec<u8>>,
     /// The run as SCRIPT KILL sees it.
     running: &'a Arc<Running>,
 }
@@ -321,13 +322,34 @@ impl Calls<'_, '_> {
                 keys.into_iter().find(|k| !held(k))
             }
         };
-        let Some(k) = undeclared else {
+        match undeclared {
+            Some(k) => self.stop_for(vec![k.to_vec()]),
+            None => Ok(()),
+        }
+    }
+
+    /// The keys SORT's BY and GET patterns name (`sort::pattern_keys`,
+    /// read from its collection, which `check_keys` found held): those not
+    /// held are undeclared keys too.
+    fn check_pattern_keys(&mut self, raw: &[&[u8]]) -> Result<(), Stop> {
+        let keys = super::sort::pattern_keys(&self.ctx.cx, self.ctx.cx.ns, raw);
+        let missing: Vec<Vec<u8>> =
+            keys.into_iter().filter(|k| self.held.binary_search_by(|h| h[..].cmp(k)).is_err()).collect();
+        if missing.is_empty() || self.held.len() + missing.len() > super::sort::HELD_KEYS_MAX {
+            // Past the bound SORT answers for the keys it cannot read.
             return Ok(());
-        };
+        }
+        self.stop_for(missing)
+    }
+
+    /// Undeclared `keys` met: the script runs again with them held, or,
+    /// once it changed something, fails.
+    fn stop_for(&mut self, keys: Vec<Vec<u8>>) -> Result<(), Stop> {
         if self.may_rerun && !self.changed {
-            self.undeclared = Some(k.to_vec());
+            self.undeclared = keys;
             return Err(Stop::Again);
         }
+        let k = &keys[0];
         Err(Stop::Fail(format!(
             "ERR Script attempted to access key '{}' it did not declare in KEYS after it wrote (Amalgam runs a \
              script with its declared keys held: declare every key the script touches)",
@@ -370,15 +392,20 @@ impl Caller for Calls<'_, '_> {
             return Ok(());
         }
         self.check_keys(own, &args)?;
+        if matches!(spec.cmd, Cmd::Sort | Cmd::SortRo) {
+            self.check_pattern_keys(raw)?;
+        }
         let ctx = &mut *self.ctx;
         let (proto_was, executing_was) = (ctx.cx.proto, ctx.session.multi.executing);
         ctx.cx.proto = proto;
+        ctx.cx.scripted = true;
         ctx.session.multi.executing = true;
         let mark = out.len();
         let start = amalgam_net::ticks::now();
         execute(ctx, spec, &args, out);
         let ns = amalgam_net::ticks::nanos_between(start, amalgam_net::ticks::now());
         ctx.cx.proto = proto_was;
+        ctx.cx.scripted = false;
         ctx.session.multi.executing = executing_was;
         let failed = out.get(mark) == Some(&b'-');
         if failed {

@@ -22,8 +22,9 @@ const SMALL_INT_DIGITS_MAX: usize = 15;
 /// decimals without a copy; only the words and hexadecimal go through a
 /// lower-cased copy. The integer path was ~1,200 instructions a ZADD
 /// through the general one (callgrind, docs/bench-log/2026-11-26-collections.md
-/// § Command lookup, hot sorted set, score text).
-fn strtod(s: &[u8]) -> Option<(f64, bool)> {
+/// § Command lookup, hot sorted set, score text). SORT reads its
+/// weights with it too (amalgam-commands `sort.rs`).
+pub fn strtod(s: &[u8]) -> Option<(f64, bool)> {
     if let Some(v) = small_integer(s) {
         return Some((v, false));
     }
