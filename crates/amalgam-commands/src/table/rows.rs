@@ -11,6 +11,7 @@ mod acl;
 mod bits;
 mod blocking;
 mod dump;
+mod geo;
 mod hash;
 mod keys;
 mod keyspace;
@@ -43,6 +44,7 @@ const FAMILIES: &[&[Spec]] = &[
     blocking::ROWS,
     set::ROWS,
     zset::ROWS,
+    geo::ROWS,
     multi::ROWS,
     acl::ROWS,
     pubsub::ROWS,
