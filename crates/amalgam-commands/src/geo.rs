@@ -43,7 +43,7 @@ use super::{int_arg, is, Arg, Ctx};
 use amalgam_engine::namespace;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, Proto};
 use amalgam_types::geo::{self, Extent, Order, Shape};
-use amalgam_types::zset::{parse_score, AddFlags, ZSet, ZView};
+use amalgam_types::zset::{parse_float, AddFlags, ZSet, ZView};
 use amalgam_types::Kind;
 use std::borrow::Cow;
 
@@ -80,7 +80,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// A float argument (Redis's `getDoubleFromObject`), or `msg`.
 fn float(a: &[u8], msg: &'static str) -> Result<f64, Cow<'static, str>> {
-    parse_score(a).map_err(|_| Cow::Borrowed(msg))
+    parse_float(a).map_err(|_| Cow::Borrowed(msg))
 }
 
 /// A longitude and latitude (Redis's `extractLongLatOrReply`).
