@@ -241,6 +241,7 @@ struct Parts {
 /// one, then the combination checks. `score` reads a member's score from
 /// the source set; None when the key is missing.
 fn parse<'a>(cmd: Cmd, args: &'a [Arg<'_>], score: Option<Scores<'_>>) -> Result<Query<'a>, Cow<'static, str>> {
+    // `base`: the first option's argument (Redis's `base_args`).
     let (form, base) = match cmd {
         Cmd::Georadius | Cmd::GeoradiusRo => (Form::Coords, 6),
         Cmd::Georadiusbymember | Cmd::GeoradiusbymemberRo => (Form::Member, 5),
