@@ -45,12 +45,13 @@
 //! | `set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
 //! | `sort.rs` | SORT SORT_RO (BY and GET patterns, STORE) |
 //! | `zset.rs`, `zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
+//! | `geo.rs` | GEOADD GEODIST GEOHASH GEOPOS GEORADIUS… GEOSEARCH(STORE), over sorted sets (the geometry: amalgam-types `geo`) |
 //! | `glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
 //! | `notify.rs` | keyspace notifications: the classes, and what a family calls after a change |
 //! | `received.rs` | a large SET value received straight into its item |
 //!
-//! A new data family (streams, HyperLogLog, geo …) is a new file here, its
+//! A new data family (streams, HyperLogLog …) is a new file here, its
 //! rows in `table/rows/`, its `Cmd` variants, and one arm in the RESP
 //! front end's `execute`.
 
@@ -60,6 +61,7 @@ pub mod bits;
 pub mod counters;
 pub mod db;
 pub mod dump;
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod keys;

@@ -667,10 +667,12 @@ fn store(
         Value::List(l)
     });
     match r {
-        Ok(_) => {
+        Ok(had) => {
             if !values.is_empty() {
                 ctx.ks.host.signal(dst);
             }
+            let (list, stored) = (crate::notify::LIST, !values.is_empty());
+            typed::notify_stored(ctx, dst, list, "sortstore", stored, had);
             push_int(out, values.len() as i64);
             Ok(())
         }

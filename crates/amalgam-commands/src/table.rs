@@ -188,6 +188,16 @@ pub enum Cmd {
     Bzpopmin,
     Bzpopmax,
     Bzmpop,
+    Geoadd,
+    Geodist,
+    Geohash,
+    Geopos,
+    Georadius,
+    GeoradiusRo,
+    Georadiusbymember,
+    GeoradiusbymemberRo,
+    Geosearch,
+    Geosearchstore,
     Multi,
     Exec,
     Discard,
@@ -460,8 +470,11 @@ pub use rows::COMMANDS;
 use std::sync::LazyLock;
 
 /// Longest command name in the table (a longer name is unknown without
-/// comparing).
-const NAME_BYTES_MAX: usize = 16;
+/// comparing): `georadiusbymember_ro`.
+const NAME_BYTES_MAX: usize = 20;
+/// Longest name the index holds (one u128 when folded); the few longer
+/// ones (GEORADIUSBYMEMBER and its _RO form) are compared one by one.
+const FOLDED_BYTES_MAX: usize = 16;
 
 /// Rows [`lookup`] compares one by one before it hashes: GET, SET, MGET
 /// and MSET, the string path, where a length check rejects most rows.
@@ -469,7 +482,7 @@ const FRONT_ROWS: usize = 4;
 /// Slots of the name index: a power of two, at least twice the rows.
 const NAME_SLOTS: usize = 512;
 const _: () = assert!(NAME_SLOTS.is_power_of_two() && NAME_SLOTS >= 2 * COMMANDS.len());
-const _: () = assert!(NAME_BYTES_MAX <= 16, "a folded name is one u128");
+const _: () = assert!(FOLDED_BYTES_MAX == 16 && FOLDED_BYTES_MAX <= NAME_BYTES_MAX, "a folded name is one u128");
 /// An empty slot of the name index.
 const NO_ROW: u16 = u16::MAX;
 
@@ -487,7 +500,7 @@ struct NameIndex {
 
 static NAME_INDEX: LazyLock<NameIndex> = LazyLock::new(|| {
     let mut ix = NameIndex { rows: [NO_ROW; NAME_SLOTS], folded: [0; NAME_SLOTS], confirm: [false; NAME_SLOTS] };
-    for (row, s) in COMMANDS.iter().enumerate() {
+    for (row, s) in COMMANDS.iter().enumerate().filter(|(_, s)| s.name.len() <= FOLDED_BYTES_MAX) {
         let f = fold(s.name.as_bytes());
         let mut i = slot_of(f);
         // Bounded: the table is at most half full.
@@ -501,7 +514,7 @@ static NAME_INDEX: LazyLock<NameIndex> = LazyLock::new(|| {
     ix
 });
 
-/// `name` (at most 16 bytes) as one word, every byte with its 0x20 bit
+/// `name` (at most [`FOLDED_BYTES_MAX`] bytes) as one word, every byte with its 0x20 bit
 /// set, zero past its end. No folded byte is zero, so the length is in
 /// the word. Names equal ignoring ASCII case fold alike; the converse
 /// holds when one of them is all lower-case letters (a byte ORed with
@@ -527,6 +540,10 @@ fn slot_of(f: u128) -> usize {
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     if name.len() > NAME_BYTES_MAX {
         return None;
+    }
+    if name.len() > FOLDED_BYTES_MAX {
+        // Bounded by the table: two rows have such names.
+        return COMMANDS.iter().find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()));
     }
     if let Some(s) = COMMANDS[..FRONT_ROWS]
         .iter()

@@ -108,7 +108,7 @@ mod server;
 // under the names the front end's files use.
 pub(crate) use amalgam_commands::object::maxmemory_policy;
 pub(crate) use amalgam_commands::{
-    arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set, sort,
+    arity_ok, bits, dump, geo, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set, sort,
     strings, sub, table, typed, wrong_arity, zset,
 };
 
@@ -1180,6 +1180,16 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
             let every_key = acl::reads_every_key(ctx, spec, args);
             sort::run(&mut ctx.cx, spec.cmd, args, every_key, out)
         }
+        Cmd::Geoadd
+        | Cmd::Geodist
+        | Cmd::Geohash
+        | Cmd::Geopos
+        | Cmd::Georadius
+        | Cmd::GeoradiusRo
+        | Cmd::Georadiusbymember
+        | Cmd::GeoradiusbymemberRo
+        | Cmd::Geosearch
+        | Cmd::Geosearchstore => geo::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Blpop
         | Cmd::Brpop
         | Cmd::Blmove

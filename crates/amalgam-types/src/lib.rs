@@ -62,12 +62,14 @@
 //! | `hash.rs`, `hash/ld.rs` | hash; HINCRBYFLOAT's `long double` arithmetic and printing in software |
 //! | `set.rs`, `set/intset.rs`, `set/algebra.rs` | set: intset, pack, table; SINTER/SUNION/SDIFF |
 //! | `zset.rs`, `zset/*.rs` | sorted set: pack; arena + member table + order-statistic B+tree (`tree.rs`); ranges, algebra |
+//! | `geo.rs`, `geo/search.rs` | geo over sorted sets: Redis's 52-bit geohash, neighbour cells, search areas, distances; the nine-range search through a `ZView` |
 //! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 //! | `op.rs` | one change of a collection as persistence logs it (its effect): encode, decode, apply |
 #![forbid(unsafe_code)]
 
 pub mod arena;
+pub mod geo;
 pub mod hash;
 pub mod list;
 pub mod op;

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 287] = [
+pub(super) static DOCS: [Doc; 297] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -648,6 +648,276 @@ pub(super) static DOCS: [Doc; 287] = [
         ..doc("function|restore", Some("O(N) where N is the number of functions on the payload"))
     },
     doc("function|stats", Some("O(1)")),
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `CH`, `NX` and `XX` options."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("condition", Oneof).since("6.2.0").optional().args(&[
+                arg("nx", PureToken).token("NX"),
+                arg("xx", PureToken).token("XX"),
+            ]),
+            arg("change", PureToken).token("CH").since("6.2.0").optional(),
+            arg("longitude_latitude_member", Block).multiple().args(&[
+                arg("longitude", Double),
+                arg("latitude", Double),
+                arg("member", Str),
+            ]),
+        ],
+        ..doc("geoadd", Some("O(log(N)) for each item added, where N is the number of elements in the sorted set."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("member1", Str),
+            arg("member2", Str),
+            arg("unit", Oneof).optional().args(&[
+                arg("m", PureToken).token("M"),
+                arg("km", PureToken).token("KM"),
+                arg("ft", PureToken).token("FT"),
+                arg("mi", PureToken).token("MI"),
+            ]),
+        ],
+        ..doc("geodist", Some("O(log(N))"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("member", Str).multiple(),
+        ],
+        ..doc("geohash", Some("O(log(N)) for each member requested, where N is the number of elements in the sorted set."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("member", Str).multiple(),
+        ],
+        ..doc("geopos", Some("O(N) where N is the number of members requested."))
+    },
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+        history: &[
+            ("6.2.0", "Added the `ANY` option for `COUNT`."),
+            ("7.0.0", "Added support for uppercase unit names."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("longitude", Double),
+            arg("latitude", Double),
+            arg("radius", Double),
+            arg("unit", Oneof).args(&[
+                arg("m", PureToken).token("M"),
+                arg("km", PureToken).token("KM"),
+                arg("ft", PureToken).token("FT"),
+                arg("mi", PureToken).token("MI"),
+            ]),
+            arg("withcoord", PureToken).token("WITHCOORD").optional(),
+            arg("withdist", PureToken).token("WITHDIST").optional(),
+            arg("withhash", PureToken).token("WITHHASH").optional(),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").since("6.2.0").optional(),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("key", Key).key(1).token("STORE").optional(),
+            arg("key", Key).key(2).token("STOREDIST").optional(),
+        ],
+        ..doc("georadius", Some("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."))
+    },
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` with the `BYRADIUS` argument"),
+        history: &[
+            ("6.2.0", "Added the `ANY` option for `COUNT`."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("longitude", Double),
+            arg("latitude", Double),
+            arg("radius", Double),
+            arg("unit", Oneof).args(&[
+                arg("m", PureToken).token("M"),
+                arg("km", PureToken).token("KM"),
+                arg("ft", PureToken).token("FT"),
+                arg("mi", PureToken).token("MI"),
+            ]),
+            arg("withcoord", PureToken).token("WITHCOORD").optional(),
+            arg("withdist", PureToken).token("WITHDIST").optional(),
+            arg("withhash", PureToken).token("WITHHASH").optional(),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").since("6.2.0").optional(),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+        ],
+        ..doc("georadius_ro", Some("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."))
+    },
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+        history: &[
+            ("7.0.0", "Added support for uppercase unit names."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("member", Str),
+            arg("radius", Double),
+            arg("unit", Oneof).args(&[
+                arg("m", PureToken).token("M"),
+                arg("km", PureToken).token("KM"),
+                arg("ft", PureToken).token("FT"),
+                arg("mi", PureToken).token("MI"),
+            ]),
+            arg("withcoord", PureToken).token("WITHCOORD").optional(),
+            arg("withdist", PureToken).token("WITHDIST").optional(),
+            arg("withhash", PureToken).token("WITHHASH").optional(),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").optional(),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("key", Key).key(1).token("STORE").optional(),
+            arg("key", Key).key(2).token("STOREDIST").optional(),
+        ],
+        ..doc("georadiusbymember", Some("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."))
+    },
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("member", Str),
+            arg("radius", Double),
+            arg("unit", Oneof).args(&[
+                arg("m", PureToken).token("M"),
+                arg("km", PureToken).token("KM"),
+                arg("ft", PureToken).token("FT"),
+                arg("mi", PureToken).token("MI"),
+            ]),
+            arg("withcoord", PureToken).token("WITHCOORD").optional(),
+            arg("withdist", PureToken).token("WITHDIST").optional(),
+            arg("withhash", PureToken).token("WITHHASH").optional(),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").optional(),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+        ],
+        ..doc("georadiusbymember_ro", Some("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added support for uppercase unit names."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("from", Oneof).args(&[
+                arg("member", Str).token("FROMMEMBER"),
+                arg("longitude_latitude", Block).token("FROMLONLAT").args(&[
+                    arg("longitude", Double),
+                    arg("latitude", Double),
+                ]),
+            ]),
+            arg("by", Oneof).args(&[
+                arg("circle", Block).args(&[
+                    arg("radius", Double).token("BYRADIUS"),
+                    arg("unit", Oneof).args(&[
+                        arg("m", PureToken).token("M"),
+                        arg("km", PureToken).token("KM"),
+                        arg("ft", PureToken).token("FT"),
+                        arg("mi", PureToken).token("MI"),
+                    ]),
+                ]),
+                arg("box", Block).args(&[
+                    arg("width", Double).token("BYBOX"),
+                    arg("height", Double),
+                    arg("unit", Oneof).args(&[
+                        arg("m", PureToken).token("M"),
+                        arg("km", PureToken).token("KM"),
+                        arg("ft", PureToken).token("FT"),
+                        arg("mi", PureToken).token("MI"),
+                    ]),
+                ]),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").optional(),
+            ]),
+            arg("withcoord", PureToken).token("WITHCOORD").optional(),
+            arg("withdist", PureToken).token("WITHDIST").optional(),
+            arg("withhash", PureToken).token("WITHHASH").optional(),
+        ],
+        ..doc("geosearch", Some("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added support for uppercase unit names."),
+        ],
+        arguments: &[
+            arg("destination", Key).key(0),
+            arg("source", Key).key(1),
+            arg("from", Oneof).args(&[
+                arg("member", Str).token("FROMMEMBER"),
+                arg("longitude_latitude", Block).token("FROMLONLAT").args(&[
+                    arg("longitude", Double),
+                    arg("latitude", Double),
+                ]),
+            ]),
+            arg("by", Oneof).args(&[
+                arg("circle", Block).args(&[
+                    arg("radius", Double).token("BYRADIUS"),
+                    arg("unit", Oneof).args(&[
+                        arg("m", PureToken).token("M"),
+                        arg("km", PureToken).token("KM"),
+                        arg("ft", PureToken).token("FT"),
+                        arg("mi", PureToken).token("MI"),
+                    ]),
+                ]),
+                arg("box", Block).args(&[
+                    arg("width", Double).token("BYBOX"),
+                    arg("height", Double),
+                    arg("unit", Oneof).args(&[
+                        arg("m", PureToken).token("M"),
+                        arg("km", PureToken).token("KM"),
+                        arg("ft", PureToken).token("FT"),
+                        arg("mi", PureToken).token("MI"),
+                    ]),
+                ]),
+            ]),
+            arg("order", Oneof).optional().args(&[
+                arg("asc", PureToken).token("ASC"),
+                arg("desc", PureToken).token("DESC"),
+            ]),
+            arg("count", Block).optional().args(&[
+                arg("count", Integer).token("COUNT"),
+                arg("any", PureToken).token("ANY").optional(),
+            ]),
+            arg("storedist", PureToken).token("STOREDIST").optional(),
+        ],
+        ..doc("geosearchstore", Some("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"))
+    },
     Doc {
         arguments: &[
             arg("key", Key).key(0),

@@ -11,6 +11,7 @@ mod acl;
 mod bits;
 mod blocking;
 mod dump;
+mod geo;
 mod hash;
 mod keys;
 mod keyspace;
@@ -45,6 +46,7 @@ const FAMILIES: &[&[Spec]] = &[
     set::ROWS,
     zset::ROWS,
     sort::ROWS,
+    geo::ROWS,
     multi::ROWS,
     acl::ROWS,
     pubsub::ROWS,

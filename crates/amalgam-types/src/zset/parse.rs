@@ -112,12 +112,17 @@ fn parse_hex(s: &str) -> Option<f64> {
     Some(v * 2f64.powi(exp))
 }
 
-/// A score argument (ZADD, ZINCRBY): Redis's `getDoubleFromObject`
-/// rules: not empty, no NaN, no overflow to ±inf or underflow to 0 from
-/// a number that is neither.
+/// A score argument (ZADD, ZINCRBY): [`parse_float`], -0 as +0.
 pub fn parse_score(s: &[u8]) -> Result<f64, &'static str> {
+    parse_float(s).map(normalize)
+}
+
+/// A float argument by Redis's `getDoubleFromObject` rules: not empty, no
+/// NaN, no overflow to ±inf or underflow to 0 from a number that is
+/// neither; -0 stays -0 (GEOADD's error prints it).
+pub fn parse_float(s: &[u8]) -> Result<f64, &'static str> {
     match strtod(s) {
-        Some((v, false)) if !s.is_empty() && !v.is_nan() => Ok(normalize(v)),
+        Some((v, false)) if !s.is_empty() && !v.is_nan() => Ok(v),
         _ => Err(ERR_NOT_FLOAT),
     }
 }
