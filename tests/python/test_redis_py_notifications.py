@@ -156,6 +156,16 @@ WRITES = [
       "ZRANGESTORE {z} {x} 0 -1", "ZRANGESTORE {z} {y} 0 -1", "ZMPOP 1 {x} MIN"],
      [[("zadd", "x")], [("zunionstore", "z")], [("zinterstore", "z")], [("zdiffstore", "z")], [("zrangestore", "z")],
       [("del", "z")], [("zpopmin", "x"), ("del", "x")]]),
+    # SORT … STORE (list class; an empty result deletes the destination).
+    (["RPUSH {x} 3 1 2", "SORT {x} STORE {z}", "SORT {x} STORE {z} LIMIT 5 5", "SORT {y} STORE {z}"],
+     [[("rpush", "x")], [("sortstore", "z")], [("del", "z")], []]),
+    # Geo (sorted sets: GEOADD is ZADD's event).
+    (["GEOADD {x} 13.361389 38.115556 Palermo", "GEOADD {x} 15.087269 37.502669 Catania",
+      "GEOADD {x} 15.087269 37.502669 Catania", "GEOSEARCHSTORE {z} {x} FROMLONLAT 15 37 BYRADIUS 200 km",
+      "GEORADIUS {x} 15 37 200 km STORE {z}", "GEORADIUSBYMEMBER {x} Palermo 1 km STOREDIST {z}",
+      "GEOSEARCHSTORE {z} {x} FROMLONLAT 0 0 BYRADIUS 1 km"],
+     [[("zadd", "x")], [("zadd", "x")], [], [("geosearchstore", "z")], [("georadiusstore", "z")],
+      [("georadiusstore", "z")], [("del", "z")]]),
 ]
 
 
