@@ -99,17 +99,16 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Hincrby => {
             let Some(incr) = int_arg(&args[3]) else { return push_error(out, err::NOT_INTEGER.as_bytes()) };
             let field: &[u8] = &args[2];
-            let r =
-                write(ctx, &args[1], Kind::Hash, true, Some((notify::HASH, "hincrby")), |v, t, log| {
-                    match hash_mut(v).incr_by(field, incr, t) {
-                        Ok(n) => {
-                            // The result, not the increment (module notes of typed.rs).
-                            log.log(|| Op::HSet(vec![(field.to_vec(), n.to_string().into_bytes())]));
-                            (Changed::Yes, Ok(n))
-                        }
-                        Err(e) => (Changed::No, Err(e)),
+            let r = write(ctx, &args[1], Kind::Hash, true, Some((notify::HASH, "hincrby")), |v, t, log| {
+                match hash_mut(v).incr_by(field, incr, t) {
+                    Ok(n) => {
+                        // The result, not the increment (module notes of typed.rs).
+                        log.log(|| Op::HSet(vec![(field.to_vec(), n.to_string().into_bytes())]));
+                        (Changed::Yes, Ok(n))
                     }
-                });
+                    Err(e) => (Changed::No, Err(e)),
+                }
+            });
             match r {
                 Ok(Access::Done(Ok(n))) => push_int(out, n),
                 Ok(Access::Done(Err(e))) => push_error(out, e.message().as_bytes()),

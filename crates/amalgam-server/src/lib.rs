@@ -194,7 +194,7 @@ pub mod repl;
 pub mod resp;
 pub mod scripting;
 pub mod settings;
-pub mod stats;
+pub use amalgam_metrics::workers as stats;
 pub use amalgam_net::tls;
 pub mod worker;
 

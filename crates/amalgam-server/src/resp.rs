@@ -91,10 +91,10 @@ pub mod acl;
 pub use amalgam_acl::log as acl_log;
 pub mod blocking;
 mod client;
-pub mod cmdstats;
+pub use amalgam_metrics::cmdstats;
 mod command;
 mod debug;
-pub mod errorstats;
+pub use amalgam_metrics::errorstats;
 mod function;
 pub mod latency;
 mod migrate;
@@ -108,8 +108,8 @@ mod server;
 // under the names the front end's files use.
 pub(crate) use amalgam_commands::object::maxmemory_policy;
 pub(crate) use amalgam_commands::{
-    arity_ok, bits, dump, geo, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set, sort,
-    strings, sub, table, typed, wrong_arity, zset,
+    arity_ok, bits, dump, geo, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
+    sort, strings, sub, table, typed, wrong_arity, zset,
 };
 
 use crate::stats::{bump, WorkerStats};

@@ -38,8 +38,8 @@ use std::collections::HashSet;
 
 pub use algebra::{diff, inter, union, Aggregate, Scored};
 pub use parse::{
-    format_score, format_score_to, normalize, parse_float, parse_score, strtod, LexBound, LexRange, ScoreRange, ERR_LEX_RANGE,
-    ERR_NOT_FLOAT, ERR_RANGE_NOT_FLOAT, SCORE_TEXT_MAX,
+    format_score, format_score_to, normalize, parse_float, parse_score, strtod, LexBound, LexRange, ScoreRange,
+    ERR_LEX_RANGE, ERR_NOT_FLOAT, ERR_RANGE_NOT_FLOAT, SCORE_TEXT_MAX,
 };
 
 use large::Large;

@@ -11,9 +11,9 @@ pub struct WorkerStats {
     /// memcached's operation counters (cmd_get, get_hits …).
     pub ops: Counters,
     /// RESP's per-command calls and latency (INFO commandstats).
-    pub commands: crate::resp::cmdstats::CommandStats,
+    pub commands: crate::cmdstats::CommandStats,
     /// RESP's error replies by code (INFO errorstats).
-    pub errors: crate::resp::errorstats::ErrorStats,
+    pub errors: crate::errorstats::ErrorStats,
 }
 
 impl WorkerStats {

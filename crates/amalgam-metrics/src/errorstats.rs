@@ -88,7 +88,7 @@ impl ErrorStats {
 
 /// Every worker's counts summed: the total and the codes in byte order
 /// (Redis lists them from its radix tree, in that order).
-pub fn merged(workers: &[crate::stats::WorkerStats]) -> (u64, BTreeMap<Box<[u8]>, u64>) {
+pub fn merged(workers: &[crate::workers::WorkerStats]) -> (u64, BTreeMap<Box<[u8]>, u64>) {
     let mut total = 0;
     let mut codes = BTreeMap::new();
     for w in workers {

@@ -125,7 +125,7 @@ pub fn slot_name(slot: usize) -> &'static str {
 /// script's commands too, which made the compiler stop inlining it (+15
 /// instructions per SET, callgrind).
 #[inline(always)]
-pub(crate) fn classify(spec: &'static Spec, args: &[Arg<'_>]) -> Option<(usize, bool)> {
+pub fn classify(spec: &'static Spec, args: &[Arg<'_>]) -> Option<(usize, bool)> {
     let base = slots().first[table::index_of(spec)];
     if spec.subcommands.is_empty() || args.len() < 2 {
         return Some((base, !arity_ok(spec.arity, args.len())));
@@ -135,7 +135,7 @@ pub(crate) fn classify(spec: &'static Spec, args: &[Arg<'_>]) -> Option<(usize, 
 }
 
 /// The slot of GET (the batched run's command).
-pub(crate) fn get_slot() -> usize {
+pub fn get_slot() -> usize {
     static GET: OnceLock<usize> = OnceLock::new();
     *GET.get_or_init(|| {
         let spec = table::lookup(b"get").expect("GET is in the table");
@@ -260,7 +260,7 @@ impl Default for CommandStats {
 impl CommandStats {
     /// Counts `calls` calls of `slot` that took `nanos_each` each, `failed`
     /// of them answering an error. Only the owning worker calls this.
-    pub(crate) fn record(&self, slot: usize, calls: u64, nanos_each: u64, failed: u64) {
+    pub fn record(&self, slot: usize, calls: u64, nanos_each: u64, failed: u64) {
         let cell = &self.cells[slot];
         add(&cell.calls, calls);
         add(&cell.nanos, nanos_each.saturating_mul(calls));
@@ -272,7 +272,7 @@ impl CommandStats {
     }
 
     /// Counts a call of `slot` refused before it ran (owning worker only).
-    pub(crate) fn reject(&self, slot: usize) {
+    pub fn reject(&self, slot: usize) {
         add(&self.cells[slot].rejected, 1);
     }
 
@@ -329,7 +329,7 @@ impl CommandStats {
 }
 
 /// Every worker's rows summed, one per slot.
-pub fn merged(workers: &[crate::stats::WorkerStats]) -> Vec<Row> {
+pub fn merged(workers: &[crate::workers::WorkerStats]) -> Vec<Row> {
     let mut rows = vec![Row::default(); slot_count()];
     for w in workers {
         w.commands.add_to(&mut rows);
@@ -340,7 +340,7 @@ pub fn merged(workers: &[crate::stats::WorkerStats]) -> Vec<Row> {
 /// What a batch uses to time and count its commands (module notes): the
 /// clock's last reading (`amalgam_net::ticks`).
 #[derive(Debug)]
-pub(crate) struct Recorder {
+pub struct Recorder {
     last: u64,
 }
 
@@ -361,7 +361,7 @@ impl Recorder {
 }
 
 /// The slot of MGET.
-pub(crate) fn mget_slot() -> usize {
+pub fn mget_slot() -> usize {
     static MGET: OnceLock<usize> = OnceLock::new();
     *MGET.get_or_init(|| {
         let spec = table::lookup(b"mget").expect("MGET is in the table");
@@ -414,7 +414,7 @@ impl SlowLog {
     }
 
     /// Pushes an entry for `args` that took `micros`, run by `client`.
-    pub(crate) fn push(&self, args: &[Arg<'_>], micros: u64, client: &Client) {
+    pub fn push(&self, args: &[Arg<'_>], micros: u64, client: &Client) {
         let entry = Entry {
             id: 0,
             unix_secs: std::time::SystemTime::now()
@@ -471,7 +471,7 @@ const SENSITIVE_SETTINGS: [&str; 3] = ["requirepass", "masterauth", "masteruser"
 /// show as `(redacted)`, as Redis 7's `redactClientCommandArgument` marks
 /// them: AUTH's arguments, HELLO AUTH's user and password, and the values
 /// CONFIG SET gives sensitive settings.
-pub(crate) fn is_secret(args: &[Arg<'_>], j: usize) -> bool {
+pub fn is_secret(args: &[Arg<'_>], j: usize) -> bool {
     if is(&args[0], "auth") {
         return j >= 1;
     }
@@ -485,7 +485,7 @@ pub(crate) fn is_secret(args: &[Arg<'_>], j: usize) -> bool {
 }
 
 /// The text a secret argument is logged as.
-pub(crate) const REDACTED: &[u8] = b"(redacted)";
+pub const REDACTED: &[u8] = b"(redacted)";
 
 /// The arguments as Redis 7 logs them (`slowlogCreateEntry`, module
 /// notes): secrets redacted ([`is_secret`]); at most [`SLOWLOG_ARGS_MAX`]
