@@ -33,6 +33,7 @@
 //! | `strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* RENAME |
 //! | `bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `hll.rs` | PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST (the representation: amalgam-types `hll`) |
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |
 //! | `keyspace.rs` | RANDOMKEY COPY |
@@ -48,7 +49,7 @@
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
 //! | `received.rs` | a large SET value received straight into its item |
 //!
-//! A new data family (streams, HyperLogLog, geo …) is a new file here, its
+//! A new data family (streams, geo …) is a new file here, its
 //! rows in `table/rows/`, its `Cmd` variants, and one arm in the RESP
 //! front end's `execute`.
 
@@ -60,6 +61,7 @@ pub mod db;
 pub mod dump;
 pub mod glob;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod keyspace;
 pub mod lcs;

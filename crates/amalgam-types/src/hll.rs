@@ -155,6 +155,12 @@ pub fn new_sparse() -> Vec<u8> {
     v
 }
 
+/// A value's bytes copied for a change, with room for a sparse split's
+/// few more bytes.
+pub fn writable(v: &[u8]) -> Vec<u8> {
+    crate::writable_copy(v)
+}
+
 /// The cached cardinality, if it is not stale.
 pub fn cached(v: &[u8]) -> Option<u64> {
     let card = u64::from_le_bytes(v[CARD_AT..CARD_AT + 8].try_into().expect("8 bytes"));

@@ -12,6 +12,7 @@ mod bits;
 mod blocking;
 mod dump;
 mod hash;
+mod hll;
 mod keys;
 mod keyspace;
 mod lcs;
@@ -33,6 +34,7 @@ const FAMILIES: &[&[Spec]] = &[
     keys::ROWS,
     server::ROWS,
     bits::ROWS,
+    hll::ROWS,
     object::ROWS,
     lcs::ROWS,
     keyspace::ROWS,
