@@ -27,6 +27,9 @@ use super::{Registers, REGISTERS};
 /// Slots of a register histogram: every value a 6-bit register holds
 /// (Redis's `reghisto[64]`; hashing yields at most Q + 1 = 51).
 pub(super) const HISTOGRAM_SLOTS: usize = 64;
+/// Registers per value. 64-bit: a damaged sparse value's runs may add up
+/// to far more than 16,384 (it is then refused, but counted first).
+pub(super) type Histogram = [u64; HISTOGRAM_SLOTS];
 /// α∞ = 1 / (2 ln 2) (Redis's `HLL_ALPHA_INF`).
 const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 /// σ's and τ's series stop when the sum stops changing: σ after about
@@ -38,7 +41,7 @@ const SERIES_TERMS_MAX: usize = 4096;
 const _: () = assert!(super::Q as usize + 1 < HISTOGRAM_SLOTS);
 
 /// Redis's `hllDenseRegHisto`: adds the dense registers `regs` to `h`.
-pub(super) fn dense_histogram(regs: &[u8], h: &mut [u32; HISTOGRAM_SLOTS]) {
+pub(super) fn dense_histogram(regs: &[u8], h: &mut Histogram) {
     debug_assert!(regs.len() * 8 >= REGISTERS * super::REGISTER_BITS);
     // Four registers per three bytes; the last group is whole (16,384
     // registers = 4,096 groups).
@@ -54,7 +57,7 @@ pub(super) fn dense_histogram(regs: &[u8], h: &mut [u32; HISTOGRAM_SLOTS]) {
 /// The cardinality of registers held one per byte (PFCOUNT of several
 /// keys: their merge; Redis's `HLL_RAW`).
 pub fn count_registers(regs: &Registers) -> u64 {
-    let mut h = [0u32; HISTOGRAM_SLOTS];
+    let mut h: Histogram = [0; HISTOGRAM_SLOTS];
     for &r in regs.iter() {
         h[usize::from(r) & (HISTOGRAM_SLOTS - 1)] += 1;
     }
@@ -62,15 +65,15 @@ pub fn count_registers(regs: &Registers) -> u64 {
 }
 
 /// Ertl's estimate from a histogram of [`REGISTERS`] registers.
-pub(super) fn estimate(h: &[u32; HISTOGRAM_SLOTS]) -> u64 {
+pub(super) fn estimate(h: &Histogram) -> u64 {
     let q = super::Q as usize;
     let m = REGISTERS as f64;
-    let mut z = m * tau((m - f64::from(h[q + 1])) / m);
+    let mut z = m * tau((m - h[q + 1] as f64) / m);
     for k in (1..=q).rev() {
-        z += f64::from(h[k]);
+        z += h[k] as f64;
         z *= 0.5;
     }
-    z += m * sigma(f64::from(h[0]) / m);
+    z += m * sigma(h[0] as f64 / m);
     (ALPHA_INF * m * m / z).round() as u64
 }
 
@@ -144,9 +147,9 @@ mod tests {
         for i in 0..REGISTERS {
             super::super::dense_set(&mut regs, i, (i % 7) as u8);
         }
-        let mut h = [0u32; HISTOGRAM_SLOTS];
+        let mut h: Histogram = [0; HISTOGRAM_SLOTS];
         dense_histogram(&regs, &mut h);
-        assert_eq!(h.iter().sum::<u32>() as usize, REGISTERS);
+        assert_eq!(h.iter().sum::<u64>() as usize, REGISTERS);
         assert_eq!(h[0] as usize, REGISTERS.div_ceil(7));
         assert_eq!(h[7], 0);
     }

@@ -169,11 +169,11 @@ pub(super) fn merge_into(max: &mut Registers, v: &[u8]) -> Result<(), Corrupt> {
 /// Redis's `hllSparseRegHisto`: adds to `h` how many registers of the
 /// value `v` hold each value. Runs are not checked one by one, only
 /// their total.
-pub(super) fn histogram(v: &[u8], h: &mut [u32; super::count::HISTOGRAM_SLOTS]) -> Result<(), Corrupt> {
+pub(super) fn histogram(v: &[u8], h: &mut super::count::Histogram) -> Result<(), Corrupt> {
     let (_, idx) = walk(v, |_, op| {
         match op {
-            Op::Zero { run, .. } => h[0] += run as u32,
-            Op::Val { value, run } => h[usize::from(value)] += run as u32,
+            Op::Zero { run, .. } => h[0] += run as u64,
+            Op::Val { value, run } => h[usize::from(value)] += run as u64,
         }
         true
     });
