@@ -32,7 +32,9 @@
 //! ## Differences from Redis
 //! A PFADD that meets a damaged value after some elements changed it
 //! changes nothing here (Redis keeps the earlier registers it raised, in
-//! place, without marking the cache stale); both answer INVALIDOBJ.
+//! place, without marking the cache stale); both answer INVALIDOBJ. A
+//! damaged value ending in a cut-short XZERO can change differently
+//! (amalgam-types `hll.rs`, "Corruption").
 
 use super::strings::{engine_error, is_string};
 use super::table::Cmd;

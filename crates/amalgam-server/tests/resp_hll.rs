@@ -238,6 +238,18 @@ fn damaged_runs_are_invalidobj() {
     assert_eq!(c.call(&["PFADD", &short, "x", "y"]), error(CORRUPT));
     assert_eq!(get(&mut c, &short).unwrap(), damaged(b""), "nothing written");
     assert_eq!(c.call(&["PFDEBUG", "DECODE", &short]), bulk(""));
+    // Runs past the 16,384th register, even after exactly 16,384 (Redis
+    // 7.0.15 with the CVE-2025-32023 fix); PFADD walks only up to its
+    // register, so it still changes such a value.
+    let tail = key("tail");
+    for body in [&b"\x7f\xff\x80"[..], b"\x7f\xff\x00", b"\x7f\xff\x7f\xff"] {
+        set(&mut c, &tail, &damaged(body));
+        assert_eq!(c.call(&["PFCOUNT", &tail]), error(CORRUPT), "{}", show(body));
+        assert_eq!(c.call(&["PFCOUNT", &tail, &good]), error(CORRUPT));
+        assert_eq!(c.call(&["PFDEBUG", "TODENSE", &tail]), error(CORRUPT));
+        assert_eq!(c.call(&["PFADD", &tail, "a", "b", "c"]), int(1));
+        assert_eq!(c.call(&["PFCOUNT", &tail]), error(CORRUPT));
+    }
     // A valid cache is answered without looking at the runs.
     let mut cached = damaged(b"\x7f\xfe");
     cached[8] = 42;

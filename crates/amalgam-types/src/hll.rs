@@ -45,11 +45,18 @@
 //! ## Corruption
 //! [`check`] is Redis's `isHLLObjectOrReply`: the magic, an encoding of 0
 //! or 1, a dense value of exactly [`DENSE_BYTES`]. A sparse value passes
-//! whatever its opcodes say; the operations that walk it answer
-//! [`Corrupt`] (Redis's `INVALIDOBJ`) when its runs do not add up to
-//! 16,384 registers. Where Redis reads the byte past a value's end (its
-//! `sds` strings end with a zero byte), so do these functions (a zero), so
-//! even a damaged value reads as it would in Redis.
+//! whatever its opcodes say; the operations that walk it whole answer
+//! [`Corrupt`] (Redis's `INVALIDOBJ`) unless its runs add up to exactly
+//! 16,384 registers (Redis 7.0.15 as Debian ships it, with the fix of
+//! CVE-2025-32023: a run past the last register is refused, not skipped).
+//! Setting one register walks only up to it, as Redis's `hllSparseSet`
+//! does, so PFADD can change a damaged value Redis would also change.
+//! Where Redis reads the byte past a value's end (its `sds` strings end
+//! with a zero byte), these functions read a zero. One case differs: when
+//! Redis splits an XZERO cut short by the value's end, the split's last
+//! byte lands past the new end, hidden, and Redis's next change of that
+//! value reads it there; here it is gone (as it is in Redis after a
+//! DUMP/RESTORE or a SET of the same bytes).
 //!
 //! ## Files
 //! | file | what |

@@ -27,8 +27,7 @@ use super::{Registers, REGISTERS};
 /// Slots of a register histogram: every value a 6-bit register holds
 /// (Redis's `reghisto[64]`; hashing yields at most Q + 1 = 51).
 pub(super) const HISTOGRAM_SLOTS: usize = 64;
-/// Registers per value. 64-bit: a damaged sparse value's runs may add up
-/// to far more than 16,384 (it is then refused, but counted first).
+/// Registers per value (at most REGISTERS in all).
 pub(super) type Histogram = [u64; HISTOGRAM_SLOTS];
 /// α∞ = 1 / (2 ln 2) (Redis's `HLL_ALPHA_INF`).
 const ALPHA_INF: f64 = 0.721_347_520_444_481_7;

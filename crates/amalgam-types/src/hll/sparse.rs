@@ -125,62 +125,57 @@ fn walk(v: &[u8], mut f: impl FnMut(usize, Op) -> bool) -> (usize, usize) {
 }
 
 /// Redis's `hllSparseToDense`: the dense value of the same registers and
-/// header. A VAL run past the last register stops the walk; anything but
-/// exactly REGISTERS covered is corrupt.
+/// header; corrupt unless the runs cover exactly REGISTERS.
 pub(super) fn to_dense(v: &[u8]) -> Result<Vec<u8>, Corrupt> {
     let mut dense = vec![0u8; DENSE_BYTES];
     dense[..HEADER_BYTES].copy_from_slice(&v[..HEADER_BYTES]);
     dense[ENCODING_AT] = DENSE;
     let regs = &mut dense[HEADER_BYTES..];
-    let (_, idx) = walk(v, |first, op| match op {
-        Op::Zero { .. } => true,
-        Op::Val { value, run } => {
-            if first + run > REGISTERS {
-                return false;
-            }
+    walk_checked(v, |first, op| {
+        if let Op::Val { value, run } = op {
             (first..first + run).for_each(|i| dense_set(regs, i, value));
-            true
         }
-    });
-    if idx != REGISTERS {
-        return Err(Corrupt);
-    }
+    })?;
     Ok(dense)
 }
 
-/// Redis's `hllMerge` for a sparse value: `max` raised to its registers.
+/// Redis's `hllMerge` for a sparse value: `max` raised to its registers;
+/// corrupt unless the runs cover exactly REGISTERS.
 pub(super) fn merge_into(max: &mut Registers, v: &[u8]) -> Result<(), Corrupt> {
-    let (_, idx) = walk(v, |first, op| match op {
-        Op::Zero { .. } => true,
-        Op::Val { value, run } => {
-            if first + run > REGISTERS {
-                return false;
-            }
+    walk_checked(v, |first, op| {
+        if let Op::Val { value, run } = op {
             max[first..first + run].iter_mut().for_each(|m| *m = (*m).max(value));
-            true
         }
+    })
+}
+
+/// [`walk`] that stops at the first run reaching past the last register
+/// (Redis's "Overflow" check, on every kind of run since the fix of
+/// CVE-2025-32023, which Debian's 7.0.15 carries: a value is sound
+/// exactly when its runs add up to REGISTERS); `f` sees only runs that
+/// fit.
+fn walk_checked(v: &[u8], mut f: impl FnMut(usize, Op)) -> Result<(), Corrupt> {
+    let (p, idx) = walk(v, |first, op| {
+        if first + op.run() > REGISTERS {
+            return false;
+        }
+        f(first, op);
+        true
     });
-    if idx != REGISTERS {
+    if p < v.len() || idx != REGISTERS {
         return Err(Corrupt);
     }
     Ok(())
 }
 
 /// Redis's `hllSparseRegHisto`: adds to `h` how many registers of the
-/// value `v` hold each value. Runs are not checked one by one, only
-/// their total.
+/// value `v` hold each value; corrupt unless the runs cover exactly
+/// REGISTERS (then `h` may hold part of them).
 pub(super) fn histogram(v: &[u8], h: &mut super::count::Histogram) -> Result<(), Corrupt> {
-    let (_, idx) = walk(v, |_, op| {
-        match op {
-            Op::Zero { run, .. } => h[0] += run as u64,
-            Op::Val { value, run } => h[usize::from(value)] += run as u64,
-        }
-        true
-    });
-    if idx != REGISTERS {
-        return Err(Corrupt);
-    }
-    Ok(())
+    walk_checked(v, |_, op| match op {
+        Op::Zero { run, .. } => h[0] += run as u64,
+        Op::Val { value, run } => h[usize::from(value)] += run as u64,
+    })
 }
 
 /// The value of register `index`, None if the value is damaged where it
@@ -403,6 +398,15 @@ mod tests {
         let mut over = with(&[0x7f, 0xfe]);
         over.push(val_byte(1, 2));
         assert_eq!(to_dense(&over), Err(Corrupt));
+        // Any run past the last one, even after exactly 16,384 registers
+        // (redis-server 7.0.15 with the CVE-2025-32023 fix refuses these).
+        for tail in [&[0x7f, 0xff][..], &[0x00], &[val_byte(1, 1)]] {
+            let mut v = new_sparse();
+            v.extend_from_slice(tail);
+            assert_eq!(to_dense(&v), Err(Corrupt), "{tail:?}");
+            assert_eq!(merge_into(&mut [0; REGISTERS], &v), Err(Corrupt));
+            assert_eq!(count(&v), Err(Corrupt));
+        }
     }
 
     #[test]
