@@ -2,13 +2,13 @@
 # Coverage-guided fuzzing (cargo-fuzz + libFuzzer) on stable Rust of the
 # protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of
 # recovery from damaged files (recover_files), of the log's collection
-# ops (op_decode) and of RESTORE's DUMP payloads (rdb_decode): the targets
-# in fuzz/. scripts/test.sh runs them for 5 s each; the proptest
-# counterparts (crates/amalgam-protocol/tests/ parse_fuzz.rs,
-# meta_fuzz.rs, binary_fuzz.rs, resp_fuzz.rs,
-# crates/amalgam-persist/tests/recover_fuzz.rs and rdb_fuzz.rs,
-# crates/amalgam-types/tests/op_model.rs) run in `cargo test` with the
-# same invariants.
+# ops (op_decode), of RESTORE's DUMP payloads (rdb_decode) and of strings
+# read as HyperLogLogs (hll_value): the targets in fuzz/. scripts/test.sh
+# runs them for 5 s each; the proptest counterparts
+# (crates/amalgam-protocol/tests/ parse_fuzz.rs, meta_fuzz.rs,
+# binary_fuzz.rs, resp_fuzz.rs, crates/amalgam-persist/tests/
+# recover_fuzz.rs and rdb_fuzz.rs, crates/amalgam-types/tests/op_model.rs
+# and hll_golden.rs) run in `cargo test` with the same invariants.
 #
 # FUZZ_DIR=fuzz-server: the targets of what lives in amalgam-server
 # (memcached's `-Y` authfile, the ACL file / ACL SETUSER rules, and

@@ -159,6 +159,10 @@ WRITES = [
     # SORT … STORE (list class; an empty result deletes the destination).
     (["RPUSH {x} 3 1 2", "SORT {x} STORE {z}", "SORT {x} STORE {z} LIMIT 5 5", "SORT {y} STORE {z}"],
      [[("rpush", "x")], [("sortstore", "z")], [("del", "z")], []]),
+    # HyperLogLog (strings; PFMERGE's event is PFADD's, PFCOUNT's cache
+    # write publishes nothing).
+    (["PFADD {x} a b", "PFADD {x} a", "PFCOUNT {x}", "PFMERGE {y} {x}", "PFCOUNT {x} {y}"],
+     [[("pfadd", "x")], [], [], [("pfadd", "y")], []]),
     # Geo (sorted sets: GEOADD is ZADD's event).
     (["GEOADD {x} 13.361389 38.115556 Palermo", "GEOADD {x} 15.087269 37.502669 Catania",
       "GEOADD {x} 15.087269 37.502669 Catania", "GEOSEARCHSTORE {z} {x} FROMLONLAT 15 37 BYRADIUS 200 km",

@@ -33,6 +33,7 @@
 //! | `strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* RENAME |
 //! | `bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `hll.rs` | PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST (the representation: amalgam-types `hll`) |
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |
 //! | `keyspace.rs` | RANDOMKEY COPY |
@@ -51,7 +52,7 @@
 //! | `notify.rs` | keyspace notifications: the classes, and what a family calls after a change |
 //! | `received.rs` | a large SET value received straight into its item |
 //!
-//! A new data family (streams, HyperLogLog …) is a new file here, its
+//! A new data family (streams …) is a new file here, its
 //! rows in `table/rows/`, its `Cmd` variants, and one arm in the RESP
 //! front end's `execute`.
 
@@ -64,6 +65,7 @@ pub mod dump;
 pub mod geo;
 pub mod glob;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod keyspace;
 pub mod lcs;

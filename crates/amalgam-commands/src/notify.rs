@@ -140,7 +140,7 @@ impl Ctx<'_> {
 /// Commands whose read-write key is looked up for reading first (Redis's
 /// `lookupKeyRead`), so a missing one is a `keymiss`: every other RW key
 /// is looked up for writing (LPOP, HDEL, INCR …), which tells nothing.
-const READS_ITS_RW_KEY: &[Cmd] = &[Cmd::Getdel, Cmd::Getex, Cmd::Getset, Cmd::Bitfield];
+const READS_ITS_RW_KEY: &[Cmd] = &[Cmd::Getdel, Cmd::Getex, Cmd::Getset, Cmd::Bitfield, Cmd::Pfcount];
 
 /// `m`: the `keymiss` events of a command about to run (Redis's
 /// `lookupKeyRead` notifies them as it looks, before the command's own

@@ -5,6 +5,10 @@
 //! `string2l` accepts), `embstr` up to 44 bytes, else `raw` (Redis's
 //! `tryObjectEncoding`; it looks at the value, not at the command that
 //! wrote it, where Redis answers `raw` after APPEND, SETRANGE or SETBIT).
+//! A HyperLogLog (`HYLL` and a header) is `raw` whatever its length, as
+//! after any PF* command in Redis (which creates and rewrites it as a raw
+//! string; a short one SET or RESTOREd and not yet touched by a PF*
+//! command is `embstr` there).
 //! REFCOUNT is 1, or `INT_MAX` for the integers 0–9999 Redis shares when
 //! no LRU/LFU policy is in force (store mode's `noeviction`). IDLETIME is
 //! 0: the engine keeps a few recency bits per item, not an access time.
@@ -46,11 +50,12 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
-/// Redis's encoding name for a string value written by SET.
+/// Redis's encoding name for a string value written by SET (or, for a
+/// HyperLogLog, by a PF* command).
 fn encoding(v: &[u8]) -> &'static str {
     if v.len() <= INT_CHARS_MAX && string2ll(v).is_some() {
         "int"
-    } else if v.len() <= EMBSTR_BYTES_MAX {
+    } else if v.len() <= EMBSTR_BYTES_MAX && amalgam_types::hll::check(v).is_err() {
         "embstr"
     } else {
         "raw"
@@ -131,5 +136,6 @@ mod tests {
         assert_eq!(encoding(b"99999999999999999999"), "embstr");
         assert_eq!(encoding(&[b'x'; 44]), "embstr");
         assert_eq!(encoding(&[b'x'; 45]), "raw");
+        assert_eq!(encoding(&amalgam_types::hll::new_sparse()), "raw", "a HyperLogLog");
     }
 }

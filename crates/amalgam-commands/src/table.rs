@@ -84,6 +84,11 @@ pub enum Cmd {
     Bitop,
     Bitfield,
     BitfieldRo,
+    Pfadd,
+    Pfcount,
+    Pfmerge,
+    Pfdebug,
+    Pfselftest,
     Time,
     Touch,
     Object,
@@ -585,6 +590,14 @@ pub fn index_of(spec: &Spec) -> usize {
 /// The part of a subcommand's name after `|` (the whole name otherwise).
 pub fn short_name(spec: &Spec) -> &'static str {
     spec.name.rsplit('|').next().unwrap_or(spec.name)
+}
+
+/// Whether Redis flags the command `may-replicate`: not a write, but a
+/// side effect that is propagated (PUBLISH's message, PFCOUNT's cached
+/// count). Redis 7.0's COMMAND INFO does not show the flag; read-only
+/// scripts (EVAL_RO, `no-writes`) refuse these commands as writes.
+pub fn may_replicate(cmd: Cmd) -> bool {
+    matches!(cmd, Cmd::Publish | Cmd::Spublish | Cmd::Pfcount)
 }
 
 /// A container command's subcommand.

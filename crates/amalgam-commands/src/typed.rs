@@ -482,7 +482,8 @@ pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&
     }
 }
 
-/// The collection thresholds, settable at run time (CONFIG SET): one
+/// The collection thresholds (and `hll-sparse-max-bytes`, the sparse
+/// HyperLogLog's), settable at run time (CONFIG SET): one
 /// atomic per parameter, read with relaxed loads by every write (no lock,
 /// no shared write on the request path).
 #[derive(Debug)]
@@ -495,6 +496,7 @@ pub struct LiveThresholds {
     zset_max_listpack_entries: AtomicUsize,
     zset_max_listpack_value: AtomicUsize,
     list_max_listpack_size: AtomicI64,
+    hll_sparse_max_bytes: AtomicUsize,
 }
 
 impl Default for LiveThresholds {
@@ -509,6 +511,7 @@ impl Default for LiveThresholds {
             zset_max_listpack_entries: AtomicUsize::new(t.zset_max_listpack_entries),
             zset_max_listpack_value: AtomicUsize::new(t.zset_max_listpack_value),
             list_max_listpack_size: AtomicI64::new(t.list_max_listpack_size),
+            hll_sparse_max_bytes: AtomicUsize::new(t.hll_sparse_max_bytes),
         }
     }
 }
@@ -526,12 +529,18 @@ impl LiveThresholds {
             zset_max_listpack_entries: l(&self.zset_max_listpack_entries),
             zset_max_listpack_value: l(&self.zset_max_listpack_value),
             list_max_listpack_size: self.list_max_listpack_size.load(Ordering::Relaxed),
+            hll_sparse_max_bytes: l(&self.hll_sparse_max_bytes),
         }
+    }
+
+    /// `hll-sparse-max-bytes` alone (PFADD, PFMERGE: one load).
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.hll_sparse_max_bytes.load(Ordering::Relaxed)
     }
 
     /// The parameters by their Redis names (and 7.0's legacy aliases),
     /// for CONFIG GET and CONFIG SET.
-    pub const NAMES: [(&'static str, &'static str); 8] = [
+    pub const NAMES: [(&'static str, &'static str); 9] = [
         ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
         ("hash-max-listpack-value", "hash-max-ziplist-value"),
         ("set-max-intset-entries", "set-max-intset-entries"),
@@ -540,6 +549,7 @@ impl LiveThresholds {
         ("zset-max-listpack-entries", "zset-max-ziplist-entries"),
         ("zset-max-listpack-value", "zset-max-ziplist-value"),
         ("list-max-listpack-size", "list-max-ziplist-size"),
+        ("hll-sparse-max-bytes", "hll-sparse-max-bytes"),
     ];
 
     /// The current value of the parameter `name` (either of its names).
@@ -583,7 +593,8 @@ impl LiveThresholds {
             3 => &self.set_max_listpack_entries,
             4 => &self.set_max_listpack_value,
             5 => &self.zset_max_listpack_entries,
-            _ => &self.zset_max_listpack_value,
+            6 => &self.zset_max_listpack_value,
+            _ => &self.hll_sparse_max_bytes,
         }
     }
 }

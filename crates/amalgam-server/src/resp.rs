@@ -1088,6 +1088,9 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
             bits::run(&mut ctx.cx, spec.cmd, args, out)
         }
+        Cmd::Pfadd | Cmd::Pfcount | Cmd::Pfmerge | Cmd::Pfdebug | Cmd::Pfselftest => {
+            amalgam_commands::hll::run(&mut ctx.cx, spec.cmd, args, out)
+        }
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
         Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),

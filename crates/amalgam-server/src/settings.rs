@@ -253,11 +253,12 @@ fn thresholds_default(name: &'static str) -> String {
     LiveThresholds::default().get(name).unwrap_or(0).to_string()
 }
 
-/// Redis 7.0 declares the `-value` limits memory configs (`64`, `1kb`).
+/// Redis 7.0 declares the `-value` limits and `hll-sparse-max-bytes`
+/// memory configs (`64`, `1kb`).
 fn kind_of_threshold(name: &str) -> Kind {
     if name.starts_with("list-max-") {
         Kind::Int(i32::MIN as i64, i32::MAX as i64)
-    } else if name.ends_with("-value") {
+    } else if name.ends_with("-value") || name.ends_with("-bytes") {
         Kind::Memory
     } else {
         Kind::Int(0, i64::MAX)

@@ -66,11 +66,13 @@
 //! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 //! | `op.rs` | one change of a collection as persistence logs it (its effect): encode, decode, apply |
+//! | `hll.rs`, `hll/*.rs` | HyperLogLog: not a collection but Redis's string encoding of one (dense, sparse), its operations and Ertl's estimator, byte for byte as Redis 7.0 |
 #![forbid(unsafe_code)]
 
 pub mod arena;
 pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub mod op;
 pub mod pack;
@@ -136,6 +138,9 @@ pub struct Thresholds {
     /// chunk's bytes at most 4, 8, 16, 32, 64 KiB. A list that fits one
     /// chunk is compact.
     pub list_max_listpack_size: i64,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
+    /// this many bytes (its header included) turns dense ([`hll`]).
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -149,6 +154,7 @@ impl Default for Thresholds {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
+            hll_sparse_max_bytes: hll::SPARSE_MAX_BYTES_DEFAULT,
         }
     }
 }

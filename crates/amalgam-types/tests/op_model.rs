@@ -26,6 +26,7 @@ fn tiny() -> Thresholds {
         zset_max_listpack_entries: 3,
         zset_max_listpack_value: 8,
         list_max_listpack_size: 3,
+        hll_sparse_max_bytes: 30,
     }
 }
 

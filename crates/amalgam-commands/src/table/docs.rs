@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 297] = [
+pub(super) static DOCS: [Doc; 302] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -1487,6 +1487,38 @@ pub(super) static DOCS: [Doc; 297] = [
             arg("key", Key).key(0),
         ],
         ..doc("pexpiretime", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("element", Str).optional().multiple(),
+        ],
+        ..doc("pfadd", Some("O(1) to add every element."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0).multiple(),
+        ],
+        ..doc("pfcount", Some("O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys."))
+    },
+    Doc {
+        doc_flags: &["syscmd"],
+        arguments: &[
+            arg("subcommand", Str),
+            arg("key", Key).key(0),
+        ],
+        ..doc("pfdebug", Some("N/A"))
+    },
+    Doc {
+        arguments: &[
+            arg("destkey", Key).key(0),
+            arg("sourcekey", Key).key(1).multiple(),
+        ],
+        ..doc("pfmerge", Some("O(N) to merge N HyperLogLogs, but with high constant times."))
+    },
+    Doc {
+        doc_flags: &["syscmd"],
+        ..doc("pfselftest", Some("N/A"))
     },
     Doc {
         arguments: &[

@@ -13,6 +13,7 @@ mod blocking;
 mod dump;
 mod geo;
 mod hash;
+mod hll;
 mod keys;
 mod keyspace;
 mod lcs;
@@ -35,6 +36,7 @@ const FAMILIES: &[&[Spec]] = &[
     keys::ROWS,
     server::ROWS,
     bits::ROWS,
+    hll::ROWS,
     object::ROWS,
     lcs::ROWS,
     keyspace::ROWS,

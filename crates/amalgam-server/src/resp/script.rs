@@ -379,7 +379,8 @@ impl Caller for Calls<'_, '_> {
             return Ok(());
         }
         let writes = flagged("write");
-        if writes && self.read_only {
+        // Redis's read-only scripts refuse `may-replicate` commands too.
+        if (writes || table::may_replicate(spec.cmd)) && self.read_only {
             push_error(out, b"ERR Write commands are not allowed from read-only scripts.");
             return Ok(());
         }
