@@ -161,6 +161,11 @@ pub struct Ctx<'c> {
     /// The engine namespace of the command's database (`db.rs`); its key
     /// arguments are already in their stored forms.
     pub ns: u8,
+    /// `notify-keyspace-events` as the round began, as
+    /// [`notify::in_effect`] (zero unless `K` or `E` is on): read
+    /// once a round, so a write's check is a test of a word in hand (the
+    /// front end reads it again after a CONFIG SET it runs).
+    pub notify: u32,
     /// A script called the command (`redis.call`, Redis's `CLIENT_SCRIPT`):
     /// SORT then orders a set it would return unordered (`sort.rs`).
     pub scripted: bool,

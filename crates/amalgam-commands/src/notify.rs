@@ -123,8 +123,13 @@ impl Ctx<'_> {
     /// True if events of `class` reach a channel now.
     #[inline(always)]
     pub fn notifying(&self, class: u32) -> bool {
-        let on = self.ks.notify.load(Ordering::Relaxed);
-        on & class != 0 && on & (KEYSPACE | KEYEVENT) != 0
+        self.notify & class != 0
+    }
+
+    /// Reads `notify-keyspace-events` again (the round's copy in
+    /// [`Ctx::notify`](crate::Ctx::notify), as [`in_effect`]).
+    pub fn refresh_notify(&mut self) {
+        self.notify = in_effect(self.ks.notify.load(Ordering::Relaxed));
     }
 
     /// Tells subscribers that `event` of `class` happened to `key` (its
@@ -132,8 +137,30 @@ impl Ctx<'_> {
     #[inline(always)]
     pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
         if self.notifying(class) {
-            self.ks.host.notify(event, key);
+            self.publish(event, key);
         }
+    }
+
+    /// The publishing half of [`Ctx::notify`], out of line: the write
+    /// paths inline only the test (no call set up while notifications
+    /// are off).
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, event: &'static str, key: &[u8]) {
+        self.ks.host.notify(event, key);
+    }
+}
+
+/// The classes whose events reach a channel under `flags`: none unless
+/// `K` or `E` is on (Redis publishes nothing without a channel). A
+/// write's test is then one AND of the word [`Ctx::notify`](crate::Ctx::notify)
+/// holds, zero while notifications are off.
+#[inline(always)]
+pub fn in_effect(flags: u32) -> u32 {
+    if flags & (KEYSPACE | KEYEVENT) != 0 {
+        flags
+    } else {
+        0
     }
 }
 
@@ -148,6 +175,8 @@ const READS_ITS_RW_KEY: &[Cmd] = &[Cmd::Getdel, Cmd::Getex, Cmd::Getset, Cmd::Bi
 /// OBJECT and MEMORY USAGE, which look without notifying; so is a
 /// read-write key of the commands that read it first, SET's with GET.
 /// Runs only while `m` is on (one lookup per key).
+#[cold]
+#[inline(never)]
 pub fn key_misses(ctx: &Ctx<'_>, spec: &'static Spec, args: &[crate::Arg<'_>]) {
     if matches!(spec.cmd, Cmd::Object | Cmd::Memory) {
         return;

@@ -728,8 +728,15 @@ fn named_keys(ctx: &Ctx<'_>, o: &Options<'_>, src: &[u8]) -> Option<Vec<Vec<u8>>
 pub fn pattern_keys<A: AsRef<[u8]>>(ctx: &Ctx<'_>, ns: u8, args: &[A]) -> Vec<Vec<u8>> {
     let readonly = args.first().is_some_and(|a| is(a.as_ref(), "sort_ro"));
     let Some(o) = parse(args, readonly, true).ok().filter(|o| o.names_keys()) else { return Vec::new() };
-    let cx =
-        Ctx { ks: ctx.ks, proto: ctx.proto, limits: ctx.limits, out_stop: ctx.out_stop, ns, scripted: ctx.scripted };
+    let cx = Ctx {
+        ks: ctx.ks,
+        proto: ctx.proto,
+        limits: ctx.limits,
+        out_stop: ctx.out_stop,
+        ns,
+        scripted: ctx.scripted,
+        notify: ctx.notify,
+    };
     named_keys(&cx, &o, &namespace::encode(ns, args[1].as_ref())).unwrap_or_default()
 }
 

@@ -543,18 +543,21 @@ fn slot_of(f: u128) -> usize {
 
 /// The command named `name`, in any case.
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    // The front rows first: their names are short, so a longer name
+    // fails their length test and the bounds below cost GET and SET
+    // nothing.
+    if let Some(s) = COMMANDS[..FRONT_ROWS]
+        .iter()
+        .find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
+    {
+        return Some(s);
+    }
     if name.len() > NAME_BYTES_MAX {
         return None;
     }
     if name.len() > FOLDED_BYTES_MAX {
         // Bounded by the table: two rows have such names.
         return COMMANDS.iter().find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()));
-    }
-    if let Some(s) = COMMANDS[..FRONT_ROWS]
-        .iter()
-        .find(|s| s.name.len() == name.len() && name.eq_ignore_ascii_case(s.name.as_bytes()))
-    {
-        return Some(s);
     }
     let ix = &*NAME_INDEX;
     let f = fold(name);

@@ -104,6 +104,19 @@ impl Inner {
         !(fence != 0 && it.cas() < fence) && it.expiry_raw() != 0
     }
 
+    /// A write's events (mutate.rs: a mask of [`EXPIRED`] and
+    /// [`CREATED`]; call with no lock held).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn tell_write(&self, events: u8, key: &[u8]) {
+        if events & EXPIRED != 0 {
+            self.tell(KeyEvent::Expired, key);
+        }
+        if events & CREATED != 0 {
+            self.tell(KeyEvent::Created, key);
+        }
+    }
+
     /// Tells the watcher of `event` if it wants it (call with no lock held).
     #[cold]
     #[inline(never)]

@@ -145,24 +145,39 @@ pub struct Worker<'w> {
 impl Worker<'_> {
     /// Tells RESP's subscribers of a write on this port, as the RESP
     /// command it amounts to would (SET, APPEND, INCRBY, DEL, EXPIRE):
-    /// `event` of `class` on the stored `key`. One relaxed load while off.
+    /// `event` of `class` on the stored `key`. One relaxed load and a
+    /// test while off; the rest out of line.
     #[inline(always)]
     pub(crate) fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
-        use amalgam_commands::notify::{KEYEVENT, KEYSPACE};
-        let on = self.notify.load(std::sync::atomic::Ordering::Relaxed);
-        if on & class != 0 && on & (KEYSPACE | KEYEVENT) != 0 {
-            self.host.notify(event, key);
+        let on = amalgam_commands::notify::in_effect(self.notify.load(std::sync::atomic::Ordering::Relaxed));
+        if on & class != 0 {
+            self.publish(event, key);
         }
     }
 
     /// A store's events: `set` (or `append` for append and prepend), and
     /// `expire` when it gave the item a time to live.
+    #[inline(always)]
     pub(crate) fn notify_store(&self, concat: bool, expires: bool, key: &[u8]) {
+        if self.notify.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            self.notify_store_on(concat, expires, key);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn notify_store_on(&self, concat: bool, expires: bool, key: &[u8]) {
         use amalgam_commands::notify::{GENERIC, STRING};
         self.notify(STRING, if concat { "append" } else { "set" }, key);
         if expires && !concat {
             self.notify(GENERIC, "expire", key);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn publish(&self, event: &'static str, key: &[u8]) {
+        self.host.notify(event, key);
     }
 }
 

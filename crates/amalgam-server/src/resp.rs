@@ -299,7 +299,15 @@ impl<'c> Ctx<'c> {
         now: u64,
     ) -> Ctx<'c> {
         Ctx {
-            cx: amalgam_commands::Ctx { ks, proto: session.proto, limits, out_stop, ns: 0, scripted: false },
+            cx: amalgam_commands::Ctx {
+                ks,
+                proto: session.proto,
+                limits,
+                out_stop,
+                ns: 0,
+                scripted: false,
+                notify: amalgam_commands::notify::in_effect(ks.notify.load(std::sync::atomic::Ordering::Relaxed)),
+            },
             shared,
             stats,
             session,
@@ -399,6 +407,15 @@ pub fn process(
     // load otherwise); its user deleted closes it, as in Redis.
     if !acl::fresh(&shared.acl, &mut session.auth) {
         *close = true;
+        return;
+    }
+    if *pos == buf.len() && session.monitor.is_none() {
+        // Nothing to parse: the worker's turn runs a round after each
+        // flush and before each read (worker.rs), two of the three rounds
+        // a request-reply client gets. They touch the client (as Redis's
+        // write does) and set up nothing more. A monitor's round drains
+        // its queued lines (`process_round`).
+        session.client.touch_at(amalgam_net::ticks::now());
         return;
     }
     let limits = shared.resp_limits();

@@ -8,7 +8,7 @@
 use super::{count_change, local_add, Error, Expiry, Inner, ItemRef, Pinned};
 use crate::item::{self, Meta};
 use crate::journal::Change;
-use crate::key_events::{self, KeyEvent};
+use crate::key_events;
 use crate::local::Local;
 use crate::object::{ObjectCell, TAG_BYTES};
 use crate::pool::Block;
@@ -143,21 +143,16 @@ impl Inner {
             // about to be published).
             unsafe { counted_bytes(p) }
         };
-        // Key events (key_events.rs): a dead item found here is unlinked
-        // by this write whatever it decides; a write that publishes where
-        // nothing lived creates the key.
-        let expired_here = match found {
-            // SAFETY: p is in a slot of the bucket we hold locked.
-            Some((_, p)) if live.is_none() && self.watching(key_events::EXPIRED) => unsafe { self.dead_by_expiry(p) },
-            _ => false,
-        };
         let decision = decide(pin.local, live);
         let moved_object = matches!(decision, Decision::PutMoved(..) | Decision::RemoveMoved(..));
-        // A rename's destination is created even over a live key (Redis's
-        // RENAME deletes it, then adds).
-        let created = (matches!(decision, Decision::PutMoved(..))
-            || (live.is_none() && matches!(decision, Decision::Put(..))))
-            && self.watching(key_events::CREATED);
+        // Key events (key_events.rs): one load and a test while no one
+        // watches; the events themselves are worked out out of line.
+        let events = if self.key_events.load(Ordering::Relaxed) != 0 {
+            // SAFETY: a found item is in a slot of the bucket we hold locked.
+            unsafe { self.write_events(found.map(|(_, p)| p), live.is_some(), &decision) }
+        } else {
+            0
+        };
         let local = pin.local;
         // The item this write published, if any.
         let mut result_block = None;
@@ -272,11 +267,8 @@ impl Inner {
             _ => false,
         };
         drop(guard);
-        if expired_here {
-            self.tell(KeyEvent::Expired, key);
-        }
-        if created {
-            self.tell(KeyEvent::Created, key);
+        if events != 0 {
+            self.tell_write(events, key);
         }
         if fill_later {
             if let Some(b) = &result_block {
@@ -407,5 +399,33 @@ pub(super) unsafe fn drop_unpublished_object(p: *const u8) {
         // SAFETY: the cell came from Box::into_raw in this write and was
         // never published.
         drop(unsafe { Box::from_raw(cell as *const ObjectCell as *mut ObjectCell) });
+    }
+}
+
+impl Inner {
+    /// The key events of a write that decided `decision` over the item
+    /// `found` (`live` if it was): [`key_events::EXPIRED`] if a dead item
+    /// it unlinks had expired, [`key_events::CREATED`] if it publishes
+    /// where nothing lived, or is a rename's destination (created even
+    /// over a live key: Redis's RENAME deletes it, then adds). Only the
+    /// events watched now.
+    ///
+    /// # Safety
+    /// `found` is in a slot of the bucket the caller holds locked.
+    #[cold]
+    #[inline(never)]
+    unsafe fn write_events<R>(&self, found: Option<*const u8>, live: bool, decision: &Decision<R>) -> u8 {
+        let mut events = 0;
+        if let Some(p) = found.filter(|_| !live && self.watching(key_events::EXPIRED)) {
+            // SAFETY: forwarded from the caller.
+            if unsafe { self.dead_by_expiry(p) } {
+                events |= key_events::EXPIRED;
+            }
+        }
+        let created = matches!(decision, Decision::PutMoved(..)) || (!live && matches!(decision, Decision::Put(..)));
+        if created && self.watching(key_events::CREATED) {
+            events |= key_events::CREATED;
+        }
+        events
     }
 }

@@ -51,7 +51,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             Err(e) => push_error(out, e.as_bytes()),
         },
         Cmd::Info => info(ctx, args, out),
-        Cmd::Config => config(ctx, args, out),
+        Cmd::Config => {
+            config(ctx, args, out);
+            // CONFIG SET notify-keyspace-events: the next command sees it.
+            ctx.cx.refresh_notify();
+        }
         Cmd::Slowlog => super::account::slowlog(ctx, args, out),
         Cmd::Latency => super::latency::latency(ctx, args, out),
         Cmd::Debug => super::debug::debug(ctx, args, out),
