@@ -305,9 +305,16 @@ pub fn to_dense(v: &mut Vec<u8>) -> Result<bool, Corrupt> {
 /// `hllMerge`).
 pub fn merge_into(max: &mut Registers, v: &[u8]) -> Result<(), Corrupt> {
     if v[ENCODING_AT] == DENSE {
+        // Four 6-bit registers per three bytes, decoded a group at a time
+        // (as `count::dense_histogram` reads them), not one register's
+        // bit offset at a time.
         let regs = &v[HEADER_BYTES..];
-        for (i, m) in max.iter_mut().enumerate() {
-            *m = (*m).max(dense_get(regs, i));
+        for (group, m) in regs.chunks_exact(3).zip(max.chunks_exact_mut(4)) {
+            let (b0, b1, b2) = (group[0], group[1], group[2]);
+            let r = [b0 & 63, (b0 >> 6 | b1 << 2) & 63, (b1 >> 4 | b2 << 4) & 63, b2 >> 2];
+            for (m, r) in m.iter_mut().zip(r) {
+                *m = (*m).max(r);
+            }
         }
         return Ok(());
     }
