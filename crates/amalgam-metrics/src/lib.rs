@@ -26,6 +26,7 @@
 //! | `workers.rs` | one worker's counters: memcached's operation counters, RESP's per-command and per-error figures |
 //! | `cmdstats.rs` | per-command calls, time and histograms (INFO commandstats / latencystats), and the slow log |
 //! | `errorstats.rs` | error replies by code (INFO errorstats) |
+//! | `process.rs` | the process's resident set, from the kernel (INFO's `used_memory_rss`) |
 //! | `latency.rs` | the latency monitor: events, samples, LATENCY GRAPH's sparkline and DOCTOR's report (the LATENCY command itself is the RESP front end's) |
 //!
 //! Each file's own notes say how it is recorded and what it costs.
@@ -35,4 +36,5 @@
 pub mod cmdstats;
 pub mod errorstats;
 pub mod latency;
+pub mod process;
 pub mod workers;

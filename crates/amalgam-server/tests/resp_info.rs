@@ -87,3 +87,41 @@ fn persistence_on_and_off_agree() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The memory fields Redis's own units read (issue 39 §3): the resident
+/// set, the peak of used_memory and the ratio of the two, the lazy-free
+/// queue; MIGRATE's cached sockets in stats.
+#[test]
+fn memory_rss_peak_and_fragmentation() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let num = |info: &str, f: &str| -> f64 {
+        let v = info_field(info, f).unwrap_or_else(|| panic!("no {f}: {info}"));
+        v.trim_end_matches('%').parse().unwrap_or_else(|_| panic!("{f}:{v}"))
+    };
+    let before = c.call(&["INFO", "memory"]);
+    let used = num(&before, "used_memory");
+    assert!(num(&before, "used_memory_rss") > 0.0, "{before}");
+    // Redis raises its peak in its cron: used_memory, which counts this
+    // reply's buffer, may pass it by a little (100.01%).
+    assert!(num(&before, "used_memory_peak") >= used * 0.99, "{before}");
+    let perc = num(&before, "used_memory_peak_perc");
+    assert!(perc > 0.0 && perc <= 101.0, "{before}");
+    let ratio = info_field(&before, "mem_fragmentation_ratio").expect("mem_fragmentation_ratio");
+    assert!(ratio.parse::<f64>().is_ok_and(|r| r > 0.0) && ratio.split_once('.').unwrap().1.len() == 2, "{ratio}");
+    assert_eq!(info_field(&before, "lazyfree_pending_objects").as_deref(), Some("0"));
+    // The peak follows a fill and stays after a delete.
+    let value = "v".repeat(10_000);
+    for i in 0..200 {
+        c.call(&["SET", &format!("info-peak:{i}"), &value]);
+    }
+    let full = num(&c.call(&["INFO", "memory"]), "used_memory");
+    for i in 0..200 {
+        c.call(&["DEL", &format!("info-peak:{i}")]);
+    }
+    let after = c.call(&["INFO", "memory"]);
+    assert!(num(&after, "used_memory_peak") >= full, "{after}");
+    assert!(num(&after, "used_memory_peak") > num(&after, "used_memory"), "{after}");
+    let stats = c.call(&["INFO", "stats"]);
+    assert_eq!(info_field(&stats, "migrate_cached_sockets").as_deref(), Some("0"));
+}

@@ -254,6 +254,7 @@ impl Store {
             sweep_requested: AtomicBool::new(false),
             ttl_seen: AtomicBool::new(false),
             swept_items: AtomicU64::new(0),
+            peak_used_bytes: AtomicU64::new(0),
             expiry_sweeps: AtomicU64::new(0),
             expansions: AtomicU64::new(0),
             clock_offset: AtomicI64::new(0),

@@ -386,6 +386,7 @@ impl Inner {
                 }
             }
             self.account_memory(0);
+            self.note_peak(super::stats::index_bytes(current));
             let evicting = self.evict_ahead(local);
             let clean = self.epochs.reclaim(local, &self.shared, 4) && !evicting;
             self.quiet.store(clean, Ordering::Release);

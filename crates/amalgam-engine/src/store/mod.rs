@@ -140,6 +140,10 @@ pub(crate) struct Inner {
     pub(crate) ttl_seen: AtomicBool,
     /// Items removed by the sweeps, and full expiry-sweep passes.
     swept_items: AtomicU64,
+    /// The most `item_bytes + index_bytes` seen (Stats::peak_used_bytes):
+    /// raised by the maintenance loop, every MAINTENANCE_PERIOD at most,
+    /// and by each `stats` call.
+    peak_used_bytes: AtomicU64,
     expiry_sweeps: AtomicU64,
     expansions: AtomicU64,
     /// Seconds added to the system clock (tests of expiry).

@@ -43,6 +43,10 @@ pub struct Stats {
     pub overflow_nodes_in_use: u64,
     /// Bytes of the current index (buckets and overflow nodes).
     pub index_bytes: u64,
+    /// The most `item_bytes + index_bytes` the store has held as far as
+    /// its maintenance loop saw (it looks at least every 250 ms) and
+    /// every `stats` call (Redis's `used_memory_peak`).
+    pub peak_used_bytes: u64,
     /// Completed table doublings.
     pub expansions: u64,
     /// True while an expansion is in flight.
@@ -82,6 +86,12 @@ pub struct Stats {
     pub segment_bytes: u64,
 }
 
+/// Bytes of table `t`'s index: its buckets and overflow nodes, a cache
+/// line each.
+pub(super) fn index_bytes(t: &crate::table::Table) -> u64 {
+    ((t.bucket_count() + t.overflow_nodes()) * 64) as u64
+}
+
 impl Inner {
     /// The stall watcher, if one is installed (stall.rs).
     #[inline]
@@ -93,6 +103,14 @@ impl Inner {
     /// threads' counters (one relaxed load each).
     pub(super) fn object_bytes(&self) -> usize {
         self.epochs.all().map(|l| l.object_bytes.load(Ordering::Relaxed)).sum::<i64>().max(0) as usize
+    }
+
+    /// Raises the peak of `item_bytes + index_bytes` to what they are now
+    /// and returns it (the maintenance loop; one relaxed load per thread).
+    pub(super) fn note_peak(&self, index_bytes: u64) -> u64 {
+        let items: u64 = self.epochs.all().fold(0u64, |a, l| a.wrapping_add(l.bytes.load(Ordering::Relaxed) as u64));
+        let now = items.wrapping_add(index_bytes);
+        self.peak_used_bytes.fetch_max(now, Ordering::Relaxed).max(now)
     }
 
     pub(super) fn item_count(&self) -> u64 {
@@ -154,7 +172,7 @@ impl Store {
             expanding: t.successor().is_some(),
             ..Stats::default()
         };
-        s.index_bytes = (s.buckets + s.overflow_nodes) * 64;
+        s.index_bytes = index_bytes(t);
         if let (Some(c), Some(segs)) = (&inner.cache, &inner.shared.segments) {
             s.outsized_bytes = s.reserved_bytes;
             s.reserved_bytes = segs.resident_bytes() as u64;
@@ -177,6 +195,8 @@ impl Store {
             s.block_bytes += l.block_bytes.load(Ordering::Relaxed);
             s.object_bytes += l.object_bytes.load(Ordering::Relaxed);
         }
+        let used = s.item_bytes.wrapping_add(s.index_bytes);
+        s.peak_used_bytes = inner.peak_used_bytes.fetch_max(used, Ordering::Relaxed).max(used);
         s
     }
 }

@@ -574,6 +574,15 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 let used = engine.item_bytes + engine.index_bytes;
                 field("used_memory", &used);
                 field("used_memory_human", &human(used));
+                let rss = amalgam_metrics::process::resident_bytes().unwrap_or(0);
+                field("used_memory_rss", &rss);
+                field("used_memory_rss_human", &human(rss));
+                // The engine's peak of used_memory (its maintenance loop
+                // looks every 250 ms at most, and every INFO).
+                let peak = engine.peak_used_bytes.max(used);
+                field("used_memory_peak", &peak);
+                field("used_memory_peak_human", &human(peak));
+                field("used_memory_peak_perc", &format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64));
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
                 field("maxmemory_policy", &maxmemory_policy(shared.store.eviction()));
@@ -592,6 +601,16 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_memory_vm_functions", &0);
                 field("used_memory_scripts", &bodies);
                 field("used_memory_scripts_human", &human(bodies as u64));
+                // Redis's ratio of the resident set to used_memory (the
+                // index and items; the process's other memory counts as
+                // fragmentation, as an allocator's overhead does in Redis).
+                field("mem_fragmentation_ratio", &format!("{:.2}", rss as f64 / used.max(1) as f64));
+                field("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+                field("mem_allocator", &"libc");
+                // A deleted value is freed once no reader can hold it
+                // (the engine's epochs), not queued to a lazy-free thread.
+                field("lazyfree_pending_objects", &0);
+                field("lazyfreed_objects", &0);
             }
             "persistence" => {
                 // Redis's names where they mean the same (the snapshot is
@@ -638,6 +657,9 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // Redis 7.2's field (7.0.15 has none): clients of either
                 // port closed for their output (obuf.rs).
                 field("client_output_buffer_limit_disconnections", &shared.obuf.disconnections.load(Ordering::Relaxed));
+                // MIGRATE opens a connection per call and keeps none
+                // (resp/migrate.rs).
+                field("migrate_cached_sockets", &0);
                 // Every error reply (resp/errorstats.rs); Redis's
                 // unexpected_error_replies (from a primary or the AOF) is
                 // not kept.
