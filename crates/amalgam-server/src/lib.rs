@@ -190,6 +190,7 @@ pub mod inplace;
 pub use amalgam_config::logging;
 pub mod metrics;
 pub use amalgam_net::obuf;
+pub mod accepted;
 pub mod repl;
 pub mod resp;
 pub mod scripting;
@@ -277,6 +278,9 @@ pub struct Shared {
     /// This `Shared` itself, for threads started by a command (REPLICAOF,
     /// a replica's sender).
     me: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    /// The Redis settings accepted and kept that change nothing here
+    /// (`accepted.rs`).
+    pub accepted: accepted::Accepted,
 }
 
 /// What `stats conns` lists, by file descriptor.
@@ -518,6 +522,7 @@ impl Shared {
             blocking: resp::blocking::Registry::new(threads),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             notify: AtomicU32::new(0),
+            accepted: Default::default(),
             obuf: obuf::OutputLimits::new(pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             latency: Arc::new(resp::latency::Monitor::default()),

@@ -775,6 +775,8 @@ fn rows() -> Vec<Setting> {
             });
         }
     }
+    // Redis's settings that change nothing here (accepted.rs).
+    r.extend(crate::accepted::rows());
     r
 }
 

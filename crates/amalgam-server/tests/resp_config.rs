@@ -180,3 +180,81 @@ fn help_ends_with_prints_this_help() {
         assert!(help.ends_with("+HELP\r\n+    Prints this help.\r\n"), "{cmd} HELP: {help}");
     }
 }
+
+/// Redis settings that change nothing in Amalgam (`accepted.rs`): each
+/// shows Redis 7.0's default, is checked as Redis checks it, and shows
+/// what was set. Every value set here is set back to its default.
+#[test]
+fn redis_settings_amalgam_keeps_are_checked_and_shown_as_redis() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let defaults = [
+        ("hz", "10"),
+        ("dynamic-hz", "yes"),
+        ("active-expire-effort", "1"),
+        ("activedefrag", "no"),
+        ("lazyfree-lazy-eviction", "no"),
+        ("lazyfree-lazy-expire", "no"),
+        ("lazyfree-lazy-server-del", "no"),
+        ("lazyfree-lazy-user-del", "no"),
+        ("lazyfree-lazy-user-flush", "no"),
+        ("replica-lazy-flush", "no"),
+        ("list-compress-depth", "0"),
+        ("maxmemory-clients", "0"),
+        ("client-query-buffer-limit", "1073741824"),
+        ("maxmemory-samples", "5"),
+        ("maxmemory-eviction-tenacity", "10"),
+        ("lfu-log-factor", "10"),
+        ("lfu-decay-time", "1"),
+        ("rdbcompression", "yes"),
+        ("stop-writes-on-bgsave-error", "yes"),
+        ("rdb-key-save-delay", "0"),
+        ("key-load-delay", "0"),
+        ("loading-process-events-interval-bytes", "2097152"),
+        ("repl-diskless-sync", "yes"),
+        ("repl-diskless-load", "disabled"),
+        ("oom-score-adj", "no"),
+        ("shutdown-timeout", "10"),
+        ("latency-tracking", "yes"),
+        ("latency-tracking-info-percentiles", "50 99 99.9"),
+    ];
+    for (name, default) in defaults {
+        assert_eq!(c.config_get(name), default, "{name}");
+    }
+    // Redis keeps hz within [1, 500].
+    assert_eq!(c.call(&["CONFIG", "SET", "hz", "0"]), OK);
+    assert_eq!(c.config_get("hz"), "1");
+    assert_eq!(c.call(&["CONFIG", "SET", "hz", "100000"]), OK);
+    assert_eq!(c.config_get("hz"), "500");
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "active-expire-effort", "11"]),
+        failed("active-expire-effort", "argument must be between 1 and 10 inclusive")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "lazyfree-lazy-user-del", "maybe"]),
+        failed("lazyfree-lazy-user-del", "argument must be 'yes' or 'no'")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "lazyfree-lazy-user-del", "YES", "list-compress-depth", "2"]), OK);
+    assert_eq!(c.config_get("lazyfree-lazy-user-del"), "yes");
+    assert_eq!(c.config_get("list-compress-depth"), "2");
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-clients", "10%"]), OK);
+    assert_eq!(c.config_get("maxmemory-clients"), "10%");
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-clients", "101%"]),
+        failed("maxmemory-clients", "percentage argument must be less or equal to 100")
+    );
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "maxmemory-clients", "abc"]),
+        failed("maxmemory-clients", "argument must be a memory or percent value")
+    );
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-clients", "1mb", "client-query-buffer-limit", "2mb"]), OK);
+    assert_eq!(c.config_get("maxmemory-clients"), "1048576");
+    assert_eq!(c.config_get("client-query-buffer-limit"), "2097152");
+    assert_eq!(
+        c.call(&["CONFIG", "SET", "oom-score-adj", "maybe"]),
+        failed("oom-score-adj", "argument(s) must be one of the following: no, yes, relative, absolute")
+    );
+    for (name, default) in defaults {
+        assert_eq!(c.call(&["CONFIG", "SET", name, default]), OK, "{name}");
+    }
+}
