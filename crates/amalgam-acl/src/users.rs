@@ -8,8 +8,8 @@
 use crate::log as acl_log;
 use crate::{channel_refused, Denied};
 use amalgam_commands::glob::matches;
-use amalgam_commands::table::{self, Cmd, Spec, ACL_CATEGORIES, COMMANDS};
-use amalgam_commands::{is, Arg};
+use amalgam_commands::table::{self, Spec, ACL_CATEGORIES, COMMANDS};
+use amalgam_commands::Arg;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -143,33 +143,11 @@ pub struct KeyPattern {
 /// `args[i]` (Redis's `ACLSelectorCheckKey`): `access` reads; `insert`,
 /// `delete` and `update` write. A specification with `variable_flags`
 /// takes the flags Redis's getkeys procedure gives for these arguments
-/// (SET: with GET, read and write, else write; BITFIELD: GET and
-/// OVERFLOW only, read, else read and write).
+/// ([`table::key_flags`]: SET without GET only writes; BITFIELD of GETs
+/// only reads).
 pub fn key_perm(own: &Spec, ks: &table::KeySpec, args: &[Arg<'_>]) -> u8 {
-    if ks.flags.contains(&"variable_flags") {
-        match own.cmd {
-            // Redis's setGetKeys: any argument after the key equal to GET.
-            Cmd::Set => return if args[2..].iter().any(|a| is(a, "get")) { KEY_ALL } else { KEY_WRITE },
-            // Redis's bitfieldGetKeys.
-            Cmd::Bitfield => {
-                let mut i = 2;
-                while i < args.len() {
-                    let more = args.len() - i - 1;
-                    if is(&args[i], "get") && more >= 2 {
-                        i += 3;
-                    } else if is(&args[i], "overflow") && more >= 1 {
-                        i += 2;
-                    } else {
-                        return KEY_ALL;
-                    }
-                }
-                return KEY_READ;
-            }
-            _ => {}
-        }
-    }
     let mut perm = 0;
-    for f in ks.flags {
+    for f in table::key_flags(own.cmd, args, ks.flags) {
         match *f {
             "access" => perm |= KEY_READ,
             "insert" | "delete" | "update" => perm |= KEY_WRITE,

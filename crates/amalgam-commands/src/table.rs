@@ -684,6 +684,44 @@ fn acl_name(c: &str) -> &'static str {
 }
 
 /// The keys of `args` (a whole command, name first) by `spec`'s key
+/// A key specification's flags for these arguments (`args[0]` the
+/// command's name): one flagged `variable_flags` resolved as Redis's key
+/// finders resolve it. SET (`setGetKeys`: an argument past the value
+/// equal to GET) reads and writes, else only overwrites (`OW update`);
+/// BITFIELD (`bitfieldGetKeys`) only reads when every operation is a
+/// whole GET or OVERFLOW, else reads and writes. COMMAND GETKEYSANDFLAGS
+/// answers these, and ACL's `%R~`/`%W~` checks them.
+pub fn key_flags<A: AsRef<[u8]>>(cmd: Cmd, args: &[A], flags: &'static [&'static str]) -> &'static [&'static str] {
+    const RW: &[&str] = &["RW", "access", "update"];
+    if !flags.contains(&"variable_flags") {
+        return flags;
+    }
+    match cmd {
+        Cmd::Set if !args.iter().skip(3).any(|a| crate::is(a.as_ref(), "get")) => &["OW", "update"],
+        Cmd::Bitfield if bitfield_reads_only(args) => &["RO", "access"],
+        _ => RW,
+    }
+}
+
+/// BITFIELD key [GET t o | SET t o v | INCRBY t o n | OVERFLOW w] …: true
+/// if every operation is a whole GET or OVERFLOW (a SET, an INCRBY or
+/// anything unreadable makes the key read-write, as Redis assumes).
+fn bitfield_reads_only<A: AsRef<[u8]>>(args: &[A]) -> bool {
+    let mut i = 2;
+    // Bounded: each step moves past at least two arguments.
+    while i < args.len() {
+        let rest = args.len() - i - 1;
+        if crate::is(args[i].as_ref(), "get") && rest >= 2 {
+            i += 3;
+        } else if crate::is(args[i].as_ref(), "overflow") && rest >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
 /// specifications, as Redis's `getKeysUsingKeySpecs`: each key's argument
 /// index and the specification that found it. Bounded by the argument
 /// count per specification.

@@ -411,6 +411,24 @@ fn command_getkeys() {
         "*2\r\n*2\r\n$1\r\na\r\n*2\r\n+RO\r\n+access\r\n*2\r\n$1\r\nb\r\n*2\r\n+RO\r\n+access\r\n"
     );
     assert_eq!(c.call(&["COMMAND", "GETKEYSANDFLAGS", "del", "x"]), "*1\r\n*2\r\n$1\r\nx\r\n*2\r\n+RM\r\n+delete\r\n");
+    // Key specs flagged variable_flags, resolved by the arguments as
+    // Redis's key finders resolve them (setGetKeys, bitfieldGetKeys).
+    let flags = |f: &[&str]| {
+        format!("*1\r\n*2\r\n$1\r\nk\r\n*{}\r\n{}", f.len(), f.iter().map(|f| format!("+{f}\r\n")).collect::<String>())
+    };
+    for (cmd, want) in [
+        (&["set", "k", "v"][..], &["OW", "update"][..]),
+        (&["set", "k", "v", "EX", "10"], &["OW", "update"]),
+        (&["set", "k", "v", "get"], &["RW", "access", "update"]),
+        (&["bitfield", "k"], &["RO", "access"]),
+        (&["bitfield", "k", "get", "u8", "0", "overflow", "wrap"], &["RO", "access"]),
+        (&["bitfield", "k", "get", "u8", "0", "set", "u8", "0", "1"], &["RW", "access", "update"]),
+        (&["bitfield", "k", "get", "u8"], &["RW", "access", "update"]),
+    ] {
+        let mut args = vec!["COMMAND", "GETKEYSANDFLAGS"];
+        args.extend_from_slice(cmd);
+        assert_eq!(c.call(&args), flags(want), "{cmd:?}");
+    }
     assert_eq!(c.call(&["COMMAND", "GETKEYS", "nosuch", "a"]), error("ERR Invalid command specified"));
     assert_eq!(c.call(&["COMMAND", "GETKEYS", "object", "nosuch", "k"]), error("ERR Invalid command specified"));
     assert_eq!(

@@ -360,10 +360,11 @@ fn getkeys(args: &[Arg<'_>], with_flags: bool, proto: Proto, out: &mut Vec<u8>) 
     push_array(out, keys.len());
     for (i, ks) in keys {
         if with_flags {
+            let flags = table::key_flags(spec.cmd, cmd, ks.flags);
             push_array(out, 2);
             push_bulk(out, &cmd[i]);
-            push_set(out, ks.flags.len(), proto);
-            for f in ks.flags {
+            push_set(out, flags.len(), proto);
+            for f in flags {
                 push_simple(out, f);
             }
         } else {
