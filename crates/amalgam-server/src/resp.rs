@@ -988,22 +988,37 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     if pubsub::refused(ctx, spec.cmd, own.name, out) {
         return After::Continue;
     }
-    if ctx.shared.clients.monitoring() && !own.flags.contains(&"admin") {
+    // Monitors see a command as Redis 7.0's `call` feeds them: not an
+    // unknown subcommand (refused before it runs); EXEC after the commands
+    // it ran, SELECT and RESET in the database they chose (Redis feeds
+    // every command once it has run; feeding the rest first shows the
+    // same).
+    let feed = ctx.shared.clients.monitoring()
+        && !own.flags.contains(&"admin")
+        && (sub.is_some() || spec.subcommands.is_empty() || args.len() < 2);
+    let feed_after = matches!(spec.cmd, Cmd::Exec | Cmd::Select | Cmd::Reset);
+    if feed && !feed_after {
         monitor::feed(ctx, args);
     }
+    let original = args;
     // The keys in their stored forms for the selected database.
     let encoded = if ctx.plain { None } else { in_database(ctx, own, args) };
     let args = encoded.as_deref().unwrap_or(args);
     // A script holds its keys itself (resp/script.rs: it may run again
     // with more of them); MIGRATE holds none while it waits on its target
     // (resp/migrate.rs); SORT holds its patterns' keys too (sort.rs).
-    if multi::may_name_several_keys(own)
+    let after = if multi::may_name_several_keys(own)
         && !scripted(spec.cmd)
         && !matches!(spec.cmd, Cmd::Migrate | Cmd::Sort | Cmd::SortRo)
     {
-        return multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out));
+        multi::with_keys_held(ctx, own, args, |ctx| execute(ctx, spec, args, out))
+    } else {
+        execute(ctx, spec, args, out)
+    };
+    if feed && feed_after {
+        monitor::feed(ctx, original);
     }
-    execute(ctx, spec, args, out)
+    after
 }
 
 /// Resolves the session's database to its engine namespace for this

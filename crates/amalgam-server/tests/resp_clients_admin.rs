@@ -259,6 +259,51 @@ fn monitor_sees_every_client() {
     assert_eq!((field(line, "flags"), field(line, "cmd")), ("O", "monitor"));
 }
 
+/// What a monitor sees of EXEC, a script and SELECT, in Redis 7.0's
+/// order: EXEC after the commands it ran, a script's calls as `lua` lines
+/// after its EVAL, SELECT in the database it chose, an unknown subcommand
+/// not at all.
+#[test]
+fn monitor_order_of_exec_scripts_and_select() {
+    let Some(server) = resp_server() else { return };
+    let mut m = Resp::new(&server);
+    assert_eq!(m.call(&["MONITOR"]), OK);
+    let mut a = Resp::new(&server);
+    let aa = a.s.local_addr().unwrap().to_string();
+    let k = key("mon-order");
+    assert_eq!(a.call(&["MULTI"]), OK);
+    assert_eq!(a.call(&["SET", &k, "1"]), "+QUEUED\r\n");
+    a.call(&["EXEC"]);
+    a.call(&["CLIENT", "NOSUCHSUB"]);
+    a.call(&["EVAL", "return redis.call('get', KEYS[1])", "1", &k]);
+    assert_eq!(a.call(&["SELECT", "3"]), OK);
+    assert_eq!(a.call(&["SELECT", "0"]), OK);
+    assert_eq!(a.call(&["ECHO", "end"]), bulk("end"));
+    // Against a shared Redis other tests' commands interleave: keep ours.
+    let mut seen = Vec::new();
+    for _ in 0..10_000 {
+        let l = m.reply();
+        let (_, rest) = l.split_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+        if rest.contains(&format!(" {aa}] ")) || rest.contains(" lua] ") && rest.contains(&k) {
+            seen.push(rest.trim_end().to_string());
+        }
+        if rest.ends_with("\"ECHO\" \"end\"\r\n") && rest.contains(&aa) {
+            break;
+        }
+    }
+    let want = [
+        format!("[0 {aa}] \"MULTI\""),
+        format!("[0 {aa}] \"SET\" \"{k}\" \"1\""),
+        format!("[0 {aa}] \"EXEC\""),
+        format!("[0 {aa}] \"EVAL\" \"return redis.call('get', KEYS[1])\" \"1\" \"{k}\""),
+        format!("[0 lua] \"get\" \"{k}\""),
+        format!("[3 {aa}] \"SELECT\" \"3\""),
+        format!("[0 {aa}] \"SELECT\" \"0\""),
+        format!("[0 {aa}] \"ECHO\" \"end\""),
+    ];
+    assert_eq!(seen, want);
+}
+
 #[test]
 fn monitor_never_shows_a_password() {
     let Some(server) = resp_server() else { return };

@@ -1,5 +1,5 @@
 //! MONITOR: every command any worker runs, as Redis prints it
-//! (`replicationFeedMonitors`): `+<unix seconds>.<micros> [0 <ip:port>]
+//! (`replicationFeedMonitors`): `+<unix seconds>.<micros> [<db> <ip:port>]
 //! "arg" "arg"…`, each argument quoted as `sdscatrepr` does. The fan-out,
 //! its bound and the cost when nobody monitors are in `amalgam_net::clients`.
 //! Commands with the `admin` flag are not shown, as in Redis; unknown
@@ -12,9 +12,21 @@ use std::io::Write as _;
 
 /// Formats the command in `args` and queues it for every monitor.
 pub(crate) fn feed(ctx: &Ctx<'_>, args: &[Arg<'_>]) {
+    feed_as(ctx, args, &ctx.session.client.addr.to_string());
+}
+
+/// [`feed`] of a command a script called: Redis shows `lua` for the
+/// client (`[0 lua]`).
+pub(crate) fn feed_scripted(ctx: &Ctx<'_>, args: &[Arg<'_>]) {
+    feed_as(ctx, args, "lua");
+}
+
+/// The line: the time, the session's database and who ran it, then the
+/// arguments as they were written.
+fn feed_as(ctx: &Ctx<'_>, args: &[Arg<'_>], who: &str) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let mut line = Vec::with_capacity(64 + args.iter().map(|a| a.len() + 3).sum::<usize>());
-    let _ = write!(line, "+{}.{:06} [0 {}]", now.as_secs(), now.subsec_micros(), ctx.session.client.addr);
+    let _ = write!(line, "+{}.{:06} [{} {who}]", now.as_secs(), now.subsec_micros(), ctx.session.db);
     for (j, a) in args.iter().enumerate() {
         line.push(b' ');
         // Passwords never reach a monitor (Redis shows them so too).

@@ -397,6 +397,11 @@ impl Caller for Calls<'_, '_> {
             self.check_pattern_keys(raw)?;
         }
         let ctx = &mut *self.ctx;
+        // Monitors see the commands a script calls, as written (Redis's
+        // `[0 lua]` lines), after the script's own EVAL line.
+        if ctx.shared.clients.monitoring() && !flagged("admin") {
+            super::monitor::feed_scripted(ctx, &raw.iter().map(|a| Arg::Borrowed(a)).collect::<Vec<_>>());
+        }
         let (proto_was, executing_was) = (ctx.cx.proto, ctx.session.multi.executing);
         ctx.cx.proto = proto;
         ctx.cx.scripted = true;
