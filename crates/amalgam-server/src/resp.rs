@@ -906,14 +906,16 @@ fn unknown_command(args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 /// Runs one command, then applies CLIENT REPLY: a reply the client asked
-/// not to get is dropped, and SKIP lasts one command.
+/// not to get is dropped, and SKIP lasts one command. Subscription
+/// confirmations are pushes, which Redis delivers whatever CLIENT REPLY
+/// says (its `CLIENT_PUSHING`), in RESP2 as in RESP3: they stay.
 fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     let before = ctx.session.reply;
     let mark = out.len();
     let after = dispatch(ctx, spec, args, out);
     account::account(ctx, spec, args, &out[mark..]);
     let now = ctx.session.reply;
-    if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On {
+    if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On && !subscription_pushes(spec, &out[mark..]) {
         out.truncate(mark);
     }
     ctx.session.reply = match now {
@@ -922,6 +924,22 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
         r => r,
     };
     after
+}
+
+/// True if `reply` is a (un)subscribe command's confirmations, not an
+/// error.
+fn subscription_pushes(spec: Option<&'static Spec>, reply: &[u8]) -> bool {
+    spec.is_some_and(|s| {
+        matches!(
+            s.cmd,
+            Cmd::Subscribe
+                | Cmd::Unsubscribe
+                | Cmd::Psubscribe
+                | Cmd::Punsubscribe
+                | Cmd::Ssubscribe
+                | Cmd::Sunsubscribe
+        )
+    }) && reply.first().is_some_and(|&b| b == b'*' || b == b'>')
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {

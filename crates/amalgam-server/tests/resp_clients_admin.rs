@@ -222,6 +222,27 @@ fn client_no_touch() {
     assert_eq!(field(&text(&c.call(&["CLIENT", "INFO"])), "lib-name"), "mylib");
 }
 
+/// Subscription confirmations are pushes, which Redis sends under CLIENT
+/// REPLY OFF too (RESP2 and RESP3); a PING's reply it drops.
+#[test]
+fn reply_off_still_confirms_subscriptions() {
+    let Some(server) = resp_server() else { return };
+    for proto in ["2", "3"] {
+        let mut c = Resp::new(&server);
+        c.call(&["HELLO", proto]);
+        let ch = key("reply-off-ch");
+        c.send(&["CLIENT", "REPLY", "OFF"]);
+        assert!(c.silent(), "RESP{proto}: REPLY OFF answers nothing");
+        let head = if proto == "3" { ">" } else { "*" };
+        let confirm = |kind: &str, n: i64| format!("{head}3\r\n{}{}{}", bulk(kind), bulk(&ch), int(n));
+        assert_eq!(c.call(&["SUBSCRIBE", &ch]), confirm("subscribe", 1), "RESP{proto}");
+        c.send(&["PING"]);
+        assert!(c.silent(), "RESP{proto}: PING's reply is dropped");
+        assert_eq!(c.call(&["UNSUBSCRIBE", &ch]), confirm("unsubscribe", 0), "RESP{proto}");
+        assert_eq!(c.call(&["CLIENT", "REPLY", "ON"]), OK);
+    }
+}
+
 /// Checks a MONITOR line: `+<secs>.<6 digits> [0 <addr>] <quoted args>`.
 fn assert_monitor_line(line: &str, addr: &str, args: &str) {
     let rest = line.strip_prefix('+').unwrap_or_else(|| panic!("{line:?}"));
