@@ -33,7 +33,6 @@
 //! | `strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* RENAME |
 //! | `bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
-//! | `hll.rs` | PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST (the representation: amalgam-types `hll`) |
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |
 //! | `keyspace.rs` | RANDOMKEY COPY |
@@ -44,9 +43,7 @@
 //! | `hash.rs` | HSET … HSCAN |
 //! | `list.rs` | LPUSH … LPOS LMOVE LMPOP (and the pops BLPOP … retry) |
 //! | `set.rs` | SADD … SMOVE SINTER SUNION SDIFF (and *STORE) SINTERCARD SSCAN |
-//! | `sort.rs` | SORT SORT_RO (BY and GET patterns, STORE) |
 //! | `zset.rs`, `zset/algebra.rs` | ZADD … ZSCAN; ZUNION ZINTER ZDIFF (+STORE) ZINTERCARD |
-//! | `geo.rs` | GEOADD GEODIST GEOHASH GEOPOS GEORADIUS… GEOSEARCH(STORE), over sorted sets (the geometry: amalgam-types `geo`) |
 //! | `glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
 //! | `notify.rs` | keyspace notifications: the classes, and what a family calls after a change |
@@ -54,7 +51,9 @@
 //!
 //! A new data family (streams …) is a new file here, its
 //! rows in `table/rows/`, its `Cmd` variants, and one arm in the RESP
-//! front end's `execute`.
+//! front end's `execute`. The commands that work over other types'
+//! values — geo, HyperLogLog, SORT — are in `amalgam-derived`, above this
+//! crate (their rows stay in the table here).
 
 #![forbid(unsafe_code)]
 
@@ -62,10 +61,8 @@ pub mod bits;
 pub mod counters;
 pub mod db;
 pub mod dump;
-pub mod geo;
 pub mod glob;
 pub mod hash;
-pub mod hll;
 pub mod keys;
 pub mod keyspace;
 pub mod lcs;
@@ -75,7 +72,6 @@ pub mod notify;
 pub mod object;
 pub mod received;
 pub mod set;
-pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod typed;
@@ -167,7 +163,8 @@ pub struct Ctx<'c> {
     /// front end reads it again after a CONFIG SET it runs).
     pub notify: u32,
     /// A script called the command (`redis.call`, Redis's `CLIENT_SCRIPT`):
-    /// SORT then orders a set it would return unordered (`sort.rs`).
+    /// SORT then orders a set it would return unordered (amalgam-derived
+    /// `sort.rs`).
     pub scripted: bool,
 }
 

@@ -78,7 +78,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], prepared: &mut Option<
 }
 
 /// An engine refusal as a Redis error.
-pub(crate) fn engine_error(e: Error, out: &mut Vec<u8>) {
+pub fn engine_error(e: Error, out: &mut Vec<u8>) {
     let m: &str = match e {
         Error::BadKey => KEY_INVALID,
         Error::TooLarge => err::STRING_TOO_LONG,
@@ -700,7 +700,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// True if the item is a string: not a collection (`typed.rs`), which
 /// string commands answer with WRONGTYPE.
-pub(crate) fn is_string(it: &ItemRef<'_>) -> bool {
+pub fn is_string(it: &ItemRef<'_>) -> bool {
     it.tag() == amalgam_engine::TAG_BYTES
 }
 

@@ -408,7 +408,7 @@ fn write_inner<R>(
 /// the bucket lock, only if the engine reruns the update (module notes),
 /// since the first value was handed over. Returns true if the key held
 /// something before.
-pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
+pub fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value) -> Result<bool, Refused> {
     let mut ready = Some(make());
     if ready.as_ref().is_some_and(|v| !v.is_empty()) && ctx.ks.store.objects_over_budget() {
         return Err(Refused::OutOfMemory);
@@ -428,7 +428,7 @@ pub(crate) fn replace(ctx: &Ctx<'_>, key: &[u8], mut make: impl FnMut() -> Value
 /// The keyspace events of a STORE destination [`replace`] wrote (Redis's
 /// `*STORE` commands): `event` when it holds a result, `del` when an
 /// empty result removed what it held, nothing when there was nothing.
-pub(crate) fn notify_stored(ctx: &Ctx<'_>, key: &[u8], class: u32, event: &'static str, stored: bool, had: bool) {
+pub fn notify_stored(ctx: &Ctx<'_>, key: &[u8], class: u32, event: &'static str, stored: bool, had: bool) {
     if stored {
         ctx.notify(class, event, key);
     } else if had {
@@ -602,7 +602,7 @@ impl LiveThresholds {
 /// A random word for the types' random picks (HRANDFIELD, SPOP, …):
 /// a per-thread SplitMix64 stream seeded from the clock and the thread,
 /// so workers share nothing. Not for secrets.
-pub(crate) fn random() -> u64 {
+pub fn random() -> u64 {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new({

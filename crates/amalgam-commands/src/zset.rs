@@ -177,7 +177,7 @@ fn zset_mut(v: &mut Value) -> &mut ZSet {
 
 /// Runs `f` on a read view of the sorted set found (a compact one read
 /// in place).
-pub(crate) fn view<R>(z: Found<'_>, f: impl FnOnce(ZView<'_>) -> R) -> R {
+pub fn view<R>(z: Found<'_>, f: impl FnOnce(ZView<'_>) -> R) -> R {
     match z {
         Found::Packed(b) => f(ZView::packed(b)),
         Found::Large(v) => f(large(v).view()),
@@ -307,14 +307,7 @@ fn zadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// Adds `pairs` to the sorted set at `key` and replies as ZADD (or, with
 /// INCR, as ZINCRBY: the new score, nil if a flag refused it). Tells the
 /// blocking registry when members were added.
-pub(crate) fn add_pairs(
-    ctx: &Ctx<'_>,
-    key: &[u8],
-    flags: AddFlags,
-    ch: bool,
-    pairs: &[(f64, &[u8])],
-    out: &mut Vec<u8>,
-) {
+pub fn add_pairs(ctx: &Ctx<'_>, key: &[u8], flags: AddFlags, ch: bool, pairs: &[(f64, &[u8])], out: &mut Vec<u8>) {
     // XX never creates the key (Redis replies without looking further).
     let event = if flags.incr { "zincr" } else { "zadd" };
     let r = write(ctx, key, Kind::ZSet, !flags.xx, Some((notify::ZSET, event)), |v, _, log| {
@@ -497,13 +490,7 @@ fn zrange(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
 /// size, as the *STORE forms. `make` runs again only if the engine reruns
 /// the write (`typed::replace`).
 /// `event` names the keyspace event of a stored result.
-pub(crate) fn store_result(
-    ctx: &Ctx<'_>,
-    dst: &[u8],
-    event: &'static str,
-    mut make: impl FnMut() -> ZSet,
-    out: &mut Vec<u8>,
-) {
+pub fn store_result(ctx: &Ctx<'_>, dst: &[u8], event: &'static str, mut make: impl FnMut() -> ZSet, out: &mut Vec<u8>) {
     let mut n = 0;
     let r = typed::replace(ctx, dst, || {
         let z = make();

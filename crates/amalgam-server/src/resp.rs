@@ -108,9 +108,10 @@ mod server;
 // under the names the front end's files use.
 pub(crate) use amalgam_commands::object::maxmemory_policy;
 pub(crate) use amalgam_commands::{
-    arity_ok, bits, dump, geo, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
-    sort, strings, sub, table, typed, wrong_arity, zset,
+    arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
+    strings, sub, table, typed, wrong_arity, zset,
 };
+pub(crate) use amalgam_derived::{geo, sort};
 
 use crate::stats::{bump, WorkerStats};
 use crate::Shared;
@@ -1139,7 +1140,7 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
             bits::run(&mut ctx.cx, spec.cmd, args, out)
         }
         Cmd::Pfadd | Cmd::Pfcount | Cmd::Pfmerge | Cmd::Pfdebug | Cmd::Pfselftest => {
-            amalgam_commands::hll::run(&mut ctx.cx, spec.cmd, args, out)
+            amalgam_derived::hll::run(&mut ctx.cx, spec.cmd, args, out)
         }
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),

@@ -36,10 +36,10 @@
 //! zset.rs module notes). An empty result, or a missing source, deletes
 //! the destination, as Redis does.
 
-use super::table::{self, Cmd, COMMANDS};
-use super::typed::{self, read, Access, Found};
-use super::zset::{add_pairs, store_result, view};
-use super::{int_arg, is, Arg, Ctx};
+use amalgam_commands::table::{self, Cmd, COMMANDS};
+use amalgam_commands::typed::{self, read, Access, Found};
+use amalgam_commands::zset::{add_pairs, store_result, view};
+use amalgam_commands::{int_arg, is, Arg, Ctx};
 use amalgam_engine::namespace;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_null, push_null_array, Proto};
 use amalgam_types::geo::{self, Extent, Order, Shape};

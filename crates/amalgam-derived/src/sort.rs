@@ -41,7 +41,7 @@
 //! ## Patterns name keys (Redis's `lookupKeyByPattern`)
 //! The first `*` of a pattern is replaced by the element; `->field` after
 //! it reads that field of a hash instead of a string. The key is made in
-//! the caller's database ([`crate::db`]: its stored form). A key that is
+//! the caller's database ([`amalgam_commands::db`]: its stored form). A key that is
 //! not a string (or not a hash, for `->`) reads as missing.
 //!
 //! ## Pattern keys and atomicity
@@ -64,9 +64,9 @@
 //! for a transaction that waits for this one): the SORT answers
 //! [`ERR_UNHELD`] instead.
 
-use crate::table::Cmd;
-use crate::typed::{self, read, read_any, Access, Found};
-use crate::{int_arg, is, Arg, Ctx};
+use amalgam_commands::table::Cmd;
+use amalgam_commands::typed::{self, read, read_any, Access, Found};
+use amalgam_commands::{int_arg, is, Arg, Ctx};
 use amalgam_engine::namespace;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_null};
 use amalgam_types::list::{self, List};
@@ -233,9 +233,10 @@ fn value_of<'e>(ctx: &Ctx<'_>, pattern: &[u8], elem: &'e [u8], unheld: &mut Unhe
         return None;
     }
     match field {
-        None => {
-            store.get(&key, |it| crate::strings::is_string(&it).then(|| it.value().to_vec())).flatten().map(Cow::Owned)
-        }
+        None => store
+            .get(&key, |it| amalgam_commands::strings::is_string(&it).then(|| it.value().to_vec()))
+            .flatten()
+            .map(Cow::Owned),
         Some(f) => {
             let r = read(ctx, &key, Kind::Hash, |h| match h {
                 Found::Packed(b) => hash::packed_get(b, f).map(<[u8]>::to_vec),
@@ -671,7 +672,7 @@ fn store(
             if !values.is_empty() {
                 ctx.ks.host.signal(dst);
             }
-            let (list, stored) = (crate::notify::LIST, !values.is_empty());
+            let (list, stored) = (amalgam_commands::notify::LIST, !values.is_empty());
             typed::notify_stored(ctx, dst, list, "sortstore", stored, had);
             push_int(out, values.len() as i64);
             Ok(())

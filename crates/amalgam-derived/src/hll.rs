@@ -36,10 +36,10 @@
 //! damaged value ending in a cut-short XZERO can change differently
 //! (amalgam-types `hll.rs`, "Corruption").
 
-use super::strings::{engine_error, is_string};
-use super::table::Cmd;
-use super::typed::{random, WRONGTYPE};
-use super::{is, Arg, Ctx};
+use amalgam_commands::strings::{engine_error, is_string};
+use amalgam_commands::table::Cmd;
+use amalgam_commands::typed::{random, WRONGTYPE};
+use amalgam_commands::{is, Arg, Ctx};
 use amalgam_engine::{Error, Expiry, ItemRef, NewValue, Update};
 use amalgam_protocol::resp::{push_array, push_bulk, push_error, push_int, push_simple};
 use amalgam_types::hll::{self, Encoding, Registers, REGISTERS};
@@ -160,7 +160,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match r {
         Ok(changed) => {
             if changed {
-                ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
+                ctx.notify(amalgam_commands::notify::STRING, "pfadd", &args[1]);
             }
             push_int(out, i64::from(changed))
         }
@@ -237,7 +237,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match r {
         Ok(()) => {
             // Redis names PFMERGE's event as PFADD's.
-            ctx.notify(crate::notify::STRING, "pfadd", &args[1]);
+            ctx.notify(amalgam_commands::notify::STRING, "pfadd", &args[1]);
             push_simple(out, "OK")
         }
         Err(e) => e.reply(out),
