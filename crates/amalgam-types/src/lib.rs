@@ -66,6 +66,7 @@
 //! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 //! | `op.rs` | one change of a collection as persistence logs it (its effect): encode, decode, apply |
+//! | `stream.rs`, `stream/*.rs` | stream: nodes of delta-encoded entries sharing their fields (`node.rs`) in an ordered map; IDs (`id.rs`); consumer groups (`group.rs`). Always an object (no compact form of its own) |
 //! | `hll.rs`, `hll/*.rs` | HyperLogLog: not a collection but Redis's string encoding of one (dense, sparse), its operations and Ertl's estimator, byte for byte as Redis 7.0 |
 #![forbid(unsafe_code)]
 
@@ -77,6 +78,7 @@ pub mod list;
 pub mod op;
 pub mod pack;
 pub mod set;
+pub mod stream;
 pub mod value;
 pub mod varint;
 pub mod zset;
@@ -100,6 +102,7 @@ pub enum Kind {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -110,6 +113,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
