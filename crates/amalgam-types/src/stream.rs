@@ -204,16 +204,23 @@ impl Stream {
     }
 
     /// Appends an entry of ID `id`, above [`Stream::last_id`] (checked by
-    /// [`Stream::next_id`]; a lower one is refused, false).
+    /// [`Stream::next_id`]; a lower one is refused, false). An ID below a
+    /// deleted entry of the last node (Redis 7.0.15's XSETID may set the
+    /// last ID below a tombstone) starts a node of its own, so a node's
+    /// IDs always rise.
     pub fn append(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) -> bool {
-        // The last node's last ID is at or below `last_id` unless a
-        // replayed XSETID lowered it (a log that disagrees with itself).
-        if id <= self.last_id || self.nodes.values().next_back().is_some_and(|n| id <= n.last) {
+        if id <= self.last_id {
+            return false;
+        }
+        let below_tombstone = self.nodes.values().next_back().is_some_and(|n| id <= n.last);
+        if below_tombstone && (id <= self.last_valid_id() || self.nodes.contains_key(&id)) {
+            // A log that disagrees with itself: never two nodes' live
+            // entries out of order.
             return false;
         }
         let last = self.nodes.iter_mut().next_back();
         match last {
-            Some((&master, node)) if node.has_room(pairs) => {
+            Some((&master, node)) if !below_tombstone && node.has_room(pairs) => {
                 let before = node.bytes.capacity();
                 node.push(master, id, pairs);
                 self.node_bytes = self.node_bytes + node.bytes.capacity() - before;
@@ -255,10 +262,15 @@ impl Stream {
             let entries = node.entries(*master);
             // True: go on.
             let mut each = |e: &node::EntryRef<'_>| -> bool {
+                // A tombstone may sit above later IDs (see `append`): it
+                // never ends the walk.
+                if e.deleted {
+                    return true;
+                }
                 if (!rev && e.id > end) || (rev && e.id < start) {
                     return false;
                 }
-                if e.deleted || e.id < start || e.id > end {
+                if e.id < start || e.id > end {
                     return true;
                 }
                 f(e.id, &e.pairs)
@@ -391,16 +403,14 @@ impl Stream {
     }
 
     /// XSETID's checks and change (Redis 7.0.15's order of checks after
-    /// the arguments'); Err holds Redis's text.
+    /// the arguments'); Err holds Redis's text. (Redis 7.0.15 does not
+    /// compare the ID with the largest deleted one; later versions do.)
     pub fn set_id(
         &mut self,
         id: StreamId,
         entries_added: Option<u64>,
         max_deleted: Option<StreamId>,
     ) -> Result<(), &'static str> {
-        if id < self.max_deleted {
-            return Err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
-        }
         if self.len > 0 {
             if id < self.last_valid_id() {
                 return Err("ERR The ID specified in XSETID is smaller than the target stream top item");
@@ -419,11 +429,11 @@ impl Stream {
         Ok(())
     }
 
-    /// Sets the IDs with no check of Redis's (the log's replay of
-    /// XSETID); false, and nothing changed, if `id` is below an entry the
-    /// nodes hold (a log that disagrees with itself).
+    /// Sets the IDs (the log's replay of XSETID); false, and nothing
+    /// changed, if `id` is below the last entry (a log that disagrees
+    /// with itself: XSETID refuses that).
     pub fn force_ids(&mut self, id: StreamId, entries_added: Option<u64>, max_deleted: Option<StreamId>) -> bool {
-        if self.nodes.values().next_back().is_some_and(|n| id < n.last) {
+        if self.len > 0 && id < self.last_valid_id() {
             return false;
         }
         self.last_id = id;
@@ -466,16 +476,18 @@ impl Stream {
             let len = r.count(1)?;
             let body = r.take(len)?.to_vec();
             let node = Node::check(master, body).ok_or(Corrupt)?;
-            if prev_last.is_some_and(|p| p >= master) || node.last > s.last_id {
+            // Live entries rise across nodes (a tombstone may not: see
+            // `append`).
+            if prev_last.is_some_and(|p| p >= master) || s.nodes.contains_key(&master) {
                 return Err(Corrupt);
             }
-            prev_last = Some(node.last);
+            prev_last = node.entries(master).iter().rev().find(|e| !e.deleted).map(|e| e.id);
             s.len += u64::from(node.live);
             s.node_bytes += node.bytes.capacity();
             s.nodes.insert(master, node);
         }
         s.groups = group::decode(&mut r)?;
-        if !r.buf.is_empty() {
+        if !r.buf.is_empty() || (s.len > 0 && s.last_valid_id() > s.last_id) {
             return Err(Corrupt);
         }
         Ok(s)

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 302] = [
+pub(super) static DOCS: [Doc; 310] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -2117,6 +2117,118 @@ pub(super) static DOCS: [Doc; 302] = [
             arg("key", Key).key(0).multiple(),
         ],
         ..doc("watch", Some("O(1) for every key."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+            ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("nomkstream", PureToken).token("NOMKSTREAM").since("6.2.0").optional(),
+            arg("trim", Block).optional().args(&[
+                arg("strategy", Oneof).args(&[
+                    arg("maxlen", PureToken).token("MAXLEN"),
+                    arg("minid", PureToken).token("MINID").since("6.2.0"),
+                ]),
+                arg("operator", Oneof).optional().args(&[
+                    arg("equal", PureToken).token("="),
+                    arg("approximately", PureToken).token("~"),
+                ]),
+                arg("threshold", Str),
+                arg("count", Integer).token("LIMIT").since("6.2.0").optional(),
+            ]),
+            arg("id_or_auto", Oneof).args(&[
+                arg("auto_id", PureToken).token("*"),
+                arg("id", Str),
+            ]),
+            arg("field_value", Block).multiple().args(&[
+                arg("field", Str),
+                arg("value", Str),
+            ]),
+        ],
+        ..doc("xadd", Some("O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("id", Str).multiple(),
+        ],
+        ..doc("xdel", Some("O(1) for each single item to delete in the stream, regardless of the stream size."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+        ],
+        ..doc("xlen", Some("O(1)"))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added exclusive ranges."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("start", Str),
+            arg("end", Str),
+            arg("count", Integer).token("COUNT").optional(),
+        ],
+        ..doc("xrange", Some("O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."))
+    },
+    Doc {
+        arguments: &[
+            arg("count", Integer).token("COUNT").optional(),
+            arg("milliseconds", Integer).token("BLOCK").optional(),
+            arg("streams", Block).token("STREAMS").args(&[
+                arg("key", Key).key(0).multiple(),
+                arg("id", Str).multiple(),
+            ]),
+        ],
+        ..doc("xread", Some("For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added exclusive ranges."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("end", Str),
+            arg("start", Str),
+            arg("count", Integer).token("COUNT").optional(),
+        ],
+        ..doc("xrevrange", Some("O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("last-id", Str),
+            arg("entries_added", Integer).token("ENTRIESADDED").since("7.0.0").optional(),
+            arg("max_deleted_entry_id", Str).token("MAXDELETEDID").since("7.0.0").optional(),
+        ],
+        ..doc("xsetid", Some("O(1)"))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("trim", Block).args(&[
+                arg("strategy", Oneof).args(&[
+                    arg("maxlen", PureToken).token("MAXLEN"),
+                    arg("minid", PureToken).token("MINID").since("6.2.0"),
+                ]),
+                arg("operator", Oneof).optional().args(&[
+                    arg("equal", PureToken).token("="),
+                    arg("approximately", PureToken).token("~"),
+                ]),
+                arg("threshold", Str),
+                arg("count", Integer).token("LIMIT").since("6.2.0").optional(),
+            ]),
+        ],
+        ..doc("xtrim", Some("O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation."))
     },
     Doc {
         history: &[

@@ -1,5 +1,7 @@
 //! Blocking list and sorted-set commands: BLPOP BRPOP BLMOVE BRPOPLPUSH
-//! BLMPOP, BZPOPMIN BZPOPMAX BZMPOP.
+//! BLMPOP, BZPOPMIN BZPOPMAX BZMPOP; XREAD BLOCK (a read: it heads no
+//! queue it must wait its turn in, and a woken client that finds nothing
+//! after its IDs stays blocked at its queue's head).
 //!
 //! ## What Redis promises, and what we keep
 //! A blocking pop on empty lists parks the client until one of its keys
@@ -92,6 +94,7 @@ use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
+use amalgam_commands::stream::Read;
 use amalgam_net::clients::flag;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null, push_null_array};
 use amalgam_types::Kind;
@@ -268,6 +271,8 @@ enum Op {
     /// `offset` (`crate::repl`); no keys. Woken by the replicas' acks,
     /// answered with the count on its deadline.
     Wait { offset: u64, replicas: u64 },
+    /// XREAD BLOCK: entries after its IDs (reads, takes nothing).
+    XRead(Box<Read>),
 }
 
 impl Op {
@@ -275,6 +280,7 @@ impl Op {
     fn kind(&self) -> Kind {
         match self {
             Op::ZPop { .. } => Kind::ZSet,
+            Op::XRead(_) => Kind::Stream,
             _ => Kind::List,
         }
     }
@@ -371,6 +377,12 @@ enum Try {
 /// later, such a key is passed over (Redis does not wake a client for a
 /// key that became another kind).
 fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, out: &mut Vec<u8>) -> Try {
+    if let Op::XRead(r) = op {
+        // A read takes nothing: no queue to head. Woken, it answers the
+        // stream that woke it first (`keys` starts with it), as Redis.
+        let order: Vec<usize> = keys.iter().filter_map(|k| r.keys.iter().position(|x| x == k)).collect();
+        return if r.serve(&ctx.cx, &order, !first, out) { Try::Served } else { Try::Wait };
+    }
     for (k, &may) in keys.iter().zip(may) {
         if !may {
             if first && read_kind(ctx, k, op.kind()) == Access::WrongType {
@@ -380,8 +392,9 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
             continue;
         }
         match op {
-            // No keys: never reached (woken and timed_out answer WAIT).
-            Op::Wait { .. } => return Try::Wait,
+            // No keys: never reached (woken and timed_out answer WAIT);
+            // a read is answered above.
+            Op::Wait { .. } | Op::XRead(_) => return Try::Wait,
             Op::Pop { end, count } => match list::pop(&ctx.cx, k, *end, count.unwrap_or(1)) {
                 Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
@@ -475,11 +488,32 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Ok(p) => p,
         Err(e) => return push_error(out, e.as_bytes()),
     };
-    let registry = &ctx.shared.blocking;
-    let may = registry.vacant(&keys);
+    let may = ctx.shared.blocking.vacant(&keys);
     if attempt(ctx, &op, &keys, &may, true, out) == Try::Served {
         return;
     }
+    park(ctx, op, keys, timeout, out);
+}
+
+/// XREAD: answers at once, or blocks with BLOCK (module notes; a read
+/// takes nothing, so it skips no queue).
+pub(crate) fn xread(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(r) = Read::parse(&ctx.cx, args, out) else { return };
+    let all: Vec<usize> = (0..r.keys.len()).collect();
+    if r.serve(&ctx.cx, &all, false, out) {
+        return;
+    }
+    // A script's XREAD does not block (Redis's CLIENT_DENY_BLOCKING).
+    let Some(timeout) = r.block.filter(|_| !ctx.cx.scripted) else {
+        return push_null_array(out, ctx.proto());
+    };
+    let keys = distinct(&r.keys.iter().map(|k| Arg::Borrowed(&k[..])).collect::<Vec<_>>());
+    park(ctx, Op::XRead(Box::new(r)), keys, timeout, out);
+}
+
+/// Blocks the connection in `op` on `keys` (its first attempt failed).
+fn park(ctx: &mut Ctx<'_>, op: Op, keys: Vec<Vec<u8>>, timeout: Option<Duration>, out: &mut Vec<u8>) {
+    let registry = &ctx.shared.blocking;
     // Inside EXEC nothing blocks: Redis answers as a client that may not
     // block, a null array (BLMOVE and BRPOPLPUSH: a null bulk, `$-1` in
     // RESP2). Off a worker's connection (cannot happen in the server):

@@ -176,7 +176,17 @@ fn xsetid_checks() {
     s.append(StreamId::new(2, 0), &[(b"a", b"1")]);
     assert!(s.delete(StreamId::new(2, 0)));
     assert_eq!(s.max_deleted(), StreamId::new(2, 0));
-    assert!(s.set_id(StreamId::new(1, 5), None, None).is_err());
+    // Below the last entry: refused; below a tombstone: taken (7.0.15).
+    assert!(s.set_id(StreamId::new(0, 5), None, None).is_err());
+    assert_eq!(s.set_id(StreamId::new(1, 5), None, None), Ok(()));
+    // The next entry goes below the tombstone, in a node of its own.
+    assert!(s.append(StreamId::new(1, 6), &[(b"a", b"2")]));
+    assert_eq!(s.range(StreamId::MIN, StreamId::MAX, false, 0).len(), 2);
+    assert_eq!(s.range(StreamId::MIN, StreamId::new(1, 9), false, 0).len(), 2);
+    assert_eq!(s.range(StreamId::new(1, 0), StreamId::new(1, 6), true, 0).len(), 2);
+    let mut enc = Vec::new();
+    s.encode(&mut enc);
+    assert_eq!(Stream::decode(&enc).unwrap().len(), 2);
     assert!(s.set_id(StreamId::new(3, 0), Some(0), None).is_err());
     assert_eq!(s.set_id(StreamId::new(3, 0), Some(7), Some(StreamId::new(2, 5))), Ok(()));
     assert_eq!((s.last_id(), s.entries_added(), s.max_deleted()), (StreamId::new(3, 0), 7, StreamId::new(2, 5)));
