@@ -12,6 +12,9 @@
 //! Every XADD tells the blocking registry (`Host::signal`), so a client
 //! blocked in XREAD on that key is woken.
 
+mod group;
+mod info;
+
 use super::table::Cmd;
 use super::typed::{self, read, write, Access, Changed, Found};
 use super::{int_arg, is, now_ms, Arg, Ctx};
@@ -37,14 +40,18 @@ const ERR_LIMIT_NEGATIVE: &str = "ERR The LIMIT argument must be >= 0.";
 const ERR_LIMIT_NO_STRATEGY: &str = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
 const ERR_XTRIM_NO_STRATEGY: &str = "ERR syntax error, XTRIM must be called with a trimming strategy";
 const ERR_LIMIT_NO_TILDE: &str = "ERR syntax error, LIMIT cannot be used without the special ~ option";
-const ERR_START_ID: &str = "ERR invalid start ID for the interval";
-const ERR_END_ID: &str = "ERR invalid end ID for the interval";
+pub(crate) const ERR_START_ID: &str = "ERR invalid start ID for the interval";
+pub(crate) const ERR_END_ID: &str = "ERR invalid end ID for the interval";
 const ERR_UNBALANCED: &str =
     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
 const ERR_GROUP_ON_XREAD: &str = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
 const ERR_NOACK_ON_XREAD: &str = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
 const ERR_GT_ON_XREAD: &str =
     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
+const ERR_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+const ERR_DOLLAR_ON_XREADGROUP: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+/// A client blocked in XREADGROUP whose group was destroyed.
+const ERR_GROUP_GONE: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
 const ERR_TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
 const ERR_TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 const ERR_ENTRIES_ADDED: &str = "ERR entries_added must be positive";
@@ -63,6 +70,8 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
         Cmd::Xdel => xdel(ctx, args, out),
         Cmd::Xtrim => xtrim(ctx, args, out),
         Cmd::Xsetid => xsetid(ctx, args, out),
+        Cmd::Xgroup | Cmd::Xack | Cmd::Xpending | Cmd::Xclaim | Cmd::Xautoclaim => group::run(ctx, cmd, args, out),
+        Cmd::Xinfo => info::run(ctx, args, out),
         _ => {}
     }
 }
@@ -85,7 +94,7 @@ pub(crate) fn stream_mut(v: &mut Value) -> &mut Stream {
 }
 
 /// Parses a strict ID argument (Redis's `streamParseStrictIDOrReply`).
-fn strict_id(a: &[u8]) -> Result<StreamId, &'static str> {
+pub(crate) fn strict_id(a: &[u8]) -> Result<StreamId, &'static str> {
     parse_id(a, STRICT).map(|p| p.id).ok_or(ERR_INVALID_ID)
 }
 
@@ -238,7 +247,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 
 /// An interval bound of XRANGE (Redis's `streamParseIntervalIDOrReply`):
 /// `(` makes it exclusive.
-fn interval(a: &[u8], missing_seq: u64) -> Result<(StreamId, bool), &'static str> {
+pub(crate) fn interval(a: &[u8], missing_seq: u64) -> Result<(StreamId, bool), &'static str> {
     if a.len() > 1 && a[0] == b'(' {
         let rules = ParseRules { strict: true, partial_seq: false, missing_seq };
         return parse_id(&a[1..], rules).map(|p| (p.id, true)).ok_or(ERR_INVALID_ID);
@@ -400,26 +409,49 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
-/// A parsed XREAD: its streams and the IDs to read after, resolved
-/// (`$` is the stream's last ID when the command ran), COUNT, BLOCK.
+/// XREADGROUP's group, consumer and NOACK.
+#[derive(Debug)]
+struct GroupRead {
+    name: Vec<u8>,
+    consumer: Vec<u8>,
+    noack: bool,
+}
+
+/// A parsed XREAD or XREADGROUP: its streams and the IDs to read after,
+/// resolved (`$` is the stream's last ID when the command ran; None is
+/// XREADGROUP's `>`), COUNT, BLOCK, the group.
 #[derive(Debug)]
 pub struct Read {
     /// The keys in the command's order (stored forms; may repeat).
     pub keys: Vec<Vec<u8>>,
-    after: Vec<StreamId>,
+    after: Vec<Option<StreamId>>,
     /// At most this many entries per stream (0: all).
     count: usize,
     /// BLOCK: None without it; Some(None) forever.
     pub block: Option<Option<Duration>>,
+    group: Option<GroupRead>,
+}
+
+/// What serving one stream of a read did.
+enum Served {
+    /// Nothing to give (the caller blocks or answers null).
+    Nothing,
+    /// The reply's `[key, entries]` (XREADGROUP: and a consumer was made).
+    Yes(Vec<u8>, bool),
+    /// The group went away while the client waited.
+    NoGroup,
 }
 
 impl Read {
-    /// Parses XREAD (Redis 7.0.15's `xreadCommand` up to its reads); on
-    /// an error, replies it and returns None.
-    pub fn parse(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> Option<Read> {
+    /// Parses XREAD or XREADGROUP (`group`), as Redis 7.0.15's
+    /// `xreadCommand` does up to its reads, the keys' kinds and groups
+    /// checked in order; on an error, replies it and returns None.
+    pub fn parse(ctx: &Ctx<'_>, args: &[Arg<'_>], xreadgroup: bool, out: &mut Vec<u8>) -> Option<Read> {
         let mut count = 0usize;
         let mut block: Option<Option<Duration>> = None;
         let mut streams_at = 0usize;
+        let mut group: Option<GroupRead> = None;
+        let mut noack = false;
         let mut i = 1;
         // Bounded: i advances every round.
         while i < args.len() {
@@ -446,9 +478,16 @@ impl Read {
                 }
                 break;
             } else if is(o, "group") && more >= 2 {
-                return error(out, ERR_GROUP_ON_XREAD);
+                if !xreadgroup {
+                    return error(out, ERR_GROUP_ON_XREAD);
+                }
+                group = Some(GroupRead { name: args[i + 1].to_vec(), consumer: args[i + 2].to_vec(), noack: false });
+                i += 2;
             } else if is(o, "noack") {
-                return error(out, ERR_NOACK_ON_XREAD);
+                if !xreadgroup {
+                    return error(out, ERR_NOACK_ON_XREAD);
+                }
+                noack = true;
             } else {
                 return error(out, err::SYNTAX);
             }
@@ -457,62 +496,86 @@ impl Read {
         if streams_at == 0 {
             return error(out, err::SYNTAX);
         }
+        if xreadgroup && group.is_none() {
+            return error(out, ERR_MISSING_GROUP);
+        }
+        if let Some(g) = &mut group {
+            g.noack = noack;
+        }
         let n = (args.len() - streams_at) / 2;
         let keys: Vec<Vec<u8>> = args[streams_at..streams_at + n].iter().map(|k| k.to_vec()).collect();
         let mut after = Vec::with_capacity(n);
         for (k, a) in keys.iter().zip(&args[streams_at + n..]) {
-            let found = read(ctx, k, Kind::Stream, |f| with_stream(f, |s| s.last_id()));
+            let gname = group.as_ref().map(|g| &g.name[..]);
+            let found = read(ctx, k, Kind::Stream, |f| {
+                with_stream(f, |s| (s.last_id(), gname.is_some_and(|g| s.group(g).is_some())))
+            });
             if found == Access::WrongType {
                 return error(out, typed::WRONGTYPE);
             }
+            if let Some(g) = gname {
+                if !matches!(found, Access::Done((_, true))) {
+                    push_error(out, &group::no_group(k, g, " in XREADGROUP with GROUP option"));
+                    return None;
+                }
+            }
             if &a[..] == b"$" {
-                after.push(match found {
-                    Access::Done(last) => last,
+                if xreadgroup {
+                    return error(out, ERR_DOLLAR_ON_XREADGROUP);
+                }
+                after.push(Some(match found {
+                    Access::Done((last, _)) => last,
                     _ => StreamId::MIN,
-                });
+                }));
             } else if &a[..] == b">" {
-                return error(out, ERR_GT_ON_XREAD);
+                if !xreadgroup {
+                    return error(out, ERR_GT_ON_XREAD);
+                }
+                after.push(None);
             } else {
                 match strict_id(a) {
-                    Ok(id) => after.push(id),
+                    Ok(id) => after.push(Some(id)),
                     Err(e) => return error(out, e),
                 }
             }
         }
-        Some(Read { keys, after, count, block })
+        Some(Read { keys, after, count, block, group })
     }
 
     /// Replies the entries after each stream's ID, for the streams that
     /// have some (`first_only`: the first such stream alone, as Redis
-    /// serves a woken client), as XREAD does; false, and nothing
-    /// appended, if none has any (the caller blocks or answers null).
-    /// `order` lists the indexes of [`Read::keys`] to try, in order.
+    /// serves a woken client), as XREAD and XREADGROUP do; false, and
+    /// nothing appended, if none has any (the caller blocks or answers
+    /// null). `order` lists the indexes of [`Read::keys`] to try, in
+    /// order. XREADGROUP's reads are writes (the PEL, the group's last
+    /// ID, the consumer).
     pub fn serve(&self, ctx: &Ctx<'_>, order: &[usize], first_only: bool, out: &mut Vec<u8>) -> bool {
         let mut body = Vec::new();
         let mut served = 0usize;
         // Bounded by the command's keys.
         for &i in order {
             let (Some(key), Some(&after)) = (self.keys.get(i), self.after.get(i)) else { continue };
-            let Some(start) = after.next() else { continue };
-            let count = self.count;
-            let r = read(ctx, key, Kind::Stream, |f| {
-                with_stream(f, |s| {
-                    if s.is_empty() || s.last_valid_id() <= after {
-                        return false;
-                    }
-                    if ctx.proto() == Proto::Resp2 {
-                        push_array(&mut body, 2);
-                    }
-                    crate::db::push_key(&mut body, key);
-                    reply_range(&mut body, s, start, StreamId::MAX, false, count);
-                    true
-                })
-            });
-            if r == Access::Done(true) {
-                served += 1;
-                if first_only {
-                    break;
+            let r = match &self.group {
+                None => self.serve_plain(ctx, key, after.unwrap_or(StreamId::MAX)),
+                Some(g) => self.serve_group(ctx, key, after, g),
+            };
+            match r {
+                Served::Nothing => continue,
+                Served::NoGroup if served == 0 => {
+                    push_error(out, ERR_GROUP_GONE.as_bytes());
+                    return true;
                 }
+                Served::NoGroup => continue,
+                Served::Yes(b, created) => {
+                    if created {
+                        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+                    }
+                    body.extend_from_slice(&b);
+                }
+            }
+            served += 1;
+            if first_only {
+                break;
             }
         }
         if served == 0 {
@@ -524,6 +587,68 @@ impl Read {
         }
         out.extend_from_slice(&body);
         true
+    }
+
+    /// `[key, entries]` opened (its second element follows).
+    fn open(ctx: &Ctx<'_>, key: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        if ctx.proto() == Proto::Resp2 {
+            push_array(&mut b, 2);
+        }
+        crate::db::push_key(&mut b, key);
+        b
+    }
+
+    fn serve_plain(&self, ctx: &Ctx<'_>, key: &[u8], after: StreamId) -> Served {
+        let Some(start) = after.next() else { return Served::Nothing };
+        let r = read(ctx, key, Kind::Stream, |f| {
+            with_stream(f, |s| {
+                if s.is_empty() || s.last_valid_id() <= after {
+                    return None;
+                }
+                let mut b = Read::open(ctx, key);
+                reply_range(&mut b, s, start, StreamId::MAX, false, self.count);
+                Some(b)
+            })
+        });
+        match r {
+            Access::Done(Some(b)) => Served::Yes(b, false),
+            _ => Served::Nothing,
+        }
+    }
+
+    fn serve_group(&self, ctx: &Ctx<'_>, key: &[u8], after: Option<StreamId>, g: &GroupRead) -> Served {
+        let now = now_ms().max(0) as u64;
+        let proto = ctx.proto();
+        let r = write(ctx, key, Kind::Stream, false, None, |v, _, log| {
+            let s = stream_mut(v);
+            let Some(last) = s.group(&g.name).map(|x| x.last_id) else { return (Changed::No, Served::NoGroup) };
+            if after.is_none() && (s.is_empty() || s.last_valid_id() <= last) {
+                return (Changed::No, Served::Nothing);
+            }
+            let created = s.touch_consumer(&g.name, &g.consumer, now) == Some(true);
+            let mut b = Read::open(ctx, key);
+            match after {
+                None => {
+                    let got = s.read_new(&g.name, &g.consumer, self.count, g.noack, now).unwrap_or_default();
+                    push_array(&mut b, got.len());
+                    for e in &got {
+                        let pairs: Vec<(&[u8], &[u8])> = e.pairs.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+                        push_entry(&mut b, e.id, &pairs);
+                    }
+                }
+                Some(id) => {
+                    let got = s.read_history(&g.name, &g.consumer, id, self.count, now).unwrap_or_default();
+                    group::push_delivered(&mut b, &got, false, proto);
+                }
+            }
+            log.log(|| Op::XGroups(s.groups_bytes()));
+            (Changed::Yes, Served::Yes(b, created))
+        });
+        match r {
+            Ok(Access::Done(s)) => s,
+            _ => Served::Nothing,
+        }
     }
 }
 

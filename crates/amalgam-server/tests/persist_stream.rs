@@ -197,3 +197,58 @@ fn streams_survive_from_a_snapshot_then_the_log() {
     assert!(!node.stderr().contains("warning"), "{}", node.stderr());
     last_ids_hold(&mut c, 1);
 }
+
+/// What a client sees of `s1`'s groups: XINFO GROUPS and every pending
+/// entry's ID, owner and delivery count (not its idle time).
+fn groups(c: &mut Resp) -> Vec<String> {
+    let mut out = vec![c.call(&["XINFO", "GROUPS", "s1"])];
+    for g in ["g1", "g2"] {
+        out.push(c.call(&["XPENDING", "s1", g]));
+        let ext = common::resp::call(c, &["XPENDING", "s1", g, "-", "+", "1000"]);
+        for row in ext.array() {
+            let r = row.array();
+            out.push(format!("{} {} {}", r[0].bulk(), r[1].bulk(), r[3].int()));
+        }
+        let consumers = common::resp::call(c, &["XINFO", "CONSUMERS", "s1", g]);
+        for m in consumers.array() {
+            let m = m.array();
+            out.push(format!("{} {}", m[1].bulk(), m[3].int()));
+        }
+    }
+    out
+}
+
+#[test]
+fn consumer_groups_survive_the_log_and_a_snapshot() {
+    let Some(mut node) = Node::start("groups") else { return };
+    let mut c = node.resp();
+    writes(&mut c, 0);
+    assert_eq!(c.call(&["XGROUP", "CREATE", "s1", "g1", "0"]), "+OK\r\n");
+    assert_eq!(c.call(&["XGROUP", "CREATE", "s1", "g2", "$", "ENTRIESREAD", "3"]), "+OK\r\n");
+    c.call(&["XREADGROUP", "GROUP", "g1", "alice", "COUNT", "20", "STREAMS", "s1", ">"]);
+    c.call(&["XREADGROUP", "GROUP", "g1", "bob", "COUNT", "7", "STREAMS", "s1", ">"]);
+    c.call(&["XREADGROUP", "GROUP", "g1", "carol", "NOACK", "COUNT", "3", "STREAMS", "s1", ">"]);
+    c.call(&["XREADGROUP", "GROUP", "g1", "alice", "COUNT", "5", "STREAMS", "s1", "0"]);
+    let pending = common::resp::call(&mut c, &["XPENDING", "s1", "g1", "-", "+", "5"]);
+    let first = pending.array()[0].array()[0].bulk().to_string();
+    let third = pending.array()[2].array()[0].bulk().to_string();
+    c.call(&["XACK", "s1", "g1", &first]);
+    c.call(&["XCLAIM", "s1", "g1", "dave", "0", &third, "RETRYCOUNT", "4"]);
+    c.call(&["XAUTOCLAIM", "s1", "g1", "erin", "0", "0", "COUNT", "3"]);
+    c.call(&["XGROUP", "CREATECONSUMER", "s1", "g2", "zed"]);
+    c.call(&["XGROUP", "DELCONSUMER", "s1", "g1", "bob"]);
+    let before = groups(&mut c);
+    assert!(before.len() > 20, "{before:?}");
+    node.crash_and_restart();
+    let mut c = node.resp();
+    assert_eq!(before, groups(&mut c), "log recovery");
+    assert_eq!(c.call(&["SAVE"]), "+OK\r\n");
+    c.call(&["XREADGROUP", "GROUP", "g2", "zed", "STREAMS", "s1", ">"]);
+    c.call(&["XADD", "s1", "*", "new", "entry"]);
+    c.call(&["XREADGROUP", "GROUP", "g2", "zed", "STREAMS", "s1", ">"]);
+    let before = groups(&mut c);
+    node.crash_and_restart();
+    let mut c = node.resp();
+    assert_eq!(before, groups(&mut c), "snapshot + log recovery");
+    assert!(!node.stderr().contains("warning"), "{}", node.stderr());
+}

@@ -36,6 +36,7 @@
 //! 65 XDEL     varint n | n × id
 //! 66 XTRIM    trim
 //! 67 XSETID   id last | u8 has | [varint entries_added] | u8 has | [id max_deleted]
+//! 68 XGROUPS  bytes (the stream's consumer groups, amalgam-types stream/group.rs)
 //! id          16 bytes: ms, seq big-endian
 //! trim        u8 0 none | 1 every entry below: id | 2 every entry
 //! ```
@@ -65,6 +66,7 @@ const XADD: u8 = 64;
 const XDEL: u8 = 65;
 const XTRIM: u8 = 66;
 const XSETID: u8 = 67;
+const XGROUPS: u8 = 68;
 
 /// One logged change of one collection (module notes).
 #[derive(Clone, Debug, PartialEq)]
@@ -107,6 +109,9 @@ pub enum Op {
     XTrim(TrimTo),
     /// Stream: XSETID's values.
     XSetId { last: StreamId, entries_added: Option<u64>, max_deleted: Option<StreamId> },
+    /// Stream: its consumer groups are now these (any group command:
+    /// the groups' state whole, not the command's effect).
+    XGroups(Vec<u8>),
 }
 
 fn put_trim(out: &mut Vec<u8>, t: Option<TrimTo>) {
@@ -214,7 +219,7 @@ impl Op {
             | Op::LRotate { .. } => Kind::List,
             Op::SAdd(_) | Op::SRem(_) => Kind::Set,
             Op::ZAdd(_) | Op::ZRem(_) | Op::ZRemRank { .. } => Kind::ZSet,
-            Op::XAdd { .. } | Op::XDel(_) | Op::XTrim(_) | Op::XSetId { .. } => Kind::Stream,
+            Op::XAdd { .. } | Op::XDel(_) | Op::XTrim(_) | Op::XSetId { .. } | Op::XGroups(_) => Kind::Stream,
         }
     }
 
@@ -310,6 +315,10 @@ impl Op {
                 out.push(XTRIM);
                 put_trim(out, Some(*t));
             }
+            Op::XGroups(b) => {
+                out.push(XGROUPS);
+                put_bytes(out, b);
+            }
             Op::XSetId { last, entries_added, max_deleted } => {
                 out.push(XSETID);
                 out.extend_from_slice(&last.to_bytes());
@@ -388,6 +397,7 @@ impl Op {
                 Op::XDel((0..n).map(|_| r.id()).collect::<Result<Vec<_>, Corrupt>>()?)
             }
             XTRIM => Op::XTrim(r.trim()?.ok_or(Corrupt)?),
+            XGROUPS => Op::XGroups(r.bytes()?.to_vec()),
             XSETID => {
                 let last = r.id()?;
                 let entries_added = if r.flag()? { Some(r.varint()?) } else { None };
@@ -491,6 +501,7 @@ impl Op {
                     s.delete(*id);
                 }
             }
+            (Op::XGroups(b), Value::Stream(s)) => s.set_groups_bytes(b)?,
             (Op::XTrim(t), Value::Stream(s)) => {
                 s.trim_to(*t);
             }
@@ -538,6 +549,7 @@ mod tests {
             Op::XAdd { id: StreamId::new(1, 1), pairs: vec![], trim: Some(TrimTo::All) },
             Op::XDel(vec![StreamId::new(1, 2), StreamId::new(3, 4)]),
             Op::XTrim(TrimTo::All),
+            Op::XGroups(vec![0]),
             Op::XSetId { last: StreamId::new(9, 9), entries_added: Some(3), max_deleted: None },
             Op::XSetId { last: StreamId::new(9, 9), entries_added: None, max_deleted: Some(StreamId::new(1, 1)) },
         ]

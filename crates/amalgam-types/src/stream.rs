@@ -32,7 +32,7 @@ mod node;
 
 use std::collections::BTreeMap;
 
-pub use group::{Consumer, Group, PendingEntry};
+pub use group::{AutoClaim, AutoClaimed, ClaimOptions, Consumer, Delivered, Group, PendingEntry, ENTRIES_READ_UNKNOWN};
 pub use id::{parse as parse_id, ParseRules, ParsedId, StreamId, ERR_INVALID_ID, STRICT};
 use node::Node;
 pub use node::{NODE_BYTES_MAX, NODE_ENTRIES_MAX};

@@ -218,6 +218,8 @@ impl Model {
             Op::XTrim(t) => self.stream_trim(*t),
             // Not generated: XSETID's replay is tested in amalgam-types' stream tests.
             Op::XSetId { last, .. } => self.stream_last = *last,
+            // Not generated: groups are tested in amalgam-types' stream tests.
+            Op::XGroups(_) => {}
             Op::ZRemRank { start, stop } => {
                 let order = self.zset_order();
                 if let Some((s, e)) = normalize_range(order.len(), *start, *stop) {

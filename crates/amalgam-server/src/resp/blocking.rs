@@ -495,10 +495,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
     park(ctx, op, keys, timeout, out);
 }
 
-/// XREAD: answers at once, or blocks with BLOCK (module notes; a read
-/// takes nothing, so it skips no queue).
-pub(crate) fn xread(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let Some(r) = Read::parse(&ctx.cx, args, out) else { return };
+/// XREAD, XREADGROUP: answers at once, or blocks with BLOCK (module
+/// notes; a read skips no queue).
+pub(crate) fn xread(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(r) = Read::parse(&ctx.cx, args, cmd == Cmd::Xreadgroup, out) else { return };
     let all: Vec<usize> = (0..r.keys.len()).collect();
     if r.serve(&ctx.cx, &all, false, out) {
         return;

@@ -214,3 +214,155 @@ fn damaged_encodings_are_corrupt_not_a_panic() {
         let _ = Stream::decode(&c);
     }
 }
+
+/// The PEL's two views agree: every pending entry is in its consumer's
+/// set and nowhere else, and every consumer's set is in the group's PEL.
+fn check_pel(s: &Stream) {
+    for g in s.groups() {
+        let mut n = 0;
+        for (name, c) in &g.consumers {
+            for id in &c.pending {
+                assert_eq!(&g.pending[id].consumer, name);
+                n += 1;
+            }
+        }
+        assert_eq!(n, g.pending.len());
+    }
+}
+
+#[derive(Debug, Clone)]
+enum GroupStep {
+    Add,
+    Del(usize),
+    ReadNew { c: u8, count: usize, noack: bool },
+    History { c: u8 },
+    Ack(usize),
+    Claim { c: u8, pick: usize, idle: u64, force: bool, justid: bool },
+    AutoClaim { c: u8, count: usize },
+    DelConsumer(u8),
+    SetId(usize),
+}
+
+fn group_step() -> impl Strategy<Value = GroupStep> {
+    prop_oneof![
+        4 => Just(GroupStep::Add),
+        1 => any::<usize>().prop_map(GroupStep::Del),
+        3 => (0u8..3, 0usize..4, any::<bool>()).prop_map(|(c, count, noack)| GroupStep::ReadNew { c, count, noack }),
+        1 => (0u8..3).prop_map(|c| GroupStep::History { c }),
+        2 => any::<usize>().prop_map(GroupStep::Ack),
+        1 => (0u8..3, any::<usize>(), 0u64..3, any::<bool>(), any::<bool>())
+            .prop_map(|(c, pick, idle, force, justid)| GroupStep::Claim { c, pick, idle, force, justid }),
+        1 => (0u8..3, 1usize..4).prop_map(|(c, count)| GroupStep::AutoClaim { c, count }),
+        1 => (0u8..3).prop_map(GroupStep::DelConsumer),
+        1 => any::<usize>().prop_map(GroupStep::SetId),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+    /// Random group commands keep the PEL consistent, deliver each new
+    /// entry once per group (without SETID), and survive encode/decode.
+    #[test]
+    fn groups_keep_their_pel_consistent(steps in proptest::collection::vec(group_step(), 1..200)) {
+        let mut s = Stream::new();
+        assert!(s.create_group(b"g", StreamId::MIN, 0));
+        assert!(!s.create_group(b"g", StreamId::MIN, 0));
+        let mut now = 10u64;
+        let mut delivered: Vec<StreamId> = Vec::new();
+        let mut rewound = false;
+        for st in steps {
+            now += 1;
+            let name = |c: u8| vec![b'c', c];
+            match st {
+                GroupStep::Add => {
+                    let id = s.next_id(AddId::Auto, now).unwrap();
+                    s.append(id, &[(b"f", b"v")]);
+                }
+                GroupStep::Del(i) => {
+                    let all = s.range(StreamId::MIN, StreamId::MAX, false, 0);
+                    if !all.is_empty() { s.delete(all[i % all.len()].id); }
+                }
+                GroupStep::ReadNew { c, count, noack } => {
+                    s.touch_consumer(b"g", &name(c), now).unwrap();
+                    let got = s.read_new(b"g", &name(c), count, noack, now).unwrap();
+                    prop_assert!(count == 0 || got.len() <= count);
+                    for e in got {
+                        prop_assert!(rewound || !delivered.contains(&e.id));
+                        delivered.push(e.id);
+                    }
+                }
+                GroupStep::History { c } => {
+                    let got = s.read_history(b"g", &name(c), StreamId::MIN, 0, now).unwrap();
+                    let own: Vec<StreamId> = s.group(b"g").unwrap().consumers.get(&name(c)).map(|x| x.pending.iter().copied().collect()).unwrap_or_default();
+                    prop_assert_eq!(got.iter().map(|d| d.0).collect::<Vec<_>>(), own);
+                }
+                GroupStep::Ack(i) => {
+                    let pel: Vec<StreamId> = s.group(b"g").unwrap().pending.keys().copied().collect();
+                    if !pel.is_empty() {
+                        let id = pel[i % pel.len()];
+                        prop_assert_eq!(s.ack(b"g", &[id, id]), Some(1));
+                    }
+                }
+                GroupStep::Claim { c, pick, idle, force, justid } => {
+                    let all = s.range(StreamId::MIN, StreamId::MAX, false, 0);
+                    if all.is_empty() { continue; }
+                    let id = all[pick % all.len()].id;
+                    let o = ClaimOptions { min_idle_ms: idle, delivery_ms: now, force, justid, ..ClaimOptions::default() };
+                    let got = s.claim(b"g", &name(c), &[id], &o, now).unwrap();
+                    for (gid, fields) in &got {
+                        prop_assert_eq!(*gid, id);
+                        prop_assert_eq!(fields.is_none(), justid);
+                        prop_assert_eq!(&s.group(b"g").unwrap().pending[gid].consumer, &name(c));
+                    }
+                }
+                GroupStep::AutoClaim { c, count } => {
+                    let a = s.autoclaim(b"g", &name(c), &AutoClaim { min_idle_ms: 0, start: StreamId::MIN, count, justid: false }, now).unwrap();
+                    prop_assert!(a.claimed.len() + a.deleted.len() <= count);
+                    for (id, _) in &a.claimed {
+                        prop_assert_eq!(&s.group(b"g").unwrap().pending[id].consumer, &name(c));
+                    }
+                }
+                GroupStep::DelConsumer(c) => {
+                    s.delete_consumer(b"g", &name(c)).unwrap();
+                }
+                GroupStep::SetId(i) => {
+                    let all = s.range(StreamId::MIN, StreamId::MAX, false, 0);
+                    let id = if all.is_empty() { StreamId::MIN } else { all[i % all.len()].id };
+                    s.set_group_id(b"g", id, ENTRIES_READ_UNKNOWN);
+                    rewound = true;
+                }
+            }
+            check_pel(&s);
+            let mut enc = Vec::new();
+            s.encode(&mut enc);
+            prop_assert_eq!(&Stream::decode(&enc).unwrap().groups, &s.groups);
+            let mut copy = s.clone();
+            copy.groups.clear();
+            copy.set_groups_bytes(&s.groups_bytes()).unwrap();
+            prop_assert_eq!(&copy.groups, &s.groups);
+        }
+    }
+}
+
+#[test]
+fn lag_and_entries_read_as_redis() {
+    let mut s = Stream::new();
+    assert!(s.create_group(b"g", StreamId::MIN, ENTRIES_READ_UNKNOWN));
+    assert_eq!(s.lag(s.group(b"g").unwrap()), Some(0), "nothing ever added");
+    for i in 1..=5u64 {
+        s.append(StreamId::new(i, 0), &[(b"f", b"v")]);
+    }
+    // Unknown entries-read, no tombstones: estimated from the first ID.
+    assert_eq!(s.lag(s.group(b"g").unwrap()), Some(5));
+    s.touch_consumer(b"g", b"c", 1).unwrap();
+    assert_eq!(s.read_new(b"g", b"c", 2, false, 1).unwrap().len(), 2);
+    let g = s.group(b"g").unwrap();
+    assert_eq!((g.entries_read, g.last_id), (2, StreamId::new(2, 0)));
+    assert_eq!(s.lag(s.group(b"g").unwrap()), Some(3));
+    // A tombstone ahead of the group: the lag cannot be told.
+    assert!(s.delete(StreamId::new(4, 0)));
+    assert_eq!(s.lag(s.group(b"g").unwrap()), None);
+    assert_eq!(s.read_new(b"g", b"c", 0, false, 1).unwrap().len(), 2);
+    assert_eq!(s.group(b"g").unwrap().entries_read, 5);
+    assert_eq!(s.lag(s.group(b"g").unwrap()), Some(0));
+}

@@ -47,4 +47,91 @@ pub(super) const ROWS: &[Spec] = &[
         keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Keyword("STREAMS", 1), find: Find::Range { lastkey: -1, keystep: 1, limit: 2 } }],
         ..spec!(Xread, "xread", -4, &["readonly", "blocking", "movablekeys"], (0, 0, 0), "stream", "5.0.0", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.")
     },
+    Spec {
+        acl: &["@stream"],
+        keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Keyword("STREAMS", 4), find: Find::Range { lastkey: -1, keystep: 1, limit: 2 } }],
+        ..spec!(Xreadgroup, "xreadgroup", -7, &["write", "blocking", "movablekeys"], (0, 0, 0), "stream", "5.0.0", "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.")
+    },
+    Spec {
+        acl: &["@stream"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Xack, "xack", -4, &["write", "fast"], (1, 1, 1), "stream", "5.0.0", "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.")
+    },
+    Spec {
+        acl: &["@stream"],
+        tips: &["nondeterministic_output"],
+        keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Xpending, "xpending", -3, &["readonly"], (1, 1, 1), "stream", "5.0.0", "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.")
+    },
+    Spec {
+        acl: &["@stream"],
+        tips: &["nondeterministic_output"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Xclaim, "xclaim", -6, &["write", "fast"], (1, 1, 1), "stream", "5.0.0", "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.")
+    },
+    Spec {
+        acl: &["@stream"],
+        tips: &["nondeterministic_output"],
+        keys: &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+        ..spec!(Xautoclaim, "xautoclaim", -6, &["write", "fast"], (1, 1, 1), "stream", "6.2.0", "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.")
+    },
+    Spec {
+        subcommands: &[
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xgroup, "xgroup|create", -5, &["write", "denyoom"], (2, 2, 1), "stream", "5.0.0", "Create a consumer group.")
+        },
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xgroup, "xgroup|createconsumer", 5, &["write", "denyoom"], (2, 2, 1), "stream", "6.2.0", "Create a consumer in a consumer group.")
+        },
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xgroup, "xgroup|delconsumer", 5, &["write"], (2, 2, 1), "stream", "5.0.0", "Delete a consumer from a consumer group.")
+        },
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xgroup, "xgroup|destroy", 4, &["write"], (2, 2, 1), "stream", "5.0.0", "Destroy a consumer group.")
+        },
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xgroup, "xgroup|setid", -5, &["write"], (2, 2, 1), "stream", "5.0.0", "Set a consumer group to an arbitrary last delivered ID value.")
+        },
+        Spec {
+            acl: &["@stream"],
+            ..spec!(Xgroup, "xgroup|help", 2, &["loading", "stale"], (0, 0, 0), "stream", "5.0.0", "Show helpful text about the different subcommands")
+        },
+        ],
+        ..spec!(Xgroup, "xgroup", -2, &[], (0, 0, 0), "stream", "5.0.0", "A container for consumer groups commands")
+    },
+    Spec {
+        subcommands: &[
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xinfo, "xinfo|stream", -3, &["readonly"], (2, 2, 1), "stream", "5.0.0", "Get information about a stream")
+        },
+        Spec {
+            acl: &["@stream"],
+            keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xinfo, "xinfo|groups", 3, &["readonly"], (2, 2, 1), "stream", "5.0.0", "List the consumer groups of a stream")
+        },
+        Spec {
+            acl: &["@stream"],
+            tips: &["nondeterministic_output"],
+            keys: &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range { lastkey: 0, keystep: 1, limit: 0 } }],
+            ..spec!(Xinfo, "xinfo|consumers", 4, &["readonly"], (2, 2, 1), "stream", "5.0.0", "List the consumers in a consumer group")
+        },
+        Spec {
+            acl: &["@stream"],
+            ..spec!(Xinfo, "xinfo|help", 2, &["loading", "stale"], (0, 0, 0), "stream", "5.0.0", "Show helpful text about the different subcommands")
+        },
+        ],
+        ..spec!(Xinfo, "xinfo", -2, &[], (0, 0, 0), "stream", "5.0.0", "A container for stream introspection commands")
+    },
 ];
