@@ -67,13 +67,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
     }
 }
 
-/// DUMP of a stream: not yet in Redis's RDB encoding (issue 36 §5).
-const ERR_DUMP_STREAM: &str = "ERR DUMP of a stream is not supported yet";
-
 fn dump(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
-    if matches!(super::typed::read(ctx, key, Kind::Stream, |_| ()), super::typed::Access::Done(())) {
-        return push_error(out, ERR_DUMP_STREAM.as_bytes());
-    }
     match payload(ctx, key) {
         Some((p, _)) => push_bulk(out, &p),
         None => null(ctx, out),
@@ -99,7 +93,8 @@ pub fn payload(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Vec<u8>, Expiry)> {
     payload.flatten()
 }
 
-/// A collection's DUMP payload (None: a stream, not yet serialized).
+/// A collection's DUMP payload (a stream in Redis 7.0's
+/// `RDB_TYPE_STREAM_LISTPACKS_2`, amalgam-persist `rdb/stream.rs`).
 fn serialize(v: &Value) -> Option<Vec<u8>> {
     Some(match v {
         Value::List(l) => {
@@ -132,7 +127,7 @@ fn serialize(v: &Value) -> Option<Vec<u8>> {
             }
             w.finish()
         }
-        Value::Stream(_) => return None,
+        Value::Stream(s) => rdb::stream::dump(s),
     })
 }
 
@@ -271,7 +266,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match r {
         Ok((Restored::Busy, _)) => push_error(out, BUSYKEY.as_bytes()),
         Ok((done, _)) => {
-            if matches!(done, Restored::Created) && matches!(kind, Some(Kind::List | Kind::ZSet)) {
+            if matches!(done, Restored::Created) && matches!(kind, Some(Kind::List | Kind::ZSet | Kind::Stream)) {
                 // A client blocked on the key (BLPOP, BZPOPMIN …) is
                 // served, as Redis's dbAdd signals the key ready.
                 ctx.ks.host.signal(key);
@@ -300,6 +295,7 @@ fn kind_of(p: &Payload) -> Option<Kind> {
         Payload::Set(_) => Some(Kind::Set),
         Payload::Hash(_) => Some(Kind::Hash),
         Payload::ZSet(_) => Some(Kind::ZSet),
+        Payload::Stream(_) => Some(Kind::Stream),
     }
 }
 
@@ -338,6 +334,7 @@ fn build(p: &Payload, t: &Thresholds) -> Option<Value> {
             }
             Value::ZSet(z)
         }
+        Payload::Stream(s) => Value::Stream(s.clone()),
     };
     debug_assert_eq!(Some(tag_of(v.kind())), kind_of(p).map(tag_of));
     Some(v)

@@ -376,3 +376,92 @@ fn xreadgroup_block_hands_each_entry_to_one_consumer() {
     assert_eq!(w.call(&["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", &k, ">"]), "+QUEUED\r\n");
     assert_eq!(w.call(&["EXEC"]), "*1\r\n*-1\r\n");
 }
+
+/// A stream DUMPed by redis-server 7.0.15 (`RDB_TYPE_STREAM_LISTPACKS_2`,
+/// its node LZF-compressed): entries 1-1 … 1-7 (1-5 with other fields),
+/// 1-2 deleted, trimmed to 5 (1-1 a tombstone), group `g` with 1-3 and
+/// 1-4 pending for alice, consumer bob, XSETID 9-9.
+const REDIS_STREAM_DUMP: &str = "13011000000000000000010000000000000001c3407f408a088a000000310005010220010a8166028176020001030100200105010181780205600c0001201c038278780340260000200b0603018378787804800e040301040184200e02780505201c0000200d0e0101856f7468657206837965730406203006000105010601862024200000078037040601070187200e400003080501ff050909010301020701016701040402000000000000000100000000000000031d478350a201000001000000000000000100000000000000041d478350a2010000010205616c6963651d478350a201000002000000000000000100000000000000030000000000000001000000000000000403626f621d478350a2010000000a00c341785e861c3c58";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+/// What a client sees of the golden stream at `k` (no times).
+fn golden_view(c: &mut Resp, k: &str) -> Vec<V> {
+    let info = call(c, &["XINFO", "STREAM", k]);
+    let mut v: Vec<V> =
+        ["length", "last-generated-id", "max-deleted-entry-id", "entries-added", "recorded-first-entry-id", "groups"]
+            .iter()
+            .map(|f| field(&info, f))
+            .collect();
+    v.push(call(c, &["XRANGE", k, "-", "+"]));
+    v.push(call(c, &["XPENDING", k, "g"]));
+    let g = call(c, &["XINFO", "GROUPS", k]);
+    v.extend(
+        ["name", "consumers", "pending", "last-delivered-id", "entries-read", "lag"]
+            .iter()
+            .map(|f| field(&g.array()[0], f)),
+    );
+    v.extend(call(c, &["XINFO", "CONSUMERS", k, "g"]).array().iter().map(|m| field(m, "name")));
+    v
+}
+
+#[test]
+fn dump_and_restore_a_stream_in_redis_encoding() {
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let (k, k2) = (key("gold"), key("copy"));
+    let mut cmd = encode(&[b"RESTORE", k.as_bytes(), b"0", &unhex(REDIS_STREAM_DUMP)]);
+    assert_eq!(c.call_raw(&cmd), OK);
+    let want = vec![
+        V::Int(5),
+        V::Bulk("9-9".into()),
+        V::Bulk("1-2".into()),
+        V::Int(7),
+        V::Bulk("1-3".into()),
+        V::Int(1),
+        V::Array(vec![
+            entry("1-3", &["f", "3", "v", "xxx"]),
+            entry("1-4", &["f", "4", "v", "xxxx"]),
+            entry("1-5", &["other", "yes"]),
+            entry("1-6", &["f", "6", "v", "xxxxxx"]),
+            entry("1-7", &["f", "7", "v", "xxxxxxx"]),
+        ]),
+        V::Array(vec![
+            V::Int(2),
+            V::Bulk("1-3".into()),
+            V::Bulk("1-4".into()),
+            V::Array(vec![V::Array(vec![V::Bulk("alice".into()), V::Bulk("2".into())])]),
+        ]),
+        V::Bulk("g".into()),
+        V::Int(2),
+        V::Int(2),
+        V::Bulk("1-4".into()),
+        // Redis's estimate at the group's first read past tombstones.
+        V::Int(4),
+        V::Int(3),
+        V::Bulk("alice".into()),
+        V::Bulk("bob".into()),
+    ];
+    assert_eq!(golden_view(&mut c, &k), want);
+    // The server's own DUMP restores to the same stream.
+    c.send(&["DUMP", &k]);
+    let (payload, _) = parse_bytes(&c.reply_bytes());
+    cmd = encode(&[b"RESTORE", k2.as_bytes(), b"0", &payload]);
+    assert_eq!(c.call_raw(&cmd), OK);
+    assert_eq!(golden_view(&mut c, &k2), want);
+    // A damaged payload is refused.
+    let mut bad = unhex(REDIS_STREAM_DUMP);
+    let n = bad.len();
+    bad[n - 1] ^= 1;
+    cmd = encode(&[b"RESTORE", key("bad").as_bytes(), b"0", &bad]);
+    assert_eq!(c.call_raw(&cmd), error("ERR DUMP payload version or checksum are wrong"));
+}
+
+/// A bulk reply's bytes.
+fn parse_bytes(r: &[u8]) -> (Vec<u8>, usize) {
+    let nl = r.windows(2).position(|w| w == b"\r\n").unwrap();
+    let n: usize = std::str::from_utf8(&r[1..nl]).unwrap().parse().unwrap();
+    (r[nl + 2..nl + 2 + n].to_vec(), nl + 4 + n)
+}

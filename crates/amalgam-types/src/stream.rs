@@ -101,7 +101,7 @@ pub struct Entry {
 }
 
 /// A Redis stream (module notes).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stream {
     nodes: BTreeMap<StreamId, Node>,
     /// Entries not deleted.
@@ -444,6 +444,38 @@ impl Stream {
             self.max_deleted = m;
         }
         true
+    }
+
+    /// A stream of `entries` (in rising ID order, none above `last_id`)
+    /// and the rest of its state, as a DUMP payload carries it (amalgam-
+    /// persist `rdb/stream.rs`); None if the parts disagree. Bounded by
+    /// the entries.
+    pub fn from_parts(
+        entries: &[Entry],
+        last_id: StreamId,
+        max_deleted: StreamId,
+        entries_added: u64,
+        mut groups: Vec<Group>,
+    ) -> Option<Stream> {
+        let mut s = Stream::new();
+        for e in entries {
+            let pairs: Vec<(&[u8], &[u8])> = e.pairs.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+            if !s.append(e.id, &pairs) {
+                return None;
+            }
+        }
+        if s.last_id > last_id {
+            return None;
+        }
+        groups.sort_by(|a, b| a.name.cmp(&b.name));
+        if groups.windows(2).any(|w| w[0].name == w[1].name) {
+            return None;
+        }
+        s.last_id = last_id;
+        s.max_deleted = max_deleted;
+        s.entries_added = entries_added;
+        s.groups = groups;
+        Some(s)
     }
 
     /// The snapshot encoding (module notes).

@@ -196,6 +196,14 @@ impl super::Stream {
         Some(&mut self.groups[i])
     }
 
+    /// Sets each group's entries-read, in the groups' order (a payload
+    /// of Redis 6.2 and older, which kept none).
+    pub fn set_entries_read(&mut self, values: &[i64]) {
+        for (g, v) in self.groups.iter_mut().zip(values) {
+            g.entries_read = *v;
+        }
+    }
+
     /// XGROUP CREATE: false if the group exists.
     pub fn create_group(&mut self, name: &[u8], last_id: StreamId, entries_read: i64) -> bool {
         match self.groups.binary_search_by(|g| g.name.as_slice().cmp(name)) {
