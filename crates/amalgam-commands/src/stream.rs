@@ -458,6 +458,12 @@ impl Read {
             let more = args.len() - 1 - i;
             let o = &args[i];
             if is(o, "block") && more >= 1 {
+                if ctx.scripted {
+                    // Refused in scripts since Redis 5.0 (it cannot block there).
+                    let name = if xreadgroup { "XREADGROUP" } else { "XREAD" };
+                    let e = format!("ERR {name} command is not allowed with BLOCK option from scripts");
+                    return error(out, &e);
+                }
                 i += 1;
                 match int_arg(&args[i]) {
                     None => return error(out, ERR_TIMEOUT_NOT_INTEGER),

@@ -252,6 +252,14 @@ fn xread_without_blocking() {
     let st = key("str");
     c.call(&["SET", &st, "x"]);
     assert_eq!(c.call(&["XREAD", "STREAMS", &a, &st, "0", "0"]), error(WRONGTYPE));
+    // A script may not BLOCK (Redis 5.0 on).
+    let script = "return redis.pcall('XREAD','BLOCK','0','STREAMS',KEYS[1],'$')['err']";
+    assert_eq!(
+        c.call(&["EVAL", script, "1", &a]),
+        bulk("ERR XREAD command is not allowed with BLOCK option from scripts")
+    );
+    let script = "return #redis.call('XREAD','STREAMS',KEYS[1],'0')[1][2]";
+    assert_eq!(c.call(&["EVAL", script, "1", &a]), int(3));
     // Inside MULTI a BLOCK does not block: a null array at once.
     assert_eq!(c.call(&["MULTI"]), OK);
     assert_eq!(c.call(&["XREAD", "BLOCK", "0", "STREAMS", &a, "$"]), "+QUEUED\r\n");

@@ -503,7 +503,8 @@ pub(crate) fn xread(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec
     if r.serve(&ctx.cx, &all, false, out) {
         return;
     }
-    // A script's XREAD does not block (Redis's CLIENT_DENY_BLOCKING).
+    // A script's BLOCK was refused by the parse (as Redis 7.0 does);
+    // this is a second guard: a script never blocks.
     let Some(timeout) = r.block.filter(|_| !ctx.cx.scripted) else {
         return push_null_array(out, ctx.proto());
     };
