@@ -314,28 +314,30 @@ fn reply_range(out: &mut Vec<u8>, s: &Stream, start: StreamId, end: StreamId, re
 }
 
 fn xdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // Redis 7.0.15 looks the key up first: a missing key answers 0
+    // whatever the IDs are, and only then are they checked.
     let ids: Result<Vec<StreamId>, _> = args[2..].iter().map(|a| strict_id(a)).collect();
-    let ids = match ids {
-        Ok(ids) => ids,
-        Err(e) => return push_error(out, e.as_bytes()),
-    };
     let r = write(ctx, &args[1], Kind::Stream, false, Some((notify::STREAM, "xdel")), |v, _, log| {
         let s = stream_mut(v);
+        let ids = match &ids {
+            Ok(ids) => ids,
+            Err(e) => return (Changed::No, Err(*e)),
+        };
         let gone: Vec<StreamId> = ids.iter().copied().filter(|id| s.delete(*id)).collect();
         if gone.is_empty() {
-            return (Changed::No, 0);
+            return (Changed::No, Ok(0));
         }
         let n = gone.len();
         log.log(|| Op::XDel(gone));
-        (Changed::Yes, n)
+        (Changed::Yes, Ok(n))
     });
     match r {
         Err(e) => e.reply(out),
-        Ok(a) => {
-            if let Some(n) = typed::or_reply(a, out, |out| push_int(out, 0)) {
-                push_int(out, n as i64);
-            }
-        }
+        Ok(a) => match typed::or_reply(a, out, |out| push_int(out, 0)) {
+            Some(Ok(n)) => push_int(out, n as i64),
+            Some(Err(e)) => push_error(out, e.as_bytes()),
+            None => {}
+        },
     }
 }
 
@@ -540,6 +542,9 @@ impl Read {
                 after.push(None);
             } else {
                 match strict_id(a) {
+                    // Redis marks `>` as the largest ID: XREADGROUP with
+                    // that ID written out reads new entries too.
+                    Ok(StreamId::MAX) if xreadgroup => after.push(None),
                     Ok(id) => after.push(Some(id)),
                     Err(e) => return error(out, e),
                 }

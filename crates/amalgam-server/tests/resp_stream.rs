@@ -128,6 +128,8 @@ fn xdel_keeps_the_length_and_the_ids() {
     assert_eq!(ids(&call(&mut c, &["XRANGE", &s, "-", "+"])), ["1-0", "3-0", "5-0"]);
     assert_eq!(c.call(&["XDEL", &s, "x"]), error(INVALID_ID));
     assert_eq!(c.call(&["XDEL", &key("none"), "1-0"]), int(0));
+    // The key is looked up before the IDs are checked.
+    assert_eq!(c.call(&["XDEL", &key("none"), "x"]), int(0));
     // Deleting the top entry leaves the last ID: XADD must still go above.
     assert_eq!(c.call(&["XDEL", &s, "5-0"]), int(1));
     assert_eq!(c.call(&["XADD", &s, "5-0", "f", "v"]), error(TOO_SMALL));

@@ -234,27 +234,33 @@ impl Reply {
 }
 
 fn xack(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    // Redis 7.0.15 looks the key and the group up first (none: 0), then
+    // checks the IDs.
     let ids: Result<Vec<StreamId>, _> = args[3..].iter().map(|a| strict_id(a)).collect();
-    let ids = match ids {
-        Ok(ids) => ids,
-        Err(e) => return push_error(out, e.as_bytes()),
-    };
     let group = &args[2][..];
     let r = write(ctx, &args[1], Kind::Stream, false, None, |v, _, log| {
         let s = stream_mut(v);
-        match s.ack(group, &ids) {
+        if s.group(group).is_none() {
+            return (Changed::No, Ok(0));
+        }
+        let ids = match &ids {
+            Ok(ids) => ids,
+            Err(e) => return (Changed::No, Err(*e)),
+        };
+        match s.ack(group, ids) {
             Some(n) if n > 0 => {
                 log.log(|| log_groups(s));
-                (Changed::Yes, n)
+                (Changed::Yes, Ok(n))
             }
-            _ => (Changed::No, 0),
+            _ => (Changed::No, Ok(0)),
         }
     });
     match r {
         Err(e) => e.reply(out),
         Ok(Access::WrongType) => push_error(out, typed::WRONGTYPE.as_bytes()),
         Ok(Access::Absent) => push_int(out, 0),
-        Ok(Access::Done(n)) => push_int(out, n as i64),
+        Ok(Access::Done(Ok(n))) => push_int(out, n as i64),
+        Ok(Access::Done(Err(e))) => push_error(out, e.as_bytes()),
     }
 }
 
