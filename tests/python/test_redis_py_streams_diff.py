@@ -4,7 +4,8 @@ XREVRANGE, XLEN, XSETID, XREAD, XGROUP, XREADGROUP, XACK, XCLAIM,
 XAUTOCLAIM, DEL) sent to the server under test and to a redis-server
 7.0.15 peer of this file's own must get the same replies, and leave the
 same state (XINFO STREAM but for its radix-tree figures, XINFO GROUPS,
-every PEL entry's owner and delivery count, the consumers). No `*` IDs:
+every PEL entry's owner and delivery count, the consumers), in RESP2 and
+RESP3. No `*` IDs:
 those are the clock's, which two servers read at different moments.
 
 The server under test is AMALGAM_TEST_RESP_ADDR=host:port (scripts/test.sh
@@ -14,6 +15,7 @@ test_redis_py_hll.py's `peer_port` fixture (skipped without redis-server).
 
 import random
 
+import pytest
 import redis
 
 from test_redis_py import _addr, k
@@ -132,12 +134,13 @@ def command(rnd, keys):
     return ["DEL", key]
 
 
-def test_random_stream_commands_answer_as_redis(peer_port):  # noqa: F811
+@pytest.mark.parametrize("protocol", [2, 3], ids=["resp2", "resp3"])
+def test_random_stream_commands_answer_as_redis(peer_port, protocol):  # noqa: F811
     host, port = _addr()
     ours = redis.Redis(host=host, port=port, socket_timeout=10)
     peer = redis.Redis(port=peer_port, socket_timeout=10)
-    ours_raw = redis.Connection(host=host, port=port, socket_timeout=10)
-    peer_raw = redis.Connection(port=peer_port, socket_timeout=10)
+    ours_raw = redis.Connection(host=host, port=port, socket_timeout=10, protocol=protocol)
+    peer_raw = redis.Connection(port=peer_port, socket_timeout=10, protocol=protocol)
     keys = (k("d1"), k("d2"))
     try:
         for seed in SEEDS:
