@@ -113,11 +113,22 @@ impl Node {
         (pos, fields)
     }
 
+    /// True if `pairs` has the master fields, in order (read in place:
+    /// no allocation on XADD's path).
+    fn same_fields(&self, pairs: &[(&[u8], &[u8])]) -> bool {
+        let b = &self.bytes;
+        let mut pos = 0;
+        if get_varint(b, &mut pos) != Some(pairs.len() as u64) {
+            return false;
+        }
+        // Bounded by the entry's fields.
+        pairs.iter().all(|(f, _)| get_bytes(b, &mut pos) == Some(*f))
+    }
+
     /// Appends an entry (`id` above every ID in the node; `master` the
     /// node's key).
     pub fn push(&mut self, master: StreamId, id: StreamId, pairs: &[(&[u8], &[u8])]) {
-        let (_, fields) = self.master_fields();
-        let same = fields.len() == pairs.len() && fields.iter().zip(pairs).all(|(a, (b, _))| *a == *b);
+        let same = self.same_fields(pairs);
         let mut e = Vec::with_capacity(24 + pairs.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>());
         e.push(if same { SAME_FIELDS } else { 0 });
         let dms = id.ms - master.ms;
