@@ -285,6 +285,25 @@ fn xread_block_is_woken_by_xadd_on_another_connection() {
         let (v, _) = parse(&r.reply());
         assert_eq!(v, V::Array(vec![V::Array(vec![V::Bulk(a.clone()), V::Array(vec![entry("2-0", &["f", "new"])])])]));
     }
+    // A reader blocked first, for IDs past the next entry, does not hold
+    // up the readers behind it (Redis checks every reader).
+    let later = key("later");
+    writer.call(&["XADD", &later, "1-0", "f", "v"]);
+    let mut first = Resp::new(&server);
+    first.send(&["XREAD", "BLOCK", "0", "STREAMS", &later, "100-0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut second = Resp::new(&server);
+    second.send(&["XREAD", "BLOCK", "0", "STREAMS", &later, "$"]);
+    std::thread::sleep(Duration::from_millis(100));
+    writer.call(&["XADD", &later, "50-0", "f", "mid"]);
+    let (v, _) = parse(&second.reply());
+    assert_eq!(v, V::Array(vec![V::Array(vec![V::Bulk(later.clone()), V::Array(vec![entry("50-0", &["f", "mid"])])])]));
+    writer.call(&["XADD", &later, "101-0", "f", "end"]);
+    let (v, _) = parse(&first.reply());
+    assert_eq!(
+        v,
+        V::Array(vec![V::Array(vec![V::Bulk(later.clone()), V::Array(vec![entry("101-0", &["f", "end"])])])])
+    );
     // A timeout answers a null array.
     let mut r = Resp::new(&server);
     let t0 = Instant::now();

@@ -240,7 +240,28 @@ impl Registry {
             return;
         }
         let head = lock(self.shard(key)).get(key).and_then(|q| q.front().cloned());
-        let Some(t) = head else { return };
+        if let Some(t) = head {
+            self.post(&t, key);
+        }
+    }
+
+    /// An XREAD client (`seq`) woken by `key` had nothing to read there
+    /// (it asked for IDs past the new entries): wakes the client queued
+    /// after it, which may have (Redis checks every reader). Each woken
+    /// reader passes on once, so an XADD wakes each reader of the key at
+    /// most once more than it serves.
+    pub fn signal_next(&self, key: &[u8], seq: u64) {
+        let next = lock(self.shard(key)).get(key).and_then(|q| {
+            let i = q.iter().position(|t| t.seq == seq)?;
+            q.get(i + 1).cloned()
+        });
+        if let Some(t) = next {
+            self.post(&t, key);
+        }
+    }
+
+    /// Posts a wake-up for `t` by `key`, unless one is on its way.
+    fn post(&self, t: &Ticket, key: &[u8]) {
         if t.notified.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -599,7 +620,7 @@ pub fn woken(
     // The key that became ready first is tried first (`Ticket::ready`).
     let (mut keys, mut may) = (b.keys.clone(), may);
     let ready = lock(&b.ticket.ready).take();
-    if let Some(i) = ready.and_then(|r| keys.iter().position(|k| *k == r)) {
+    if let Some(i) = ready.as_ref().and_then(|r| keys.iter().position(|k| k == r)) {
         keys[..=i].rotate_right(1);
         may[..=i].rotate_right(1);
     }
@@ -620,6 +641,12 @@ pub fn woken(
         pass_on(shared, &b.keys);
         session.client.set_flag(flag::BLOCKED, false);
         return true;
+    }
+    if matches!(b.op, Op::XRead(_)) {
+        // Module notes of `Registry::signal_next`.
+        for k in b.keys.iter().filter(|k| ready.as_ref().is_none_or(|r| r == *k)) {
+            shared.blocking.signal_next(k, b.ticket.seq);
+        }
     }
     session.blocked = Some(b);
     false
