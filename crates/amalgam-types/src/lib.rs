@@ -1,7 +1,7 @@
 //! # amalgam-types
 //!
-//! Redis's collection types — hash, list, set and sorted set — as plain
-//! Rust values: their compact and large representations and every
+//! Redis's collection types — hash, list, set, sorted set and stream — as
+//! plain Rust values: their compact and large representations and every
 //! operation Redis 7 defines on them. No I/O, no protocol; of the engine
 //! only its `Object` trait (value.rs), so a large collection can be an
 //! object an item points to. The
@@ -32,6 +32,7 @@
 //! | set | intset (sorted integers) or [`pack`] | [`arena::Table`]: elements (integers as their minimal little-endian bytes) + a SwissTable of handles |
 //! | sorted set | [`pack`]: `member, score` sorted by (score, member) | [`arena`] entries + member table + an order-statistic B-tree of handles |
 //! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist); also a small list the server finds written often (`List::to_large`) or a list past 1 KiB written again (`List::to_large_long`) |
+//! | stream | — (always large) | a B-tree of nodes of up to 100 entries, IDs delta-encoded, fields shared with the node's first entry (Redis's radix tree of listpacks); consumer groups beside it |
 //!
 //! * **Compact forms are bytes.** A compact value is a `Vec<u8>` whose
 //!   contents are the whole value, with no pointers: the server stores it
