@@ -262,7 +262,7 @@ impl super::Stream {
         out
     }
 
-    /// Replaces the groups with [`Stream::groups_bytes`]' (the log's
+    /// Replaces the groups with [`super::Stream::groups_bytes`]' (the log's
     /// replay); Err, and nothing changed, if they do not decode.
     pub fn set_groups_bytes(&mut self, bytes: &[u8]) -> Result<(), Corrupt> {
         let mut r = Reader { buf: bytes };
