@@ -33,7 +33,7 @@
 //! | `strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* RENAME |
 //! | `bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
-//! | `stream.rs` | XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID, XREAD's reads (the type: amalgam-types `stream`) |
+//! | `stream.rs`, `stream/` | XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID, XREAD's and XREADGROUP's reads; consumer groups (`group.rs`: XGROUP XACK XPENDING XCLAIM XAUTOCLAIM); XINFO (`info.rs`) (the type: amalgam-types `stream`) |
 //! | `hll.rs` | PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST (the representation: amalgam-types `hll`) |
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |

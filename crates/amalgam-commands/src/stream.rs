@@ -1,13 +1,15 @@
-//! Stream commands: XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID and
-//! XREAD's reading half (its blocking half is the RESP front end's
-//! `resp/blocking.rs`, which calls [`Read::parse`] and [`Read::serve`]),
+//! Stream commands: XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID, the
+//! reading half of XREAD and XREADGROUP (their blocking half is the RESP
+//! front end's `resp/blocking.rs`, which calls [`Read::parse`] and
+//! [`Read::serve`]), the consumer groups' commands (`stream/group.rs`:
+//! XGROUP XACK XPENDING XCLAIM XAUTOCLAIM) and XINFO (`stream/info.rs`),
 //! with Redis 7.0.15's argument order, replies and error texts (its
 //! `src/t_stream.c`), as thin adapters over `amalgam_types::stream`
 //! through `typed.rs`. A stream is always an object (the types crate's
 //! module notes), so every write here changes it in place and logs its
 //! effect as one [`Op`]: XADD as the entry with its ID and the trim's
 //! effect, XDEL as the IDs removed, XTRIM as the first ID kept, XSETID as
-//! its values.
+//! its values, a group command (XREADGROUP included) as the groups whole.
 //!
 //! Every XADD tells the blocking registry (`Host::signal`), so a client
 //! blocked in XREAD on that key is woken.
