@@ -122,8 +122,18 @@ struct AddArgs {
     id: Option<AddId>,
 }
 
+/// A `~` trim's work bound without LIMIT, Redis's: 100 nodes of
+/// `stream-node-max-entries`, at most (and when that is 0)
+/// [`TRIM_LIMIT_DEFAULT`].
+fn trim_limit_default(node_max_entries: usize) -> u64 {
+    match (node_max_entries as u64).saturating_mul(100) {
+        0 => TRIM_LIMIT_DEFAULT,
+        n => n.min(TRIM_LIMIT_DEFAULT),
+    }
+}
+
 /// Parses the options from `args[2]` on; for XADD up to and with its ID.
-fn parse_add_args(args: &[Arg<'_>], xadd: bool) -> Result<AddArgs, &'static str> {
+fn parse_add_args(args: &[Arg<'_>], xadd: bool, node_max_entries: usize) -> Result<AddArgs, &'static str> {
     let mut a = AddArgs::default();
     let mut strategy: Option<TrimStrategy> = None;
     let mut approx = false;
@@ -187,7 +197,7 @@ fn parse_add_args(args: &[Arg<'_>], xadd: bool) -> Result<AddArgs, &'static str>
     }
     let limit = match limit {
         Some(l) => l,
-        None if approx => TRIM_LIMIT_DEFAULT,
+        None if approx => trim_limit_default(node_max_entries),
         None => 0,
     };
     a.trim = strategy.map(|strategy| Trim { strategy, approx, limit });
@@ -199,7 +209,8 @@ fn parse_add_args(args: &[Arg<'_>], xadd: bool) -> Result<AddArgs, &'static str>
 }
 
 fn xadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let a = match parse_add_args(args, true) {
+    let t = ctx.ks.thresholds.load();
+    let a = match parse_add_args(args, true, t.stream_node_max_entries) {
         Ok(a) => a,
         Err(e) => return push_error(out, e.as_bytes()),
     };
@@ -214,13 +225,13 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     let pairs: Vec<(&[u8], &[u8])> = args[fields_at..].chunks_exact(2).map(|p| (&p[0][..], &p[1][..])).collect();
     let now = now_ms().max(0) as u64;
     let key = &args[1];
-    let r = write(ctx, key, Kind::Stream, !a.nomkstream, Some((notify::STREAM, "xadd")), |v, _, log| {
+    let r = write(ctx, key, Kind::Stream, !a.nomkstream, Some((notify::STREAM, "xadd")), |v, t, log| {
         let s = stream_mut(v);
         let id = match s.next_id(want, now) {
             Ok(id) => id,
             Err(e) => return (Changed::No, Err(e)),
         };
-        if !s.append(id, &pairs) {
+        if !s.append_within(id, &pairs, t.stream_node_max_entries, t.stream_node_max_bytes) {
             return (Changed::No, Err(ERR_ID_TOO_SMALL));
         }
         let trimmed = a.trim.map_or(0, |t| s.trim(t));
@@ -344,7 +355,7 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 }
 
 fn xtrim(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
-    let a = match parse_add_args(args, false) {
+    let a = match parse_add_args(args, false, ctx.ks.thresholds.load().stream_node_max_entries) {
         Ok(a) => a,
         Err(e) => return push_error(out, e.as_bytes()),
     };

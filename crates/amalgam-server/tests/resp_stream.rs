@@ -6,7 +6,12 @@
 mod common;
 use common::resp::*;
 use common::*;
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
+
+/// The test that changes `stream-node-max-entries` holds this for
+/// writing, the tests whose trims depend on it for reading.
+static NODE_LIMITS: RwLock<()> = RwLock::new(());
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
@@ -142,6 +147,7 @@ fn xdel_keeps_the_length_and_the_ids() {
 
 #[test]
 fn xtrim_exact_and_approximate() {
+    let _limits = NODE_LIMITS.read().unwrap_or_else(|e| e.into_inner());
     let Some(server) = resp_server() else { return };
     let mut c = Resp::new(&server);
     let s = key("s");
@@ -355,4 +361,27 @@ fn a_stream_is_a_key() {
     assert!(seen.contains(&s) && seen.contains(&u), "{seen:?}");
     assert_eq!(c.call(&["DEL", &s, &u]), int(2));
     assert_eq!(c.call(&["EXISTS", &s, &u]), int(0));
+}
+
+#[test]
+fn node_limits_are_settings() {
+    let _limits = NODE_LIMITS.write().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    assert_eq!(c.config_get("stream-node-max-entries"), "100");
+    assert_eq!(c.config_get("stream-node-max-bytes"), "4096");
+    assert_eq!(c.call(&["CONFIG", "SET", "stream-node-max-entries", "10"]), OK);
+    let s = key("s");
+    for i in 1..=25 {
+        c.call(&["XADD", &s, &format!("{i}-0"), "f", "v"]);
+    }
+    // Nodes of 10 now: an approximate trim takes two of them, and its
+    // default LIMIT is 100 nodes' worth (1,000 entries).
+    assert_eq!(c.call(&["XTRIM", &s, "MAXLEN", "~", "5"]), int(20));
+    assert_eq!(c.call(&["XLEN", &s]), int(5));
+    assert_eq!(c.call(&["CONFIG", "SET", "stream-node-max-entries", "100"]), OK);
+    assert_eq!(c.call(&["CONFIG", "SET", "stream-node-max-bytes", "1kb"]), OK);
+    assert_eq!(c.config_get("stream-node-max-bytes"), "1024");
+    assert_eq!(c.call(&["CONFIG", "SET", "stream-node-max-bytes", "4096"]), OK);
+    assert!(c.call(&["CONFIG", "SET", "stream-node-max-entries", "-1"]).starts_with("-ERR CONFIG SET failed"));
 }

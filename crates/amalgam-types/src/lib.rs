@@ -146,6 +146,12 @@ pub struct Thresholds {
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
     /// this many bytes (its header included) turns dense ([`hll`]).
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-entries`: a stream node takes no more entries
+    /// (deleted ones included) than this; 0: no bound ([`stream`]).
+    pub stream_node_max_entries: usize,
+    /// `stream-node-max-bytes`: a stream node takes no entry once its
+    /// bytes would reach this; 0: no bound.
+    pub stream_node_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -160,6 +166,8 @@ impl Default for Thresholds {
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
             hll_sparse_max_bytes: hll::SPARSE_MAX_BYTES_DEFAULT,
+            stream_node_max_entries: stream::NODE_ENTRIES_MAX as usize,
+            stream_node_max_bytes: stream::NODE_BYTES_MAX,
         }
     }
 }

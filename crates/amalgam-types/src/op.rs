@@ -489,7 +489,7 @@ impl Op {
             }
             (Op::XAdd { id, pairs, trim }, Value::Stream(s)) => {
                 let p: Vec<(&[u8], &[u8])> = pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
-                if !s.append(*id, &p) {
+                if !s.append_within(*id, &p, t.stream_node_max_entries, t.stream_node_max_bytes) {
                     return Err(Corrupt);
                 }
                 if let Some(t) = trim {

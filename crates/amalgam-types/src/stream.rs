@@ -209,6 +209,20 @@ impl Stream {
     /// last ID below a tombstone) starts a node of its own, so a node's
     /// IDs always rise.
     pub fn append(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])]) -> bool {
+        self.append_within(id, pairs, NODE_ENTRIES_MAX as usize, NODE_BYTES_MAX)
+    }
+
+    /// [`Stream::append`] under the node limits `stream-node-max-entries`
+    /// and `stream-node-max-bytes` (`Thresholds`; 0: no bound). A node
+    /// keeps at most `u32::MAX` entries whatever the setting.
+    pub fn append_within(
+        &mut self,
+        id: StreamId,
+        pairs: &[(&[u8], &[u8])],
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> bool {
+        let max_entries = if max_entries == 0 { u32::MAX as usize } else { max_entries.min(u32::MAX as usize) };
         if id <= self.last_id {
             return false;
         }
@@ -220,7 +234,7 @@ impl Stream {
         }
         let last = self.nodes.iter_mut().next_back();
         match last {
-            Some((&master, node)) if !below_tombstone && node.has_room(pairs) => {
+            Some((&master, node)) if !below_tombstone && node.has_room(pairs, max_entries, max_bytes) => {
                 let before = node.bytes.capacity();
                 node.push(master, id, pairs);
                 self.node_bytes = self.node_bytes + node.bytes.capacity() - before;

@@ -28,6 +28,8 @@ fn tiny() -> Thresholds {
         zset_max_listpack_value: 8,
         list_max_listpack_size: 3,
         hll_sparse_max_bytes: 30,
+        stream_node_max_entries: 3,
+        stream_node_max_bytes: 64,
     }
 }
 

@@ -24,11 +24,11 @@
 use super::StreamId;
 use crate::varint;
 
-/// Entries in a node at most, deleted ones included (Redis's
-/// `stream-node-max-entries` default).
+/// Entries in a node at most, deleted ones included: Redis's
+/// `stream-node-max-entries` default (the setting is `Thresholds`').
 pub const NODE_ENTRIES_MAX: u32 = 100;
-/// A node's bytes at most before a new one starts (Redis's
-/// `stream-node-max-bytes` default; ours are denser, so a node of small
+/// A node's bytes at most before a new one starts: Redis's
+/// `stream-node-max-bytes` default (ours are denser, so a node of small
 /// entries closes on the entry count first, as Redis's does).
 pub const NODE_BYTES_MAX: usize = 4096;
 
@@ -92,10 +92,12 @@ impl Node {
         n
     }
 
-    /// True if an entry of `pairs` may join this node.
-    pub fn has_room(&self, pairs: &[(&[u8], &[u8])]) -> bool {
+    /// True if an entry of `pairs` may join this node under the limits
+    /// (entries, bytes; 0: no bound), as Redis's `streamAppendItem` asks.
+    pub fn has_room(&self, pairs: &[(&[u8], &[u8])], max_entries: usize, max_bytes: usize) -> bool {
         let add: usize = pairs.iter().map(|(f, v)| f.len() + v.len()).sum();
-        self.total < NODE_ENTRIES_MAX && self.bytes.len() + add < NODE_BYTES_MAX
+        (max_entries == 0 || (self.total as usize) < max_entries)
+            && (max_bytes == 0 || self.bytes.len() + add < max_bytes)
     }
 
     /// The master fields (offset of the first entry, the names).
