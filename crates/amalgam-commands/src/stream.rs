@@ -52,6 +52,8 @@ const ERR_GT_ON_XREAD: &str =
     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
 const ERR_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
 const ERR_DOLLAR_ON_XREADGROUP: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+/// A client blocked in XREADGROUP whose key was deleted (DEL, UNLINK).
+const ERR_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";
 /// A client blocked in XREADGROUP whose group was destroyed.
 const ERR_GROUP_GONE: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
 const ERR_TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
@@ -455,6 +457,9 @@ enum Served {
     Yes(Vec<u8>, bool),
     /// The group went away while the client waited.
     NoGroup,
+    /// The key went away (or holds another kind now) while the client
+    /// waited in XREADGROUP.
+    KeyGone,
 }
 
 impl Read {
@@ -590,6 +595,11 @@ impl Read {
                     return true;
                 }
                 Served::NoGroup => continue,
+                Served::KeyGone if first_only && served == 0 => {
+                    push_error(out, ERR_KEY_GONE.as_bytes());
+                    return true;
+                }
+                Served::KeyGone => continue,
                 Served::Yes(b, created) => {
                     if created {
                         ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
@@ -671,7 +681,8 @@ impl Read {
         });
         match r {
             Ok(Access::Done(s)) => s,
-            _ => Served::Nothing,
+            Ok(Access::Absent | Access::WrongType) => Served::KeyGone,
+            Err(_) => Served::Nothing,
         }
     }
 }

@@ -374,6 +374,22 @@ fn xreadgroup_block_hands_each_entry_to_one_consumer() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(w.call(&["XGROUP", "DESTROY", &k, "g"]), int(1));
     assert_eq!(r.reply(), error("NOGROUP the consumer group this client was blocked on no longer exists"));
+    // A deleted key answers every reader blocked in XREADGROUP on it
+    // (Redis 7.0.15's UNBLOCKED); a plain XREAD stays blocked.
+    let gone = key("gone");
+    assert_eq!(w.call(&["XGROUP", "CREATE", &gone, "g", "$", "MKSTREAM"]), OK);
+    let mut plain = Resp::new(&server);
+    plain.send(&["XREAD", "BLOCK", "400", "STREAMS", &gone, "$"]);
+    let mut grouped: Vec<Resp> = (0..2).map(|_| Resp::new(&server)).collect();
+    for (i, r) in grouped.iter_mut().enumerate() {
+        r.send(&["XREADGROUP", "GROUP", "g", &format!("c{i}"), "BLOCK", "0", "STREAMS", &gone, ">"]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(w.call(&["DEL", &gone]), int(1));
+    for r in &mut grouped {
+        assert_eq!(r.reply(), error("UNBLOCKED the stream key no longer exists"));
+    }
+    assert_eq!(plain.reply(), "*-1\r\n");
     // Inside MULTI it does not block.
     assert_eq!(w.call(&["XGROUP", "CREATE", &k, "g", "$"]), OK);
     assert_eq!(w.call(&["MULTI"]), OK);

@@ -638,7 +638,15 @@ pub fn woken(
     }
     if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
-        pass_on(shared, &b.keys);
+        if matches!(b.op, Op::XRead(_)) {
+            // The next reader may be answered even by a key now gone
+            // (XREADGROUP's UNBLOCKED): woken whatever the key holds.
+            for k in &b.keys {
+                shared.blocking.signal(k);
+            }
+        } else {
+            pass_on(shared, &b.keys);
+        }
         session.client.set_flag(flag::BLOCKED, false);
         return true;
     }
