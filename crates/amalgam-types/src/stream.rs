@@ -253,7 +253,7 @@ impl Stream {
         }
         self.len += 1;
         self.last_id = id;
-        self.entries_added += 1;
+        self.entries_added = self.entries_added.wrapping_add(1);
         true
     }
 

@@ -361,8 +361,9 @@ fn xpending(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                             break;
                         }
                         let p = &g.pending[&id];
-                        let idle = (now - p.delivery_ms as i64).max(0);
-                        if r.min_idle_ms != 0 && now - (p.delivery_ms as i64) < r.min_idle_ms {
+                        // Times from a RESTORE can be anything: C's wrapping arithmetic.
+                        let idle = now.wrapping_sub(p.delivery_ms as i64).max(0);
+                        if r.min_idle_ms != 0 && now.wrapping_sub(p.delivery_ms as i64) < r.min_idle_ms {
                             continue;
                         }
                         n += 1;
@@ -437,7 +438,7 @@ fn claim_options(args: &[Arg<'_>], now: u64) -> Result<(Vec<StreamId>, ClaimOpti
             o.justid = true;
         } else if is(a, "idle") && more >= 1 {
             j += 1;
-            delivery = Some(now as i64 - int(&args[j], "IDLE")?);
+            delivery = Some((now as i64).wrapping_sub(int(&args[j], "IDLE")?));
         } else if is(a, "time") && more >= 1 {
             j += 1;
             delivery = Some(int(&args[j], "TIME")?);

@@ -94,7 +94,7 @@ fn consumers(s: &Stream, key: &[u8], group: &[u8], proto: Proto, now: i64, out: 
         field(out, "pending");
         push_int(out, c.pending.len() as i64);
         field(out, "idle");
-        push_int(out, (now - c.seen_ms as i64).max(0));
+        push_int(out, now.wrapping_sub(c.seen_ms as i64).max(0));
     }
     Ok(())
 }

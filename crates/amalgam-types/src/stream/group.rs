@@ -325,10 +325,10 @@ impl super::Stream {
         let first = self.first_id();
         if self.max_deleted == StreamId::MIN || self.max_deleted < first {
             if id < first {
-                return added - self.len as i64;
+                return added.wrapping_sub(self.len as i64);
             }
             if id == first {
-                return added - self.len as i64 + 1;
+                return added.wrapping_sub(self.len as i64).wrapping_add(1);
             }
         }
         ENTRIES_READ_UNKNOWN
@@ -341,10 +341,12 @@ impl super::Stream {
             return Some(0);
         }
         if g.entries_read != ENTRIES_READ_UNKNOWN && !self.range_has_tombstones(g.last_id, StreamId::MAX) {
-            return Some(self.entries_added as i64 - g.entries_read);
+            // Counters from XSETID or a RESTORE can be anything: C's
+            // wrapping arithmetic, as Redis's.
+            return Some((self.entries_added as i64).wrapping_sub(g.entries_read));
         }
         let read = self.estimate_entries_read(g.last_id);
-        (read != ENTRIES_READ_UNKNOWN).then(|| self.entries_added as i64 - read)
+        (read != ENTRIES_READ_UNKNOWN).then(|| (self.entries_added as i64).wrapping_sub(read))
     }
 
     /// XREADGROUP `>`: up to `count` (0: all) entries after the group's
@@ -376,7 +378,7 @@ impl super::Stream {
         for (e, (clean, estimate)) in entries.iter().zip(counters) {
             if e.id > g.last_id {
                 if g.entries_read != ENTRIES_READ_UNKNOWN && clean {
-                    g.entries_read += 1;
+                    g.entries_read = g.entries_read.wrapping_add(1);
                 } else if has_entries {
                     g.entries_read = estimate;
                 }
@@ -413,7 +415,7 @@ impl super::Stream {
             if fields.is_some() {
                 if let Some(p) = g.pending.get_mut(id) {
                     p.delivery_ms = now_ms;
-                    p.delivery_count += 1;
+                    p.delivery_count = p.delivery_count.wrapping_add(1);
                 }
             }
         }
@@ -474,7 +476,7 @@ impl super::Stream {
             p.delivery_ms = o.delivery_ms;
             match o.retry_count {
                 Some(n) => p.delivery_count = n,
-                None if !o.justid => p.delivery_count += 1,
+                None if !o.justid => p.delivery_count = p.delivery_count.wrapping_add(1),
                 None => {}
             }
             claimed.push(id);
@@ -517,7 +519,7 @@ impl super::Stream {
             let p = g.pending.get_mut(id).expect("pending");
             p.delivery_ms = now_ms;
             if !justid {
-                p.delivery_count += 1;
+                p.delivery_count = p.delivery_count.wrapping_add(1);
             }
             out.claimed.push((*id, None));
             left -= 1;
