@@ -78,14 +78,15 @@ if [ ${#apt_missing[@]} -gt 0 ]; then
     echo "warning: no apt-get; install ${apt_missing[*]} yourself; the steps that need them are skipped"
   fi
 fi
-if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest, prometheus_client, limits, django, django_redis, celery' >/dev/null 2>&1; then
-  step "installing pymemcache meta-memcache redis pytest prometheus_client limits django django-redis celery (pip)"
+if ! python3 -c 'import pymemcache, meta_memcache, redis, pytest, prometheus_client, limits, django, django_redis, celery, rq' >/dev/null 2>&1; then
+  step "installing pymemcache meta-memcache redis pytest prometheus_client limits django django-redis celery rq (pip)"
   # prometheus_client: its parser reads /metrics in test_metrics_endpoint.py.
   # limits: the rate limiter of tests/python/test_redis_py_limits.py.
   # django, django-redis: the two Redis cache backends of
   # tests/python/test_redis_py_django.py; celery: the worker and result
-  # backend of tests/python/test_redis_py_celery.py.
-  pkgs=(pymemcache meta-memcache redis pytest prometheus_client limits django django-redis celery)
+  # backend of tests/python/test_redis_py_celery.py; rq: the job queue
+  # whose results are streams (tests/python/test_rq.py).
+  pkgs=(pymemcache meta-memcache redis pytest prometheus_client limits django django-redis celery rq)
   python3 -m pip install -q "${pkgs[@]}" >/dev/null 2>&1 ||
     python3 -m pip install -q --break-system-packages "${pkgs[@]}" >/dev/null 2>&1 ||
     echo "warning: could not pip install ${pkgs[*]}; the Python client tests may fail or be skipped"

@@ -25,6 +25,8 @@ fuzz_target!(|data: &[u8]| {
         zset_max_listpack_value: 4,
         list_max_listpack_size: 2,
         hll_sparse_max_bytes: 30,
+        stream_node_max_entries: 3,
+        stream_node_max_bytes: 64,
     };
     for t in [Thresholds::default(), tiny] {
         let mut empty = Value::new(op.kind(), &t);

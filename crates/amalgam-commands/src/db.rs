@@ -134,6 +134,11 @@ pub fn encode_keys<'a>(spec: &'static Spec, args: &[Arg<'a>], ns: u8) -> Option<
     Some(v)
 }
 
+/// The name a client gave a key (its stored form without the database).
+pub fn user_key(stored: &[u8]) -> &[u8] {
+    namespace::split(stored).1
+}
+
 /// Appends a stored key's name (without its namespace prefix).
 #[inline]
 pub fn push_key(out: &mut Vec<u8>, stored: &[u8]) {

@@ -84,18 +84,19 @@ pub fn payload(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Vec<u8>, Expiry)> {
             TAG_OBJECT => {
                 let cell = it.object()?;
                 let guard = cell.read();
-                guard.as_any().downcast_ref::<Value>().map(serialize)
+                guard.as_any().downcast_ref::<Value>().and_then(serialize)
             }
-            tag => kind_of_tag(tag).map(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
+            tag => kind_of_tag(tag).and_then(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
         };
         p.map(|p| (p, it.expiry()))
     });
     payload.flatten()
 }
 
-/// A collection's DUMP payload.
-fn serialize(v: &Value) -> Vec<u8> {
-    match v {
+/// A collection's DUMP payload (a stream in Redis 7.0's
+/// `RDB_TYPE_STREAM_LISTPACKS_2`, amalgam-persist `rdb/stream.rs`).
+fn serialize(v: &Value) -> Option<Vec<u8>> {
+    Some(match v {
         Value::List(l) => {
             let mut w = Writer::list(l.len());
             // Bounded by the list's length.
@@ -126,7 +127,8 @@ fn serialize(v: &Value) -> Vec<u8> {
             }
             w.finish()
         }
-    }
+        Value::Stream(s) => rdb::stream::dump(s),
+    })
 }
 
 /// RESTORE's options.
@@ -264,7 +266,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     match r {
         Ok((Restored::Busy, _)) => push_error(out, BUSYKEY.as_bytes()),
         Ok((done, _)) => {
-            if matches!(done, Restored::Created) && matches!(kind, Some(Kind::List | Kind::ZSet)) {
+            if matches!(done, Restored::Created) && matches!(kind, Some(Kind::List | Kind::ZSet | Kind::Stream)) {
                 // A client blocked on the key (BLPOP, BZPOPMIN …) is
                 // served, as Redis's dbAdd signals the key ready.
                 ctx.ks.host.signal(key);
@@ -293,6 +295,7 @@ fn kind_of(p: &Payload) -> Option<Kind> {
         Payload::Set(_) => Some(Kind::Set),
         Payload::Hash(_) => Some(Kind::Hash),
         Payload::ZSet(_) => Some(Kind::ZSet),
+        Payload::Stream(_) => Some(Kind::Stream),
     }
 }
 
@@ -331,6 +334,7 @@ fn build(p: &Payload, t: &Thresholds) -> Option<Value> {
             }
             Value::ZSet(z)
         }
+        Payload::Stream(s) => Value::Stream(s.clone()),
     };
     debug_assert_eq!(Some(tag_of(v.kind())), kind_of(p).map(tag_of));
     Some(v)

@@ -45,6 +45,10 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
             for k in &args[1..] {
                 if store.delete(k).is_ok() {
                     ctx.notify(notify::GENERIC, "del", k);
+                    // A client blocked in XREADGROUP on it is answered
+                    // (Redis's signalDeletedKeyAsReady); nobody blocked
+                    // anywhere: one relaxed load.
+                    ctx.ks.host.signal(k);
                     n += 1;
                     bump(&ctx.ks.counters.delete_hits, 1);
                 } else {

@@ -155,7 +155,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     });
     match r {
         Ok((copied, _)) => {
-            if copied && matches!(kind, Some(Kind::List | Kind::ZSet)) {
+            if copied && matches!(kind, Some(Kind::List | Kind::ZSet | Kind::Stream)) {
                 // A client blocked on the destination (BLPOP, BZPOPMIN …)
                 // is served, as Redis's dbAdd signals the key ready.
                 ctx.ks.host.signal(&dst);

@@ -33,6 +33,7 @@
 //! | `strings.rs` | GET SET … INCR APPEND GETRANGE SETRANGE |
 //! | `keys.rs` | DEL EXISTS EXPIRE TTL PERSIST TYPE SCAN KEYS DBSIZE FLUSH* RENAME |
 //! | `bits.rs` | SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO |
+//! | `stream.rs`, `stream/` | XADD XRANGE XREVRANGE XLEN XDEL XTRIM XSETID, XREAD's and XREADGROUP's reads; consumer groups (`group.rs`: XGROUP XACK XPENDING XCLAIM XAUTOCLAIM); XINFO (`info.rs`) (the type: amalgam-types `stream`) |
 //! | `object.rs` | TIME TOUCH OBJECT |
 //! | `lcs.rs` | LCS |
 //! | `keyspace.rs` | RANDOMKEY COPY |
@@ -72,6 +73,7 @@ pub mod notify;
 pub mod object;
 pub mod received;
 pub mod set;
+pub mod stream;
 pub mod strings;
 pub mod table;
 pub mod typed;

@@ -483,7 +483,8 @@ pub(crate) fn or_reply<R>(a: Access<R>, out: &mut Vec<u8>, absent: impl FnOnce(&
 }
 
 /// The collection thresholds (and `hll-sparse-max-bytes`, the sparse
-/// HyperLogLog's), settable at run time (CONFIG SET): one
+/// HyperLogLog's, and `stream-node-max-entries` / `-bytes`, a stream
+/// node's), settable at run time (CONFIG SET): one
 /// atomic per parameter, read with relaxed loads by every write (no lock,
 /// no shared write on the request path).
 #[derive(Debug)]
@@ -497,6 +498,8 @@ pub struct LiveThresholds {
     zset_max_listpack_value: AtomicUsize,
     list_max_listpack_size: AtomicI64,
     hll_sparse_max_bytes: AtomicUsize,
+    stream_node_max_entries: AtomicUsize,
+    stream_node_max_bytes: AtomicUsize,
 }
 
 impl Default for LiveThresholds {
@@ -512,6 +515,8 @@ impl Default for LiveThresholds {
             zset_max_listpack_value: AtomicUsize::new(t.zset_max_listpack_value),
             list_max_listpack_size: AtomicI64::new(t.list_max_listpack_size),
             hll_sparse_max_bytes: AtomicUsize::new(t.hll_sparse_max_bytes),
+            stream_node_max_entries: AtomicUsize::new(t.stream_node_max_entries),
+            stream_node_max_bytes: AtomicUsize::new(t.stream_node_max_bytes),
         }
     }
 }
@@ -530,6 +535,8 @@ impl LiveThresholds {
             zset_max_listpack_value: l(&self.zset_max_listpack_value),
             list_max_listpack_size: self.list_max_listpack_size.load(Ordering::Relaxed),
             hll_sparse_max_bytes: l(&self.hll_sparse_max_bytes),
+            stream_node_max_entries: l(&self.stream_node_max_entries),
+            stream_node_max_bytes: l(&self.stream_node_max_bytes),
         }
     }
 
@@ -540,7 +547,7 @@ impl LiveThresholds {
 
     /// The parameters by their Redis names (and 7.0's legacy aliases),
     /// for CONFIG GET and CONFIG SET.
-    pub const NAMES: [(&'static str, &'static str); 9] = [
+    pub const NAMES: [(&'static str, &'static str); 11] = [
         ("hash-max-listpack-entries", "hash-max-ziplist-entries"),
         ("hash-max-listpack-value", "hash-max-ziplist-value"),
         ("set-max-intset-entries", "set-max-intset-entries"),
@@ -550,6 +557,8 @@ impl LiveThresholds {
         ("zset-max-listpack-value", "zset-max-ziplist-value"),
         ("list-max-listpack-size", "list-max-ziplist-size"),
         ("hll-sparse-max-bytes", "hll-sparse-max-bytes"),
+        ("stream-node-max-entries", "stream-node-max-entries"),
+        ("stream-node-max-bytes", "stream-node-max-bytes"),
     ];
 
     /// The current value of the parameter `name` (either of its names).
@@ -594,7 +603,9 @@ impl LiveThresholds {
             4 => &self.set_max_listpack_value,
             5 => &self.zset_max_listpack_entries,
             6 => &self.zset_max_listpack_value,
-            _ => &self.hll_sparse_max_bytes,
+            8 => &self.hll_sparse_max_bytes,
+            9 => &self.stream_node_max_entries,
+            _ => &self.stream_node_max_bytes,
         }
     }
 }

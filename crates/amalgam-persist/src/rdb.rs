@@ -78,6 +78,7 @@
 
 pub mod listpack;
 pub mod lzf;
+pub mod stream;
 pub mod ziplist;
 
 use crc::{Crc, CRC_64_REDIS};
@@ -118,6 +119,8 @@ pub mod types {
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS: u8 = 15;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// `RDB_ENC_*`: the special string forms.
@@ -142,6 +145,8 @@ pub enum Payload {
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     /// (member, score) pairs, in the payload's order; no score is NaN.
     ZSet(Vec<(Vec<u8>, f64)>),
+    /// A stream, built (`rdb/stream.rs`).
+    Stream(Box<amalgam_types::stream::Stream>),
 }
 
 /// What a decoded string or element costs against the budget besides its
@@ -475,6 +480,9 @@ impl<'a> Reader<'a> {
                 Some(Payload::ZSet(v))
             }
             types::LIST_QUICKLIST_2 => self.quicklist().map(Payload::List),
+            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => {
+                stream::load(self, ty).map(|s| Payload::Stream(Box::new(s)))
+            }
             types::LIST_QUICKLIST => self.quicklist_ziplists().map(Payload::List),
             _ => None,
         }
@@ -752,6 +760,7 @@ pub fn encode(p: &Payload) -> Vec<u8> {
             }
             w.finish()
         }
+        Payload::Stream(s) => stream::dump(s),
     }
 }
 

@@ -1142,6 +1142,20 @@ fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut V
         Cmd::Pfadd | Cmd::Pfcount | Cmd::Pfmerge | Cmd::Pfdebug | Cmd::Pfselftest => {
             amalgam_derived::hll::run(&mut ctx.cx, spec.cmd, args, out)
         }
+        Cmd::Xadd
+        | Cmd::Xrange
+        | Cmd::Xrevrange
+        | Cmd::Xlen
+        | Cmd::Xdel
+        | Cmd::Xtrim
+        | Cmd::Xsetid
+        | Cmd::Xgroup
+        | Cmd::Xack
+        | Cmd::Xpending
+        | Cmd::Xclaim
+        | Cmd::Xautoclaim
+        | Cmd::Xinfo => amalgam_commands::stream::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Xread | Cmd::Xreadgroup => blocking::xread(ctx, spec.cmd, args, out),
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
         Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),

@@ -1,7 +1,7 @@
 //! # amalgam-types
 //!
-//! Redis's collection types — hash, list, set and sorted set — as plain
-//! Rust values: their compact and large representations and every
+//! Redis's collection types — hash, list, set, sorted set and stream — as
+//! plain Rust values: their compact and large representations and every
 //! operation Redis 7 defines on them. No I/O, no protocol; of the engine
 //! only its `Object` trait (value.rs), so a large collection can be an
 //! object an item points to. The
@@ -32,6 +32,7 @@
 //! | set | intset (sorted integers) or [`pack`] | [`arena::Table`]: elements (integers as their minimal little-endian bytes) + a SwissTable of handles |
 //! | sorted set | [`pack`]: `member, score` sorted by (score, member) | [`arena`] entries + member table + an order-statistic B-tree of handles |
 //! | list | one [`pack`] | a deque of [`pack`] chunks (Redis's quicklist); also a small list the server finds written often (`List::to_large`) or a list past 1 KiB written again (`List::to_large_long`) |
+//! | stream | — (always large) | a B-tree of nodes of up to 100 entries, IDs delta-encoded, fields shared with the node's first entry (Redis's radix tree of listpacks); consumer groups beside it |
 //!
 //! * **Compact forms are bytes.** A compact value is a `Vec<u8>` whose
 //!   contents are the whole value, with no pointers: the server stores it
@@ -66,6 +67,7 @@
 //! | `list.rs`, `list/*.rs` | list: one chunk (`chunk.rs`), a deque of chunks (`quick.rs`, Redis's quicklist) |
 //! | `value.rs` | a collection of any kind, as the engine stores it (tags, `Object`) |
 //! | `op.rs` | one change of a collection as persistence logs it (its effect): encode, decode, apply |
+//! | `stream.rs`, `stream/*.rs` | stream: nodes of delta-encoded entries sharing their fields (`node.rs`) in an ordered map; IDs (`id.rs`); consumer groups (`group.rs`). Always an object (no compact form of its own) |
 //! | `hll.rs`, `hll/*.rs` | HyperLogLog: not a collection but Redis's string encoding of one (dense, sparse), its operations and Ertl's estimator, byte for byte as Redis 7.0 |
 #![forbid(unsafe_code)]
 
@@ -77,6 +79,7 @@ pub mod list;
 pub mod op;
 pub mod pack;
 pub mod set;
+pub mod stream;
 pub mod value;
 pub mod varint;
 pub mod zset;
@@ -100,6 +103,7 @@ pub enum Kind {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -110,6 +114,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -141,6 +146,12 @@ pub struct Thresholds {
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
     /// this many bytes (its header included) turns dense ([`hll`]).
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-entries`: a stream node takes no more entries
+    /// (deleted ones included) than this; 0: no bound ([`stream`]).
+    pub stream_node_max_entries: usize,
+    /// `stream-node-max-bytes`: a stream node takes no entry once its
+    /// bytes would reach this; 0: no bound.
+    pub stream_node_max_bytes: usize,
 }
 
 impl Default for Thresholds {
@@ -155,6 +166,8 @@ impl Default for Thresholds {
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
             hll_sparse_max_bytes: hll::SPARSE_MAX_BYTES_DEFAULT,
+            stream_node_max_entries: stream::NODE_ENTRIES_MAX as usize,
+            stream_node_max_bytes: stream::NODE_BYTES_MAX,
         }
     }
 }

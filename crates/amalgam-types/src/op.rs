@@ -32,10 +32,18 @@
 //! 48 ZADD     list of (f64 score, bytes member)   (set to this score)
 //! 49 ZREM     list of bytes
 //! 50 ZREMRANK i64 start | i64 stop               (ZREMRANGEBYRANK's range)
+//! 64 XADD     id | trim | list of (bytes field, bytes value)
+//! 65 XDEL     varint n | n × id
+//! 66 XTRIM    trim
+//! 67 XSETID   id last | u8 has | [varint entries_added] | u8 has | [id max_deleted]
+//! 68 XGROUPS  bytes (the stream's consumer groups, amalgam-types stream/group.rs)
+//! id          16 bytes: ms, seq big-endian
+//! trim        u8 0 none | 1 every entry below: id | 2 every entry
 //! ```
 //! [`Op::decode`] reads exactly what [`Op::encode`] writes and never
 //! panics on other bytes (a damaged record is [`Corrupt`]).
 
+use crate::stream::{StreamId, TrimTo};
 use crate::value::Value;
 use crate::zset::AddFlags;
 use crate::{varint, Corrupt, Kind, Thresholds};
@@ -54,6 +62,11 @@ const SREM: u8 = 33;
 const ZADD: u8 = 48;
 const ZREM: u8 = 49;
 const ZREMRANK: u8 = 50;
+const XADD: u8 = 64;
+const XDEL: u8 = 65;
+const XTRIM: u8 = 66;
+const XSETID: u8 = 67;
+const XGROUPS: u8 = 68;
 
 /// One logged change of one collection (module notes).
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +101,28 @@ pub enum Op {
     /// (ZREMRANGEBYRANK's arguments, or the ranks a ZREMRANGEBYSCORE /
     /// BYLEX removed).
     ZRemRank { start: i64, stop: i64 },
+    /// Stream: this entry appended (its ID given), then the trim's effect.
+    XAdd { id: StreamId, pairs: Vec<(Vec<u8>, Vec<u8>)>, trim: Option<TrimTo> },
+    /// Stream: these entries deleted.
+    XDel(Vec<StreamId>),
+    /// Stream: a trim's effect.
+    XTrim(TrimTo),
+    /// Stream: XSETID's values.
+    XSetId { last: StreamId, entries_added: Option<u64>, max_deleted: Option<StreamId> },
+    /// Stream: its consumer groups are now these (any group command:
+    /// the groups' state whole, not the command's effect).
+    XGroups(Vec<u8>),
+}
+
+fn put_trim(out: &mut Vec<u8>, t: Option<TrimTo>) {
+    match t {
+        None => out.push(0),
+        Some(TrimTo::Below(id)) => {
+            out.push(1);
+            out.extend_from_slice(&id.to_bytes());
+        }
+        Some(TrimTo::All) => out.push(2),
+    }
 }
 
 /// Appends a length-prefixed byte string.
@@ -131,6 +166,19 @@ impl<'a> Reader<'a> {
         self.buf = &self.buf[8..];
         Ok(w.try_into().expect("8 bytes"))
     }
+    fn id(&mut self) -> Result<StreamId, Corrupt> {
+        let w = self.buf.get(..16).ok_or(Corrupt)?;
+        self.buf = &self.buf[16..];
+        Ok(StreamId::from_bytes(w.try_into().expect("16 bytes")))
+    }
+    fn trim(&mut self) -> Result<Option<TrimTo>, Corrupt> {
+        Ok(match self.u8()? {
+            0 => None,
+            1 => Some(TrimTo::Below(self.id()?)),
+            2 => Some(TrimTo::All),
+            _ => return Err(Corrupt),
+        })
+    }
     fn i64(&mut self) -> Result<i64, Corrupt> {
         self.word().map(i64::from_le_bytes)
     }
@@ -171,6 +219,7 @@ impl Op {
             | Op::LRotate { .. } => Kind::List,
             Op::SAdd(_) | Op::SRem(_) => Kind::Set,
             Op::ZAdd(_) | Op::ZRem(_) | Op::ZRemRank { .. } => Kind::ZSet,
+            Op::XAdd { .. } | Op::XDel(_) | Op::XTrim(_) | Op::XSetId { .. } | Op::XGroups(_) => Kind::Stream,
         }
     }
 
@@ -245,6 +294,43 @@ impl Op {
                 out.extend_from_slice(&start.to_le_bytes());
                 out.extend_from_slice(&stop.to_le_bytes());
             }
+            Op::XAdd { id, pairs, trim } => {
+                out.push(XADD);
+                out.extend_from_slice(&id.to_bytes());
+                put_trim(out, *trim);
+                varint::put(out, pairs.len() as u64);
+                for (f, v) in pairs {
+                    put_bytes(out, f);
+                    put_bytes(out, v);
+                }
+            }
+            Op::XDel(ids) => {
+                out.push(XDEL);
+                varint::put(out, ids.len() as u64);
+                for id in ids {
+                    out.extend_from_slice(&id.to_bytes());
+                }
+            }
+            Op::XTrim(t) => {
+                out.push(XTRIM);
+                put_trim(out, Some(*t));
+            }
+            Op::XGroups(b) => {
+                out.push(XGROUPS);
+                put_bytes(out, b);
+            }
+            Op::XSetId { last, entries_added, max_deleted } => {
+                out.push(XSETID);
+                out.extend_from_slice(&last.to_bytes());
+                out.push(u8::from(entries_added.is_some()));
+                if let Some(n) = entries_added {
+                    varint::put(out, *n);
+                }
+                out.push(u8::from(max_deleted.is_some()));
+                if let Some(m) = max_deleted {
+                    out.extend_from_slice(&m.to_bytes());
+                }
+            }
         }
     }
 
@@ -295,6 +381,29 @@ impl Op {
             }
             ZREM => Op::ZRem(r.list()?),
             ZREMRANK => Op::ZRemRank { start: r.i64()?, stop: r.i64()? },
+            XADD => {
+                let id = r.id()?;
+                let trim = r.trim()?;
+                let n = r.count(2)?;
+                // Bounded by n (checked against the bytes left).
+                let pairs = (0..n)
+                    .map(|_| Ok((r.bytes()?.to_vec(), r.bytes()?.to_vec())))
+                    .collect::<Result<Vec<_>, Corrupt>>()?;
+                Op::XAdd { id, pairs, trim }
+            }
+            XDEL => {
+                let n = r.count(16)?;
+                // Bounded by n (checked against the bytes left).
+                Op::XDel((0..n).map(|_| r.id()).collect::<Result<Vec<_>, Corrupt>>()?)
+            }
+            XTRIM => Op::XTrim(r.trim()?.ok_or(Corrupt)?),
+            XGROUPS => Op::XGroups(r.bytes()?.to_vec()),
+            XSETID => {
+                let last = r.id()?;
+                let entries_added = if r.flag()? { Some(r.varint()?) } else { None };
+                let max_deleted = if r.flag()? { Some(r.id()?) } else { None };
+                Op::XSetId { last, entries_added, max_deleted }
+            }
             _ => return Err(Corrupt),
         };
         if !r.buf.is_empty() {
@@ -378,6 +487,29 @@ impl Op {
             (Op::ZRemRank { start, stop }, Value::ZSet(z)) => {
                 z.remove_range_by_rank(*start, *stop);
             }
+            (Op::XAdd { id, pairs, trim }, Value::Stream(s)) => {
+                let p: Vec<(&[u8], &[u8])> = pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                if !s.append_within(*id, &p, t.stream_node_max_entries, t.stream_node_max_bytes) {
+                    return Err(Corrupt);
+                }
+                if let Some(t) = trim {
+                    s.trim_to(*t);
+                }
+            }
+            (Op::XDel(ids), Value::Stream(s)) => {
+                for id in ids {
+                    s.delete(*id);
+                }
+            }
+            (Op::XGroups(b), Value::Stream(s)) => s.set_groups_bytes(b)?,
+            (Op::XTrim(t), Value::Stream(s)) => {
+                s.trim_to(*t);
+            }
+            (Op::XSetId { last, entries_added, max_deleted }, Value::Stream(s)) => {
+                if !s.force_ids(*last, *entries_added, *max_deleted) {
+                    return Err(Corrupt);
+                }
+            }
             _ => return Err(Corrupt),
         }
         Ok(())
@@ -408,6 +540,18 @@ mod tests {
             Op::ZAdd(vec![(-0.0, b("z")), (f64::INFINITY, b("i")), (0.1 + 0.2, b("r"))]),
             Op::ZRem(vec![b("z")]),
             Op::ZRemRank { start: 0, stop: i64::MAX },
+            Op::XAdd {
+                id: StreamId::new(5, 1),
+                pairs: vec![(b("f"), b("v"))],
+                trim: Some(TrimTo::Below(StreamId::new(2, 0))),
+            },
+            Op::XAdd { id: StreamId::MAX, pairs: vec![], trim: None },
+            Op::XAdd { id: StreamId::new(1, 1), pairs: vec![], trim: Some(TrimTo::All) },
+            Op::XDel(vec![StreamId::new(1, 2), StreamId::new(3, 4)]),
+            Op::XTrim(TrimTo::All),
+            Op::XGroups(vec![0]),
+            Op::XSetId { last: StreamId::new(9, 9), entries_added: Some(3), max_deleted: None },
+            Op::XSetId { last: StreamId::new(9, 9), entries_added: None, max_deleted: Some(StreamId::new(1, 1)) },
         ]
     }
 

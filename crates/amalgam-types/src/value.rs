@@ -6,6 +6,7 @@
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
+use crate::stream::Stream;
 use crate::zset::ZSet;
 use crate::{Corrupt, Kind, Thresholds};
 use amalgam_engine::{Object, TAG_PACKED_MAX, TAG_PACKED_MIN};
@@ -20,14 +21,17 @@ pub const fn tag_of(kind: Kind) -> u8 {
         Kind::List => 2,
         Kind::Set => 3,
         Kind::ZSet => 4,
+        // Never a packed value (a stream is always an object): the
+        // number its objects report.
+        Kind::Stream => 5,
     }
 }
 
-const _: () = assert!(tag_of(Kind::Hash) >= TAG_PACKED_MIN && tag_of(Kind::ZSet) <= TAG_PACKED_MAX);
+const _: () = assert!(tag_of(Kind::Hash) >= TAG_PACKED_MIN && tag_of(Kind::Stream) <= TAG_PACKED_MAX);
 
 /// The kind whose packed values carry `tag`, if any.
 pub fn kind_of_tag(tag: u8) -> Option<Kind> {
-    [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet].into_iter().find(|&k| tag_of(k) == tag)
+    [Kind::Hash, Kind::List, Kind::Set, Kind::ZSet, Kind::Stream].into_iter().find(|&k| tag_of(k) == tag)
 }
 
 /// A collection of any kind and size.
@@ -37,6 +41,7 @@ pub enum Value {
     List(List),
     Set(Set),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -47,6 +52,7 @@ impl Value {
             Kind::List => Value::List(List::new(t)),
             Kind::Set => Value::Set(Set::new()),
             Kind::ZSet => Value::ZSet(ZSet::new(t)),
+            Kind::Stream => Value::Stream(Box::default()),
         }
     }
 
@@ -57,6 +63,8 @@ impl Value {
             Kind::List => List::from_packed(bytes.to_vec(), t).map(Value::List),
             Kind::Set => Set::from_packed(bytes).map(Value::Set),
             Kind::ZSet => ZSet::from_packed(bytes.to_vec(), t).map(Value::ZSet),
+            // A stream is never packed (its objects carry the tag only).
+            Kind::Stream => Err(Corrupt),
         }
     }
 
@@ -69,6 +77,8 @@ impl Value {
             Kind::List => Value::List(List::from_packed_trusted(crate::writable_copy(bytes), t)),
             Kind::Set => Value::Set(Set::from_packed_trusted(bytes)),
             Kind::ZSet => Value::ZSet(ZSet::from_packed_trusted(crate::writable_copy(bytes), t)),
+            // Unreachable: no stream is packed (`from_packed` refuses one).
+            Kind::Stream => Value::Stream(Box::new(Stream::decode(bytes).unwrap_or_default())),
         }
     }
 
@@ -78,6 +88,7 @@ impl Value {
             Value::List(_) => Kind::List,
             Value::Set(_) => Kind::Set,
             Value::ZSet(_) => Kind::ZSet,
+            Value::Stream(_) => Kind::Stream,
         }
     }
 
@@ -88,6 +99,7 @@ impl Value {
             Value::List(l) => l.packed(),
             Value::Set(st) => st.packed(),
             Value::ZSet(z) => z.packed(),
+            Value::Stream(_) => None,
         }
     }
 
@@ -100,6 +112,7 @@ impl Value {
             Value::List(l) => l.take_packed(),
             Value::Set(st) => st.take_packed(),
             Value::ZSet(z) => z.take_packed(),
+            Value::Stream(_) => None,
         };
         taken.ok_or_else(|| Box::new(self))
     }
@@ -110,11 +123,15 @@ impl Value {
             Value::List(l) => l.len(),
             Value::Set(st) => st.len(),
             Value::ZSet(z) => z.len(),
+            Value::Stream(s) => usize::try_from(s.len()).unwrap_or(usize::MAX),
         }
     }
 
+    /// True for a collection that holds nothing and so is no key (a
+    /// write that empties one deletes its key, as Redis does). Never a
+    /// stream: Redis keeps an empty stream (its IDs, its groups).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, Value::Stream(_)) && self.len() == 0
     }
 
     /// OBJECT ENCODING's name.
@@ -124,6 +141,7 @@ impl Value {
             Value::List(l) => l.encoding(),
             Value::Set(st) => st.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -134,6 +152,7 @@ impl Value {
             Value::List(l) => l.encode(out),
             Value::Set(st) => st.encode(out),
             Value::ZSet(z) => z.encode(out),
+            Value::Stream(s) => s.encode(out),
         }
     }
 
@@ -147,6 +166,7 @@ impl Value {
                 Value::Set(st)
             }),
             Kind::ZSet => ZSet::decode(bytes, t).map(Value::ZSet),
+            Kind::Stream => Stream::decode(bytes).map(|s| Value::Stream(Box::new(s))),
         }
     }
 }
@@ -158,6 +178,7 @@ impl Object for Value {
             Value::List(l) => l.mem_bytes(),
             Value::Set(st) => st.mem_bytes(),
             Value::ZSet(z) => z.mem_bytes(),
+            Value::Stream(s) => s.mem_bytes(),
         }
     }
     fn kind(&self) -> u8 {

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 302] = [
+pub(super) static DOCS: [Doc; 327] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -2117,6 +2117,277 @@ pub(super) static DOCS: [Doc; 302] = [
             arg("key", Key).key(0).multiple(),
         ],
         ..doc("watch", Some("O(1) for every key."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("group", Str),
+            arg("id", Str).multiple(),
+        ],
+        ..doc("xack", Some("O(1) for each message ID processed."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+            ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("nomkstream", PureToken).token("NOMKSTREAM").since("6.2.0").optional(),
+            arg("trim", Block).optional().args(&[
+                arg("strategy", Oneof).args(&[
+                    arg("maxlen", PureToken).token("MAXLEN"),
+                    arg("minid", PureToken).token("MINID").since("6.2.0"),
+                ]),
+                arg("operator", Oneof).optional().args(&[
+                    arg("equal", PureToken).token("="),
+                    arg("approximately", PureToken).token("~"),
+                ]),
+                arg("threshold", Str),
+                arg("count", Integer).token("LIMIT").since("6.2.0").optional(),
+            ]),
+            arg("id_or_auto", Oneof).args(&[
+                arg("auto_id", PureToken).token("*"),
+                arg("id", Str),
+            ]),
+            arg("field_value", Block).multiple().args(&[
+                arg("field", Str),
+                arg("value", Str),
+            ]),
+        ],
+        ..doc("xadd", Some("O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted."))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added an element to the reply array, containing deleted entries the command cleared from the PEL"),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("group", Str),
+            arg("consumer", Str),
+            arg("min-idle-time", Str),
+            arg("start", Str),
+            arg("count", Integer).token("COUNT").optional(),
+            arg("justid", PureToken).token("JUSTID").optional(),
+        ],
+        ..doc("xautoclaim", Some("O(1) if COUNT is small."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("group", Str),
+            arg("consumer", Str),
+            arg("min-idle-time", Str),
+            arg("id", Str).multiple(),
+            arg("ms", Integer).token("IDLE").optional(),
+            arg("unix-time-milliseconds", UnixTime).token("TIME").optional(),
+            arg("count", Integer).token("RETRYCOUNT").optional(),
+            arg("force", PureToken).token("FORCE").optional(),
+            arg("justid", PureToken).token("JUSTID").optional(),
+            arg("id", Str).token("LASTID").optional(),
+        ],
+        ..doc("xclaim", Some("O(log N) with N being the number of messages in the PEL of the consumer group."))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("id", Str).multiple(),
+        ],
+        ..doc("xdel", Some("O(1) for each single item to delete in the stream, regardless of the stream size."))
+    },
+    doc("xgroup", Some("Depends on subcommand.")),
+    Doc {
+        history: &[
+            ("7.0.0", "Added the `entries_read` named argument."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+            arg("id", Oneof).args(&[
+                arg("id", Str),
+                arg("new_id", PureToken).token("$"),
+            ]),
+            arg("mkstream", PureToken).token("MKSTREAM").optional(),
+            arg("entries_read", Integer).token("ENTRIESREAD").optional(),
+        ],
+        ..doc("xgroup|create", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+            arg("consumername", Str),
+        ],
+        ..doc("xgroup|createconsumer", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+            arg("consumername", Str),
+        ],
+        ..doc("xgroup|delconsumer", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+        ],
+        ..doc("xgroup|destroy", Some("O(N) where N is the number of entries in the group's pending entries list (PEL)."))
+    },
+    doc("xgroup|help", Some("O(1)")),
+    Doc {
+        history: &[
+            ("7.0.0", "Added the optional `entries_read` argument."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+            arg("id", Oneof).args(&[
+                arg("id", Str),
+                arg("new_id", PureToken).token("$"),
+            ]),
+            arg("entries_read", Integer).token("ENTRIESREAD").optional(),
+        ],
+        ..doc("xgroup|setid", Some("O(1)"))
+    },
+    doc("xinfo", Some("Depends on subcommand.")),
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("groupname", Str),
+        ],
+        ..doc("xinfo|consumers", Some("O(1)"))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added the `entries-read` and `lag` fields"),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+        ],
+        ..doc("xinfo|groups", Some("O(1)"))
+    },
+    doc("xinfo|help", Some("O(1)")),
+    Doc {
+        history: &[
+            ("6.0.0", "Added the `FULL` modifier."),
+            ("7.0.0", "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("full", Block).token("FULL").optional().args(&[
+                arg("count", Integer).token("COUNT").optional(),
+            ]),
+        ],
+        ..doc("xinfo|stream", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("key", Key).key(0),
+        ],
+        ..doc("xlen", Some("O(1)"))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `IDLE` option and exclusive range intervals."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("group", Str),
+            arg("filters", Block).optional().args(&[
+                arg("min-idle-time", Integer).token("IDLE").since("6.2.0").optional(),
+                arg("start", Str),
+                arg("end", Str),
+                arg("count", Integer),
+                arg("consumer", Str).optional(),
+            ]),
+        ],
+        ..doc("xpending", Some("O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added exclusive ranges."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("start", Str),
+            arg("end", Str),
+            arg("count", Integer).token("COUNT").optional(),
+        ],
+        ..doc("xrange", Some("O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."))
+    },
+    Doc {
+        arguments: &[
+            arg("count", Integer).token("COUNT").optional(),
+            arg("milliseconds", Integer).token("BLOCK").optional(),
+            arg("streams", Block).token("STREAMS").args(&[
+                arg("key", Key).key(0).multiple(),
+                arg("id", Str).multiple(),
+            ]),
+        ],
+        ..doc("xread", Some("For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data."))
+    },
+    Doc {
+        arguments: &[
+            arg("group_consumer", Block).token("GROUP").args(&[
+                arg("group", Str),
+                arg("consumer", Str),
+            ]),
+            arg("count", Integer).token("COUNT").optional(),
+            arg("milliseconds", Integer).token("BLOCK").optional(),
+            arg("noack", PureToken).token("NOACK").optional(),
+            arg("streams", Block).token("STREAMS").args(&[
+                arg("key", Key).key(0).multiple(),
+                arg("id", Str).multiple(),
+            ]),
+        ],
+        ..doc("xreadgroup", Some("For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data."))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added exclusive ranges."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("end", Str),
+            arg("start", Str),
+            arg("count", Integer).token("COUNT").optional(),
+        ],
+        ..doc("xrevrange", Some("O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."))
+    },
+    Doc {
+        history: &[
+            ("7.0.0", "Added the `entries_added` and `max_deleted_entry_id` arguments."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("last-id", Str),
+            arg("entries_added", Integer).token("ENTRIESADDED").since("7.0.0").optional(),
+            arg("max_deleted_entry_id", Str).token("MAXDELETEDID").since("7.0.0").optional(),
+        ],
+        ..doc("xsetid", Some("O(1)"))
+    },
+    Doc {
+        history: &[
+            ("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("trim", Block).args(&[
+                arg("strategy", Oneof).args(&[
+                    arg("maxlen", PureToken).token("MAXLEN"),
+                    arg("minid", PureToken).token("MINID").since("6.2.0"),
+                ]),
+                arg("operator", Oneof).optional().args(&[
+                    arg("equal", PureToken).token("="),
+                    arg("approximately", PureToken).token("~"),
+                ]),
+                arg("threshold", Str),
+                arg("count", Integer).token("LIMIT").since("6.2.0").optional(),
+            ]),
+        ],
+        ..doc("xtrim", Some("O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation."))
     },
     Doc {
         history: &[

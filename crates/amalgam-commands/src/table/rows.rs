@@ -27,6 +27,7 @@ mod scripting;
 mod server;
 mod set;
 mod sort;
+mod stream;
 mod strings;
 mod zset;
 
@@ -49,6 +50,7 @@ const FAMILIES: &[&[Spec]] = &[
     zset::ROWS,
     sort::ROWS,
     geo::ROWS,
+    stream::ROWS,
     multi::ROWS,
     acl::ROWS,
     pubsub::ROWS,

@@ -169,62 +169,63 @@ fn check(lp: &[u8]) -> Option<usize> {
     Some(count)
 }
 
+/// A listpack of `entries` as Redis writes it, with the encodings Redis
+/// picks for their lengths and values (streams' DUMP, `stream.rs`; the
+/// tests).
+pub(crate) fn build(entries: &[Entry<'_>]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for e in entries {
+        let start = body.len();
+        match *e {
+            Entry::Int(i) => {
+                if (0..=127).contains(&i) {
+                    body.push(i as u8);
+                } else if (-4096..4096).contains(&i) {
+                    let v = (i as u64) & 0x1fff;
+                    body.push(0xc0 | (v >> 8) as u8);
+                    body.push(v as u8);
+                } else if i16::try_from(i).is_ok() {
+                    body.push(0xf1);
+                    body.extend_from_slice(&(i as i16).to_le_bytes());
+                } else if (-(1 << 23)..(1 << 23)).contains(&i) {
+                    body.push(0xf2);
+                    body.extend_from_slice(&(i as i32).to_le_bytes()[..3]);
+                } else if i32::try_from(i).is_ok() {
+                    body.push(0xf3);
+                    body.extend_from_slice(&(i as i32).to_le_bytes());
+                } else {
+                    body.push(0xf4);
+                    body.extend_from_slice(&i.to_le_bytes());
+                }
+            }
+            Entry::Str(s) => {
+                if s.len() < 64 {
+                    body.push(0x80 | s.len() as u8);
+                } else if s.len() < 4096 {
+                    body.push(0xe0 | (s.len() >> 8) as u8);
+                    body.push(s.len() as u8);
+                } else {
+                    body.push(0xf0);
+                    body.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                }
+                body.extend_from_slice(s);
+            }
+        }
+        let (b, n) = backlen_bytes(body.len() - start);
+        body.extend_from_slice(&b[..n]);
+    }
+    let total = HEADER_BYTES + body.len() + 1;
+    let mut lp = Vec::with_capacity(total);
+    lp.extend_from_slice(&(total as u32).to_le_bytes());
+    lp.extend_from_slice(&(entries.len().min(COUNT_UNKNOWN as usize) as u16).to_le_bytes());
+    lp.extend_from_slice(&body);
+    lp.push(EOF);
+    lp
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    /// A listpack of `entries` as Redis writes it (strings only; for
-    /// tests), with the encodings Redis picks for their lengths.
-    pub(crate) fn build(entries: &[Entry<'_>]) -> Vec<u8> {
-        let mut body = Vec::new();
-        for e in entries {
-            let start = body.len();
-            match *e {
-                Entry::Int(i) => {
-                    if (0..=127).contains(&i) {
-                        body.push(i as u8);
-                    } else if (-4096..4096).contains(&i) {
-                        let v = (i as u64) & 0x1fff;
-                        body.push(0xc0 | (v >> 8) as u8);
-                        body.push(v as u8);
-                    } else if i16::try_from(i).is_ok() {
-                        body.push(0xf1);
-                        body.extend_from_slice(&(i as i16).to_le_bytes());
-                    } else if (-(1 << 23)..(1 << 23)).contains(&i) {
-                        body.push(0xf2);
-                        body.extend_from_slice(&(i as i32).to_le_bytes()[..3]);
-                    } else if i32::try_from(i).is_ok() {
-                        body.push(0xf3);
-                        body.extend_from_slice(&(i as i32).to_le_bytes());
-                    } else {
-                        body.push(0xf4);
-                        body.extend_from_slice(&i.to_le_bytes());
-                    }
-                }
-                Entry::Str(s) => {
-                    if s.len() < 64 {
-                        body.push(0x80 | s.len() as u8);
-                    } else if s.len() < 4096 {
-                        body.push(0xe0 | (s.len() >> 8) as u8);
-                        body.push(s.len() as u8);
-                    } else {
-                        body.push(0xf0);
-                        body.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                    }
-                    body.extend_from_slice(s);
-                }
-            }
-            let (b, n) = backlen_bytes(body.len() - start);
-            body.extend_from_slice(&b[..n]);
-        }
-        let total = HEADER_BYTES + body.len() + 1;
-        let mut lp = Vec::with_capacity(total);
-        lp.extend_from_slice(&(total as u32).to_le_bytes());
-        lp.extend_from_slice(&(entries.len().min(COUNT_UNKNOWN as usize) as u16).to_le_bytes());
-        lp.extend_from_slice(&body);
-        lp.push(EOF);
-        lp
-    }
 
     fn read(lp: &[u8]) -> Option<Vec<Entry<'_>>> {
         let mut v = Vec::new();

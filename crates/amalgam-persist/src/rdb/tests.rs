@@ -1,7 +1,7 @@
 //! The codec against payloads redis-server 7.0.15 wrote with DUMP
 //! (`tests/dump/*.bin`, made by `tests/dump/gen.py`), and hostile ones.
 
-use super::listpack::tests::build as build_listpack;
+use super::listpack::build as build_listpack;
 use super::listpack::Entry;
 use super::*;
 

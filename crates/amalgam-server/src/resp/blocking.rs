@@ -1,5 +1,7 @@
 //! Blocking list and sorted-set commands: BLPOP BRPOP BLMOVE BRPOPLPUSH
-//! BLMPOP, BZPOPMIN BZPOPMAX BZMPOP.
+//! BLMPOP, BZPOPMIN BZPOPMAX BZMPOP; XREAD BLOCK (a read: it heads no
+//! queue it must wait its turn in, and a woken client that finds nothing
+//! after its IDs stays blocked at its queue's head).
 //!
 //! ## What Redis promises, and what we keep
 //! A blocking pop on empty lists parks the client until one of its keys
@@ -92,6 +94,7 @@ use super::zset;
 use super::{Arg, Ctx, Session};
 use crate::stats::WorkerStats;
 use crate::Shared;
+use amalgam_commands::stream::Read;
 use amalgam_net::clients::flag;
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_null, push_null_array};
 use amalgam_types::Kind;
@@ -237,7 +240,28 @@ impl Registry {
             return;
         }
         let head = lock(self.shard(key)).get(key).and_then(|q| q.front().cloned());
-        let Some(t) = head else { return };
+        if let Some(t) = head {
+            self.post(&t, key);
+        }
+    }
+
+    /// An XREAD client (`seq`) woken by `key` had nothing to read there
+    /// (it asked for IDs past the new entries): wakes the client queued
+    /// after it, which may have (Redis checks every reader). Each woken
+    /// reader passes on once, so an XADD wakes each reader of the key at
+    /// most once more than it serves.
+    pub fn signal_next(&self, key: &[u8], seq: u64) {
+        let next = lock(self.shard(key)).get(key).and_then(|q| {
+            let i = q.iter().position(|t| t.seq == seq)?;
+            q.get(i + 1).cloned()
+        });
+        if let Some(t) = next {
+            self.post(&t, key);
+        }
+    }
+
+    /// Posts a wake-up for `t` by `key`, unless one is on its way.
+    fn post(&self, t: &Ticket, key: &[u8]) {
         if t.notified.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -268,6 +292,8 @@ enum Op {
     /// `offset` (`crate::repl`); no keys. Woken by the replicas' acks,
     /// answered with the count on its deadline.
     Wait { offset: u64, replicas: u64 },
+    /// XREAD BLOCK: entries after its IDs (reads, takes nothing).
+    XRead(Box<Read>),
 }
 
 impl Op {
@@ -275,6 +301,7 @@ impl Op {
     fn kind(&self) -> Kind {
         match self {
             Op::ZPop { .. } => Kind::ZSet,
+            Op::XRead(_) => Kind::Stream,
             _ => Kind::List,
         }
     }
@@ -371,6 +398,12 @@ enum Try {
 /// later, such a key is passed over (Redis does not wake a client for a
 /// key that became another kind).
 fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, out: &mut Vec<u8>) -> Try {
+    if let Op::XRead(r) = op {
+        // A read takes nothing: no queue to head. Woken, it answers the
+        // stream that woke it first (`keys` starts with it), as Redis.
+        let order: Vec<usize> = keys.iter().filter_map(|k| r.keys.iter().position(|x| x == k)).collect();
+        return if r.serve(&ctx.cx, &order, !first, out) { Try::Served } else { Try::Wait };
+    }
     for (k, &may) in keys.iter().zip(may) {
         if !may {
             if first && read_kind(ctx, k, op.kind()) == Access::WrongType {
@@ -380,8 +413,9 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
             continue;
         }
         match op {
-            // No keys: never reached (woken and timed_out answer WAIT).
-            Op::Wait { .. } => return Try::Wait,
+            // No keys: never reached (woken and timed_out answer WAIT);
+            // a read is answered above.
+            Op::Wait { .. } | Op::XRead(_) => return Try::Wait,
             Op::Pop { end, count } => match list::pop(&ctx.cx, k, *end, count.unwrap_or(1)) {
                 Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
@@ -475,11 +509,33 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Ok(p) => p,
         Err(e) => return push_error(out, e.as_bytes()),
     };
-    let registry = &ctx.shared.blocking;
-    let may = registry.vacant(&keys);
+    let may = ctx.shared.blocking.vacant(&keys);
     if attempt(ctx, &op, &keys, &may, true, out) == Try::Served {
         return;
     }
+    park(ctx, op, keys, timeout, out);
+}
+
+/// XREAD, XREADGROUP: answers at once, or blocks with BLOCK (module
+/// notes; a read skips no queue).
+pub(crate) fn xread(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u8>) {
+    let Some(r) = Read::parse(&ctx.cx, args, cmd == Cmd::Xreadgroup, out) else { return };
+    let all: Vec<usize> = (0..r.keys.len()).collect();
+    if r.serve(&ctx.cx, &all, false, out) {
+        return;
+    }
+    // A script's BLOCK was refused by the parse (as Redis 7.0 does);
+    // this is a second guard: a script never blocks.
+    let Some(timeout) = r.block.filter(|_| !ctx.cx.scripted) else {
+        return push_null_array(out, ctx.proto());
+    };
+    let keys = distinct(&r.keys.iter().map(|k| Arg::Borrowed(&k[..])).collect::<Vec<_>>());
+    park(ctx, Op::XRead(Box::new(r)), keys, timeout, out);
+}
+
+/// Blocks the connection in `op` on `keys` (its first attempt failed).
+fn park(ctx: &mut Ctx<'_>, op: Op, keys: Vec<Vec<u8>>, timeout: Option<Duration>, out: &mut Vec<u8>) {
+    let registry = &ctx.shared.blocking;
     // Inside EXEC nothing blocks: Redis answers as a client that may not
     // block, a null array (BLMOVE and BRPOPLPUSH: a null bulk, `$-1` in
     // RESP2). Off a worker's connection (cannot happen in the server):
@@ -564,7 +620,7 @@ pub fn woken(
     // The key that became ready first is tried first (`Ticket::ready`).
     let (mut keys, mut may) = (b.keys.clone(), may);
     let ready = lock(&b.ticket.ready).take();
-    if let Some(i) = ready.and_then(|r| keys.iter().position(|k| *k == r)) {
+    if let Some(i) = ready.as_ref().and_then(|r| keys.iter().position(|k| k == r)) {
         keys[..=i].rotate_right(1);
         may[..=i].rotate_right(1);
     }
@@ -582,9 +638,23 @@ pub fn woken(
     }
     if served == Try::Served {
         shared.blocking.unregister(&b.ticket, &b.keys);
-        pass_on(shared, &b.keys);
+        if matches!(b.op, Op::XRead(_)) {
+            // The next reader may be answered even by a key now gone
+            // (XREADGROUP's UNBLOCKED): woken whatever the key holds.
+            for k in &b.keys {
+                shared.blocking.signal(k);
+            }
+        } else {
+            pass_on(shared, &b.keys);
+        }
         session.client.set_flag(flag::BLOCKED, false);
         return true;
+    }
+    if matches!(b.op, Op::XRead(_)) {
+        // Module notes of `Registry::signal_next`.
+        for k in b.keys.iter().filter(|k| ready.as_ref().is_none_or(|r| r == *k)) {
+            shared.blocking.signal_next(k, b.ticket.seq);
+        }
     }
     session.blocked = Some(b);
     false
