@@ -419,6 +419,14 @@ fn bcast_tells_every_write_under_a_prefix() {
     assert_eq!(a.reply(), push(&["tb:p:1"]));
     assert_eq!(b.call(&["SET", "tb:r:1", "x"]), OK);
     assert!(a.silent());
+    // One command's keys in one message, sorted, each once (Redis: one
+    // per event-loop iteration); keys outside the prefixes left out.
+    assert_eq!(b.call(&["MSET", "tb:p:9", "x", "tb:r:2", "y", "tb:p:3", "z", "tb:p:9", "w"]), OK);
+    assert_eq!(a.reply(), push(&["tb:p:3", "tb:p:9"]));
+    // SET … EX raises two events (set, expire): one message.
+    assert_eq!(b.call(&["SET", "tb:p:1", "x", "EX", "100"]), OK);
+    assert_eq!(a.reply(), push(&["tb:p:1"]));
+    assert!(a.silent());
     // Its own write too, after the reply (no NOLOOP).
     a.send(&["SET", "tb:p:2", "1"]);
     assert_eq!(a.reply(), OK);

@@ -59,9 +59,12 @@
 //! * An inbox is a Pub/Sub queue: bounded by the pubsub output limit.
 //!
 //! ## Differences from Redis
-//! * BCAST sends one message per change, not one per event-loop
-//!   iteration with the keys changed meanwhile; a write that raises two
-//!   events (SET … EX: `set` and `expire`) sends two.
+//! * BCAST sends, per client, one message with the keys a RESP command
+//!   (an EXEC, a script: all of its commands) changed under its
+//!   prefixes, sorted and each once; Redis sends one per prefix with the
+//!   keys changed over an event-loop iteration (several commands, several
+//!   clients'). Writes on the memcached port and expiries send one
+//!   message per key.
 //! * The table is one mutex: while clients track, every write takes it.
 //! * A connection's round reads the notification word once: a write in a
 //!   round that began before the first client enabled tracking is not
@@ -73,7 +76,7 @@ use super::table::{keys_of, Cmd, Spec};
 use super::{is, Arg, Ctx};
 use amalgam_net::clients::{flag, tracking_flag, Client};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -101,7 +104,20 @@ thread_local! {
     /// none): NOLOOP's writer. Set only around a tracking client's
     /// commands, so every other write reads 0.
     static WRITER: Cell<u64> = const { Cell::new(0) };
+    /// While a RESP command runs with a client tracking ([`around`]):
+    /// the BCAST invalidations it caused, (client, its mode, key), sent
+    /// when it ends as one message per client with its keys (Redis
+    /// sends one per prefix and event-loop iteration). None: send at once.
+    static BCAST: RefCell<Option<Vec<Pending>>> = const { RefCell::new(None) };
 }
+
+/// A BCAST invalidation waiting for its command's end: (client, its
+/// mode, key).
+type Pending = (u64, Mode, Vec<u8>);
+
+/// Most BCAST invalidations one command collects before they are sent
+/// (past it, a large MSET or EXEC sends the rest one by one).
+const BCAST_PENDING_MAX: usize = 4096;
 
 /// How a tracking client wants its messages (what writers read).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -302,15 +318,28 @@ impl Registry {
                 }
             }
             // Bounded by the prefixes registered.
+            let mut bcast: Vec<(u64, Mode)> = Vec::new();
             for (p, ids) in &t.prefixes {
                 if key.starts_with(p) {
                     for &id in ids {
                         if let Some(&m) = t.clients.get(&id) {
                             if !(m.noloop && id == writer) {
-                                to.push((id, m));
+                                bcast.push((id, m));
                             }
                         }
                     }
+                }
+            }
+            if !bcast.is_empty() {
+                let held = BCAST.with_borrow_mut(|pending| match pending {
+                    Some(v) if v.len() < BCAST_PENDING_MAX => {
+                        v.extend(bcast.iter().map(|&(id, m)| (id, m, key.to_vec())));
+                        true
+                    }
+                    _ => false,
+                });
+                if !held {
+                    to.extend(bcast);
                 }
             }
         }
@@ -320,6 +349,28 @@ impl Registry {
         let body = key_array(key);
         let mut wake = Vec::new();
         for (id, m) in to {
+            self.send(shared, id, m, |_| &body, &mut wake);
+        }
+        wake_all(shared, &wake);
+    }
+
+    /// Sends the BCAST invalidations a command collected: per client,
+    /// its keys once each, in Redis's (sorted) order.
+    fn send_collected(&self, shared: &crate::Shared, pending: Vec<Pending>) {
+        if pending.is_empty() {
+            return;
+        }
+        let mut per: BTreeMap<u64, (Mode, BTreeSet<Vec<u8>>)> = BTreeMap::new();
+        for (id, m, key) in pending {
+            per.entry(id).or_insert_with(|| (m, BTreeSet::new())).1.insert(key);
+        }
+        let mut wake = Vec::new();
+        for (id, (m, keys)) in per {
+            let mut body = Vec::new();
+            push_array(&mut body, keys.len());
+            for k in &keys {
+                push_bulk(&mut body, k);
+            }
             self.send(shared, id, m, |_| &body, &mut wake);
         }
         wake_all(shared, &wake);
@@ -680,6 +731,42 @@ pub(crate) fn trackinginfo(ctx: &Ctx<'_>, out: &mut Vec<u8>) {
     }
 }
 
+/// A command running while a client tracks: NOLOOP's writer set, and
+/// (the outermost one: EXEC's and a script's commands add to it) BCAST's
+/// invalidations collected; both undone when it ends, panic or not.
+struct Command<'a> {
+    shared: &'a crate::Shared,
+    outer_writer: u64,
+    collects: bool,
+}
+
+impl<'a> Command<'a> {
+    fn start(shared: &'a crate::Shared, writer: Option<u64>) -> Command<'a> {
+        let outer_writer = WRITER.get();
+        if let Some(id) = writer {
+            WRITER.set(id);
+        }
+        let collects = BCAST.with_borrow_mut(|p| {
+            let outermost = p.is_none();
+            if outermost {
+                *p = Some(Vec::new());
+            }
+            outermost
+        });
+        Command { shared, outer_writer, collects }
+    }
+}
+
+impl Drop for Command<'_> {
+    fn drop(&mut self) {
+        WRITER.set(self.outer_writer);
+        if self.collects {
+            let pending = BCAST.with_borrow_mut(Option::take).unwrap_or_default();
+            self.shared.tracking.send_collected(self.shared, pending);
+        }
+    }
+}
+
 /// True if a tracking client's command reads keys Redis remembers for
 /// it: read-only (the subcommand's flags for a container), not a
 /// read-only script (its commands are remembered one by one), not Pub/Sub.
@@ -702,13 +789,11 @@ pub(crate) fn around(
 ) -> super::After {
     let id = ctx.session.id;
     let tracking = ctx.session.tracking.is_some();
-    let outer = WRITER.get();
-    if tracking {
-        WRITER.set(id);
-    }
     let mark = out.len();
-    let after = run(ctx, out);
-    WRITER.set(outer);
+    let after = {
+        let _command = Command::start(ctx.shared, tracking.then_some(id));
+        run(ctx, out)
+    };
     let ok = out.get(mark) != Some(&b'-');
     if ok && matches!(spec.cmd, Cmd::Flushall | Cmd::Flushdb) {
         ctx.shared.tracking.flushed(ctx.shared);
