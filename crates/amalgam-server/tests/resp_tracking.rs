@@ -544,3 +544,22 @@ fn info_counts_clients_keys_and_prefixes() {
     assert_eq!(field(&mut x, "stats", "tracking_total_keys"), keys + 1);
     a.s.flush().unwrap();
 }
+
+#[test]
+fn migrate_invalidates_its_source() {
+    let Some(server) = resp_server() else { return };
+    if server.is_redis {
+        eprintln!("note: needs a second server of this test's own; skipping against redis-server");
+        return;
+    }
+    let Some(target) = resp_private(&[]) else { return };
+    let _g = shared();
+    let mut a = resp3(&server);
+    let mut b = Resp::new(&server);
+    assert_eq!(a.call(&["CLIENT", "TRACKING", "on"]), OK);
+    assert_eq!(b.call(&["SET", "tg:k", "v"]), OK);
+    assert_eq!(a.call(&["GET", "tg:k"]), bulk("v"));
+    let port = target.resp_addr().port().to_string();
+    assert_eq!(b.call(&["MIGRATE", "127.0.0.1", &port, "tg:k", "0", "5000"]), OK);
+    assert_eq!(a.reply(), push(&["tg:k"]));
+}
