@@ -563,3 +563,65 @@ fn migrate_invalidates_its_source() {
     assert_eq!(b.call(&["MIGRATE", "127.0.0.1", &port, "tg:k", "0", "5000"]), OK);
     assert_eq!(a.reply(), push(&["tg:k"]));
 }
+
+#[test]
+fn eviction_invalidates() {
+    // Amalgam's own cache (`-m 8`, S3-FIFO); skipped against redis-server
+    // (resp_private needs an amalgam of this test's own).
+    let Some(server) = resp_private(&["-m", "8"]) else { return };
+    let mut a = resp3(&server);
+    let mut b = Resp::new(&server);
+    let mut pending = Vec::new();
+    let value = "v".repeat(4000);
+    assert_eq!(a.call(&["CLIENT", "TRACKING", "on"]), OK);
+    // 32 MB into an 8 MB cache, each key read once by the tracking client
+    // right after it is written: every key is tracked, and most must go.
+    for chunk in 0..80 {
+        let keys: Vec<String> = (0..100).map(|j| format!("tw:{}", chunk * 100 + j)).collect();
+        let mut batch = Vec::new();
+        for k in &keys {
+            batch.extend_from_slice(&encode(&[b"SET", k.as_bytes(), value.as_bytes()]));
+        }
+        b.send_raw(&batch);
+        for _ in 0..100 {
+            assert_eq!(b.reply(), OK);
+        }
+        let mut mget = vec!["MGET"];
+        mget.extend(keys.iter().map(String::as_str));
+        a.send(&mget);
+        // Pushes of keys evicted meanwhile may come before the reply.
+        loop {
+            let r = a.reply();
+            if r.starts_with("*100\r\n") {
+                break;
+            }
+            pending.push(r);
+        }
+    }
+    // The first comes within the read timeout (reclamation runs in the
+    // background), the rest until a quiet second.
+    let mut told = pending;
+    told.push(a.reply());
+    a.s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    loop {
+        let r = a.reply();
+        if r.is_empty() {
+            break;
+        }
+        told.push(r);
+    }
+    a.s.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    told.retain(|t| !t.is_empty());
+    assert!(!told.is_empty(), "nothing evicted was told");
+    let mut keys = std::collections::HashSet::new();
+    for t in &told {
+        let k = t.rsplit("\r\n").nth(1).unwrap().to_string();
+        assert_eq!(*t, push(&[&k]), "{t:?}");
+        assert!(k.starts_with("tw:"), "{k}");
+        assert!(keys.insert(k), "each key once");
+    }
+    // Each key told is gone.
+    for k in &keys {
+        assert_eq!(b.call(&["EXISTS", k]), int(0));
+    }
+}
