@@ -288,10 +288,6 @@ pub(crate) struct Ctx<'c> {
     /// key stored as written ([`plain_db`], [`plain_key`]): `dispatch`
     /// does not look at its database again ([`in_database`]).
     pub plain: bool,
-    /// [`execute_noted`] did its part for the command about to run:
-    /// [`execute`] runs it (taken there, so the commands it runs in turn,
-    /// EXEC's, get theirs).
-    pub noted: bool,
 }
 
 impl<'c> Ctx<'c> {
@@ -323,7 +319,6 @@ impl<'c> Ctx<'c> {
             recorder: cmdstats::Recorder::new(now),
             permitted: false,
             plain: false,
-            noted: false,
         }
     }
 
@@ -364,7 +359,8 @@ fn plain_db(ctx: &Ctx<'_>) -> bool {
 
 /// [`plain_db`]'s part while `keymiss` notifications are on or a client
 /// tracks keys: this session's commands run alone if either concerns it.
-#[inline(always)]
+#[cold]
+#[inline(never)]
 fn runs_alone(ctx: &Ctx<'_>) -> bool {
     ctx.cx.notifying(amalgam_commands::notify::KEY_MISS) || ctx.session.tracking.is_some()
 }
@@ -1052,11 +1048,20 @@ fn scripted(cmd: Cmd) -> bool {
     matches!(cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Fcall | Cmd::FcallRo)
 }
 
-/// [`execute`]'s part while `keymiss` notifications are on or a client
-/// tracks keys: the `keymiss` events first, then the command (through
-/// [`execute`] again, [`Ctx::noted`] set) with CLIENT TRACKING's work
-/// around it (`tracking::around`). Out of line: the command path pays a
-/// test for it, not a call.
+/// Runs a command whose name and arity `dispatch` checked. While
+/// `keymiss` notifications are on or a client tracks keys, through
+/// [`execute_noted`] (one test of the notification word otherwise).
+#[inline]
+fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    use amalgam_commands::notify::{KEY_MISS, TRACKING};
+    if ctx.cx.notifying(KEY_MISS | TRACKING) {
+        return execute_noted(ctx, spec, args, out);
+    }
+    run(ctx, spec, args, out)
+}
+
+/// [`execute`] with its `keymiss` events told first and, while a client
+/// tracks keys, CLIENT TRACKING's work around it (`tracking::around`).
 #[cold]
 #[inline(never)]
 fn execute_noted(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
@@ -1065,23 +1070,14 @@ fn execute_noted(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: 
         amalgam_commands::notify::key_misses(&ctx.cx, spec, args);
     }
     if !ctx.cx.notifying(TRACKING) {
-        ctx.noted = true;
-        return execute(ctx, spec, args, out);
+        return run(ctx, spec, args, out);
     }
-    tracking::around(ctx, spec, args, out, |ctx, out| {
-        ctx.noted = true;
-        execute(ctx, spec, args, out)
-    })
+    tracking::around(ctx, spec, args, out, |ctx, out| run(ctx, spec, args, out))
 }
 
-/// Runs a command whose name and arity `dispatch` checked. While
-/// `keymiss` notifications are on or a client tracks keys, through
-/// [`execute_noted`] first (one test of the notification word otherwise).
-fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
-    use amalgam_commands::notify::{KEY_MISS, TRACKING};
-    if ctx.cx.notifying(KEY_MISS | TRACKING) && !std::mem::take(&mut ctx.noted) {
-        return execute_noted(ctx, spec, args, out);
-    }
+/// The command's family, by its row.
+#[inline(always)]
+fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
             // Only reached with a wrong arity, answered above; kept total.

@@ -433,9 +433,7 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                         if dropped {
                             close_conn(shared, &poll, &mut conns, key);
                         } else {
-                            if let Some(c) = conns.get_mut(key) {
-                                shared.tracking.drain(client, &mut c.wbuf);
-                            }
+                            drain_tracking(shared, &mut conns, key, client);
                             ready.push(key);
                         }
                     }
@@ -661,6 +659,16 @@ fn sweep_output(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, now: u64) 
     }
     for key in over {
         close_conn(shared, poll, conns, key);
+    }
+}
+
+/// Moves CLIENT TRACKING's invalidations queued for connection `key`
+/// (client `client`) to its write buffer (resp/tracking.rs). Out of line:
+/// the event loop inlines only the call.
+#[inline(never)]
+fn drain_tracking(shared: &Shared, conns: &mut Slab<Conn>, key: usize, client: u64) {
+    if let Some(c) = conns.get_mut(key) {
+        shared.tracking.drain(client, &mut c.wbuf);
     }
 }
 

@@ -537,6 +537,9 @@ fn stop(shared: &crate::Shared, session: &mut super::Session) {
 }
 
 /// The connection of `session` closes: its tracking and its inbox go.
+/// Out of line: the event loop's close path inlines only the call.
+#[cold]
+#[inline(never)]
 pub fn leave(shared: &crate::Shared, session: &mut super::Session) {
     stop(shared, session);
     shared.tracking.closed(session.id);
