@@ -99,10 +99,11 @@ pub trait Host: Sync {
     /// blocked on it (BLPOP, BZPOPMIN …) may now be served.
     fn signal(&self, key: &[u8]);
 
-    /// Publishes keyspace notification `event` of `key` (its stored form)
-    /// on the channels `notify-keyspace-events` names ([`notify`]; called
-    /// only when its class is on).
-    fn notify(&self, event: &str, key: &[u8]);
+    /// Keyspace event `event` of class `class` happened to `key` (its
+    /// stored form): published on the channels `notify-keyspace-events`
+    /// names, and tracked keys invalidated ([`notify`]; called only when
+    /// its class is in effect).
+    fn notify(&self, class: u32, event: &str, key: &[u8]);
 }
 
 /// What the data commands reach on one worker, the same for all its

@@ -67,6 +67,18 @@ pub const MODULE: u32 = 1 << 12;
 pub const NEW: u32 = 1 << 13;
 /// `A`: every class but `m` and `n` (Redis's `NOTIFY_ALL`).
 pub const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+/// Internal, no letter (never parsed, never shown by CONFIG GET): a
+/// client tracks keys (CLIENT TRACKING, the server's `resp/tracking.rs`).
+/// The server sets it, with [`TRACKED`], in the word the write paths
+/// read while any client tracks, so every change reaches
+/// [`Host::notify`](crate::Host::notify) with its key through the same
+/// test that keyspace notifications cost (none added while no one tracks).
+pub const TRACKING: u32 = 1 << 31;
+/// The classes whose events modify a key (Redis calls
+/// `trackingInvalidateKey` for each, from `signalModifiedKey`, expiry and
+/// eviction): every class of `A`. Not `m` (a read) nor `n` (a key's
+/// creation always comes with its write's own event).
+pub const TRACKED: u32 = ALL;
 
 /// The letters, in the order Redis writes them back (`A`'s members
 /// first, then the channels and `m`).
@@ -137,7 +149,7 @@ impl Ctx<'_> {
     #[inline(always)]
     pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
         if self.notifying(class) {
-            self.publish(event, key);
+            self.publish(class, event, key);
         }
     }
 
@@ -146,18 +158,20 @@ impl Ctx<'_> {
     /// are off).
     #[cold]
     #[inline(never)]
-    fn publish(&self, event: &'static str, key: &[u8]) {
-        self.ks.host.notify(event, key);
+    fn publish(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.ks.host.notify(class, event, key);
     }
 }
 
 /// The classes whose events reach a channel under `flags`: none unless
-/// `K` or `E` is on (Redis publishes nothing without a channel). A
-/// write's test is then one AND of the word [`Ctx::notify`](crate::Ctx::notify)
-/// holds, zero while notifications are off.
+/// `K` or `E` is on (Redis publishes nothing without a channel), or a
+/// client tracks keys ([`TRACKING`]: the server then sets [`TRACKED`]
+/// too). A write's test is then one AND of the word
+/// [`Ctx::notify`](crate::Ctx::notify) holds, zero while notifications
+/// are off and no one tracks.
 #[inline(always)]
 pub fn in_effect(flags: u32) -> u32 {
-    if flags & (KEYSPACE | KEYEVENT) != 0 {
+    if flags & (KEYSPACE | KEYEVENT | TRACKING) != 0 {
         flags
     } else {
         0
@@ -186,7 +200,7 @@ pub fn key_misses(ctx: &Ctx<'_>, spec: &'static Spec, args: &[crate::Arg<'_>]) {
     for (i, ks) in keys_of(spec, args) {
         let read = ks.flags.contains(&"RO") || (reads_rw && ks.flags.contains(&"RW"));
         if read && ctx.ks.store.peek(&args[i], |_| ()).is_none() {
-            ctx.ks.host.notify("keymiss", &args[i]);
+            ctx.ks.host.notify(KEY_MISS, "keymiss", &args[i]);
         }
     }
 }
@@ -209,5 +223,9 @@ mod tests {
         assert_eq!(parse(b"AKEnm").map(|f| f & (NEW | KEY_MISS)), Some(NEW | KEY_MISS));
         // Every letter of the error's list parses.
         assert!(parse(b"Ag$lshzxeKEtmdn").is_some());
+        // The tracking bit has no letter and is never shown.
+        assert_eq!(format(TRACKING), "");
+        assert_eq!(format(TRACKING | ALL), "A");
+        assert_eq!(parse(b"Ag$lshzxeKEtmdn").map(|f| f & TRACKING), Some(0));
     }
 }

@@ -302,6 +302,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 Expiry::At(t) if exptime > 0 => store.flush_all_at(t - 1),
                 _ => store.flush_all(),
             }
+            ctx.w.host.flushed();
             ok(out, 0, quiet);
         }
         Command::Noop => ok(out, 0, false),

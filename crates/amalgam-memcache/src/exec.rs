@@ -336,6 +336,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 Expiry::At(t) if delay > 0 => store.flush_all_at(t - 1),
                 _ => store.flush_all(),
             }
+            ctx.w.host.flushed();
             reply_line("OK", noreply);
         }
         Request::Version => push_line(out, VERSION_LINE),

@@ -114,9 +114,14 @@ pub trait Host: Sync {
     fn verbosity(&self, level: u32);
     /// `refresh_certs`: None without TLS, else the reload's result.
     fn refresh_certs(&self) -> Option<Result<(), String>>;
-    /// Publishes keyspace notification `event` of `key` (its stored
-    /// form), as RESP's writes do (`amalgam_commands::notify`).
-    fn notify(&self, event: &str, key: &[u8]);
+    /// Keyspace event `event` of class `class` happened to `key` (its
+    /// stored form), as RESP's writes tell it (`amalgam_commands::notify`):
+    /// published, and tracked keys invalidated.
+    fn notify(&self, class: u32, event: &str, key: &[u8]);
+    /// `flush_all` emptied the cache (a delayed one: was scheduled): RESP
+    /// clients that track keys are told every key is invalid, as after
+    /// Redis's FLUSHALL.
+    fn flushed(&self) {}
 }
 
 /// What the memcached front end reaches on one worker, the same for all
@@ -151,7 +156,7 @@ impl Worker<'_> {
     pub(crate) fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
         let on = amalgam_commands::notify::in_effect(self.notify.load(std::sync::atomic::Ordering::Relaxed));
         if on & class != 0 {
-            self.publish(event, key);
+            self.publish(class, event, key);
         }
     }
 
@@ -176,8 +181,8 @@ impl Worker<'_> {
 
     #[cold]
     #[inline(never)]
-    fn publish(&self, event: &'static str, key: &[u8]) {
-        self.host.notify(event, key);
+    fn publish(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.host.notify(class, event, key);
     }
 }
 

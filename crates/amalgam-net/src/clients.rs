@@ -30,7 +30,7 @@
 
 use mio::Waker;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -57,6 +57,17 @@ pub mod flag {
     pub const MASTER: u8 = 32;
     /// Waits in a blocking command: BLPOP and the others, WAIT (`b`).
     pub const BLOCKED: u8 = 64;
+}
+
+/// Bits of [`Client::tracking`]: CLIENT TRACKING's state as CLIENT LIST
+/// shows it (Redis's `t`, `R`, `B` flags).
+pub mod tracking_flag {
+    /// CLIENT TRACKING ON (`t`).
+    pub const ON: u8 = 1;
+    /// The REDIRECT target is gone (`R`).
+    pub const BROKEN_REDIR: u8 = 2;
+    /// BCAST mode (`B`).
+    pub const BCAST: u8 = 4;
 }
 
 /// What CLIENT KILL does to a connection no worker owns (a replica's,
@@ -107,6 +118,11 @@ pub struct Client {
     pub psub: AtomicU32,
     /// Shard channels subscribed (`ssub=`).
     pub ssub: AtomicU32,
+    /// CLIENT TRACKING's [`tracking_flag`] bits.
+    pub tracking: AtomicU8,
+    /// CLIENT TRACKING's REDIRECT (`redir=`): -1 while not tracking, 0
+    /// without a redirect.
+    pub redir: AtomicI64,
     pub attrs: Mutex<Attrs>,
     /// Set when a replication thread serves the connection instead of a
     /// worker ([`Registry::kill`] calls it).
@@ -138,6 +154,8 @@ impl Client {
             sub: AtomicU32::new(0),
             psub: AtomicU32::new(0),
             ssub: AtomicU32::new(0),
+            tracking: AtomicU8::new(0),
+            redir: AtomicI64::new(-1),
             attrs: Mutex::new(Attrs::default()),
             kill_hook: OnceLock::new(),
         }

@@ -250,9 +250,18 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
-    /// `notify-keyspace-events`: the classes of keyspace notifications
-    /// published (`amalgam_commands::notify`; CONFIG SET).
+    /// The classes the write paths tell [`Host::notify`] of
+    /// (`amalgam_commands::notify::in_effect`): `notify-keyspace-events`'
+    /// when it names a channel, plus `TRACKING` and `TRACKED` while a
+    /// client tracks keys (`resp/tracking.rs`). Zero while neither.
+    ///
+    /// [`Host::notify`]: amalgam_commands::Host::notify
     pub notify: AtomicU32,
+    /// `notify-keyspace-events` as configured (CONFIG GET shows it).
+    pub notify_config: AtomicU32,
+    /// CLIENT TRACKING: the table of tracked keys, the BCAST prefixes,
+    /// the invalidation inboxes (`resp/tracking.rs`).
+    pub tracking: resp::tracking::Registry,
     /// `client-output-buffer-limit` and its disconnections (`amalgam_net::obuf`).
     pub obuf: obuf::OutputLimits,
     /// SLOWLOG's entries and settings (`resp/cmdstats.rs`).
@@ -303,8 +312,8 @@ impl amalgam_commands::Host for Shared {
         self.blocking.signal(key);
     }
 
-    fn notify(&self, event: &str, key: &[u8]) {
-        self.publish_keyspace_event(event, key);
+    fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.keyspace_event(class, event, key);
     }
 }
 
@@ -325,7 +334,7 @@ impl amalgam_engine::key_events::KeyWatcher for KeyNotifier {
             KeyEvent::Evicted => (EVICTED, "evicted"),
         };
         if shared.notify.load(Ordering::Relaxed) & class != 0 {
-            shared.publish_keyspace_event(name, key);
+            shared.keyspace_event(class, name, key);
         }
     }
 }
@@ -334,18 +343,45 @@ impl Shared {
     /// Sets `notify-keyspace-events` to `flags`, and which key events the
     /// engine reports for them (none unless a channel class is on).
     pub fn set_notify(&self, flags: u32) {
-        use amalgam_commands::notify::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE, NEW};
+        self.notify_config.store(flags, Ordering::Relaxed);
+        self.refresh_notify();
+    }
+
+    /// Computes [`Shared::notify`] and the engine's key events again from
+    /// `notify-keyspace-events` and whether a client tracks keys (CONFIG
+    /// SET, CLIENT TRACKING ON and OFF, a tracking client closing). A
+    /// round already under way keeps the word it read.
+    pub fn refresh_notify(&self) {
+        use amalgam_commands::notify::{in_effect, EVICTED, EXPIRED, NEW, TRACKED, TRACKING};
         use amalgam_engine::key_events as ke;
+        let _serial = self.tracking.serial();
+        let mut flags = in_effect(self.notify_config.load(Ordering::Relaxed));
+        if self.tracking.clients() > 0 {
+            flags |= TRACKING | TRACKED;
+        }
         self.notify.store(flags, Ordering::Relaxed);
         let mut mask = 0;
-        if flags & (KEYSPACE | KEYEVENT) != 0 {
-            for (class, bit) in [(NEW, ke::CREATED), (EXPIRED, ke::EXPIRED), (EVICTED, ke::EVICTED)] {
-                if flags & class != 0 {
-                    mask |= bit;
-                }
+        for (class, bit) in [(NEW, ke::CREATED), (EXPIRED, ke::EXPIRED), (EVICTED, ke::EVICTED)] {
+            if flags & class != 0 {
+                mask |= bit;
             }
         }
         self.store.watch_keys(mask);
+    }
+
+    /// A write's keyspace event `event` (of `class`) on `key` (its stored
+    /// form): published if `notify-keyspace-events` asks for it, and the
+    /// key invalidated for the clients tracking it (Redis's
+    /// `notifyKeyspaceEvent` and `trackingInvalidateKey`).
+    #[cold]
+    pub fn keyspace_event(&self, class: u32, event: &str, key: &[u8]) {
+        use amalgam_commands::notify::{in_effect, TRACKED, TRACKING};
+        if in_effect(self.notify_config.load(Ordering::Relaxed)) & class != 0 {
+            self.publish_keyspace_event(event, key);
+        }
+        if class & TRACKED != 0 && self.notify.load(Ordering::Relaxed) & TRACKING != 0 {
+            self.tracking.invalidate(self, amalgam_engine::namespace::split(key).1);
+        }
     }
 
     /// Publishes keyspace notification `event` of `key` (its stored
@@ -355,7 +391,7 @@ impl Shared {
     #[cold]
     pub fn publish_keyspace_event(&self, event: &str, key: &[u8]) {
         use amalgam_commands::notify::{KEYEVENT, KEYSPACE};
-        let flags = self.notify.load(Ordering::Relaxed);
+        let flags = self.notify_config.load(Ordering::Relaxed);
         let (ns, name) = amalgam_engine::namespace::split(key);
         let Some(db) = self.databases.database_of(ns) else { return };
         let mut wake = Vec::new();
@@ -405,8 +441,12 @@ impl amalgam_memcache::Host for Shared {
         self.tls.as_ref().map(|t| t.reload(|_| {}).map_err(|e| e.to_string()))
     }
 
-    fn notify(&self, event: &str, key: &[u8]) {
-        self.publish_keyspace_event(event, key);
+    fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.keyspace_event(class, event, key);
+    }
+
+    fn flushed(&self) {
+        self.tracking.flushed(self);
     }
 }
 
@@ -523,6 +563,8 @@ impl Shared {
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             notify: AtomicU32::new(0),
             accepted: Default::default(),
+            notify_config: AtomicU32::new(0),
+            tracking: resp::tracking::Registry::default(),
             obuf: obuf::OutputLimits::new(pubsub_limit),
             slowlog: resp::cmdstats::SlowLog::default(),
             latency: Arc::new(resp::latency::Monitor::default()),

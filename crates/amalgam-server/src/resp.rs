@@ -84,6 +84,7 @@
 //! | `resp/multi.rs` | MULTI EXEC DISCARD WATCH UNWATCH; multi-key commands run with their keys held |
 //! | `resp/script.rs` (the interpreter: crate `amalgam-script`) | EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT FCALL FCALL_RO: scripts and functions run with their keys held |
 //! | `resp/function.rs` | FUNCTION (LOAD DELETE FLUSH LIST STATS KILL HELP) |
+//! | `resp/tracking.rs` | CLIENT TRACKING CACHING GETREDIR TRACKINGINFO: client-side caching's table and invalidations |
 //! | `resp/acl.rs` (the users, rules and ACL LOG: crate `amalgam-acl`) | AUTH, HELLO AUTH, requirepass, ACL users, rules and selectors, NOAUTH/NOPERM, protected mode, ACL LOG |
 
 pub mod account;
@@ -103,6 +104,7 @@ pub mod multi;
 pub mod pubsub;
 mod script;
 mod server;
+pub mod tracking;
 
 // The data commands and the command table (crate `amalgam-commands`),
 // under the names the front end's files use.
@@ -183,6 +185,8 @@ pub struct Session {
     auth: acl::Auth,
     /// Its channels and patterns, while it holds any (`pubsub.rs`).
     pubsub: Option<Box<pubsub::State>>,
+    /// CLIENT TRACKING's state, while on (`tracking.rs`).
+    tracking: Option<Box<tracking::State>>,
     /// REPLCONF listening-port and ip-address (a replica's handshake).
     pub(crate) repl_port: u16,
     pub(crate) repl_ip: Option<String>,
@@ -224,6 +228,7 @@ impl Session {
             db: 0,
             auth: acl::Auth::new(&shared.acl),
             pubsub: None,
+            tracking: None,
             repl_port: 0,
             repl_ip: None,
             handoff: None,
@@ -339,15 +344,26 @@ impl<'c> Ctx<'c> {
 
 /// True if the session's commands may be batched as far as databases go:
 /// it is on database 0 and database 0 is namespace 0 (two loads, once
-/// per round and after each command run alone, which may SELECT), and
-/// no `keymiss` notification is wanted (`execute` tells them). Each
-/// batched command's key must also not begin with the escape byte
-/// ([`plain_key`]).
+/// per round and after each command run alone, which may SELECT), no
+/// `keymiss` notification is wanted (`execute` tells them) and the
+/// session does not track keys (`tracking.rs`: `execute` remembers them);
+/// the last two one test of the notification word while neither is on
+/// anywhere. Each batched command's key must also not begin with the
+/// escape byte ([`plain_key`]).
 #[inline(always)]
 fn plain_db(ctx: &Ctx<'_>) -> bool {
+    use amalgam_commands::notify::{KEY_MISS, TRACKING};
     ctx.session.db == 0
         && ctx.shared.databases.namespace(0) == 0
-        && !ctx.cx.notifying(amalgam_commands::notify::KEY_MISS)
+        && !(ctx.cx.notifying(KEY_MISS | TRACKING) && runs_alone(ctx))
+}
+
+/// [`plain_db`]'s part while `keymiss` notifications are on or a client
+/// tracks keys: this session's commands run alone if either concerns it.
+#[cold]
+#[inline(never)]
+fn runs_alone(ctx: &Ctx<'_>) -> bool {
+    ctx.cx.notifying(amalgam_commands::notify::KEY_MISS) || ctx.session.tracking.is_some()
 }
 
 /// True if a key of database 0 is stored as written (it does not begin
@@ -1066,11 +1082,36 @@ fn scripted(cmd: Cmd) -> bool {
     matches!(cmd, Cmd::Eval | Cmd::Evalsha | Cmd::EvalRo | Cmd::EvalshaRo | Cmd::Fcall | Cmd::FcallRo)
 }
 
-/// Runs a command whose name and arity `dispatch` checked.
+/// Runs a command whose name and arity `dispatch` checked. While
+/// `keymiss` notifications are on or a client tracks keys, through
+/// [`execute_noted`] (one test of the notification word otherwise).
+#[inline]
 fn execute(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
-    if ctx.cx.notifying(amalgam_commands::notify::KEY_MISS) {
+    use amalgam_commands::notify::{KEY_MISS, TRACKING};
+    if ctx.cx.notifying(KEY_MISS | TRACKING) {
+        return execute_noted(ctx, spec, args, out);
+    }
+    run(ctx, spec, args, out)
+}
+
+/// [`execute`] with its `keymiss` events told first and, while a client
+/// tracks keys, CLIENT TRACKING's work around it (`tracking::around`).
+#[cold]
+#[inline(never)]
+fn execute_noted(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
+    use amalgam_commands::notify::{KEY_MISS, TRACKING};
+    if ctx.cx.notifying(KEY_MISS) {
         amalgam_commands::notify::key_misses(&ctx.cx, spec, args);
     }
+    if !ctx.cx.notifying(TRACKING) {
+        return run(ctx, spec, args, out);
+    }
+    tracking::around(ctx, spec, args, out, |ctx, out| run(ctx, spec, args, out))
+}
+
+/// The command's family, by its row.
+#[inline(always)]
+fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
     match spec.cmd {
         Cmd::Get | Cmd::Mget => {
             // Only reached with a wrong arity, answered above; kept total.

@@ -500,7 +500,7 @@ fn rows() -> Vec<Setting> {
             // class letters, shown in Redis's order.
             name: "notify-keyspace-events",
             kind: Kind::Text,
-            get: |s, _| amalgam_commands::notify::format(s.notify.load(Ordering::Relaxed)),
+            get: |s, _| amalgam_commands::notify::format(s.notify_config.load(Ordering::Relaxed)),
             set: Some(|s, _, v| {
                 s.set_notify(amalgam_commands::notify::parse(v).expect("checked by refuse"));
             }),
@@ -509,6 +509,17 @@ fn rows() -> Vec<Setting> {
                 amalgam_commands::notify::parse(v).is_none().then(|| amalgam_commands::notify::INVALID_CLASS.into())
             }),
             default: empty,
+        },
+        Setting {
+            // CLIENT TRACKING's table of keys (resp/tracking.rs): past it
+            // the oldest keys are invalidated; 0 bounds it not.
+            name: "tracking-table-max-keys",
+            kind: Kind::Int(0, i64::MAX),
+            get: |s, _| s.tracking.max_keys().to_string(),
+            set: Some(|s, _, v| s.tracking.set_max_keys(s, int(v) as u64)),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| crate::resp::tracking::TABLE_KEYS_MAX_DEFAULT.to_string(),
         },
         Setting {
             name: "timeout",

@@ -426,12 +426,14 @@ pub fn run_worker(shared: &Shared, id: usize, mut poll: Poll, inbox: Inbox, wake
                 }
                 // Subscribers with messages (any worker published them)
                 // run their turn; one past its output limit is closed
-                // (resp/pubsub.rs).
+                // (resp/pubsub.rs). CLIENT TRACKING's invalidations
+                // (resp/tracking.rs) move to the write buffer here.
                 for (key, client, dropped) in shared.pubsub.take_ready(id) {
                     if conns.get(key).is_some_and(|c| c.client_id() == Some(client)) {
                         if dropped {
                             close_conn(shared, &poll, &mut conns, key);
                         } else {
+                            drain_tracking(shared, &mut conns, key, client);
                             ready.push(key);
                         }
                     }
@@ -660,6 +662,16 @@ fn sweep_output(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, now: u64) 
     }
 }
 
+/// Moves CLIENT TRACKING's invalidations queued for connection `key`
+/// (client `client`) to its write buffer (resp/tracking.rs). Out of line:
+/// the event loop inlines only the call.
+#[inline(never)]
+fn drain_tracking(shared: &Shared, conns: &mut Slab<Conn>, key: usize, client: u64) {
+    if let Some(c) = conns.get_mut(key) {
+        shared.tracking.drain(client, &mut c.wbuf);
+    }
+}
+
 /// Closes connection `key` of this worker: out of the poll, `stats conns`'
 /// list, the count and the client registry.
 fn close_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) {
@@ -675,8 +687,9 @@ fn take_conn(shared: &Shared, poll: &Poll, conns: &mut Slab<Conn>, key: usize) -
         // A blocked client leaves its queues: nothing may be popped for a
         // client that is gone, and the next waiter must be woken.
         crate::resp::blocking::abandon(shared, s);
-        // And leaves its channels and patterns.
+        // And leaves its channels and patterns, and its tracking.
         crate::resp::pubsub::leave(shared, s);
+        crate::resp::tracking::leave(shared, s);
     }
     let _ = poll.registry().deregister(&mut c.sock);
     unlist(shared, &c.sock);
@@ -1238,6 +1251,7 @@ impl<S: Socket> Drop for Driven<S> {
         if let Some(s) = self.conn.resp.as_deref_mut() {
             crate::resp::blocking::abandon(shared, s);
             crate::resp::pubsub::leave(shared, s);
+            crate::resp::tracking::leave(shared, s);
         }
         if let Some(id) = self.conn.client_id() {
             shared.clients.remove(id);

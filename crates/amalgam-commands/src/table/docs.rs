@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 327] = [
+pub(super) static DOCS: [Doc; 331] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -282,7 +282,17 @@ pub(super) static DOCS: [Doc; 327] = [
         ..doc("bzpopmin", Some("O(log(N)) with N being the number of elements in the sorted set."))
     },
     doc("client", Some("Depends on subcommand.")),
+    Doc {
+        arguments: &[
+            arg("mode", Oneof).args(&[
+                arg("yes", PureToken).token("YES"),
+                arg("no", PureToken).token("NO"),
+            ]),
+        ],
+        ..doc("client|caching", Some("O(1)"))
+    },
     doc("client|getname", Some("O(1)")),
+    doc("client|getredir", Some("O(1)")),
     doc("client|help", Some("O(1)")),
     doc("client|id", Some("O(1)")),
     doc("client|info", Some("O(1)")),
@@ -362,6 +372,22 @@ pub(super) static DOCS: [Doc; 327] = [
         ],
         ..doc("client|setname", Some("O(1)"))
     },
+    Doc {
+        arguments: &[
+            arg("status", Oneof).args(&[
+                arg("on", PureToken).token("ON"),
+                arg("off", PureToken).token("OFF"),
+            ]),
+            arg("client-id", Integer).token("REDIRECT").optional(),
+            arg("prefix", Str).token("PREFIX").optional().multiple().multiple_token(),
+            arg("bcast", PureToken).token("BCAST").optional(),
+            arg("optin", PureToken).token("OPTIN").optional(),
+            arg("optout", PureToken).token("OPTOUT").optional(),
+            arg("noloop", PureToken).token("NOLOOP").optional(),
+        ],
+        ..doc("client|tracking", Some("O(1). Some options may introduce additional complexity."))
+    },
+    doc("client|trackinginfo", Some("O(1)")),
     Doc {
         arguments: &[
             arg("client-id", Integer),

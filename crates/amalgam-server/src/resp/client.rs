@@ -1,11 +1,13 @@
 //! CLIENT: ID GETNAME SETNAME SETINFO INFO LIST KILL UNBLOCK REPLY
-//! NO-EVICT NO-TOUCH HELP, over the client registry (`amalgam_net::clients`).
+//! NO-EVICT NO-TOUCH HELP, over the client registry (`amalgam_net::clients`);
+//! TRACKING CACHING GETREDIR TRACKINGINFO in `tracking.rs` (the lines show
+//! tracking's `t`, `R`, `B` flags and `redir=`).
 //!
 //! CLIENT LIST and INFO print Redis 7.0's line, then 7.2's `lib-name` and
 //! `lib-ver`. Fields Amalgam does not keep per connection get the value of
 //! an idle connection: `db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0
 //! qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0
-//! tot-mem=0 events=r user=default redir=-1`. Only RESP connections are
+//! tot-mem=0 events=r user=default`. Only RESP connections are
 //! listed (memcached's have no client id). A replica's connection
 //! (`flags=S`, TYPE replica) and a replica's link to its primary
 //! (`flags=M`, `user=(superuser)`, TYPE master) are listed while their
@@ -19,7 +21,7 @@
 
 use super::table::{Cmd, COMMANDS};
 use super::{help, int_arg, is, null, sub, Arg, Ctx, Reply};
-use amalgam_net::clients::{flag, Client};
+use amalgam_net::clients::{flag, tracking_flag, Client};
 use amalgam_protocol::resp::{err, push_bulk, push_error, push_int, push_simple, Proto};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -63,6 +65,12 @@ pub(crate) fn line(c: &Client, line: &mut String) {
     if c.has(flag::BLOCKED) {
         flags.push('b');
     }
+    let tracking = c.tracking.load(Ordering::Relaxed);
+    for (bit, letter) in [(tracking_flag::ON, 't'), (tracking_flag::BROKEN_REDIR, 'R'), (tracking_flag::BCAST, 'B')] {
+        if tracking & bit != 0 {
+            flags.push(letter);
+        }
+    }
     if c.has(flag::NO_EVICT) {
         flags.push('e');
     }
@@ -83,7 +91,7 @@ pub(crate) fn line(c: &Client, line: &mut String) {
         line,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 \
          qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} \
-         redir=-1 resp={} lib-name={} lib-ver={}",
+         redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -96,6 +104,7 @@ pub(crate) fn line(c: &Client, line: &mut String) {
         c.psub.load(Ordering::Relaxed),
         c.ssub.load(Ordering::Relaxed),
         attrs.user.as_deref().map_or("default".into(), String::from_utf8_lossy),
+        c.redir.load(Ordering::Relaxed),
         c.resp.load(Ordering::Relaxed),
         text(&attrs.lib_name),
         text(&attrs.lib_ver),
@@ -169,6 +178,10 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
         "list" => list(ctx, args, out),
         "kill" => return kill(ctx, args, out),
         "unblock" => unblock(ctx, args, out),
+        "tracking" => super::tracking::tracking(ctx, args, out),
+        "caching" => super::tracking::caching(ctx, args, out),
+        "getredir" => super::tracking::getredir(ctx, out),
+        "trackinginfo" => super::tracking::trackinginfo(ctx, out),
         "reply" => {
             if is(&args[2], "on") {
                 ctx.session.reply = Reply::On;
@@ -198,6 +211,10 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
         _ => help(
             &[
                 "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "CACHING (YES|NO)",
+                "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                "GETREDIR",
+                "    Return the client ID we are redirecting to when tracking is enabled.",
                 "GETNAME",
                 "    Return the name of the current connection.",
                 "ID",
@@ -228,10 +245,15 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> 
                 "    Assign the name <name> to the current connection.",
                 "SETINFO <option> <value>",
                 "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-                "NO-EVICT (ON|OFF)",
-                "    Protect current client connection from eviction.",
                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                 "    Unblock the specified blocked client.",
+                "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+                "         [OPTIN] [OPTOUT] [NOLOOP]",
+                "    Control server assisted client side caching.",
+                "TRACKINGINFO",
+                "    Report tracking status for the current connection.",
+                "NO-EVICT (ON|OFF)",
+                "    Protect current client connection from eviction.",
                 "NO-TOUCH (ON|OFF)",
                 "    Will not touch LRU/LFU stats when this mode is on.",
                 "HELP",

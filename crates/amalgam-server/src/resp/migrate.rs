@@ -145,7 +145,11 @@ pub(super) fn migrate(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     for ((k, _, _), r) in found.iter().zip(&replies[expected..]) {
         match r {
             Ok(()) if !o.copy => {
-                let _ = ctx.shared.store.delete(k);
+                if ctx.shared.store.delete(k).is_ok() {
+                    // Redis's MIGRATE signals the source's deletion: `del`
+                    // (keyspace notifications, CLIENT TRACKING).
+                    ctx.cx.notify(amalgam_commands::notify::GENERIC, "del", k);
+                }
             }
             Ok(()) => {}
             Err(e) => {

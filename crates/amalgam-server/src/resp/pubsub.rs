@@ -127,8 +127,19 @@ pub struct Subscriber {
 }
 
 impl Subscriber {
+    /// An empty queue for `client` (CLIENT TRACKING's inboxes are these
+    /// too: `tracking.rs`).
+    pub(crate) fn new(client: Arc<Client>) -> Arc<Subscriber> {
+        Arc::new(Subscriber {
+            client,
+            queue: Mutex::new(Vec::new()),
+            posted: AtomicBool::new(false),
+            dropped: AtomicBool::new(false),
+        })
+    }
+
     /// Moves the queued messages to `out`.
-    fn drain_into(&self, out: &mut Vec<u8>) {
+    pub(crate) fn drain_into(&self, out: &mut Vec<u8>) {
         // Cleared first: a message appended after the take posts again.
         self.posted.store(false, Ordering::Release);
         let mut q = lock(&self.queue);
@@ -318,7 +329,7 @@ impl Registry {
 
     /// Appends `frame` (a RESP2 array; its first byte becomes `>` for a
     /// RESP3 receiver) to `s`'s queue; notes in `wake` the workers to wake.
-    fn deliver(&self, s: &Subscriber, frame: &[u8], wake: &mut Vec<usize>) {
+    pub(crate) fn deliver(&self, s: &Subscriber, frame: &[u8], wake: &mut Vec<usize>) {
         let limit = self.output_limit_bytes.load(Ordering::Relaxed);
         let post = {
             let mut q = lock(&s.queue);
@@ -602,12 +613,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Arg<'_>], out: &mut Vec<u8>
     let st = session.pubsub.get_or_insert_with(|| {
         session.client.set_flag(flag::PUBSUB, true);
         Box::new(State {
-            sub: Arc::new(Subscriber {
-                client: Arc::clone(&session.client),
-                queue: Mutex::new(Vec::new()),
-                posted: AtomicBool::new(false),
-                dropped: AtomicBool::new(false),
-            }),
+            sub: Subscriber::new(Arc::clone(&session.client)),
             channels: HashSet::new(),
             patterns: Vec::new(),
             shard: HashSet::new(),

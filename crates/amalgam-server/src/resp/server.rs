@@ -437,6 +437,7 @@ fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     }
     super::multi::reset(&mut s.multi);
     super::pubsub::reset(shared, s);
+    super::tracking::reset_session(shared, s);
     s.db = 0;
     s.client.db.store(0, Ordering::Relaxed);
     s.client.resp.store(2, Ordering::Relaxed);
@@ -450,6 +451,7 @@ fn reset(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     s.client.set_flag(flag::NO_EVICT, false);
     s.client.set_flag(flag::NO_TOUCH, false);
     ctx.set_proto(Proto::Resp2);
+    ctx.cx.refresh_notify();
     push_simple(out, "RESET");
 }
 
@@ -569,6 +571,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("connected_clients", &shared.curr_connections.load(Ordering::Relaxed));
                 field("maxclients", &shared.conn_limit);
                 field("blocked_clients", &shared.blocking.blocked());
+                field("tracking_clients", &shared.tracking.clients());
             }
             "memory" => {
                 let used = engine.item_bytes + engine.index_bytes;
@@ -651,6 +654,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("pubsub_channels", &shared.pubsub.channels());
                 field("pubsub_patterns", &shared.pubsub.patterns());
                 field("pubsubshard_channels", &shared.pubsub.shard_channels());
+                let (keys, items, prefixes) = shared.tracking.totals();
+                field("tracking_total_keys", &keys);
+                field("tracking_total_items", &items);
+                field("tracking_total_prefixes", &prefixes);
                 field("sync_full", &shared.repl.sync_full.load(Ordering::Relaxed));
                 field("sync_partial_ok", &shared.repl.sync_partial_ok.load(Ordering::Relaxed));
                 field("sync_partial_err", &shared.repl.sync_partial_err.load(Ordering::Relaxed));

@@ -703,6 +703,58 @@ pub(super) const ROWS: &[Spec] = &[
                 acl: &["@connection"],
                 ..spec!(
                     Client,
+                    "client|tracking",
+                    -3,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.0.0",
+                    "Enable or disable server assisted client side caching support"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|caching",
+                    3,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.0.0",
+                    "Instruct the server about tracking or not keys in the next request"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|getredir",
+                    2,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.0.0",
+                    "Get tracking notifications redirection client ID if any"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|trackinginfo",
+                    2,
+                    &["noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.2.0",
+                    "Return information about server assisted client side caching for the current connection"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
                     "client|help",
                     2,
                     &["loading", "stale"],
