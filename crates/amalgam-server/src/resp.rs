@@ -946,17 +946,7 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
 /// True if `reply` is a (un)subscribe command's confirmations, not an
 /// error.
 fn subscription_pushes(spec: Option<&'static Spec>, reply: &[u8]) -> bool {
-    spec.is_some_and(|s| {
-        matches!(
-            s.cmd,
-            Cmd::Subscribe
-                | Cmd::Unsubscribe
-                | Cmd::Psubscribe
-                | Cmd::Punsubscribe
-                | Cmd::Ssubscribe
-                | Cmd::Sunsubscribe
-        )
-    }) && reply.first().is_some_and(|&b| b == b'*' || b == b'>')
+    spec.is_some_and(|s| pubsub::changes_subscriptions(s.cmd)) && reply.first().is_some_and(|&b| b == b'*' || b == b'>')
 }
 
 fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {

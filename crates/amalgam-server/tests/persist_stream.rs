@@ -9,94 +9,21 @@
 //! harness names another server.
 
 mod common;
+#[path = "common/persist.rs"]
+mod persist;
 
+use common::external_resp_addr;
 use common::resp::Resp;
-use common::*;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use persist::Node;
 
-/// A server of our own on a directory of our own, restartable on it.
-struct Node {
-    root: PathBuf,
-    server: Option<Server>,
-    ports: Option<(u16, Option<u16>)>,
-    starts: usize,
-}
-
-impl Node {
-    /// None (with a note) unless the binary under test is an amalgam the
-    /// harness may start.
-    fn start(name: &str) -> Option<Node> {
-        if external_addr().is_some() || external_resp_addr().is_some() {
-            eprintln!("note: an external server is named; persistence tests need an amalgam of their own: skipped");
-            return None;
-        }
-        let bin = binary();
-        if !Path::new(&bin).file_name().is_some_and(|n| n.to_string_lossy().contains("amalgam")) {
-            eprintln!("note: {bin} is not amalgam; persistence (--dir) is amalgam's: skipped");
-            return None;
-        }
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "amalgam-persist-stream-{}-{name}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("data")).unwrap();
-        let mut node = Node { root, server: None, ports: None, starts: 0 };
-        node.boot();
-        Some(node)
+/// An amalgam of our own persisting with `--fsync always`; None (with a
+/// note) when the harness names another server.
+fn start(name: &str) -> Option<Node> {
+    if external_resp_addr().is_some() {
+        eprintln!("note: an external server is named; persistence tests need an amalgam of their own: skipped");
+        return None;
     }
-
-    fn dir(&self) -> PathBuf {
-        self.root.join("data")
-    }
-
-    fn stderr_path(&self, i: usize) -> PathBuf {
-        self.root.join(format!("stderr-{i}.txt"))
-    }
-
-    /// What the last start wrote to stderr.
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(self.stderr_path(self.starts - 1)).unwrap_or_default()
-    }
-
-    fn boot(&mut self) {
-        let dir = self.dir().to_string_lossy().into_owned();
-        let args = ["--dir", &dir, "--fsync", "always", "-t", "2"];
-        let stderr = self.stderr_path(self.starts);
-        self.starts += 1;
-        let s = Server::spawn_with(&args, self.ports, Some(&stderr))
-            .unwrap_or_else(|e| panic!("restart on {}: {e}\n{}", dir, self.stderr()));
-        self.ports = Some(s.ports());
-        self.server = Some(s);
-    }
-
-    /// SIGKILL, then a start on the same directory; asserts no panic.
-    fn crash_and_restart(&mut self) {
-        let mut s = self.server.take().expect("running");
-        s.kill9();
-        drop(s);
-        self.boot();
-        let err = self.stderr();
-        assert!(!err.contains("panicked"), "{err}");
-    }
-
-    fn resp(&self) -> Resp {
-        Resp::new(self.server.as_ref().expect("running"))
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        drop(self.server.take());
-        if std::thread::panicking() {
-            eprintln!("kept {} for inspection", self.root.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
-    }
+    Node::start(&format!("stream-{name}"), &["--fsync", "always"])
 }
 
 const KEYS: [&str; 4] = ["s1", "s2", "s3", "s4"];
@@ -162,7 +89,7 @@ fn last_ids_hold(c: &mut Resp, round: u64) {
 
 #[test]
 fn streams_survive_a_kill_from_the_log() {
-    let Some(mut node) = Node::start("log") else { return };
+    let Some(mut node) = start("log") else { return };
     let mut c = node.resp();
     writes(&mut c, 0);
     let before = dump(&mut c);
@@ -179,7 +106,7 @@ fn streams_survive_a_kill_from_the_log() {
 
 #[test]
 fn streams_survive_from_a_snapshot_then_the_log() {
-    let Some(mut node) = Node::start("snap") else { return };
+    let Some(mut node) = start("snap") else { return };
     let mut c = node.resp();
     writes(&mut c, 0);
     assert_eq!(c.call(&["SAVE"]), "+OK\r\n");
@@ -220,7 +147,7 @@ fn groups(c: &mut Resp) -> Vec<String> {
 
 #[test]
 fn consumer_groups_survive_the_log_and_a_snapshot() {
-    let Some(mut node) = Node::start("groups") else { return };
+    let Some(mut node) = start("groups") else { return };
     let mut c = node.resp();
     writes(&mut c, 0);
     assert_eq!(c.call(&["XGROUP", "CREATE", "s1", "g1", "0"]), "+OK\r\n");

@@ -501,22 +501,20 @@ pub(crate) fn refused(ctx: &Ctx<'_>, cmd: Cmd, name: &str, out: &mut Vec<u8>) ->
     if ctx.session.pubsub.is_none() || ctx.proto() != Proto::Resp2 || ctx.session.multi.executing {
         return false;
     }
-    if matches!(
-        cmd,
-        Cmd::Subscribe
-            | Cmd::Unsubscribe
-            | Cmd::Psubscribe
-            | Cmd::Punsubscribe
-            | Cmd::Ssubscribe
-            | Cmd::Sunsubscribe
-            | Cmd::Ping
-            | Cmd::Quit
-            | Cmd::Reset
-    ) {
+    if changes_subscriptions(cmd) || matches!(cmd, Cmd::Ping | Cmd::Quit | Cmd::Reset) {
         return false;
     }
     amalgam_protocol::resp::push_error(out, err_subscriber_mode(name).as_bytes());
     true
+}
+
+/// SUBSCRIBE, UNSUBSCRIBE and their pattern and shard forms: the
+/// commands whose replies are subscription confirmations.
+pub(crate) fn changes_subscriptions(cmd: Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::Subscribe | Cmd::Unsubscribe | Cmd::Psubscribe | Cmd::Punsubscribe | Cmd::Ssubscribe | Cmd::Sunsubscribe
+    )
 }
 
 /// True while the connection holds a subscription.

@@ -344,6 +344,19 @@ impl Node {
     pub fn text(&self) -> Text {
         Text::new(self.server().connect())
     }
+
+    /// A RESP connection to the running server.
+    pub fn resp(&self) -> Resp {
+        Resp::new(self.server())
+    }
+
+    /// SIGKILL, then a start on the same directory and ports; asserts
+    /// neither start panicked.
+    pub fn crash_and_restart(&mut self) {
+        self.kill();
+        self.boot();
+        self.assert_no_panic();
+    }
 }
 
 /// A text-protocol connection with a read buffer, for pipelined replies.
