@@ -48,7 +48,6 @@
 //! | `glob.rs` | Redis's `stringmatchlen` (KEYS, SCAN MATCH, CONFIG GET, ACL key patterns) |
 //! | `counters.rs` | the per-worker operation counters (memcached's stat names) |
 //! | `notify.rs` | keyspace notifications: the classes, and what a family calls after a change |
-//! | `received.rs` | a large SET value received straight into its item |
 //!
 //! A new data family (streams …) is a new file here, its
 //! rows in `table/rows/`, its `Cmd` variants, and one arm in the RESP
@@ -71,7 +70,9 @@ pub mod list;
 pub mod memory;
 pub mod notify;
 pub mod object;
-pub mod received;
+/// A large SET value received straight into its item: amalgam-persist's
+/// (the event loop below the families reads into it).
+pub use amalgam_persist::received;
 pub mod set;
 pub mod stream;
 pub mod strings;

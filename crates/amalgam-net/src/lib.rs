@@ -8,22 +8,30 @@
 //! (`obuf.rs`: Redis's `client-output-buffer-limit`), and the registry of
 //! RESP connections other threads may see (`clients.rs`:
 //! CLIENT LIST, KILL, UNBLOCK and MONITOR reach a connection through its
-//! worker's inboxes). It knows no command and parses no protocol.
+//! worker's inboxes), and the event loop itself. It knows no command and
+//! parses no protocol.
 //!
-//! ## Where it is going (docs/architecture.md)
-//! The worker's event loop and its connections are still the server's
-//! (`worker.rs`), because the loop calls the memcached and RESP
-//! front ends, replication's hand-off and the blocking and Pub/Sub
-//! registries by name. They move here once the loop is generic over a
-//! front-end trait (a connection's `process`, its wake-ups, its close);
-//! this crate is the floor they will stand on, and what the front ends
-//! share of it already.
+//! ## The event loop
+//! The acceptor (`accept.rs`) deals connections to the workers; a worker
+//! (`worker.rs`) is an epoll loop giving each ready connection a bounded
+//! turn (`conn.rs`: flush, parse and execute, read; repeat). What a
+//! connection does with its bytes, and what other threads ask of it, is
+//! its front end's: the loop is generic over [`front::FrontEnd`], which
+//! the server implements once over both ports (its `front.rs`), and
+//! touches of the server only the narrow [`front::Env`] it is given. The
+//! loop is instantiated once, so the request path costs what the loop
+//! written against the server by name did
+//! (docs/bench-log/2026-12-07-event-loop.md).
 
 #![forbid(unsafe_code)]
 
+pub mod accept;
 pub mod clients;
+pub mod conn;
+pub mod front;
 pub mod obuf;
 pub mod socket;
 pub mod ticks;
 pub mod tls;
 pub mod turn;
+pub mod worker;

@@ -23,6 +23,20 @@ pub const ROUNDS_PER_TURN_MAX: usize = 16;
 /// 1.2 s (docs/bench-log/2026-11-25-small-cache-and-large-values.md § Large
 /// values).
 pub const READ_BYTES_PER_ROUND_MAX: usize = 1 << 20;
+
+/// Values at least this long are received straight into their item (the
+/// server's `inplace.rs`): past it the copy into the item held the worker
+/// for a millisecond or more.
+pub const IN_PLACE_VALUE_BYTES_MIN: usize = READ_BYTES_PER_ROUND_MAX;
+
+/// Bytes a value received in place takes per turn of its connection, at
+/// most (four reads): the worker then serves its other connections. At
+/// the 16 MiB a turn of reads into the read buffer may take
+/// (`ROUNDS_PER_TURN_MAX` reads of [`READ_BYTES_PER_ROUND_MAX`]) another
+/// connection's PING waited 25-28 ms (median) for the turn to end during
+/// a 512 MB SET on a loaded machine (docs/bench-log/2026-11-26-large-values.md
+/// § Received in place).
+pub const IN_PLACE_BYTES_PER_TURN_MAX: usize = 4 * READ_BYTES_PER_ROUND_MAX;
 /// Requests parsed per round (bounds the batch and its key list).
 pub const REQUESTS_PER_ROUND_MAX: usize = 1024;
 /// Pipelined GETs run as one engine batch at most this many at a time

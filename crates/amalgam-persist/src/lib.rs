@@ -63,6 +63,7 @@
 //! | `recover.rs` | start-up: snapshot + log replay, damage handling |
 //! | `repl.rs` | the replication stream: backlog, full sync, applying (issue 22) |
 //! | `staged.rs` | a large value's log record, built while the value arrives |
+//! | `received.rs` | a large value being received into its item, with its staged record |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
 //! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE |
 
@@ -71,6 +72,7 @@ pub mod format;
 mod log;
 pub mod ratelimit;
 pub mod rdb;
+pub mod received;
 pub mod recover;
 pub mod repl;
 mod snapshot;

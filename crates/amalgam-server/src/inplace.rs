@@ -65,25 +65,12 @@
 //!   are shown (SLOWLOG); MONITOR turns the path off while attached.
 
 use crate::Shared;
-pub use amalgam_commands::received::Receiving;
 use amalgam_engine::{Expiry, Store};
-use amalgam_net::turn::READ_BYTES_PER_ROUND_MAX;
+pub use amalgam_net::turn::{IN_PLACE_BYTES_PER_TURN_MAX, IN_PLACE_VALUE_BYTES_MIN};
+pub use amalgam_persist::received::{Receiving, Started};
 use amalgam_protocol::resp::Parser;
 use amalgam_protocol::text::{self, Parse, Request, StoreOp};
 use amalgam_protocol::LINE_BYTES_MAX;
-
-/// Values at least this long are received in place: past it the copy
-/// into the item held the worker for a millisecond or more.
-pub const IN_PLACE_VALUE_BYTES_MIN: usize = READ_BYTES_PER_ROUND_MAX;
-
-/// Bytes a value received in place takes per turn of its connection, at
-/// most (four reads): the worker then serves its other connections. At
-/// the 16 MiB a turn of reads into the read buffer may take
-/// (`ROUNDS_PER_TURN_MAX` reads of [`READ_BYTES_PER_ROUND_MAX`]) another
-/// connection's PING waited 25-28 ms (median) for the turn to end during
-/// a 512 MB SET on a loaded machine (docs/bench-log/2026-11-26-large-values.md
-/// § Received in place).
-pub const IN_PLACE_BYTES_PER_TURN_MAX: usize = 4 * READ_BYTES_PER_ROUND_MAX;
 
 /// Words of a memcached storage line (`cas key flags exptime bytes unique
 /// noreply`).
@@ -91,15 +78,6 @@ const STORE_LINE_WORDS_MAX: usize = 7;
 
 /// Digits of the longest length memcached accepts (`INT_MAX - 2`).
 const LENGTH_DIGITS_MAX: usize = 10;
-
-/// A value being received, and the request's front to parse once it is in.
-#[derive(Debug)]
-pub struct Started {
-    pub value: Receiving,
-    /// The request's bytes before the value, with the value rewritten as
-    /// empty, then whatever followed the value in the read buffer.
-    pub front: Vec<u8>,
-}
 
 /// RESP: the request at the front of `pending` (its parser stopped
 /// inside a bulk string) as a SET value to receive in place, if it is one.

@@ -201,8 +201,6 @@ pub mod worker;
 
 use amalgam_engine::Store;
 use config::Args;
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -292,19 +290,9 @@ pub struct Shared {
     pub accepted: accepted::Accepted,
 }
 
-/// What `stats conns` lists, by file descriptor.
-#[derive(Debug, Default)]
-pub struct ConnRegistry {
-    pub listeners: BTreeMap<i32, SocketAddr>,
-    pub open: BTreeMap<i32, OpenConn>,
-}
-
-/// One open connection's addresses.
-#[derive(Debug, Clone, Copy)]
-pub struct OpenConn {
-    pub peer: SocketAddr,
-    pub listen: SocketAddr,
-}
+/// What `stats conns` lists, by file descriptor (the event loop's, in
+/// amalgam-net: the acceptor lists a connection, its worker unlists it).
+pub use amalgam_net::front::{Listing as ConnRegistry, OpenConn};
 
 /// What the data commands ask of the server (`amalgam_commands::Host`).
 impl amalgam_commands::Host for Shared {

@@ -209,7 +209,7 @@ pub struct Session {
 impl Session {
     /// A new connection's session: RESP2, the next client id, registered
     /// as `token` of `worker`.
-    pub fn new(shared: &Shared, sock: &impl crate::worker::Socket, worker: usize, token: usize) -> Session {
+    pub fn new(shared: &Shared, sock: &impl amalgam_net::socket::Socket, worker: usize, token: usize) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             parser: Parser::new(),

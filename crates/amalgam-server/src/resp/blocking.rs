@@ -108,8 +108,9 @@ use std::time::{Duration, Instant};
 
 /// Shards of the key → waiters map (a push locks one).
 pub const REGISTRY_SHARDS: usize = 64;
-/// Stale deadlines a worker's heap may hold beyond twice its connections.
-pub const DEADLINES_SLACK: usize = 64;
+/// Stale deadlines a worker's heap may hold beyond twice its connections
+/// (the heap is the event loop's, amalgam-net `worker.rs`).
+pub use amalgam_net::worker::DEADLINES_SLACK;
 
 const ERR_TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
 const ERR_TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";

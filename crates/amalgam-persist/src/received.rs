@@ -1,8 +1,9 @@
 //! A large value received straight into its item (the server's
 //! `inplace.rs` tells how and when): the item the engine prepared and,
 //! with persistence or a replication stream, its log record staged beside
-//! it. The SET that finally stores it is a data command's
-//! (`strings::set`), so the type lives here, below both front ends.
+//! it. The event loop (amalgam-net) reads into it; the SET that finally
+//! stores it is a data command's (amalgam-commands `strings::set`), so the
+//! type lives here, below both, beside the staged record it carries.
 
 use amalgam_engine::Prepared;
 
@@ -12,7 +13,7 @@ use amalgam_engine::Prepared;
 #[derive(Debug)]
 pub struct Receiving {
     pub value: Prepared,
-    pub staged: Option<amalgam_persist::Staged>,
+    pub staged: Option<crate::Staged>,
 }
 
 impl Receiving {
@@ -23,7 +24,7 @@ impl Receiving {
         // received yet: the next bytes to fill are the first).
         let staged = journaled.then(|| {
             let at = value.unfilled(0).as_ptr() as usize;
-            amalgam_persist::Staged::new(value.key(), at, value.len())
+            crate::Staged::new(value.key(), at, value.len())
         });
         Receiving { value, staged }
     }
@@ -64,9 +65,9 @@ impl std::ops::DerefMut for Receiving {
 struct Staging;
 
 impl Staging {
-    fn new(staged: Option<amalgam_persist::Staged>) -> Staging {
+    fn new(staged: Option<crate::Staged>) -> Staging {
         if let Some(s) = staged {
-            amalgam_persist::staged::stage(s);
+            crate::staged::stage(s);
         }
         Staging
     }
@@ -74,6 +75,16 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        amalgam_persist::staged::unstage();
+        crate::staged::unstage();
     }
+}
+
+/// A value whose receiving in place has just started: the value, and the
+/// request's front for the parser once it is in.
+#[derive(Debug)]
+pub struct Started {
+    pub value: Receiving,
+    /// The request's bytes before the value, with the value rewritten as
+    /// empty, then whatever followed the value in the read buffer.
+    pub front: Vec<u8>,
 }
