@@ -69,6 +69,9 @@ pub struct Conn<S, St> {
     /// When its pending output was first found at or above its class's
     /// soft limit (a `ticks` reading; 0: it was not), `obuf.rs`.
     pub(crate) soft_since: u64,
+    /// The loop's round that last queued it for a turn (each connection
+    /// is turned once per round, in the order it became ready).
+    queued: u64,
     /// A large value being received straight into its item (the server's
     /// `inplace.rs`); memcached's stays here once complete, until its
     /// request is parsed (a RESP one moves to its session then).
@@ -118,6 +121,7 @@ impl<S: Socket, St> Conn<S, St> {
             tls,
             active: crate::ticks::now(),
             soft_since: 0,
+            queued: 0,
             inplace: None,
         }
     }
@@ -154,6 +158,14 @@ impl<S: Socket, St> Conn<S, St> {
     pub fn readied(&mut self, hup: bool) {
         self.drained = false;
         self.hup |= hup;
+    }
+
+    /// Queues it for round `round`'s turns: false if it already is.
+    #[inline]
+    pub(crate) fn queue(&mut self, round: u64) -> bool {
+        let fresh = self.queued != round;
+        self.queued = round;
+        fresh
     }
 
     /// The socket.

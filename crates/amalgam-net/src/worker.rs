@@ -8,6 +8,13 @@
 //! ([`FrontEnd::woken`]). Around the turns the loop keeps the blocked
 //! clients' deadlines, parks replies that wait for the log's commit, and
 //! sweeps idle connections and those over their output limits.
+//!
+//! ## Order
+//! Each round turns every ready connection once: first those left with
+//! work from the round before, then the rest in epoll's readiness order,
+//! which is the order their bytes arrived. So on one worker commands run
+//! in arrival order, as Redis and memcached serve their events; across
+//! workers there is none (docs/architecture.md § Order).
 
 use crate::conn::{Conn, Turn};
 use crate::front::{Conns, Env, FrontEnd};
@@ -95,6 +102,8 @@ pub fn run_worker<F: FrontEnd>(fe: &F, env: &Env<'_>, mut poll: Poll, inbox: Inb
     let mut output_rounds = 0usize;
     // Whether the idle timeout was on at the last round.
     let mut sweeping = false;
+    // This round's number (`Conn::queue`).
+    let mut round: u64 = 0;
     while !env.shutdown.load(Ordering::Acquire) {
         let idle_secs = env.idle_timeout_secs.load(Ordering::Relaxed);
         let timeout = if !again.is_empty() {
@@ -166,8 +175,14 @@ pub fn run_worker<F: FrontEnd>(fe: &F, env: &Env<'_>, mut poll: Poll, inbox: Inb
                 ready.push(key);
             }
         }
-        ready.sort_unstable();
-        ready.dedup();
+        // Each connection once, in the order it became ready: the ones
+        // left with work from the last round, then epoll's readiness
+        // order, which is the order their bytes arrived, as Redis and
+        // memcached serve their events (issue 39 §1; sorting by token
+        // served a connection accepted later first when it had the lower
+        // token, as a reused slab slot has).
+        round = round.wrapping_add(1);
+        ready.retain(|&key| conns.get_mut(key).is_some_and(|c| c.queue(round)));
         let mut parked: Vec<usize> = Vec::new();
         for pass in 0..2 {
             if pass == 1 {
