@@ -246,6 +246,8 @@ pub struct Shared {
     pub databases: amalgam_commands::db::Databases,
     /// Clients blocked in BLPOP and friends, by key (`resp/blocking.rs`).
     pub blocking: resp::blocking::Registry,
+    /// CLIENT PAUSE's state (resp/pause.rs).
+    pub pause: resp::pause::Pause,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
     /// The classes the write paths tell [`Host::notify`] of
@@ -548,6 +550,7 @@ impl Shared {
             conns: Mutex::new(ConnRegistry::default()),
             clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
+            pause: resp::pause::Pause::default(),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             notify: AtomicU32::new(0),
             accepted: Default::default(),

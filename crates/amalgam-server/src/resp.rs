@@ -101,6 +101,7 @@ pub mod latency;
 mod migrate;
 mod monitor;
 pub mod multi;
+pub mod pause;
 pub mod pubsub;
 mod script;
 mod server;
@@ -133,6 +134,9 @@ pub enum After {
     Continue,
     /// QUIT, a refused handshake …: the replies go out, then it closes.
     Close,
+    /// CLIENT PAUSE holds the command (resp/pause.rs): it is left
+    /// unconsumed and the connection waits.
+    Postpone,
 }
 
 /// CLIENT REPLY's state.
@@ -519,6 +523,9 @@ fn process_round(
     // read has run, and lifted them, before the next request is parsed.
     let mut unauthenticated = ctx.session.auth.required();
     let mut plain = plain_db(&ctx);
+    // A CLIENT PAUSE may be on: every command runs alone, through
+    // `dispatch`'s check (resp/pause.rs).
+    let mut paused = shared.pause.on();
     // Past the hard limit the client is closed after the round (as Redis
     // runs nothing more for a client it is closing): no more parsing, and
     // nothing parsed runs once a run before it crossed it (`RoundStop`).
@@ -570,6 +577,7 @@ fn process_round(
                 // commands of another database.
                 let batch = (ctx.session.auth.open || may_join_run(&ctx.session.auth, spec, cmd))
                     && plain
+                    && !paused
                     && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
@@ -629,8 +637,18 @@ fn process_round(
                     break;
                 }
                 let after = run_command(&mut ctx, spec, &args[start..], out);
+                if after == After::Postpone {
+                    // Parsed again once the pause lets it run (its value,
+                    // if received in place, stays with the session), and
+                    // counted then.
+                    *pos -= consumed;
+                    bump(&stats.ops.resp_commands, u64::MAX);
+                    args.clear();
+                    break;
+                }
                 unauthenticated = ctx.session.auth.required();
                 plain = plain_db(&ctx);
+                paused = shared.pause.on();
                 ctx.session.prepared = None;
                 args.clear();
                 if after == After::Close {
@@ -930,6 +948,9 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
     let before = ctx.session.reply;
     let mark = out.len();
     let after = dispatch(ctx, spec, args, out);
+    if after == After::Postpone {
+        return after;
+    }
     account::account(ctx, spec, args, &out[mark..]);
     let now = ctx.session.reply;
     if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On && !subscription_pushes(spec, &out[mark..]) {
@@ -987,6 +1008,17 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
             ctx.session.multi.refused_one();
             push_error(out, e.as_bytes());
             return After::Continue;
+        }
+    }
+    // CLIENT PAUSE (resp/pause.rs): after the argument count and ACL,
+    // before MULTI queues; never the commands EXEC runs, nor a batched
+    // SET (`ctx.plain`: it joined its run before the pause was seen). One
+    // relaxed load while no pause is on.
+    if ctx.shared.pause.on() && !ctx.session.multi.executing && !ctx.plain {
+        if let Some(s) = spec.filter(|s| arity_ok(s.arity, args.len())) {
+            if pause::hold(ctx, s, args) {
+                return After::Postpone;
+            }
         }
     }
     if multi::queued(ctx, spec, args, out) {

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 331] = [
+pub(super) static DOCS: [Doc; 333] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -357,6 +357,19 @@ pub(super) static DOCS: [Doc; 331] = [
         ..doc("client|no-evict", Some("O(1)"))
     },
     Doc {
+        history: &[
+            ("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option."),
+        ],
+        arguments: &[
+            arg("timeout", Integer),
+            arg("mode", Oneof).since("6.2.0").optional().args(&[
+                arg("write", PureToken).token("WRITE"),
+                arg("all", PureToken).token("ALL"),
+            ]),
+        ],
+        ..doc("client|pause", Some("O(1)"))
+    },
+    Doc {
         arguments: &[
             arg("on_off_skip", Oneof).args(&[
                 arg("on", PureToken).token("ON"),
@@ -398,6 +411,7 @@ pub(super) static DOCS: [Doc; 331] = [
         ],
         ..doc("client|unblock", Some("O(log N) where N is the number of client connections"))
     },
+    doc("client|unpause", Some("O(N) Where N is the number of paused clients")),
     doc("command", Some("O(N) where N is the total number of Redis commands")),
     doc("command|count", Some("O(1)")),
     Doc {

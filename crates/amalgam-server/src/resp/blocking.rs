@@ -295,6 +295,10 @@ enum Op {
     Wait { offset: u64, replicas: u64 },
     /// XREAD BLOCK: entries after its IDs (reads, takes nothing).
     XRead(Box<Read>),
+    /// A command postponed by CLIENT PAUSE (`pause.rs`): its bytes wait
+    /// unparsed; woken by UNPAUSE or a new pause, or at the pause's end,
+    /// the connection parses it again. No keys, no reply of its own.
+    Pause,
 }
 
 impl Op {
@@ -416,7 +420,7 @@ fn attempt(ctx: &Ctx<'_>, op: &Op, keys: &[Vec<u8>], may: &[bool], first: bool, 
         match op {
             // No keys: never reached (woken and timed_out answer WAIT);
             // a read is answered above.
-            Op::Wait { .. } | Op::XRead(_) => return Try::Wait,
+            Op::Wait { .. } | Op::XRead(_) | Op::Pause => return Try::Wait,
             Op::Pop { end, count } => match list::pop(&ctx.cx, k, *end, count.unwrap_or(1)) {
                 Ok(Access::Done(elems)) if !elems.is_empty() => {
                     match count {
@@ -581,7 +585,9 @@ pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 /// `error`, as Redis's `clientUnblock` does. True if it ended (the reply is
 /// in `out`; the connection runs again).
 pub fn unblocked(shared: &Shared, stats: &WorkerStats, session: &mut Session, error: bool, out: &mut Vec<u8>) -> bool {
-    let Some(seq) = session.blocked.as_ref().map(|b| b.ticket.seq) else { return false };
+    let Some(seq) = session.blocked.as_ref().filter(|b| !matches!(b.op, Op::Pause)).map(|b| b.ticket.seq) else {
+        return false;
+    };
     if !error {
         return timed_out(shared, session, seq, out);
     }
@@ -606,6 +612,10 @@ pub fn woken(
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
     // Cleared before the attempt: a push after this point posts again.
     b.ticket.notified.store(false, Ordering::Release);
+    if matches!(b.op, Op::Pause) {
+        end_pause(shared, &b);
+        return true;
+    }
     if let Op::Wait { offset, replicas } = b.op {
         let acked = shared.repl.acked(offset);
         if acked >= replicas {
@@ -666,6 +676,10 @@ pub fn woken(
 /// true (the connection runs again).
 pub fn timed_out(shared: &Shared, session: &mut Session, seq: u64, out: &mut Vec<u8>) -> bool {
     let Some(b) = session.blocked.take_if(|b| b.ticket.seq == seq) else { return false };
+    if matches!(b.op, Op::Pause) {
+        end_pause(shared, &b);
+        return true;
+    }
     session.client.set_flag(flag::BLOCKED, false);
     if let Op::Wait { offset, .. } = b.op {
         end_wait(shared, &b);
@@ -682,6 +696,29 @@ pub fn timed_out(shared: &Shared, session: &mut Session, seq: u64, out: &mut Vec
 fn end_wait(shared: &Shared, b: &Blocked) {
     shared.repl.forget_waiter(b.ticket.seq);
     shared.blocking.unregister(&b.ticket, &b.keys);
+}
+
+/// A command postponed by CLIENT PAUSE (`pause.rs`) stops waiting.
+fn end_pause(shared: &Shared, b: &Blocked) {
+    shared.pause.forget(b.ticket.seq);
+    shared.blocking.unregister(&b.ticket, &b.keys);
+}
+
+/// CLIENT PAUSE holds the command at the front of the connection's input
+/// until `until` (or until UNPAUSE, or a new pause): the connection waits
+/// as a blocked client, counted in `blocked_clients` but not flagged
+/// blocked (CLIENT UNBLOCK leaves it alone, as Redis's does). False off a
+/// worker (the command then runs).
+pub(crate) fn postpone(ctx: &mut Ctx<'_>, until: Instant) -> bool {
+    let shared = ctx.shared;
+    let Some((worker, token)) = ctx.session.home else { return false };
+    let registry = &shared.blocking;
+    let ticket = Ticket::new(worker, token, registry.next_seq.fetch_add(1, Ordering::Relaxed));
+    registry.register(&ticket, &[]);
+    shared.pause.wait(Arc::clone(&ticket));
+    ctx.session.blocked =
+        Some(Box::new(Blocked { op: Op::Pause, keys: Vec::new(), ticket, deadline: Some(until), armed: false }));
+    true
 }
 
 /// WAIT that cannot answer yet: blocks the connection until `replicas`
@@ -745,6 +782,9 @@ pub fn abandon(shared: &Shared, session: &mut Session) {
         session.client.set_flag(flag::BLOCKED, false);
         if matches!(b.op, Op::Wait { .. }) {
             return end_wait(shared, &b);
+        }
+        if matches!(b.op, Op::Pause) {
+            return end_pause(shared, &b);
         }
         shared.blocking.unregister(&b.ticket, &b.keys);
         pass_on(shared, &b.keys);

@@ -90,6 +90,17 @@ impl Multi {
         self.queue.is_some()
     }
 
+    /// Whether a queued command writes or may replicate: CLIENT PAUSE
+    /// WRITE holds such an EXEC (`pause.rs`).
+    pub(crate) fn queue_writes(&self) -> bool {
+        self.queue.iter().flatten().any(|c| {
+            c.first().and_then(|n| table::lookup(n)).is_some_and(|s| {
+                let args: Vec<super::Arg<'_>> = c.iter().map(|a| super::Arg::from(&a[..])).collect();
+                super::pause::writes(s, &args)
+            })
+        })
+    }
+
     /// A command was refused before queueing (READONLY, NOREPLICAS):
     /// EXEC answers EXECABORT, as Redis's `flagTransaction`.
     pub(crate) fn refused_one(&mut self) {

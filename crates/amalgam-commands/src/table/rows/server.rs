@@ -690,6 +690,32 @@ pub(super) const ROWS: &[Spec] = &[
                 acl: &["@connection"],
                 ..spec!(
                     Client,
+                    "client|pause",
+                    -3,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "2.9.50",
+                    "Stop processing commands from clients for some time"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
+                    "client|unpause",
+                    2,
+                    &["admin", "noscript", "loading", "stale"],
+                    (0, 0, 0),
+                    "connection",
+                    "6.2.0",
+                    "Resume processing of clients that were paused"
+                )
+            },
+            Spec {
+                acl: &["@connection"],
+                ..spec!(
+                    Client,
                     "client|no-touch",
                     3,
                     &["noscript", "loading", "stale"],
