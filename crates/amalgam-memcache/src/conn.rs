@@ -75,7 +75,11 @@ pub fn process(
         }
     }
     if binary.is_none() && *rstart < buf.len() {
-        *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
+        *binary = Some(match ctx.w.host.binding() {
+            crate::Binding::Auto => buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST,
+            crate::Binding::Ascii => false,
+            crate::Binding::Binary => true,
+        });
     }
     if *binary == Some(true) {
         crate::binary::process(ctx, buf, rstart, rend, wbuf, swallow, close_after_write);

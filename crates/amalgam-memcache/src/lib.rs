@@ -118,10 +118,29 @@ pub trait Host: Sync {
     /// stored form), as RESP's writes tell it (`amalgam_commands::notify`):
     /// published, and tracked keys invalidated.
     fn notify(&self, class: u32, event: &str, key: &[u8]);
+    /// memcached's `-B`: which protocols a connection may speak, asked
+    /// once per connection, at its first byte.
+    fn binding(&self) -> Binding {
+        Binding::Auto
+    }
     /// `flush_all` emptied the cache (a delayed one: was scheduled): RESP
     /// clients that track keys are told every key is invalid, as after
     /// Redis's FLUSHALL.
     fn flushed(&self) {}
+}
+
+/// memcached's `-B`: the protocols the port speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Binding {
+    /// The first byte decides (`0x80`: binary), memcached's default.
+    #[default]
+    Auto,
+    /// Text only: a binary request is read as a text line, as memcached
+    /// reads it (so `ERROR`, or nothing until a newline comes).
+    Ascii,
+    /// Binary only: a text request is read as a binary header (bad
+    /// magic: the connection is closed, as memcached closes it).
+    Binary,
 }
 
 /// What the memcached front end reaches on one worker, the same for all

@@ -445,6 +445,15 @@ impl amalgam_memcache::Host for Shared {
         self.keyspace_event(class, event, key);
     }
 
+    fn binding(&self) -> amalgam_memcache::Binding {
+        use amalgam_config::config::Protocol;
+        match self.args.binding_protocol() {
+            Ok(Protocol::Ascii) => amalgam_memcache::Binding::Ascii,
+            Ok(Protocol::Binary) => amalgam_memcache::Binding::Binary,
+            _ => amalgam_memcache::Binding::Auto,
+        }
+    }
+
     fn flushed(&self) {
         self.tracking.flushed(self);
     }
