@@ -61,6 +61,9 @@ counters!(
     resp_commands,
     auth_cmds,
     auth_errors,
+    cmd_meta,
+    store_too_large,
+    store_no_memory,
 );
 
 /// Adds `n` to a counter that only the calling worker writes.

@@ -190,6 +190,10 @@ pub fn process(
                     }
                 }
                 pos += f.consumed;
+                if f.reply == Some(amalgam_protocol::text::reply::TOO_LARGE) {
+                    // A data block over -I, refused before it is read.
+                    amalgam_commands::counters::bump(&ctx.w.counters.store_too_large, 1);
+                }
                 if let (Some(line), false) = (f.reply, f.noreply) {
                     push_line(wbuf, line);
                 }

@@ -130,6 +130,8 @@ fn store_reply(ctx: &Ctx<'_>, op: StoreOp, key: &[u8], r: Result<u64, Error>, no
         // refuses it: its allocation fails inside the store step.
         Err(Error::TooLarge) if matches!(op, StoreOp::Append | StoreOp::Prepend) => "NOT_STORED",
         Err(e @ (Error::TooLarge | Error::OutOfMemory)) => {
+            let c = &ctx.w.counters;
+            bump(if e == Error::TooLarge { &c.store_too_large } else { &c.store_no_memory }, 1);
             // memcached drops the old value of a SET it could not
             // store, so no stale data outlives a failed update.
             if op == StoreOp::Set {
@@ -271,17 +273,7 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
             store_reply(ctx, op, key, r, noreply, out);
         }
-        Request::Delete { key, noreply } => match store.delete(crate::stored(key, &mut scratch)) {
-            Ok(()) => {
-                ctx.w.notify(notify::GENERIC, "del", crate::stored(key, &mut scratch));
-                bump(&ctx.w.counters.delete_hits, 1);
-                reply_line("DELETED", noreply);
-            }
-            Err(_) => {
-                bump(&ctx.w.counters.delete_misses, 1);
-                reply_line("NOT_FOUND", noreply);
-            }
-        },
+        Request::Delete { key, noreply } => delete(ctx, key, noreply, out),
         Request::Arith { incr, key, delta, noreply } => {
             let key = crate::stored(key, &mut scratch);
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };
@@ -354,7 +346,27 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             Some(Err(e)) => push_line(out, &format!("Error loading the certificate chain: {e}")),
         },
         Request::LruCrawler { args } => return ctx.w.host.lru_crawler(args, out),
+        Request::Slabs { args } => ctx.w.host.operator().slabs(args, out),
+        Request::Lru { args } => ctx.w.host.operator().lru(args, out),
+        Request::Watch { args } => return ctx.w.host.watch(args, out),
         Request::Meta { cmd, line, data } => return crate::meta::run(ctx, cmd, line, data, out),
     }
     After::Continue
+}
+
+/// `delete <key>`: memcached's replies and counters.
+fn delete(ctx: &Ctx<'_>, key: &[u8], noreply: bool, out: &mut Vec<u8>) {
+    let mut scratch = Vec::new();
+    let stored = crate::stored(key, &mut scratch);
+    let (counter, line) = match ctx.w.store.delete(stored) {
+        Ok(()) => {
+            ctx.w.notify(notify::GENERIC, "del", stored);
+            (&ctx.w.counters.delete_hits, "DELETED")
+        }
+        Err(_) => (&ctx.w.counters.delete_misses, "NOT_FOUND"),
+    };
+    bump(counter, 1);
+    if !noreply {
+        push_line(out, line);
+    }
 }

@@ -14,7 +14,9 @@
 //! `-F`, `-I`, a read-only replica), built once per worker thread, and
 //! where the round stops for a client past its output limit. Through the
 //! [`Host`] it reaches the operator commands that read the whole server
-//! (`stats`, `lru_crawler`, `shutdown`, `verbosity`, `refresh_certs`),
+//! (`stats`, `lru_crawler`, `shutdown`, `verbosity`, `refresh_certs`,
+//! `watch`) and the port's operator state (`stats detail`, `slabs`,
+//! `lru`: `operator.rs`),
 //! which the server answers (its `admin.rs`). No socket, no other
 //! connection, no RESP.
 //!
@@ -35,6 +37,8 @@
 //! | `meta.rs` | the meta protocol (mg ms md ma mn me) |
 //! | `binary.rs` | the binary protocol, memcached 1.6.18's statuses and bodies |
 //! | `authfile.rs` | `-Y FILE`: the users and the authentication `set` |
+//! | `watch.rs` | `watch`: the watchers' registry and memcached's log-line formats |
+//! | `operator.rs` | `stats detail` (per-prefix counts), `slabs`, `lru`: memcached's replies |
 
 #![forbid(unsafe_code)]
 
@@ -43,6 +47,8 @@ pub mod binary;
 pub mod conn;
 pub mod exec;
 pub mod meta;
+pub mod operator;
+pub mod watch;
 
 pub use conn::{process, swallowing, Conn};
 
@@ -118,6 +124,11 @@ pub trait Host: Sync {
     /// stored form), as RESP's writes tell it (`amalgam_commands::notify`):
     /// published, and tracked keys invalidated.
     fn notify(&self, class: u32, event: &str, key: &[u8]);
+    /// The memcached port's operator state: `stats detail`'s prefixes,
+    /// `slabs` and `lru`'s tuning (operator.rs).
+    fn operator(&self) -> &operator::State;
+    /// `watch [classes]`: memcached's replies (watch.rs).
+    fn watch(&self, args: Keys<'_>, out: &mut Vec<u8>) -> After;
     /// memcached's `-B`: which protocols a connection may speak, asked
     /// once per connection, at its first byte.
     fn binding(&self) -> Binding {

@@ -238,6 +238,9 @@ pub struct Shared {
     pub clients: amalgam_net::clients::Registry,
     /// memcached's verbosity: `-v` at start, then the `verbosity` command.
     pub verbosity: AtomicU32,
+    /// The memcached port's operator state: `stats detail`'s prefixes,
+    /// `slabs` and `lru`'s tuning (`amalgam_memcache::operator`).
+    pub mc_operator: amalgam_memcache::operator::State,
     /// Listeners and open connections for `stats conns` (written at
     /// accept and close only, never per request).
     pub conns: Mutex<ConnRegistry>,
@@ -445,6 +448,14 @@ impl amalgam_memcache::Host for Shared {
         self.keyspace_event(class, event, key);
     }
 
+    fn operator(&self) -> &amalgam_memcache::operator::State {
+        &self.mc_operator
+    }
+
+    fn watch(&self, args: amalgam_protocol::text::Keys<'_>, out: &mut Vec<u8>) -> amalgam_memcache::After {
+        admin::watch(self, args, out)
+    }
+
     fn binding(&self) -> amalgam_memcache::Binding {
         use amalgam_config::config::Protocol;
         match self.args.binding_protocol() {
@@ -540,6 +551,7 @@ impl Shared {
             .and_then(|s| s.map(|s| tls::Tls::new(&s)).transpose())
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
+        let (mc_delimiter, mc_watch_disabled) = (args.stats_prefix_delimiter(), args.disable_watch);
         let databases = amalgam_commands::db::Databases::new(args.databases);
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {
@@ -566,6 +578,7 @@ impl Shared {
             thresholds: resp::typed::LiveThresholds::default(),
             databases,
             verbosity: AtomicU32::new(u32::from(args_verbose)),
+            mc_operator: amalgam_memcache::operator::State::new(mc_delimiter, mc_watch_disabled),
             conns: Mutex::new(ConnRegistry::default()),
             clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
