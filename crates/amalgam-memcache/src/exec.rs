@@ -3,6 +3,7 @@
 //! shape). Runs of GETs — the keys of a multi-get and of pipelined gets —
 //! go through the engine's batched lookup (MICA §5.3).
 
+use crate::operator::DetailOp;
 use crate::Ctx;
 use amalgam_commands::counters::bump;
 use amalgam_commands::notify;
@@ -47,7 +48,14 @@ pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
     // class) the reply stops, unfinished; the worker's check after the
     // round closes the client before any of it is sent (`obuf.rs`).
     let stop = ctx.stop.hard;
+    // `stats detail on` (operator.rs): one load per batch and a branch
+    // per key while off.
+    let detail = ctx.w.detail_on();
     store.get_batch(&keys, |i, item| {
+        if detail {
+            let key = if any_escaped { crate::name(keys[i]) } else { keys[i] };
+            ctx.w.record_detail(DetailOp::Get(item.is_some_and(|it| it.tag() == TAG_BYTES)), key);
+        }
         if out.len() >= stop {
             return;
         }
@@ -164,6 +172,9 @@ pub fn run_prepared(ctx: &Ctx<'_>, req: Request<'_>, value: amalgam_commands::re
         return;
     }
     bump(&ctx.w.counters.cmd_set, 1);
+    if ctx.w.detail_on() {
+        ctx.w.record_detail(DetailOp::Set, key);
+    }
     let store = ctx.w.store;
     let e = expiry(store, exptime);
     let wanted = ctx.visible_cas(cas_unique);
@@ -236,9 +247,13 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             // memcached counts gat/gats keys as touches only, not as gets.
             for key in keys.iter() {
                 bump(&ctx.w.counters.cmd_touch, 1);
+                let detail = ctx.w.detail_on();
                 let hit = store.touch_and_get(crate::stored(key, &mut scratch), e, |it| {
                     push_value(out, key, it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
                 });
+                if detail {
+                    ctx.w.record_detail(DetailOp::Get(matches!(hit, Some(Ok(())))), key);
+                }
                 match hit {
                     Some(Ok(())) => {
                         ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
@@ -254,6 +269,9 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
             bump(&ctx.w.counters.cmd_set, 1);
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Set, key);
+            }
             let e = expiry(store, exptime);
             let key = crate::stored(key, &mut scratch);
             let r = match op {
@@ -273,7 +291,12 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
             store_reply(ctx, op, key, r, noreply, out);
         }
-        Request::Delete { key, noreply } => delete(ctx, key, noreply, out),
+        Request::Delete { key, noreply } => {
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Del, key);
+            }
+            delete(ctx, key, noreply, out)
+        }
         Request::Arith { incr, key, delta, noreply } => {
             let key = crate::stored(key, &mut scratch);
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };

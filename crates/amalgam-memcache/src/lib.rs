@@ -178,6 +178,20 @@ pub struct Worker<'w> {
 }
 
 impl Worker<'_> {
+    /// True while `stats detail` is on: one relaxed load of this worker's
+    /// own counters block (operator.rs).
+    #[inline(always)]
+    pub(crate) fn detail_on(&self) -> bool {
+        self.counters.stats_detail.load(Ordering::Relaxed)
+    }
+
+    /// Counts `op` on `key` for `stats detail`, out of line.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn record_detail(&self, op: operator::DetailOp, key: &[u8]) {
+        self.host.operator().record(op, key);
+    }
+
     /// Tells RESP's subscribers of a write on this port, as the RESP
     /// command it amounts to would (SET, APPEND, INCRBY, DEL, EXPIRE):
     /// `event` of `class` on the stored `key`. One relaxed load and a

@@ -148,11 +148,17 @@ pub fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
         Some(b"slabs") => slabs_stats(shared, out),
         Some(b"sizes") => sizes_stats(shared, out),
         Some(b"conns") => conns_stats(shared, out),
+        Some(b"detail") => {
+            // Its replies are whole (OK, the usage line, or the dump and END).
+            shared.mc_operator.detail_command(it.next(), out, |on| shared.set_stats_detail(on));
+            return;
+        }
         Some(b"reset") => {
             for w in shared.workers.iter() {
                 w.reset();
             }
             shared.rejected_connections.store(0, Ordering::Relaxed);
+            shared.mc_operator.clear();
             push_line(out, "RESET");
             return;
         }
@@ -348,7 +354,11 @@ pub fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "num_threads", shared.workers.len());
     push_stat(out, "num_threads_per_udp", shared.workers.len());
     push_stat(out, "stat_key_prefix", char::from(shared.mc_operator.delimiter));
-    push_stat(out, "detail_enabled", "no");
+    push_stat(
+        out,
+        "detail_enabled",
+        yes_no(shared.workers.first().is_some_and(|w| w.ops.stats_detail.load(Ordering::Relaxed))),
+    );
     push_stat(out, "reqs_per_event", a.ignored_reqs_per_event.unwrap_or(20));
     push_stat(out, "cas_enabled", yes_no(shared.cas_enabled()));
     push_stat(out, "tcp_backlog", a.ignored_backlog.unwrap_or(1024));

@@ -594,6 +594,8 @@ impl Shared {
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
+        // memcached's -D turns `stats detail` on at start.
+        shared.set_stats_detail(shared.args.prefix_delimiter.is_some());
         let _ = shared.store.set_key_watcher(Arc::new(KeyNotifier(Arc::downgrade(&shared))));
         // The engine's and persistence's stalls as LATENCY events.
         let events = Arc::new(resp::latency::StallEvents(Arc::clone(&shared.latency)));
@@ -632,6 +634,13 @@ impl Shared {
     }
 
     /// False with `-C`: every CAS reads 0 (config.rs).
+    /// `stats detail on|off`: every worker's flag (operator.rs).
+    pub fn set_stats_detail(&self, on: bool) {
+        for w in &self.workers {
+            w.ops.stats_detail.store(on, Ordering::Relaxed);
+        }
+    }
+
     pub fn cas_enabled(&self) -> bool {
         !self.args.disable_cas
     }

@@ -505,6 +505,8 @@ fn settings_show_memcacheds_flags() {
     let st = stats_map(&mut c, "settings");
     for (name, want) in [
         ("stat_key_prefix", "#"),
+        // -D turns stats detail on, as in memcached.
+        ("detail_enabled", "yes"),
         ("binding_protocol", "ascii"),
         ("reqs_per_event", "10"),
         ("tcp_backlog", "512"),
@@ -590,6 +592,51 @@ const SLABS_CLASS_FIELDS: [&str; 17] = [
     "active_slabs",
     "total_malloced",
 ];
+
+/// `stats detail`: memcached's replies, and per-prefix counts as its
+/// `prefix.c` keeps them (get per key of get/gets/gat with hits, set per
+/// storage command stored or not, del per delete found or not; keys
+/// without the delimiter and meta commands not counted; `off` stops
+/// counting but keeps the table; `stats reset` empties it). Every figure
+/// compared exactly.
+#[test]
+fn stats_detail_counts_by_prefix() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    let usage = b"CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+    exchange(&mut c, b"stats detail\r\n", usage);
+    exchange(&mut c, b"stats detail foo\r\n", usage);
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+    exchange(&mut c, b"get b:0\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail on\r\n", b"OK\r\n");
+    exchange(&mut c, b"mg a:1 v\r\n", b"EN\r\n");
+    exchange(&mut c, b"get b:1 b:2 nodelim\r\n", b"END\r\n");
+    exchange(&mut c, b"set b:2 0 0 1\r\nx\r\n", b"STORED\r\n");
+    exchange(&mut c, b"add b:2 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    exchange(&mut c, b"delete b:3\r\n", b"NOT_FOUND\r\n");
+    exchange(&mut c, b"gat 0 b:2\r\n", b"VALUE b:2 0 1\r\nx\r\nEND\r\n");
+    exchange(&mut c, b"touch b:2 0\r\n", b"TOUCHED\r\n");
+    exchange(&mut c, b"get c:1:2 :x\r\n", b"END\r\n");
+    let dump = b"PREFIX  get 1 hit 0 set 0 del 0\r\nPREFIX b get 3 hit 1 set 2 del 1\r\n\
+                 PREFIX c get 1 hit 0 set 0 del 0\r\nEND\r\n";
+    exchange(&mut c, b"stats detail dump\r\n", dump);
+    let settings = stats_map(&mut c, "settings");
+    assert_eq!(settings.get("detail_enabled").map(String::as_str), Some("yes"));
+    exchange(&mut c, b"stats detail off\r\n", b"OK\r\n");
+    exchange(&mut c, b"get b:1\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", dump);
+    exchange(&mut c, b"stats reset\r\n", b"RESET\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+}
+
+#[test]
+fn dash_d_sets_the_delimiter_and_turns_detail_on() {
+    let Some(s) = Server::with_flags(&["-D", "#"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a#b:c 0 0 1\r\nx\r\nget a#b:c\r\n", b"STORED\r\nVALUE a#b:c 0 1\r\nx\r\nEND\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"PREFIX a get 1 hit 1 set 1 del 0\r\nEND\r\n");
+}
 
 /// `slabs` and `lru`, answered as memcached 1.6.18 answers them; `lru`'s
 /// changes show in `stats settings`.
