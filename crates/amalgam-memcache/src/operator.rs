@@ -9,8 +9,9 @@
 //! first delimiter (`-D`, ':' by default); a key without one is not
 //! counted. Text `get`/`gets`/`gat`/`gats` count a get per key (and a hit
 //! when found), every storage command a set (stored or not), `delete` a
-//! del (found or not); meta commands are not counted (memcached counts
-//! none). The dump is `PREFIX <p> get <n> hit <n> set <n> del <n>` lines,
+//! del (found or not); the binary protocol's gets, touches and gats count
+//! as gets, its stores and deletes likewise; meta commands are not
+//! counted (memcached counts none). The dump is `PREFIX <p> get <n> hit <n> set <n> del <n>` lines,
 //! by prefix, then `END`; `stats reset` empties it. While off the request
 //! path pays one relaxed load of a flag in its worker's counters
 //! (`Counters::stats_detail`) and a branch; while on each counted key
