@@ -19,6 +19,9 @@ pub enum After {
     /// `lru_crawler metadump`: stream the dump (admin.rs) before parsing
     /// further requests.
     MetaDump,
+    /// `watch` of these classes (watch.rs): the connection becomes a
+    /// watcher if the event loop placed it (`Conn::place`).
+    Watch(u32),
 }
 
 /// The server's version line. memcached clients parse the leading

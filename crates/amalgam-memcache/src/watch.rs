@@ -20,12 +20,17 @@
 //!
 //! # What is here and what is not
 //! The registry ([`Watchers`]: at most [`WATCHERS_MAX`], the union of
-//! their classes as one word the request path reads) and the formats.
-//! Delivering lines needs the event loop (the server's `worker.rs`) to
-//! give a watching connection a turn when lines are queued for it, as it
-//! does for RESP's MONITOR; until that hook exists the server refuses
-//! `watch` with memcached's `WATCHER_FAILED failed to add log watcher`
-//! (docs/memcached-ops.md).
+//! their classes as one word), the formats, and the connection's side
+//! (`conn.rs`: a watching connection reads no more requests and each of
+//! its turns writes its queued lines). Three hooks of the event loop are
+//! still missing, so `watch` answers memcached's `WATCHER_FAILED failed to
+//! add log watcher` (docs/memcached-ops.md): it must tell each memcached
+//! connection where it lives (`Conn::place(worker, token)`, at accept), give
+//! a turn to the tokens [`Watchers::ready_of`] names when its waker rings
+//! (as it does for RESP's MONITOR), and call `Conn::leave` when the
+//! connection closes; and the request path must log the fetchers' and
+//! mutations' lines ([`item_get`], [`item_store`]) when [`Watchers::wants`]
+//! says someone listens, waking the watcher's worker.
 
 use amalgam_protocol::text::Keys;
 use std::io::Write as _;
@@ -74,10 +79,13 @@ pub fn parse_classes(args: Keys<'_>) -> Option<u32> {
     Some(if classes == 0 { class::FETCHERS } else { classes })
 }
 
-/// One watcher: its classes and its queue.
+/// One watcher: its classes, where its connection lives (worker, token)
+/// and its queue.
 #[derive(Debug)]
 pub struct Watcher {
     pub classes: u32,
+    pub worker: usize,
+    pub token: usize,
     queue: Mutex<Queue>,
 }
 
@@ -121,14 +129,17 @@ impl Watchers {
         self.classes.load(Ordering::Relaxed)
     }
 
-    /// Adds a watcher of `classes`; Err: memcached's refusal when there
-    /// are [`WATCHERS_MAX`] already.
-    pub fn add(&self, classes: u32) -> Result<Arc<Watcher>, &'static str> {
+    /// Adds the connection at `at` (worker, token) as a watcher of
+    /// `classes`; Err: memcached's refusals, `WATCHER_TOO_MANY` past
+    /// [`WATCHERS_MAX`], `WATCHER_FAILED` for a connection the event loop
+    /// did not place (its lines could not be delivered).
+    pub fn add(&self, classes: u32, at: Option<(usize, usize)>) -> Result<Arc<Watcher>, &'static str> {
+        let Some((worker, token)) = at else { return Err("WATCHER_FAILED failed to add log watcher") };
         let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         if l.len() >= WATCHERS_MAX {
             return Err("WATCHER_TOO_MANY log watcher limit reached");
         }
-        let w = Arc::new(Watcher { classes, queue: Mutex::new(Queue::default()) });
+        let w = Arc::new(Watcher { classes, worker, token, queue: Mutex::new(Queue::default()) });
         l.push(Arc::clone(&w));
         self.classes.fetch_or(classes, Ordering::Relaxed);
         Ok(w)
@@ -143,9 +154,10 @@ impl Watchers {
 
     /// Logs one line of `class` (composed by `body` after the `ts= gid= `
     /// prefix, without its newline) to every watcher of that class; a
-    /// watcher whose queue is full counts it skipped. True if some
-    /// watcher took it (its connection's worker is to be woken).
-    pub fn log(&self, class: u32, body: impl FnOnce(&mut Vec<u8>)) -> bool {
+    /// watcher whose queue is full counts it skipped. `wake(worker)` is
+    /// called for each watcher whose queue was empty: its worker must give
+    /// it a turn ([`Watchers::ready_of`]). True if some watcher took it.
+    pub fn log(&self, class: u32, body: impl FnOnce(&mut Vec<u8>), mut wake: impl FnMut(usize)) -> bool {
         let l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         if !l.iter().any(|w| w.classes & class != 0) {
             return false;
@@ -163,11 +175,28 @@ impl Watchers {
                 q.skipped += 1;
                 self.skipped.fetch_add(1, Ordering::Relaxed);
             } else {
+                if q.bytes.is_empty() {
+                    wake(w.worker);
+                }
                 q.bytes.extend_from_slice(&line);
                 taken = true;
             }
         }
         taken
+    }
+
+    /// The tokens of `worker`'s watchers with lines (or a skipped count)
+    /// waiting: the connections its woken loop gives a turn.
+    pub fn ready_of(&self, worker: usize) -> Vec<usize> {
+        let l = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        l.iter()
+            .filter(|w| w.worker == worker)
+            .filter(|w| {
+                let q = w.queue.lock().unwrap_or_else(|e| e.into_inner());
+                !q.bytes.is_empty() || q.skipped > 0
+            })
+            .map(|w| w.token)
+            .collect()
     }
 
     /// Moves `w`'s queued lines to `out` (first a `skipped=` line if some
@@ -317,20 +346,27 @@ mod tests {
     fn the_registry_queues_bounds_and_counts() {
         let ws = Watchers::default();
         assert!(!ws.wants(class::FETCHERS));
-        assert!(!ws.log(class::FETCHERS, |o| o.extend_from_slice(b"x")));
-        let w = ws.add(class::FETCHERS).unwrap();
+        let no_wake = |_| panic!("nobody to wake");
+        assert!(!ws.log(class::FETCHERS, |o| o.extend_from_slice(b"x"), no_wake));
+        assert_eq!(ws.add(class::FETCHERS, None).unwrap_err(), "WATCHER_FAILED failed to add log watcher");
+        let w = ws.add(class::FETCHERS, Some((1, 7))).unwrap();
         assert!(ws.wants(class::FETCHERS) && !ws.wants(class::MUTATIONS));
-        assert!(ws.log(class::FETCHERS, |o| item_get(o, b"k", true, 1, 5, 1)));
-        assert!(!ws.log(class::MUTATIONS, |o| o.extend_from_slice(b"x")));
+        let mut woken = Vec::new();
+        assert!(ws.log(class::FETCHERS, |o| item_get(o, b"k", true, 1, 5, 1), |wk| woken.push(wk)));
+        assert!(ws.log(class::FETCHERS, |o| item_get(o, b"k", true, 1, 5, 1), |wk| woken.push(wk)));
+        assert_eq!(woken, [1], "the worker is woken once, when the queue fills from empty");
+        assert_eq!((ws.ready_of(1), ws.ready_of(0)), (vec![7], vec![]));
+        assert!(!ws.log(class::MUTATIONS, |o| o.extend_from_slice(b"x"), no_wake));
         let mut out = Vec::new();
         ws.drain(&w, &mut out);
         let line = String::from_utf8(out).unwrap();
         assert!(line.starts_with("ts=") && line.contains(" gid=1 type=item_get key=k status=found"), "{line}");
-        assert!(line.ends_with('\n'));
+        assert!(line.contains(" gid=2 type=item_get") && line.ends_with('\n'));
+        assert!(ws.ready_of(1).is_empty(), "drained");
         // A full queue skips, and says so once drained.
         let big = vec![b'x'; WATCHER_QUEUE_BYTES_MAX / 2];
         for _ in 0..3 {
-            ws.log(class::FETCHERS, |o| o.extend_from_slice(&big));
+            ws.log(class::FETCHERS, |o| o.extend_from_slice(&big), |_| ());
         }
         let mut out = Vec::new();
         ws.drain(&w, &mut out);
@@ -338,9 +374,9 @@ mod tests {
         assert!(text.contains(" skipped=2\n"), "{}", &text[..80]);
         assert_eq!(ws.stats().skipped, 2);
         for _ in 1..WATCHERS_MAX {
-            ws.add(class::EVICTIONS).unwrap();
+            ws.add(class::EVICTIONS, Some((0, 1))).unwrap();
         }
-        assert_eq!(ws.add(class::EVICTIONS).unwrap_err(), "WATCHER_TOO_MANY log watcher limit reached");
+        assert_eq!(ws.add(class::EVICTIONS, Some((0, 1))).unwrap_err(), "WATCHER_TOO_MANY log watcher limit reached");
         ws.remove(&w);
         assert!(!ws.wants(class::FETCHERS) && ws.wants(class::EVICTIONS));
     }

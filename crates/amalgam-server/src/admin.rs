@@ -650,18 +650,21 @@ pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
 }
 
 /// `watch [classes]`: with `-W` memcached's refusal, an unknown class
-/// `ERROR`; otherwise memcached's `WATCHER_FAILED failed to add log
-/// watcher`, because delivering lines to a watching connection needs the
-/// event loop's hook (`amalgam_memcache::watch`; docs/memcached-ops.md).
+/// `ERROR`; otherwise the connection becomes a watcher if the event loop
+/// placed it, else it answers memcached's `WATCHER_FAILED failed to add
+/// log watcher` (`amalgam_memcache::watch` § What is here).
 pub fn watch(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
     if shared.mc_operator.watch_disabled {
         push_line(out, "CLIENT_ERROR watch commands not allowed");
-    } else if amalgam_memcache::watch::parse_classes(args).is_none() {
-        push_line(out, reply::ERROR);
-    } else {
-        push_line(out, "WATCHER_FAILED failed to add log watcher");
+        return After::Continue;
     }
-    After::Continue
+    match amalgam_memcache::watch::parse_classes(args) {
+        None => {
+            push_line(out, reply::ERROR);
+            After::Continue
+        }
+        Some(classes) => After::Watch(classes),
+    }
 }
 
 /// `verbosity <level>`: stored (capped at memcached's 2) for `stats
