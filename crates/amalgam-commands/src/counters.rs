@@ -4,7 +4,7 @@
 //! request path), summed when a client asks. Both front ends and the data
 //! commands count into the block of the worker they run on.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 macro_rules! counters {
     ($($name:ident),* $(,)?) => {
@@ -12,6 +12,11 @@ macro_rules! counters {
         #[derive(Debug, Default)]
         pub struct Counters {
             $(pub $name: AtomicU64,)*
+            /// memcached's `stats detail on`: the memcached front end
+            /// counts keys by prefix (`amalgam_memcache::operator`). Not a
+            /// counter (`stats reset` leaves it); here because the request
+            /// path reads this worker's block anyway.
+            pub stats_detail: AtomicBool,
         }
 
         /// A sum over workers.
@@ -61,6 +66,9 @@ counters!(
     resp_commands,
     auth_cmds,
     auth_errors,
+    cmd_meta,
+    store_too_large,
+    store_no_memory,
 );
 
 /// Adds `n` to a counter that only the calling worker writes.

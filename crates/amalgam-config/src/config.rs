@@ -272,6 +272,59 @@ pub struct Args {
     #[arg(short = 'n', long = "slab-min-size", hide = true)]
     pub ignored_slab_min_size: Option<u32>,
 
+    /// memcached's -B: which protocol the memcached port speaks: `auto`
+    /// (the default: a connection's first byte decides, 0x80 binary),
+    /// `ascii` (binary requests are read as text, as memcached reads
+    /// them) or `binary` (text is read as binary: refused and closed).
+    /// Checked with memcached's text and exit status
+    /// (validate_memcached).
+    #[arg(short = 'B', long = "protocol", value_name = "ascii|binary|auto")]
+    pub protocol: Option<String>,
+
+    /// memcached's -D: the delimiter between a key's prefix and the rest
+    /// for `stats detail` (its first character; default ':'). Given,
+    /// it turns `stats detail` on at start, as in memcached.
+    #[arg(short = 'D', value_name = "char")]
+    pub prefix_delimiter: Option<String>,
+
+    /// memcached's -W: `watch` answers "CLIENT_ERROR watch commands not
+    /// allowed".
+    #[arg(short = 'W', long = "disable-watch")]
+    pub disable_watch: bool,
+
+    /// memcached's -s: a unix socket to listen on instead of TCP. Not
+    /// served yet: the start fails with a message saying so.
+    #[arg(short = 's', long = "unix-socket", value_name = "file")]
+    pub unix_socket: Option<std::path::PathBuf>,
+
+    /// memcached's -a: the unix socket's access mask, in octal (default
+    /// 700); shown in `stats settings` (`umask`).
+    #[arg(short = 'a', long = "unix-mask", value_name = "mask", default_value = "700")]
+    pub unix_mask: String,
+
+    /// memcached's -S (SASL, binary protocol only): not supported; the
+    /// start fails with a message that names -Y, memcached's ASCII
+    /// authentication, instead (serving without the authentication the
+    /// operator asked for would be worse than not starting).
+    #[arg(short = 'S', long = "enable-sasl")]
+    pub enable_sasl: bool,
+
+    /// memcached's -e (a memory file that makes the cache restartable):
+    /// a file that cannot be opened stops the start with memcached's text;
+    /// otherwise accepted with a warning: Amalgam keeps its items in
+    /// anonymous memory, so a restart starts empty (--dir keeps them).
+    #[arg(short = 'e', long = "memory-file", value_name = "file")]
+    pub memory_file: Option<std::path::PathBuf>,
+
+    /// memcached's -i: prints the license and exits.
+    #[arg(short = 'i', long = "license")]
+    pub license: bool,
+
+    /// memcached's -N (NAPI ids for receive-queue steering): accepted and
+    /// ignored with a warning; the acceptor spreads connections itself.
+    #[arg(short = 'N', long = "napi_ids", value_name = "num", hide = true)]
+    pub napi_ids: Option<u32>,
+
     /// Run in the background (memcached's -d): the command returns once
     /// the server listens, or fails with the reason if it could not start.
     #[arg(short = 'd', long = "daemon")]
@@ -533,7 +586,75 @@ impl Args {
         if self.max_item_size > ITEM_SIZE_MAX_BYTES_MAX {
             return Err("Cannot set item size limit higher than a gigabyte.".into());
         }
+        let protocol = self.binding_protocol()?;
+        // memcached: -Y forces ascii, and refuses a binary -B.
+        if self.auth_file.is_some() && self.protocol.is_some() && protocol != Protocol::Ascii {
+            return Err("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.".into());
+        }
         Ok(())
+    }
+
+    /// `-B`'s protocol (Err: memcached's refusal of another value).
+    pub fn binding_protocol(&self) -> Result<Protocol, String> {
+        match self.protocol.as_deref() {
+            None | Some("auto") => Ok(Protocol::Auto),
+            Some("ascii") => Ok(Protocol::Ascii),
+            Some("binary") => Ok(Protocol::Binary),
+            Some(p) => {
+                Err(format!("Invalid value for binding protocol: {p}\n -- should be one of auto, binary, or ascii"))
+            }
+        }
+    }
+
+    /// `-D`'s delimiter: its first byte, ':' by default.
+    pub fn stats_prefix_delimiter(&self) -> u8 {
+        self.prefix_delimiter.as_deref().and_then(|d| d.bytes().next()).unwrap_or(b':')
+    }
+
+    /// What memcached's flags with no counterpart in Amalgam warrant at
+    /// start: Err stops it (the text to print), each Ok line a warning.
+    /// See docs/memcached-ops.md § Flags.
+    pub fn memcached_flag_warnings(&self) -> Result<Vec<String>, String> {
+        if let Some(p) = &self.unix_socket {
+            return Err(format!("-s {}: unix sockets are not served yet: listen on TCP (-l, -p) instead", p.display()));
+        }
+        if self.enable_sasl {
+            return Err("-S: SASL authentication is not supported: use -Y FILE (memcached's ASCII \
+                        authentication, user:password lines) instead"
+                .into());
+        }
+        if u32::from_str_radix(&self.unix_mask, 8).is_err() {
+            return Err(format!("-a {}: not an octal mask (700, 755)", self.unix_mask));
+        }
+        let mut w = Vec::new();
+        if let Some(file) = &self.memory_file {
+            // memcached opens (creating) the file first and stops if it
+            // cannot, with this text.
+            if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(file) {
+                let why = e.to_string();
+                let why = why.split(" (os error").next().unwrap_or(&why);
+                return Err(format!("failed to open file for mmap: {why}"));
+            }
+            w.push(format!(
+                "warning: -e {} is accepted but the cache is not restartable: items live in anonymous memory and \
+                 a restart starts empty (--dir keeps them across restarts)",
+                file.display()
+            ));
+        }
+        let ignored = [
+            (self.ignored_largepages, "-L", "the engine puts large budgets on hugepages by itself"),
+            (self.ignored_reqs_per_event.is_some(), "-R", "a connection's turn has its own bound"),
+            (self.ignored_backlog.is_some(), "-b", "the listen backlog is 1024, memcached's default"),
+            (self.ignored_growth_factor.is_some(), "-f", "there are no slab classes"),
+            (self.ignored_slab_min_size.is_some(), "-n", "there are no slab classes"),
+            (self.napi_ids.is_some(), "-N", "connections are spread by the acceptor, not by NAPI id"),
+        ];
+        for (given, flag, why) in ignored {
+            if given {
+                w.push(format!("warning: {flag} is accepted and ignored: {why}"));
+            }
+        }
+        Ok(w)
     }
 
     /// As [`Args::parse_all`], from `argv`.
@@ -646,6 +767,29 @@ impl Args {
     /// Worker threads to run.
     pub fn worker_threads(&self) -> usize {
         self.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4))
+    }
+}
+
+/// memcached's -B: the protocols the memcached port speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// A connection's first byte decides (0x80: binary).
+    #[default]
+    Auto,
+    /// Text only: a binary request is read as text.
+    Ascii,
+    /// Binary only: text is read as binary (and refused).
+    Binary,
+}
+
+impl Protocol {
+    /// `stats settings`' `binding_protocol`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Auto => "auto-negotiate",
+            Protocol::Ascii => "ascii",
+            Protocol::Binary => "binary",
+        }
     }
 }
 
@@ -885,5 +1029,99 @@ mod memcached_flags {
         let a = Args::try_parse_all(argv).unwrap();
         assert_eq!(a.eviction, amalgam_engine::evict::Eviction::None);
         assert!(a.lock_memory);
+        assert_eq!(a.memcached_flag_warnings().unwrap().len(), 5, "-L -R -b -f -n each warn");
+    }
+
+    #[test]
+    fn every_flag_of_memcacheds_help_parses() {
+        // memcached 1.6.18's `-h`, each flag with a value where it takes one.
+        let argv = [
+            "amalgam",
+            "-p",
+            "1",
+            "-U",
+            "0",
+            "-a",
+            "755",
+            "-A",
+            "-l",
+            "127.0.0.1",
+            "-d",
+            "-r",
+            "-u",
+            "u",
+            "-m",
+            "64",
+            "-M",
+            "-c",
+            "10",
+            "-k",
+            "-v",
+            "-P",
+            "/p",
+            "-f",
+            "1.25",
+            "-n",
+            "48",
+            "-L",
+            "-D",
+            "#",
+            "-t",
+            "4",
+            "-R",
+            "20",
+            "-C",
+            "-b",
+            "1024",
+            "-B",
+            "ascii",
+            "-I",
+            "1m",
+            "-S",
+            "-F",
+            "-X",
+            "-W",
+            "-Y",
+            "/f",
+            "-e",
+            "/m",
+            "-Z",
+            "-o",
+            "modern",
+            "-N",
+            "1",
+            "-s",
+            "/s",
+        ];
+        let a = Args::try_parse_all(argv).unwrap();
+        assert_eq!((a.stats_prefix_delimiter(), a.disable_watch), (b'#', true));
+        assert!(Args::try_parse_all(["amalgam", "-i"]).unwrap().license);
+        let long = ["amalgam", "--protocol=binary", "--unix-mask=700", "--disable-watch", "--memory-file=/m"];
+        assert_eq!(Args::try_parse_all(long).unwrap().binding_protocol(), Ok(Protocol::Binary));
+    }
+
+    #[test]
+    fn protocol_and_refusals_with_memcacheds_texts() {
+        let check = |argv: &[&str]| Args::parse_from(argv).validate_memcached();
+        assert!(check(&["amalgam", "-B", "auto"]).is_ok());
+        assert_eq!(
+            check(&["amalgam", "-B", "foo"]),
+            Err("Invalid value for binding protocol: foo\n -- should be one of auto, binary, or ascii".into())
+        );
+        let e = "ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.";
+        assert_eq!(check(&["amalgam", "-Y", "/f", "-B", "binary"]), Err(e.into()));
+        assert!(check(&["amalgam", "-Y", "/f", "-B", "ascii"]).is_ok());
+        let flags = |argv: &[&str]| Args::parse_from(argv).memcached_flag_warnings();
+        assert!(flags(&["amalgam", "-s", "/tmp/x.sock"]).unwrap_err().contains("not served yet"));
+        assert!(flags(&["amalgam", "-S"]).unwrap_err().contains("-Y"));
+        assert!(flags(&["amalgam", "-a", "9z"]).is_err());
+        assert_eq!(
+            flags(&["amalgam", "-e", "/nonexistent/dir/file"]),
+            Err("failed to open file for mmap: No such file or directory".into())
+        );
+        let dir = std::env::temp_dir().join(format!("amalgam-e-{}", std::process::id()));
+        let w = flags(&["amalgam", "-e", dir.to_str().unwrap()]).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert!(w[0].contains("not restartable"), "{w:?}");
     }
 }

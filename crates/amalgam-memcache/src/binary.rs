@@ -21,6 +21,7 @@
 //!   bytes under `-I` is `Too large.` there and stored here.
 
 use crate::exec::{After, VERSION_LINE};
+use crate::operator::DetailOp;
 use crate::Ctx;
 use amalgam_commands::counters::bump;
 use amalgam_commands::counters::Counters;
@@ -69,11 +70,11 @@ pub fn process(
                 gets.push(req);
                 pos += n;
                 if gets.len() >= GETS_RUN_REQUESTS_MAX {
-                    run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
+                    run_gets(ctx, &mut gets, wbuf);
                 }
             }
             Parse::Done(req, n) => {
-                run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
+                run_gets(ctx, &mut gets, wbuf);
                 if stop.crossed(wbuf.len()) {
                     break;
                 }
@@ -85,7 +86,7 @@ pub fn process(
             }
             Parse::Incomplete => break,
             Parse::Fail(f) => {
-                run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
+                run_gets(ctx, &mut gets, wbuf);
                 if stop.crossed(wbuf.len()) {
                     break;
                 }
@@ -107,7 +108,7 @@ pub fn process(
             }
         }
     }
-    run_gets(ctx.w.store, ctx.w.counters, &mut gets, wbuf);
+    run_gets(ctx, &mut gets, wbuf);
     *rstart = pos;
     if *swallow > 0 && *rstart == *rend {
         *rstart = 0;
@@ -135,10 +136,11 @@ fn push_miss(out: &mut Vec<u8>, req: &Request<'_>, key: &[u8], quiet: bool, with
 
 /// Executes a run of get/getq/getk/getkq as one engine batch, answering
 /// in order, and empties the run.
-fn run_gets(store: &Store, stats: &Counters, gets: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
+fn run_gets(ctx: &Ctx<'_>, gets: &mut Vec<Request<'_>>, out: &mut Vec<u8>) {
     if gets.is_empty() {
         return;
     }
+    let (store, stats) = (ctx.w.store, ctx.w.counters);
     let mut keys: Vec<&[u8]> = gets
         .iter()
         .map(|r| match r.command {
@@ -149,9 +151,14 @@ fn run_gets(store: &Store, stats: &Counters, gets: &mut Vec<Request<'_>>, out: &
     let mut escaped = Vec::new();
     let _ = crate::stored_all(&mut keys, &mut escaped);
     let mut hits = 0u64;
+    // `stats detail` (operator.rs): one load per batch, a branch per key.
+    let detail = ctx.w.detail_on();
     store.get_batch(&keys, |i, item| {
         let req = &gets[i];
         let Command::Get { key, quiet, with_key } = req.command else { return };
+        if detail {
+            ctx.w.record_detail(DetailOp::Get(item.is_some_and(|it| it.tag() == amalgam_engine::TAG_BYTES)), key);
+        }
         // A collection (engine object.rs) is not a memcached item.
         match item.filter(|it| it.tag() == amalgam_engine::TAG_BYTES) {
             Some(it) => {
@@ -222,7 +229,7 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
     match req.command {
         Command::Get { .. } => {
             let mut one = vec![req];
-            run_gets(store, ctx.w.counters, &mut one, out);
+            run_gets(ctx, &mut one, out);
         }
         Command::Touch { key, exptime } | Command::Gat { key, exptime, .. } => {
             let (quiet, with_key, value) = match req.command {
@@ -235,6 +242,9 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
                 let v = if value { it.value() } else { &[][..] };
                 push_response(out, req.opcode, status::SUCCESS, req.opaque, it.cas(), &flags_extras(&it), k, v);
             });
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Get(matches!(hit, Some(Ok(())))), key);
+            }
             if let Some(Ok(())) = hit {
                 ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
                 bump(&ctx.w.counters.touch_hits, 1);
@@ -245,6 +255,9 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Command::Store { op, key, flags, exptime, value, quiet } => {
             bump(&ctx.w.counters.cmd_set, 1);
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Set, key);
+            }
             let key = crate::stored(key, &mut scratch);
             let e = expiry(store, exptime);
             match run_store(store, ctx.w.counters, req.cas, op, key, flags, e, value) {
@@ -259,6 +272,9 @@ fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
         }
         Command::Delete { key, quiet } => {
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Del, key);
+            }
             let key = crate::stored(key, &mut scratch);
             let r = if req.cas == 0 {
                 store.delete(key).map(|()| status::SUCCESS)

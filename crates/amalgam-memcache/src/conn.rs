@@ -30,12 +30,32 @@ pub struct Conn {
     /// `try_read_command_negotiate` does, and kept for the connection's
     /// life; None until a byte came.
     pub binary: Option<bool>,
+    /// Where the event loop keeps it: its worker and token
+    /// ([`Conn::place`]); a watcher's lines are delivered there.
+    pub at: Option<(usize, usize)>,
+    /// `watch`: the watcher this connection is; it reads no more requests
+    /// and its turns write the lines queued for it (watch.rs).
+    pub watching: Option<std::sync::Arc<crate::watch::Watcher>>,
 }
 
 impl Conn {
     /// A connection as accepted; `authed` unless `-Y` asks for a login.
     pub fn new(authed: bool) -> Conn {
-        Conn { swallow: 0, dump: None, authed, binary: None }
+        Conn { swallow: 0, dump: None, authed, binary: None, at: None, watching: None }
+    }
+
+    /// The event loop tells the connection where it lives (worker,
+    /// token): what `watch` needs to have lines delivered (watch.rs § What
+    /// is here). Without it `watch` answers `WATCHER_FAILED`.
+    pub fn place(&mut self, worker: usize, token: usize) {
+        self.at = Some((worker, token));
+    }
+
+    /// The connection leaves the loop: out of the watchers, if it was one.
+    pub fn leave(&mut self, watchers: &crate::watch::Watchers) {
+        if let Some(w) = self.watching.take() {
+            watchers.remove(&w);
+        }
     }
 
     /// True while the request at the front of the read buffer is a text
@@ -64,7 +84,14 @@ pub fn process(
     close_after_write: &mut bool,
     inplace: &mut Option<Box<Receiving>>,
 ) -> bool {
-    let Conn { swallow, dump, authed, binary } = conn;
+    let Conn { swallow, dump, authed, binary, at, watching } = conn;
+    if let Some(w) = watching {
+        // memcached's conn_watch: requests are no longer read; the turn
+        // writes what was logged for it.
+        ctx.w.host.operator().watchers.drain(w, wbuf);
+        *rstart = *rend;
+        return false;
+    }
     if !*authed {
         // memcached's -Y: only the authentication `set` until it
         // succeeds, and never the binary protocol.
@@ -75,7 +102,11 @@ pub fn process(
         }
     }
     if binary.is_none() && *rstart < buf.len() {
-        *binary = Some(buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST);
+        *binary = Some(match ctx.w.host.binding() {
+            crate::Binding::Auto => buf[*rstart] == amalgam_protocol::binary::MAGIC_REQUEST,
+            crate::Binding::Ascii => false,
+            crate::Binding::Binary => true,
+        });
     }
     if *binary == Some(true) {
         crate::binary::process(ctx, buf, rstart, rend, wbuf, swallow, close_after_write);
@@ -161,6 +192,15 @@ pub fn process(
                         *close_after_write = true;
                         break;
                     }
+                    After::Watch(classes) => match ctx.w.host.operator().watchers.add(classes, *at) {
+                        Ok(w) => {
+                            push_line(wbuf, "OK");
+                            *watching = Some(w);
+                            *rstart = *rend;
+                            return false;
+                        }
+                        Err(refusal) => push_line(wbuf, refusal),
+                    },
                     After::MetaDump => {
                         *dump = ctx.w.host.metadump_step(0, wbuf, WRITE_BUFFER_HIGH_BYTES);
                         if dump.is_some() {
@@ -186,6 +226,10 @@ pub fn process(
                     }
                 }
                 pos += f.consumed;
+                if f.reply == Some(amalgam_protocol::text::reply::TOO_LARGE) {
+                    // A data block over -I, refused before it is read.
+                    amalgam_commands::counters::bump(&ctx.w.counters.store_too_large, 1);
+                }
                 if let (Some(line), false) = (f.reply, f.noreply) {
                     push_line(wbuf, line);
                 }

@@ -3,6 +3,7 @@
 //! shape). Runs of GETs — the keys of a multi-get and of pipelined gets —
 //! go through the engine's batched lookup (MICA §5.3).
 
+use crate::operator::DetailOp;
 use crate::Ctx;
 use amalgam_commands::counters::bump;
 use amalgam_commands::notify;
@@ -18,6 +19,9 @@ pub enum After {
     /// `lru_crawler metadump`: stream the dump (admin.rs) before parsing
     /// further requests.
     MetaDump,
+    /// `watch` of these classes (watch.rs): the connection becomes a
+    /// watcher if the event loop placed it (`Conn::place`).
+    Watch(u32),
 }
 
 /// The server's version line. memcached clients parse the leading
@@ -47,7 +51,14 @@ pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
     // class) the reply stops, unfinished; the worker's check after the
     // round closes the client before any of it is sent (`obuf.rs`).
     let stop = ctx.stop.hard;
+    // `stats detail on` (operator.rs): one load per batch and a branch
+    // per key while off.
+    let detail = ctx.w.detail_on();
     store.get_batch(&keys, |i, item| {
+        if detail {
+            let key = if any_escaped { crate::name(keys[i]) } else { keys[i] };
+            ctx.w.record_detail(DetailOp::Get(item.is_some_and(|it| it.tag() == TAG_BYTES)), key);
+        }
         if out.len() >= stop {
             return;
         }
@@ -130,6 +141,8 @@ fn store_reply(ctx: &Ctx<'_>, op: StoreOp, key: &[u8], r: Result<u64, Error>, no
         // refuses it: its allocation fails inside the store step.
         Err(Error::TooLarge) if matches!(op, StoreOp::Append | StoreOp::Prepend) => "NOT_STORED",
         Err(e @ (Error::TooLarge | Error::OutOfMemory)) => {
+            let c = &ctx.w.counters;
+            bump(if e == Error::TooLarge { &c.store_too_large } else { &c.store_no_memory }, 1);
             // memcached drops the old value of a SET it could not
             // store, so no stale data outlives a failed update.
             if op == StoreOp::Set {
@@ -162,6 +175,9 @@ pub fn run_prepared(ctx: &Ctx<'_>, req: Request<'_>, value: amalgam_commands::re
         return;
     }
     bump(&ctx.w.counters.cmd_set, 1);
+    if ctx.w.detail_on() {
+        ctx.w.record_detail(DetailOp::Set, key);
+    }
     let store = ctx.w.store;
     let e = expiry(store, exptime);
     let wanted = ctx.visible_cas(cas_unique);
@@ -234,9 +250,13 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             // memcached counts gat/gats keys as touches only, not as gets.
             for key in keys.iter() {
                 bump(&ctx.w.counters.cmd_touch, 1);
+                let detail = ctx.w.detail_on();
                 let hit = store.touch_and_get(crate::stored(key, &mut scratch), e, |it| {
                     push_value(out, key, it.flags(), it.value(), cas.then(|| ctx.visible_cas(it.cas())))
                 });
+                if detail {
+                    ctx.w.record_detail(DetailOp::Get(matches!(hit, Some(Ok(())))), key);
+                }
                 match hit {
                     Some(Ok(())) => {
                         ctx.w.notify(notify::GENERIC, "expire", crate::stored(key, &mut scratch));
@@ -252,6 +272,9 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
         }
         Request::Store { op, key, flags, exptime, cas_unique, data, noreply } => {
             bump(&ctx.w.counters.cmd_set, 1);
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Set, key);
+            }
             let e = expiry(store, exptime);
             let key = crate::stored(key, &mut scratch);
             let r = match op {
@@ -271,17 +294,12 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             }
             store_reply(ctx, op, key, r, noreply, out);
         }
-        Request::Delete { key, noreply } => match store.delete(crate::stored(key, &mut scratch)) {
-            Ok(()) => {
-                ctx.w.notify(notify::GENERIC, "del", crate::stored(key, &mut scratch));
-                bump(&ctx.w.counters.delete_hits, 1);
-                reply_line("DELETED", noreply);
+        Request::Delete { key, noreply } => {
+            if ctx.w.detail_on() {
+                ctx.w.record_detail(DetailOp::Del, key);
             }
-            Err(_) => {
-                bump(&ctx.w.counters.delete_misses, 1);
-                reply_line("NOT_FOUND", noreply);
-            }
-        },
+            delete(ctx, key, noreply, out)
+        }
         Request::Arith { incr, key, delta, noreply } => {
             let key = crate::stored(key, &mut scratch);
             let r = if incr { store.incr(key, delta) } else { store.decr(key, delta) };
@@ -354,7 +372,27 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             Some(Err(e)) => push_line(out, &format!("Error loading the certificate chain: {e}")),
         },
         Request::LruCrawler { args } => return ctx.w.host.lru_crawler(args, out),
+        Request::Slabs { args } => ctx.w.host.operator().slabs(args, out),
+        Request::Lru { args } => ctx.w.host.operator().lru(args, out),
+        Request::Watch { args } => return ctx.w.host.watch(args, out),
         Request::Meta { cmd, line, data } => return crate::meta::run(ctx, cmd, line, data, out),
     }
     After::Continue
+}
+
+/// `delete <key>`: memcached's replies and counters.
+fn delete(ctx: &Ctx<'_>, key: &[u8], noreply: bool, out: &mut Vec<u8>) {
+    let mut scratch = Vec::new();
+    let stored = crate::stored(key, &mut scratch);
+    let (counter, line) = match ctx.w.store.delete(stored) {
+        Ok(()) => {
+            ctx.w.notify(notify::GENERIC, "del", stored);
+            (&ctx.w.counters.delete_hits, "DELETED")
+        }
+        Err(_) => (&ctx.w.counters.delete_misses, "NOT_FOUND"),
+    };
+    bump(counter, 1);
+    if !noreply {
+        push_line(out, line);
+    }
 }

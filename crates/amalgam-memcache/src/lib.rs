@@ -14,7 +14,9 @@
 //! `-F`, `-I`, a read-only replica), built once per worker thread, and
 //! where the round stops for a client past its output limit. Through the
 //! [`Host`] it reaches the operator commands that read the whole server
-//! (`stats`, `lru_crawler`, `shutdown`, `verbosity`, `refresh_certs`),
+//! (`stats`, `lru_crawler`, `shutdown`, `verbosity`, `refresh_certs`,
+//! `watch`) and the port's operator state (`stats detail`, `slabs`,
+//! `lru`: `operator.rs`),
 //! which the server answers (its `admin.rs`). No socket, no other
 //! connection, no RESP.
 //!
@@ -35,6 +37,8 @@
 //! | `meta.rs` | the meta protocol (mg ms md ma mn me) |
 //! | `binary.rs` | the binary protocol, memcached 1.6.18's statuses and bodies |
 //! | `authfile.rs` | `-Y FILE`: the users and the authentication `set` |
+//! | `watch.rs` | `watch`: the watchers' registry and memcached's log-line formats |
+//! | `operator.rs` | `stats detail` (per-prefix counts), `slabs`, `lru`: memcached's replies |
 
 #![forbid(unsafe_code)]
 
@@ -43,6 +47,8 @@ pub mod binary;
 pub mod conn;
 pub mod exec;
 pub mod meta;
+pub mod operator;
+pub mod watch;
 
 pub use conn::{process, swallowing, Conn};
 
@@ -118,10 +124,34 @@ pub trait Host: Sync {
     /// stored form), as RESP's writes tell it (`amalgam_commands::notify`):
     /// published, and tracked keys invalidated.
     fn notify(&self, class: u32, event: &str, key: &[u8]);
+    /// The memcached port's operator state: `stats detail`'s prefixes,
+    /// `slabs` and `lru`'s tuning (operator.rs).
+    fn operator(&self) -> &operator::State;
+    /// `watch [classes]`: memcached's replies (watch.rs).
+    fn watch(&self, args: Keys<'_>, out: &mut Vec<u8>) -> After;
+    /// memcached's `-B`: which protocols a connection may speak, asked
+    /// once per connection, at its first byte.
+    fn binding(&self) -> Binding {
+        Binding::Auto
+    }
     /// `flush_all` emptied the cache (a delayed one: was scheduled): RESP
     /// clients that track keys are told every key is invalid, as after
     /// Redis's FLUSHALL.
     fn flushed(&self) {}
+}
+
+/// memcached's `-B`: the protocols the port speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Binding {
+    /// The first byte decides (`0x80`: binary), memcached's default.
+    #[default]
+    Auto,
+    /// Text only: a binary request is read as a text line, as memcached
+    /// reads it (so `ERROR`, or nothing until a newline comes).
+    Ascii,
+    /// Binary only: a text request is read as a binary header (bad
+    /// magic: the connection is closed, as memcached closes it).
+    Binary,
 }
 
 /// What the memcached front end reaches on one worker, the same for all
@@ -148,6 +178,20 @@ pub struct Worker<'w> {
 }
 
 impl Worker<'_> {
+    /// True while `stats detail` is on: one relaxed load of this worker's
+    /// own counters block (operator.rs).
+    #[inline(always)]
+    pub(crate) fn detail_on(&self) -> bool {
+        self.counters.stats_detail.load(Ordering::Relaxed)
+    }
+
+    /// Counts `op` on `key` for `stats detail`, out of line.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn record_detail(&self, op: operator::DetailOp, key: &[u8]) {
+        self.host.operator().record(op, key);
+    }
+
     /// Tells RESP's subscribers of a write on this port, as the RESP
     /// command it amounts to would (SET, APPEND, INCRBY, DEL, EXPIRE):
     /// `event` of `class` on the stored `key`. One relaxed load and a

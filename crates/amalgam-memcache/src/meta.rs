@@ -82,6 +82,10 @@ pub fn run(ctx: &Ctx<'_>, cmd: MetaCmd, line: &[u8], data: &[u8], out: &mut Vec<
     };
     let store = ctx.w.store;
     let cas_on = ctx.w.cas_enabled;
+    if cmd == MetaCmd::Debug {
+        // memcached 1.6.18 counts `me` alone in `cmd_meta`.
+        amalgam_commands::counters::bump(&ctx.w.counters.cmd_meta, 1);
+    }
     if ctx.read_only() && matches!(cmd, MetaCmd::Set | MetaCmd::Delete | MetaCmd::Arith) {
         // A read-only replica (crate::repl), as on the text protocol; the
         // `q` flag hides it like any other failure reply it hides not.

@@ -117,6 +117,20 @@ pub enum Request<'a> {
     LruCrawler {
         args: Keys<'a>,
     },
+    /// slabs with its arguments (`automove N`, `reassign SRC DST`).
+    Slabs {
+        args: Keys<'a>,
+    },
+    /// lru with its arguments (`tune …`, `mode flat|segmented`,
+    /// `temp_ttl N`).
+    Lru {
+        args: Keys<'a>,
+    },
+    /// watch with its event classes (`fetchers mutations …`; none:
+    /// fetchers).
+    Watch {
+        args: Keys<'a>,
+    },
     /// A meta command (`mn mg ms md ma me`) that [`crate::meta::parse`]
     /// validated: its line (from the command word, without CRLF) and, for
     /// `ms`, its data block. Rebuild it with
@@ -370,6 +384,9 @@ pub fn parse(buf: &[u8], limits: Limits) -> Parse<'_> {
         b"stats" => Parse::Done(Request::Stats { args: Keys(rest) }, consumed),
         b"shutdown" => Parse::Done(Request::Shutdown { args: Keys(rest) }, consumed),
         b"lru_crawler" => Parse::Done(Request::LruCrawler { args: Keys(rest) }, consumed),
+        b"slabs" => Parse::Done(Request::Slabs { args: Keys(rest) }, consumed),
+        b"lru" => Parse::Done(Request::Lru { args: Keys(rest) }, consumed),
+        b"watch" => Parse::Done(Request::Watch { args: Keys(rest) }, consumed),
         b"refresh_certs" => {
             let noreply = rest.split(|&b| b == b' ').any(|w| w == b"noreply");
             Parse::Done(Request::RefreshCerts { noreply }, consumed)

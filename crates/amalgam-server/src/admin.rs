@@ -18,8 +18,10 @@
 //! memcached's 1 MiB pages would need for them, so `free_chunks` is the
 //! slack of the last page; `total_malloced` is the engine's real resident
 //! item memory. What memcached counts per class and Amalgam does not
-//! (hot/warm/cold queues, ages, evictions, per-class hits) is left out,
-//! not reported as zero.
+//! (hot/warm queues, evictions, reclaims, out-of-memory refusals and hits
+//! per class: the engine evicts whole segments, items of every size
+//! together, and counts per store) reads 0 under memcached's names, so
+//! tools find every field; the store-wide totals are in `stats`.
 //!
 //! These groups walk the whole keyspace with the engine's scan cursor
 //! (`Store::scan`): one step per bucket, a full walk per command (bounded
@@ -104,6 +106,8 @@ fn class_of(chunks: &[usize], bytes: usize) -> usize {
 struct Band {
     items: u64,
     bytes: u64,
+    /// The oldest store time (unix seconds) among them.
+    oldest: Option<u64>,
 }
 
 /// Walks every live item once (the engine's scan cursor: one bucket per
@@ -127,6 +131,8 @@ fn bands(shared: &Shared, chunks: &[usize]) -> Vec<Band> {
         let b = &mut bands[class_of(chunks, bytes) - 1];
         b.items += 1;
         b.bytes += bytes as u64;
+        let la = u64::from(shared.store.stored_at(it.cas()));
+        b.oldest = Some(b.oldest.map_or(la, |o| o.min(la)));
     });
     bands
 }
@@ -142,11 +148,17 @@ pub fn stats_command(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) {
         Some(b"slabs") => slabs_stats(shared, out),
         Some(b"sizes") => sizes_stats(shared, out),
         Some(b"conns") => conns_stats(shared, out),
+        Some(b"detail") => {
+            // Its replies are whole (OK, the usage line, or the dump and END).
+            shared.mc_operator.detail_command(it.next(), out, |on| shared.set_stats_detail(on));
+            return;
+        }
         Some(b"reset") => {
             for w in shared.workers.iter() {
                 w.reset();
             }
             shared.rejected_connections.store(0, Ordering::Relaxed);
+            shared.mc_operator.clear();
             push_line(out, "RESET");
             return;
         }
@@ -172,7 +184,12 @@ pub(crate) fn bytes_stat(shared: &Shared, engine: &amalgam_engine::Stats) -> u64
     engine.item_bytes.saturating_add(engine.items.saturating_mul(per_item))
 }
 
-/// `stats`: the general group (without its END).
+/// `stats`: the general group (without its END): memcached 1.6.18's 83
+/// fields in its order, then Amalgam's own (the index and the segments).
+/// A field for machinery Amalgam does not have (libevent, response
+/// objects, read buffers, the listen-disable dance, slab rebalancing, the
+/// LRU maintainer and its queues, the logger's worker buffers, NAPI ids)
+/// reads 0; docs/memcached-ops.md § stats lists which.
 pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     let mut t = crate::stats::Totals::default();
     for w in shared.workers.iter() {
@@ -181,21 +198,39 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     let engine = shared.store.stats();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (user, system) = rusage();
+    let curr_connections = shared.curr_connections.load(Ordering::Relaxed);
+    let watch = shared.mc_operator.watchers.stats();
     push_stat(out, "pid", std::process::id());
     push_stat(out, "uptime", shared.started.elapsed().as_secs());
     push_stat(out, "time", now);
     push_stat(out, "version", version());
+    push_stat(out, "libevent", 0);
     push_stat(out, "pointer_size", usize::BITS);
     push_stat(out, "rusage_user", format_args!("{:.6}", user));
     push_stat(out, "rusage_system", format_args!("{:.6}", system));
     push_stat(out, "max_connections", shared.conn_limit);
-    push_stat(out, "curr_connections", shared.curr_connections.load(Ordering::Relaxed));
+    push_stat(out, "curr_connections", curr_connections);
     push_stat(out, "total_connections", t.total_connections);
     push_stat(out, "rejected_connections", shared.rejected_connections.load(Ordering::Relaxed));
+    // memcached's connection structures: one per open connection here.
+    push_stat(out, "connection_structures", curr_connections);
+    for zero in [
+        "response_obj_oom",
+        "response_obj_count",
+        "response_obj_bytes",
+        "read_buf_count",
+        "read_buf_bytes",
+        "read_buf_bytes_free",
+        "read_buf_oom",
+        "reserved_fds",
+    ] {
+        push_stat(out, zero, 0);
+    }
     push_stat(out, "cmd_get", t.cmd_get);
     push_stat(out, "cmd_set", t.cmd_set);
     push_stat(out, "cmd_flush", t.cmd_flush);
     push_stat(out, "cmd_touch", t.cmd_touch);
+    push_stat(out, "cmd_meta", t.cmd_meta);
     push_stat(out, "get_hits", t.get_hits);
     push_stat(out, "get_misses", t.get_misses);
     push_stat(out, "get_expired", t.get_expired);
@@ -211,6 +246,8 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "cas_badval", t.cas_badval);
     push_stat(out, "touch_hits", t.touch_hits);
     push_stat(out, "touch_misses", t.touch_misses);
+    push_stat(out, "store_too_large", t.store_too_large);
+    push_stat(out, "store_no_memory", t.store_no_memory);
     // memcached's -Y authentication `set`s, and those refused (authfile.rs).
     push_stat(out, "auth_cmds", t.auth_cmds);
     push_stat(out, "auth_errors", t.auth_errors);
@@ -218,20 +255,63 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     push_stat(out, "bytes_read", t.bytes_read);
     push_stat(out, "bytes_written", t.bytes_written);
     push_stat(out, "limit_maxbytes", engine.memory_limit_bytes);
+    push_stat(out, "accepting_conns", 1);
+    push_stat(out, "listen_disabled_num", 0);
+    push_stat(out, "time_in_listen_disabled_us", 0);
     push_stat(out, "threads", shared.workers.len());
+    push_stat(out, "conn_yields", 0);
+    push_stat(out, "hash_power_level", engine.buckets.max(1).ilog2());
+    push_stat(out, "hash_bytes", engine.index_bytes);
+    push_stat(out, "hash_is_expanding", u8::from(engine.expanding));
+    for zero in [
+        "slab_reassign_rescues",
+        "slab_reassign_chunk_rescues",
+        "slab_reassign_evictions_nomem",
+        "slab_reassign_inline_reclaim",
+        "slab_reassign_busy_items",
+        "slab_reassign_busy_deletes",
+        "slab_reassign_running",
+        "slabs_moved",
+        "lru_crawler_running",
+        "lru_crawler_starts",
+        "lru_maintainer_juggles",
+        "malloc_fails",
+        "log_worker_dropped",
+    ] {
+        push_stat(out, zero, 0);
+    }
+    push_stat(out, "log_worker_written", watch.written);
+    push_stat(out, "log_watcher_skipped", watch.skipped);
+    push_stat(out, "log_watcher_sent", watch.sent);
+    push_stat(out, "log_watchers", watch.watchers);
+    push_stat(out, "unexpected_napi_ids", 0);
+    push_stat(out, "round_robin_fallback", 0);
     push_stat(out, "bytes", bytes_stat(shared, &engine));
     push_stat(out, "curr_items", engine.items);
     push_stat(out, "total_items", t.total_items);
+    push_stat(out, "slab_global_page_pool", 0);
     push_stat(out, "expired_unfetched", engine.expired_unfetched);
     push_stat(out, "evicted_unfetched", engine.evicted_unfetched);
+    push_stat(out, "evicted_active", 0);
     push_stat(out, "evictions", engine.evictions);
+    push_stat(out, "reclaimed", 0);
     // memcached's LRU crawler counts what it reclaims here; the engine's
     // background expiry sweep is the crawler's counterpart.
     push_stat(out, "crawler_reclaimed", engine.swept_items);
+    for zero in [
+        "crawler_items_checked",
+        "lrutail_reflocked",
+        "moves_to_cold",
+        "moves_to_warm",
+        "moves_within_lru",
+        "direct_reclaims",
+        "lru_bumps_dropped",
+    ] {
+        push_stat(out, zero, 0);
+    }
+    // Amalgam's own, after memcached's.
     push_stat(out, "hash_buckets", engine.buckets);
     push_stat(out, "hash_overflow_nodes", engine.overflow_nodes);
-    push_stat(out, "hash_bytes", engine.index_bytes);
-    push_stat(out, "hash_is_expanding", u8::from(engine.expanding));
     push_stat(out, "hash_expansions", engine.expansions);
     if engine.segments > 0 {
         // Cache mode's memory account (engine `segment.rs`): the budget
@@ -249,40 +329,163 @@ pub fn general_stats(shared: &Shared, out: &mut Vec<u8>) {
     }
 }
 
-/// `stats settings` (without its END).
+/// `stats settings` (without its END): memcached 1.6.18's names in its
+/// order (its extstore and TLS tuning included: what Amalgam has no knob
+/// for shows memcached's default), then Amalgam's own.
 pub fn settings_stats(shared: &Shared, out: &mut Vec<u8>) {
     let a = &shared.args;
     let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let lru = shared.mc_operator.tunables();
+    let tls = a.tls_settings().ok().flatten().filter(|s| s.memcached.is_some());
+    let path = |p: Option<&std::path::Path>| p.map_or("NULL".to_string(), |p| p.display().to_string());
     push_stat(out, "maxbytes", a.memory_limit_mb << 20);
     push_stat(out, "maxconns", a.conn_limit);
     push_stat(out, "tcpport", a.port);
     push_stat(out, "udpport", a.udp_port);
     push_stat(out, "inter", &a.listen);
     push_stat(out, "verbosity", shared.verbosity.load(Ordering::Relaxed));
-    push_stat(out, "shutdown_command", yes_no(a.enable_shutdown));
-    push_stat(out, "num_threads", shared.workers.len());
-    push_stat(out, "cas_enabled", yes_no(shared.cas_enabled()));
-    push_stat(out, "item_size_max", a.max_item_size);
+    push_stat(out, "oldest", 0);
     push_stat(out, "evictions", if a.eviction == amalgam_engine::evict::Eviction::None { "off" } else { "on" });
-    // The policy in force: CONFIG SET eviction changes it at run time.
+    push_stat(out, "domain_socket", path(a.unix_socket.as_deref()));
+    push_stat(out, "umask", &a.unix_mask);
+    push_stat(out, "shutdown_command", yes_no(a.enable_shutdown));
+    push_stat(out, "growth_factor", format_args!("{:.2}", a.ignored_growth_factor.unwrap_or(1.25)));
+    push_stat(out, "chunk_size", a.ignored_slab_min_size.unwrap_or(48));
+    push_stat(out, "num_threads", shared.workers.len());
+    push_stat(out, "num_threads_per_udp", shared.workers.len());
+    push_stat(out, "stat_key_prefix", char::from(shared.mc_operator.delimiter));
+    push_stat(
+        out,
+        "detail_enabled",
+        yes_no(shared.workers.first().is_some_and(|w| w.ops.stats_detail.load(Ordering::Relaxed))),
+    );
+    push_stat(out, "reqs_per_event", a.ignored_reqs_per_event.unwrap_or(20));
+    push_stat(out, "cas_enabled", yes_no(shared.cas_enabled()));
+    push_stat(out, "tcp_backlog", a.ignored_backlog.unwrap_or(1024));
+    push_stat(out, "binding_protocol", a.binding_protocol().unwrap_or_default().name());
+    push_stat(out, "auth_enabled_sasl", "no");
+    push_stat(out, "auth_enabled_ascii", a.auth_file.as_deref().map_or("no".to_string(), |p| p.display().to_string()));
+    push_stat(out, "item_size_max", a.max_item_size);
+    push_stat(out, "maxconns_fast", "yes");
+    push_stat(out, "hashpower_init", 0);
+    push_stat(out, "slab_reassign", "yes");
+    push_stat(out, "slab_automove", lru.slab_automove);
+    push_stat(out, "slab_automove_ratio", format_args!("{:.2}", lru.slab_automove_ratio));
+    push_stat(out, "slab_automove_window", 30);
+    push_stat(out, "slab_chunk_max", SLAB_CHUNK_BYTES_MAX);
+    push_stat(out, "lru_crawler", "yes");
+    push_stat(out, "lru_crawler_sleep", 100);
+    push_stat(out, "lru_crawler_tocrawl", 0);
+    push_stat(out, "tail_repair_time", 0);
+    push_stat(out, "flush_enabled", yes_no(!a.disable_flush_all));
+    push_stat(out, "dump_enabled", yes_no(!a.disable_dumping));
+    // The engine's hash (foldhash), where memcached names its own.
+    push_stat(out, "hash_algorithm", "foldhash");
+    push_stat(out, "lru_maintainer_thread", "yes");
+    push_stat(out, "lru_segmented", yes_no(lru.lru_segmented));
+    push_stat(out, "hot_lru_pct", lru.hot_lru_pct);
+    push_stat(out, "warm_lru_pct", lru.warm_lru_pct);
+    push_stat(out, "hot_max_factor", format_args!("{:.2}", lru.hot_max_factor));
+    push_stat(out, "warm_max_factor", format_args!("{:.2}", lru.warm_max_factor));
+    push_stat(out, "temp_lru", yes_no(lru.temp_lru));
+    push_stat(out, "temporary_ttl", lru.temporary_ttl);
+    push_stat(out, "idle_timeout", a.idle_timeout_secs().unwrap_or(0));
+    push_stat(out, "watcher_logbuf_size", amalgam_memcache::watch::WATCHER_QUEUE_BYTES_MAX);
+    push_stat(out, "worker_logbuf_size", 65536);
+    push_stat(out, "read_buf_mem_limit", 0);
+    push_stat(out, "track_sizes", yes_no(a.track_sizes()));
+    push_stat(out, "inline_ascii_response", "no");
+    for (name, value) in [
+        ("ext_item_size", "512"),
+        ("ext_item_age", "4294967295"),
+        ("ext_low_ttl", "0"),
+        ("ext_recache_rate", "2000"),
+        ("ext_wbuf_size", "4194304"),
+        ("ext_compact_under", "0"),
+        ("ext_drop_under", "0"),
+        ("ext_max_sleep", "1000000"),
+        ("ext_max_frag", "0.80"),
+        ("slab_automove_freeratio", "0.010"),
+        ("ext_drop_unread", "no"),
+    ] {
+        push_stat(out, name, value);
+    }
+    push_stat(out, "ssl_enabled", yes_no(tls.is_some()));
+    let file = |p: Option<&std::path::Path>| p.map_or("(null)".to_string(), |p| p.display().to_string());
+    push_stat(out, "ssl_chain_cert", file(tls.as_ref().map(|t| t.files.cert.as_path())));
+    push_stat(out, "ssl_key", file(tls.as_ref().map(|t| t.files.key.as_path())));
+    push_stat(out, "ssl_verify_mode", a.ssl_verify_mode.as_deref().unwrap_or("0"));
+    push_stat(out, "ssl_keyformat", 1);
+    push_stat(out, "ssl_ciphers", "NULL");
+    push_stat(out, "ssl_ca_cert", path(tls.as_ref().and_then(|t| t.files.ca.as_deref())));
+    push_stat(out, "ssl_wbuf_size", 16384);
+    push_stat(out, "ssl_session_cache", "no");
+    push_stat(out, "ssl_kernel_tls", "no");
+    push_stat(out, "ssl_min_version", "tlsv1.2");
+    push_stat(out, "num_napi_ids", a.napi_ids.map_or("(null)".to_string(), |n| n.to_string()));
+    push_stat(out, "memory_file", file(a.memory_file.as_deref()));
+    // Amalgam's own. The policy in force: CONFIG SET eviction changes it.
     push_stat(out, "eviction_policy", shared.store.eviction());
     let merging = a.merge_segments && a.eviction != amalgam_engine::evict::Eviction::None;
     push_stat(out, "merge_segments", yes_no(merging));
-    push_stat(out, "flush_enabled", yes_no(!a.disable_flush_all));
-    push_stat(out, "dump_enabled", yes_no(!a.disable_dumping));
-    push_stat(out, "track_sizes", yes_no(a.track_sizes()));
 }
 
-/// `stats items` (without its END): per class with items, its count and
-/// bytes (module notes).
+/// `stats items` (without its END): per class with items, memcached's
+/// fields in its order. Real: `number` (and `number_cold`: one queue),
+/// `age` (seconds since the oldest item's store), `mem_requested`. The
+/// engine evicts, reclaims and refuses by segment, for items of every
+/// size together, and counts that per store (`stats`' `evictions`,
+/// `evicted_unfetched`, `expired_unfetched`, `crawler_reclaimed`), not
+/// per class: the per-class counters read 0 (module notes).
 pub fn items_stats(shared: &Shared, out: &mut Vec<u8>) {
     let chunks = slab_chunk_sizes();
+    let now = u64::from(shared.store.now());
     for (i, b) in bands(shared, &chunks).iter().enumerate().filter(|(_, b)| b.items > 0) {
         let class = i + 1;
-        push_stat(out, &format!("items:{class}:number"), b.items);
-        push_stat(out, &format!("items:{class}:mem_requested"), b.bytes);
+        let stat = |out: &mut Vec<u8>, name: &str, v: u64| push_stat(out, &format!("items:{class}:{name}"), v);
+        stat(out, "number", b.items);
+        stat(out, "number_hot", 0);
+        stat(out, "number_warm", 0);
+        stat(out, "number_cold", b.items);
+        stat(out, "age_hot", 0);
+        stat(out, "age_warm", 0);
+        stat(out, "age", b.oldest.map_or(0, |o| now.saturating_sub(o)));
+        stat(out, "mem_requested", b.bytes);
+        for zero in ITEMS_CLASS_COUNTERS {
+            stat(out, zero, 0);
+        }
     }
 }
+
+/// memcached's per-class counters after `mem_requested`, in its order
+/// (read 0: see [`items_stats`]).
+const ITEMS_CLASS_COUNTERS: [&str; 20] = [
+    "evicted",
+    "evicted_nonzero",
+    "evicted_time",
+    "outofmemory",
+    "tailrepairs",
+    "reclaimed",
+    "expired_unfetched",
+    "evicted_unfetched",
+    "evicted_active",
+    "crawler_reclaimed",
+    "crawler_items_checked",
+    "lrutail_reflocked",
+    "moves_to_cold",
+    "moves_to_warm",
+    "moves_within_lru",
+    "direct_reclaims",
+    "hits_to_hot",
+    "hits_to_warm",
+    "hits_to_cold",
+    "hits_to_temp",
+];
+
+/// memcached's per-class command counters in `stats slabs` (Amalgam
+/// counts commands per worker, not per class: they read 0).
+const SLABS_CLASS_COUNTERS: [&str; 8] =
+    ["get_hits", "cmd_set", "delete_hits", "incr_hits", "decr_hits", "cas_hits", "cas_badval", "touch_hits"];
 
 /// `stats slabs` (without its END): per class with items, memcached's
 /// page and chunk arithmetic for them (module notes).
@@ -301,6 +504,9 @@ pub fn slabs_stats(shared: &Shared, out: &mut Vec<u8>) {
         push_stat(out, &format!("{class}:used_chunks"), b.items);
         push_stat(out, &format!("{class}:free_chunks"), total - b.items);
         push_stat(out, &format!("{class}:free_chunks_end"), 0);
+        for zero in SLABS_CLASS_COUNTERS {
+            push_stat(out, &format!("{class}:{zero}"), 0);
+        }
         active += 1;
     }
     push_stat(out, "active_slabs", active);
@@ -440,6 +646,24 @@ pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
             push_line(out, "CLIENT_ERROR invalid shutdown mode");
             After::Continue
         }
+    }
+}
+
+/// `watch [classes]`: with `-W` memcached's refusal, an unknown class
+/// `ERROR`; otherwise the connection becomes a watcher if the event loop
+/// placed it, else it answers memcached's `WATCHER_FAILED failed to add
+/// log watcher` (`amalgam_memcache::watch` § What is here).
+pub fn watch(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
+    if shared.mc_operator.watch_disabled {
+        push_line(out, "CLIENT_ERROR watch commands not allowed");
+        return After::Continue;
+    }
+    match amalgam_memcache::watch::parse_classes(args) {
+        None => {
+            push_line(out, reply::ERROR);
+            After::Continue
+        }
+        Some(classes) => After::Watch(classes),
     }
 }
 

@@ -236,6 +236,9 @@ pub struct Shared {
     pub clients: amalgam_net::clients::Registry,
     /// memcached's verbosity: `-v` at start, then the `verbosity` command.
     pub verbosity: AtomicU32,
+    /// The memcached port's operator state: `stats detail`'s prefixes,
+    /// `slabs` and `lru`'s tuning (`amalgam_memcache::operator`).
+    pub mc_operator: amalgam_memcache::operator::State,
     /// Listeners and open connections for `stats conns` (written at
     /// accept and close only, never per request).
     pub conns: Mutex<ConnRegistry>,
@@ -435,6 +438,23 @@ impl amalgam_memcache::Host for Shared {
         self.keyspace_event(class, event, key);
     }
 
+    fn operator(&self) -> &amalgam_memcache::operator::State {
+        &self.mc_operator
+    }
+
+    fn watch(&self, args: amalgam_protocol::text::Keys<'_>, out: &mut Vec<u8>) -> amalgam_memcache::After {
+        admin::watch(self, args, out)
+    }
+
+    fn binding(&self) -> amalgam_memcache::Binding {
+        use amalgam_config::config::Protocol;
+        match self.args.binding_protocol() {
+            Ok(Protocol::Ascii) => amalgam_memcache::Binding::Ascii,
+            Ok(Protocol::Binary) => amalgam_memcache::Binding::Binary,
+            _ => amalgam_memcache::Binding::Auto,
+        }
+    }
+
     fn flushed(&self) {
         self.tracking.flushed(self);
     }
@@ -521,6 +541,7 @@ impl Shared {
             .and_then(|s| s.map(|s| tls::Tls::new(&s)).transpose())
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
+        let (mc_delimiter, mc_watch_disabled) = (args.stats_prefix_delimiter(), args.disable_watch);
         let databases = amalgam_commands::db::Databases::new(args.databases);
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {
@@ -547,6 +568,7 @@ impl Shared {
             thresholds: resp::typed::LiveThresholds::default(),
             databases,
             verbosity: AtomicU32::new(u32::from(args_verbose)),
+            mc_operator: amalgam_memcache::operator::State::new(mc_delimiter, mc_watch_disabled),
             conns: Mutex::new(ConnRegistry::default()),
             clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
@@ -563,6 +585,8 @@ impl Shared {
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
+        // memcached's -D turns `stats detail` on at start.
+        shared.set_stats_detail(shared.args.prefix_delimiter.is_some());
         let _ = shared.store.set_key_watcher(Arc::new(KeyNotifier(Arc::downgrade(&shared))));
         // The engine's and persistence's stalls as LATENCY events.
         let events = Arc::new(resp::latency::StallEvents(Arc::clone(&shared.latency)));
@@ -601,6 +625,13 @@ impl Shared {
     }
 
     /// False with `-C`: every CAS reads 0 (config.rs).
+    /// `stats detail on|off`: every worker's flag (operator.rs).
+    pub fn set_stats_detail(&self, on: bool) {
+        for w in &self.workers {
+            w.ops.stats_detail.store(on, Ordering::Relaxed);
+        }
+    }
+
     pub fn cas_enabled(&self) -> bool {
         !self.args.disable_cas
     }

@@ -56,8 +56,20 @@ fn main() -> ExitCode {
             Ok(_) => {}
         }
     }
+    if args.license {
+        // memcached's -i: the license, then exit.
+        println!("amalgam {}\n\nLicensed under MIT OR Apache-2.0, at your option.", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     if args.lock_memory {
         log::warn!("warning: -k is not implemented: memory is not locked (mlockall)");
+    }
+    match args.memcached_flag_warnings() {
+        Ok(warnings) => warnings.iter().for_each(|w| log::warn!("{w}")),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
     }
     if let Err(e) = args.validate() {
         eprintln!("amalgam: {e}");

@@ -602,3 +602,23 @@ fn out_of_memory() {
     assert_error(&read_packet(&mut c), op::SETQ, 2, status::ENOMEM, "Out of memory allocating item");
     assert_ok(&read_packet(&mut c), op::NOOP, 3);
 }
+
+/// `stats detail` counts binary requests as memcached's `proto_bin.c`
+/// does: get and getq per key with hits, touch and gat as gets, every
+/// store a set, delete a del. Every figure compared exactly.
+#[test]
+fn stats_detail_counts_binary_requests() {
+    let Some(s) = Server::private() else { return };
+    let mut text = s.connect();
+    exchange(&mut text, b"stats detail on\r\n", b"OK\r\n");
+    let mut c = s.connect();
+    set(&mut c, b"a:1", b"v", 0);
+    assert_eq!(call(&mut c, &request(op::GET, b"a:1", b"", b"", 2, 0)).status, status::SUCCESS);
+    assert_eq!(call(&mut c, &request(op::GET, b"a:9", b"", b"", 3, 0)).status, status::KEY_ENOENT);
+    assert_eq!(call(&mut c, &request(op::DELETE, b"a:2", b"", b"", 4, 0)).status, status::KEY_ENOENT);
+    let exp = 0u32.to_be_bytes();
+    assert_eq!(call(&mut c, &request(op::TOUCH, b"a:1", &exp, b"", 5, 0)).status, status::SUCCESS);
+    assert_eq!(call(&mut c, &request(op::GAT, b"a:1", &exp, b"", 6, 0)).status, status::SUCCESS);
+    assert_eq!(call(&mut c, &request(op::GET, b"nodelim", b"", b"", 7, 0)).status, status::KEY_ENOENT);
+    exchange(&mut text, b"stats detail dump\r\n", b"PREFIX a get 4 hit 3 set 1 del 1\r\nEND\r\n");
+}

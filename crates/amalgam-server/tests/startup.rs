@@ -1,6 +1,7 @@
 //! Start-up, flags and signals, against the real process: memcached's
 //! refusals (`-I` above half of `-m`, an unknown `-o`), its switches (`-A`
-//! with `shutdown`, `-F`, `-C`, `-o`, `-d` with `-P`, `-u`), SIGHUP, and
+//! with `shutdown`, `-F`, `-C`, `-o`, `-d` with `-P`, `-u`, every other
+//! flag of its `-h`: `-B`, `-e`, `-D`, `-W` …), SIGHUP, and
 //! what Amalgam alone does: the RESP port's fallback and start-up errors
 //! that say what to do. The memcached-shaped tests run unchanged against
 //! memcached (`AMALGAM_TEST_BIN=/usr/bin/memcached`); the amalgam-only
@@ -448,4 +449,132 @@ fn the_memcached_port_warns_when_it_listens_beyond_this_machine_without_authenti
     let (code, err) = refused_start(&mut command(&["-U", "11211"]));
     assert_ne!(code, 0);
     assert!(err.contains("UDP is not supported"), "{err}");
+}
+
+/// memcached 1.6.18's `-h` flags with a value each, as command lines
+/// carry them: each starts and serves (issue 39 §2). `-e` gets a file of
+/// its own (memcached maps 64 MiB of it: sparse, removed after).
+#[test]
+fn every_memcached_flag_starts_and_serves() {
+    let mem_file = std::env::temp_dir().join(format!("amalgam-startup-e-{}", std::process::id()));
+    let mem_file = mem_file.to_string_lossy().into_owned();
+    let lines: &[&[&str]] = &[
+        &["-B", "ascii"],
+        &["-B", "auto"],
+        &["-b", "512"],
+        &["-R", "10"],
+        &["-n", "48"],
+        &["-f", "1.25"],
+        &["-L"],
+        &["-D", "#"],
+        &["-a", "755"],
+        &["-W"],
+        &["-N", "1"],
+        &["-r", "-k", "-v"],
+        &["-e", &mem_file],
+    ];
+    for args in lines {
+        let Some(s) = Server::with_flags(args) else { return };
+        let mut c = s.connect();
+        exchange(&mut c, b"set k 0 0 1\r\nx\r\n", b"STORED\r\n");
+        exchange(&mut c, b"get k\r\n", b"VALUE k 0 1\r\nx\r\nEND\r\n");
+    }
+    let _ = std::fs::remove_file(&mem_file);
+    let _ = std::fs::remove_file(format!("{mem_file}.meta"));
+}
+
+/// A child killed and reaped when dropped.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A binary no-op request (`0x80 0x0a`: its opcode byte is a newline).
+const BINARY_NOOP: [u8; 24] = {
+    let mut h = [0u8; 24];
+    h[0] = 0x80;
+    h[1] = 0x0a;
+    h
+};
+
+#[test]
+fn protocol_ascii_reads_binary_requests_as_text() {
+    let Some(s) = Server::with_flags(&["-B", "ascii"]) else { return };
+    let mut c = s.connect();
+    // memcached reads the header's bytes up to its 0x0a as a line: ERROR
+    // (the 22 NULs after it wait for a newline of their own).
+    exchange(&mut c, &BINARY_NOOP, b"ERROR\r\n");
+    exchange(&mut s.connect(), b"version\r\n", b"VERSION ");
+}
+
+#[test]
+fn protocol_binary_closes_a_text_client() {
+    // The harness asks `stats` in text to see a server start: here the
+    // start is watched with a binary no-op instead.
+    if external_addr().is_some() {
+        return;
+    }
+    let port = free_port();
+    let mut cmd = Command::new(binary());
+    cmd.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0", "-B", "binary"]);
+    if is_memcached_bin() && is_root() {
+        cmd.args(["-u", "root"]);
+    }
+    if !is_memcached_bin() {
+        cmd.args(["--resp-port", "0"]);
+    }
+    let _child = Reaped(cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let t0 = Instant::now();
+    let mut c = loop {
+        if let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            break c;
+        }
+        assert!(t0.elapsed() < EXIT_TIMEOUT, "-B binary did not start listening");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    c.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    send(&mut c, &BINARY_NOOP);
+    assert_eq!(&read_n(&mut c, 24)[..2], &[0x81, 0x0a], "the binary no-op is answered");
+    let mut t = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    t.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+    send(&mut t, b"version\r\nversion\r\nversion\r\n");
+    assert!(closed(&mut t), "a text request on a -B binary port closes the connection");
+}
+
+#[test]
+fn memcacheds_refusals_of_b_and_e() {
+    let (code, err) = refused_start(&mut command(&["-B", "foo"]));
+    assert_eq!(code, 64, "stderr: {err}");
+    assert!(
+        err.contains("Invalid value for binding protocol: foo\n -- should be one of auto, binary, or ascii"),
+        "stderr: {err}"
+    );
+    // memcached aborts after its message (status 134); amalgam exits 64.
+    let (code, err) = refused_start(&mut command(&["-e", "/nonexistent/amalgam/memfile"]));
+    assert_ne!(code, 0, "stderr: {err}");
+    assert!(err.contains("failed to open file for mmap: No such file or directory"), "stderr: {err}");
+}
+
+#[test]
+fn license_prints_and_exits() {
+    let (code, _) = refused_start(&mut command(&["-i"]));
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn unix_socket_and_sasl_stop_the_start_saying_why() {
+    if skip_unless_amalgam("-s and -S refused at start") {
+        return;
+    }
+    let (code, err) = refused_start(&mut command(&["-s", "/tmp/amalgam-test.sock"]));
+    assert_eq!(code, 64, "stderr: {err}");
+    assert!(err.contains("unix sockets are not served yet"), "stderr: {err}");
+    let (code, err) = refused_start(&mut command(&["-S"]));
+    assert_eq!(code, 64, "stderr: {err}");
+    assert!(err.contains("-Y FILE"), "stderr: {err}");
+    assert!(!err.contains("unexpected argument"), "stderr: {err}");
 }

@@ -252,3 +252,449 @@ fn dumping_can_be_disabled() {
     exchange(&mut c, b"lru_crawler metadump all\r\n", b"ERROR metadump not allowed\r\n");
     assert_eq!(stats_map(&mut c, "settings").get("dump_enabled").map(String::as_str), Some("no"));
 }
+
+/// memcached 1.6.18's `stats` fields, in its order.
+const GENERAL: [&str; 92] = [
+    "pid",
+    "uptime",
+    "time",
+    "version",
+    "libevent",
+    "pointer_size",
+    "rusage_user",
+    "rusage_system",
+    "max_connections",
+    "curr_connections",
+    "total_connections",
+    "rejected_connections",
+    "connection_structures",
+    "response_obj_oom",
+    "response_obj_count",
+    "response_obj_bytes",
+    "read_buf_count",
+    "read_buf_bytes",
+    "read_buf_bytes_free",
+    "read_buf_oom",
+    "reserved_fds",
+    "cmd_get",
+    "cmd_set",
+    "cmd_flush",
+    "cmd_touch",
+    "cmd_meta",
+    "get_hits",
+    "get_misses",
+    "get_expired",
+    "get_flushed",
+    "delete_misses",
+    "delete_hits",
+    "incr_misses",
+    "incr_hits",
+    "decr_misses",
+    "decr_hits",
+    "cas_misses",
+    "cas_hits",
+    "cas_badval",
+    "touch_hits",
+    "touch_misses",
+    "store_too_large",
+    "store_no_memory",
+    "auth_cmds",
+    "auth_errors",
+    "bytes_read",
+    "bytes_written",
+    "limit_maxbytes",
+    "accepting_conns",
+    "listen_disabled_num",
+    "time_in_listen_disabled_us",
+    "threads",
+    "conn_yields",
+    "hash_power_level",
+    "hash_bytes",
+    "hash_is_expanding",
+    "slab_reassign_rescues",
+    "slab_reassign_chunk_rescues",
+    "slab_reassign_evictions_nomem",
+    "slab_reassign_inline_reclaim",
+    "slab_reassign_busy_items",
+    "slab_reassign_busy_deletes",
+    "slab_reassign_running",
+    "slabs_moved",
+    "lru_crawler_running",
+    "lru_crawler_starts",
+    "lru_maintainer_juggles",
+    "malloc_fails",
+    "log_worker_dropped",
+    "log_worker_written",
+    "log_watcher_skipped",
+    "log_watcher_sent",
+    "log_watchers",
+    "unexpected_napi_ids",
+    "round_robin_fallback",
+    "bytes",
+    "curr_items",
+    "total_items",
+    "slab_global_page_pool",
+    "expired_unfetched",
+    "evicted_unfetched",
+    "evicted_active",
+    "evictions",
+    "reclaimed",
+    "crawler_reclaimed",
+    "crawler_items_checked",
+    "lrutail_reflocked",
+    "moves_to_cold",
+    "moves_to_warm",
+    "moves_within_lru",
+    "direct_reclaims",
+    "lru_bumps_dropped",
+];
+
+/// memcached 1.6.18's `stats settings` names, in its order.
+const SETTINGS: [&str; 76] = [
+    "maxbytes",
+    "maxconns",
+    "tcpport",
+    "udpport",
+    "inter",
+    "verbosity",
+    "oldest",
+    "evictions",
+    "domain_socket",
+    "umask",
+    "shutdown_command",
+    "growth_factor",
+    "chunk_size",
+    "num_threads",
+    "num_threads_per_udp",
+    "stat_key_prefix",
+    "detail_enabled",
+    "reqs_per_event",
+    "cas_enabled",
+    "tcp_backlog",
+    "binding_protocol",
+    "auth_enabled_sasl",
+    "auth_enabled_ascii",
+    "item_size_max",
+    "maxconns_fast",
+    "hashpower_init",
+    "slab_reassign",
+    "slab_automove",
+    "slab_automove_ratio",
+    "slab_automove_window",
+    "slab_chunk_max",
+    "lru_crawler",
+    "lru_crawler_sleep",
+    "lru_crawler_tocrawl",
+    "tail_repair_time",
+    "flush_enabled",
+    "dump_enabled",
+    "hash_algorithm",
+    "lru_maintainer_thread",
+    "lru_segmented",
+    "hot_lru_pct",
+    "warm_lru_pct",
+    "hot_max_factor",
+    "warm_max_factor",
+    "temp_lru",
+    "temporary_ttl",
+    "idle_timeout",
+    "watcher_logbuf_size",
+    "worker_logbuf_size",
+    "read_buf_mem_limit",
+    "track_sizes",
+    "inline_ascii_response",
+    "ext_item_size",
+    "ext_item_age",
+    "ext_low_ttl",
+    "ext_recache_rate",
+    "ext_wbuf_size",
+    "ext_compact_under",
+    "ext_drop_under",
+    "ext_max_sleep",
+    "ext_max_frag",
+    "slab_automove_freeratio",
+    "ext_drop_unread",
+    "ssl_enabled",
+    "ssl_chain_cert",
+    "ssl_key",
+    "ssl_verify_mode",
+    "ssl_keyformat",
+    "ssl_ciphers",
+    "ssl_ca_cert",
+    "ssl_wbuf_size",
+    "ssl_session_cache",
+    "ssl_kernel_tls",
+    "ssl_min_version",
+    "num_napi_ids",
+    "memory_file",
+];
+
+/// The names of `stats [which]` that are in `known`, in the server's
+/// order (Amalgam adds its own after memcached's).
+fn names_among(c: &mut TcpStream, which: &str, known: &[&str]) -> Vec<String> {
+    stats(c, which).into_iter().map(|(n, _)| n).filter(|n| known.contains(&n.as_str())).collect()
+}
+
+/// Every field of memcached's `stats` and `stats settings`, in its order
+/// (compared by name; Amalgam's own come after them). Values compared
+/// exactly: the ones that state configuration or this test's traffic
+/// (`pointer_size`, `max_connections`, `cmd_meta`, `store_too_large`,
+/// `store_no_memory`, `accepting_conns`, the settings below); the rest,
+/// internals that legitimately differ (uptime, rusage, buffers, hash
+/// sizes, LRU queues), only for presence.
+#[test]
+fn stats_and_settings_have_every_memcached_field_in_order() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    assert_eq!(names_among(&mut c, "", &GENERAL), GENERAL, "stats");
+    let first: Vec<String> = stats(&mut c, "").into_iter().take(GENERAL.len()).map(|(n, _)| n).collect();
+    assert_eq!(first, GENERAL, "memcached's fields come first");
+    assert_eq!(names_among(&mut c, "settings", &SETTINGS), SETTINGS, "stats settings");
+    // `me` alone counts in cmd_meta (1.6.18); a too-large set in store_too_large.
+    exchange(&mut c, b"me nokey\r\n", b"EN\r\n");
+    exchange(&mut c, b"mg nokey v\r\n", b"EN\r\n");
+    let big = "x".repeat(2 << 20);
+    let set = format!("set big 0 0 {}\r\n{big}\r\n", big.len());
+    exchange(&mut c, set.as_bytes(), b"SERVER_ERROR object too large for cache\r\n");
+    let g = stats_map(&mut c, "");
+    for (name, want) in [
+        ("pointer_size", 64),
+        ("max_connections", 1024),
+        ("cmd_meta", 1),
+        ("store_too_large", 1),
+        ("store_no_memory", 0),
+        ("accepting_conns", 1),
+    ] {
+        assert_eq!(num(&g, name), want, "{name}");
+    }
+    let st = stats_map(&mut c, "settings");
+    for (name, want) in [
+        ("maxconns", "1024"),
+        ("umask", "700"),
+        ("growth_factor", "1.25"),
+        ("chunk_size", "48"),
+        ("stat_key_prefix", ":"),
+        ("detail_enabled", "no"),
+        ("reqs_per_event", "20"),
+        ("cas_enabled", "yes"),
+        ("tcp_backlog", "1024"),
+        ("binding_protocol", "auto-negotiate"),
+        ("auth_enabled_sasl", "no"),
+        ("item_size_max", "1048576"),
+        ("slab_automove", "1"),
+        ("slab_automove_ratio", "0.80"),
+        ("lru_segmented", "yes"),
+        ("hot_lru_pct", "20"),
+        ("warm_lru_pct", "40"),
+        ("hot_max_factor", "0.20"),
+        ("warm_max_factor", "2.00"),
+        ("temp_lru", "no"),
+        ("temporary_ttl", "61"),
+        ("watcher_logbuf_size", "262144"),
+        ("memory_file", "(null)"),
+    ] {
+        assert_eq!(st.get(name).map(String::as_str), Some(want), "stats settings {name}");
+    }
+}
+
+#[test]
+fn settings_show_memcacheds_flags() {
+    let flags = ["-D", "#", "-B", "ascii", "-R", "10", "-b", "512", "-f", "1.5", "-n", "64", "-a", "755"];
+    let Some(s) = Server::with_flags(&flags) else { return };
+    let mut c = s.connect();
+    let st = stats_map(&mut c, "settings");
+    for (name, want) in [
+        ("stat_key_prefix", "#"),
+        // -D turns stats detail on, as in memcached.
+        ("detail_enabled", "yes"),
+        ("binding_protocol", "ascii"),
+        ("reqs_per_event", "10"),
+        ("tcp_backlog", "512"),
+        ("growth_factor", "1.50"),
+        ("chunk_size", "64"),
+        ("umask", "755"),
+    ] {
+        assert_eq!(st.get(name).map(String::as_str), Some(want), "stats settings {name}");
+    }
+}
+
+/// memcached's per-class fields of `stats items` and `stats slabs` for a
+/// class with items, in its order. Exact: `number`, `mem_requested`
+/// (which queue holds a fresh item depends on memcached's LRU maintainer's
+/// timing), and the slab arithmetic the older test checks; the
+/// rest (ages, queue moves, evictions, per-class hits) only for presence.
+#[test]
+fn items_and_slabs_have_memcacheds_per_class_fields() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let items: Vec<(String, String)> = stats(&mut c, "items");
+    let names: Vec<&str> = items.iter().map(|(n, _)| n.strip_prefix("items:1:").unwrap_or(n)).collect();
+    assert_eq!(names, ITEMS_CLASS_FIELDS);
+    let items: std::collections::HashMap<_, _> = items.into_iter().collect();
+    for (name, want) in [("number", 1), ("mem_requested", 61)] {
+        assert_eq!(num(&items, &format!("items:1:{name}")), want, "{name}");
+    }
+    let slabs: Vec<(String, String)> = stats(&mut c, "slabs");
+    let names: Vec<&str> = slabs.iter().map(|(n, _)| n.strip_prefix("1:").unwrap_or(n)).collect();
+    assert_eq!(names, SLABS_CLASS_FIELDS);
+}
+
+/// memcached's `stats items` fields of one class.
+const ITEMS_CLASS_FIELDS: [&str; 28] = [
+    "number",
+    "number_hot",
+    "number_warm",
+    "number_cold",
+    "age_hot",
+    "age_warm",
+    "age",
+    "mem_requested",
+    "evicted",
+    "evicted_nonzero",
+    "evicted_time",
+    "outofmemory",
+    "tailrepairs",
+    "reclaimed",
+    "expired_unfetched",
+    "evicted_unfetched",
+    "evicted_active",
+    "crawler_reclaimed",
+    "crawler_items_checked",
+    "lrutail_reflocked",
+    "moves_to_cold",
+    "moves_to_warm",
+    "moves_within_lru",
+    "direct_reclaims",
+    "hits_to_hot",
+    "hits_to_warm",
+    "hits_to_cold",
+    "hits_to_temp",
+];
+
+/// memcached's `stats slabs` with one class.
+const SLABS_CLASS_FIELDS: [&str; 17] = [
+    "chunk_size",
+    "chunks_per_page",
+    "total_pages",
+    "total_chunks",
+    "used_chunks",
+    "free_chunks",
+    "free_chunks_end",
+    "get_hits",
+    "cmd_set",
+    "delete_hits",
+    "incr_hits",
+    "decr_hits",
+    "cas_hits",
+    "cas_badval",
+    "touch_hits",
+    "active_slabs",
+    "total_malloced",
+];
+
+/// `stats detail`: memcached's replies, and per-prefix counts as its
+/// `prefix.c` keeps them (get per key of get/gets/gat with hits, set per
+/// storage command stored or not, del per delete found or not; keys
+/// without the delimiter and meta commands not counted; `off` stops
+/// counting but keeps the table; `stats reset` empties it). Every figure
+/// compared exactly.
+#[test]
+fn stats_detail_counts_by_prefix() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    let usage = b"CLIENT_ERROR usage: stats detail on|off|dump\r\n";
+    exchange(&mut c, b"stats detail\r\n", usage);
+    exchange(&mut c, b"stats detail foo\r\n", usage);
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+    exchange(&mut c, b"get b:0\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail on\r\n", b"OK\r\n");
+    exchange(&mut c, b"mg a:1 v\r\n", b"EN\r\n");
+    exchange(&mut c, b"get b:1 b:2 nodelim\r\n", b"END\r\n");
+    exchange(&mut c, b"set b:2 0 0 1\r\nx\r\n", b"STORED\r\n");
+    exchange(&mut c, b"add b:2 0 0 1\r\nx\r\n", b"NOT_STORED\r\n");
+    exchange(&mut c, b"delete b:3\r\n", b"NOT_FOUND\r\n");
+    exchange(&mut c, b"gat 0 b:2\r\n", b"VALUE b:2 0 1\r\nx\r\nEND\r\n");
+    exchange(&mut c, b"touch b:2 0\r\n", b"TOUCHED\r\n");
+    exchange(&mut c, b"get c:1:2 :x\r\n", b"END\r\n");
+    let dump = b"PREFIX  get 1 hit 0 set 0 del 0\r\nPREFIX b get 3 hit 1 set 2 del 1\r\n\
+                 PREFIX c get 1 hit 0 set 0 del 0\r\nEND\r\n";
+    exchange(&mut c, b"stats detail dump\r\n", dump);
+    let settings = stats_map(&mut c, "settings");
+    assert_eq!(settings.get("detail_enabled").map(String::as_str), Some("yes"));
+    exchange(&mut c, b"stats detail off\r\n", b"OK\r\n");
+    exchange(&mut c, b"get b:1\r\n", b"END\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", dump);
+    exchange(&mut c, b"stats reset\r\n", b"RESET\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"END\r\n");
+}
+
+#[test]
+fn dash_d_sets_the_delimiter_and_turns_detail_on() {
+    let Some(s) = Server::with_flags(&["-D", "#"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"set a#b:c 0 0 1\r\nx\r\nget a#b:c\r\n", b"STORED\r\nVALUE a#b:c 0 1\r\nx\r\nEND\r\n");
+    exchange(&mut c, b"stats detail dump\r\n", b"PREFIX a get 1 hit 1 set 1 del 0\r\nEND\r\n");
+}
+
+/// `slabs` and `lru`, answered as memcached 1.6.18 answers them; `lru`'s
+/// changes show in `stats settings`.
+#[test]
+fn slabs_and_lru_answer_as_memcached() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    for (req, want) in [
+        ("slabs", "ERROR"),
+        ("slabs automove", "ERROR"),
+        ("slabs automove 3", "ERROR"),
+        ("slabs automove x", "CLIENT_ERROR bad command line format"),
+        ("slabs automove 0", "OK"),
+        ("slabs reassign", "ERROR"),
+        ("slabs reassign 1 2", "NOSPARE source class has no spare pages"),
+        ("slabs reassign 2 2", "SAME src and dst class are identical"),
+        ("slabs reassign 1 99", "BADCLASS invalid src or dst class id"),
+        ("slabs reassign a 2", "CLIENT_ERROR bad command line format"),
+        ("lru", "ERROR"),
+        ("lru foo", "ERROR"),
+        ("lru mode other", "ERROR"),
+        ("lru tune 50 40 0.1 2", "ERROR hot and warm pcts must not exceed 80"),
+        ("lru tune 10 20 0 2", "ERROR hot/warm age factors must be greater than 0"),
+        ("lru tune 10 25 0.1 2", "OK"),
+        ("lru mode flat", "OK"),
+        ("lru temp_ttl 10", "OK"),
+    ] {
+        assert_eq!(line(&mut c, format!("{req}\r\n").as_bytes()), format!("{want}\r\n"), "{req}");
+    }
+    let st = stats_map(&mut c, "settings");
+    for (name, want) in [
+        ("slab_automove", "0"),
+        ("hot_lru_pct", "10"),
+        ("warm_lru_pct", "25"),
+        ("hot_max_factor", "0.10"),
+        ("lru_segmented", "no"),
+        ("temp_lru", "yes"),
+        ("temporary_ttl", "10"),
+    ] {
+        assert_eq!(st.get(name).map(String::as_str), Some(want), "stats settings {name}");
+    }
+}
+
+/// `watch`'s refusals, as memcached's: an unknown class (1.6.18 has no
+/// `deletions`) answers ERROR, `-W` refuses every watch.
+#[test]
+fn watch_refusals_are_memcacheds() {
+    let Some(s) = Server::private() else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"watch foo\r\n", b"ERROR\r\n");
+    exchange(&mut c, b"watch fetchers deletions\r\n", b"ERROR\r\n");
+    if !s.is_memcached {
+        // Amalgam's own: the event loop cannot deliver a watcher's lines
+        // yet (amalgam_memcache::watch), so it answers memcached's failure.
+        exchange(&mut c, b"watch fetchers\r\n", b"WATCHER_FAILED failed to add log watcher\r\n");
+        exchange(&mut c, b"version\r\n", b"VERSION ");
+    }
+    let Some(s) = Server::with_flags(&["-W"]) else { return };
+    let mut c = s.connect();
+    exchange(&mut c, b"watch\r\n", b"CLIENT_ERROR watch commands not allowed\r\n");
+}

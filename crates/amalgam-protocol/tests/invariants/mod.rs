@@ -152,9 +152,12 @@ pub fn check_one(buf: &[u8], limits: Limits) -> Parse<'_> {
                         Request::Delete { key, .. } | Request::Arith { key, .. } | Request::Touch { key, .. } => {
                             check_key(line, key)
                         }
-                        Request::Stats { args } | Request::Shutdown { args } | Request::LruCrawler { args } => {
-                            args.iter().for_each(|a| assert!(within(line, a)))
-                        }
+                        Request::Stats { args }
+                        | Request::Shutdown { args }
+                        | Request::LruCrawler { args }
+                        | Request::Slabs { args }
+                        | Request::Lru { args }
+                        | Request::Watch { args } => args.iter().for_each(|a| assert!(within(line, a))),
                         Request::Meta { cmd, line: meta_line, data } => {
                             check_meta(line, cmd, meta_line);
                             assert!(data.is_empty(), "{cmd:?} with a data block");
