@@ -36,25 +36,49 @@ pub struct Conn {
     /// `watch`: the watcher this connection is; it reads no more requests
     /// and its turns write the lines queued for it (watch.rs).
     pub watching: Option<std::sync::Arc<crate::watch::Watcher>>,
+    /// Its file descriptor and peer (`watch` lines' `cfd`, `rip`, `rport`),
+    /// from [`Conn::place`]; -1 and None until then.
+    pub cfd: i64,
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl Conn {
     /// A connection as accepted; `authed` unless `-Y` asks for a login.
     pub fn new(authed: bool) -> Conn {
-        Conn { swallow: 0, dump: None, authed, binary: None, at: None, watching: None }
+        Conn { swallow: 0, dump: None, authed, binary: None, at: None, watching: None, cfd: -1, peer: None }
     }
 
     /// The event loop tells the connection where it lives (worker,
-    /// token): what `watch` needs to have lines delivered (watch.rs § What
-    /// is here). Without it `watch` answers `WATCHER_FAILED`.
-    pub fn place(&mut self, worker: usize, token: usize) {
+    /// token): what `watch` needs to have lines delivered (watch.rs §
+    /// Where the lines come from; without it `watch` answers
+    /// `WATCHER_FAILED`), with its file descriptor and peer, of which a
+    /// `watch connevents` line tells (`wake(worker)` wakes a watcher's
+    /// worker).
+    pub fn place(
+        &mut self,
+        worker: usize,
+        token: usize,
+        fd: i32,
+        peer: Option<std::net::SocketAddr>,
+        watchers: &crate::watch::Watchers,
+        wake: impl FnMut(usize),
+    ) {
         self.at = Some((worker, token));
+        self.cfd = i64::from(fd);
+        self.peer = peer;
+        if let Some(p) = peer.filter(|_| watchers.wants(crate::watch::class::CONNEVENTS)) {
+            watchers.log(crate::watch::class::CONNEVENTS, |o| crate::watch::conn_new(o, p, self.cfd), wake);
+        }
     }
 
-    /// The connection leaves the loop: out of the watchers, if it was one.
-    pub fn leave(&mut self, watchers: &crate::watch::Watchers) {
+    /// The connection leaves the loop: out of the watchers, if it was one,
+    /// and a `watch connevents` line tells of it.
+    pub fn leave(&mut self, watchers: &crate::watch::Watchers, wake: impl FnMut(usize)) {
         if let Some(w) = self.watching.take() {
             watchers.remove(&w);
+        }
+        if let Some(p) = self.peer.filter(|_| watchers.wants(crate::watch::class::CONNEVENTS)) {
+            watchers.log(crate::watch::class::CONNEVENTS, |o| crate::watch::conn_close(o, p, "normal", self.cfd), wake);
         }
     }
 
@@ -84,7 +108,7 @@ pub fn process(
     close_after_write: &mut bool,
     inplace: &mut Option<Box<Receiving>>,
 ) -> bool {
-    let Conn { swallow, dump, authed, binary, at, watching } = conn;
+    let Conn { swallow, dump, authed, binary, at, watching, .. } = conn;
     if let Some(w) = watching {
         // memcached's conn_watch: requests are no longer read; the turn
         // writes what was logged for it.

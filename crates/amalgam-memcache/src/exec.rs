@@ -54,10 +54,19 @@ pub fn run_gets(ctx: &Ctx<'_>, gets: &[(Keys<'_>, bool)], out: &mut Vec<u8>) {
     // `stats detail on` (operator.rs): one load per batch and a branch
     // per key while off.
     let detail = ctx.w.detail_on();
+    // `watch fetchers` (watch.rs): one more load per batch; both share
+    // the branch per key.
+    let watch = ctx.w.watched(crate::watch::class::FETCHERS);
     store.get_batch(&keys, |i, item| {
-        if detail {
+        if detail || watch {
             let key = if any_escaped { crate::name(keys[i]) } else { keys[i] };
-            ctx.w.record_detail(DetailOp::Get(item.is_some_and(|it| it.tag() == TAG_BYTES)), key);
+            let found = item.filter(|it| it.tag() == TAG_BYTES);
+            if detail {
+                ctx.w.record_detail(DetailOp::Get(found.is_some()), key);
+            }
+            if watch {
+                ctx.w.watch_get(ctx.cfd, key, found.map(|it| it.value().len()));
+            }
         }
         if out.len() >= stop {
             return;
@@ -159,6 +168,18 @@ fn store_reply(ctx: &Ctx<'_>, op: StoreOp, key: &[u8], r: Result<u64, Error>, no
     };
     if !noreply {
         push_line(out, line);
+    }
+}
+
+/// memcached's name of a storage command (a `watch` line's `cmd`).
+fn store_cmd(op: StoreOp) -> &'static str {
+    match op {
+        StoreOp::Set => "set",
+        StoreOp::Add => "add",
+        StoreOp::Replace => "replace",
+        StoreOp::Append => "append",
+        StoreOp::Prepend => "prepend",
+        StoreOp::Cas => "cas",
     }
 }
 
@@ -291,6 +312,18 @@ pub fn run_one(ctx: &Ctx<'_>, req: Request<'_>, out: &mut Vec<u8>) -> After {
             if r.is_ok() {
                 let concat = matches!(op, StoreOp::Append | StoreOp::Prepend);
                 ctx.w.notify_store(concat, e != Expiry::Never, key);
+            }
+            if ctx.w.watched(crate::watch::class::MUTATIONS) {
+                let status = match &r {
+                    Ok(_) => "stored",
+                    Err(Error::Exists) => "exists",
+                    Err(Error::NotFound) => "not_found",
+                    Err(Error::TooLarge) => "too_large",
+                    Err(Error::OutOfMemory) => "no_memory",
+                    Err(_) => "not_stored",
+                };
+                let ttl = e.unix_secs_ceil().map_or(0, |at| at.saturating_sub(store.now()));
+                ctx.w.watch_store(ctx.cfd, crate::name(key), status, store_cmd(op), ttl, data.len());
             }
             store_reply(ctx, op, key, r, noreply, out);
         }

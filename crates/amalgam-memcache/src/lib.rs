@@ -138,6 +138,13 @@ pub trait Host: Sync {
     /// clients that track keys are told every key is invalid, as after
     /// Redis's FLUSHALL.
     fn flushed(&self) {}
+    /// memcached's slab class of an item of `bytes` (a `watch` line's
+    /// `clsid`; `stats items`' classes).
+    fn size_class(&self, _bytes: usize) -> u32 {
+        0
+    }
+    /// Wakes `worker`'s event loop: a watcher there has lines to send.
+    fn wake_worker(&self, _worker: usize) {}
 }
 
 /// memcached's `-B`: the protocols the port speaks.
@@ -175,9 +182,49 @@ pub struct Worker<'w> {
     /// RESP's `notify-keyspace-events`: this port's writes are published
     /// too (`amalgam_commands::notify`).
     pub notify: &'w std::sync::atomic::AtomicU32,
+    /// The `watch` connections (the operator state's, reached without a
+    /// call: the request path reads its class word).
+    pub watchers: &'w watch::Watchers,
 }
 
 impl Worker<'_> {
+    /// True while some `watch` connection wants `class` (watch.rs): one
+    /// relaxed load.
+    #[inline(always)]
+    pub(crate) fn watched(&self, class: u32) -> bool {
+        self.watchers.wants(class)
+    }
+
+    /// Logs a fetch of `key` (found: an item of `bytes`) to the watchers
+    /// of fetchers, out of line.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn watch_get(&self, cfd: i64, key: &[u8], found: Option<usize>) {
+        let clsid = found.map_or(0, |b| self.host.size_class(b));
+        let host = self.host;
+        self.watchers.log(
+            watch::class::FETCHERS,
+            |o| watch::item_get(o, key, found.is_some(), clsid, cfd, found.unwrap_or(0)),
+            |w| host.wake_worker(w),
+        );
+    }
+
+    /// Logs a storage command's outcome to the watchers of mutations, out
+    /// of line: `status` memcached's word for it, `ttl` the seconds left
+    /// (0: none), `bytes` the value's.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn watch_store(&self, cfd: i64, key: &[u8], status: &str, cmd: &str, ttl: u32, bytes: usize) {
+        let clsid = self.host.size_class(bytes);
+        let host = self.host;
+        self.watchers.log(
+            watch::class::MUTATIONS,
+            |o| watch::item_store(o, key, status, cmd, ttl, clsid, cfd, bytes),
+            |w| host.wake_worker(w),
+        );
+    }
+
     /// True while `stats detail` is on: one relaxed load of this worker's
     /// own counters block (operator.rs).
     #[inline(always)]
@@ -246,6 +293,8 @@ impl std::fmt::Debug for Worker<'_> {
 pub struct Ctx<'c> {
     pub w: &'c Worker<'c>,
     pub stop: RoundStop,
+    /// The connection's file descriptor (`watch` lines' `cfd`).
+    pub cfd: i64,
 }
 
 impl Ctx<'_> {

@@ -18,19 +18,19 @@
 //! past it are counted and announced by a `skipped=` line once there is
 //! room.
 //!
-//! # What is here and what is not
+//! # Where the lines come from
 //! The registry ([`Watchers`]: at most [`WATCHERS_MAX`], the union of
 //! their classes as one word), the formats, and the connection's side
 //! (`conn.rs`: a watching connection reads no more requests and each of
-//! its turns writes its queued lines). Three hooks of the event loop are
-//! still missing, so `watch` answers memcached's `WATCHER_FAILED failed to
-//! add log watcher` (docs/memcached-ops.md): it must tell each memcached
-//! connection where it lives (`Conn::place(worker, token)`, at accept), give
-//! a turn to the tokens [`Watchers::ready_of`] names when its waker rings
-//! (as it does for RESP's MONITOR), and call `Conn::leave` when the
-//! connection closes; and the request path must log the fetchers' and
-//! mutations' lines ([`item_get`], [`item_store`]) when [`Watchers::wants`]
-//! says someone listens, waking the watcher's worker.
+//! its turns writes its queued lines). The event loop places each
+//! memcached connection (`Conn::place`: worker, token, fd, peer; a
+//! `conn_new` line), gives a turn to the tokens [`Watchers::ready_of`]
+//! names when its waker rings, and calls `Conn::leave` at close (a
+//! `conn_close` line). The text protocol's gets and storage commands log
+//! `item_get` and `item_store` (`exec.rs`) when [`Watchers::wants`] says
+//! someone listens (one relaxed load per batch or command), waking the
+//! watcher's worker through the `Host`. The meta and binary protocols do
+//! not log yet (docs/memcached-ops.md).
 
 use amalgam_protocol::text::Keys;
 use std::io::Write as _;

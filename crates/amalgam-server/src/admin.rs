@@ -101,6 +101,11 @@ fn class_of(chunks: &[usize], bytes: usize) -> usize {
     chunks.partition_point(|&c| c < bytes).min(chunks.len() - 1) + 1
 }
 
+/// memcached's slab class of an item of `bytes` (`watch` lines' `clsid`).
+pub fn size_class(bytes: usize) -> u32 {
+    u32::try_from(class_of(&slab_chunk_sizes(), bytes)).unwrap_or(u32::MAX)
+}
+
 /// One band's count and bytes.
 #[derive(Clone, Copy, Default)]
 struct Band {
@@ -651,8 +656,8 @@ pub fn shutdown(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
 
 /// `watch [classes]`: with `-W` memcached's refusal, an unknown class
 /// `ERROR`; otherwise the connection becomes a watcher if the event loop
-/// placed it, else it answers memcached's `WATCHER_FAILED failed to add
-/// log watcher` (`amalgam_memcache::watch` § What is here).
+/// placed it (every connection it serves), else it answers memcached's
+/// `WATCHER_FAILED failed to add log watcher` (`amalgam_memcache::watch`).
 pub fn watch(shared: &Shared, args: Keys<'_>, out: &mut Vec<u8>) -> After {
     if shared.mc_operator.watch_disabled {
         push_line(out, "CLIENT_ERROR watch commands not allowed");

@@ -446,6 +446,14 @@ impl amalgam_memcache::Host for Shared {
         admin::watch(self, args, out)
     }
 
+    fn size_class(&self, bytes: usize) -> u32 {
+        admin::size_class(bytes)
+    }
+
+    fn wake_worker(&self, worker: usize) {
+        self.blocking.wake(worker);
+    }
+
     fn binding(&self) -> amalgam_memcache::Binding {
         use amalgam_config::config::Protocol;
         match self.args.binding_protocol() {

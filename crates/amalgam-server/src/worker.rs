@@ -111,6 +111,7 @@ impl<'w> Reach<'w> {
                 flush_all_disabled: shared.args.disable_flush_all,
                 limits: Limits { value_bytes_max: shared.args.max_item_size },
                 notify: &shared.notify,
+                watchers: &shared.mc_operator.watchers,
             },
             rbuf_max: read_buffer_bytes_max(shared.args.max_item_size),
         }
@@ -150,7 +151,17 @@ impl FrontEnd for Reach<'_> {
 
     #[inline]
     fn open(&self, sock: &TcpStream, protocol: Protocol, token: usize) -> State {
-        State::new(self.shared, sock, protocol, self.worker, token)
+        let mut st = State::new(self.shared, sock, protocol, self.worker, token);
+        if protocol == Protocol::Memcached {
+            // Where `watch` delivers this connection's lines, and its
+            // `connevents` line.
+            let shared = self.shared;
+            let fd = Socket::fd(sock);
+            st.mc.place(self.worker, token, fd, sock.peer_addr().ok(), &shared.mc_operator.watchers, |w| {
+                shared.blocking.wake(w)
+            });
+        }
+        st
     }
 
     #[inline(always)]
@@ -161,7 +172,8 @@ impl FrontEnd for Reach<'_> {
             return false;
         }
         // Every memcached-port connection is of the `normal` class.
-        let ctx = amalgam_memcache::Ctx { w: &self.mc, stop: self.shared.obuf.round_stop(Class::Normal) };
+        let ctx =
+            amalgam_memcache::Ctx { w: &self.mc, stop: self.shared.obuf.round_stop(Class::Normal), cfd: st.mc.cfd };
         amalgam_memcache::process(&ctx, &mut st.mc, buf, rstart, rend, wbuf, close_after_write, inplace)
     }
 
@@ -296,6 +308,15 @@ impl FrontEnd for Reach<'_> {
                 close.push(key);
             }
         }
+        // memcached `watch` connections of this worker with lines queued
+        // (amalgam_memcache::watch): their turn writes them.
+        if shared.mc_operator.watchers.classes() != 0 {
+            for key in shared.mc_operator.watchers.ready_of(id) {
+                if conns.get(key).is_some_and(|c| c.state().mc.watching.is_some()) {
+                    ready.push(key);
+                }
+            }
+        }
         if shared.clients.monitoring() {
             for m in shared.clients.monitors_of(id) {
                 let key = m.client.token;
@@ -320,6 +341,9 @@ impl FrontEnd for Reach<'_> {
             // And leaves its channels and patterns, and its tracking.
             crate::resp::pubsub::leave(self.shared, s);
             crate::resp::tracking::leave(self.shared, s);
+        } else {
+            let shared = self.shared;
+            st.mc.leave(&shared.mc_operator.watchers, |w| shared.blocking.wake(w));
         }
         self.forget(st);
     }
