@@ -16,7 +16,7 @@ Cases (amalgam-bench flows, 2 client threads, DURATION s after WARMUP s):
 * notify-kea / notify-off: 4 writers SET at pipeline 16 with
   notify-keyspace-events KEA (or none), 1 subscriber on __key*__:*.
 
-Usage: [RUNS=3] [DURATION=10] [WARMUP=2] [STREAMS=10000] [ENTRIES=300]
+Usage: [RUNS=3] [DURATION=10] [WARMUP=2] [STREAMS=10000] [ENTRIES=600]
        [KEYS=100000] [CASES=groups-p16,...] [OUT=groups.jsonl]
        [AMALGAM=$CARGO_TARGET_DIR/release/amalgam] [BENCH=...amalgam-bench]
        [NO_BUILD=1] scripts/compare-groups.py
@@ -27,7 +27,7 @@ RUNS = int(os.environ.get("RUNS", 3))
 DURATION = os.environ.get("DURATION", "10")
 WARMUP = os.environ.get("WARMUP", "2")
 STREAMS = os.environ.get("STREAMS", "10000")
-ENTRIES = os.environ.get("ENTRIES", "300")
+ENTRIES = os.environ.get("ENTRIES", "600")
 KEYS = os.environ.get("KEYS", "100000")
 OUT = os.environ.get("OUT", "groups.jsonl")
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
