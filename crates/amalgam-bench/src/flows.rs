@@ -51,6 +51,11 @@ pub const PRELOAD_CONNS: usize = 2;
 pub const CONNS_MAX: usize = 1024;
 /// Most entries per stream in the preload.
 pub const ENTRIES_MAX: u64 = 1 << 20;
+/// Most client threads.
+pub const THREADS_MAX: usize = 64;
+/// Largest reply buffer of a set-up, preload or verification connection
+/// (a batch's replies are a few KiB; HELLO's map less).
+const BLOCKING_BUF_BYTES_MAX: usize = 16 << 20;
 /// The pattern subscribers listen to: every keyspace and keyevent channel.
 pub const PATTERN: &[u8] = b"__key*__:*";
 
@@ -285,8 +290,10 @@ pub fn run(args: &Args) -> Result<(), String> {
 
 fn check(args: &Args) -> Result<(), String> {
     let all = args.conns + args.writers + args.subscribers;
-    if args.threads == 0 || args.conns == 0 || all > CONNS_MAX {
-        return Err(format!("--threads and --conns must be positive, all connections at most {CONNS_MAX}"));
+    if args.threads == 0 || args.threads > THREADS_MAX || args.conns == 0 || all > CONNS_MAX {
+        return Err(format!(
+            "--threads must be 1..={THREADS_MAX}, --conns positive, all connections at most {CONNS_MAX}"
+        ));
     }
     if args.pipeline == 0 || args.writer_pipeline == 0 || args.keys == 0 || args.key_bytes < 2 {
         return Err("--pipeline, --writer-pipeline and --keys must be positive, --key-bytes at least 2".to_string());
@@ -370,7 +377,8 @@ impl Blocking {
     }
 
     /// Writes `requests` (`n` commands) and hands each of the `n` frames
-    /// that answer them to `check`, in order.
+    /// that answer them to `check`, in order. Bounded by `n` frames, each
+    /// read within `IO_TIMEOUT`.
     fn exchange(&mut self, requests: &[u8], n: usize, mut check: impl FnMut(Frame<'_>) -> bool) -> Result<(), String> {
         self.sock.write_all(requests).map_err(|e| format!("write: {e}"))?;
         let mut got = 0;
@@ -386,6 +394,9 @@ impl Blocking {
                 }
                 None => {
                     if self.len == self.buf.len() {
+                        if self.buf.len() >= BLOCKING_BUF_BYTES_MAX {
+                            return Err("a reply longer than BLOCKING_BUF_BYTES_MAX".to_string());
+                        }
                         self.buf.resize(self.buf.len() * 2, 0);
                     }
                     let r = self.sock.read(&mut self.buf[self.len..]).map_err(|e| format!("read: {e}"))?;
