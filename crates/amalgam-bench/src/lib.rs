@@ -17,6 +17,10 @@
 //!   `--hot-key`) to any server, with pipeline depth, multi-get size and
 //!   HdrHistogram latencies; or open-loop at a fixed `--rate`, latency
 //!   timed from each request's due time (coordinated omission corrected).
+//! * **flows** (`flows.rs`): RESP flows the request/reply driver cannot
+//!   send: consumer-group workers acking the id each XREADGROUP returned,
+//!   tracked GETs with `invalidate` pushes mixed into the replies, SETs
+//!   with keyspace notifications drained by pattern subscribers.
 //! * **cache** (`cache.rs`): cache-mode measurements against any
 //!   memcached-protocol server: items a memory budget holds (`fill`) and
 //!   the miss ratio of a self-filling Zipf stream, with or without scans
@@ -34,6 +38,7 @@
 pub mod cache;
 pub mod embedded;
 pub mod floor;
+pub mod flows;
 pub mod net;
 pub mod peers;
 pub mod plot;

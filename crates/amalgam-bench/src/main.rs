@@ -1,5 +1,5 @@
 //! `amalgam-bench`: see the crate documentation in `lib.rs`.
-use amalgam_bench::{cache, embedded, floor, net, plot};
+use amalgam_bench::{cache, embedded, floor, flows, net, plot};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -9,6 +9,8 @@ enum Cli {
     Embedded(embedded::Args),
     /// Connections to a memcached-protocol or RESP server: closed loop, or open loop at --rate.
     Net(net::Args),
+    /// RESP flows: consumer-group XREADGROUP+XACK, tracked GETs with invalidations, keyspace notifications.
+    Flows(flows::Args),
     /// SET distinct items until the server evicts (or refuses); count what it holds.
     Fill(cache::fill::Args),
     /// A self-filling Zipf GET/SET stream (MemC3 §5.3); the miss ratio.
@@ -23,6 +25,7 @@ fn main() {
     let result = match Cli::parse() {
         Cli::Embedded(a) => embedded::run(&a),
         Cli::Net(a) => net::run(&a),
+        Cli::Flows(a) => flows::run(&a),
         Cli::Fill(a) => cache::fill::run(&a),
         Cli::Replay(a) => cache::replay::run(&a),
         Cli::Floor(a) => floor::run(&a),

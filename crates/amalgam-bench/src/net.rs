@@ -766,7 +766,7 @@ fn verify_collections(
 }
 
 /// `utime + stime` of a process (`"self"` or a pid), in clock ticks.
-fn cpu_ticks(pid: &str) -> Option<u64> {
+pub(crate) fn cpu_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_cpu_ticks(&stat)
 }
@@ -785,7 +785,7 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
 /// Linux reports /proc/PID/stat times in USER_HZ ticks, which its ABI
 /// fixes at 100 per second on x86-64 and arm64 (whatever the kernel's
 /// internal HZ; sysconf(_SC_CLK_TCK) returns this constant).
-const USER_HZ: f64 = 100.0;
+pub(crate) const USER_HZ: f64 = 100.0;
 
 fn clock_ticks_per_second() -> f64 {
     USER_HZ

@@ -150,6 +150,12 @@ impl Stream {
 
     /// The last entry's ID, 0-0 when empty (Redis's `streamLastValidID`).
     pub fn last_valid_id(&self) -> StreamId {
+        // Every node in the map holds a live entry, so the last node's
+        // last entry, unless deleted, is the answer (XREADGROUP asks on
+        // every read: no walk of the node then).
+        if let Some(id) = self.nodes.values().next_back().and_then(Node::last_live) {
+            return id;
+        }
         self.last_entry().map_or(StreamId::MIN, |e| e.id)
     }
 
@@ -273,9 +279,8 @@ impl Stream {
         // The node holding `start` begins at or before it.
         let from = self.nodes.range(..=start).next_back().map_or(start, |(k, _)| *k);
         let mut visit = |master: &StreamId, node: &Node| -> bool {
-            let entries = node.entries(*master);
             // True: go on.
-            let mut each = |e: &node::EntryRef<'_>| -> bool {
+            let each = |e: &node::EntryRef<'_>| -> bool {
                 // A tombstone may sit above later IDs (see `append`): it
                 // never ends the walk.
                 if e.deleted {
@@ -289,11 +294,10 @@ impl Stream {
                 }
                 f(e.id, &e.pairs)
             };
-            if rev {
-                entries.iter().rev().all(&mut each)
-            } else {
-                entries.iter().all(&mut each)
-            }
+            // Entries decode one at a time and the walk stops with `f`
+            // (`Node::walk`); a node that does not decode (never one the
+            // stream made) is passed over, as `Node::entries` does.
+            node.walk(*master, rev, each).unwrap_or(true)
         };
         if rev {
             // Bounded by the nodes in range.

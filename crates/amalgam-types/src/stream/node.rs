@@ -42,6 +42,9 @@ pub(crate) struct Node {
     /// The last entry's ID, deleted or not (a MINID trim drops the node
     /// when it is below the bound, as Redis's `lpGetEdgeStreamID`).
     pub last: StreamId,
+    /// Offset of the last entry's flags byte: whether it is deleted is
+    /// one byte away ([`Node::last_live`]).
+    pub last_at: usize,
     /// Entries not deleted.
     pub live: u32,
     /// Entries, deleted ones included.
@@ -87,7 +90,7 @@ impl Node {
         for (f, _) in pairs {
             put_bytes(&mut bytes, f);
         }
-        let mut n = Node { bytes, last: id, live: 0, total: 0 };
+        let mut n = Node { bytes, last: id, last_at: 0, live: 0, total: 0 };
         n.push(id, id, pairs);
         n
     }
@@ -147,6 +150,7 @@ impl Node {
                 put_bytes(&mut e, v);
             }
         }
+        self.last_at = self.bytes.len();
         self.bytes.extend_from_slice(&e);
         self.last = id;
         self.live += 1;
@@ -161,39 +165,95 @@ impl Node {
 
     /// [`Node::entries`], None if the bytes do not decode.
     fn try_entries(&self, master: StreamId) -> Option<Vec<EntryRef<'_>>> {
-        let (mut pos, fields) = self.master_fields();
-        let b = &self.bytes;
         let mut out = Vec::with_capacity(self.total as usize);
-        // Bounded by the node's bytes: each entry takes three at least.
-        while pos < b.len() {
-            let at = pos;
-            let flags = *b.get(pos)?;
-            if flags & !(DELETED | SAME_FIELDS) != 0 {
+        self.walk(master, false, |e| {
+            out.push(EntryRef { id: e.id, at: e.at, deleted: e.deleted, pairs: e.pairs.clone() });
+            true
+        })?;
+        Some(out)
+    }
+
+    /// Hands every entry, deleted ones included, in order (`rev`: the
+    /// last first) to `f` until it answers false: `Some(false)` if it
+    /// did, `Some(true)` if it saw them all, None if the bytes do not
+    /// decode (the entries before the bad one were handed over). One
+    /// [`EntryRef`] serves every entry, its pairs refilled in place: no
+    /// allocation per entry, and a forward walk stops where `f` does
+    /// (a read of COUNT 1 decodes up to its entry, not the whole node).
+    /// Backwards, the entries' offsets are gathered first (IDs are
+    /// delta-encoded forwards). Bounded by the node's bytes: an entry
+    /// takes three at least.
+    pub fn walk<'a>(&'a self, master: StreamId, rev: bool, mut f: impl FnMut(&EntryRef<'a>) -> bool) -> Option<bool> {
+        let (mut pos, fields) = self.master_fields();
+        let mut e = EntryRef { id: master, at: pos, deleted: false, pairs: Vec::with_capacity(fields.len()) };
+        if !rev {
+            while pos < self.bytes.len() {
+                pos = self.entry_at(master, &fields, pos, &mut e)?;
+                if !f(&e) {
+                    return Some(false);
+                }
+            }
+            return Some(true);
+        }
+        let mut offsets = Vec::with_capacity(self.total as usize);
+        while pos < self.bytes.len() {
+            offsets.push(pos);
+            pos = self.entry_at(master, &fields, pos, &mut e)?;
+        }
+        for &at in offsets.iter().rev() {
+            self.entry_at(master, &fields, at, &mut e)?;
+            if !f(&e) {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    /// Decodes the entry whose flags byte is at `pos` into `e` (its pairs
+    /// replaced; `fields` are the master fields) and returns the offset
+    /// after it; None if it does not decode.
+    fn entry_at<'a>(
+        &'a self,
+        master: StreamId,
+        fields: &[&'a [u8]],
+        mut pos: usize,
+        e: &mut EntryRef<'a>,
+    ) -> Option<usize> {
+        let b = &self.bytes;
+        let at = pos;
+        let flags = *b.get(pos)?;
+        if flags & !(DELETED | SAME_FIELDS) != 0 {
+            return None;
+        }
+        pos += 1;
+        let dms = get_varint(b, &mut pos)?;
+        let s = get_varint(b, &mut pos)?;
+        let ms = master.ms.checked_add(dms)?;
+        let seq = if dms == 0 { master.seq.checked_add(s)? } else { s };
+        e.pairs.clear();
+        if flags & SAME_FIELDS != 0 {
+            for f in fields {
+                e.pairs.push((*f, get_bytes(b, &mut pos)?));
+            }
+        } else {
+            let n = get_varint(b, &mut pos)?;
+            if n > (b.len() - pos) as u64 {
                 return None;
             }
-            pos += 1;
-            let dms = get_varint(b, &mut pos)?;
-            let s = get_varint(b, &mut pos)?;
-            let ms = master.ms.checked_add(dms)?;
-            let seq = if dms == 0 { master.seq.checked_add(s)? } else { s };
-            let mut pairs = Vec::new();
-            if flags & SAME_FIELDS != 0 {
-                for f in &fields {
-                    pairs.push((*f, get_bytes(b, &mut pos)?));
-                }
-            } else {
-                let n = get_varint(b, &mut pos)?;
-                if n > (b.len() - pos) as u64 {
-                    return None;
-                }
-                for _ in 0..n {
-                    let f = get_bytes(b, &mut pos)?;
-                    pairs.push((f, get_bytes(b, &mut pos)?));
-                }
+            for _ in 0..n {
+                let f = get_bytes(b, &mut pos)?;
+                e.pairs.push((f, get_bytes(b, &mut pos)?));
             }
-            out.push(EntryRef { id: StreamId { ms, seq }, at, deleted: flags & DELETED != 0, pairs });
         }
-        Some(out)
+        e.id = StreamId { ms, seq };
+        e.at = at;
+        e.deleted = flags & DELETED != 0;
+        Some(pos)
+    }
+
+    /// The last entry's ID if it is not deleted (without decoding).
+    pub fn last_live(&self) -> Option<StreamId> {
+        (self.bytes.get(self.last_at)? & DELETED == 0).then_some(self.last)
     }
 
     /// Marks the entry at `at` deleted (its flags byte).
@@ -206,7 +266,7 @@ impl Node {
     /// decode, the IDs rise from `master`, and the counts agree. Returns
     /// the checked node.
     pub fn check(master: StreamId, bytes: Vec<u8>) -> Option<Node> {
-        let probe = Node { bytes, last: master, live: 0, total: 0 };
+        let probe = Node { bytes, last: master, last_at: 0, live: 0, total: 0 };
         let entries = probe.try_entries(master)?;
         let first = entries.first()?;
         if first.id != master {
@@ -222,11 +282,73 @@ impl Node {
             live += u32::from(!e.deleted);
         }
         let total = u32::try_from(entries.len()).ok()?;
-        let last = entries.last()?.id;
+        let (last, last_at) = entries.last().map(|e| (e.id, e.at))?;
         if live == 0 {
             return None;
         }
         let Node { bytes, .. } = probe;
-        Some(Node { bytes, last, live, total })
+        Some(Node { bytes, last, last_at, live, total })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node of five entries 7-0, 7-1, 8-0, 9-0, 9-1: the third with
+    /// other fields, the second deleted.
+    fn node() -> (StreamId, Node) {
+        let master = StreamId { ms: 7, seq: 0 };
+        let mut n = Node::new(master, &[(b"f", b"a")]);
+        n.push(master, StreamId { ms: 7, seq: 1 }, &[(b"f", b"b")]);
+        n.push(master, StreamId { ms: 8, seq: 0 }, &[(b"g", b"c"), (b"h", b"d")]);
+        n.push(master, StreamId { ms: 9, seq: 0 }, &[(b"f", b"e")]);
+        n.push(master, StreamId { ms: 9, seq: 1 }, &[(b"f", b"f")]);
+        let at = n.entries(master)[1].at;
+        n.mark_deleted(at);
+        (master, n)
+    }
+
+    /// Entries as seen: (id, deleted, each field's and value's first byte).
+    type Seen = Vec<(StreamId, bool, Vec<u8>)>;
+
+    /// What a walk hands over, stopping after `stop`.
+    fn walked(n: &Node, master: StreamId, rev: bool, stop: usize) -> (Option<bool>, Seen) {
+        let mut seen = Vec::new();
+        let r = n.walk(master, rev, |e| {
+            seen.push((e.id, e.deleted, e.pairs.iter().flat_map(|(f, v)| [f[0], v[0]]).collect()));
+            seen.len() < stop
+        });
+        (r, seen)
+    }
+
+    #[test]
+    fn walks_match_the_entries_both_ways_and_stop_early() {
+        let (master, n) = node();
+        let all: Seen = n
+            .entries(master)
+            .iter()
+            .map(|e| (e.id, e.deleted, e.pairs.iter().flat_map(|(f, v)| [f[0], v[0]]).collect()))
+            .collect();
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[1], (StreamId { ms: 7, seq: 1 }, true, b"fb".to_vec()));
+        assert_eq!(all[2], (StreamId { ms: 8, seq: 0 }, false, b"gchd".to_vec()));
+        assert_eq!(walked(&n, master, false, usize::MAX), (Some(true), all.clone()));
+        let rev: Vec<_> = all.iter().rev().cloned().collect();
+        assert_eq!(walked(&n, master, true, usize::MAX), (Some(true), rev.clone()));
+        assert_eq!(walked(&n, master, false, 2), (Some(false), all[..2].to_vec()));
+        assert_eq!(walked(&n, master, true, 3), (Some(false), rev[..3].to_vec()));
+        // Bytes that stop decoding mid-entry: None, after the good ones.
+        let mut bad = n.clone();
+        bad.bytes.truncate(bad.bytes.len() - 1);
+        // The last entry's ID without a walk, until it is deleted.
+        assert_eq!(n.last_live(), Some(StreamId { ms: 9, seq: 1 }));
+        let mut gone = n.clone();
+        gone.mark_deleted(gone.last_at);
+        assert_eq!(gone.last_live(), None);
+        assert_eq!(walked(&gone, master, true, 1).1[0], (StreamId { ms: 9, seq: 1 }, true, b"ff".to_vec()));
+        let (r, seen) = walked(&bad, master, false, usize::MAX);
+        assert_eq!((r, seen.len()), (None, 4));
+        assert_eq!(walked(&bad, master, true, usize::MAX), (None, Vec::new()));
     }
 }
