@@ -49,8 +49,10 @@
 //! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. A primary with a password
 //! (`requirepass`, ACL users) is followed with `masterauth` and
 //! `masteruser`: the replica says `AUTH [user] password` after its PING,
-//! as Redis's does. Not supported: replication over TLS, diskless-load
-//! options, `replica-serve-stale-data no`.
+//! as Redis's does. `replica-serve-stale-data no`: while a replica's
+//! link is not streaming, commands without Redis's `stale` flag are
+//! refused with `MASTERDOWN` (`Replication::refuses_stale`). Not
+//! supported: replication over TLS, diskless-load options.
 
 use crate::Shared;
 use amalgam_persist::format::{self, Bad};
@@ -104,6 +106,9 @@ const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instance
 pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// Redis's answer to a write on a read-only replica.
 pub const ERR_READONLY: &str = "READONLY You can't write against a read only replica.";
+/// Redis's answer to a command a replica whose link is down refuses
+/// under `replica-serve-stale-data no`.
+pub const ERR_MASTERDOWN: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 /// What a replica's PSYNC (or SYNC) asked for: the handshake's end, handed
 /// with the connection to a sender thread.
@@ -217,6 +222,11 @@ pub struct Replication {
     /// `read_only` or `min-replicas-to-write` on: writes are checked
     /// (one load on the batched SET path; `set_guards` keeps it).
     guards: AtomicBool,
+    /// `replica-serve-stale-data` (Redis's default yes).
+    pub serve_stale: AtomicBool,
+    /// A replica whose link is not streaming, with `serve_stale` off:
+    /// commands without the `stale` flag are refused (a guard too).
+    stale: AtomicBool,
     /// `replica-read-only`.
     pub replica_read_only: AtomicBool,
     role: Mutex<Role>,
@@ -275,6 +285,8 @@ impl Replication {
             read_only: AtomicBool::new(false),
             guards: AtomicBool::new(false),
             replica_read_only: AtomicBool::new(true),
+            serve_stale: AtomicBool::new(true),
+            stale: AtomicBool::new(false),
             role: Mutex::new(Role::Primary),
             peers: Mutex::new(Vec::new()),
             waiters: Mutex::new(Vec::new()),
@@ -399,8 +411,25 @@ impl Replication {
     }
 
     fn set_guards(&self) {
-        let on = self.read_only.load(Ordering::Relaxed) || self.min_replicas_to_write.load(Ordering::Relaxed) > 0;
+        let on = self.read_only.load(Ordering::Relaxed)
+            || self.min_replicas_to_write.load(Ordering::Relaxed) > 0
+            || self.stale.load(Ordering::Relaxed);
         self.guards.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether commands without the `stale` flag are refused now
+    /// (`replica-serve-stale-data no` on a replica whose link is down);
+    /// read behind [`Replication::guards_writes`].
+    pub fn refuses_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
+    /// Works out `refuses_stale` again: after the role, the link's state
+    /// or `replica-serve-stale-data` changed.
+    pub fn refresh_stale(&self) {
+        let stale = !self.serve_stale.load(Ordering::Relaxed) && self.is_replica() && !self.link_up();
+        self.stale.store(stale, Ordering::Relaxed);
+        self.set_guards();
     }
 
     /// `min-replicas-to-write` (CONFIG SET).
@@ -539,6 +568,7 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
             *role = Role::Primary;
             r.set_read_only(false);
             drop(role);
+            r.refresh_stale();
             // Its replicas learn the new id by reconnecting (PSYNC2: they
             // continue under the old one).
             r.kill_peers();
@@ -575,6 +605,7 @@ pub fn replicaof(shared: &Shared, host: &[u8], port: &[u8]) -> Result<&'static s
     *role = Role::Replica(Arc::clone(&link));
     r.set_read_only(r.replica_read_only.load(Ordering::Relaxed));
     drop(role);
+    r.refresh_stale();
     r.kill_peers();
     let Some(me) = shared.arc() else { return Err("ERR the server is shutting down".into()) };
     log::warn!("Connecting to MASTER {host}:{port}");
@@ -604,6 +635,7 @@ fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
         }
         if link.up.swap(false, Ordering::Relaxed) {
             link.down_since.store(unix_now(), Ordering::Relaxed);
+            shared.repl.refresh_stale();
         }
         link.set_state("connect");
         *lock(&link.sock) = None;
@@ -832,6 +864,7 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
     link.set_state("connected");
     link.up.store(true, Ordering::Relaxed);
     link.down_since.store(0, Ordering::Relaxed);
+    r.refresh_stale();
     ack(&mut w, r.backlog.offset())?;
     stream_in(&mut input, &mut w, link, shared, a)
 }

@@ -523,9 +523,10 @@ fn process_round(
     // read has run, and lifted them, before the next request is parsed.
     let mut unauthenticated = ctx.session.auth.required();
     let mut plain = plain_db(&ctx);
-    // A CLIENT PAUSE may be on: every command runs alone, through
-    // `dispatch`'s check (resp/pause.rs).
-    let mut paused = shared.pause.on();
+    // A CLIENT PAUSE may be on (resp/pause.rs), or a replica refuses
+    // stale reads (`replica-serve-stale-data no`): every command runs
+    // alone, through `dispatch`'s checks. Two relaxed loads per round.
+    let mut unbatched = shared.pause.on() || shared.repl.refuses_stale();
     // Past the hard limit the client is closed after the round (as Redis
     // runs nothing more for a client it is closing): no more parsing, and
     // nothing parsed runs once a run before it crossed it (`RoundStop`).
@@ -577,7 +578,7 @@ fn process_round(
                 // commands of another database.
                 let batch = (ctx.session.auth.open || may_join_run(&ctx.session.auth, spec, cmd))
                     && plain
-                    && !paused
+                    && !unbatched
                     && ctx.session.prepared.is_none()
                     && ctx.session.reply == Reply::On
                     && !shared.clients.monitoring()
@@ -648,7 +649,7 @@ fn process_round(
                 }
                 unauthenticated = ctx.session.auth.required();
                 plain = plain_db(&ctx);
-                paused = shared.pause.on();
+                unbatched = shared.pause.on() || shared.repl.refuses_stale();
                 ctx.session.prepared = None;
                 args.clear();
                 if after == After::Close {
@@ -1010,6 +1011,18 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
             return After::Continue;
         }
     }
+    // `replica-serve-stale-data no` on a replica whose link is down:
+    // only commands flagged `stale` run (Redis's processCommand), behind
+    // the same guard.
+    if let Some(s) = spec
+        .filter(|s| ctx.shared.repl.guards_writes() && ctx.shared.repl.refuses_stale() && arity_ok(s.arity, args.len()))
+    {
+        if denies_stale(ctx, s, args) {
+            ctx.session.multi.refused_one();
+            push_error(out, crate::repl::ERR_MASTERDOWN.as_bytes());
+            return After::Continue;
+        }
+    }
     // CLIENT PAUSE (resp/pause.rs): after the argument count and ACL,
     // before MULTI queues; never the commands EXEC runs, nor a batched
     // SET (`ctx.plain`: it joined its run before the pause was seen). One
@@ -1076,6 +1089,23 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
         monitor::feed(ctx, original);
     }
     after
+}
+
+/// Whether `replica-serve-stale-data no` refuses the command on a replica
+/// whose link is down: its row (or subcommand's) lacks `stale`, or it is
+/// an EXEC whose queue holds one that does (Redis's `cmd_inv_flags`).
+#[cold]
+#[inline(never)]
+fn denies_stale(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> bool {
+    let stale = |s: &'static Spec, args: &[Arg<'_>]| {
+        let own =
+            if s.subcommands.is_empty() || args.len() < 2 { s } else { table::subcommand(s, &args[1]).unwrap_or(s) };
+        own.flags.contains(&"stale")
+    };
+    if spec.cmd == Cmd::Exec {
+        return !ctx.session.multi.queued_all(|c| table::lookup(&c[0]).is_some_and(|s| stale(s, c)));
+    }
+    !stale(spec, args)
 }
 
 /// Resolves the session's database to its engine namespace for this

@@ -710,6 +710,18 @@ fn rows() -> Vec<Setting> {
             default: |_| "yes".into(),
         },
         Setting {
+            name: "replica-serve-stale-data",
+            kind: Kind::Bool,
+            get: |s, _| yes_no(s.repl.serve_stale.load(Ordering::Relaxed)),
+            set: Some(|s, _, v| {
+                s.repl.serve_stale.store(v.eq_ignore_ascii_case(b"yes"), Ordering::Relaxed);
+                s.repl.refresh_stale();
+            }),
+            start: Start::RunTime,
+            refuse: None,
+            default: |_| "yes".into(),
+        },
+        Setting {
             name: "repl-backlog-size",
             kind: Kind::Memory,
             get: |s, _| s.repl.backlog.backlog_info().1.to_string(),

@@ -11,11 +11,10 @@
 //! its own started from `PATH`. Every expectation is Redis 7.0.15's,
 //! except the one marked Amalgam's: commands on other keys go on.
 mod common;
+use common::own::{own_server, Own};
 use common::resp::*;
-use common::*;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 /// How long a test waits for a script to turn busy.
@@ -23,60 +22,6 @@ const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// The threshold the tests set (ms): a script is busy this soon.
 const THRESHOLD_MS: &str = "200";
-
-/// A RESP server of the test's own.
-enum Own {
-    Amalgam(Server),
-    Redis(Child, SocketAddr),
-}
-
-impl Own {
-    fn addr(&self) -> SocketAddr {
-        match self {
-            Own::Amalgam(s) => s.resp_addr(),
-            Own::Redis(_, a) => *a,
-        }
-    }
-
-    fn is_redis(&self) -> bool {
-        matches!(self, Own::Redis(..))
-    }
-}
-
-impl Drop for Own {
-    fn drop(&mut self) {
-        if let Own::Redis(child, _) = self {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// A spawned amalgam, or a redis-server of the test's own when the suite
-/// runs against Redis; None (with a note) when neither can be had.
-fn own_server() -> Option<Own> {
-    if external_resp_addr().is_none() {
-        return resp_private(&[]).map(Own::Amalgam);
-    }
-    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(child) = child else {
-        eprintln!("note: no redis-server on PATH; skipping a test that needs a Redis of its own");
-        return None;
-    };
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
-    let start = Instant::now();
-    // Bounded: until it listens, at most 10 s.
-    while TcpStream::connect(addr).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(10), "redis-server on {port} did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(Own::Redis(child, addr))
-}
 
 fn connect(addr: SocketAddr) -> Resp {
     Resp::from_stream(TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}")))
@@ -142,7 +87,7 @@ const BUSY: &str = "-BUSY Redis is busy running a script. You can only call SCRI
 
 #[test]
 fn a_busy_script_answers_busy_and_script_kill_ends_it() {
-    let Some(own) = own_server() else { return };
+    let Some(own) = own_server(&[]) else { return };
     let addr = own.addr();
     let mut c = connect(addr);
     assert_eq!(c.call(&["CONFIG", "SET", "busy-reply-threshold", THRESHOLD_MS]), OK);
@@ -174,7 +119,7 @@ fn a_busy_script_answers_busy_and_script_kill_ends_it() {
 
 #[test]
 fn pcall_cannot_hold_a_kill() {
-    let Some(own) = own_server() else { return };
+    let Some(own) = own_server(&[]) else { return };
     let addr = own.addr();
     let mut c = connect(addr);
     assert_eq!(c.call(&["CONFIG", "SET", "lua-time-limit", THRESHOLD_MS]), OK);
@@ -190,7 +135,7 @@ fn pcall_cannot_hold_a_kill() {
 
 #[test]
 fn a_script_that_wrote_is_unkillable_until_shutdown_nosave() {
-    let Some(own) = own_server() else { return };
+    let Some(own) = own_server(&[]) else { return };
     let addr = own.addr();
     let mut c = connect(addr);
     assert_eq!(c.call(&["CONFIG", "SET", "busy-reply-threshold", THRESHOLD_MS]), OK);

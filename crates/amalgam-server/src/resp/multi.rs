@@ -93,11 +93,15 @@ impl Multi {
     /// Whether a queued command writes or may replicate: CLIENT PAUSE
     /// WRITE holds such an EXEC (`pause.rs`).
     pub(crate) fn queue_writes(&self) -> bool {
-        self.queue.iter().flatten().any(|c| {
-            c.first().and_then(|n| table::lookup(n)).is_some_and(|s| {
-                let args: Vec<super::Arg<'_>> = c.iter().map(|a| super::Arg::from(&a[..])).collect();
-                super::pause::writes(s, &args)
-            })
+        !self.queued_all(|c| table::lookup(&c[0]).is_none_or(|s| !super::pause::writes(s, c)))
+    }
+
+    /// False if a queued command fails `ok` (its arguments, owned);
+    /// true for an empty queue or none.
+    pub(crate) fn queued_all(&self, mut ok: impl FnMut(&[super::Arg<'_>]) -> bool) -> bool {
+        !self.queue.iter().flatten().any(|c| {
+            let args: Vec<super::Arg<'_>> = c.iter().map(|a| super::Arg::from(&a[..])).collect();
+            !ok(&args)
         })
     }
 

@@ -1,0 +1,69 @@
+//! A RESP server of a test's own, for tests that change the whole server
+//! (a busy script, a replica's role) and so cannot share the suite's: a
+//! spawned amalgam, or, when the suite runs against Redis
+//! (`AMALGAM_TEST_RESP_ADDR`, CI's second pass), a redis-server of the
+//! test's own started from `PATH` with the same options.
+
+use super::{external_resp_addr, resp_private, Server};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a redis-server of a test's own has to listen.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// A RESP server of the test's own.
+pub enum Own {
+    Amalgam(Server),
+    Redis(Child, SocketAddr),
+}
+
+impl Own {
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            Own::Amalgam(s) => s.resp_addr(),
+            Own::Redis(_, a) => *a,
+        }
+    }
+
+    pub fn is_redis(&self) -> bool {
+        matches!(self, Own::Redis(..))
+    }
+}
+
+impl Drop for Own {
+    fn drop(&mut self) {
+        if let Own::Redis(child, _) = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A spawned amalgam started with `args`, or a redis-server of the test's
+/// own with the same `args` when the suite runs against Redis; None (with
+/// a note) when neither can be had.
+pub fn own_server(args: &[&str]) -> Option<Own> {
+    if external_resp_addr().is_none() {
+        return resp_private(args).map(Own::Amalgam);
+    }
+    let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        eprintln!("note: no redis-server on PATH; skipping a test that needs a Redis of its own");
+        return None;
+    };
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
+    let start = Instant::now();
+    // Bounded: until it listens, at most START_WAIT.
+    while TcpStream::connect(addr).is_err() {
+        assert!(start.elapsed() < START_WAIT, "redis-server on {port} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(Own::Redis(child, addr))
+}
