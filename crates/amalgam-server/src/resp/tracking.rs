@@ -78,6 +78,12 @@ use amalgam_net::clients::{flag, tracking_flag, Client};
 use amalgam_protocol::resp::{err, push_array, push_bulk, push_error, push_int, push_map, push_set, push_simple};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+/// The tables' hasher: the engine's (foldhash), seeded per table. std's
+/// SipHash was 14% of a tracked GET's instructions (callgrind,
+/// docs/bench-log/2026-12-07-groups-tracking.md); foldhash's quality
+/// variant still spreads client-chosen keys well.
+type Hasher = foldhash::quality::RandomState;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -152,7 +158,7 @@ struct Tracked {
 /// The table and the tracking clients, under one lock.
 #[derive(Debug, Default)]
 struct Table {
-    keys: HashMap<Vec<u8>, Tracked>,
+    keys: HashMap<Vec<u8>, Tracked, Hasher>,
     /// (seq, key) oldest first; an entry whose seq no longer matches its
     /// key's is stale.
     order: VecDeque<(u64, Vec<u8>)>,
@@ -162,7 +168,7 @@ struct Table {
     /// BCAST prefix → its clients.
     prefixes: BTreeMap<Vec<u8>, Vec<u64>>,
     /// Every tracking client.
-    clients: HashMap<u64, Mode>,
+    clients: HashMap<u64, Mode, Hasher>,
 }
 
 impl Table {
@@ -209,7 +215,7 @@ pub struct Registry {
     /// `tracking-table-max-keys`.
     max_keys: AtomicU64,
     /// Client id → inbox, for every client a message went to.
-    inboxes: Mutex<HashMap<u64, Arc<Subscriber>>>,
+    inboxes: Mutex<HashMap<u64, Arc<Subscriber>, Hasher>>,
     /// `inboxes`' length: the workers look only while it is not zero.
     inbox_count: AtomicUsize,
     /// Serializes `Shared::refresh_notify`.
