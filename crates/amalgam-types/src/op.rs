@@ -125,16 +125,10 @@ fn put_trim(out: &mut Vec<u8>, t: Option<TrimTo>) {
     }
 }
 
-/// Appends a length-prefixed byte string.
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    varint::put(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
 fn put_list(out: &mut Vec<u8>, items: &[Vec<u8>]) {
     varint::put(out, items.len() as u64);
     for i in items {
-        put_bytes(out, i);
+        varint::put_bytes(out, i);
     }
 }
 
@@ -230,8 +224,8 @@ impl Op {
                 out.push(HSET);
                 varint::put(out, pairs.len() as u64);
                 for (f, v) in pairs {
-                    put_bytes(out, f);
-                    put_bytes(out, v);
+                    varint::put_bytes(out, f);
+                    varint::put_bytes(out, v);
                 }
             }
             Op::HDel(fields) => {
@@ -249,17 +243,17 @@ impl Op {
             Op::LSet { index, item } => {
                 out.push(LSET);
                 out.extend_from_slice(&index.to_le_bytes());
-                put_bytes(out, item);
+                varint::put_bytes(out, item);
             }
             Op::LInsert { before, pivot, item } => {
                 out.extend_from_slice(&[LINSERT, u8::from(*before)]);
-                put_bytes(out, pivot);
-                put_bytes(out, item);
+                varint::put_bytes(out, pivot);
+                varint::put_bytes(out, item);
             }
             Op::LRem { count, item } => {
                 out.push(LREM);
                 out.extend_from_slice(&count.to_le_bytes());
-                put_bytes(out, item);
+                varint::put_bytes(out, item);
             }
             Op::LTrim { start, stop } => {
                 out.push(LTRIM);
@@ -282,7 +276,7 @@ impl Op {
                 varint::put(out, pairs.len() as u64);
                 for (s, m) in pairs {
                     out.extend_from_slice(&s.to_bits().to_le_bytes());
-                    put_bytes(out, m);
+                    varint::put_bytes(out, m);
                 }
             }
             Op::ZRem(m) => {
@@ -300,8 +294,8 @@ impl Op {
                 put_trim(out, *trim);
                 varint::put(out, pairs.len() as u64);
                 for (f, v) in pairs {
-                    put_bytes(out, f);
-                    put_bytes(out, v);
+                    varint::put_bytes(out, f);
+                    varint::put_bytes(out, v);
                 }
             }
             Op::XDel(ids) => {
@@ -317,7 +311,7 @@ impl Op {
             }
             Op::XGroups(b) => {
                 out.push(XGROUPS);
-                put_bytes(out, b);
+                varint::put_bytes(out, b);
             }
             Op::XSetId { last, entries_added, max_deleted } => {
                 out.push(XSETID);

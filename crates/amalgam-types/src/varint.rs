@@ -23,6 +23,12 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Appends `b` prefixed with its length as a varint.
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
 /// Writes `v` at the start of `out` (at least [`len`]`(v)` bytes long);
 /// returns the bytes written.
 pub fn write(out: &mut [u8], mut v: u64) -> usize {

@@ -66,22 +66,17 @@ impl Group {
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    varint::put(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
 /// Appends the groups' encoding (module notes).
 pub(crate) fn encode(groups: &[Group], out: &mut Vec<u8>) {
     varint::put(out, groups.len() as u64);
     for g in groups {
-        put_bytes(out, &g.name);
+        varint::put_bytes(out, &g.name);
         out.extend_from_slice(&g.last_id.to_bytes());
         varint::put(out, (g.entries_read + 1) as u64);
         varint::put(out, g.consumers.len() as u64);
         let index: BTreeMap<&[u8], usize> = g.consumers.keys().enumerate().map(|(i, k)| (k.as_slice(), i)).collect();
         for (name, c) in &g.consumers {
-            put_bytes(out, name);
+            varint::put_bytes(out, name);
             varint::put(out, c.seen_ms);
         }
         varint::put(out, g.pending.len() as u64);

@@ -62,11 +62,6 @@ pub(crate) struct EntryRef<'a> {
     pub pairs: Vec<(&'a [u8], &'a [u8])>,
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    varint::put(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
 /// Reads a varint at `*pos`, advancing it; None past the end.
 fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     let (v, n) = varint::get(b.get(*pos..)?)?;
@@ -88,7 +83,7 @@ impl Node {
         let mut bytes = Vec::with_capacity(size.min(NODE_BYTES_MAX));
         varint::put(&mut bytes, pairs.len() as u64);
         for (f, _) in pairs {
-            put_bytes(&mut bytes, f);
+            varint::put_bytes(&mut bytes, f);
         }
         let mut n = Node { bytes, last: id, last_at: 0, live: 0, total: 0 };
         n.push(id, id, pairs);
@@ -134,24 +129,25 @@ impl Node {
     /// node's key).
     pub fn push(&mut self, master: StreamId, id: StreamId, pairs: &[(&[u8], &[u8])]) {
         let same = self.same_fields(pairs);
-        let mut e = Vec::with_capacity(24 + pairs.iter().map(|(f, v)| f.len() + v.len() + 4).sum::<usize>());
+        // Written in place at the end of the node (a temporary vector per
+        // entry was a malloc and a free per XADD).
+        self.last_at = self.bytes.len();
+        let e = &mut self.bytes;
         e.push(if same { SAME_FIELDS } else { 0 });
         let dms = id.ms - master.ms;
-        varint::put(&mut e, dms);
-        varint::put(&mut e, if dms == 0 { id.seq - master.seq } else { id.seq });
+        varint::put(e, dms);
+        varint::put(e, if dms == 0 { id.seq - master.seq } else { id.seq });
         if same {
             for (_, v) in pairs {
-                put_bytes(&mut e, v);
+                varint::put_bytes(e, v);
             }
         } else {
-            varint::put(&mut e, pairs.len() as u64);
+            varint::put(e, pairs.len() as u64);
             for (f, v) in pairs {
-                put_bytes(&mut e, f);
-                put_bytes(&mut e, v);
+                varint::put_bytes(e, f);
+                varint::put_bytes(e, v);
             }
         }
-        self.last_at = self.bytes.len();
-        self.bytes.extend_from_slice(&e);
         self.last = id;
         self.live += 1;
         self.total += 1;
