@@ -208,3 +208,34 @@ fn errors() {
     assert_eq!(r.call(&["CLIENT", "UNPAUSE", "x"]), "-ERR wrong number of arguments for 'client|unpause' command\r\n");
     assert_eq!(r.call(&["CLIENT", "PAUSE"]), "-ERR wrong number of arguments for 'client|pause' command\r\n");
 }
+
+/// INFO stats `expired_keys`.
+fn expired_keys(c: &mut Resp) -> u64 {
+    c.info_field("stats", "expired_keys").and_then(|v| v.parse().ok()).expect("expired_keys in INFO stats")
+}
+
+/// A pause holds expiry: keys past their deadline read as absent but are
+/// not removed (`expired_keys` stays) until the pause ends (pause.tcl's
+/// "both active and passive expires are skipped during client pause").
+#[test]
+fn a_pause_holds_expiry() {
+    let Some(p) = turn() else { return };
+    let mut r = Resp::new(&p.server);
+    let (a, b) = (key("pause:exp1{t}"), key("pause:exp2{t}"));
+    let before = expired_keys(&mut r);
+    assert_eq!(r.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(r.call(&["SET", &a, "x", "PX", "10"]), "+QUEUED\r\n");
+    assert_eq!(r.call(&["SET", &b, "y", "PX", "10"]), "+QUEUED\r\n");
+    assert_eq!(r.call(&["CLIENT", "PAUSE", LONG, "WRITE"]), "+QUEUED\r\n");
+    assert_eq!(r.call(&["EXEC"]), "*3\r\n+OK\r\n+OK\r\n+OK\r\n");
+    eventually("the keys read as expired", Duration::from_secs(10), || {
+        r.call(&["GET", &a]) == "$-1\r\n" && r.call(&["GET", &b]) == "$-1\r\n"
+    });
+    // Past a sweep period (Amalgam's 250 ms; Redis's 100 ms cycle).
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(expired_keys(&mut r), before, "a key was expired during the pause");
+    assert_eq!(r.call(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    r.call(&["GET", &a]);
+    r.call(&["GET", &b]);
+    eventually("the keys expire once the pause ends", Duration::from_secs(10), || expired_keys(&mut r) >= before + 2);
+}

@@ -252,6 +252,7 @@ impl Store {
             flush_at: AtomicU64::new(0),
             flush_lock: std::sync::Mutex::new(()),
             sweep_requested: AtomicBool::new(false),
+            expiry_held_until: std::sync::Mutex::new(None),
             ttl_seen: AtomicBool::new(false),
             swept_items: AtomicU64::new(0),
             peak_used_bytes: AtomicU64::new(0),

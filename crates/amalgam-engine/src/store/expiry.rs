@@ -225,6 +225,15 @@ impl Inner {
 }
 
 impl Store {
+    /// Holds the background expiry sweep until `until` (None: releases
+    /// it), as Redis's CLIENT PAUSE holds active expiry so that the data
+    /// set stays as it was while clients are switched over. Expired items
+    /// still read as absent; they are removed (and counted as swept) once
+    /// the hold ends.
+    pub fn hold_expiry(&self, until: Option<std::time::Instant>) {
+        *self.inner.expiry_held_until.lock().unwrap_or_else(|e| e.into_inner()) = until;
+    }
+
     /// The store's clock: unix seconds, as used for expiry.
     ///
     /// ```

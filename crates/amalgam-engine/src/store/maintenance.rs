@@ -237,6 +237,12 @@ impl Inner {
         }
     }
 
+    /// True while [`Store::hold_expiry`]'s deadline lies ahead.
+    fn expiry_held(&self) -> bool {
+        let held = self.expiry_held_until.lock().unwrap_or_else(|e| e.into_inner());
+        held.is_some_and(|until| std::time::Instant::now() < until)
+    }
+
     /// The background expiry sweep (issue 4 §3): one bounded step of
     /// EXPIRY_SWEEP_BUCKETS_PER_WAKE buckets from `cursor` per maintenance
     /// wake, wrapping around the table; no full-table pause, and nothing at
@@ -378,7 +384,7 @@ impl Inner {
             }
             // Time-gated: the loop wakes every millisecond while it has
             // garbage to free, and the sweep is background work.
-            if last_expiry_step.elapsed() >= MAINTENANCE_PERIOD {
+            if last_expiry_step.elapsed() >= MAINTENANCE_PERIOD && !self.expiry_held() {
                 last_expiry_step = std::time::Instant::now();
                 let timing = Timing::start(self.watcher());
                 if self.expiry_sweep_step(&mut expiry_cursor) {

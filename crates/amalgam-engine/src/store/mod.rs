@@ -135,6 +135,9 @@ pub(crate) struct Inner {
     flush_lock: std::sync::Mutex<()>,
     /// Set when the maintenance thread should sweep flushed items.
     sweep_requested: AtomicBool,
+    /// The background expiry sweep waits until then (Redis's CLIENT PAUSE
+    /// holds active expiry): [`Store::hold_expiry`].
+    expiry_held_until: std::sync::Mutex<Option<std::time::Instant>>,
     /// Set by the first write of an item with an expiry: until then the
     /// background expiry sweep has nothing to find and does not run.
     pub(crate) ttl_seen: AtomicBool,

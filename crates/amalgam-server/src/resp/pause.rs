@@ -25,9 +25,14 @@
 //! and after each command run alone (`resp.rs`), and the batched GET/SET
 //! path is skipped while it is set.
 //!
-//! ## Not done (Redis does them)
-//! Expiry and eviction go on during a pause (Redis holds both, so that
-//! the data set is static while clients are switched to another primary).
+//! ## Expiry and eviction
+//! As Redis does, a pause holds the background expiry sweep until its end
+//! (`Store::hold_expiry`): an expired key reads as absent but is not
+//! removed, and `expired_keys` does not move, until the pause ends.
+//! Eviction needs no hold here: it runs only to make room for a write,
+//! and the pause holds client writes (Redis's replica also stops applying
+//! its primary's stream during a pause; Amalgam's replica goes on:
+//! docs/operations.md).
 
 use crate::resp::{Arg, Ctx};
 use amalgam_commands::table::{self, Cmd, Spec};
@@ -108,6 +113,11 @@ impl Pause {
             self.until_ns.store(ns, Ordering::Release);
             self.mode.store(mode, Ordering::Release);
         }
+    }
+
+    /// The current pause's end, if one is on.
+    fn end(&self) -> Option<Instant> {
+        self.current().map(|(_, until)| until)
     }
 
     /// Lifts the pause.
@@ -192,6 +202,7 @@ pub(crate) fn pause(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     };
     let p = &ctx.shared.pause;
     p.start(mode, Duration::from_millis(ms));
+    ctx.shared.store.hold_expiry(p.end());
     // The postponed clients look again (they wait again, until the new
     // end).
     wake(ctx, p.take_waiters());
@@ -202,6 +213,7 @@ pub(crate) fn pause(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 pub(crate) fn unpause(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     let p = &ctx.shared.pause;
     p.stop();
+    ctx.shared.store.hold_expiry(None);
     wake(ctx, p.take_waiters());
     push_simple(out, "OK");
 }
