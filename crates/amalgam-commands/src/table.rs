@@ -244,6 +244,7 @@ pub enum Cmd {
     FcallRo,
     Function,
     Replicaof,
+    Failover,
     Slaveof,
     Role,
     Replconf,

@@ -9,8 +9,10 @@
 //!
 //! ## The crates it stands on (docs/architecture.md)
 //! This crate is the wiring (`Shared`, `main.rs`, configuration,
-//! settings, metrics), the event loops (`worker.rs`), the RESP front end
-//! (`resp.rs`, `resp/`) and replication (`repl.rs`). Below it:
+//! settings, metrics), the event loop's front end over both ports
+//! (`worker.rs`; the loop itself is amalgam-net's), the RESP front end
+//! (`resp.rs`, `resp/`) and replication (`repl.rs`; FAILOVER in
+//! `failover.rs`). Below it:
 //! `amalgam-memcache` (memcached's front end), `amalgam-acl` (RESP's
 //! users and rules), `amalgam-commands` (the command table and the data
 //! commands by family), `amalgam-net` (the turn's bounds, the clock, the
@@ -185,6 +187,7 @@
 
 pub mod admin;
 pub mod conffile;
+pub mod failover;
 pub use amalgam_config::config;
 pub mod inplace;
 pub use amalgam_config::logging;
@@ -251,6 +254,8 @@ pub struct Shared {
     pub blocking: resp::blocking::Registry,
     /// CLIENT PAUSE's state (resp/pause.rs).
     pub pause: resp::pause::Pause,
+    /// FAILOVER's state (failover.rs).
+    pub failover: failover::Failover,
     /// Pub/Sub's channels, patterns and deliveries (`resp/pubsub.rs`).
     pub pubsub: resp::pubsub::Registry,
     /// The classes the write paths tell [`Host::notify`] of
@@ -581,6 +586,7 @@ impl Shared {
             clients: amalgam_net::clients::Registry::new(threads),
             blocking: resp::blocking::Registry::new(threads),
             pause: resp::pause::Pause::default(),
+            failover: failover::Failover::default(),
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             notify: AtomicU32::new(0),
             accepted: Default::default(),

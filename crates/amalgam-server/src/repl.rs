@@ -482,6 +482,15 @@ impl Replication {
         self.set_read_only(on && self.is_replica());
     }
 
+    /// Each replica's address, listening port, acked offset and whether
+    /// it streams (FAILOVER's choice, failover.rs).
+    pub fn replicas(&self) -> Vec<(String, u16, u64, bool)> {
+        lock(&self.peers)
+            .iter()
+            .map(|p| (p.ip.clone(), p.port, p.ack.load(Ordering::Acquire), p.online.load(Ordering::Relaxed)))
+            .collect()
+    }
+
     /// Replicas that acknowledged `offset` or beyond.
     pub fn acked(&self, offset: u64) -> u64 {
         lock(&self.peers)
@@ -630,6 +639,11 @@ fn link_loop(shared: &Arc<Shared>, link: &Arc<Link>) {
             Err(e) => {
                 if !link.stop.load(Ordering::Relaxed) {
                     log::warn!("replication: link to {}:{} lost: {e}", link.host, link.port);
+                }
+                // A failover's target that cannot be reached: this node
+                // is a primary again (failover.rs).
+                if shared.failover.in_progress() {
+                    crate::failover::rejected(shared, &format!("Failover target unreachable: {e}"));
                 }
             }
         }
@@ -817,7 +831,13 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
     } else {
         ("?".into(), "-1".into())
     };
-    send_command(&mut w, &["PSYNC", &id, &next])?;
+    // A primary handing over (failover.rs) asks its target to take over.
+    let failing_over = shared.failover.in_progress();
+    if failing_over {
+        send_command(&mut w, &["PSYNC", &id, &next, "FAILOVER"])?;
+    } else {
+        send_command(&mut w, &["PSYNC", &id, &next])?;
+    }
     let reply = loop {
         // A primary busy preparing the sync may send bare newlines.
         let l = input.line(link)?;
@@ -825,6 +845,14 @@ fn session(shared: &Arc<Shared>, link: &Arc<Link>, applier: &mut Option<Applier>
             break l;
         }
     };
+    if failing_over {
+        if reply.starts_with("+CONTINUE") || reply.starts_with("+FULLRESYNC") {
+            crate::failover::succeeded(shared);
+        } else {
+            crate::failover::rejected(shared, "Failover target rejected psync request");
+            return Err(std::io::Error::other(format!("the failover's target answered PSYNC with {reply}")));
+        }
+    }
     let mut words = reply.split_whitespace();
     match words.next() {
         Some("+FULLRESYNC") => {
@@ -1285,7 +1313,7 @@ pub fn info(shared: &Shared, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)
             ),
         );
     }
-    field("master_failover_state", &"no-failover");
+    field("master_failover_state", &shared.failover.state_name());
     field("master_replid", &replid);
     field("master_replid2", &replid2);
     field("master_repl_offset", &offset);
@@ -1348,7 +1376,7 @@ pub(crate) fn wait(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>]
     crate::resp::blocking::block_wait(ctx, offset, replicas, timeout, out);
 }
 
-/// REPLICAOF SLAVEOF ROLE REPLCONF PSYNC SYNC WAIT.
+/// REPLICAOF SLAVEOF ROLE REPLCONF PSYNC SYNC WAIT FAILOVER.
 pub(crate) fn run(
     ctx: &mut crate::resp::Ctx<'_>,
     cmd: crate::resp::table::Cmd,
@@ -1365,7 +1393,13 @@ pub(crate) fn run(
         Cmd::Role => role(ctx.shared, out),
         Cmd::Replconf => replconf(ctx, args, out),
         Cmd::Psync | Cmd::Sync => {
-            if ctx.shared.repl.is_replica() && !ctx.shared.repl.link_up() {
+            // `PSYNC <replid> <offset> FAILOVER` (failover.rs).
+            if cmd == Cmd::Psync && !crate::failover::psync_request(ctx.shared, ctx.session.id(), args, out) {
+                return crate::resp::After::Continue;
+            }
+            if ctx.shared.failover.running() {
+                push_error(out, b"NOMASTERLINK Can't SYNC while failing over");
+            } else if ctx.shared.repl.is_replica() && !ctx.shared.repl.link_up() {
                 push_error(out, b"NOMASTERLINK Can't SYNC while not connected with my master");
             } else {
                 let (replid, offset) = match cmd {
@@ -1387,6 +1421,7 @@ pub(crate) fn run(
             }
         }
         Cmd::Wait => wait(ctx, args, out),
+        Cmd::Failover => crate::failover::command(ctx.shared, args, out),
         _ => unreachable!("dispatched here only for replication commands"),
     }
     crate::resp::After::Continue

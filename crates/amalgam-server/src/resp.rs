@@ -1359,7 +1359,14 @@ fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u
         | Cmd::Bzpopmin
         | Cmd::Bzpopmax
         | Cmd::Bzmpop => blocking::run(ctx, spec.cmd, args, out),
-        Cmd::Replicaof | Cmd::Slaveof | Cmd::Role | Cmd::Replconf | Cmd::Psync | Cmd::Sync | Cmd::Wait => {
+        Cmd::Replicaof
+        | Cmd::Slaveof
+        | Cmd::Role
+        | Cmd::Replconf
+        | Cmd::Psync
+        | Cmd::Sync
+        | Cmd::Wait
+        | Cmd::Failover => {
             return crate::repl::run(ctx, spec.cmd, args, out);
         }
         Cmd::Multi | Cmd::Exec | Cmd::Discard | Cmd::Watch | Cmd::Unwatch => {

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 333] = [
+pub(super) static DOCS: [Doc; 334] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -598,6 +598,18 @@ pub(super) static DOCS: [Doc; 333] = [
             arg("key", Key).key(0),
         ],
         ..doc("expiretime", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("target", Block).token("TO").optional().args(&[
+                arg("host", Str),
+                arg("port", Integer),
+                arg("force", PureToken).token("FORCE").optional(),
+            ]),
+            arg("abort", PureToken).token("ABORT").optional(),
+            arg("milliseconds", Integer).token("TIMEOUT").optional(),
+        ],
+        ..doc("failover", Some("O(1)"))
     },
     Doc {
         arguments: &[

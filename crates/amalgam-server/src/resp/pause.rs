@@ -47,6 +47,11 @@ const OFF: u8 = 0;
 const WRITE: u8 = 1;
 /// Every command waits.
 const ALL: u8 = 2;
+/// The bits of `mode` CLIENT PAUSE sets (OFF, WRITE or ALL).
+const CLIENT_BITS: u8 = 3;
+/// The bit a FAILOVER sets (`failover.rs`): writes wait until it clears,
+/// whatever CLIENT PAUSE and UNPAUSE do (Redis's PAUSE_DURING_FAILOVER).
+const FAILOVER: u8 = 4;
 
 /// Longest pause, so that its end stays a valid `Instant` (Redis accepts
 /// any `long long` and its end saturates likewise).
@@ -59,8 +64,9 @@ const ERR_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 /// The server's pause (in `Shared`).
 #[derive(Debug)]
 pub struct Pause {
-    /// OFF, WRITE or ALL; set while a pause is on, cleared by UNPAUSE or
-    /// by the first look after its end.
+    /// CLIENT PAUSE's OFF, WRITE or ALL (`CLIENT_BITS`: set while a pause
+    /// is on, cleared by UNPAUSE or by the first look after its end) and
+    /// FAILOVER's bit.
     mode: AtomicU8,
     /// Its end, in nanoseconds after `base`.
     until_ns: AtomicU64,
@@ -85,20 +91,25 @@ impl Pause {
         self.mode.load(Ordering::Relaxed) != OFF
     }
 
-    /// The pause's mode and end, if one is on now.
+    /// The pause's mode and end, if one is on now (a failover's has no
+    /// end: [`PAUSE_MAX`] from now).
     fn current(&self) -> Option<(u8, Instant)> {
-        let mode = self.mode.load(Ordering::Acquire);
-        if mode == OFF {
+        let m = self.mode.load(Ordering::Acquire);
+        if m == OFF {
             return None;
         }
         let until = self.base + Duration::from_nanos(self.until_ns.load(Ordering::Acquire));
-        if Instant::now() >= until {
+        let mut client = m & CLIENT_BITS;
+        if client != OFF && Instant::now() >= until {
             // Ended: the first to see it turns it off (a pause set
             // meanwhile has a later end and a new mode; leave it).
-            let _ = self.mode.compare_exchange(mode, OFF, Ordering::AcqRel, Ordering::Relaxed);
-            return None;
+            let _ = self.mode.compare_exchange(m, m & FAILOVER, Ordering::AcqRel, Ordering::Relaxed);
+            client = OFF;
         }
-        Some((mode, until))
+        if m & FAILOVER != 0 {
+            return Some((client.max(WRITE), Instant::now() + PAUSE_MAX));
+        }
+        (client != OFF).then_some((client, until))
     }
 
     /// Pauses for `d` in `mode`; while a pause is on, the stricter mode
@@ -106,23 +117,41 @@ impl Pause {
     fn start(&self, mode: u8, d: Duration) {
         let end = Instant::now() + d.min(PAUSE_MAX);
         let ns = u64::try_from(end.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX);
-        if self.current().is_some() {
+        let on = self.current().is_some_and(|_| self.mode.load(Ordering::Acquire) & CLIENT_BITS != OFF);
+        if on {
             self.until_ns.fetch_max(ns, Ordering::AcqRel);
-            self.mode.fetch_max(mode, Ordering::AcqRel);
         } else {
             self.until_ns.store(ns, Ordering::Release);
-            self.mode.store(mode, Ordering::Release);
         }
+        // The client bits become the stricter of the two, FAILOVER's kept.
+        let _ = self.mode.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+            let old = if on { m & CLIENT_BITS } else { OFF };
+            Some((m & FAILOVER) | old.max(mode))
+        });
     }
 
     /// The current pause's end, if one is on.
-    fn end(&self) -> Option<Instant> {
+    pub(crate) fn end(&self) -> Option<Instant> {
         self.current().map(|(_, until)| until)
     }
 
-    /// Lifts the pause.
+    /// Lifts CLIENT PAUSE's pause (a failover's stays).
     fn stop(&self) {
-        self.mode.store(OFF, Ordering::Release);
+        self.mode.fetch_and(FAILOVER, Ordering::AcqRel);
+    }
+
+    /// FAILOVER holds writes (`on`) until it ends or is aborted; the
+    /// postponed clients are woken when it lets go.
+    pub(crate) fn hold_for_failover(&self, shared: &crate::Shared, on: bool) {
+        if on {
+            self.mode.fetch_or(FAILOVER, Ordering::AcqRel);
+        } else {
+            self.mode.fetch_and(CLIENT_BITS, Ordering::AcqRel);
+            for t in self.take_waiters() {
+                super::blocking::wake_ticket(shared, &t);
+            }
+        }
+        shared.store.hold_expiry(self.end());
     }
 
     /// The postponed clients, to wake.
@@ -213,7 +242,7 @@ pub(crate) fn pause(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
 pub(crate) fn unpause(ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
     let p = &ctx.shared.pause;
     p.stop();
-    ctx.shared.store.hold_expiry(None);
+    ctx.shared.store.hold_expiry(p.end());
     wake(ctx, p.take_waiters());
     push_simple(out, "OK");
 }

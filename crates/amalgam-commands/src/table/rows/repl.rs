@@ -5,6 +5,7 @@ use super::super::{Cmd, Spec};
 /// In the order `COMMANDS` lists them.
 pub(super) const ROWS: &[Spec] = &[
     spec!(Replicaof, "replicaof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "5.0.0", "Make the server a replica of another instance, or promote it as master."),
+    spec!(Failover, "failover", -1, &["admin", "noscript", "stale"], (0, 0, 0), "server", "6.2.0", "Start a coordinated failover between this server and one of its replicas."),
     spec!(Slaveof, "slaveof", 3, &["admin", "noscript", "stale", "no_async_loading"], (0, 0, 0), "server", "1.0.0", "Make the server a replica of another instance, or promote it as master."),
     Spec {
         acl: &["@admin", "@dangerous"],
