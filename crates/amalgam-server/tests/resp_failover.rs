@@ -75,3 +75,19 @@ fn failover_errors() {
         "-ERR FAILOVER target HOST and PORT is not a replica.\r\n"
     );
 }
+
+/// A paused replica stops applying its primary's stream until the pause
+/// ends (pause.tcl's "Test when replica paused, offset would not grow").
+#[test]
+fn a_paused_replica_holds_its_primarys_stream() {
+    let Some((a, b)) = pair() else { return };
+    let (mut ca, mut cb) = (connect(&a), connect(&b));
+    assert_eq!(cb.call(&["CLIENT", "PAUSE", "100000", "WRITE"]), "+OK\r\n");
+    assert_eq!(ca.call(&["SET", "held", "1"]), "+OK\r\n");
+    // Past the stream's usual delay (a wait, not a timing assertion: the
+    // value must not arrive however long this is).
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(cb.call(&["GET", "held"]), "$-1\r\n", "the paused replica applied its primary's write");
+    assert_eq!(cb.call(&["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    eventually("the write arrives after the pause", Duration::from_secs(20), || cb.call(&["GET", "held"]) == bulk("1"));
+}

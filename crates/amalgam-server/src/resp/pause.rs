@@ -30,9 +30,9 @@
 //! (`Store::hold_expiry`): an expired key reads as absent but is not
 //! removed, and `expired_keys` does not move, until the pause ends.
 //! Eviction needs no hold here: it runs only to make room for a write,
-//! and the pause holds client writes (Redis's replica also stops applying
-//! its primary's stream during a pause; Amalgam's replica goes on:
-//! docs/operations.md).
+//! and the pause holds client writes. A replica under a pause stops
+//! applying its primary's stream until it ends, as Redis's does
+//! (`Pause::holds_writes`, repl.rs).
 
 use crate::resp::{Arg, Ctx};
 use amalgam_commands::table::{self, Cmd, Spec};
@@ -128,6 +128,12 @@ impl Pause {
             let old = if on { m & CLIENT_BITS } else { OFF };
             Some((m & FAILOVER) | old.max(mode))
         });
+    }
+
+    /// True while a pause holds writes (any pause does: WRITE, ALL or a
+    /// failover's); a replica then stops applying its primary's stream.
+    pub(crate) fn holds_writes(&self) -> bool {
+        self.on() && self.current().is_some()
     }
 
     /// The current pause's end, if one is on.
