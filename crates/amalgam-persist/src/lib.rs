@@ -81,6 +81,17 @@ pub mod stall;
 
 pub use log::{Commit, Fsync, Log, SharedChunk, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
+
+/// True if `dir` holds a log segment or a snapshot of Amalgam's (what
+/// recovery would read); false for a missing or empty directory. The
+/// server loads a Redis RDB file at start only when it does not.
+pub fn holds_state(dir: &std::path::Path) -> std::io::Result<bool> {
+    if !dir.exists() {
+        return Ok(false);
+    }
+    let (logs, snaps) = recover::list(dir)?;
+    Ok(!logs.is_empty() || !snaps.is_empty())
+}
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
 pub use staged::Staged;
 

@@ -648,6 +648,15 @@ impl<W: Write> FileWriter<W> {
         Ok(())
     }
 
+    /// Switches to database `db` (SELECTDB alone, no size hints): for a
+    /// writer whose keys do not come grouped by database.
+    pub fn switch_db(&mut self, db: u64) -> io::Result<()> {
+        self.put(&[opcode::SELECTDB])?;
+        self.length(db)?;
+        self.db = Some(db);
+        Ok(())
+    }
+
     /// One key of the database selected: its absolute expiry (Unix ms)
     /// if any and its value as a DUMP payload (`rdb::Writer`'s, or
     /// `rdb::encode`'s; the footer is dropped).
