@@ -65,7 +65,7 @@
 //! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `received.rs` | a large value being received into its item, with its staged record |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
-//! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE |
+//! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE; `rdb/file.rs`: the `dump.rdb` file around it (a streaming reader, a writer) |
 
 mod deferred;
 pub mod format;

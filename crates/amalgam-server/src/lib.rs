@@ -122,6 +122,9 @@
 //! what a config-file line becomes; `conffile.rs` reads `--config` (Redis's
 //! format) into command-line arguments before clap parses, and CONFIG
 //! REWRITE writes run-time changes back. docs/operations.md.
+//! `rdbfile.rs`: Redis's `dump.rdb` in `--dir`, loaded at start when the
+//! directory holds no Amalgam state, written by SAVE / BGSAVE once
+//! `dbfilename` is given (amalgam-commands `rdbfile.rs` does the work).
 //!
 //! ## RESP clients (`amalgam_net::clients`)
 //! Each RESP connection registers what other threads may see of it (address,
