@@ -297,6 +297,20 @@ fn dbfilename_is_redis_s_setting() {
     ok(&mut a, &["SAVE"]);
     assert!(dir.0.join("set.rdb").exists());
     assert!(!dir.0.join("dump.rdb").exists());
+    // SHUTDOWN SAVE writes it too.
+    std::fs::remove_file(dir.0.join("set.rdb")).unwrap();
+    a.send(&["SHUTDOWN", "SAVE"]);
+    assert!(a.closed(), "SHUTDOWN closes the connection");
+    eventually("SHUTDOWN SAVE's RDB file", Duration::from_secs(20), || dir.0.join("set.rdb").exists());
+    // The config file's form.
+    let dir2 = TempDir::new("rdb-config-file");
+    let conf = dir2.file("amalgam.conf", &format!("dir {}\ndbfilename fromconf.rdb\n", dir2.0.display()));
+    let server = resp_private(&["--config", &conf.to_string_lossy()]).unwrap();
+    let mut a = Resp::new(&server);
+    assert_eq!(a.config_get("dbfilename"), "fromconf.rdb");
+    ok(&mut a, &["SET", "k", "v"]);
+    ok(&mut a, &["SAVE"]);
+    assert!(dir2.0.join("fromconf.rdb").exists());
 }
 
 /// A file with a key Amalgam cannot load (an empty list, which Redis
