@@ -73,6 +73,9 @@ pub(crate) fn load_at_start(
         std::io::BufReader::with_capacity(READ_BUFFER_BYTES, file),
         store,
         dbs,
+        // Before the config file's run-time settings apply: Redis's
+        // default thresholds choose each collection's form (the values
+        // are the same; a later write re-forms a key by the live ones).
         &amalgam_types::Thresholds::default(),
         args.max_item_size,
         limits,
