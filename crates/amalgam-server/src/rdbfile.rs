@@ -75,7 +75,7 @@ pub(crate) fn load_at_start(
         dbs,
         // Before the config file's run-time settings apply: Redis's
         // default thresholds choose each collection's form (the values
-        // are the same; a later write re-forms a key by the live ones).
+        // are the same either way, only their compact or large form).
         &amalgam_types::Thresholds::default(),
         args.max_item_size,
         limits,
