@@ -2,7 +2,8 @@
 # Coverage-guided fuzzing (cargo-fuzz + libFuzzer) on stable Rust of the
 # protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of
 # recovery from damaged files (recover_files), of the log's collection
-# ops (op_decode), of RESTORE's DUMP payloads (rdb_decode) and of strings
+# ops (op_decode), of RESTORE's DUMP payloads (rdb_decode), of RDB files
+# (rdb_file: a dump.rdb read item by item) and of strings
 # read as HyperLogLogs (hll_value): the targets in fuzz/. scripts/test.sh
 # runs them for 5 s each; the proptest counterparts
 # (crates/amalgam-protocol/tests/ parse_fuzz.rs, meta_fuzz.rs,

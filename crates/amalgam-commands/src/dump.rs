@@ -77,20 +77,28 @@ fn dump(ctx: &Ctx<'_>, key: &[u8], out: &mut Vec<u8>) {
 /// The key's DUMP payload and its deadline, if it exists (DUMP, and
 /// MIGRATE in the server, which sends it to RESTORE elsewhere).
 pub fn payload(ctx: &Ctx<'_>, key: &[u8]) -> Option<(Vec<u8>, Expiry)> {
-    let t = ctx.ks.thresholds.load();
-    let payload = ctx.ks.store.get(key, |it| {
-        let p = match it.tag() {
-            TAG_BYTES => Some(Writer::string(it.value())),
-            TAG_OBJECT => {
-                let cell = it.object()?;
-                let guard = cell.read();
-                guard.as_any().downcast_ref::<Value>().and_then(serialize)
-            }
-            tag => kind_of_tag(tag).and_then(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), &t))),
-        };
-        p.map(|p| (p, it.expiry()))
-    });
-    payload.flatten()
+    payload_in(ctx.ks.store, &ctx.ks.thresholds.load(), key)
+}
+
+/// [`payload`] from a store (an RDB file written by SAVE: the server's
+/// `rdbfile.rs`).
+pub fn payload_in(store: &amalgam_engine::Store, t: &Thresholds, key: &[u8]) -> Option<(Vec<u8>, Expiry)> {
+    store.get(key, |it| payload_of(&it, t).map(|p| (p, it.expiry()))).flatten()
+}
+
+/// An item's DUMP payload (None for a value DUMP cannot carry); callable
+/// under the item's bucket lock, as a snapshot sink is (it takes the
+/// object's read lock, as the native snapshot's encoding does).
+pub fn payload_of(it: &amalgam_engine::ItemRef<'_>, t: &Thresholds) -> Option<Vec<u8>> {
+    match it.tag() {
+        TAG_BYTES => Some(Writer::string(it.value())),
+        TAG_OBJECT => {
+            let cell = it.object()?;
+            let guard = cell.read();
+            guard.as_any().downcast_ref::<Value>().and_then(serialize)
+        }
+        tag => kind_of_tag(tag).and_then(|kind| serialize(&Value::from_packed_trusted(kind, it.value(), t))),
+    }
 }
 
 /// A collection's DUMP payload (a stream in Redis 7.0's
@@ -285,6 +293,57 @@ fn restore(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
             push_simple(out, "OK")
         }
         Err(e) => engine_error(e, out),
+    }
+}
+
+/// Why [`load`] did not store a key.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// The store is full (store mode: `-m` is smaller than the data).
+    OutOfMemory,
+    /// Any other engine refusal (a key or value past the item bounds).
+    Refused(String),
+}
+
+/// Puts a decoded value under its stored key with its absolute expiry
+/// (Unix ms), replacing any key there, as RESTORE … REPLACE ABSTTL
+/// builds and publishes it (an RDB file loaded at start: the server's
+/// `rdbfile.rs`). A deadline already past stores nothing (Redis's
+/// loader skips such keys on a primary); answers whether it stored.
+pub fn load(
+    store: &amalgam_engine::Store,
+    t: &Thresholds,
+    item_max: usize,
+    key: &[u8],
+    payload: &Payload,
+    at_ms: Option<i64>,
+) -> Result<bool, LoadError> {
+    if at_ms.is_some_and(|at| at <= now_ms()) {
+        return Ok(false);
+    }
+    let expiry = at_ms.map_or(Expiry::Never, super::strings::deadline);
+    if kind_of(payload).is_some() && store.objects_over_budget() {
+        return Err(LoadError::OutOfMemory);
+    }
+    let mut ready = build(payload, t);
+    let r = store.update(key, |_| {
+        let put = match payload {
+            Payload::String(s) => {
+                Update::Put { value: NewValue::Bytes(s), flags: 0, expiry, fresh_cas: true, marks: TAG_BYTES }
+            }
+            _ => {
+                let Some(v) = ready.take().or_else(|| build(payload, t)) else {
+                    return (Update::Keep, ());
+                };
+                with_expiry(publish(v, None, item_max), expiry)
+            }
+        };
+        (put, ())
+    });
+    match r {
+        Ok(_) => Ok(true),
+        Err(amalgam_engine::Error::OutOfMemory) => Err(LoadError::OutOfMemory),
+        Err(e) => Err(LoadError::Refused(format!("{e:?}"))),
     }
 }
 

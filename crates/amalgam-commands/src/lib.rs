@@ -39,6 +39,7 @@
 //! | `keyspace.rs` | RANDOMKEY COPY |
 //! | `db.rs` | the numbered databases: database → engine namespace, key arguments encoded, MOVE SWAPDB |
 //! | `dump.rs` | DUMP RESTORE (the payload codec: amalgam-persist `rdb.rs`) |
+//! | `rdbfile.rs` | a Redis `dump.rdb` loaded into the store at start and written by SAVE (the file format: amalgam-persist `rdb/file.rs`) |
 //! | `memory.rs` | MEMORY |
 //! | `typed.rs` | collections on the engine: reads, writes, WRONGTYPE, the live thresholds |
 //! | `hash.rs` | HSET … HSCAN |
@@ -70,6 +71,7 @@ pub mod list;
 pub mod memory;
 pub mod notify;
 pub mod object;
+pub mod rdbfile;
 /// A large SET value received straight into its item: amalgam-persist's
 /// (the event loop below the families reads into it).
 pub use amalgam_persist::received;

@@ -9,6 +9,14 @@ pub const VERSION_LONG: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!
 /// Redis's `databases` default, and the most (one engine namespace each).
 pub use amalgam_commands::db::{DATABASES_DEFAULT, DATABASES_MAX};
 
+/// `--dbfilename`: a file name, as Redis's `dbfilename` (no path).
+pub fn parse_dbfilename(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.contains('/') || s == "." || s == ".." {
+        return Err("dbfilename can't be a path, just a filename".into());
+    }
+    Ok(s.to_string())
+}
+
 /// `--databases`: 1 to [`DATABASES_MAX`].
 fn parse_databases(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -179,6 +187,20 @@ pub struct Args {
     /// directory and recover from it at start-up (off when not given).
     #[arg(long = "dir")]
     pub dir: Option<std::path::PathBuf>,
+
+    /// Redis's dbfilename: a Redis RDB file in --dir. At start, when --dir
+    /// holds no Amalgam state (no snapshot, no log records), dump.rdb (or
+    /// this name) is loaded if it exists; given (here, in the config file
+    /// or by CONFIG SET), SAVE and BGSAVE also write it as an RDB file
+    /// that redis-server loads. A file name, not a path.
+    #[arg(long = "dbfilename", value_name = "NAME", value_parser = parse_dbfilename)]
+    pub dbfilename: Option<String>,
+
+    /// What a key of the RDB file loaded at start that Amalgam cannot load
+    /// does: stop (the start fails naming the key and its type, as Redis
+    /// would) or skip (it is left out, with a log line).
+    #[arg(long = "rdb-unloadable", default_value = "stop", value_parser = ["stop", "skip"])]
+    pub rdb_unloadable: String,
 
     /// With --dir: when the log reaches the disk. always: before a write is
     /// acknowledged (one fsync covers every write that arrived meanwhile);

@@ -65,7 +65,7 @@
 //! | `staged.rs` | a large value's log record, built while the value arrives |
 //! | `received.rs` | a large value being received into its item, with its staged record |
 //! | `stall.rs` | the log's and snapshots' steps, timed for a watcher (the server's LATENCY) |
-//! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE |
+//! | `rdb.rs`, `rdb/*.rs` | Redis's DUMP payload (RDB object encoding, listpack, intset, LZF, CRC-64): DUMP and RESTORE; `rdb/file.rs`: the `dump.rdb` file around it (a streaming reader, a writer) |
 
 mod deferred;
 pub mod format;
@@ -81,6 +81,17 @@ pub mod stall;
 
 pub use log::{Commit, Fsync, Log, SharedChunk, EVERYSEC_PERIOD, LARGE_RECORD_BYTES_MIN};
 pub use recover::Recovered;
+
+/// True if `dir` holds a log segment or a snapshot of Amalgam's (what
+/// recovery would read); false for a missing or empty directory. The
+/// server loads a Redis RDB file at start only when it does not.
+pub fn holds_state(dir: &std::path::Path) -> std::io::Result<bool> {
+    if !dir.exists() {
+        return Ok(false);
+    }
+    let (logs, snaps) = recover::list(dir)?;
+    Ok(!logs.is_empty() || !snaps.is_empty())
+}
 pub use snapshot::{SnapshotReport, SNAPSHOT_CPU_PERCENT_DEFAULT};
 pub use staged::Staged;
 

@@ -13,6 +13,10 @@
 //! store, no server. The server turns a [`Payload`] into its own values
 //! and writes a DUMP with [`Writer`].
 //!
+//! The file around these objects (`dump.rdb`: header, aux fields,
+//! databases, expiries, EOF and CRC-64), read from any `io::Read` and
+//! written, is [`file`] (`rdb/file.rs`).
+//!
 //! ## Sections implemented (Redis 7.0's `rdb.h` numbers)
 //! * **Footer.** The version must be at most [`RDB_VERSION`] (10, Redis
 //!   7.0's: a newer server's payload is refused, as 7.0 refuses it); the
@@ -76,6 +80,7 @@
 //! [`DumpError::TooLarge`] before the rest is decoded, so no payload can
 //! make the decoder hold more than the budget, whatever it compresses.
 
+pub mod file;
 pub mod listpack;
 pub mod lzf;
 pub mod stream;
@@ -187,6 +192,26 @@ pub fn decode_within(payload: &[u8], budget: usize) -> Result<Payload, DumpError
     // Redis ignores bytes between the object and the footer (its rio
     // reads what the object needs); so does this.
     Ok(v)
+}
+
+/// An object (its type byte, then `rdbSaveObject`'s bytes), with no
+/// footer, as an RDB file carries it after the key: the value, and the
+/// budget it used. `rdb/file.rs` captures these bytes from a stream.
+pub(crate) fn decode_object(body: &[u8], budget: usize) -> Result<(Payload, usize), DumpError> {
+    let mut r = Reader { buf: body, pos: 0, budget, over: false };
+    let v = r.object().ok_or(if r.over { DumpError::TooLarge } else { DumpError::BadFormat })?;
+    if r.left() != 0 {
+        return Err(DumpError::BadFormat);
+    }
+    Ok((v, budget - r.budget))
+}
+
+/// One string in any of its encodings (`rdbGenericLoadStringObject`),
+/// the whole of `bytes`; `None` if malformed or past `budget`.
+pub(crate) fn decode_string(bytes: &[u8], budget: usize) -> Option<Vec<u8>> {
+    let mut r = Reader { buf: bytes, pos: 0, budget, over: false };
+    let s = r.string()?;
+    (r.left() == 0).then_some(s)
 }
 
 /// The payload's body once its footer (version, CRC) is checked (Redis's

@@ -124,6 +124,9 @@
 //! what a config-file line becomes; `conffile.rs` reads `--config` (Redis's
 //! format) into command-line arguments before clap parses, and CONFIG
 //! REWRITE writes run-time changes back. docs/operations.md.
+//! `rdbfile.rs`: Redis's `dump.rdb` in `--dir`, loaded at start when the
+//! directory holds no Amalgam state, written by SAVE / BGSAVE once
+//! `dbfilename` is given (amalgam-commands `rdbfile.rs` does the work).
 //!
 //! ## RESP clients (`amalgam_net::clients`)
 //! Each RESP connection registers what other threads may see of it (address,
@@ -192,6 +195,7 @@ pub use amalgam_config::config;
 pub mod inplace;
 pub use amalgam_config::logging;
 pub mod metrics;
+pub mod rdbfile;
 pub use amalgam_net::obuf;
 pub mod accepted;
 pub mod repl;
@@ -282,6 +286,8 @@ pub struct Shared {
     /// Seconds a connection may stay idle (`timeout`, `-o idle_timeout`;
     /// 0 never): `worker.rs` closes it on its once-a-second sweep.
     pub idle_timeout_secs: AtomicU64,
+    /// Redis's `dbfilename` and the background RDB save (`rdbfile.rs`).
+    pub rdb: rdbfile::RdbFile,
     /// RESP's users, requirepass and protected mode (`resp/acl.rs`).
     pub acl: resp::acl::Acl,
     /// The Lua script cache (EVAL, SCRIPT LOAD; crate amalgam-script).
@@ -488,6 +494,7 @@ impl Shared {
         amalgam_net::ticks::init();
         let threads = args.worker_threads();
         let args_verbose = args.verbose;
+        let args_dbfilename = args.dbfilename.clone();
         let proto_max_bulk_len = args.proto_max_bulk_len;
         let idle_timeout_secs = args.idle_timeout_secs()?;
         let store = Store::new(amalgam_engine::Config {
@@ -516,6 +523,10 @@ impl Shared {
         let backlog = Arc::new(amalgam_persist::repl::Backlog::new(args.repl_backlog_size));
         let mut repl_pos = None;
         let mut functions = None;
+        let databases = amalgam_commands::db::Databases::new(args.databases);
+        // --dir holds no Amalgam state: a Redis RDB file there is loaded,
+        // before the log opens (a failed load leaves no state behind).
+        let rdb_loaded = rdbfile::load_at_start(&args, &store, &databases, proto_max_bulk_len)?;
         let persist = match args.persistence() {
             None => None,
             Some(cfg) => {
@@ -555,7 +566,6 @@ impl Shared {
             .map_err(|e| format!("cannot set up TLS: {e}"))?;
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
         let (mc_delimiter, mc_watch_disabled) = (args.stats_prefix_delimiter(), args.disable_watch);
-        let databases = amalgam_commands::db::Databases::new(args.databases);
         let journaled = persist.is_some();
         let shared = Arc::new(Shared {
             repl: repl::Replication::new(backlog, journaled),
@@ -597,6 +607,7 @@ impl Shared {
             latency: Arc::new(resp::latency::Monitor::default()),
             proto_max_bulk_len: AtomicU64::new(proto_max_bulk_len),
             idle_timeout_secs: AtomicU64::new(idle_timeout_secs),
+            rdb: rdbfile::RdbFile::new(args_dbfilename),
         });
         let _ = shared.me.set(Arc::downgrade(&shared));
         // memcached's -D turns `stats detail` on at start.
@@ -618,6 +629,9 @@ impl Shared {
             scripting::restore_recovered(&shared, &payload)?;
         }
         settings::apply_start(&shared);
+        if let Some(loaded) = rdb_loaded {
+            rdbfile::after_load(&shared, loaded)?;
+        }
         if let [host, port] = &shared.args.replicaof_parts[..] {
             repl::replicaof(&shared, host.as_bytes(), port.as_bytes()).map_err(|e| format!("--replicaof: {e}"))?;
         }

@@ -331,6 +331,24 @@ fn rows() -> Vec<Setting> {
             default: empty,
         },
         Setting {
+            name: "dbfilename",
+            kind: Kind::Text,
+            // Redis shows its default; Amalgam loads a file of that name at
+            // start, and writes one on SAVE once a name was given.
+            get: |s, _| {
+                s.rdb
+                    .name
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                    .unwrap_or_else(|| amalgam_commands::rdbfile::DBFILENAME_DEFAULT.into())
+            },
+            set: Some(|s, _, v| *s.rdb.name.lock().unwrap_or_else(|e| e.into_inner()) = Some(text(v))),
+            start: Start::Flag("--dbfilename"),
+            refuse: Some(|_, v| crate::config::parse_dbfilename(&text(v)).err()),
+            default: |_| amalgam_commands::rdbfile::DBFILENAME_DEFAULT.into(),
+        },
+        Setting {
             name: "maxmemory",
             kind: Kind::Memory,
             get: |s, _| s.store.stats().memory_limit_bytes.to_string(),

@@ -148,7 +148,9 @@ fn shutdown(ctx: &Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) -> After {
             None => Err("persistence is off (no --dir): there is nowhere to save".to_string()),
             Some(p) => {
                 log::info!("Saving the final snapshot before exiting.");
-                p.snapshot().map(|r| r.items).map_err(|e| e.to_string())
+                p.snapshot().map(|r| r.items).map_err(|e| e.to_string()).and_then(|items| {
+                    crate::rdbfile::save(shared).map(|_| items).map_err(|e| format!("the RDB file: {e}"))
+                })
             }
         };
         match saved {
@@ -181,11 +183,17 @@ fn save(ctx: &Ctx<'_>, cmd: Cmd, out: &mut Vec<u8>) {
     };
     match cmd {
         Cmd::Save => match p.snapshot() {
-            Ok(_) => push_simple(out, "OK"),
+            Ok(_) => match crate::rdbfile::save(ctx.shared) {
+                Ok(_) => push_simple(out, "OK"),
+                Err(e) => push_error(out, format!("ERR the RDB file was not written: {e}").as_bytes()),
+            },
             Err(e) => push_error(out, format!("ERR snapshot failed: {e}").as_bytes()),
         },
         Cmd::Bgsave => {
-            if p.snapshot_in_background() {
+            // Amalgam's snapshot and the RDB file (dbfilename), each on its
+            // own thread.
+            let rdb_started = ctx.shared.arc().is_none_or(|s| crate::rdbfile::bgsave(&s));
+            if p.snapshot_in_background() || rdb_started && crate::rdbfile::saving(ctx.shared) {
                 push_simple(out, "Background saving started");
             } else {
                 push_error(out, b"ERR Background save already in progress");
@@ -622,7 +630,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 let st = p.map(|p| p.0).unwrap_or_default();
                 field("loading", &0);
                 field("rdb_changes_since_last_save", &st.changes_since_snapshot);
-                field("rdb_bgsave_in_progress", &u8::from(st.snapshot_in_progress));
+                field("rdb_bgsave_in_progress", &u8::from(st.snapshot_in_progress || crate::rdbfile::saving(shared)));
                 field(
                     "rdb_last_save_time",
                     &if st.last_snapshot_unix == 0 { shared.started_unix } else { st.last_snapshot_unix },
