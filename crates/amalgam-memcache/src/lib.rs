@@ -48,6 +48,7 @@ pub mod conn;
 pub mod exec;
 pub mod meta;
 pub mod operator;
+pub mod slabs;
 pub mod watch;
 
 pub use conn::{process, swallowing, Conn};
@@ -138,11 +139,6 @@ pub trait Host: Sync {
     /// clients that track keys are told every key is invalid, as after
     /// Redis's FLUSHALL.
     fn flushed(&self) {}
-    /// memcached's slab class of an item of `bytes` (a `watch` line's
-    /// `clsid`; `stats items`' classes).
-    fn size_class(&self, _bytes: usize) -> u32 {
-        0
-    }
     /// Wakes `worker`'s event loop: a watcher there has lines to send.
     fn wake_worker(&self, _worker: usize) {}
 }
@@ -200,7 +196,7 @@ impl Worker<'_> {
     #[cold]
     #[inline(never)]
     pub(crate) fn watch_get(&self, cfd: i64, key: &[u8], found: Option<usize>) {
-        let clsid = found.map_or(0, |b| self.host.size_class(b));
+        let clsid = found.map_or(0, slabs::size_class);
         let host = self.host;
         self.watchers.log(
             watch::class::FETCHERS,
@@ -216,7 +212,7 @@ impl Worker<'_> {
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn watch_store(&self, cfd: i64, key: &[u8], status: &str, cmd: &str, ttl: u32, bytes: usize) {
-        let clsid = self.host.size_class(bytes);
+        let clsid = slabs::size_class(bytes);
         let host = self.host;
         self.watchers.log(
             watch::class::MUTATIONS,

@@ -234,18 +234,7 @@ fn prefix(out: &mut Vec<u8>, at: std::time::SystemTime, gid: u64) {
 
 /// memcached's `uriencode` of a key, cut at its longest encoded length.
 fn uri_key(key: &[u8], out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let start = out.len();
-    for &b in key {
-        if out.len() - start + 3 > KEY_URI_BYTES_MAX {
-            break;
-        }
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        }
-    }
+    crate::slabs::uri_encode_within(key, KEY_URI_BYTES_MAX, out);
 }
 
 /// `type=item_get …`: a fetch (get, gets, gat, touch, delete, incr, …).

@@ -457,10 +457,6 @@ impl amalgam_memcache::Host for Shared {
         admin::watch(self, args, out)
     }
 
-    fn size_class(&self, bytes: usize) -> u32 {
-        admin::size_class(bytes)
-    }
-
     fn wake_worker(&self, worker: usize) {
         self.blocking.wake(worker);
     }
