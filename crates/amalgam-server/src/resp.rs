@@ -986,42 +986,12 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
             return After::Continue;
         }
     }
-    // A read-only replica and min-replicas-to-write refuse writes, before
-    // MULTI queues them (Redis's processCommand); two relaxed loads when
-    // neither is on.
-    // A container's subcommand carries its own flags (FUNCTION LOAD).
-    let writes = |s: &&'static Spec| {
-        s.flags.contains(&"write")
-            || (!s.subcommands.is_empty()
-                && args.len() > 1
-                && table::subcommand(s, &args[1]).is_some_and(|sub| sub.flags.contains(&"write")))
-    };
-    if let Some(s) = spec.filter(|s| ctx.shared.repl.guards_writes() && writes(s)) {
-        let repl = &ctx.shared.repl;
-        let refusal = if repl.read_only() {
-            Some(crate::repl::ERR_READONLY)
-        } else if repl.too_few_replicas() {
-            Some(crate::repl::ERR_NOREPLICAS)
-        } else {
-            None
-        };
-        if let Some(e) = refusal.filter(|_| arity_ok(s.arity, args.len())) {
-            ctx.session.multi.refused_one();
-            push_error(out, e.as_bytes());
-            return After::Continue;
-        }
-    }
-    // `replica-serve-stale-data no` on a replica whose link is down:
-    // only commands flagged `stale` run (Redis's processCommand), behind
-    // the same guard.
-    if let Some(s) = spec
-        .filter(|s| ctx.shared.repl.guards_writes() && ctx.shared.repl.refuses_stale() && arity_ok(s.arity, args.len()))
-    {
-        if denies_stale(ctx, s, args) {
-            ctx.session.multi.refused_one();
-            push_error(out, crate::repl::ERR_MASTERDOWN.as_bytes());
-            return After::Continue;
-        }
+    // A read-only replica, min-replicas-to-write and a stale replica
+    // refuse commands before MULTI queues them (Redis's processCommand):
+    // one relaxed load when none is on, the checks out of line.
+    if ctx.shared.repl.guards_writes() && replication_refused(ctx, spec, args, out) {
+        ctx.session.multi.refused_one();
+        return After::Continue;
     }
     // CLIENT PAUSE (resp/pause.rs): after the argument count and ACL,
     // before MULTI queues; never the commands EXEC runs, nor a batched
@@ -1091,17 +1061,44 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     after
 }
 
+/// The replication guards (`Replication::guards_writes` is on): a write
+/// on a read-only replica (READONLY) or without enough replicas
+/// (NOREPLICAS), and on a replica whose link is down under
+/// `replica-serve-stale-data no` a command without the `stale` flag
+/// (MASTERDOWN). True if refused (the error is in `out`). A container's
+/// subcommand carries its own flags (FUNCTION LOAD).
+#[cold]
+#[inline(never)]
+fn replication_refused(ctx: &Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
+    let Some(s) = spec.filter(|s| arity_ok(s.arity, args.len())) else { return false };
+    let repl = &ctx.shared.repl;
+    if s.flags.contains(&"write") || multi::key_spec_of(s, args).flags.contains(&"write") {
+        let refusal = if repl.read_only() {
+            Some(crate::repl::ERR_READONLY)
+        } else if repl.too_few_replicas() {
+            Some(crate::repl::ERR_NOREPLICAS)
+        } else {
+            None
+        };
+        if let Some(e) = refusal {
+            push_error(out, e.as_bytes());
+            return true;
+        }
+    }
+    if repl.refuses_stale() && denies_stale(ctx, s, args) {
+        push_error(out, crate::repl::ERR_MASTERDOWN.as_bytes());
+        return true;
+    }
+    false
+}
+
 /// Whether `replica-serve-stale-data no` refuses the command on a replica
 /// whose link is down: its row (or subcommand's) lacks `stale`, or it is
 /// an EXEC whose queue holds one that does (Redis's `cmd_inv_flags`).
 #[cold]
 #[inline(never)]
 fn denies_stale(ctx: &Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> bool {
-    let stale = |s: &'static Spec, args: &[Arg<'_>]| {
-        let own =
-            if s.subcommands.is_empty() || args.len() < 2 { s } else { table::subcommand(s, &args[1]).unwrap_or(s) };
-        own.flags.contains(&"stale")
-    };
+    let stale = |s: &'static Spec, args: &[Arg<'_>]| multi::key_spec_of(s, args).flags.contains(&"stale");
     if spec.cmd == Cmd::Exec {
         return !ctx.session.multi.queued_all(|c| table::lookup(&c[0]).is_some_and(|s| stale(s, c)));
     }

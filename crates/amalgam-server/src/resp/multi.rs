@@ -228,7 +228,8 @@ fn stamp_of(ctx: &Ctx<'_>, key: &[u8]) -> Option<[u64; 3]> {
     ctx.shared.store.peek(key, |it| it.stamp())
 }
 
-/// The spec that names `args`' keys: a container's subcommand row, if any.
+/// The row that speaks for `args`: a container's subcommand row, if any
+/// (its keys, its flags).
 pub(crate) fn key_spec_of(spec: &'static Spec, args: &[impl AsRef<[u8]>]) -> &'static Spec {
     if spec.subcommands.is_empty() || args.len() < 2 {
         spec

@@ -202,18 +202,14 @@ pub(crate) fn hold(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> 
     true
 }
 
-/// Whether Redis's WRITE pause holds the command: a `write` row (or
-/// subcommand row), or one Redis flags `may-replicate`.
+/// Whether Redis's WRITE pause holds the command: a `write` row (a
+/// container's own subcommand row: FUNCTION LOAD, DELETE, FLUSH, RESTORE
+/// are), or one Redis flags `may-replicate` (PUBLISH, SPUBLISH, PFCOUNT,
+/// EVAL, EVALSHA, FCALL).
 pub(crate) fn writes(spec: &'static Spec, args: &[Arg<'_>]) -> bool {
-    let own = if spec.subcommands.is_empty() || args.len() < 2 {
-        spec
-    } else {
-        table::subcommand(spec, &args[1]).unwrap_or(spec)
-    };
-    own.flags.contains(&"write")
+    super::multi::key_spec_of(spec, args).flags.contains(&"write")
         || table::may_replicate(spec.cmd)
         || matches!(spec.cmd, Cmd::Eval | Cmd::Evalsha | Cmd::Fcall)
-        || (spec.cmd == Cmd::Function && matches!(table::short_name(own), "delete" | "flush" | "load" | "restore"))
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL].
