@@ -162,10 +162,15 @@ pub fn run_worker<F: FrontEnd>(fe: &F, env: &Env<'_>, mut poll: Poll, inbox: Inb
                     close_conn(fe, env, &poll, &mut conns, key);
                 }
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
+                // A new connection's first turn comes with its own
+                // readiness event (registering it queues one), so its
+                // bytes are served after those of connections that became
+                // ready before it was registered: turned here, a client
+                // accepted in this round could run before one whose
+                // request arrived earlier but whose event follows the
+                // waker's in this poll (issue 39 §1).
                 for (sock, protocol, tls) in fresh {
-                    if let Some(key) = admit(fe, env, &poll, &mut conns, sock, protocol, tls) {
-                        ready.push(key);
-                    }
+                    admit(fe, env, &poll, &mut conns, sock, protocol, tls);
                 }
             } else {
                 let key = ev.token().0;

@@ -267,8 +267,11 @@ impl Registry {
             return;
         }
         // Before the post: the mailbox's lock orders it before the woken
-        // worker's read.
-        *lock(&t.ready) = Some(key.to_vec());
+        // worker's read. The first key stays: a second push that posts
+        // again while the worker has cleared `notified` but not yet read
+        // `ready` must not replace it (Redis serves from the first key
+        // to become ready).
+        lock(&t.ready).get_or_insert_with(|| key.to_vec());
         if let Some(m) = self.mailboxes.get(t.worker) {
             lock(&m.wakes).push((t.token, t.seq));
             if let Some(w) = m.waker.get() {
