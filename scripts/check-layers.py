@@ -37,7 +37,7 @@ LAYERS = [
     ["amalgam-types"],
     ["amalgam-persist"],
     ["amalgam-net", "amalgam-commands", "amalgam-script"],
-    ["amalgam-memcache", "amalgam-acl", "amalgam-config", "amalgam-metrics", "amalgam-derived"],
+    ["amalgam-memcache", "amalgam-acl", "amalgam-config", "amalgam-metrics", "amalgam-derived", "amalgam-repl"],
     ["amalgam-server"],
     ["amalgam-bench"],
 ]

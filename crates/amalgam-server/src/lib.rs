@@ -11,7 +11,7 @@
 //! This crate is the wiring (`Shared`, `main.rs`, configuration,
 //! settings, metrics), the event loop's front end over both ports
 //! (`worker.rs`; the loop itself is amalgam-net's), the RESP front end
-//! (`resp.rs`, `resp/`) and replication (`repl/`; FAILOVER in
+//! (`resp.rs`, `resp/`) and replication (crate amalgam-repl, its commands in `repl.rs`; FAILOVER in
 //! `failover.rs`). Below it:
 //! `amalgam-memcache` (memcached's front end), `amalgam-acl` (RESP's
 //! users and rules), `amalgam-commands` (the command table and the data
@@ -75,7 +75,7 @@
 //! queue to the socket. A queue past the pubsub output limit closes its
 //! connection.
 //!
-//! ## Replication (`repl/`, amalgam-persist `repl.rs`)
+//! ## Replication (crate amalgam-repl, amalgam-persist `repl.rs`)
 //! Redis's handshake, roles and commands over Amalgam's own stream: the
 //! log's records, a full sync from the fork-less snapshot. A connection
 //! that says PSYNC leaves its worker (`Turn::Detach`) for a sender thread
@@ -296,11 +296,11 @@ pub struct Shared {
     pub authfile: Option<amalgam_memcache::authfile::AuthFile>,
     /// TLS's certificates and policies (`amalgam_net::tls`), if -Z or --tls-port.
     pub tls: Option<tls::Tls>,
-    /// Replication: role, backlog, replicas, the link (`repl/`).
+    /// Replication: role, backlog, replicas, the link (crate amalgam-repl).
     pub repl: repl::Replication,
     /// This `Shared` itself, for threads started by a command (REPLICAOF,
     /// a replica's sender).
-    me: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// The Redis settings accepted and kept that change nothing here
     /// (`accepted.rs`).
     pub accepted: accepted::Accepted,
@@ -629,7 +629,7 @@ impl Shared {
             rdbfile::after_load(&shared, loaded)?;
         }
         if let [host, port] = &shared.args.replicaof_parts[..] {
-            repl::replicaof(&shared, host.as_bytes(), port.as_bytes()).map_err(|e| format!("--replicaof: {e}"))?;
+            repl::replicaof(&*shared, host.as_bytes(), port.as_bytes()).map_err(|e| format!("--replicaof: {e}"))?;
         }
         Ok(shared)
     }

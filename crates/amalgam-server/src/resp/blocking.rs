@@ -737,7 +737,12 @@ pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout:
     let registry = &shared.blocking;
     let ticket = Ticket::new(worker, token, registry.next_seq.fetch_add(1, Ordering::Relaxed));
     registry.register(&ticket, &[]);
-    shared.repl.add_waiter(Arc::clone(&ticket), offset, replicas);
+    let me = shared.me.get().cloned().unwrap_or_default();
+    shared.repl.add_waiter(
+        Box::new(crate::repl::WaitTicket { ticket: Arc::clone(&ticket), shared: me }),
+        offset,
+        replicas,
+    );
     // Once more, now that an ack would wake us (an ack between the
     // caller's count and the registration would otherwise be missed).
     let acked = shared.repl.acked(offset);

@@ -680,7 +680,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 // not kept.
                 field("total_error_replies", &errors.as_ref().map_or(0, |e| e.0));
             }
-            "replication" => crate::repl::info(shared, &mut field),
+            "replication" => crate::repl::info(&shared.repl, shared.failover.state_name(), &mut field),
             "cpu" => {
                 let [sys, user, sys_children, user_children] = cpu_seconds();
                 field("used_cpu_sys", &sys);

@@ -1,15 +1,13 @@
 //! What a replication node reports of itself: ROLE's reply and INFO's
 //! replication section, in Redis's fields and order.
 
-use super::{lock, unix_now, Peer, Role};
-use crate::Shared;
+use crate::{lock, unix_now, Peer, Replication, Role};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// ROLE's reply.
-pub fn role(shared: &Shared, out: &mut Vec<u8>) {
+pub fn role(r: &Replication, out: &mut Vec<u8>) {
     use amalgam_protocol::resp::{push_array, push_bulk, push_int};
-    let r = &shared.repl;
     match &*lock(&r.role) {
         Role::Primary => {
             push_array(out, 3);
@@ -38,8 +36,8 @@ pub fn role(shared: &Shared, out: &mut Vec<u8>) {
 }
 
 /// INFO's replication section, as `field` lines.
-pub fn info(shared: &Shared, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
-    let r = &shared.repl;
+/// `failover_state`: FAILOVER's `master_failover_state`.
+pub fn info(r: &Replication, failover_state: &str, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)) {
     let (replid, replid2, offset, second) = r.backlog.ids();
     let role = lock(&r.role);
     match &*role {
@@ -86,7 +84,7 @@ pub fn info(shared: &Shared, field: &mut dyn FnMut(&str, &dyn std::fmt::Display)
             ),
         );
     }
-    field("master_failover_state", &shared.failover.state_name());
+    field("master_failover_state", &failover_state);
     field("master_replid", &replid);
     field("master_replid2", &replid2);
     field("master_repl_offset", &offset);

@@ -1,0 +1,213 @@
+//! Replication as the RESP front end serves it: the commands (REPLICAOF,
+//! SLAVEOF, ROLE, REPLCONF, PSYNC, SYNC, WAIT, FAILOVER) and what the
+//! subsystem below (crate `amalgam-repl`, whose design this re-exports)
+//! asks of the server ([`amalgam_repl::Host`] for [`Shared`]).
+
+pub use amalgam_repl::*;
+
+use crate::Shared;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis \
+                                   4.0 if a replica is configured to be writable (which is not the default) writes \
+                                   to replicas are just local and are not propagated.";
+
+impl amalgam_repl::Host for Shared {
+    fn repl(&self) -> &Replication {
+        &self.repl
+    }
+    fn store(&self) -> &Arc<amalgam_engine::Store> {
+        &self.store
+    }
+    fn persist(&self) -> Option<&Arc<amalgam_persist::Persistence>> {
+        self.persist.as_ref()
+    }
+    fn clients(&self) -> &amalgam_net::clients::Registry {
+        &self.clients
+    }
+    fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+    fn shutting_down(&self) -> bool {
+        self.shutdown.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn thresholds(&self) -> amalgam_types::Thresholds {
+        self.thresholds.load()
+    }
+    fn resp_port(&self) -> u16 {
+        self.args.resp_port
+    }
+    fn writes_held(&self) -> bool {
+        self.pause.holds_writes()
+    }
+    fn arc(&self) -> Option<Arc<Shared>> {
+        Shared::arc(self)
+    }
+    fn install_functions(&self, payload: &[u8]) {
+        crate::scripting::install_replicated(self, payload);
+    }
+    fn feed_functions(&self) {
+        crate::scripting::feed_replicas(self);
+    }
+    fn failing_over(&self) -> bool {
+        self.failover.in_progress()
+    }
+    fn failover_succeeded(&self) {
+        crate::failover::succeeded(self);
+    }
+    fn failover_rejected(&self, why: &str) {
+        crate::failover::rejected(self, why);
+    }
+}
+
+/// A WAIT client's ticket, as the ack threads wake it.
+#[derive(Debug)]
+pub(crate) struct WaitTicket {
+    pub ticket: Arc<crate::resp::blocking::Ticket>,
+    pub shared: Weak<Shared>,
+}
+
+impl amalgam_repl::Waiting for WaitTicket {
+    fn seq(&self) -> u64 {
+        self.ticket.seq()
+    }
+    fn wake(&self) {
+        if let Some(shared) = self.shared.upgrade() {
+            crate::resp::blocking::wake_ticket(&shared, &self.ticket);
+        }
+    }
+}
+
+/// Updates the connection's last write offset (`Session::woff`) from its
+/// worker thread's, if the thread fed the stream since the batch began
+/// (one thread-local read).
+#[cold]
+#[inline(never)]
+pub(crate) fn note_writes(session: &mut crate::resp::Session) {
+    let now = amalgam_persist::repl::last_fed_here();
+    if now != session.fed_mark {
+        session.woff = now;
+        session.fed_mark = now;
+    }
+}
+
+/// A connection's batch begins while a replication journal is attached:
+/// notes the worker thread's last fed offset (see [`note_writes`]). Out
+/// of line: the batch loop stays small enough to inline its parser.
+#[cold]
+#[inline(never)]
+pub(crate) fn mark_batch(session: &mut crate::resp::Session) {
+    session.fed_mark = amalgam_persist::repl::last_fed_here();
+}
+
+/// WAIT numreplicas timeout.
+pub(crate) fn wait(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_error, push_int};
+    let shared = ctx.shared;
+    if shared.repl.is_replica() {
+        return push_error(out, ERR_WAIT_ON_REPLICA.as_bytes());
+    }
+    let Some(replicas) = crate::resp::int_arg(&args[1]) else {
+        return push_error(out, b"ERR value is not an integer or out of range");
+    };
+    let Some(ms) = crate::resp::int_arg(&args[2]) else {
+        return push_error(out, b"ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return push_error(out, b"ERR timeout is negative");
+    }
+    // The connection's own last write, as Redis's WAIT (a connection that
+    // wrote nothing waits for nothing).
+    note_writes(ctx.session);
+    let offset = ctx.session.woff;
+    let acked = shared.repl.acked(offset);
+    let replicas = replicas.max(0) as u64;
+    if acked >= replicas {
+        return push_int(out, acked as i64);
+    }
+    let timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+    crate::resp::blocking::block_wait(ctx, offset, replicas, timeout, out);
+}
+
+/// REPLICAOF SLAVEOF ROLE REPLCONF PSYNC SYNC WAIT FAILOVER.
+pub(crate) fn run(
+    ctx: &mut crate::resp::Ctx<'_>,
+    cmd: crate::resp::table::Cmd,
+    args: &[crate::resp::Arg<'_>],
+    out: &mut Vec<u8>,
+) -> crate::resp::After {
+    use crate::resp::table::Cmd;
+    use amalgam_protocol::resp::{push_error, push_simple};
+    match cmd {
+        Cmd::Replicaof | Cmd::Slaveof => match replicaof(ctx.shared, &args[1], &args[2]) {
+            Ok(reply) => push_simple(out, reply),
+            Err(e) => push_error(out, e.as_bytes()),
+        },
+        Cmd::Role => role(&ctx.shared.repl, out),
+        Cmd::Replconf => replconf(ctx, args, out),
+        Cmd::Psync | Cmd::Sync => {
+            // `PSYNC <replid> <offset> FAILOVER` (failover.rs).
+            if cmd == Cmd::Psync && !crate::failover::psync_request(ctx.shared, ctx.session.id(), args, out) {
+                return crate::resp::After::Continue;
+            }
+            if ctx.shared.failover.running() {
+                push_error(out, b"NOMASTERLINK Can't SYNC while failing over");
+            } else if ctx.shared.repl.is_replica() && !ctx.shared.repl.link_up() {
+                push_error(out, b"NOMASTERLINK Can't SYNC while not connected with my master");
+            } else {
+                let (replid, offset) = match cmd {
+                    Cmd::Psync => {
+                        (String::from_utf8_lossy(&args[1]).into_owned(), crate::resp::int_arg(&args[2]).unwrap_or(-1))
+                    }
+                    _ => ("?".into(), -1),
+                };
+                ctx.session.handoff = Some(Box::new(Psync {
+                    replid,
+                    offset,
+                    listening_port: ctx.session.repl_port,
+                    ip_address: ctx.session.repl_ip.clone(),
+                }));
+                // Ends the connection's turns as QUIT does; the worker
+                // then hands it over instead of closing it
+                // (`worker.rs`, `Conn::closing`).
+                return crate::resp::After::Close;
+            }
+        }
+        Cmd::Wait => wait(ctx, args, out),
+        Cmd::Failover => crate::failover::command(ctx.shared, args, out),
+        _ => unreachable!("dispatched here only for replication commands"),
+    }
+    crate::resp::After::Continue
+}
+
+/// REPLCONF listening-port | ip-address | capa | ack | getack ….
+fn replconf(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_error, push_simple};
+    if args.len() % 2 == 0 {
+        return push_error(out, b"ERR syntax error");
+    }
+    for pair in args[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if opt.eq_ignore_ascii_case(b"listening-port") {
+            match crate::resp::int_arg(val).filter(|p| (0..=65535).contains(p)) {
+                Some(p) => ctx.session.repl_port = p as u16,
+                None => return push_error(out, b"ERR value is not an integer or out of range"),
+            }
+        } else if opt.eq_ignore_ascii_case(b"ip-address") {
+            ctx.session.repl_ip = Some(String::from_utf8_lossy(val).into_owned());
+        } else if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"getack") {
+            // From a replica on a plain connection: no reply, as Redis.
+            return;
+        } else if !(opt.eq_ignore_ascii_case(b"capa")
+            || opt.eq_ignore_ascii_case(b"rdb-only")
+            || opt.eq_ignore_ascii_case(b"rdb-filter-only"))
+        {
+            return push_error(
+                out,
+                format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).as_bytes(),
+            );
+        }
+    }
+    push_simple(out, "OK");
+}
