@@ -647,11 +647,16 @@ impl Backlog {
     }
 
     /// REPLICAOF NO ONE: this node's own changes continue the stream
-    /// under a new id; the old one stays valid up to here (PSYNC2).
-    pub fn promote(&self) {
+    /// under a new id; the old one stays valid up to here (PSYNC2) when
+    /// `continuable` (not when the stream so far was a redis-server
+    /// primary's, which no replica of this node can continue).
+    pub fn promote(&self, continuable: bool) {
         let mut r = lock(&self.ring);
-        r.replid2 = std::mem::replace(&mut r.replid, new_replid());
-        r.replid2_end = r.end + 1;
+        let old = std::mem::replace(&mut r.replid, new_replid());
+        if continuable {
+            r.replid2 = old;
+            r.replid2_end = r.end + 1;
+        }
         r.following = false;
         if r.active {
             self.journal_feeds.store(true, Ordering::Relaxed);
@@ -1102,7 +1107,7 @@ mod tests {
         b.follow(&old, 1000);
         b.feed(b"abc");
         assert_eq!(b.offset(), 1003);
-        b.promote();
+        b.promote(true);
         let (id, id2, off, second) = b.ids();
         assert_ne!(id, old);
         assert_eq!((id2.as_str(), off, second), (old.as_str(), 1003, 1004));

@@ -20,10 +20,19 @@
 //! What differs is below the handshake (amalgam-persist `repl.rs`): the
 //! full sync is the engine's fork-less snapshot streamed straight into the
 //! socket (Redis forks and sends an RDB), and the stream is the log's own
-//! records (Redis sends RESP commands). So an Amalgam replica follows an
-//! Amalgam primary only; a Redis replica cannot follow Amalgam, nor the
-//! other way round.
+//! records (Redis sends RESP commands). So between Amalgam nodes the
+//! format is Amalgam's.
 //!
+//! ## Following a redis-server (issue 37 §1)
+//! A replica tells its primary's kind by what follows `+FULLRESYNC`:
+//! Redis's RDB (`$EOF:<mark>` or `$<len>`, `link.rs`) is read through the
+//! server's loader ([`Host::load_rdb`]), then the RESP command stream is
+//! run by the server's own command path as Redis's master client
+//! ([`Host::command_feed`], [`CommandFeed`]); its bytes feed the backlog,
+//! so every offset (acks, INFO, the next PSYNC) is Redis's and a dropped
+//! link continues with a partial resync. Such a replica serves no
+//! replicas of its own (its backlog holds RESP) and keeps no state file.
+
 //! ## Threads
 //! * The primary hands a connection that said PSYNC (or SYNC) out of its
 //!   worker's event loop (`worker.rs`, `Turn::Detach`) to a sender thread
@@ -158,6 +167,26 @@ pub trait Host: Send + Sync + Sized + 'static {
     fn failover_succeeded(&self);
     /// The failover's target refused or cannot be reached.
     fn failover_rejected(&self, why: &str);
+    /// A Redis primary's full sync: empties every database and loads the
+    /// RDB read from `r` (keys, expiries, FUNCTION's libraries). The keys
+    /// loaded, or why the load stopped (the link then drops and retries).
+    fn load_rdb(&self, r: &mut dyn std::io::Read) -> Result<u64, String>;
+    /// A Redis primary's command stream, applied by the server's own
+    /// command path ([`CommandFeed`]), as `client` (the link's CLIENT
+    /// LIST entry, flagged as the master's).
+    fn command_feed(&self, client: Arc<amalgam_net::clients::Client>) -> Box<dyn CommandFeed>;
+}
+
+/// A Redis primary's command stream (RESP), applied as Redis's replica
+/// applies it: by a client of its own (Redis's master client: no
+/// authentication, writes allowed on a read-only replica, SELECT and
+/// MULTI/EXEC as sent, replies dropped).
+pub trait CommandFeed: Send {
+    /// Runs the whole commands at the front of `buf` (an incomplete one
+    /// stays for the next call): the bytes they took, and whether a
+    /// `REPLCONF GETACK` was among them (the link then acks at once). An
+    /// error (a protocol error in the stream) drops the link.
+    fn feed(&mut self, buf: &[u8]) -> Result<(usize, bool), String>;
 }
 
 /// A client blocked in WAIT, as the front end that blocked it wakes it.
@@ -305,6 +334,9 @@ pub struct Replication {
     /// while a full sync loads, and before a replica's first sync): only
     /// then does a clean shutdown save the replication state.
     consistent: AtomicBool,
+    /// This replica's primary is a redis-server (issue 37 §1): the link
+    /// loads its RDB and applies its RESP commands (`link.rs`).
+    redis_primary: AtomicBool,
     /// A replica's CAS shift (`Applier`), kept for the state file.
     cas_shift: AtomicU64,
     /// A restarted replica continues with its saved state (the link's
@@ -356,6 +388,7 @@ impl Replication {
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(10),
             consistent: AtomicBool::new(true),
+            redis_primary: AtomicBool::new(false),
             cas_shift: AtomicU64::new(0),
             resume: AtomicBool::new(false),
             masterauth: Mutex::new(String::new()),
@@ -624,6 +657,12 @@ impl Replication {
 }
 
 impl Replication {
+    /// True while this node follows a redis-server primary: its backlog
+    /// holds Redis's RESP stream, which Amalgam's replicas cannot follow.
+    pub fn follows_redis(&self) -> bool {
+        self.redis_primary.load(Ordering::Relaxed)
+    }
+
     /// A replica whose link is streaming.
     pub fn link_up(&self) -> bool {
         match &*lock(&self.role) {

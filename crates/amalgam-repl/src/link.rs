@@ -21,7 +21,9 @@ pub fn replicaof<H: Host>(shared: &H, host: &[u8], port: &[u8]) -> Result<&'stat
         if let Role::Replica(link) = &*role {
             link.retire();
             r.attach_journal(shared.store());
-            r.backlog.promote();
+            // A redis-server primary's stream is not continued (its
+            // bytes are RESP, not Amalgam's records).
+            r.backlog.promote(!r.redis_primary.swap(false, Ordering::Relaxed));
             *role = Role::Primary;
             r.set_read_only(false);
             drop(role);
@@ -182,6 +184,23 @@ impl Input {
         }
     }
 
+    /// After `+FULLRESYNC`: true if a redis-server's RDB follows (its
+    /// `$<len>` or `$EOF:<mark>` line, after the bare newlines it sends
+    /// while it prepares the sync), false for an Amalgam primary's
+    /// snapshot (which begins with its magic, never `$` or a newline).
+    fn redis_rdb_follows(&mut self, link: &Link) -> std::io::Result<bool> {
+        // Bounded by repl-timeout: each fill reads a byte or more.
+        loop {
+            while self.buf.get(self.pos) == Some(&b'\n') {
+                self.pos += 1;
+            }
+            if let Some(&b) = self.buf.get(self.pos) {
+                return Ok(b == b'$');
+            }
+            self.fill_waiting(link, || Ok(()))?;
+        }
+    }
+
     /// One `\r\n`-terminated line (without it).
     fn line(&mut self, link: &Link) -> std::io::Result<String> {
         loop {
@@ -233,13 +252,12 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
     }
     // Listed in CLIENT LIST while the session lasts (`flags=M`, Redis's
     // `user=(superuser)`); CLIENT KILL drops the link as TYPE master does.
+    let client = amalgam_net::clients::Registry::unowned(shared.next_client_id(), &sock);
     let _listed = {
-        let id = shared.next_client_id();
-        let client = amalgam_net::clients::Registry::unowned(id, &sock);
         client.attrs().user = Some(b"(superuser)".to_vec());
         let l = Arc::clone(link);
-        shared.clients().add_replication(client, amalgam_net::clients::flag::MASTER, move || l.close());
-        Unlist(shared.clients(), id)
+        shared.clients().add_replication(Arc::clone(&client), amalgam_net::clients::flag::MASTER, move || l.close());
+        Unlist(shared.clients(), client.id)
     };
     let mut w = sock.try_clone()?;
     let timeout_secs = r.timeout_secs.load(Ordering::Relaxed);
@@ -309,6 +327,19 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
             link.set_state("sync");
             r.consistent.store(false, Ordering::Relaxed);
             *applier = None;
+            if input.redis_rdb_follows(link)? {
+                // A redis-server primary: its RDB, then its commands.
+                r.redis_primary.store(true, Ordering::Relaxed);
+                let t = Instant::now();
+                let keys = load_redis(&mut input, link, &**shared)?;
+                r.backlog.follow(&replid, offset);
+                log::warn!(
+                    "MASTER <-> REPLICA sync: loaded the primary's RDB ({keys} keys in {:.3} s)",
+                    t.elapsed().as_secs_f64()
+                );
+                return follow_redis(input, w, link, &**shared, client);
+            }
+            r.redis_primary.store(false, Ordering::Relaxed);
             let mut a = Applier::begin_full_sync(Arc::clone(shared.store()), shared.thresholds());
             let t = Instant::now();
             load(&mut input, link, &**shared, &mut a)?;
@@ -326,6 +357,10 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
         Some("+CONTINUE") => {
             if let Some(new_id) = words.next() {
                 r.backlog.adopt_id(new_id);
+            }
+            if r.follows_redis() {
+                log::warn!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+                return follow_redis(input, w, link, &**shared, client);
             }
             if applier.is_none() {
                 // A former primary: its own CAS uniques.
@@ -447,4 +482,138 @@ fn stream_in<H: Host>(
 
 fn ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
     send_command(w, &["REPLCONF", "ACK", &offset.to_string()])
+}
+
+/// The RDB of a redis-server primary's full sync, read through the
+/// link's input: `left` bytes for `$<len>`, or as far as the RDB reader
+/// goes (its EOF opcode and checksum) for `$EOF:<mark>`.
+struct RdbIn<'a> {
+    input: &'a mut Input,
+    link: &'a Link,
+    left: Option<u64>,
+}
+
+impl Read for RdbIn<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == Some(0) || out.is_empty() {
+            return Ok(0);
+        }
+        if self.input.pos == self.input.buf.len() {
+            self.input.fill_waiting(self.link, || Ok(()))?;
+        }
+        let avail = &self.input.buf[self.input.pos..];
+        let mut n = avail.len().min(out.len());
+        if let Some(left) = &mut self.left {
+            n = n.min(usize::try_from(*left).unwrap_or(usize::MAX));
+            *left -= n as u64;
+        }
+        out[..n].copy_from_slice(&avail[..n]);
+        self.input.pos += n;
+        Ok(n)
+    }
+}
+
+/// Redis's diskless sync ends its RDB with this many bytes of the mark
+/// its `$EOF:` line named (`RDB_EOF_MARK_SIZE`).
+const RDB_EOF_MARK_BYTES: usize = 40;
+
+/// Loads a redis-server primary's RDB (issue 37 §1): the `$<len>` or
+/// `$EOF:<mark>` line, the RDB through the server's loader (which
+/// empties the databases first), and for `$EOF:` the mark after it. The
+/// keys loaded.
+fn load_redis<H: Host>(input: &mut Input, link: &Link, shared: &H) -> std::io::Result<u64> {
+    let head = input.line(link)?;
+    let head = head.trim_start_matches('\n');
+    let (left, mark) = match head.strip_prefix("$EOF:") {
+        Some(mark) if mark.len() == RDB_EOF_MARK_BYTES => (None, Some(mark.as_bytes().to_vec())),
+        Some(_) => return Err(std::io::Error::other(format!("a bad EOF mark from the primary: {head}"))),
+        None => {
+            let len = head.strip_prefix('$').and_then(|n| n.parse::<u64>().ok());
+            (Some(len.ok_or_else(|| std::io::Error::other(format!("not an RDB length: {head}")))?), None)
+        }
+    };
+    // Under `applying`, as the native full sync (Link::retire waits).
+    let held = lock(&link.applying);
+    if link.stop.load(Ordering::Relaxed) {
+        return Err(std::io::Error::other("the link was stopped during the full sync"));
+    }
+    let mut rdb = RdbIn { input, link, left };
+    let keys = shared.load_rdb(&mut rdb).map_err(|e| std::io::Error::other(format!("the primary's RDB: {e}")))?;
+    if rdb.left.is_some_and(|l| l > 0) {
+        return Err(std::io::Error::other("the primary's RDB ended before its announced length"));
+    }
+    drop(held);
+    if let Some(mark) = mark {
+        while input.buf.len() - input.pos < RDB_EOF_MARK_BYTES {
+            input.fill_waiting(link, || Ok(()))?;
+        }
+        if input.buf[input.pos..input.pos + RDB_EOF_MARK_BYTES] != mark[..] {
+            return Err(std::io::Error::other("the primary's RDB is not followed by its EOF mark"));
+        }
+        input.pos += RDB_EOF_MARK_BYTES;
+    }
+    Ok(keys)
+}
+
+/// Follows a redis-server primary's command stream (issue 37 §1): each
+/// whole command runs through the server's command path
+/// ([`Host::command_feed`]) and its bytes go to the backlog, so the
+/// offset acked, shown and asked for in the next PSYNC is Redis's. A
+/// `REPLCONF GETACK` is answered with an ack at once; a CLIENT PAUSE
+/// holds the stream as for an Amalgam primary. No state file is kept
+/// (a restart syncs in full).
+fn follow_redis<H: Host>(
+    mut input: Input,
+    mut w: TcpStream,
+    link: &Link,
+    shared: &H,
+    client: Arc<amalgam_net::clients::Client>,
+) -> std::io::Result<()> {
+    let r = shared.repl();
+    r.consistent.store(false, Ordering::Relaxed);
+    let mut feed = shared.command_feed(client);
+    link.set_state("connected");
+    link.up.store(true, Ordering::Relaxed);
+    link.down_since.store(0, Ordering::Relaxed);
+    r.refresh_stale();
+    ack(&mut w, r.backlog.offset())?;
+    let mut last_ack = Instant::now();
+    // Bounded by the link: each pass reads or the link ends.
+    loop {
+        while shared.writes_held() && !link.stop.load(Ordering::Relaxed) {
+            if last_ack.elapsed() >= ACK_EVERY {
+                ack(&mut w, r.backlog.offset())?;
+                last_ack = Instant::now();
+            }
+            std::thread::sleep(PAUSED_POLL);
+        }
+        let held = lock(&link.applying);
+        if link.stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut asked = false;
+        // Bounded: each pass takes bytes of the buffer or stops.
+        loop {
+            let (used, getack) = feed.feed(&input.buf[input.pos..]).map_err(std::io::Error::other)?;
+            if used == 0 {
+                break;
+            }
+            r.backlog.feed(&input.buf[input.pos..input.pos + used]);
+            input.pos += used;
+            asked |= getack;
+        }
+        drop(held);
+        if asked || last_ack.elapsed() >= ACK_EVERY {
+            ack(&mut w, r.backlog.offset())?;
+            last_ack = Instant::now();
+        }
+        if link.stop.load(Ordering::Relaxed) || shared.shutting_down() {
+            return Ok(());
+        }
+        input.fill_waiting(link, || {
+            ack(&mut w, r.backlog.offset())?;
+            last_ack = Instant::now();
+            Ok(())
+        })?;
+    }
 }

@@ -634,6 +634,25 @@ impl Shared {
         Ok(shared)
     }
 
+    /// What the data commands reach, counting into `counters` (a
+    /// worker's, or the replication link's own).
+    pub fn keyspace<'a>(
+        &'a self,
+        counters: &'a amalgam_commands::counters::Counters,
+    ) -> amalgam_commands::Keyspace<'a> {
+        amalgam_commands::Keyspace {
+            store: &self.store,
+            thresholds: &self.thresholds,
+            host: self,
+            counters,
+            item_size_max: self.args.max_item_size,
+            logged: self.persist.is_some(),
+            streamed: self.repl.journal_flag(),
+            databases: &self.databases,
+            notify: &self.notify,
+        }
+    }
+
     /// This `Shared` as an `Arc` (None once it is being dropped).
     pub fn arc(&self) -> Option<Arc<Shared>> {
         self.me.get().and_then(std::sync::Weak::upgrade)

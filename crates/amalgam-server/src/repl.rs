@@ -13,7 +13,51 @@ const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instance
                                    4.0 if a replica is configured to be writable (which is not the default) writes \
                                    to replicas are just local and are not propagated.";
 
+/// PSYNC to a replica of a redis-server primary.
+const ERR_CHAINED_FROM_REDIS: &str =
+    "NOMASTERLINK this replica follows a redis-server primary and serves no replicas of its own";
+
+/// The RDB's read buffer is the link's own input ([`Host::load_rdb`]
+/// reads through it unbuffered: a buffer here would read past the RDB
+/// into the command stream).
 impl amalgam_repl::Host for Shared {
+    fn load_rdb(&self, r: &mut dyn std::io::Read) -> Result<u64, String> {
+        use amalgam_commands::rdbfile::{self, Unloadable};
+        self.store.flush_all();
+        let unloadable = if self.args.rdb_unloadable == "skip" { Unloadable::Skip } else { Unloadable::Stop };
+        let bulk = self.proto_max_bulk_len.load(std::sync::atomic::Ordering::Relaxed);
+        let limits = amalgam_persist::rdb::file::Limits {
+            value_bytes_max: usize::try_from(bulk).unwrap_or(usize::MAX),
+            file_bytes_max: u64::MAX,
+        };
+        let loaded = rdbfile::load(
+            r,
+            &self.store,
+            &self.databases,
+            &self.thresholds.load(),
+            self.args.max_item_size,
+            limits,
+            unloadable,
+            &mut |line| log::warn!("replication: the primary's RDB: {line}"),
+        )?;
+        if !loaded.functions.is_empty() {
+            let payload = rdbfile::functions_payload(&loaded.functions);
+            crate::scripting::install_replicated(self, &payload);
+        }
+        // The load wrote past the log: a snapshot holds it (as a start's
+        // RDB load, `rdbfile::after_load`).
+        if let Some(p) = &self.persist {
+            p.snapshot().map_err(|e| format!("the snapshot after loading the primary's RDB: {e}"))?;
+        }
+        Ok(loaded.keys)
+    }
+
+    fn command_feed(&self, client: Arc<amalgam_net::clients::Client>) -> Box<dyn amalgam_repl::CommandFeed> {
+        let shared = self.arc().expect("a link runs while the server is up");
+        let session = crate::resp::Session::primary(self, client);
+        Box::new(PrimaryClient { shared, stats: Box::default(), session, out: Vec::new() })
+    }
+
     fn repl(&self) -> &Replication {
         &self.repl
     }
@@ -58,6 +102,32 @@ impl amalgam_repl::Host for Shared {
     }
     fn failover_rejected(&self, why: &str) {
         crate::failover::rejected(self, why);
+    }
+}
+
+/// Redis's master client (issue 37 §1): applies a redis-server
+/// primary's stream on the link's thread through the RESP front end's
+/// own path ([`crate::resp::process`]), with counters of its own (each
+/// worker's have one writer), its replies dropped.
+struct PrimaryClient {
+    shared: Arc<Shared>,
+    stats: Box<crate::stats::WorkerStats>,
+    session: crate::resp::Session,
+    out: Vec<u8>,
+}
+
+impl amalgam_repl::CommandFeed for PrimaryClient {
+    fn feed(&mut self, buf: &[u8]) -> Result<(usize, bool), String> {
+        let shared = &*self.shared;
+        let ks = shared.keyspace(&self.stats.ops);
+        self.session.auth.renew(&shared.acl);
+        let (mut pos, mut close) = (0, false);
+        crate::resp::process(shared, &self.stats, &ks, &mut self.session, buf, &mut pos, &mut self.out, &mut close);
+        if close {
+            return Err(format!("the primary's stream: {}", String::from_utf8_lossy(&self.out).trim_end()));
+        }
+        self.out.clear();
+        Ok((pos, std::mem::take(&mut self.session.getack)))
     }
 }
 
@@ -153,6 +223,10 @@ pub(crate) fn run(
             }
             if ctx.shared.failover.running() {
                 push_error(out, b"NOMASTERLINK Can't SYNC while failing over");
+            } else if ctx.shared.repl.follows_redis() {
+                // Its backlog holds the redis-server primary's RESP
+                // stream, which no Amalgam replica reads (issue 37 §2).
+                push_error(out, ERR_CHAINED_FROM_REDIS.as_bytes());
             } else if ctx.shared.repl.is_replica() && !ctx.shared.repl.link_up() {
                 push_error(out, b"NOMASTERLINK Can't SYNC while not connected with my master");
             } else {
@@ -197,7 +271,9 @@ fn replconf(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: 
         } else if opt.eq_ignore_ascii_case(b"ip-address") {
             ctx.session.repl_ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"getack") {
-            // From a replica on a plain connection: no reply, as Redis.
+            // From a replica on a plain connection: no reply, as Redis. A
+            // redis-server primary's GETACK: the link acks (`amalgam-repl`).
+            ctx.session.getack |= ctx.session.primary && opt.eq_ignore_ascii_case(b"getack");
             return;
         } else if !(opt.eq_ignore_ascii_case(b"capa")
             || opt.eq_ignore_ascii_case(b"rdb-only")

@@ -186,7 +186,7 @@ pub struct Session {
     /// The selected database (SELECT; `amalgam_commands::db`).
     pub(crate) db: usize,
     /// The connection's user and whether it must authenticate (`acl.rs`).
-    auth: acl::Auth,
+    pub(crate) auth: acl::Auth,
     /// Its channels and patterns, while it holds any (`pubsub.rs`).
     pubsub: Option<Box<pubsub::State>>,
     /// CLIENT TRACKING's state, while on (`tracking.rs`).
@@ -208,6 +208,10 @@ pub struct Session {
     /// argument reads as empty: taken by that SET, dropped (freed) after
     /// the command whatever it did.
     pub(crate) prepared: Option<crate::inplace::Receiving>,
+    /// Redis's master client ([`Session::primary`]).
+    pub(crate) primary: bool,
+    /// A `REPLCONF GETACK` reached the master client: its link acks.
+    pub(crate) getack: bool,
 }
 
 impl Session {
@@ -215,11 +219,26 @@ impl Session {
     /// as `token` of `worker`.
     pub fn new(shared: &Shared, sock: &impl amalgam_net::socket::Socket, worker: usize, token: usize) -> Session {
         let id = shared.next_client_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Session::with_client(shared, shared.clients.add(id, sock, worker, token))
+    }
+
+    /// Redis's master client (issue 37 §1, `repl.rs`): applies a
+    /// redis-server primary's stream as `client` (the link's entry), as a
+    /// user no rule refuses, exempt from READONLY, MASTERDOWN, CLIENT
+    /// PAUSE and BUSY (the link holds the stream during a pause itself).
+    pub(crate) fn primary(shared: &Shared, client: Arc<Client>) -> Session {
+        let mut s = Session::with_client(shared, client);
+        s.auth = acl::Auth::superuser(&shared.acl);
+        s.primary = true;
+        s
+    }
+
+    fn with_client(shared: &Shared, client: Arc<Client>) -> Session {
         Session {
             parser: Parser::new(),
             proto: Proto::Resp2,
-            id,
-            client: shared.clients.add(id, sock, worker, token),
+            id: client.id,
+            client,
             reply: Reply::On,
             monitor: None,
             gets: Vec::new(),
@@ -239,6 +258,8 @@ impl Session {
             woff: 0,
             fed_mark: 0,
             prepared: None,
+            primary: false,
+            getack: false,
         }
     }
 
@@ -1070,6 +1091,9 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
 #[cold]
 #[inline(never)]
 fn replication_refused(ctx: &Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], out: &mut Vec<u8>) -> bool {
+    if ctx.session.primary {
+        return false;
+    }
     let Some(s) = spec.filter(|s| arity_ok(s.arity, args.len())) else { return false };
     let repl = &ctx.shared.repl;
     if s.flags.contains(&"write") || multi::key_spec_of(s, args).flags.contains(&"write") {

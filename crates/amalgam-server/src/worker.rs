@@ -90,17 +90,7 @@ impl<'w> Reach<'w> {
             shared,
             worker: id,
             stats,
-            ks: amalgam_commands::Keyspace {
-                store: &shared.store,
-                thresholds: &shared.thresholds,
-                host: shared,
-                counters: &stats.ops,
-                item_size_max: shared.args.max_item_size,
-                logged: shared.persist.is_some(),
-                streamed: shared.repl.journal_flag(),
-                databases: &shared.databases,
-                notify: &shared.notify,
-            },
+            ks: shared.keyspace(&stats.ops),
             mc: amalgam_memcache::Worker {
                 store: &shared.store,
                 counters: &stats.ops,

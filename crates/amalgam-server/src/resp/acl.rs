@@ -171,6 +171,20 @@ impl Auth {
         a
     }
 
+    /// Redis's master client's state: a user no rule refuses,
+    /// authenticated, and never refreshed from the ACL ([`fresh`] finds
+    /// its epoch current: [`Auth::renew`]).
+    pub fn superuser(acl: &Acl) -> Auth {
+        let epoch = acl.epoch.load(Ordering::Acquire);
+        let user = Arc::new(User::default_user());
+        Auth { user, authenticated: true, required: false, open: true, epoch }
+    }
+
+    /// Keeps a [`Auth::superuser`] current (ACL changes are not its).
+    pub fn renew(&mut self, acl: &Acl) {
+        self.epoch = acl.epoch.load(Ordering::Acquire);
+    }
+
     /// Recomputes `required` and `open`; `default_nopass` is the default
     /// user's state now.
     fn settle(&mut self, default_nopass: bool) {

@@ -189,6 +189,10 @@ impl Pause {
 #[cold]
 #[inline(never)]
 pub(crate) fn hold(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>]) -> bool {
+    if ctx.session.primary {
+        // Redis's master client: its link holds the stream instead.
+        return false;
+    }
     let Some(until) = ctx.shared.pause.postpones(ctx, spec, args) else { return false };
     if !super::blocking::postpone(ctx, until) {
         return false;

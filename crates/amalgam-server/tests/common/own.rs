@@ -31,11 +31,17 @@ impl Own {
     }
 }
 
+/// The directory of the redis-server of the test's own on `port`.
+fn redis_dir(port: u16) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("amalgam-test-redis-{port}"))
+}
+
 impl Drop for Own {
     fn drop(&mut self) {
-        if let Own::Redis(child, _) = self {
+        if let Own::Redis(child, addr) = self {
             let _ = child.kill();
             let _ = child.wait();
+            let _ = std::fs::remove_dir_all(redis_dir(addr.port()));
         }
     }
 }
@@ -47,9 +53,21 @@ pub fn own_server(args: &[&str]) -> Option<Own> {
     if external_resp_addr().is_none() {
         return resp_private(args).map(Own::Amalgam);
     }
+    redis_server(args)
+}
+
+/// A redis-server of the test's own started from `PATH` with `args`,
+/// whichever server the suite runs against (a test of interop with
+/// Redis: issue 37); None (with a note) when there is none.
+pub fn redis_server(args: &[&str]) -> Option<Own> {
     let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    // A directory of its own: a replica of a disk-based sync writes the
+    // RDB it receives there (never into the source tree, nor another's).
+    let dir = redis_dir(port);
+    std::fs::create_dir_all(&dir).ok()?;
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+        .args(["--dir", dir.to_str()?])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
