@@ -228,10 +228,44 @@ pub fn save(
         std::process::id()
     ));
     let file = std::fs::File::create(&tmp)?;
+    let result = write(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file), store, dbs, t, functions, used_mem, &[])
+        .and_then(|(b, keys)| {
+            let f = b.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            let bytes = f.metadata()?.len();
+            std::fs::rename(&tmp, path)?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+            Ok((bytes, keys))
+        });
+    match result {
+        Ok((bytes, keys)) => Ok(Saved { keys, bytes, elapsed: start.elapsed() }),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Writes every live key of `store` into `w` as an RDB (module notes),
+/// with `functions` before the keys and `aux` after the usual aux fields
+/// (a replication sync's `repl-id`, `repl-offset`): `w` back, and the
+/// keys written. Writes happen in the snapshot's callbacks, under bucket
+/// locks: give a buffered file, never a socket a slow peer could stall.
+pub fn write<W: io::Write + Send + 'static>(
+    w: W,
+    store: &Store,
+    dbs: &Databases,
+    t: &Thresholds,
+    functions: &[Vec<u8>],
+    used_mem: u64,
+    aux: &[(&str, &[u8])],
+) -> io::Result<(W, u64)> {
     let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let aux = file::save_aux(now_s, used_mem);
-    let mut w =
-        FileWriter::new(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file), aux.iter().map(|(k, v)| (*k, &v[..])))?;
+    let base = file::save_aux(now_s, used_mem);
+    let all = base.iter().map(|(k, v)| (*k, &v[..])).chain(aux.iter().copied());
+    let mut w = FileWriter::new(w, all)?;
     for code in functions {
         w.function(code)?;
     }
@@ -242,28 +276,11 @@ pub fn save(
         Arc::new(Sink { state: Mutex::new(SinkState { w: Some(w), db: None, keys: 0, error: None }), db_of, t: *t });
     store.snapshot(sink.clone(), || ());
     let mut s = sink.state.lock().unwrap_or_else(|e| e.into_inner());
-    let done = match (s.error.take(), s.w.take()) {
-        (Some(e), _) => Err(e),
-        (None, Some(w)) => w.finish().and_then(|b| b.into_inner().map_err(|e| e.into_error())),
-        (None, None) => Err(io::Error::other("the RDB writer is gone")),
-    };
     let keys = s.keys;
-    drop(s);
-    let result = done.and_then(|f| {
-        f.sync_all()?;
-        let bytes = f.metadata()?.len();
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)?.sync_all()?;
-        }
-        Ok(bytes)
-    });
-    match result {
-        Ok(bytes) => Ok(Saved { keys, bytes, elapsed: start.elapsed() }),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
+    match (s.error.take(), s.w.take()) {
+        (Some(e), _) => Err(e),
+        (None, Some(w)) => Ok((w.finish()?, keys)),
+        (None, None) => Err(io::Error::other("the RDB writer is gone")),
     }
 }
 

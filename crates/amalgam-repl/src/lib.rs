@@ -32,6 +32,13 @@
 //! so every offset (acks, INFO, the next PSYNC) is Redis's and a dropped
 //! link continues with a partial resync. Such a replica serves no
 //! replicas of its own (its backlog holds RESP) and keeps no state file.
+//!
+//! ## Redis's tools as replicas (issue 37 §2, in part)
+//! Amalgam's replicas say `REPLCONF capa amalgam`. A peer that does not
+//! and wants an RDB only (`redis-cli --rdb`) is served one from the
+//! store (`send.rs`, [`Host::write_rdb`]); a redis-server replica, which
+//! would need the command stream after it, is refused by the RESP front
+//! end until that stream exists.
 
 //! ## Threads
 //! * The primary hands a connection that said PSYNC (or SYNC) out of its
@@ -171,6 +178,13 @@ pub trait Host: Send + Sync + Sized + 'static {
     /// RDB read from `r` (keys, expiries, FUNCTION's libraries). The keys
     /// loaded, or why the load stopped (the link then drops and retries).
     fn load_rdb(&self, r: &mut dyn std::io::Read) -> Result<u64, String>;
+    /// Writes an RDB of the store as it is now into `file` (a full sync
+    /// for a Redis tool, `redis-cli --rdb`), with `aux` after the usual
+    /// aux fields: `file` back, and the keys written.
+    fn write_rdb(&self, file: std::fs::File, aux: &[(&str, &[u8])]) -> std::io::Result<(std::fs::File, u64)>;
+    /// Where such an RDB is written before it is sent (`--dir`, else the
+    /// system's temporary directory).
+    fn sync_dir(&self) -> std::path::PathBuf;
     /// A Redis primary's command stream, applied by the server's own
     /// command path ([`CommandFeed`]), as `client` (the link's CLIENT
     /// LIST entry, flagged as the master's).
@@ -209,6 +223,12 @@ pub struct Psync {
     pub listening_port: u16,
     /// REPLCONF ip-address, if said.
     pub ip_address: Option<String>,
+    /// `REPLCONF capa amalgam`: an Amalgam replica, served the native
+    /// snapshot and stream. Anything else is a Redis tool wanting an RDB
+    /// only ([`Psync::sync`], `REPLCONF rdb-only 1`): `send.rs`.
+    pub amalgam: bool,
+    /// The command was SYNC (no `+FULLRESYNC` line before the payload).
+    pub sync: bool,
 }
 
 /// A replica connected to this primary.

@@ -286,7 +286,9 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
     let port = shared.resp_port().to_string();
     send_command(&mut w, &["REPLCONF", "listening-port", &port])?;
     let _ = input.line(link)?;
-    send_command(&mut w, &["REPLCONF", "capa", "eof", "capa", "psync2"])?;
+    // `capa amalgam`: the native format, please (a redis-server ignores
+    // capabilities it does not know).
+    send_command(&mut w, &["REPLCONF", "capa", "eof", "capa", "psync2", "capa", "amalgam"])?;
     let _ = input.line(link)?;
     let (replid, _, offset, _) = r.backlog.ids();
     // A node that holds a stream (synced before, or a former primary)

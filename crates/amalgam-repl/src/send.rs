@@ -6,7 +6,7 @@ use crate::{
     SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
 };
 use amalgam_persist::repl::{self as stream, Attach};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,6 +40,9 @@ fn serve<H: Host>(
     pending: Vec<u8>,
     client: Option<Arc<amalgam_net::clients::Client>>,
 ) -> std::io::Result<()> {
+    if !req.amalgam {
+        return serve_rdb(&**shared, sock, req);
+    }
     let r = shared.repl();
     sock.set_nonblocking(false)?;
     sock.set_nodelay(true)?;
@@ -167,6 +170,49 @@ fn serve<H: Host>(
     lock(&r.peers).retain(|p| !Arc::ptr_eq(p, &peer));
     r.wake_waiters();
     result
+}
+
+/// A Redis tool's full sync (issue 37 §2, `redis-cli --rdb`): the store
+/// as an RDB, written first to a file in [`Host::sync_dir`] (the
+/// snapshot writes under bucket locks, so never into a socket a slow peer
+/// could stall; a disk-based sync, as Redis's own `repl-diskless-sync
+/// no`), then sent as `$<len>` and its bytes (after `+FULLRESYNC` for
+/// PSYNC), then the connection closes: no command stream follows (the
+/// RESP front end refuses a Redis replica that wants one).
+fn serve_rdb<H: Host>(shared: &H, mut sock: TcpStream, req: &Psync) -> std::io::Result<()> {
+    sock.set_nonblocking(false)?;
+    let r = shared.repl();
+    let (replid, _, offset, _) = r.backlog.ids();
+    if !req.sync {
+        sock.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
+    }
+    let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
+    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+    // The file's name goes at once: its descriptor keeps the bytes, and
+    // no crash leaves it behind.
+    let _ = std::fs::remove_file(&path);
+    let t = Instant::now();
+    let offset_text = offset.to_string();
+    let aux: [(&str, &[u8]); 3] =
+        [("repl-stream-db", b"0"), ("repl-id", replid.as_bytes()), ("repl-offset", offset_text.as_bytes())];
+    let (mut file, keys) = shared.write_rdb(file, &aux)?;
+    let len = file.stream_position()?;
+    file.rewind()?;
+    sock.write_all(format!("${len}\r\n").as_bytes())?;
+    let sent = std::io::copy(&mut file.take(len), &mut sock)?;
+    r.sync_full.fetch_add(1, Ordering::Relaxed);
+    log::warn!(
+        "RDB sync for a Redis tool at {}: {keys} keys, {sent} bytes in {:.3} s",
+        sock.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+        t.elapsed().as_secs_f64()
+    );
+    let _ = sock.shutdown(Shutdown::Both);
+    Ok(())
+}
+
+/// Nanoseconds since the epoch (a temporary file's unique name).
+fn unix_now_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
 /// Reads a replica's `REPLCONF ACK <offset>` commands; anything else

@@ -13,6 +13,13 @@ const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instance
                                    4.0 if a replica is configured to be writable (which is not the default) writes \
                                    to replicas are just local and are not propagated.";
 
+/// The buffer between a Redis tool's RDB and its file.
+const RDB_WRITE_BUFFER_BYTES: usize = 1 << 20;
+
+/// PSYNC from a redis-server replica, whose command stream is not served.
+const ERR_REDIS_REPLICA: &str = "NOMASTERLINK Amalgam does not stream commands to a redis-server replica yet: \
+                                 use redis-cli --rdb, SAVE's RDB file or MIGRATE to copy its keys";
+
 /// PSYNC to a replica of a redis-server primary.
 const ERR_CHAINED_FROM_REDIS: &str =
     "NOMASTERLINK this replica follows a redis-server primary and serves no replicas of its own";
@@ -50,6 +57,25 @@ impl amalgam_repl::Host for Shared {
             p.snapshot().map_err(|e| format!("the snapshot after loading the primary's RDB: {e}"))?;
         }
         Ok(loaded.keys)
+    }
+
+    fn write_rdb(&self, file: std::fs::File, aux: &[(&str, &[u8])]) -> std::io::Result<(std::fs::File, u64)> {
+        let codes: Vec<Vec<u8>> = self.scripts.functions.list().iter().map(|l| l.code.to_vec()).collect();
+        let st = self.store.stats();
+        let (w, keys) = amalgam_commands::rdbfile::write(
+            std::io::BufWriter::with_capacity(RDB_WRITE_BUFFER_BYTES, file),
+            &self.store,
+            &self.databases,
+            &self.thresholds.load(),
+            &codes,
+            st.item_bytes + st.index_bytes,
+            aux,
+        )?;
+        Ok((w.into_inner().map_err(|e| e.into_error())?, keys))
+    }
+
+    fn sync_dir(&self) -> std::path::PathBuf {
+        self.args.dir.clone().unwrap_or_else(std::env::temp_dir)
     }
 
     fn command_feed(&self, client: Arc<amalgam_net::clients::Client>) -> Box<dyn amalgam_repl::CommandFeed> {
@@ -236,11 +262,25 @@ pub(crate) fn run(
                     }
                     _ => ("?".into(), -1),
                 };
+                // A redis-server replica (no `capa amalgam`) wants the
+                // command stream after its RDB, which is not served yet
+                // (issue 37 §2): NOMASTERLINK makes it try again later
+                // (an ERR would make it fall back to SYNC, a full sync
+                // each second). A Redis tool that wants the RDB alone
+                // (`redis-cli --rdb`: REPLCONF rdb-only 1, or SYNC from
+                // a peer that named no port) gets it.
+                let rdb_only = ctx.session.repl_rdb_only || (cmd == Cmd::Sync && ctx.session.repl_port == 0);
+                if !ctx.session.repl_amalgam && !rdb_only {
+                    push_error(out, ERR_REDIS_REPLICA.as_bytes());
+                    return crate::resp::After::Continue;
+                }
                 ctx.session.handoff = Some(Box::new(Psync {
                     replid,
                     offset,
                     listening_port: ctx.session.repl_port,
                     ip_address: ctx.session.repl_ip.clone(),
+                    amalgam: ctx.session.repl_amalgam,
+                    sync: cmd == Cmd::Sync,
                 }));
                 // Ends the connection's turns as QUIT does; the worker
                 // then hands it over instead of closing it
@@ -275,10 +315,11 @@ fn replconf(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: 
             // redis-server primary's GETACK: the link acks (`amalgam-repl`).
             ctx.session.getack |= ctx.session.primary && opt.eq_ignore_ascii_case(b"getack");
             return;
-        } else if !(opt.eq_ignore_ascii_case(b"capa")
-            || opt.eq_ignore_ascii_case(b"rdb-only")
-            || opt.eq_ignore_ascii_case(b"rdb-filter-only"))
-        {
+        } else if opt.eq_ignore_ascii_case(b"capa") {
+            ctx.session.repl_amalgam |= val.eq_ignore_ascii_case(b"amalgam");
+        } else if opt.eq_ignore_ascii_case(b"rdb-only") {
+            ctx.session.repl_rdb_only = &val[..] == b"1";
+        } else if !opt.eq_ignore_ascii_case(b"rdb-filter-only") {
             return push_error(
                 out,
                 format!("ERR Unrecognized REPLCONF option: {}", String::from_utf8_lossy(opt)).as_bytes(),

@@ -25,6 +25,9 @@ fn a_replica_that_sends_garbage_is_dropped_and_the_primary_serves_on() {
     assert_eq!(r.call(&["REPLCONF", "listening-port", "70000"]), "-ERR value is not an integer or out of range\r\n");
     assert_eq!(r.call(&["REPLCONF", "listening-port", "7001"]), "+OK\r\n");
     assert_eq!(r.call(&["REPLCONF", "nonsense", "x"]), "-ERR Unrecognized REPLCONF option: nonsense\r\n");
+    // An Amalgam replica says so (a Redis one is refused: the stream it
+    // would need is not served, resp_repl_rdb_out.rs).
+    assert_eq!(r.call(&["REPLCONF", "capa", "eof", "capa", "psync2", "capa", "amalgam"]), "+OK\r\n");
     r.send(&["PSYNC", "?", "-1"]);
     let head = r.reply();
     assert!(head.starts_with("+FULLRESYNC "), "{head:?}");
