@@ -477,7 +477,7 @@ impl Backlog {
     /// The cut of a full sync: activates the backlog (a primary's journal
     /// feeds it from now on) and registers a reader from the next byte.
     /// Returns the replication id and offset the replica starts at.
-    fn cut(&self) -> (String, u64, ReaderId) {
+    pub fn cut(&self) -> (String, u64, ReaderId) {
         let mut r = lock(&self.ring);
         r.active = true;
         if !r.following {

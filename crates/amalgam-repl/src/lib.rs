@@ -33,12 +33,12 @@
 //! link continues with a partial resync. Such a replica serves no
 //! replicas of its own (its backlog holds RESP) and keeps no state file.
 //!
-//! ## Redis's tools as replicas (issue 37 §2, in part)
+//! ## Redis's replicas and tools (issue 37 §2)
 //! Amalgam's replicas say `REPLCONF capa amalgam`. A peer that does not
 //! and wants an RDB only (`redis-cli --rdb`) is served one from the
-//! store (`send.rs`, [`Host::write_rdb`]); a redis-server replica, which
-//! would need the command stream after it, is refused by the RESP front
-//! end until that stream exists.
+//! store (`send.rs`, [`Host::write_rdb`]); a redis-server replica gets
+//! the RDB and then Redis's command stream made from the backlog's
+//! records (`redis_out.rs`, whose notes say how and what it costs).
 
 //! ## Threads
 //! * The primary hands a connection that said PSYNC (or SYNC) out of its
@@ -79,6 +79,7 @@
 //! supported: replication over TLS, diskless-load options.
 
 mod link;
+mod redis_out;
 mod report;
 mod send;
 pub use link::replicaof;
@@ -181,7 +182,18 @@ pub trait Host: Send + Sync + Sized + 'static {
     /// Writes an RDB of the store as it is now into `file` (a full sync
     /// for a Redis tool, `redis-cli --rdb`), with `aux` after the usual
     /// aux fields: `file` back, and the keys written.
-    fn write_rdb(&self, file: std::fs::File, aux: &[(&str, &[u8])]) -> std::io::Result<(std::fs::File, u64)>;
+    /// `before_cut` runs at the snapshot's cut.
+    fn write_rdb(
+        &self,
+        file: std::fs::File,
+        aux: &[(&str, &[u8])],
+        before_cut: &mut dyn FnMut(),
+    ) -> std::io::Result<(std::fs::File, u64)>;
+    /// Appends to `out` the Redis commands that give a redis-server
+    /// replica the key `stored` (its stored form, database included) as
+    /// it is now (`redis_out.rs`): `SELECT` when its database is not
+    /// `db`'s (then `db` is it), and `RESTORE … REPLACE ABSTTL` or `DEL`.
+    fn redis_key_state(&self, stored: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>);
     /// Where such an RDB is written before it is sent (`--dir`, else the
     /// system's temporary directory).
     fn sync_dir(&self) -> std::path::PathBuf;
@@ -229,6 +241,8 @@ pub struct Psync {
     pub amalgam: bool,
     /// The command was SYNC (no `+FULLRESYNC` line before the payload).
     pub sync: bool,
+    /// The peer wants the RDB alone (`redis-cli --rdb`): no stream.
+    pub rdb_only: bool,
 }
 
 /// A replica connected to this primary.
@@ -247,6 +261,9 @@ pub struct Peer {
     /// leave.
     pub kill: AtomicBool,
     sock: TcpStream,
+    /// A redis-server replica's offsets (`redis_out.rs`): it acks offsets
+    /// of the RESP stream it was sent, mapped to the backlog's here.
+    offsets: Option<redis_out::AckMap>,
 }
 
 impl Peer {
@@ -379,6 +396,11 @@ pub const STATE_FILE: &str = "replication.state";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Nanoseconds since the epoch (a temporary file's unique name).
+fn unix_now_nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
 fn unix_now() -> u64 {

@@ -2,8 +2,8 @@
 //! thread of its own (the full sync, then the backlog) and an ack reader.
 
 use crate::{
-    lock, unix_now, Host, Peer, Psync, FULL_SYNC_CPU_PERCENT, HANDSHAKE_LINE_BYTES_MAX, REPL_PING_EVERY,
-    SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
+    lock, unix_now, unix_now_nanos, Host, Peer, Psync, FULL_SYNC_CPU_PERCENT, HANDSHAKE_LINE_BYTES_MAX,
+    REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
 };
 use amalgam_persist::repl::{self as stream, Attach};
 use std::io::{Read, Seek, Write};
@@ -40,7 +40,7 @@ fn serve<H: Host>(
     pending: Vec<u8>,
     client: Option<Arc<amalgam_net::clients::Client>>,
 ) -> std::io::Result<()> {
-    if !req.amalgam {
+    if req.rdb_only {
         return serve_rdb(&**shared, sock, req);
     }
     let r = shared.repl();
@@ -58,6 +58,7 @@ fn serve<H: Host>(
         online: AtomicBool::new(false),
         kill: AtomicBool::new(false),
         sock: sock.try_clone()?,
+        offsets: (!req.amalgam).then(crate::redis_out::AckMap::default),
     });
     lock(&r.peers).push(Arc::clone(&peer));
     let listed = client.map(|c| {
@@ -76,89 +77,11 @@ fn serve<H: Host>(
                 .spawn(move || read_acks(&*shared, &peer, rd, pending))?
         };
         let mut w = sock;
-        let attach = match req.offset {
-            o if o >= 0 && req.replid != "?" => r.backlog.attach(&req.replid, o as u64),
-            _ => Attach::Full,
+        let out = if req.amalgam {
+            stream_native(shared, &mut w, req, &peer)
+        } else {
+            crate::redis_out::stream(&**shared, &mut w, &peer, req.sync)
         };
-        let reader_id = match attach {
-            Attach::Continue { reader, replid } => {
-                r.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
-                w.write_all(format!("+CONTINUE {replid}\r\n").as_bytes())?;
-                log::warn!("Partial resynchronization request from {}:{} accepted", peer.ip, peer.port);
-                reader
-            }
-            Attach::Full => {
-                if req.replid != "?" {
-                    r.sync_partial_err.fetch_add(1, Ordering::Relaxed);
-                }
-                r.sync_full.fetch_add(1, Ordering::Relaxed);
-                r.attach_journal(shared.store());
-                log::warn!(
-                    "Replica {}:{} asks for synchronization; full sync from a fork-less snapshot",
-                    peer.ip,
-                    peer.port
-                );
-                let preamble = |id: &str, off: u64| format!("+FULLRESYNC {id} {off}\r\n").into_bytes();
-                let sync = stream::full_sync(shared.store(), &r.backlog, &mut w, &preamble, FULL_SYNC_CPU_PERCENT)?;
-                // The FUNCTION libraries follow in the stream (every
-                // replica installs the set again: harmless).
-                shared.feed_functions();
-                log::warn!(
-                    "Synchronization with replica {}:{} succeeded ({} items, {} bytes)",
-                    peer.ip,
-                    peer.port,
-                    sync.stats.items,
-                    sync.bytes
-                );
-                sync.reader
-            }
-        };
-        peer.online.store(true, Ordering::Relaxed);
-        // Asked at once, so the replica's first ack (and INFO's offset)
-        // does not wait for its periodic one.
-        r.backlog.request_acks();
-        let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
-        let mut last_sent = Instant::now();
-        let out = loop {
-            if peer.kill.load(Ordering::Relaxed) || shared.shutting_down() {
-                break Ok(());
-            }
-            buf.clear();
-            let polling = last_sent.elapsed() < SENDER_POLL_WINDOW;
-            let wait = if polling { Duration::ZERO } else { SENDER_WAIT };
-            match r.backlog.read_next(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
-                Ok(stream::Read::Copied(0)) => {
-                    if polling {
-                        std::thread::sleep(SENDER_POLL_SLEEP);
-                        continue;
-                    }
-                    if last_sent.elapsed() >= REPL_PING_EVERY {
-                        // An idle primary's ping: the replica acks it.
-                        r.backlog.request_acks();
-                        last_sent = Instant::now();
-                    }
-                    continue;
-                }
-                Ok(stream::Read::Copied(_)) => {
-                    last_sent = Instant::now();
-                    if let Err(e) = w.write_all(&buf) {
-                        break Err(e);
-                    }
-                }
-                // A large record's bytes, written from the chunk the
-                // backlog shares with the log (no copy).
-                Ok(stream::Read::Shared(chunk, range)) => {
-                    last_sent = Instant::now();
-                    if let Err(e) = w.write_all(&chunk[range]) {
-                        break Err(e);
-                    }
-                }
-                Err(stream::Gone) => {
-                    break Err(std::io::Error::other("the replica fell further behind than the backlog keeps"))
-                }
-            }
-        };
-        r.backlog.detach(reader_id);
         let _ = w.shutdown(Shutdown::Both);
         let _ = reader.join();
         out
@@ -170,6 +93,97 @@ fn serve<H: Host>(
     lock(&r.peers).retain(|p| !Arc::ptr_eq(p, &peer));
     r.wake_waiters();
     result
+}
+
+/// An Amalgam replica's sync: a partial resync from the backlog, or the
+/// native full sync (the fork-less snapshot), then the backlog's bytes as
+/// they come, until the replica leaves.
+fn stream_native<H: Host>(shared: &Arc<H>, w: &mut TcpStream, req: &Psync, peer: &Peer) -> std::io::Result<()> {
+    let r = shared.repl();
+    let attach = match req.offset {
+        o if o >= 0 && req.replid != "?" => r.backlog.attach(&req.replid, o as u64),
+        _ => Attach::Full,
+    };
+    let reader_id = match attach {
+        Attach::Continue { reader, replid } => {
+            r.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+            w.write_all(format!("+CONTINUE {replid}\r\n").as_bytes())?;
+            log::warn!("Partial resynchronization request from {}:{} accepted", peer.ip, peer.port);
+            reader
+        }
+        Attach::Full => {
+            if req.replid != "?" {
+                r.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+            }
+            r.sync_full.fetch_add(1, Ordering::Relaxed);
+            r.attach_journal(shared.store());
+            log::warn!(
+                "Replica {}:{} asks for synchronization; full sync from a fork-less snapshot",
+                peer.ip,
+                peer.port
+            );
+            let preamble = |id: &str, off: u64| format!("+FULLRESYNC {id} {off}\r\n").into_bytes();
+            let sync = stream::full_sync(shared.store(), &r.backlog, w, &preamble, FULL_SYNC_CPU_PERCENT)?;
+            // The FUNCTION libraries follow in the stream (every
+            // replica installs the set again: harmless).
+            shared.feed_functions();
+            log::warn!(
+                "Synchronization with replica {}:{} succeeded ({} items, {} bytes)",
+                peer.ip,
+                peer.port,
+                sync.stats.items,
+                sync.bytes
+            );
+            sync.reader
+        }
+    };
+    peer.online.store(true, Ordering::Relaxed);
+    // Asked at once, so the replica's first ack (and INFO's offset)
+    // does not wait for its periodic one.
+    r.backlog.request_acks();
+    let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
+    let mut last_sent = Instant::now();
+    let out = loop {
+        if peer.kill.load(Ordering::Relaxed) || shared.shutting_down() {
+            break Ok(());
+        }
+        buf.clear();
+        let polling = last_sent.elapsed() < SENDER_POLL_WINDOW;
+        let wait = if polling { Duration::ZERO } else { SENDER_WAIT };
+        match r.backlog.read_next(reader_id, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
+            Ok(stream::Read::Copied(0)) => {
+                if polling {
+                    std::thread::sleep(SENDER_POLL_SLEEP);
+                    continue;
+                }
+                if last_sent.elapsed() >= REPL_PING_EVERY {
+                    // An idle primary's ping: the replica acks it.
+                    r.backlog.request_acks();
+                    last_sent = Instant::now();
+                }
+                continue;
+            }
+            Ok(stream::Read::Copied(_)) => {
+                last_sent = Instant::now();
+                if let Err(e) = w.write_all(&buf) {
+                    break Err(e);
+                }
+            }
+            // A large record's bytes, written from the chunk the
+            // backlog shares with the log (no copy).
+            Ok(stream::Read::Shared(chunk, range)) => {
+                last_sent = Instant::now();
+                if let Err(e) = w.write_all(&chunk[range]) {
+                    break Err(e);
+                }
+            }
+            Err(stream::Gone) => {
+                break Err(std::io::Error::other("the replica fell further behind than the backlog keeps"))
+            }
+        }
+    };
+    r.backlog.detach(reader_id);
+    out
 }
 
 /// A Redis tool's full sync (issue 37 §2, `redis-cli --rdb`): the store
@@ -195,7 +209,7 @@ fn serve_rdb<H: Host>(shared: &H, mut sock: TcpStream, req: &Psync) -> std::io::
     let offset_text = offset.to_string();
     let aux: [(&str, &[u8]); 3] =
         [("repl-stream-db", b"0"), ("repl-id", replid.as_bytes()), ("repl-offset", offset_text.as_bytes())];
-    let (mut file, keys) = shared.write_rdb(file, &aux)?;
+    let (mut file, keys) = shared.write_rdb(file, &aux, &mut || ())?;
     let len = file.stream_position()?;
     file.rewind()?;
     sock.write_all(format!("${len}\r\n").as_bytes())?;
@@ -210,11 +224,6 @@ fn serve_rdb<H: Host>(shared: &H, mut sock: TcpStream, req: &Psync) -> std::io::
     Ok(())
 }
 
-/// Nanoseconds since the epoch (a temporary file's unique name).
-fn unix_now_nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-}
-
 /// Reads a replica's `REPLCONF ACK <offset>` commands; anything else
 /// drops the replica.
 fn read_acks<H: Host>(shared: &H, peer: &Peer, mut sock: TcpStream, mut buf: Vec<u8>) {
@@ -225,7 +234,7 @@ fn read_acks<H: Host>(shared: &H, peer: &Peer, mut sock: TcpStream, mut buf: Vec
             match next_ack(&buf[pos..]) {
                 Ok(Some((used, off))) => {
                     pos += used;
-                    peer.ack.fetch_max(off, Ordering::AcqRel);
+                    peer.ack.fetch_max(peer.backlog_offset(off), Ordering::AcqRel);
                     peer.last_ack.store(unix_now(), Ordering::Relaxed);
                 }
                 Ok(None) => break,
@@ -272,11 +281,14 @@ fn next_ack(buf: &[u8]) -> Result<Option<(usize, u64)>, &'static str> {
     let Some(head) = take_line(buf, &mut pos) else {
         return if buf.len() > HANDSHAKE_LINE_BYTES_MAX { Err(NOT_AN_ACK) } else { Ok(None) };
     };
-    if head != b"*3" {
-        return Err(NOT_AN_ACK);
-    }
-    let mut words: [&[u8]; 3] = [&[]; 3];
-    for w in &mut words {
+    // Redis 7.0's replicas say `REPLCONF ACK <offset> FACK <aof offset>`.
+    let count = match head {
+        b"*3" => 3,
+        b"*5" => 5,
+        _ => return Err(NOT_AN_ACK),
+    };
+    let mut words: [&[u8]; 5] = [&[]; 5];
+    for w in &mut words[..count] {
         let Some(len) = take_line(buf, &mut pos) else { return Ok(None) };
         let n = len
             .strip_prefix(b"$")
@@ -293,7 +305,10 @@ fn next_ack(buf: &[u8]) -> Result<Option<(usize, u64)>, &'static str> {
         *w = &buf[pos..pos + n];
         pos += n + 2;
     }
-    if !words[0].eq_ignore_ascii_case(b"replconf") || !words[1].eq_ignore_ascii_case(b"ack") {
+    if !words[0].eq_ignore_ascii_case(b"replconf")
+        || !words[1].eq_ignore_ascii_case(b"ack")
+        || (count == 5 && !words[3].eq_ignore_ascii_case(b"fack"))
+    {
         return Err(NOT_AN_ACK);
     }
     let off = std::str::from_utf8(words[2]).ok().and_then(|d| d.parse::<u64>().ok()).ok_or(NOT_AN_ACK)?;
@@ -311,6 +326,8 @@ mod tests {
         for cut in 0..ack.len() {
             assert_eq!(next_ack(&ack[..cut]), Ok(None), "a prefix of {cut} bytes");
         }
+        let fack = b"*5\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$3\r\n123\r\n$4\r\nFACK\r\n$2\r\n99\r\n";
+        assert_eq!(next_ack(fack), Ok(Some((fack.len(), 123))));
         let lower = b"*3\r\n$8\r\nreplconf\r\n$3\r\nack\r\n$1\r\n0\r\n";
         assert_eq!(next_ack(lower), Ok(Some((lower.len(), 0))));
         for bad in [

@@ -16,10 +16,6 @@ const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instance
 /// The buffer between a Redis tool's RDB and its file.
 const RDB_WRITE_BUFFER_BYTES: usize = 1 << 20;
 
-/// PSYNC from a redis-server replica, whose command stream is not served.
-const ERR_REDIS_REPLICA: &str = "NOMASTERLINK Amalgam does not stream commands to a redis-server replica yet: \
-                                 use redis-cli --rdb, SAVE's RDB file or MIGRATE to copy its keys";
-
 /// PSYNC to a replica of a redis-server primary.
 const ERR_CHAINED_FROM_REDIS: &str =
     "NOMASTERLINK this replica follows a redis-server primary and serves no replicas of its own";
@@ -59,7 +55,12 @@ impl amalgam_repl::Host for Shared {
         Ok(loaded.keys)
     }
 
-    fn write_rdb(&self, file: std::fs::File, aux: &[(&str, &[u8])]) -> std::io::Result<(std::fs::File, u64)> {
+    fn write_rdb(
+        &self,
+        file: std::fs::File,
+        aux: &[(&str, &[u8])],
+        before_cut: &mut dyn FnMut(),
+    ) -> std::io::Result<(std::fs::File, u64)> {
         let codes: Vec<Vec<u8>> = self.scripts.functions.list().iter().map(|l| l.code.to_vec()).collect();
         let st = self.store.stats();
         let (w, keys) = amalgam_commands::rdbfile::write(
@@ -70,8 +71,42 @@ impl amalgam_repl::Host for Shared {
             &codes,
             st.item_bytes + st.index_bytes,
             aux,
+            before_cut,
         )?;
         Ok((w.into_inner().map_err(|e| e.into_error())?, keys))
+    }
+
+    fn redis_key_state(&self, stored: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>) {
+        use amalgam_protocol::resp::{push_array, push_bulk};
+        let (ns, name) = amalgam_engine::namespace::split(stored);
+        let Some(d) = self.databases.database_of(ns) else { return };
+        if *db != Some(d) {
+            push_array(out, 2);
+            push_bulk(out, b"SELECT");
+            push_bulk(out, d.to_string().as_bytes());
+            *db = Some(d);
+        }
+        // Under the key's bucket lock: a lock-free read could still see
+        // the key as it was before the change whose record is being sent
+        // (the writer journals under the lock, then publishes), and no
+        // later record would put that right.
+        let t = self.thresholds.load();
+        match self.store.atomically(&[stored], || amalgam_commands::dump::payload_in(&self.store, &t, stored)) {
+            Some((payload, expiry)) => {
+                push_array(out, 6);
+                push_bulk(out, b"RESTORE");
+                push_bulk(out, name);
+                push_bulk(out, expiry.unix_millis().unwrap_or(0).to_string().as_bytes());
+                push_bulk(out, &payload);
+                push_bulk(out, b"REPLACE");
+                push_bulk(out, b"ABSTTL");
+            }
+            None => {
+                push_array(out, 2);
+                push_bulk(out, b"DEL");
+                push_bulk(out, name);
+            }
+        }
     }
 
     fn sync_dir(&self) -> std::path::PathBuf {
@@ -262,18 +297,12 @@ pub(crate) fn run(
                     }
                     _ => ("?".into(), -1),
                 };
-                // A redis-server replica (no `capa amalgam`) wants the
-                // command stream after its RDB, which is not served yet
-                // (issue 37 §2): NOMASTERLINK makes it try again later
-                // (an ERR would make it fall back to SYNC, a full sync
-                // each second). A Redis tool that wants the RDB alone
-                // (`redis-cli --rdb`: REPLCONF rdb-only 1, or SYNC from
-                // a peer that named no port) gets it.
+                // An Amalgam replica says `capa amalgam` (the native
+                // sync); a redis-server replica gets an RDB and Redis's
+                // command stream, a Redis tool that wants the RDB alone
+                // (`redis-cli --rdb`: REPLCONF rdb-only 1, or SYNC from a
+                // peer that named no port) the RDB (amalgam-repl).
                 let rdb_only = ctx.session.repl_rdb_only || (cmd == Cmd::Sync && ctx.session.repl_port == 0);
-                if !ctx.session.repl_amalgam && !rdb_only {
-                    push_error(out, ERR_REDIS_REPLICA.as_bytes());
-                    return crate::resp::After::Continue;
-                }
                 ctx.session.handoff = Some(Box::new(Psync {
                     replid,
                     offset,
@@ -281,6 +310,7 @@ pub(crate) fn run(
                     ip_address: ctx.session.repl_ip.clone(),
                     amalgam: ctx.session.repl_amalgam,
                     sync: cmd == Cmd::Sync,
+                    rdb_only: rdb_only && !ctx.session.repl_amalgam,
                 }));
                 // Ends the connection's turns as QUIT does; the worker
                 // then hands it over instead of closing it

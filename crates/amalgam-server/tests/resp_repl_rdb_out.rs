@@ -3,15 +3,14 @@
 //! and a redis-server loads, with every key, database and expiry. The
 //! server is an amalgam of the test's own, or in CI's Redis pass (every
 //! `resp_*` file) a redis-server, which proves the expectations are what
-//! redis-cli gets from Redis. A redis-server replica asking Amalgam for
-//! the command stream, which is not served yet, is told so.
+//! redis-cli gets from Redis. (A redis-server replica of Amalgam:
+//! resp_repl_to_redis.rs.)
 mod common;
 use common::own::{own_server, redis_server, Own};
 use common::resp::*;
 use common::*;
 use std::net::TcpStream;
 use std::process::Command;
-use std::time::Duration;
 
 fn connect(own: &Own) -> Resp {
     Resp::from_stream(TcpStream::connect(own.addr()).expect("connect"))
@@ -68,19 +67,4 @@ fn redis_cli_rdb_writes_a_file_redis_loads() {
     assert!((900..=1000).contains(&ttl), "the expiry travels: TTL {ttl}");
     assert_eq!(l.call(&["SELECT", "3"]), "+OK\r\n");
     assert_eq!(l.call(&["ZSCORE", "z", "a"]), bulk("1.5"));
-}
-
-#[test]
-fn a_redis_replica_is_told_the_stream_is_not_served() {
-    let Some(server) = resp_private(&[]) else { return };
-    let mut c = Resp::new(&server);
-    c.call(&["SET", "k", "v"]);
-    let port = server.resp_addr().port().to_string();
-    let Some(replica) = redis_server(&["--replicaof", "127.0.0.1", &port]) else { return };
-    let mut r = connect(&replica);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(r.info_field("replication", "master_link_status").as_deref(), Some("down"));
-    // Its PSYNC was refused as "try later", not with a full sync: the
-    // server's RDB syncs count none.
-    assert_eq!(c.info_field("stats", "sync_full").as_deref(), Some("0"));
 }

@@ -31,6 +31,7 @@
 #![allow(dead_code)]
 
 pub mod acked;
+pub mod contents;
 pub mod own;
 pub mod resp;
 

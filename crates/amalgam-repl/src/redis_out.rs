@@ -1,0 +1,272 @@
+//! # A redis-server replica of Amalgam (issue 37 §2)
+//!
+//! Redis's full sync and command stream, made from Amalgam's.
+//!
+//! **Full sync.** `+FULLRESYNC <replid> <offset>`, then the store as an
+//! RDB: the fork-less snapshot written to an unlinked file first (its
+//! sink writes under bucket locks, so never into a socket a slow replica
+//! could stall), then sent as `$<len>` and its bytes. `<offset>` is the
+//! backlog's at the snapshot's cut, where the stream below begins.
+//!
+//! **Stream: state, not changes.** Each record of the backlog from the
+//! cut on becomes Redis commands that set the state the record names,
+//! read when the record is sent ([`Host::redis_key_state`]): a key's
+//! record (PUT, PUT_TYPED, META, OP, DELETE) becomes `RESTORE key <unix
+//! ms> <its DUMP> REPLACE ABSTTL`, or `DEL key` once it is gone, after a
+//! `SELECT` when the database changes; FLUSH becomes `FLUSHALL`; the
+//! FUNCTION libraries `FUNCTION RESTORE <payload> FLUSH`; GETACK
+//! `REPLCONF GETACK *`. Why state: the snapshot is fuzzy at its cut (a
+//! write racing it is both in the image and after it: harmless for a
+//! command that sets state, not for a replayed LPUSH), and Amalgam's OP
+//! records describe changes to its own encodings. Reading the key when
+//! its record is sent converges: a key's last record is sent after its
+//! last change, so what is read then is its final value; in between the
+//! replica may see a key ahead of the keys before it in the stream (it
+//! is asynchronous, as any Redis replica). The cost: a change to a large
+//! collection sends the whole collection (a ZADD into 100,000 members
+//! sends them all): this stream is for moving off Amalgam and for keeping
+//! a Redis replica as a safety net, not for write-heavy large
+//! collections. A memcached item's flags, and `flush_all` with a delay,
+//! have no Redis form and are not sent.
+//!
+//! **Offsets.** The replica counts the bytes of the RESP stream it is
+//! sent, from `<offset>` on; its acks are mapped back to backlog offsets
+//! through [`Peer`]'s `offsets` (the pairs at each send's end and before
+//! each GETACK), so WAIT and INFO count it as any replica. A reconnect
+//! is a full sync: the two offsets share no space a PSYNC could continue
+//! in.
+
+use crate::{lock, unix_now_nanos, Host, Peer, REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT};
+use amalgam_persist::format::{self, Bad, Record};
+use amalgam_persist::repl::{self as stream, ReaderId};
+use std::io::{Seek, Write};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// The most offset pairs a replica's map keeps (older ones are dropped:
+/// an ack then maps to an older, lower backlog offset, never a higher).
+const OFFSET_PAIRS_MAX: usize = 4096;
+
+/// Serves a redis-server replica: the RDB full sync, then the stream,
+/// until it leaves.
+pub(crate) fn stream<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, sync: bool) -> std::io::Result<()> {
+    let r = shared.repl();
+    r.sync_full.fetch_add(1, Ordering::Relaxed);
+    r.attach_journal(shared.store());
+    let t = Instant::now();
+    let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
+    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+    let _ = std::fs::remove_file(&path);
+    let mut cut = None;
+    let written = shared.write_rdb(file, &[], &mut || cut = Some(r.backlog.cut()));
+    let Some((replid, offset, reader)) = cut else {
+        return Err(written.err().unwrap_or_else(|| std::io::Error::other("the snapshot's cut did not run")));
+    };
+    let out = (|| {
+        let (mut file, keys) = written?;
+        let len = file.stream_position()?;
+        file.rewind()?;
+        // SYNC (Redis's pre-2.8 replicas) has no `+FULLRESYNC` line.
+        if !sync {
+            w.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
+        }
+        w.write_all(format!("${len}\r\n").as_bytes())?;
+        std::io::copy(&mut std::io::Read::take(file, len), w)?;
+        log::warn!(
+            "Synchronization with redis-server replica {}:{} succeeded ({keys} keys, {len} bytes of RDB in {:.3} s)",
+            peer.ip,
+            peer.port,
+            t.elapsed().as_secs_f64()
+        );
+        send_stream(shared, w, peer, reader, offset)
+    })();
+    r.backlog.detach(reader);
+    out
+}
+
+/// The stream from the cut (`offset`, read through `reader`) on.
+fn send_stream<H: Host>(
+    shared: &H,
+    w: &mut TcpStream,
+    peer: &Peer,
+    reader: ReaderId,
+    offset: u64,
+) -> std::io::Result<()> {
+    let r = shared.repl();
+    peer.online.store(true, Ordering::Relaxed);
+    // Asked at once, so the replica's first ack does not wait a second.
+    r.backlog.request_acks();
+    let (mut sent, mut pending_at) = (offset, offset);
+    note(peer, sent, offset);
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
+    let mut out = Vec::new();
+    let mut db = None;
+    let mut last_sent = Instant::now();
+    // Bounded by the replica: each pass reads the backlog or waits.
+    loop {
+        if peer.kill.load(Ordering::Relaxed) || shared.shutting_down() {
+            return Ok(());
+        }
+        buf.clear();
+        let polling = last_sent.elapsed() < SENDER_POLL_WINDOW;
+        let wait = if polling { std::time::Duration::ZERO } else { SENDER_WAIT };
+        match r.backlog.read_next(reader, &mut buf, stream::SEND_CHUNK_BYTES, wait) {
+            Ok(stream::Read::Copied(0)) => {
+                if polling {
+                    std::thread::sleep(SENDER_POLL_SLEEP);
+                } else if last_sent.elapsed() >= REPL_PING_EVERY {
+                    r.backlog.request_acks();
+                    last_sent = Instant::now();
+                }
+                continue;
+            }
+            Ok(stream::Read::Copied(_)) => pending.extend_from_slice(&buf),
+            Ok(stream::Read::Shared(chunk, range)) => pending.extend_from_slice(&chunk[range]),
+            Err(stream::Gone) => {
+                return Err(std::io::Error::other("the replica fell further behind than the backlog keeps"))
+            }
+        }
+        let mut pos = 0;
+        // Bounded: each record takes bytes of `pending`.
+        loop {
+            match format::read_record(&pending[pos..]) {
+                Ok((rec, n)) => {
+                    if matches!(rec, Record::GetAck) {
+                        // The replica acks what it had before this GETACK.
+                        w.write_all(&out)?;
+                        sent += out.len() as u64;
+                        out.clear();
+                        note(peer, sent, pending_at + pos as u64);
+                    }
+                    translate(shared, &rec, &mut db, &mut out);
+                    pos += n;
+                }
+                Err(Bad::Torn) => break,
+                Err(Bad::Corrupt(why)) => {
+                    return Err(std::io::Error::other(format!("a corrupt record in the backlog: {why}")))
+                }
+            }
+        }
+        pending.drain(..pos);
+        pending_at += pos as u64;
+        if !out.is_empty() {
+            w.write_all(&out)?;
+            sent += out.len() as u64;
+            out.clear();
+            last_sent = Instant::now();
+        }
+        note(peer, sent, pending_at);
+    }
+}
+
+/// The Redis commands for one record (module notes), appended to `out`;
+/// `db` is the database the replica has selected.
+fn translate<H: Host>(shared: &H, rec: &Record<'_>, db: &mut Option<usize>, out: &mut Vec<u8>) {
+    use amalgam_protocol::resp::{push_array, push_bulk};
+    match rec {
+        Record::Put { key, .. }
+        | Record::PutTyped { key, .. }
+        | Record::Meta { key, .. }
+        | Record::Op { key, .. }
+        | Record::Delete { key } => shared.redis_key_state(key, db, out),
+        Record::Flush { .. } => {
+            push_array(out, 1);
+            push_bulk(out, b"FLUSHALL");
+        }
+        Record::Functions { payload } => {
+            push_array(out, 4);
+            push_bulk(out, b"FUNCTION");
+            push_bulk(out, b"RESTORE");
+            push_bulk(out, payload);
+            push_bulk(out, b"FLUSH");
+        }
+        Record::GetAck => {
+            push_array(out, 3);
+            push_bulk(out, b"REPLCONF");
+            push_bulk(out, b"GETACK");
+            push_bulk(out, b"*");
+        }
+        Record::FlushAt { .. } => log::debug!("replication: a delayed flush_all has no Redis form; not sent"),
+        _ => {}
+    }
+}
+
+/// Notes that the RESP stream's `sent` bytes carry the backlog up to
+/// `backlog` (a redis-server replica's [`AckMap`]).
+fn note(peer: &Peer, sent: u64, backlog: u64) {
+    if let Some(m) = &peer.offsets {
+        m.note(sent, backlog);
+    }
+}
+
+/// A redis-server replica's acks (offsets of the RESP stream it was
+/// sent) mapped to backlog offsets: pairs (stream bytes sent, backlog
+/// offset they carry), oldest first, at most [`OFFSET_PAIRS_MAX`].
+#[derive(Debug, Default)]
+pub(crate) struct AckMap(std::sync::Mutex<std::collections::VecDeque<(u64, u64)>>);
+
+impl AckMap {
+    fn note(&self, sent: u64, backlog: u64) {
+        let mut m = lock(&self.0);
+        if m.back().is_some_and(|&(s, _)| s == sent) {
+            m.pop_back();
+        }
+        if m.len() >= OFFSET_PAIRS_MAX {
+            m.pop_front();
+        }
+        m.push_back((sent, backlog));
+    }
+
+    /// The backlog offset an ack of `acked` stands for: that of the
+    /// latest pair it covers (0 if none; older pairs are dropped, acks
+    /// only grow).
+    pub(crate) fn backlog_offset(&self, acked: u64) -> u64 {
+        let mut m = lock(&self.0);
+        let mut found = 0;
+        // Bounded by OFFSET_PAIRS_MAX.
+        while let Some(&(sent, backlog)) = m.front() {
+            if sent > acked {
+                break;
+            }
+            found = backlog;
+            if m.len() == 1 {
+                break;
+            }
+            m.pop_front();
+        }
+        found
+    }
+}
+
+impl Peer {
+    /// The backlog offset a replica's ack of `acked` stands for: its own
+    /// for an Amalgam replica, mapped for a redis-server one.
+    pub(crate) fn backlog_offset(&self, acked: u64) -> u64 {
+        self.offsets.as_ref().map_or(acked, |m| m.backlog_offset(acked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_map_to_the_backlog_offset_of_the_latest_send_they_cover() {
+        let m = AckMap::default();
+        m.note(100, 100);
+        m.note(150, 400);
+        m.note(150, 420); // nothing sent: the later backlog offset wins
+        m.note(180, 500);
+        assert_eq!(m.backlog_offset(99), 0);
+        assert_eq!(m.backlog_offset(100), 100);
+        assert_eq!(m.backlog_offset(170), 420);
+        assert_eq!(m.backlog_offset(180), 500);
+        assert_eq!(m.backlog_offset(10_000), 500, "the last pair stays");
+        for i in 0..(OFFSET_PAIRS_MAX as u64 + 10) {
+            m.note(1_000 + i, 2_000 + i);
+        }
+        assert_eq!(lock(&m.0).len(), OFFSET_PAIRS_MAX);
+    }
+}
