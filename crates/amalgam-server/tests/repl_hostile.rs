@@ -1,6 +1,7 @@
 //! Replication under bad input (issue 22, crate::repl): a "replica" that
 //! sends garbage after PSYNC is dropped and the primary serves on; a
-//! "primary" that sends garbage (no snapshot, a corrupt record) makes the
+//! "primary" that sends garbage (no snapshot, a corrupt record; in a
+//! redis-server's forms, a bad RDB, mark or command stream) makes the
 //! replica drop the link, keep serving reads, and retry. Amalgam-only (the
 //! stream is Amalgam's own format): skipped against memcached or an
 //! external server. The well-behaved paths, against Amalgam and Redis,
@@ -97,6 +98,24 @@ fn a_replica_fed_garbage_keeps_serving_and_reconnects() {
     bad.extend_from_slice(&[5, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 2, 1, b'k']);
     // The replica retries (once a second): a second session proves it.
     let s2 = fake_primary_session(&listener, &bad);
+    // A redis-server's forms (issue 37 §1), hostile: an RDB that is not
+    // one, a length past what it sends, an EOF mark it never sends, a
+    // bad mark line, a valid RDB whose value is garbage, and a command
+    // stream that is not RESP.
+    let mut rdb = b"$EOF:0123456789012345678901234567890123456789\r\nREDIS0010".to_vec();
+    rdb.extend_from_slice(&[0x00, 0x01, b'k', 0xc3, 0xff, 0xff, 0xff, 0x7f]);
+    // Each session is closed once sent (else a replica waiting for the
+    // rest would wait for repl-timeout).
+    for after in [
+        &b"$20\r\nnot an rdb at all...."[..],
+        b"$99999999999\r\nREDIS0010",
+        b"$EOF:0123456789012345678901234567890123456789\r\nREDIS0010\xff\0\0\0\0\0\0\0\0",
+        b"$EOF:short\r\n",
+        &rdb,
+        b"$18\r\nREDIS0010\xff\0\0\0\0\0\0\0\0*1\r\n$-7\r\n\x00garbage",
+    ] {
+        drop(fake_primary_session(&listener, after));
+    }
     let s3 = fake_primary_session(&listener, b"");
     drop((s1, s2));
     // All along it serves reads, refuses writes, and says its link is down.
