@@ -1134,3 +1134,65 @@ def test_sentinel_fails_over_without_losing_acknowledged_writes(tmp_path):
             s.kill()
         for n in nodes:
             n.kill()
+
+
+@pytest.mark.skipif(
+    SENTINEL_BIN is None or not REDIS_BIN, reason="redis-sentinel or redis-server is not installed"
+)
+def test_sentinel_moves_a_redis_primary_to_the_node(tmp_path):
+    """The move from Redis with no downtime (docs/operations.md, issue 37
+    §5): the node under test follows a running redis-server as its replica
+    (the RDB, then the command stream), Sentinel watches the Redis primary
+    and, told to (SENTINEL FAILOVER), promotes the node; the old Redis
+    primary then follows the node (issue 37 §2 for an amalgam node) and
+    every acknowledged write is on both. Against redis-server it is Redis
+    to Redis: the proof that this is what Sentinel does with a Redis pair."""
+    tmp = str(tmp_path)
+    folder = os.path.join(tmp, "redis-primary")
+    os.makedirs(folder)
+    rport = free_port()
+    old = Node(
+        [REDIS_BIN, "--port", str(rport), "--bind", "127.0.0.1", "--save", "", "--dir", folder,
+         "--repl-diskless-sync-delay", "0"],
+        rport,
+        os.path.join(folder, "redis.log"),
+    )
+    node = start_node(free_port(), replicaof=rport, conf_dir=tmp)
+    sentinels = []
+    try:
+        run_load(old.port, seed=37, ops=OPS_PER_WRITER)
+        assert wait_replicas(old.c, 1) == 1
+        wait_until(lambda: same_contents(dump(old.c), dump(node.c)) is None, "the node holds Redis's keys")
+        for _ in range(SENTINELS):
+            sentinels.append(SentinelProc(tmp, old.port))
+
+        def ready():
+            for s in sentinels:
+                m = s.c.sentinel_master("mymaster")
+                if m["num-slaves"] != 1 or m["num-other-sentinels"] != SENTINELS - 1:
+                    return False
+            return True
+
+        wait_until(ready, "every sentinel knows the node and the other sentinels", timeout=DISCOVERY_TIMEOUT_S)
+        before = dump(old.c)
+        assert sentinels[0].c.execute_command("SENTINEL", "FAILOVER", "mymaster")
+        sentinel = Sentinel([("127.0.0.1", s.port) for s in sentinels], socket_timeout=SENTINEL_SOCKET_TIMEOUT_S)
+        wait_until(
+            lambda: sentinel.discover_master("mymaster")[1] == node.port,
+            "Sentinel names the node the primary",
+            timeout=FAILOVER_DEADLINE_S,
+        )
+        assert raw(node.c, "ROLE")[0] == b"master"
+        assert same_contents(before, dump(node.c)) is None
+        # The old primary follows the node, and a write on the node
+        # reaches it.
+        wait_until(lambda: link_up(old), "the old Redis primary follows the node", timeout=FAILOVER_DEADLINE_S)
+        node.c.set("after:move", "1")
+        assert wait_replicas(node.c, 1) == 1
+        wait_until(lambda: old.c.get("after:move") == b"1", "the write reaches the old primary")
+        assert same_contents(dump(node.c), dump(old.c)) is None
+    finally:
+        for s in sentinels:
+            s.kill()
+        node.kill()
+        old.kill()

@@ -13,7 +13,8 @@
 //! read when the record is sent ([`Host::redis_key_state`]): a key's
 //! record (PUT, PUT_TYPED, META, OP, DELETE) becomes `RESTORE key <unix
 //! ms> <its DUMP> REPLACE ABSTTL`, or `DEL key` once it is gone, after a
-//! `SELECT` when the database changes; FLUSH becomes `FLUSHALL`; the
+//! `SELECT` when the database changes; a FLUSH that happened (not a snapshot's
+//! re-statement of the fence it found) becomes `FLUSHALL`; the
 //! FUNCTION libraries `FUNCTION RESTORE <payload> FLUSH`; GETACK
 //! `REPLCONF GETACK *`. Why state: the snapshot is fuzzy at its cut (a
 //! write racing it is both in the image and after it: harmless for a
@@ -58,8 +59,11 @@ pub(crate) fn stream<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, sync: 
     let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
     let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
     let _ = std::fs::remove_file(&path);
-    let mut cut = None;
-    let written = shared.write_rdb(file, &[], &mut || cut = Some(r.backlog.cut()));
+    let (mut cut, mut fence) = (None, 0);
+    let written = shared.write_rdb(file, &[], &mut || {
+        cut = Some(r.backlog.cut());
+        fence = shared.store().flush_fence();
+    });
     let Some((replid, offset, reader)) = cut else {
         return Err(written.err().unwrap_or_else(|| std::io::Error::other("the snapshot's cut did not run")));
     };
@@ -79,7 +83,7 @@ pub(crate) fn stream<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, sync: 
             peer.port,
             t.elapsed().as_secs_f64()
         );
-        send_stream(shared, w, peer, reader, offset)
+        send_stream(shared, w, peer, reader, offset, fence)
     })();
     r.backlog.detach(reader);
     out
@@ -92,6 +96,7 @@ fn send_stream<H: Host>(
     peer: &Peer,
     reader: ReaderId,
     offset: u64,
+    fence: u64,
 ) -> std::io::Result<()> {
     let r = shared.repl();
     peer.online.store(true, Ordering::Relaxed);
@@ -102,7 +107,7 @@ fn send_stream<H: Host>(
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
     let mut out = Vec::new();
-    let mut db = None;
+    let mut s = Sent { db: None, fence };
     let mut last_sent = Instant::now();
     // Bounded by the replica: each pass reads the backlog or waits.
     loop {
@@ -140,7 +145,7 @@ fn send_stream<H: Host>(
                         out.clear();
                         note(peer, sent, pending_at + pos as u64);
                     }
-                    translate(shared, &rec, &mut db, &mut out);
+                    translate(shared, &rec, &mut s, &mut out);
                     pos += n;
                 }
                 Err(Bad::Torn) => break,
@@ -161,17 +166,30 @@ fn send_stream<H: Host>(
     }
 }
 
-/// The Redis commands for one record (module notes), appended to `out`;
-/// `db` is the database the replica has selected.
-fn translate<H: Host>(shared: &H, rec: &Record<'_>, db: &mut Option<usize>, out: &mut Vec<u8>) {
+/// What the replica has been sent so far that the next commands depend
+/// on.
+struct Sent {
+    /// The database it has selected.
+    db: Option<usize>,
+    /// The highest flush fence it has been sent (or the store's at the
+    /// snapshot's cut, which its RDB holds).
+    fence: u64,
+}
+
+/// The Redis commands for one record (module notes), appended to `out`.
+fn translate<H: Host>(shared: &H, rec: &Record<'_>, s: &mut Sent, out: &mut Vec<u8>) {
     use amalgam_protocol::resp::{push_array, push_bulk};
     match rec {
         Record::Put { key, .. }
         | Record::PutTyped { key, .. }
         | Record::Meta { key, .. }
         | Record::Op { key, .. }
-        | Record::Delete { key } => shared.redis_key_state(key, db, out),
-        Record::Flush { .. } => {
+        | Record::Delete { key } => shared.redis_key_state(key, &mut s.db, out),
+        // A snapshot re-states the flush fence it found (engine
+        // `journal_flush_state`, for the log's replay): only a fence past
+        // every one seen is a flush that happened.
+        Record::Flush { fence_cas } if *fence_cas > s.fence => {
+            s.fence = *fence_cas;
             push_array(out, 1);
             push_bulk(out, b"FLUSHALL");
         }

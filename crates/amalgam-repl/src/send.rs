@@ -186,6 +186,9 @@ fn stream_native<H: Host>(shared: &Arc<H>, w: &mut TcpStream, req: &Psync, peer:
     out
 }
 
+/// How much of a replica's unexpected bytes the log line shows.
+const ACK_SHOWN_BYTES: usize = 64;
+
 /// A Redis tool's full sync (issue 37 §2, `redis-cli --rdb`): the store
 /// as an RDB, written first to a file in [`Host::sync_dir`] (the
 /// snapshot writes under bucket locks, so never into a socket a slow peer
@@ -231,6 +234,11 @@ fn read_acks<H: Host>(shared: &H, peer: &Peer, mut sock: TcpStream, mut buf: Vec
     loop {
         let mut pos = 0;
         loop {
+            // A redis-server replica sends bare newlines while it loads
+            // the full sync (`replicationSendNewlineToMaster`).
+            while buf.get(pos).is_some_and(|&b| b == b'\n' || b == b'\r') {
+                pos += 1;
+            }
             match next_ack(&buf[pos..]) {
                 Ok(Some((used, off))) => {
                     pos += used;
@@ -239,7 +247,13 @@ fn read_acks<H: Host>(shared: &H, peer: &Peer, mut sock: TcpStream, mut buf: Vec
                 }
                 Ok(None) => break,
                 Err(why) => {
-                    log::warn!("replication: replica {}:{} sent {why}; dropped", peer.ip, peer.port);
+                    let head = &buf[pos..buf.len().min(pos + ACK_SHOWN_BYTES)];
+                    log::warn!(
+                        "replication: replica {}:{} sent {why} ({:?}); dropped",
+                        peer.ip,
+                        peer.port,
+                        String::from_utf8_lossy(head)
+                    );
                     peer.kill.store(true, Ordering::Relaxed);
                     let _ = sock.shutdown(Shutdown::Both);
                     shared.repl().backlog.wake_readers();
