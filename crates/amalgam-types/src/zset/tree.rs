@@ -594,9 +594,9 @@ impl Tree {
 
     /// Checks the structure (tests): counts, separators, links, order.
     #[cfg(test)]
-    pub(crate) fn check(&self, cmp: &mut dyn FnMut(Handle, Handle) -> Ordering) {
+    pub(crate) fn check(&self, cmp: &mut dyn FnMut(Handle, Handle) -> Ordering, score_of: ScoreOf<'_>) {
         let mut all = Vec::new();
-        self.check_rec(self.root, self.height, &mut all);
+        self.check_rec(self.root, self.height, &mut all, score_of);
         assert_eq!(all.len(), self.len);
         for w in all.windows(2) {
             assert_eq!(cmp(w[0], w[1]), Ordering::Less);
@@ -605,7 +605,7 @@ impl Tree {
     }
 
     #[cfg(test)]
-    fn check_rec(&self, node: u32, level: u32, out: &mut Vec<Handle>) -> usize {
+    fn check_rec(&self, node: u32, level: u32, out: &mut Vec<Handle>, score_of: ScoreOf<'_>) -> usize {
         if level == 0 {
             out.extend(&self.leaves[node as usize].items);
             return self.leaves[node as usize].items.len();
@@ -614,10 +614,13 @@ impl Tree {
         let mut total = 0;
         for (k, &kid) in n.kids.iter().enumerate() {
             let start = out.len();
-            let c = self.check_rec(kid, level - 1, out);
+            let c = self.check_rec(kid, level - 1, out, score_of);
             assert_eq!(c, n.counts[k] as usize);
             assert!(c > 0);
             assert_eq!(out[start], n.mins[k].h);
+            // A separator's score is its element's (a member rescored in
+            // place must leave no stale copy).
+            assert_eq!(n.mins[k].score.to_bits(), score_of(n.mins[k].h).to_bits());
             total += c;
         }
         total
