@@ -39,9 +39,10 @@ pub(crate) const SCORE_BYTES: usize = 8;
 
 #[inline]
 pub(crate) fn elem_score(e: &[u8]) -> f64 {
-    let mut b = [0u8; SCORE_BYTES];
-    b.copy_from_slice(&e[..SCORE_BYTES]);
-    f64::from_le_bytes(b)
+    match e.first_chunk::<SCORE_BYTES>() {
+        Some(b) => f64::from_le_bytes(*b),
+        None => unreachable!("zset element shorter than its score"),
+    }
 }
 
 #[inline]

@@ -66,15 +66,21 @@ struct Sep {
 }
 
 /// Orders an element (handle, and its score when the tree knows it)
-/// against the key being looked for.
-pub(crate) type Cmp<'a> = &'a mut dyn FnMut(Handle, Option<f64>) -> Ordering;
+/// against the key being looked for. The tree's writes are generic over
+/// it, so each caller's comparison is compiled into the descent's binary
+/// searches (no call through a pointer per comparison).
+pub(crate) trait Cmp: FnMut(Handle, Option<f64>) -> Ordering {}
+impl<F: FnMut(Handle, Option<f64>) -> Ordering> Cmp for F {}
+
+/// [`Target`]'s comparison type when it descends by rank (never called).
+type NoCmp = fn(Handle, Option<f64>) -> Ordering;
 /// An element's score (read from the arena).
 pub(crate) type ScoreOf<'a> = &'a dyn Fn(Handle) -> f64;
 
 /// What a removal descends to: an element by its key, or a rank
 /// (counted down to the rank inside the node the descent is at).
-enum Target<'a> {
-    Key(Handle, Cmp<'a>),
+enum Target<'a, C: Cmp> {
+    Key(Handle, &'a mut C),
     Rank(usize),
 }
 
@@ -257,7 +263,7 @@ impl Tree {
 
     /// Inserts `h`, whose key is not in the tree; `cmp(x)` orders element
     /// `x` against the key.
-    pub(crate) fn insert(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+    pub(crate) fn insert<C: Cmp>(&mut self, h: Handle, cmp: &mut C, score_of: ScoreOf<'_>) {
         if let Some((right, min, count)) = self.insert_rec(self.root, self.height, h, cmp, score_of) {
             let left = self.root;
             let left_min = self.first_of(left, self.height);
@@ -287,12 +293,12 @@ impl Tree {
 
     /// Returns the new right sibling (id, first handle, count) if `node`
     /// split.
-    fn insert_rec(
+    fn insert_rec<C: Cmp>(
         &mut self,
         node: u32,
         level: u32,
         h: Handle,
-        cmp: Cmp<'_>,
+        cmp: &mut C,
         score_of: ScoreOf<'_>,
     ) -> Option<(u32, Handle, u32)> {
         if level == 0 {
@@ -372,7 +378,7 @@ impl Tree {
 
     /// Removes `h`, which is in the tree; `cmp(x)` orders `x` against
     /// `h`'s key.
-    pub(crate) fn remove(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+    pub(crate) fn remove<C: Cmp>(&mut self, h: Handle, cmp: &mut C, score_of: ScoreOf<'_>) {
         self.remove_at(&mut Target::Key(h, cmp), score_of);
     }
 
@@ -381,11 +387,11 @@ impl Tree {
     /// (ZPOPMIN / ZPOPMAX and rank ranges: the front or back leaf).
     pub(crate) fn remove_rank(&mut self, r: usize, score_of: ScoreOf<'_>) -> Handle {
         assert!(r < self.len, "zset tree: removing rank {r} of {}", self.len);
-        let mut t = Target::Rank(r);
+        let mut t = Target::<NoCmp>::Rank(r);
         self.remove_at(&mut t, score_of)
     }
 
-    fn remove_at(&mut self, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
+    fn remove_at<C: Cmp>(&mut self, t: &mut Target<'_, C>, score_of: ScoreOf<'_>) -> Handle {
         let h = self.remove_rec(self.root, self.height, t, score_of);
         self.len -= 1;
         // Bounded by the height: collapse single-child roots.
@@ -398,7 +404,7 @@ impl Tree {
         h
     }
 
-    fn remove_rec(&mut self, node: u32, level: u32, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
+    fn remove_rec<C: Cmp>(&mut self, node: u32, level: u32, t: &mut Target<'_, C>, score_of: ScoreOf<'_>) -> Handle {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
             let pos = match t {
@@ -555,7 +561,7 @@ impl Tree {
     /// tree holds it: its leaf slot and any separator on its path. `cmp`
     /// orders elements against the moved element's key and must read
     /// `old`'s bytes through `new`.
-    pub(crate) fn repoint(&mut self, old: Handle, new: Handle, cmp: Cmp<'_>) {
+    pub(crate) fn repoint<C: Cmp>(&mut self, old: Handle, new: Handle, cmp: &mut C) {
         let mut node = self.root;
         // Bounded by the height.
         for _ in 0..self.height {
