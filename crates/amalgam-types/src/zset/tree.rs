@@ -20,7 +20,8 @@
 //! * Remove: a node under a quarter full merges with a neighbour when
 //!   both fit one node, so any two neighbours hold more than a quarter of
 //!   a node between them. The descent goes by key (ZREM: comparisons
-//!   read the arena) or by rank ([`Tree::remove_rank`]: the counts alone,
+//!   read the arena in inner nodes only at ties; in the leaf a scan finds
+//!   the handle itself) or by rank ([`Tree::remove_rank`]: the counts alone,
 //!   so ZPOPMIN reads no element on its way to the front leaf).
 //! * Height: log_{INNER_MAX/4..INNER_MAX}(n / leaf fill): 4 levels for
 //!   10^6 elements. Every loop below is bounded by the height or a node's
@@ -408,11 +409,14 @@ impl Tree {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
             let pos = match t {
-                Target::Key(h, cmp) => {
-                    let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
-                    assert!(items.get(pos) == Some(h), "zset tree: removing an element it does not hold");
-                    pos
-                }
+                // The key's descent ends in the one leaf that can hold `h`;
+                // there a scan for the handle (≤ LEAF_MAX words, no element
+                // read) finds it cheaper than a binary search whose every
+                // step reads an element at a random place in the arena.
+                Target::Key(h, _) => match items.iter().position(|x| x == h) {
+                    Some(pos) => pos,
+                    None => panic!("zset tree: removing an element it does not hold"),
+                },
                 Target::Rank(r) => *r,
             };
             return items.remove(pos);
@@ -573,9 +577,9 @@ impl Tree {
             }
             node = n.kids[i];
         }
+        // As in a removal: the leaf is found by key, the handle by a scan.
         let items = &mut self.leaves[node as usize].items;
-        let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
-        assert!(items.get(pos) == Some(&old), "zset tree: relocated element not found");
+        let pos = items.iter().position(|&x| x == old).expect("zset tree: relocated element not found");
         items[pos] = new;
     }
 
