@@ -19,6 +19,11 @@
 # OP=zpopmin PRELOAD=zadd KEYS=100000: the hot sorted set (redis-benchmark's
 # one key, `ZADD myzset:{tag} <rand> element:<rand>` KEYS times with
 # integer scores, then GETS pops; GETS below the members ZADD made).
+# PRELOAD_REQUESTS=N sends N preload requests instead of KEYS (at
+# pipeline PRELOAD_PIPELINE, default 1): OP=zadd PRELOAD=zadd KEYS=100000
+# PRELOAD_REQUESTS=600000 PRELOAD_PIPELINE=16 fills the one sorted set to
+# ~99.8% of its 100,000 possible members, so nearly every counted ZADD
+# moves an existing member to a new score.
 #
 # TLS=1 counts them over the TLS RESP port (--tls-port, test-only
 # certificates from scripts/tls-test-certs.sh; redis-benchmark --tls, so
@@ -36,12 +41,14 @@
 # ACL user `bench` with those rules (an --aclfile), so every request goes
 # through the permission check an unrestricted user skips.
 #
-# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [PRELOAD_REQUESTS=N] [PRELOAD_PIPELINE=P] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
 KEYS=${KEYS:-1000}
 PRELOAD=${PRELOAD:-set}
+PRELOAD_REQUESTS=${PRELOAD_REQUESTS:-$KEYS}
+PRELOAD_PIPELINE=${PRELOAD_PIPELINE:-1}
 TLS=${TLS:-0}
 AUTH=${AUTH:-}
 ACL_RULES=${ACL_RULES:-}
@@ -89,7 +96,7 @@ for bin in "$@"; do
   vpid=$!
   # Bounded: valgrind starts in seconds; 60 s at most.
   for _ in $(seq 600); do listening "$port" && break; sleep 0.1; done
-  redis-benchmark "${client[@]}" -t "$PRELOAD" -n "$KEYS" -r "$KEYS" -c 1 -q >/dev/null 2>&1
+  redis-benchmark "${client[@]}" -t "$PRELOAD" -n "$PRELOAD_REQUESTS" -r "$KEYS" -c 1 -P "$PRELOAD_PIPELINE" -q >/dev/null 2>&1
   row="$bin:"
   for p in 1 16; do
     ir=$(count "$vpid" "$dir" "p$p" "${client[@]}" -t "$OP" -n "$GETS" -r "$KEYS" -c 1 -P "$p")

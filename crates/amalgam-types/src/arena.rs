@@ -344,11 +344,34 @@ impl Arena {
     ///
     /// # Panics
     /// If `h` does not address an element of this arena (a caller bug).
+    #[inline]
     pub fn get(&self, h: Handle) -> &[u8] {
         let bytes = &self.pages[h.page()].bytes[h.offset()..];
+        // A body under 64 bytes has a one-byte header (the common case: a
+        // sorted set's comparisons read elements here in every descent).
+        if let Some(&b) = bytes.first() {
+            if b < 0x80 {
+                debug_assert!(u64::from(b) & DEAD_BIT == 0, "arena handle to a freed element");
+                return &bytes[1..1 + usize::from(b >> 1)];
+            }
+        }
         let (len, dead, n) = header(bytes).expect("arena handle addresses no element");
         debug_assert!(!dead, "arena handle to a freed element");
         &bytes[n..n + len]
+    }
+
+    /// The element's bytes, writable in place: its length, handle and
+    /// position cannot change (a sorted set rewrites a member's score
+    /// this way). Whatever indexes the element by its bytes is the
+    /// caller's to keep true.
+    ///
+    /// # Panics
+    /// If `h` does not address an element of this arena (a caller bug).
+    pub fn get_mut(&mut self, h: Handle) -> &mut [u8] {
+        let bytes = &mut self.pages[h.page()].bytes[h.offset()..];
+        let (len, dead, n) = header(bytes).expect("arena handle addresses no element");
+        debug_assert!(!dead, "arena handle to a freed element");
+        &mut bytes[n..n + len]
     }
 
     /// Replaces the element's bytes with the concatenation of `parts` in
@@ -637,6 +660,9 @@ mod tests {
         assert_eq!(a.get(h1), b"FIELDVALUE");
         assert!(!a.overwrite(h1, &[b"longer value"]));
         assert_eq!(a.get(h1), b"FIELDVALUE");
+        a.get_mut(h1)[..5].copy_from_slice(b"fIeLd");
+        assert_eq!(a.get(h1), b"fIeLdVALUE");
+        assert_eq!(a.get(h3), &big[..], "a write in place stays inside its element");
         assert_eq!(a.get(h2), b"");
         assert_eq!(a.get(h3), &big[..]);
         assert_eq!(a.len(), 3);

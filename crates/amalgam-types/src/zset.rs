@@ -100,6 +100,44 @@ pub enum AddOutcome {
     Skipped,
 }
 
+/// What an add does to a member, decided from its current score alone.
+enum Plan {
+    /// Absent: insert with this score.
+    Insert(f64),
+    /// Present: move to this (different) score.
+    Move(f64),
+    /// Nothing to change.
+    Done(AddOutcome),
+}
+
+/// Redis's `zsetAdd` rules: what ZADD (or ZINCRBY, `flags.incr`, with
+/// `score` the increment) does to a member whose current score is `cur`
+/// (None: absent). `score` is normalized.
+fn plan(cur: Option<f64>, score: f64, flags: AddFlags) -> Result<Plan, &'static str> {
+    let Some(cur) = cur else {
+        return Ok(if flags.xx { Plan::Done(AddOutcome::Skipped) } else { Plan::Insert(score) });
+    };
+    if flags.nx {
+        return Ok(Plan::Done(AddOutcome::Skipped));
+    }
+    let new = if flags.incr {
+        let v = cur + score;
+        if v.is_nan() {
+            return Err(ERR_NAN);
+        }
+        normalize(v)
+    } else {
+        score
+    };
+    if (flags.lt && new >= cur) || (flags.gt && new <= cur) {
+        return Ok(Plan::Done(AddOutcome::Skipped));
+    }
+    if new == cur {
+        return Ok(Plan::Done(AddOutcome::Unchanged(cur)));
+    }
+    Ok(Plan::Move(new))
+}
+
 /// A sorted set.
 pub struct ZSet {
     max_entries: usize,
@@ -576,47 +614,38 @@ impl ZSet {
     /// Err([`ERR_NAN`]) if an increment makes NaN. Redis's `zsetAdd`.
     pub fn add(&mut self, member: &[u8], score: f64, flags: AddFlags) -> Result<AddOutcome, &'static str> {
         let score = normalize(score);
-        match self.score(member) {
-            Some(cur) => {
-                if flags.nx {
-                    return Ok(AddOutcome::Skipped);
+        if let Repr::Large(l) = &mut self.repr {
+            // One hash and one table probe for the whole add; an updated
+            // member is rescored in place (`Large::rescore`).
+            let hash = l.hash(member);
+            let found = l.find_hashed(hash, member);
+            let cur = found.map(|h| l.score_at(h));
+            return Ok(match (plan(cur, score, flags)?, found, cur) {
+                (Plan::Insert(s), _, _) => {
+                    l.insert_new_hashed(hash, member, s);
+                    AddOutcome::Added(s)
                 }
-                let new = if flags.incr {
-                    let v = cur + score;
-                    if v.is_nan() {
-                        return Err(ERR_NAN);
-                    }
-                    normalize(v)
-                } else {
-                    score
-                };
-                if (flags.lt && new >= cur) || (flags.gt && new <= cur) {
-                    return Ok(AddOutcome::Skipped);
+                (Plan::Move(s), Some(h), Some(old)) => {
+                    l.rescore(h, old, s);
+                    AddOutcome::Updated(s)
                 }
-                if new == cur {
-                    return Ok(AddOutcome::Unchanged(cur));
-                }
-                self.set_score(member, new);
-                Ok(AddOutcome::Updated(new))
-            }
-            None if flags.xx => Ok(AddOutcome::Skipped),
-            None => {
-                self.insert_new(member, score);
-                Ok(AddOutcome::Added(score))
-            }
+                (Plan::Move(_), _, _) => unreachable!("zset: a move plans only for a present member"),
+                (Plan::Done(o), _, _) => o,
+            });
         }
-    }
-
-    /// Moves an existing member to `score`.
-    fn set_score(&mut self, member: &[u8], score: f64) {
-        match &mut self.repr {
-            Repr::Compact(_) => {
+        Ok(match plan(self.score(member), score, flags)? {
+            Plan::Insert(s) => {
+                self.insert_new(member, s);
+                AddOutcome::Added(s)
+            }
+            Plan::Move(s) => {
                 let owned = member.to_vec();
                 self.remove(&owned);
-                self.insert_new(&owned, score);
+                self.insert_new(&owned, s);
+                AddOutcome::Updated(s)
             }
-            Repr::Large(l) => l.update(member, score),
-        }
+            Plan::Done(o) => o,
+        })
     }
 
     /// ZCOUNT.

@@ -10,6 +10,10 @@
 //! a skiplist node with its level array, malloc's rounding (125 B for a
 //! 17-byte member).
 //!
+//! An update (ZADD of a new score, ZINCRBY) rewrites the score in place:
+//! the element keeps its length, so its handle, table slot and arena
+//! position stay, and only the tree moves it ([`Large::rescore`]).
+//!
 //! Removal frees the element and runs one bounded arena compaction step;
 //! the handles it moves are re-pointed in the table (by member hash and
 //! old handle, no reads) and in the tree (descending by the moved key; a
@@ -35,9 +39,10 @@ pub(crate) const SCORE_BYTES: usize = 8;
 
 #[inline]
 pub(crate) fn elem_score(e: &[u8]) -> f64 {
-    let mut b = [0u8; SCORE_BYTES];
-    b.copy_from_slice(&e[..SCORE_BYTES]);
-    f64::from_le_bytes(b)
+    match e.first_chunk::<SCORE_BYTES>() {
+        Some(b) => f64::from_le_bytes(*b),
+        None => unreachable!("zset element shorter than its score"),
+    }
 }
 
 #[inline]
@@ -105,21 +110,44 @@ impl Large {
         (elem_member(e), elem_score(e))
     }
 
+    /// The member table's hash of `member` (for the `*_hashed` calls, so
+    /// a ZADD hashes its member once).
+    #[inline]
+    pub(crate) fn hash(&self, member: &[u8]) -> u64 {
+        self.state.hash_one(member)
+    }
+
     pub(crate) fn find(&self, member: &[u8]) -> Option<Handle> {
+        self.find_hashed(self.hash(member), member)
+    }
+
+    /// [`Large::find`] with the member's [`Large::hash`].
+    pub(crate) fn find_hashed(&self, hash: u64, member: &[u8]) -> Option<Handle> {
         let arena = &self.arena;
-        self.index.find(self.state.hash_one(member), |&h| elem_member(arena.get(h)) == member).copied()
+        self.index.find(hash, |&h| elem_member(arena.get(h)) == member).copied()
     }
 
     pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
-        self.find(member).map(|h| elem_score(self.arena.get(h)))
+        self.find(member).map(|h| self.score_at(h))
+    }
+
+    /// The score of the member at `h`.
+    #[inline]
+    pub(crate) fn score_at(&self, h: Handle) -> f64 {
+        elem_score(self.arena.get(h))
     }
 
     /// Adds a member that is not in the set.
     pub(crate) fn insert_new(&mut self, member: &[u8], score: f64) {
+        self.insert_new_hashed(self.hash(member), member, score);
+    }
+
+    /// [`Large::insert_new`] with the member's [`Large::hash`].
+    pub(crate) fn insert_new_hashed(&mut self, hash: u64, member: &[u8], score: f64) {
         let h = self.arena.alloc(&[&score.to_le_bytes(), member]);
         let Large { arena, index, state, tree } = self;
         tree.insert(h, &mut |x, hint| cmp_hinted(arena, x, hint, score, member), &|x| elem_score(arena.get(x)));
-        index.insert_unique(state.hash_one(member), h, |&x| state.hash_one(elem_member(arena.get(x))));
+        index.insert_unique(hash, h, |&x| state.hash_one(elem_member(arena.get(x))));
     }
 
     /// Removes `member`; its score if it was there.
@@ -159,13 +187,27 @@ impl Large {
         (member, score)
     }
 
-    /// Moves `member` (present, with handle `h`) to `score`.
-    pub(crate) fn update(&mut self, member: &[u8], score: f64) {
-        // Remove then insert: O(log n) each; the arena keeps the freed
-        // bytes until compaction. `member` cannot point into the arena
-        // (`&mut self` is exclusive), so it needs no copy first.
-        self.remove(member);
-        self.insert_new(member, score);
+    /// Moves the member at `h`, whose score is `old`, to `score`.
+    ///
+    /// The element `[score][member]` keeps its length, so its score is
+    /// rewritten in place: the handle, the member table's slot and the
+    /// arena position (ZSCAN's order) all stay, nothing is freed, and no
+    /// compaction follows. Only the tree moves the handle: out by the old
+    /// key (while the arena still holds the old score), in by the new one.
+    /// No separator names `h` in between (a removal replaces every
+    /// separator that named the removed element), so none keeps the old
+    /// score.
+    pub(crate) fn rescore(&mut self, h: Handle, old: f64, score: f64) {
+        let Large { arena, tree, .. } = self;
+        {
+            let a = &*arena;
+            let member = elem_member(a.get(h));
+            tree.remove(h, &mut |x, hint| cmp_hinted(a, x, hint, old, member), &|x| elem_score(a.get(x)));
+        }
+        arena.get_mut(h)[..SCORE_BYTES].copy_from_slice(&score.to_le_bytes());
+        let a = &*arena;
+        let member = elem_member(a.get(h));
+        tree.insert(h, &mut |x, hint| cmp_hinted(a, x, hint, score, member), &|x| elem_score(a.get(x)));
     }
 
     /// The member at rank `r` (< len).
@@ -250,10 +292,13 @@ impl Large {
     #[cfg(test)]
     pub(crate) fn check(&self) {
         let arena = &self.arena;
-        self.tree.check(&mut |a, b| {
-            let (ea, eb) = (arena.get(a), arena.get(b));
-            cmp_key(ea, elem_score(eb), elem_member(eb))
-        });
+        self.tree.check(
+            &mut |a, b| {
+                let (ea, eb) = (arena.get(a), arena.get(b));
+                cmp_key(ea, elem_score(eb), elem_member(eb))
+            },
+            &|h| elem_score(arena.get(h)),
+        );
         assert_eq!(self.index.len(), self.tree.len());
         assert_eq!(arena.len(), self.tree.len());
         for h in self.tree.iter() {

@@ -152,3 +152,94 @@ fn sets_score_one_in_the_algebra() {
     assert_eq!(i.iter().map(|(m, s)| (m.to_vec(), s)).collect::<Vec<_>>(), [(b"7".to_vec(), 1.0)]);
     assert_eq!(diff(&[&s, &z], &th).len(), 2);
 }
+
+/// An updated member is rescored in place: its element keeps its handle
+/// (the member table is untouched) and its arena position (ZSCAN's order
+/// does not change), the arena neither grows nor compacts, and the tree
+/// (separator scores included, `check`) moves it to its new rank.
+#[test]
+fn updates_rescore_in_place() {
+    let mut z = ZSet::new(&t(0));
+    /// Members: a few arena pages and a tree of several levels' worth of
+    /// leaves.
+    const MEMBERS: u64 = 5_000;
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..MEMBERS {
+        let m = format!("member:{i}");
+        z.add(m.as_bytes(), (i % 50) as f64, AddFlags::default()).unwrap();
+        model.insert(m.into_bytes(), (i % 50) as f64);
+    }
+    let scan_order = |z: &ZSet| {
+        let mut v = Vec::new();
+        z.scan(0, usize::MAX, &mut |m, _| v.push(m.to_vec()));
+        v
+    };
+    let (order, Repr::Large(l)) = (scan_order(&z), &z.repr) else { panic!("large") };
+    let (arena_bytes, handles) = (l.arena.mem_bytes(), l.tree.iter().collect::<std::collections::HashSet<_>>());
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    // Bounded: a fixed number of updates, every one a move (ZADD to a new
+    // score, ZINCRBY, GT/LT that pass), some to a member's own
+    // neighbourhood, some across the whole order, ±inf included.
+    for step in 0..40_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let m = format!("member:{}", x % MEMBERS).into_bytes();
+        let cur = model[&m];
+        let (s, flags, want) = match if cur.is_infinite() { 4 } else { step % 5 } {
+            0 => (0.5, AddFlags { incr: true, ..AddFlags::default() }, cur + 0.5),
+            1 => (cur - 3.0, AddFlags { lt: true, ..AddFlags::default() }, cur - 3.0),
+            2 => (cur + 1e-9, AddFlags { gt: true, xx: true, ..AddFlags::default() }, cur + 1e-9),
+            3 if step % 1000 == 3 => (f64::INFINITY, AddFlags::default(), f64::INFINITY),
+            _ => {
+                let s = ((x >> 20) % 200) as f64 - 100.0;
+                let s = if s == cur { s + 0.25 } else { s };
+                (s, AddFlags::default(), s)
+            }
+        };
+        let want = normalize(want);
+        let out = z.add(&m, s, flags).unwrap();
+        if want == cur {
+            assert_eq!(out, AddOutcome::Unchanged(cur));
+        } else {
+            assert_eq!(out, AddOutcome::Updated(want), "step {step}");
+        }
+        model.insert(m, want);
+        if step % 4999 == 0 {
+            z.check();
+        }
+    }
+    z.check();
+    assert_eq!(scan_order(&z), order, "rescoring moves no element in the arena");
+    let Repr::Large(l) = &z.repr else { panic!("large") };
+    assert_eq!(l.arena.mem_bytes(), arena_bytes, "rescoring allocates nothing");
+    assert_eq!(l.tree.iter().collect::<std::collections::HashSet<_>>(), handles, "every handle stays");
+    let mut want: Vec<(Vec<u8>, f64)> = model.into_iter().collect();
+    want.sort_by(|a, b| cmp_pair(a.1, &a.0, b.1, &b.0));
+    assert_eq!(own(z.iter()), want);
+    for (r, (m, s)) in want.iter().enumerate().step_by(97) {
+        assert_eq!(z.rank(m, false), Some(r));
+        assert_eq!(z.score(m), Some(*s));
+    }
+}
+
+/// A set of one member, rescored: the tree empties and refills around
+/// the same handle.
+#[test]
+fn rescoring_a_lone_member() {
+    let mut z = ZSet::new(&t(0));
+    z.add(b"only", 1.0, AddFlags::default()).unwrap();
+    assert_eq!(z.encoding(), "skiplist");
+    for s in [2.0, -0.0, f64::NEG_INFINITY, 7.5] {
+        assert_eq!(z.add(b"only", s, AddFlags::default()), Ok(AddOutcome::Updated(normalize(s))));
+        z.check();
+        assert_eq!(own(z.iter()), vec![(b"only".to_vec(), normalize(s))]);
+    }
+    assert_eq!(z.add(b"only", 7.5, AddFlags::default()), Ok(AddOutcome::Unchanged(7.5)));
+    assert_eq!(
+        z.add(b"only", f64::INFINITY, AddFlags { incr: true, ..AddFlags::default() }),
+        Ok(AddOutcome::Updated(f64::INFINITY))
+    );
+    assert_eq!(z.add(b"only", f64::NEG_INFINITY, AddFlags { incr: true, ..AddFlags::default() }), Err(ERR_NAN));
+    z.check();
+}

@@ -20,7 +20,8 @@
 //! * Remove: a node under a quarter full merges with a neighbour when
 //!   both fit one node, so any two neighbours hold more than a quarter of
 //!   a node between them. The descent goes by key (ZREM: comparisons
-//!   read the arena) or by rank ([`Tree::remove_rank`]: the counts alone,
+//!   read the arena in inner nodes only at ties; in the leaf a scan finds
+//!   the handle itself) or by rank ([`Tree::remove_rank`]: the counts alone,
 //!   so ZPOPMIN reads no element on its way to the front leaf).
 //! * Height: log_{INNER_MAX/4..INNER_MAX}(n / leaf fill): 4 levels for
 //!   10^6 elements. Every loop below is bounded by the height or a node's
@@ -66,15 +67,21 @@ struct Sep {
 }
 
 /// Orders an element (handle, and its score when the tree knows it)
-/// against the key being looked for.
-pub(crate) type Cmp<'a> = &'a mut dyn FnMut(Handle, Option<f64>) -> Ordering;
+/// against the key being looked for. The tree's writes are generic over
+/// it, so each caller's comparison is compiled into the descent's binary
+/// searches (no call through a pointer per comparison).
+pub(crate) trait Cmp: FnMut(Handle, Option<f64>) -> Ordering {}
+impl<F: FnMut(Handle, Option<f64>) -> Ordering> Cmp for F {}
+
+/// [`Target`]'s comparison type when it descends by rank (never called).
+type NoCmp = fn(Handle, Option<f64>) -> Ordering;
 /// An element's score (read from the arena).
 pub(crate) type ScoreOf<'a> = &'a dyn Fn(Handle) -> f64;
 
 /// What a removal descends to: an element by its key, or a rank
 /// (counted down to the rank inside the node the descent is at).
-enum Target<'a> {
-    Key(Handle, Cmp<'a>),
+enum Target<'a, C: Cmp> {
+    Key(Handle, &'a mut C),
     Rank(usize),
 }
 
@@ -257,7 +264,7 @@ impl Tree {
 
     /// Inserts `h`, whose key is not in the tree; `cmp(x)` orders element
     /// `x` against the key.
-    pub(crate) fn insert(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+    pub(crate) fn insert<C: Cmp>(&mut self, h: Handle, cmp: &mut C, score_of: ScoreOf<'_>) {
         if let Some((right, min, count)) = self.insert_rec(self.root, self.height, h, cmp, score_of) {
             let left = self.root;
             let left_min = self.first_of(left, self.height);
@@ -287,12 +294,12 @@ impl Tree {
 
     /// Returns the new right sibling (id, first handle, count) if `node`
     /// split.
-    fn insert_rec(
+    fn insert_rec<C: Cmp>(
         &mut self,
         node: u32,
         level: u32,
         h: Handle,
-        cmp: Cmp<'_>,
+        cmp: &mut C,
         score_of: ScoreOf<'_>,
     ) -> Option<(u32, Handle, u32)> {
         if level == 0 {
@@ -372,7 +379,7 @@ impl Tree {
 
     /// Removes `h`, which is in the tree; `cmp(x)` orders `x` against
     /// `h`'s key.
-    pub(crate) fn remove(&mut self, h: Handle, cmp: Cmp<'_>, score_of: ScoreOf<'_>) {
+    pub(crate) fn remove<C: Cmp>(&mut self, h: Handle, cmp: &mut C, score_of: ScoreOf<'_>) {
         self.remove_at(&mut Target::Key(h, cmp), score_of);
     }
 
@@ -381,11 +388,11 @@ impl Tree {
     /// (ZPOPMIN / ZPOPMAX and rank ranges: the front or back leaf).
     pub(crate) fn remove_rank(&mut self, r: usize, score_of: ScoreOf<'_>) -> Handle {
         assert!(r < self.len, "zset tree: removing rank {r} of {}", self.len);
-        let mut t = Target::Rank(r);
+        let mut t = Target::<NoCmp>::Rank(r);
         self.remove_at(&mut t, score_of)
     }
 
-    fn remove_at(&mut self, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
+    fn remove_at<C: Cmp>(&mut self, t: &mut Target<'_, C>, score_of: ScoreOf<'_>) -> Handle {
         let h = self.remove_rec(self.root, self.height, t, score_of);
         self.len -= 1;
         // Bounded by the height: collapse single-child roots.
@@ -398,15 +405,18 @@ impl Tree {
         h
     }
 
-    fn remove_rec(&mut self, node: u32, level: u32, t: &mut Target<'_>, score_of: ScoreOf<'_>) -> Handle {
+    fn remove_rec<C: Cmp>(&mut self, node: u32, level: u32, t: &mut Target<'_, C>, score_of: ScoreOf<'_>) -> Handle {
         if level == 0 {
             let items = &mut self.leaves[node as usize].items;
             let pos = match t {
-                Target::Key(h, cmp) => {
-                    let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
-                    assert!(items.get(pos) == Some(h), "zset tree: removing an element it does not hold");
-                    pos
-                }
+                // The key's descent ends in the one leaf that can hold `h`;
+                // there a scan for the handle (≤ LEAF_MAX words, no element
+                // read) finds it cheaper than a binary search whose every
+                // step reads an element at a random place in the arena.
+                Target::Key(h, _) => match items.iter().position(|x| x == h) {
+                    Some(pos) => pos,
+                    None => panic!("zset tree: removing an element it does not hold"),
+                },
                 Target::Rank(r) => *r,
             };
             return items.remove(pos);
@@ -555,7 +565,7 @@ impl Tree {
     /// tree holds it: its leaf slot and any separator on its path. `cmp`
     /// orders elements against the moved element's key and must read
     /// `old`'s bytes through `new`.
-    pub(crate) fn repoint(&mut self, old: Handle, new: Handle, cmp: Cmp<'_>) {
+    pub(crate) fn repoint<C: Cmp>(&mut self, old: Handle, new: Handle, cmp: &mut C) {
         let mut node = self.root;
         // Bounded by the height.
         for _ in 0..self.height {
@@ -567,9 +577,9 @@ impl Tree {
             }
             node = n.kids[i];
         }
+        // As in a removal: the leaf is found by key, the handle by a scan.
         let items = &mut self.leaves[node as usize].items;
-        let pos = items.partition_point(|&x| cmp(x, None) == Ordering::Less);
-        assert!(items.get(pos) == Some(&old), "zset tree: relocated element not found");
+        let pos = items.iter().position(|&x| x == old).expect("zset tree: relocated element not found");
         items[pos] = new;
     }
 
@@ -594,9 +604,9 @@ impl Tree {
 
     /// Checks the structure (tests): counts, separators, links, order.
     #[cfg(test)]
-    pub(crate) fn check(&self, cmp: &mut dyn FnMut(Handle, Handle) -> Ordering) {
+    pub(crate) fn check(&self, cmp: &mut dyn FnMut(Handle, Handle) -> Ordering, score_of: ScoreOf<'_>) {
         let mut all = Vec::new();
-        self.check_rec(self.root, self.height, &mut all);
+        self.check_rec(self.root, self.height, &mut all, score_of);
         assert_eq!(all.len(), self.len);
         for w in all.windows(2) {
             assert_eq!(cmp(w[0], w[1]), Ordering::Less);
@@ -605,7 +615,7 @@ impl Tree {
     }
 
     #[cfg(test)]
-    fn check_rec(&self, node: u32, level: u32, out: &mut Vec<Handle>) -> usize {
+    fn check_rec(&self, node: u32, level: u32, out: &mut Vec<Handle>, score_of: ScoreOf<'_>) -> usize {
         if level == 0 {
             out.extend(&self.leaves[node as usize].items);
             return self.leaves[node as usize].items.len();
@@ -614,10 +624,13 @@ impl Tree {
         let mut total = 0;
         for (k, &kid) in n.kids.iter().enumerate() {
             let start = out.len();
-            let c = self.check_rec(kid, level - 1, out);
+            let c = self.check_rec(kid, level - 1, out, score_of);
             assert_eq!(c, n.counts[k] as usize);
             assert!(c > 0);
             assert_eq!(out[start], n.mins[k].h);
+            // A separator's score is its element's (a member rescored in
+            // place must leave no stale copy).
+            assert_eq!(n.mins[k].score.to_bits(), score_of(n.mins[k].h).to_bits());
             total += c;
         }
         total
