@@ -72,6 +72,10 @@ pub struct Conn<S, St> {
     /// The loop's round that last queued it for a turn (each connection
     /// is turned once per round, in the order it became ready).
     queued: u64,
+    /// Its poll registration asks for writability too: from a turn whose
+    /// output the socket would not take to the next idle turn that found
+    /// nothing left to send (`Conn::rewatch`).
+    watching_writable: bool,
     /// A large value being received straight into its item (the server's
     /// `inplace.rs`); memcached's stays here once complete, until its
     /// request is parsed (a RESP one moves to its session then).
@@ -81,7 +85,8 @@ pub struct Conn<S, St> {
 /// What a turn left the connection in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Turn {
-    /// Waiting for the socket to become readable or writable.
+    /// Waiting for the socket to become readable, or also writable while
+    /// output is pending that it would not take (`Conn::rewatch`).
     Idle,
     /// Replies wait for the log: commit, then serve again.
     Commit,
@@ -122,6 +127,7 @@ impl<S: Socket, St> Conn<S, St> {
             active: crate::ticks::now(),
             soft_since: 0,
             queued: 0,
+            watching_writable: false,
             inplace: None,
         }
     }
@@ -158,6 +164,14 @@ impl<S: Socket, St> Conn<S, St> {
     pub fn readied(&mut self, hup: bool) {
         self.drained = false;
         self.hup |= hup;
+    }
+
+    /// Output is pending (replies, or records rustls holds: a
+    /// handshake's, the end of a reply). At an idle turn's end that means
+    /// the socket would not take it: the replies go before anything else,
+    /// and a turn that sent them all reads on.
+    fn wants_writable(&self) -> bool {
+        self.wpos < self.wbuf.len() || self.tls.as_deref().is_some_and(|t| t.wants_write())
     }
 
     /// Queues it for round `round`'s turns: false if it already is.
@@ -220,8 +234,17 @@ impl<S: Socket, St> Conn<S, St> {
     }
 
     /// One bounded turn: flush, parse and execute, read; repeat.
+    ///
+    /// `watch(socket, writable)` changes what the socket's poll
+    /// registration waits for: input and writability, or input only. The
+    /// turn calls it only when that changes (`Conn::rewatch`): never on
+    /// the hot path, whose replies go out whole.
     #[inline]
-    pub fn turn<F: FrontEnd<State = St>>(&mut self, fe: &F, env: &Env<'_>, rbuf_max: usize) -> Turn {
+    pub fn turn<F, W>(&mut self, fe: &F, env: &Env<'_>, rbuf_max: usize, mut watch: W) -> Turn
+    where
+        F: FrontEnd<State = St>,
+        W: FnMut(&mut S, bool) -> std::io::Result<()>,
+    {
         // Bytes of a value received in place this turn.
         let mut in_place = 0;
         for _ in 0..ROUNDS_PER_TURN_MAX {
@@ -230,7 +253,7 @@ impl<S: Socket, St> Conn<S, St> {
                 // of a reply the socket did not take) go first.
                 match self.tls_flush() {
                     Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return self.unsent(&mut watch),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return Turn::Closed,
                 }
@@ -253,7 +276,7 @@ impl<S: Socket, St> Conn<S, St> {
                         self.wpos += n;
                         continue;
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return self.unsent(&mut watch),
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     Err(_) => return Turn::Closed,
                 }
@@ -303,11 +326,11 @@ impl<S: Socket, St> Conn<S, St> {
                     return Turn::Closed;
                 }
                 if self.rend == self.rbuf.len() && self.rstart == 0 && self.rbuf.len() >= rbuf_max {
-                    return Turn::Idle;
+                    return self.idle(&mut watch);
                 }
             }
             if self.drained && !self.hup {
-                return Turn::Idle;
+                return self.idle(&mut watch);
             }
             let receiving = self.inplace.is_some();
             match self.fill(fe, rbuf_max) {
@@ -323,7 +346,7 @@ impl<S: Socket, St> Conn<S, St> {
                         }
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Turn::Idle,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return self.read_blocked(&mut watch),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Turn::Closed,
             }
@@ -342,6 +365,61 @@ impl<S: Socket, St> Conn<S, St> {
         } else {
             Turn::Closed
         }
+    }
+
+    /// The socket would not take the output: it waits for writability
+    /// (asked for once, at the first such turn).
+    #[inline(always)]
+    fn unsent<W: FnMut(&mut S, bool) -> std::io::Result<()>>(&mut self, watch: &mut W) -> Turn {
+        if self.watching_writable {
+            Turn::Idle
+        } else {
+            self.rewatch(watch)
+        }
+    }
+
+    /// Its output is out (a turn writes before it reads): a connection
+    /// that waited for writability waits for input only again. The hot
+    /// path's test: one flag, no syscall.
+    #[inline(always)]
+    fn idle<W: FnMut(&mut S, bool) -> std::io::Result<()>>(&mut self, watch: &mut W) -> Turn {
+        if self.watching_writable {
+            self.rewatch(watch)
+        } else {
+            Turn::Idle
+        }
+    }
+
+    /// The socket has no more input. A TLS read may have left records in
+    /// rustls that the socket would not take (the handshake's answer:
+    /// `tls::read`): those wait for writability.
+    #[inline(always)]
+    fn read_blocked<W: FnMut(&mut S, bool) -> std::io::Result<()>>(&mut self, watch: &mut W) -> Turn {
+        if self.tls.is_some() {
+            self.rewatch(watch)
+        } else {
+            self.idle(watch)
+        }
+    }
+
+    /// At the end of an idle turn: waits for writability as well as input
+    /// while output is pending that the socket would not take, for input
+    /// only once it is out. Registered writable, an idle connection would
+    /// take a place on epoll's ready list as soon as it is writable, and
+    /// its next request would keep that earlier place, ahead of another's
+    /// sent before it (docs/architecture.md § Order). `Closed` if epoll
+    /// refused the change.
+    #[cold]
+    #[inline(never)]
+    fn rewatch<W: FnMut(&mut S, bool) -> std::io::Result<()>>(&mut self, watch: &mut W) -> Turn {
+        let writable = self.wants_writable();
+        if writable != self.watching_writable {
+            if watch(&mut self.sock, writable).is_err() {
+                return Turn::Closed;
+            }
+            self.watching_writable = writable;
+        }
+        Turn::Idle
     }
 
     /// Sends what a TLS connection's rustls session holds (out of line:

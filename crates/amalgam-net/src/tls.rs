@@ -273,7 +273,8 @@ pub fn read(
             return Err(std::io::Error::new(ErrorKind::InvalidData, e));
         }
         // Handshake messages to answer: as far as the socket takes them;
-        // the rest goes at the next writable event (Conn::turn flushes).
+        // the rest goes at the next writable event (the worker asks for
+        // one as the turn ends: Conn::rewatch; Conn::turn flushes).
         match flush(tls, sock.sock) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::WouldBlock => {}

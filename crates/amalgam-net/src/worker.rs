@@ -14,7 +14,14 @@
 //! work from the round before, then the rest in epoll's readiness order,
 //! which is the order their bytes arrived. So on one worker commands run
 //! in arrival order, as Redis and memcached serve their events; across
-//! workers there is none (docs/architecture.md § Order).
+//! workers there is none (docs/architecture.md § Order). That holds
+//! because a connection is registered for input only: it asks for
+//! writability only while output it could not send is pending
+//! (`watch_writable`), as Redis installs its write handler only then. A
+//! writable registration puts a new connection on the ready list at once
+//! (a new socket is writable); its first request, arriving before the
+//! loop took that event, kept that earlier place, ahead of another's sent
+//! before it (issue 39 §1).
 
 use crate::conn::{Conn, Turn};
 use crate::front::{Conns, Env, FrontEnd};
@@ -163,9 +170,10 @@ pub fn run_worker<F: FrontEnd>(fe: &F, env: &Env<'_>, mut poll: Poll, inbox: Inb
                 }
                 let fresh = std::mem::take(&mut *inbox.lock().unwrap_or_else(|e| e.into_inner()));
                 // A new connection's first turn comes with its own
-                // readiness event (registering it queues one), so its
-                // bytes are served after those of connections that became
-                // ready before it was registered: turned here, a client
+                // readiness event (registering it queues one if its bytes
+                // are already there; else they raise one as they arrive),
+                // so its bytes are served after those of connections that
+                // became ready before: turned here, a client
                 // accepted in this round could run before one whose
                 // request arrived earlier but whose event follows the
                 // waker's in this poll (issue 39 §1).
@@ -225,13 +233,15 @@ pub fn run_worker<F: FrontEnd>(fe: &F, env: &Env<'_>, mut poll: Poll, inbox: Inb
                 // mutex guards drop; a poisoned mutex is read through, as
                 // everywhere in the server). The default hook has printed
                 // the panic's message and place.
-                let turn = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(fe, env, max))) {
-                    Ok(turn) => turn,
-                    Err(_) => {
-                        log::error!("worker {id}: a command's handler panicked; its connection is closed");
-                        Turn::Closed
-                    }
-                };
+                let watch = |sock: &mut TcpStream, writable: bool| watch_writable(&poll, sock, key, writable);
+                let turn =
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| conn.turn(fe, env, max, watch))) {
+                        Ok(turn) => turn,
+                        Err(_) => {
+                            log::error!("worker {id}: a command's handler panicked; its connection is closed");
+                            Turn::Closed
+                        }
+                    };
                 if let Some((when, seq)) = fe.new_deadline(conn.parts().0) {
                     deadlines.push(Reverse((when, key, seq)));
                     if deadlines.len() > 2 * conns.len() + DEADLINES_SLACK {
@@ -337,7 +347,12 @@ fn admit<F: FrontEnd>(
     };
     let entry = conns.vacant_entry();
     let token = Token(entry.key());
-    if poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE).is_err() {
+    // Readable only: writability is asked for while output is pending that
+    // the socket would not take (`watch_writable`). Registered writable, a
+    // new connection took a place on epoll's ready list at once, and a
+    // request it sent before the loop took that event kept the place,
+    // ahead of another connection's sent earlier (§ Order).
+    if poll.registry().register(&mut sock, token, Interest::READABLE).is_err() {
         unlist(env, &sock);
         env.curr_connections.fetch_sub(1, Ordering::Relaxed);
         return None;
@@ -346,6 +361,21 @@ fn admit<F: FrontEnd>(
     let state = fe.open(&sock, protocol, token.0);
     entry.insert(Conn::new(sock, state, tls));
     Some(token.0)
+}
+
+/// Asks epoll for writability as well as input (`writable`: output is
+/// pending that the socket would not take), or for input only again (it
+/// is out): called by a turn only when that changes (`Conn::rewatch`).
+/// Changing the registration re-arms it (`EPOLL_CTL_MOD` polls the
+/// socket), so a socket that became writable, or got bytes, since the
+/// turn's last try raises its event now: no edge is lost.
+#[cold]
+#[inline(never)]
+fn watch_writable(poll: &Poll, sock: &mut TcpStream, key: usize, writable: bool) -> std::io::Result<()> {
+    let interest = if writable { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+    poll.registry().reregister(sock, Token(key), interest).inspect_err(|e| {
+        log::warn!("worker: cannot change a connection's poll registration ({e}); it is closed");
+    })
 }
 
 /// Closes the connections idle for `idle_secs` or more, as Redis's

@@ -481,7 +481,8 @@ impl<S: Socket> Driven<S> {
         // A readiness event, as the event loop's: a read may find more.
         self.conn.readied(false);
         let rbuf_max = reach.read_buffer_bytes_max(self.conn.state());
-        let step = match self.conn.turn(&reach, &env(shared, DRIVEN_WORKER), rbuf_max) {
+        // No poll: its socket is driven, not registered.
+        let step = match self.conn.turn(&reach, &env(shared, DRIVEN_WORKER), rbuf_max, |_, _| Ok(())) {
             Turn::Idle => Step::Idle,
             Turn::Again | Turn::Commit => Step::Again,
             Turn::Closed | Turn::Detach => Step::Closed,
