@@ -41,7 +41,10 @@
 # ACL user `bench` with those rules (an --aclfile), so every request goes
 # through the permission check an unrestricted user skips.
 #
-# Usage: [OP=get|set|...] [PRELOAD=set|zadd|...] [PRELOAD_REQUESTS=N] [PRELOAD_PIPELINE=P] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# KEEP_DIR=D keeps each binary's callgrind dumps under D (for
+# callgrind_annotate: which function the instructions moved to).
+#
+# Usage: [KEEP_DIR=D] [OP=get|set|...] [PRELOAD=set|zadd|...] [PRELOAD_REQUESTS=N] [PRELOAD_PIPELINE=P] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
@@ -110,6 +113,7 @@ for bin in "$@"; do
   done
   kill "$vpid" 2>/dev/null || true
   wait "$vpid" 2>/dev/null || true
+  if [ -n "${KEEP_DIR:-}" ]; then mkdir -p "$KEEP_DIR/$(basename "$bin")-$$"; cp "$dir"/cg.* "$KEEP_DIR/$(basename "$bin")-$$/" 2>/dev/null; fi
   rm -rf "$dir"
   echo "$row"
 done
