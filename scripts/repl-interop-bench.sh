@@ -10,7 +10,9 @@
 # (polled every 50 ms), sampling the primary's RSS meanwhile. Every run
 # is a fresh pair; ROUNDS rounds alternate the pairs; medians printed.
 #
-# Usage: [KEYS=1000000] [VALUE=32] [ROUNDS=3] AMALGAM=target/release/amalgam scripts/repl-interop-bench.sh
+# PAIRS="redis:redis amalgam:redis" picks the pairs (default: all four).
+#
+# Usage: [KEYS=1000000] [VALUE=32] [ROUNDS=3] [PAIRS=...] AMALGAM=target/release/amalgam scripts/repl-interop-bench.sh
 set -euo pipefail
 KEYS=${KEYS:-1000000}
 VALUE=${VALUE:-32}
@@ -76,7 +78,8 @@ one() {
 }
 
 declare -A results
-pairs=("redis redis" "redis amalgam" "amalgam redis" "amalgam amalgam")
+read -r -a pairs <<<"${PAIRS:-redis:redis redis:amalgam amalgam:redis amalgam:amalgam}"
+pairs=("${pairs[@]//:/ }")
 for round in $(seq "$ROUNDS"); do
   for pair in "${pairs[@]}"; do
     set -- $pair

@@ -228,18 +228,27 @@ pub fn save(
         std::process::id()
     ));
     let file = std::fs::File::create(&tmp)?;
-    let result =
-        write(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file), store, dbs, t, functions, used_mem, &[], || ())
-            .and_then(|(b, keys)| {
-                let f = b.into_inner().map_err(|e| e.into_error())?;
-                f.sync_all()?;
-                let bytes = f.metadata()?.len();
-                std::fs::rename(&tmp, path)?;
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::File::open(dir)?.sync_all()?;
-                }
-                Ok((bytes, keys))
-            });
+    let result = write(
+        BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+        store,
+        dbs,
+        t,
+        functions,
+        used_mem,
+        &[],
+        || (),
+        &mut || (),
+    )
+    .and_then(|(b, keys)| {
+        let f = b.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        let bytes = f.metadata()?.len();
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok((bytes, keys))
+    });
     match result {
         Ok((bytes, keys)) => Ok(Saved { keys, bytes, elapsed: start.elapsed() }),
         Err(e) => {
@@ -255,7 +264,9 @@ pub fn save(
 /// keys written. Writes happen in the snapshot's callbacks, under bucket
 /// locks: give a buffered file, never a socket a slow peer could stall.
 /// `before_cut` runs at the snapshot's cut (a replication sync takes its
-/// stream position there).
+/// stream position there), `between_steps` after each step of the
+/// snapshot, holding no lock (a sync moves what `w` buffered to its
+/// socket there).
 #[allow(clippy::too_many_arguments)]
 pub fn write<W: io::Write + Send + 'static>(
     w: W,
@@ -266,6 +277,7 @@ pub fn write<W: io::Write + Send + 'static>(
     used_mem: u64,
     aux: &[(&str, &[u8])],
     before_cut: impl FnOnce(),
+    between_steps: &mut dyn FnMut(),
 ) -> io::Result<(W, u64)> {
     let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let base = file::save_aux(now_s, used_mem);
@@ -279,7 +291,7 @@ pub fn write<W: io::Write + Send + 'static>(
         .collect();
     let sink =
         Arc::new(Sink { state: Mutex::new(SinkState { w: Some(w), db: None, keys: 0, error: None }), db_of, t: *t });
-    store.snapshot(sink.clone(), before_cut);
+    store.snapshot_paced(sink.clone(), before_cut, between_steps);
     let mut s = sink.state.lock().unwrap_or_else(|e| e.into_inner());
     let keys = s.keys;
     match (s.error.take(), s.w.take()) {

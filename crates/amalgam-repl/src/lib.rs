@@ -36,7 +36,7 @@
 //! ## Redis's replicas and tools (issue 37 §2)
 //! Amalgam's replicas say `REPLCONF capa amalgam`. A peer that does not
 //! and wants an RDB only (`redis-cli --rdb`) is served one from the
-//! store (`send.rs`, [`Host::write_rdb`]); a redis-server replica gets
+//! store (`redis_out.rs` `send_rdb`, [`Host::write_rdb`]); a redis-server replica gets
 //! the RDB and then Redis's command stream made from the backlog's
 //! records (`redis_out.rs`, whose notes say how and what it costs).
 
@@ -179,28 +179,47 @@ pub trait Host: Send + Sync + Sized + 'static {
     /// RDB read from `r` (keys, expiries, FUNCTION's libraries). The keys
     /// loaded, or why the load stopped (the link then drops and retries).
     fn load_rdb(&self, r: &mut dyn std::io::Read) -> Result<u64, String>;
-    /// Writes an RDB of the store as it is now into `file` (a full sync
-    /// for a Redis tool, `redis-cli --rdb`), with `aux` after the usual
-    /// aux fields: `file` back, and the keys written.
-    /// `before_cut` runs at the snapshot's cut.
+    /// Writes an RDB of the store as it is now into `out` (a full sync
+    /// for a redis-server replica or a Redis tool): the keys written.
+    /// `before_cut` runs at the snapshot's cut, `between_steps` after
+    /// each of its steps, holding no lock (the sender moves `out`'s bytes
+    /// on there).
     fn write_rdb(
         &self,
-        file: std::fs::File,
-        aux: &[(&str, &[u8])],
+        out: SyncBuf,
         before_cut: &mut dyn FnMut(),
-    ) -> std::io::Result<(std::fs::File, u64)>;
+        between_steps: &mut dyn FnMut(),
+    ) -> std::io::Result<u64>;
     /// Appends to `out` the Redis commands that give a redis-server
     /// replica the key `stored` (its stored form, database included) as
     /// it is now (`redis_out.rs`): `SELECT` when its database is not
     /// `db`'s (then `db` is it), and `RESTORE … REPLACE ABSTTL` or `DEL`.
     fn redis_key_state(&self, stored: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>);
-    /// Where such an RDB is written before it is sent (`--dir`, else the
-    /// system's temporary directory).
+    /// Where an RDB for a peer that cannot take a streamed one (no `capa
+    /// eof`) is written before it is sent (`--dir`, else the system's
+    /// temporary directory).
     fn sync_dir(&self) -> std::path::PathBuf;
     /// A Redis primary's command stream, applied by the server's own
     /// command path ([`CommandFeed`]), as `client` (the link's CLIENT
     /// LIST entry, flagged as the master's).
     fn command_feed(&self, client: Arc<amalgam_net::clients::Client>) -> Box<dyn CommandFeed>;
+}
+
+/// The buffer an RDB for a Redis peer is written into by the snapshot
+/// (under bucket locks) and taken from by its sender between the
+/// snapshot's steps (`redis_out.rs`): bounded by what one step writes.
+#[derive(Debug, Clone, Default)]
+pub struct SyncBuf(pub Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SyncBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A Redis primary's command stream (RESP), applied as Redis's replica
@@ -243,6 +262,8 @@ pub struct Psync {
     pub sync: bool,
     /// The peer wants the RDB alone (`redis-cli --rdb`): no stream.
     pub rdb_only: bool,
+    /// `REPLCONF capa eof`: the peer takes an RDB streamed as `$EOF:`.
+    pub eof: bool,
 }
 
 /// A replica connected to this primary.
@@ -260,6 +281,9 @@ pub struct Peer {
     /// CLIENT KILL TYPE replica, a role change, or the ack thread saw it
     /// leave.
     pub kill: AtomicBool,
+    /// It has acked at least once (a redis-server replica of a streamed
+    /// RDB acks when loaded: its stream starts then, `redis_out.rs`).
+    heard: AtomicBool,
     sock: TcpStream,
     /// A redis-server replica's offsets (`redis_out.rs`): it acks offsets
     /// of the RESP stream it was sent, mapped to the backlog's here.

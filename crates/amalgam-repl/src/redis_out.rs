@@ -3,10 +3,14 @@
 //! Redis's full sync and command stream, made from Amalgam's.
 //!
 //! **Full sync.** `+FULLRESYNC <replid> <offset>`, then the store as an
-//! RDB: the fork-less snapshot written to an unlinked file first (its
-//! sink writes under bucket locks, so never into a socket a slow replica
-//! could stall), then sent as `$<len>` and its bytes. `<offset>` is the
-//! backlog's at the snapshot's cut, where the stream below begins.
+//! RDB from the fork-less snapshot ([`send_rdb`]): streamed as
+//! `$EOF:<mark>` (the snapshot's sink writes into a buffer under bucket
+//! locks; the sender moves it to the socket between the snapshot's
+//! steps, holding no lock, so a slow replica stalls no writer), or for a
+//! peer without `capa eof` through an unlinked file as `$<len>`.
+//! `<offset>` is the backlog's at the snapshot's cut, where the stream
+//! below begins; after a streamed RDB it begins at the replica's first
+//! ack (it finds the mark as the last bytes it read).
 //!
 //! **Stream: state, not changes.** Each record of the backlog from the
 //! cut on becomes Redis commands that set the state the record names,
@@ -37,7 +41,9 @@
 //! is a full sync: the two offsets share no space a PSYNC could continue
 //! in.
 
-use crate::{lock, unix_now_nanos, Host, Peer, REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT};
+use crate::{
+    lock, unix_now_nanos, Host, Peer, SyncBuf, REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
+};
 use amalgam_persist::format::{self, Bad, Record};
 use amalgam_persist::repl::{self as stream, ReaderId};
 use std::io::{Seek, Write};
@@ -45,48 +51,178 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+/// How often a sender looks whether a replica acked its streamed RDB.
+const FIRST_ACK_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The most offset pairs a replica's map keeps (older ones are dropped:
 /// an ack then maps to an older, lower backlog offset, never a higher).
 const OFFSET_PAIRS_MAX: usize = 4096;
 
 /// Serves a redis-server replica: the RDB full sync, then the stream,
-/// until it leaves.
-pub(crate) fn stream<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, sync: bool) -> std::io::Result<()> {
+/// until it leaves. `sync`: it said SYNC (no `+FULLRESYNC` line); `eof`:
+/// it takes a streamed RDB.
+pub(crate) fn stream<H: Host>(
+    shared: &H,
+    w: &mut TcpStream,
+    peer: &Peer,
+    sync: bool,
+    eof: bool,
+) -> std::io::Result<()> {
     let r = shared.repl();
     r.sync_full.fetch_add(1, Ordering::Relaxed);
     r.attach_journal(shared.store());
+    let sent = send_rdb(shared, w, sync, eof)?;
+    log::warn!(
+        "Synchronization with redis-server replica {}:{} succeeded ({} keys, {} bytes of RDB in {:.3} s)",
+        peer.ip,
+        peer.port,
+        sent.keys,
+        sent.bytes,
+        sent.took.as_secs_f64()
+    );
+    // A streamed RDB ends with its mark, which the replica finds as the
+    // last bytes of what it read: the stream waits for its first ack
+    // (sent once it has loaded), as Redis's primary does
+    // (`repl_start_cmd_stream_on_ack`); meanwhile the backlog keeps it.
+    let out = if eof { await_first_ack(shared, peer) } else { Ok(()) }
+        .and_then(|()| send_stream(shared, w, peer, sent.reader, sent.offset, sent.fence));
+    r.backlog.detach(sent.reader);
+    out
+}
+
+/// Waits until `peer` has acked once, for at most `repl-timeout`.
+fn await_first_ack<H: Host>(shared: &H, peer: &Peer) -> std::io::Result<()> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(shared.repl().timeout_secs.load(Ordering::Relaxed));
+    // Bounded by the deadline.
+    while !peer.heard.load(Ordering::Acquire) {
+        if peer.kill.load(Ordering::Relaxed) || shared.shutting_down() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(std::io::Error::other("the replica did not ack its full sync within repl-timeout"));
+        }
+        std::thread::sleep(FIRST_ACK_POLL);
+    }
+    Ok(())
+}
+
+/// What a full sync's RDB left: the stream's place at the snapshot's cut
+/// (a backlog reader from there: the caller detaches it), the flush
+/// fence then, the keys and bytes sent, the time taken.
+pub(crate) struct RdbSent {
+    pub reader: ReaderId,
+    pub offset: u64,
+    fence: u64,
+    pub keys: u64,
+    pub bytes: u64,
+    pub took: std::time::Duration,
+}
+
+/// Sends the store as a redis-server's full sync on `w`: `+FULLRESYNC
+/// <id> <offset>` (not for SYNC), then the RDB. With `eof` (the peer said
+/// `capa eof`, as every Redis replica since 4.0 and redis-cli do) it is
+/// streamed, `$EOF:<mark>`, the bytes, `<mark>`: the snapshot writes into
+/// a [`SyncBuf`] under its bucket locks and the bytes go to the socket
+/// between its steps, holding no lock (as the native full sync), so no
+/// file is written and the memory is one step's worth. Without, it goes
+/// to an unlinked file in [`Host::sync_dir`] first, then `$<len>`.
+pub(crate) fn send_rdb<H: Host>(shared: &H, w: &mut TcpStream, sync: bool, eof: bool) -> std::io::Result<RdbSent> {
+    w.set_nonblocking(false)?;
+    let r = shared.repl();
     let t = Instant::now();
-    let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
-    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-    let _ = std::fs::remove_file(&path);
-    let (mut cut, mut fence) = (None, 0);
-    let written = shared.write_rdb(file, &[], &mut || {
-        cut = Some(r.backlog.cut());
-        fence = shared.store().flush_fence();
-    });
-    let Some((replid, offset, reader)) = cut else {
+    let buf = SyncBuf::default();
+    let mark = stream::new_replid();
+    let cut: std::cell::Cell<Option<(String, u64, ReaderId, u64)>> = std::cell::Cell::new(None);
+    let mut file = if eof {
+        None
+    } else {
+        let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        // Unlinked at once: the descriptor keeps the bytes, no crash
+        // leaves the file behind.
+        let _ = std::fs::remove_file(&path);
+        Some(f)
+    };
+    let header = std::cell::Cell::new(false);
+    let error: std::cell::Cell<Option<std::io::Error>> = std::cell::Cell::new(None);
+    let bytes = std::cell::Cell::new(0u64);
+    // Moves what the snapshot buffered to the socket (or the file); the
+    // first time, after the cut, the header before it.
+    let drain = |w: &mut TcpStream, file: &mut Option<std::fs::File>| {
+        let failed = error.take();
+        if failed.is_some() {
+            error.set(failed);
+            return;
+        }
+        let chunk = std::mem::take(&mut *lock(&buf.0));
+        let res = (|| {
+            if eof && !header.get() {
+                let Some((replid, offset, reader, fence)) = cut.take() else { return Ok(()) };
+                cut.set(Some((replid.clone(), offset, reader, fence)));
+                let mut h = String::new();
+                if !sync {
+                    h.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
+                }
+                h.push_str(&format!("$EOF:{mark}\r\n"));
+                w.write_all(h.as_bytes())?;
+                header.set(true);
+            }
+            match file {
+                Some(f) => f.write_all(&chunk),
+                None => w.write_all(&chunk),
+            }
+        })();
+        match res {
+            Ok(()) => bytes.set(bytes.get() + chunk.len() as u64),
+            Err(e) => error.set(Some(e)),
+        }
+    };
+    let written = {
+        let w2: &mut TcpStream = &mut *w;
+        let file2 = &mut file;
+        shared.write_rdb(
+            buf.clone(),
+            &mut || {
+                cut.set(Some({
+                    let (replid, offset, reader) = r.backlog.cut();
+                    (replid, offset, reader, shared.store().flush_fence())
+                }))
+            },
+            &mut || drain(w2, file2),
+        )
+    };
+    let Some((replid, offset, reader, fence)) = cut.take() else {
         return Err(written.err().unwrap_or_else(|| std::io::Error::other("the snapshot's cut did not run")));
     };
-    let out = (|| {
-        let (mut file, keys) = written?;
-        let len = file.stream_position()?;
-        file.rewind()?;
-        // SYNC (Redis's pre-2.8 replicas) has no `+FULLRESYNC` line.
-        if !sync {
-            w.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
+    cut.set(Some((replid.clone(), offset, reader, fence)));
+    let done = (|| {
+        let keys = written?;
+        // The end of the RDB (EOF, checksum), after the last step.
+        drain(w, &mut file);
+        if let Some(e) = error.take() {
+            return Err(e);
         }
-        w.write_all(format!("${len}\r\n").as_bytes())?;
-        std::io::copy(&mut std::io::Read::take(file, len), w)?;
-        log::warn!(
-            "Synchronization with redis-server replica {}:{} succeeded ({keys} keys, {len} bytes of RDB in {:.3} s)",
-            peer.ip,
-            peer.port,
-            t.elapsed().as_secs_f64()
-        );
-        send_stream(shared, w, peer, reader, offset, fence)
+        match file.as_mut() {
+            None => w.write_all(mark.as_bytes())?,
+            Some(f) => {
+                let len = f.stream_position()?;
+                f.rewind()?;
+                if !sync {
+                    w.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
+                }
+                w.write_all(format!("${len}\r\n").as_bytes())?;
+                std::io::copy(&mut std::io::Read::take(f, len), w)?;
+            }
+        }
+        Ok(keys)
     })();
-    r.backlog.detach(reader);
-    out
+    match done {
+        Ok(keys) => Ok(RdbSent { reader, offset, fence, keys, bytes: bytes.get(), took: t.elapsed() }),
+        Err(e) => {
+            r.backlog.detach(reader);
+            Err(e)
+        }
+    }
 }
 
 /// The stream from the cut (`offset`, read through `reader`) on.

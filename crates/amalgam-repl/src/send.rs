@@ -2,11 +2,11 @@
 //! thread of its own (the full sync, then the backlog) and an ack reader.
 
 use crate::{
-    lock, unix_now, unix_now_nanos, Host, Peer, Psync, FULL_SYNC_CPU_PERCENT, HANDSHAKE_LINE_BYTES_MAX,
-    REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
+    lock, unix_now, Host, Peer, Psync, FULL_SYNC_CPU_PERCENT, HANDSHAKE_LINE_BYTES_MAX, REPL_PING_EVERY,
+    SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
 };
 use amalgam_persist::repl::{self as stream, Attach};
-use std::io::{Read, Seek, Write};
+use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -57,6 +57,7 @@ fn serve<H: Host>(
         last_ack: AtomicU64::new(unix_now()),
         online: AtomicBool::new(false),
         kill: AtomicBool::new(false),
+        heard: AtomicBool::new(false),
         sock: sock.try_clone()?,
         offsets: (!req.amalgam).then(crate::redis_out::AckMap::default),
     });
@@ -80,7 +81,7 @@ fn serve<H: Host>(
         let out = if req.amalgam {
             stream_native(shared, &mut w, req, &peer)
         } else {
-            crate::redis_out::stream(&**shared, &mut w, &peer, req.sync)
+            crate::redis_out::stream(&**shared, &mut w, &peer, req.sync, req.eof)
         };
         let _ = w.shutdown(Shutdown::Both);
         let _ = reader.join();
@@ -190,38 +191,18 @@ fn stream_native<H: Host>(shared: &Arc<H>, w: &mut TcpStream, req: &Psync, peer:
 const ACK_SHOWN_BYTES: usize = 64;
 
 /// A Redis tool's full sync (issue 37 §2, `redis-cli --rdb`): the store
-/// as an RDB, written first to a file in [`Host::sync_dir`] (the
-/// snapshot writes under bucket locks, so never into a socket a slow peer
-/// could stall; a disk-based sync, as Redis's own `repl-diskless-sync
-/// no`), then sent as `$<len>` and its bytes (after `+FULLRESYNC` for
-/// PSYNC), then the connection closes: no command stream follows (the
-/// RESP front end refuses a Redis replica that wants one).
+/// as an RDB (`redis_out::send_rdb`), then the connection closes: no
+/// command stream follows.
 fn serve_rdb<H: Host>(shared: &H, mut sock: TcpStream, req: &Psync) -> std::io::Result<()> {
-    sock.set_nonblocking(false)?;
-    let r = shared.repl();
-    let (replid, _, offset, _) = r.backlog.ids();
-    if !req.sync {
-        sock.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
-    }
-    let path = shared.sync_dir().join(format!("amalgam-sync-{}-{}.rdb", std::process::id(), unix_now_nanos()));
-    let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-    // The file's name goes at once: its descriptor keeps the bytes, and
-    // no crash leaves it behind.
-    let _ = std::fs::remove_file(&path);
-    let t = Instant::now();
-    let offset_text = offset.to_string();
-    let aux: [(&str, &[u8]); 3] =
-        [("repl-stream-db", b"0"), ("repl-id", replid.as_bytes()), ("repl-offset", offset_text.as_bytes())];
-    let (mut file, keys) = shared.write_rdb(file, &aux, &mut || ())?;
-    let len = file.stream_position()?;
-    file.rewind()?;
-    sock.write_all(format!("${len}\r\n").as_bytes())?;
-    let sent = std::io::copy(&mut file.take(len), &mut sock)?;
-    r.sync_full.fetch_add(1, Ordering::Relaxed);
+    let sent = crate::redis_out::send_rdb(shared, &mut sock, req.sync, req.eof)?;
+    shared.repl().backlog.detach(sent.reader);
+    shared.repl().sync_full.fetch_add(1, Ordering::Relaxed);
     log::warn!(
-        "RDB sync for a Redis tool at {}: {keys} keys, {sent} bytes in {:.3} s",
+        "RDB sync for a Redis tool at {}: {} keys, {} bytes in {:.3} s",
         sock.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
-        t.elapsed().as_secs_f64()
+        sent.keys,
+        sent.bytes,
+        sent.took.as_secs_f64()
     );
     let _ = sock.shutdown(Shutdown::Both);
     Ok(())
@@ -244,6 +225,7 @@ fn read_acks<H: Host>(shared: &H, peer: &Peer, mut sock: TcpStream, mut buf: Vec
                     pos += used;
                     peer.ack.fetch_max(peer.backlog_offset(off), Ordering::AcqRel);
                     peer.last_ack.store(unix_now(), Ordering::Relaxed);
+                    peer.heard.store(true, Ordering::Release);
                 }
                 Ok(None) => break,
                 Err(why) => {

@@ -13,9 +13,6 @@ const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instance
                                    4.0 if a replica is configured to be writable (which is not the default) writes \
                                    to replicas are just local and are not propagated.";
 
-/// The buffer between a Redis tool's RDB and its file.
-const RDB_WRITE_BUFFER_BYTES: usize = 1 << 20;
-
 /// PSYNC to a replica of a redis-server primary.
 const ERR_CHAINED_FROM_REDIS: &str =
     "NOMASTERLINK this replica follows a redis-server primary and serves no replicas of its own";
@@ -57,23 +54,24 @@ impl amalgam_repl::Host for Shared {
 
     fn write_rdb(
         &self,
-        file: std::fs::File,
-        aux: &[(&str, &[u8])],
+        out: amalgam_repl::SyncBuf,
         before_cut: &mut dyn FnMut(),
-    ) -> std::io::Result<(std::fs::File, u64)> {
+        between_steps: &mut dyn FnMut(),
+    ) -> std::io::Result<u64> {
         let codes: Vec<Vec<u8>> = self.scripts.functions.list().iter().map(|l| l.code.to_vec()).collect();
         let st = self.store.stats();
-        let (w, keys) = amalgam_commands::rdbfile::write(
-            std::io::BufWriter::with_capacity(RDB_WRITE_BUFFER_BYTES, file),
+        let (_, keys) = amalgam_commands::rdbfile::write(
+            out,
             &self.store,
             &self.databases,
             &self.thresholds.load(),
             &codes,
             st.item_bytes + st.index_bytes,
-            aux,
+            &[],
             before_cut,
+            between_steps,
         )?;
-        Ok((w.into_inner().map_err(|e| e.into_error())?, keys))
+        Ok(keys)
     }
 
     fn redis_key_state(&self, stored: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>) {
@@ -311,6 +309,7 @@ pub(crate) fn run(
                     amalgam: ctx.session.repl_amalgam,
                     sync: cmd == Cmd::Sync,
                     rdb_only: rdb_only && !ctx.session.repl_amalgam,
+                    eof: ctx.session.repl_eof,
                 }));
                 // Ends the connection's turns as QUIT does; the worker
                 // then hands it over instead of closing it
@@ -347,6 +346,7 @@ fn replconf(ctx: &mut crate::resp::Ctx<'_>, args: &[crate::resp::Arg<'_>], out: 
             return;
         } else if opt.eq_ignore_ascii_case(b"capa") {
             ctx.session.repl_amalgam |= val.eq_ignore_ascii_case(b"amalgam");
+            ctx.session.repl_eof |= val.eq_ignore_ascii_case(b"eof");
         } else if opt.eq_ignore_ascii_case(b"rdb-only") {
             ctx.session.repl_rdb_only = &val[..] == b"1";
         } else if !opt.eq_ignore_ascii_case(b"rdb-filter-only") {

@@ -194,8 +194,10 @@ pub struct Session {
     /// REPLCONF listening-port and ip-address (a replica's handshake).
     pub(crate) repl_port: u16,
     pub(crate) repl_ip: Option<String>,
-    /// REPLCONF capa amalgam (an Amalgam replica) and rdb-only 1.
+    /// REPLCONF capa amalgam (an Amalgam replica), capa eof (takes a
+    /// streamed RDB) and rdb-only 1.
     pub(crate) repl_amalgam: bool,
+    pub(crate) repl_eof: bool,
     pub(crate) repl_rdb_only: bool,
     /// PSYNC or SYNC was said: the worker hands the connection to a
     /// replication sender (`crate::repl`) once its replies are out.
@@ -258,6 +260,7 @@ impl Session {
             repl_port: 0,
             repl_ip: None,
             repl_amalgam: false,
+            repl_eof: false,
             repl_rdb_only: false,
             handoff: None,
             woff: 0,
