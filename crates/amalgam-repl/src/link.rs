@@ -374,12 +374,27 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
         _ => return Err(std::io::Error::other(format!("the primary answered PSYNC with {reply}"))),
     }
     let Some(a) = applier.as_mut() else { return Err(std::io::Error::other("no sync")) };
-    link.set_state("connected");
-    link.up.store(true, Ordering::Relaxed);
-    link.down_since.store(0, Ordering::Relaxed);
-    r.refresh_stale();
-    ack(&mut w, r.backlog.offset())?;
-    stream_in(&mut input, &mut w, link, &**shared, a)
+    // Amalgam's records, each applied under its key's bucket lock; the
+    // stream's place goes to the log after each batch.
+    stream_in(input, w, link, &**shared, true, |buf| {
+        let (mut pos, mut asked) = (0, false);
+        // Bounded: each record takes bytes of `buf`.
+        loop {
+            match format::read_record(&buf[pos..]) {
+                Ok((rec, n)) => {
+                    asked |= matches!(rec, format::Record::GetAck);
+                    if let format::Record::Functions { payload } = rec {
+                        shared.install_functions(payload);
+                    } else {
+                        a.apply(rec);
+                    }
+                    pos += n;
+                }
+                Err(Bad::Torn) => return Ok((pos, asked)),
+                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
+            }
+        }
+    })
 }
 
 /// Reads the full sync's snapshot (header, items, END) into the store.
@@ -417,57 +432,55 @@ fn load<H: Host>(input: &mut Input, link: &Link, shared: &H, a: &mut Applier) ->
     }
 }
 
-/// Applies the stream until the link drops or stops.
+/// Applies the primary's stream until the link drops or stops: `apply`
+/// takes the bytes read so far and applies the whole units at their
+/// front (Amalgam's records, or a redis-server's commands), answering the
+/// bytes it used and whether a GETACK was among them. Those bytes go to
+/// the backlog as they came, so this node's offset is its primary's.
+/// `log_position`: the stream's place goes to the log after each batch
+/// (Amalgam's stream only: a restart continues it).
 fn stream_in<H: Host>(
-    input: &mut Input,
-    w: &mut TcpStream,
+    mut input: Input,
+    mut w: TcpStream,
     link: &Link,
     shared: &H,
-    a: &mut Applier,
+    log_position: bool,
+    mut apply: impl FnMut(&[u8]) -> std::io::Result<(usize, bool)>,
 ) -> std::io::Result<()> {
     let r = shared.repl();
+    link.set_state("connected");
+    link.up.store(true, Ordering::Relaxed);
+    link.down_since.store(0, Ordering::Relaxed);
+    r.refresh_stale();
+    ack(&mut w, r.backlog.offset())?;
     let mut last_ack = Instant::now();
+    // Bounded by the link: each pass reads or the link ends.
     loop {
         // A CLIENT PAUSE on this replica holds its primary's stream too
         // (Redis: a paused replica's offset does not grow): nothing more
         // is read or applied until it ends; the acks go on.
         while shared.writes_held() && !link.stop.load(Ordering::Relaxed) {
             if last_ack.elapsed() >= ACK_EVERY {
-                ack(w, r.backlog.offset())?;
+                ack(&mut w, r.backlog.offset())?;
                 last_ack = Instant::now();
             }
             std::thread::sleep(PAUSED_POLL);
         }
-        let mut applied = false;
-        let mut asked = false;
         let held = lock(&link.applying);
         if link.stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        loop {
-            match format::read_record(&input.buf[input.pos..]) {
-                Ok((rec, n)) => {
-                    let bytes = &input.buf[input.pos..input.pos + n];
-                    asked |= matches!(rec, format::Record::GetAck);
-                    if let format::Record::Functions { payload } = rec {
-                        shared.install_functions(payload);
-                    } else {
-                        a.apply(rec);
-                    }
-                    r.backlog.feed(bytes);
-                    input.pos += n;
-                    applied = true;
-                }
-                Err(Bad::Torn) => break,
-                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
+        let (used, asked) = apply(&input.buf[input.pos..])?;
+        if used > 0 {
+            r.backlog.feed(&input.buf[input.pos..input.pos + used]);
+            input.pos += used;
+            if log_position {
+                r.log_position(shared.persist());
             }
-        }
-        if applied {
-            r.log_position(shared.persist());
         }
         drop(held);
         if asked || last_ack.elapsed() >= ACK_EVERY {
-            ack(w, r.backlog.offset())?;
+            ack(&mut w, r.backlog.offset())?;
             last_ack = Instant::now();
         }
         if link.stop.load(Ordering::Relaxed) || shared.shutting_down() {
@@ -475,7 +488,7 @@ fn stream_in<H: Host>(
         }
         input.fill_waiting(link, || {
             // The periodic ack, while the primary is quiet.
-            ack(w, r.backlog.offset())?;
+            ack(&mut w, r.backlog.offset())?;
             last_ack = Instant::now();
             Ok(())
         })?;
@@ -565,57 +578,24 @@ fn load_redis<H: Host>(input: &mut Input, link: &Link, shared: &H) -> std::io::R
 /// holds the stream as for an Amalgam primary. No state file is kept
 /// (a restart syncs in full).
 fn follow_redis<H: Host>(
-    mut input: Input,
-    mut w: TcpStream,
+    input: Input,
+    w: TcpStream,
     link: &Link,
     shared: &H,
     client: Arc<amalgam_net::clients::Client>,
 ) -> std::io::Result<()> {
-    let r = shared.repl();
-    r.consistent.store(false, Ordering::Relaxed);
+    shared.repl().consistent.store(false, Ordering::Relaxed);
     let mut feed = shared.command_feed(client);
-    link.set_state("connected");
-    link.up.store(true, Ordering::Relaxed);
-    link.down_since.store(0, Ordering::Relaxed);
-    r.refresh_stale();
-    ack(&mut w, r.backlog.offset())?;
-    let mut last_ack = Instant::now();
-    // Bounded by the link: each pass reads or the link ends.
-    loop {
-        while shared.writes_held() && !link.stop.load(Ordering::Relaxed) {
-            if last_ack.elapsed() >= ACK_EVERY {
-                ack(&mut w, r.backlog.offset())?;
-                last_ack = Instant::now();
-            }
-            std::thread::sleep(PAUSED_POLL);
-        }
-        let held = lock(&link.applying);
-        if link.stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let mut asked = false;
-        // Bounded: each pass takes bytes of the buffer or stops.
+    stream_in(input, w, link, shared, false, |buf| {
+        let (mut pos, mut asked) = (0, false);
+        // Bounded: each pass takes bytes of `buf` or stops.
         loop {
-            let (used, getack) = feed.feed(&input.buf[input.pos..]).map_err(std::io::Error::other)?;
+            let (used, getack) = feed.feed(&buf[pos..]).map_err(std::io::Error::other)?;
             if used == 0 {
-                break;
+                return Ok((pos, asked));
             }
-            r.backlog.feed(&input.buf[input.pos..input.pos + used]);
-            input.pos += used;
+            pos += used;
             asked |= getack;
         }
-        drop(held);
-        if asked || last_ack.elapsed() >= ACK_EVERY {
-            ack(&mut w, r.backlog.offset())?;
-            last_ack = Instant::now();
-        }
-        if link.stop.load(Ordering::Relaxed) || shared.shutting_down() {
-            return Ok(());
-        }
-        input.fill_waiting(link, || {
-            ack(&mut w, r.backlog.offset())?;
-            last_ack = Instant::now();
-            Ok(())
-        })?;
-    }
+    })
 }

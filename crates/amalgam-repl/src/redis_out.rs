@@ -132,7 +132,9 @@ pub(crate) fn send_rdb<H: Host>(shared: &H, w: &mut TcpStream, sync: bool, eof: 
     let t = Instant::now();
     let buf = SyncBuf::default();
     let mark = stream::new_replid();
-    let cut: std::cell::Cell<Option<(String, u64, ReaderId, u64)>> = std::cell::Cell::new(None);
+    // Set at the snapshot's cut: the stream's id, offset and reader there,
+    // and the flush fence then.
+    let cut: std::cell::RefCell<Option<(String, u64, ReaderId, u64)>> = std::cell::RefCell::new(None);
     let mut file = if eof {
         None
     } else {
@@ -157,8 +159,7 @@ pub(crate) fn send_rdb<H: Host>(shared: &H, w: &mut TcpStream, sync: bool, eof: 
         let chunk = std::mem::take(&mut *lock(&buf.0));
         let res = (|| {
             if eof && !header.get() {
-                let Some((replid, offset, reader, fence)) = cut.take() else { return Ok(()) };
-                cut.set(Some((replid.clone(), offset, reader, fence)));
+                let Some((replid, offset, ..)) = &*cut.borrow() else { return Ok(()) };
                 let mut h = String::new();
                 if !sync {
                     h.push_str(&format!("+FULLRESYNC {replid} {offset}\r\n"));
@@ -183,18 +184,15 @@ pub(crate) fn send_rdb<H: Host>(shared: &H, w: &mut TcpStream, sync: bool, eof: 
         shared.write_rdb(
             buf.clone(),
             &mut || {
-                cut.set(Some({
-                    let (replid, offset, reader) = r.backlog.cut();
-                    (replid, offset, reader, shared.store().flush_fence())
-                }))
+                let (replid, offset, reader) = r.backlog.cut();
+                *cut.borrow_mut() = Some((replid, offset, reader, shared.store().flush_fence()));
             },
             &mut || drain(w2, file2),
         )
     };
-    let Some((replid, offset, reader, fence)) = cut.take() else {
+    let Some((replid, offset, reader, fence)) = cut.borrow().clone() else {
         return Err(written.err().unwrap_or_else(|| std::io::Error::other("the snapshot's cut did not run")));
     };
-    cut.set(Some((replid.clone(), offset, reader, fence)));
     let done = (|| {
         let keys = written?;
         // The end of the RDB (EOF, checksum), after the last step.

@@ -300,7 +300,7 @@ pub struct Shared {
     pub repl: repl::Replication,
     /// This `Shared` itself, for threads started by a command (REPLICAOF,
     /// a replica's sender).
-    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    me: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// The Redis settings accepted and kept that change nothing here
     /// (`accepted.rs`).
     pub accepted: accepted::Accepted,

@@ -63,12 +63,7 @@ pub(crate) fn load_at_start(
         return Ok(None);
     }
     let file = std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let unloadable = if args.rdb_unloadable == "skip" { Unloadable::Skip } else { Unloadable::Stop };
-    // Each value within proto-max-bulk-len (what RESTORE allows); the
-    // file's whole is bounded by the store, which refuses (store mode) or
-    // evicts (cache mode) past -m, and holds one decoded value at a time.
-    let value_bytes_max = usize::try_from(proto_max_bulk_len).unwrap_or(usize::MAX);
-    let limits = Limits { value_bytes_max, file_bytes_max: u64::MAX };
+    let (limits, unloadable) = load_rules(args, proto_max_bulk_len);
     let loaded = rdbfile::load(
         std::io::BufReader::with_capacity(READ_BUFFER_BYTES, file),
         store,
@@ -94,6 +89,26 @@ pub(crate) fn load_at_start(
         ver.as_deref().unwrap_or("?")
     );
     Ok(Some(loaded))
+}
+
+/// How an RDB is read, at start or from a redis-server primary
+/// (`repl.rs`): each value within proto-max-bulk-len (what RESTORE
+/// allows), the whole bounded by the store, which refuses (store mode) or
+/// evicts (cache mode) past -m and holds one decoded value at a time; a
+/// key that cannot load stops the load or is skipped (`--rdb-unloadable`).
+pub(crate) fn load_rules(args: &crate::config::Args, proto_max_bulk_len: u64) -> (Limits, Unloadable) {
+    let unloadable = if args.rdb_unloadable == "skip" { Unloadable::Skip } else { Unloadable::Stop };
+    let value_bytes_max = usize::try_from(proto_max_bulk_len).unwrap_or(usize::MAX);
+    (Limits { value_bytes_max, file_bytes_max: u64::MAX }, unloadable)
+}
+
+/// What an RDB of the store carries besides its keys: every FUNCTION
+/// library's code, and the `used-mem` aux field (SAVE's file, a Redis
+/// peer's sync in `repl.rs`).
+pub(crate) fn extras(shared: &Shared) -> (Vec<Vec<u8>>, u64) {
+    let codes = shared.scripts.functions.list().iter().map(|l| l.code.to_vec()).collect();
+    let st = shared.store.stats();
+    (codes, st.item_bytes + st.index_bytes)
 }
 
 /// Once the server is built: the file's FUNCTION libraries loaded, and a
@@ -123,17 +138,8 @@ fn target(shared: &Shared) -> Option<PathBuf> {
 /// given; `Ok(None)` if not.
 pub(crate) fn save(shared: &Shared) -> std::io::Result<Option<Saved>> {
     let Some(path) = target(shared) else { return Ok(None) };
-    let libs = shared.scripts.functions.list();
-    let codes: Vec<Vec<u8>> = libs.iter().map(|l| l.code.to_vec()).collect();
-    let st = shared.store.stats();
-    let saved = rdbfile::save(
-        &path,
-        &shared.store,
-        &shared.databases,
-        &shared.thresholds.load(),
-        &codes,
-        st.item_bytes + st.index_bytes,
-    )?;
+    let (codes, used_mem) = extras(shared);
+    let saved = rdbfile::save(&path, &shared.store, &shared.databases, &shared.thresholds.load(), &codes, used_mem)?;
     log::info!(
         "RDB file {} written: {} keys, {} bytes, in {:.3} s",
         path.display(),

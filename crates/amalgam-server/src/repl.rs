@@ -22,14 +22,10 @@ const ERR_CHAINED_FROM_REDIS: &str =
 /// into the command stream).
 impl amalgam_repl::Host for Shared {
     fn load_rdb(&self, r: &mut dyn std::io::Read) -> Result<u64, String> {
-        use amalgam_commands::rdbfile::{self, Unloadable};
+        use amalgam_commands::rdbfile;
         self.store.flush_all();
-        let unloadable = if self.args.rdb_unloadable == "skip" { Unloadable::Skip } else { Unloadable::Stop };
         let bulk = self.proto_max_bulk_len.load(std::sync::atomic::Ordering::Relaxed);
-        let limits = amalgam_persist::rdb::file::Limits {
-            value_bytes_max: usize::try_from(bulk).unwrap_or(usize::MAX),
-            file_bytes_max: u64::MAX,
-        };
+        let (limits, unloadable) = crate::rdbfile::load_rules(&self.args, bulk);
         let loaded = rdbfile::load(
             r,
             &self.store,
@@ -58,15 +54,14 @@ impl amalgam_repl::Host for Shared {
         before_cut: &mut dyn FnMut(),
         between_steps: &mut dyn FnMut(),
     ) -> std::io::Result<u64> {
-        let codes: Vec<Vec<u8>> = self.scripts.functions.list().iter().map(|l| l.code.to_vec()).collect();
-        let st = self.store.stats();
+        let (codes, used_mem) = crate::rdbfile::extras(self);
         let (_, keys) = amalgam_commands::rdbfile::write(
             out,
             &self.store,
             &self.databases,
             &self.thresholds.load(),
             &codes,
-            st.item_bytes + st.index_bytes,
+            used_mem,
             &[],
             before_cut,
             between_steps,

@@ -11,33 +11,20 @@
 
 mod common;
 use amalgam_persist::rdb::file::FileWriter;
+use common::own::{redis_server, Own};
 use common::resp::*;
 use common::*;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The databases filled.
 const DBS: [&str; 3] = ["0", "1", "5"];
 /// How far two PTTLs of one key may differ (the time between two reads,
 /// a save and a start), in ms.
 const PTTL_TOLERANCE_MS: i64 = 120_000;
-
-/// A redis-server of this test's own on a free port, its files in `dir`;
-/// killed on drop.
-struct Redis {
-    child: std::process::Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn installed(tool: &str) -> bool {
     if Command::new(tool).arg("--version").output().is_err() {
@@ -47,33 +34,11 @@ fn installed(tool: &str) -> bool {
     true
 }
 
-fn start_redis(dir: &Path, dbfilename: &str) -> Redis {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .arg("--dir")
-        .arg(dir)
-        .args(["--dbfilename", dbfilename])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let t0 = Instant::now();
-    let r = Redis { child, addr };
-    // Bounded by the deadline; then until it has loaded its file.
-    loop {
-        if let Ok(s) = TcpStream::connect(addr) {
-            let mut c = Resp::from_stream(s);
-            if c.call(&["PING"]) == "+PONG\r\n" {
-                break;
-            }
-        }
-        assert!(t0.elapsed() < Duration::from_secs(20), "redis-server did not serve on {addr}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    r
+/// A redis-server of this test's own on a free port, its files in `dir`,
+/// once it has loaded `dbfilename`; killed on drop.
+fn start_redis(dir: &Path, dbfilename: &str) -> Own {
+    let dir = dir.to_str().expect("a UTF-8 path");
+    redis_server(&["--dir", dir, "--dbfilename", dbfilename]).expect("redis-server")
 }
 
 fn ok(c: &mut Resp, args: &[&str]) {
@@ -197,7 +162,7 @@ fn amalgam_serves_a_dump_rdb_redis_saved() {
     let dir = TempDir::new("rdb-from-redis");
     let want = {
         let redis = start_redis(&dir.0, "dump.rdb");
-        let mut r = Resp::from_stream(TcpStream::connect(redis.addr).unwrap());
+        let mut r = Resp::from_stream(TcpStream::connect(redis.addr()).unwrap());
         fill(&mut r);
         assert_eq!(r.call(&["SAVE"]), "+OK\r\n");
         snapshot(&mut r)
@@ -273,7 +238,7 @@ fn redis_loads_the_rdb_file_amalgam_saves() {
         assert!(check.status.success(), "redis-check-rdb: {text}");
         assert!(text.contains(&format!("{} keys read", want.len())), "{text}");
         let redis = start_redis(&dir.0, "out.rdb");
-        let mut r = Resp::from_stream(TcpStream::connect(redis.addr).unwrap());
+        let mut r = Resp::from_stream(TcpStream::connect(redis.addr()).unwrap());
         assert_same(&want, &snapshot(&mut r));
         assert_eq!(call(&mut r, &["FCALL", "f1", "0"]).int(), 7, "{how}: the library came along");
         drop(redis);

@@ -13,11 +13,10 @@
 //! MIGRATE moves keys into Amalgam.
 mod common;
 use amalgam_persist::rdb::{self, Payload};
+use common::own::{redis_server, Own};
 use common::resp::*;
 use common::*;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
 
 /// The value of a bulk reply, None for nil; panics on anything else.
 fn bulk_bytes(reply: &[u8]) -> Option<Vec<u8>> {
@@ -419,39 +418,8 @@ fn error_texts() {
 }
 
 /// A redis-server of this test's own, on a free port; killed on drop.
-struct Redis {
-    child: std::process::Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_redis() -> Option<Redis> {
-    if Command::new("redis-server").arg("--version").output().is_err() {
-        eprintln!("note: redis-server is not on PATH; skipping the DUMP/RESTORE interop test");
-        return None;
-    }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let t0 = Instant::now();
-    // Bounded by the deadline.
-    while TcpStream::connect(addr).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "redis-server did not listen on {addr}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(Redis { child, addr })
+fn start_redis() -> Option<Own> {
+    redis_server(&[])
 }
 
 #[test]
@@ -459,7 +427,7 @@ fn interop_with_redis_server() {
     let Some(server) = resp_private(&[]) else { return };
     let Some(redis) = start_redis() else { return };
     let mut a = Resp::new(&server);
-    let mut r = Resp::from_stream(TcpStream::connect(redis.addr).unwrap());
+    let mut r = Resp::from_stream(TcpStream::connect(redis.addr()).unwrap());
     // Redis's compressed quicklist nodes too: every pass once with
     // list-compress-depth 0 (its default) and once with 1.
     for depth in ["0", "1"] {

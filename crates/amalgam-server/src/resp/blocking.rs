@@ -737,7 +737,7 @@ pub(crate) fn block_wait(ctx: &mut Ctx<'_>, offset: u64, replicas: u64, timeout:
     let registry = &shared.blocking;
     let ticket = Ticket::new(worker, token, registry.next_seq.fetch_add(1, Ordering::Relaxed));
     registry.register(&ticket, &[]);
-    let me = shared.me.get().cloned().unwrap_or_default();
+    let me = shared.arc().map(|s| Arc::downgrade(&s)).unwrap_or_default();
     shared.repl.add_waiter(
         Box::new(crate::repl::WaitTicket { ticket: Arc::clone(&ticket), shared: me }),
         offset,

@@ -78,10 +78,21 @@ pub fn redis_server(args: &[&str]) -> Option<Own> {
     };
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
     let start = Instant::now();
-    // Bounded: until it listens, at most START_WAIT.
-    while TcpStream::connect(addr).is_err() {
+    let own = Own::Redis(child, addr);
+    // Bounded: until it answers PONG (it has loaded any file it was given),
+    // at most START_WAIT.
+    while !pong(addr) {
         assert!(start.elapsed() < START_WAIT, "redis-server on {port} did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Some(Own::Redis(child, addr))
+    Some(own)
+}
+
+/// True if a RESP server answers PING with PONG at `addr`.
+fn pong(addr: SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = TcpStream::connect(addr) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut b = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n"
 }
