@@ -79,20 +79,26 @@ pub fn redis_server(args: &[&str]) -> Option<Own> {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
     let start = Instant::now();
     let own = Own::Redis(child, addr);
-    // Bounded: until it answers PONG (it has loaded any file it was given),
-    // at most START_WAIT.
-    while !pong(addr) {
+    // Bounded: until it answers PING with anything but LOADING (it has
+    // loaded any file it was given), at most START_WAIT.
+    while !serving(addr) {
         assert!(start.elapsed() < START_WAIT, "redis-server on {port} did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
     Some(own)
 }
 
-/// True if a RESP server answers PING with PONG at `addr`.
-fn pong(addr: SocketAddr) -> bool {
+/// True if a RESP server at `addr` answers PING with anything but
+/// `-LOADING` (a replica under `replica-serve-stale-data no` answers
+/// MASTERDOWN, and is serving).
+fn serving(addr: SocketAddr) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = TcpStream::connect(addr) else { return false };
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut b = [0u8; 7];
-    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n"
+    let mut b = [0u8; 64];
+    if s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    // One reply line, whole in one read on loopback.
+    matches!(s.read(&mut b), Ok(n) if n > 0 && !b[..n].starts_with(b"-LOADING"))
 }
