@@ -37,7 +37,7 @@ LAYERS = [
     ["amalgam-types"],
     ["amalgam-persist"],
     ["amalgam-net", "amalgam-commands", "amalgam-script"],
-    ["amalgam-memcache", "amalgam-acl", "amalgam-config", "amalgam-metrics", "amalgam-derived", "amalgam-repl"],
+    ["amalgam-memcache", "amalgam-acl", "amalgam-config", "amalgam-metrics", "amalgam-derived", "amalgam-repl", "amalgam-cluster"],
     ["amalgam-server"],
     ["amalgam-bench"],
 ]

@@ -238,9 +238,9 @@ for f in crates/amalgam-server/tests/*.rs; do server_tests+=(--test "$(basename 
 repl_log=$(mktemp)
 repl_pid=""
 if [ -n "$redis_server_bin" ]; then
-  step "replication and Sentinel failover (pytest tests/python/test_replication.py) against redis-server: started in the background"
+  step "replication, Sentinel failover and cluster (pytest tests/python/test_replication.py, test_cluster.py) against redis-server: started in the background"
   AMALGAM_TEST_REPL_BIN="$redis_server_bin" \
-    python3 -m pytest -q -p no:cacheprovider tests/python/test_replication.py >"$repl_log" 2>&1 &
+    python3 -m pytest -q -p no:cacheprovider tests/python/test_replication.py tests/python/test_cluster.py >"$repl_log" 2>&1 &
   repl_pid=$!
 fi
 

@@ -68,6 +68,8 @@ pub enum Cmd {
     Module,
     Readonly,
     Readwrite,
+    Cluster,
+    Asking,
     Command,
     Client,
     Hello,

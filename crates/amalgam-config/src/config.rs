@@ -179,6 +179,47 @@ pub struct Args {
     #[arg(long = "repl-backlog-size", default_value = "1mb", value_parser = parse_memory)]
     pub repl_backlog_size: usize,
 
+    /// Redis Cluster mode (`cluster-enabled`, issue 38: amalgam-cluster).
+    #[arg(long = "cluster-enabled", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub cluster_enabled: bool,
+
+    /// The cluster's node table, written by the node (Redis's
+    /// `cluster-config-file`; in --dir when given).
+    #[arg(long = "cluster-config-file", default_value = "nodes.conf")]
+    pub cluster_config_file: std::path::PathBuf,
+
+    /// Milliseconds a node may be unreachable before it is failing
+    /// (Redis's `cluster-node-timeout`).
+    #[arg(long = "cluster-node-timeout", default_value_t = 15000)]
+    pub cluster_node_timeout: u64,
+
+    /// The cluster bus port (Redis's `cluster-port`; 0: the RESP port +
+    /// 10000).
+    #[arg(long = "cluster-port", default_value_t = 0)]
+    pub cluster_port: u16,
+
+    /// The address, client port, bus port and hostname this node
+    /// announces to clients and other nodes (Redis's
+    /// `cluster-announce-*`; empty or 0: its own).
+    #[arg(long = "cluster-announce-ip", default_value = "")]
+    pub cluster_announce_ip: String,
+    #[arg(long = "cluster-announce-port", default_value_t = 0)]
+    pub cluster_announce_port: u16,
+    #[arg(long = "cluster-announce-bus-port", default_value_t = 0)]
+    pub cluster_announce_bus_port: u16,
+    #[arg(long = "cluster-announce-hostname", default_value = "")]
+    pub cluster_announce_hostname: String,
+
+    /// Whether the cluster stops serving while any slot is unserved
+    /// (Redis's `cluster-require-full-coverage`).
+    #[arg(long = "cluster-require-full-coverage", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub cluster_require_full_coverage: bool,
+
+    /// Whether a node of a cluster that is down still serves reads
+    /// (Redis's `cluster-allow-reads-when-down`).
+    #[arg(long = "cluster-allow-reads-when-down", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub cluster_allow_reads_when_down: bool,
+
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,

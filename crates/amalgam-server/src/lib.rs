@@ -298,6 +298,10 @@ pub struct Shared {
     pub tls: Option<tls::Tls>,
     /// Replication: role, backlog, replicas, the link (crate amalgam-repl).
     pub repl: repl::Replication,
+    /// Redis Cluster (crate amalgam-cluster): disabled unless
+    /// `--cluster-enabled yes`; the RESP front end routes through it
+    /// (`resp/cluster.rs`).
+    pub cluster: amalgam_cluster::Cluster,
     /// This `Shared` itself, for threads started by a command (REPLICAOF,
     /// a replica's sender).
     me: std::sync::OnceLock<std::sync::Weak<Shared>>,
@@ -563,7 +567,9 @@ impl Shared {
         let pubsub_limit = args.client_output_buffer_limit_pubsub;
         let (mc_delimiter, mc_watch_disabled) = (args.stats_prefix_delimiter(), args.disable_watch);
         let journaled = persist.is_some();
+        let cluster = resp::cluster::from_args(&args)?;
         let shared = Arc::new(Shared {
+            cluster,
             repl: repl::Replication::new(backlog, journaled),
             scripts: amalgam_script::Scripts::default(),
             me: std::sync::OnceLock::new(),

@@ -92,6 +92,7 @@ pub mod acl;
 pub use amalgam_acl::log as acl_log;
 pub mod blocking;
 mod client;
+pub(crate) mod cluster;
 pub use amalgam_metrics::cmdstats;
 mod command;
 mod debug;
@@ -199,6 +200,8 @@ pub struct Session {
     pub(crate) repl_amalgam: bool,
     pub(crate) repl_eof: bool,
     pub(crate) repl_rdb_only: bool,
+    /// Cluster mode's ASKING and READONLY (`resp/cluster.rs`).
+    pub(crate) cluster: u8,
     /// PSYNC or SYNC was said: the worker hands the connection to a
     /// replication sender (`crate::repl`) once its replies are out.
     pub(crate) handoff: Option<Box<crate::repl::Psync>>,
@@ -262,6 +265,7 @@ impl Session {
             repl_amalgam: false,
             repl_eof: false,
             repl_rdb_only: false,
+            cluster: 0,
             handoff: None,
             woff: 0,
             fed_mark: 0,
@@ -388,6 +392,7 @@ fn plain_db(ctx: &Ctx<'_>) -> bool {
     use amalgam_commands::notify::{KEY_MISS, TRACKING};
     ctx.session.db == 0
         && ctx.shared.databases.namespace(0) == 0
+        && !ctx.shared.cluster.enabled()
         && !(ctx.cx.notifying(KEY_MISS | TRACKING) && runs_alone(ctx))
 }
 
@@ -985,6 +990,9 @@ fn run_command(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>],
     if after == After::Postpone {
         return after;
     }
+    if ctx.session.cluster != 0 {
+        cluster::after_command(ctx, spec.map(|s| s.cmd));
+    }
     account::account(ctx, spec, args, &out[mark..]);
     let now = ctx.session.reply;
     if matches!(before, Reply::Off | Reply::Skip) && now != Reply::On && !subscription_pushes(spec, &out[mark..]) {
@@ -1008,6 +1016,12 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // NOAUTH and NOPERM before MULTI queues, as Redis's processCommand;
     // skipped (one byte test) when nothing can refuse this connection.
     if !ctx.session.auth.open && !ctx.permitted && acl::refused(ctx, spec, args, out) {
+        return After::Continue;
+    }
+    // Cluster mode routes the command by its keys first (Redis's
+    // processCommand: after ACL, before the replication guards and MULTI's
+    // queue); one load of a bool otherwise.
+    if ctx.shared.cluster.enabled() && cluster::redirected(ctx, spec, args, out) {
         return After::Continue;
     }
     // While a script runs past busy-reply-threshold, a command on one of
@@ -1251,8 +1265,6 @@ fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u
         | Cmd::Latency
         | Cmd::Debug
         | Cmd::Module
-        | Cmd::Readonly
-        | Cmd::Readwrite
         | Cmd::Command
         | Cmd::Client
         | Cmd::Hello
@@ -1262,6 +1274,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u
         | Cmd::Lastsave
         | Cmd::Shutdown => return server::run(ctx, spec.cmd, args, out),
         Cmd::Monitor => monitor::monitor(ctx, out),
+        Cmd::Cluster | Cmd::Asking | Cmd::Readonly | Cmd::Readwrite => cluster::run(ctx, spec.cmd, args, out),
         Cmd::Setbit | Cmd::Getbit | Cmd::Bitcount | Cmd::Bitpos | Cmd::Bitop | Cmd::Bitfield | Cmd::BitfieldRo => {
             bits::run(&mut ctx.cx, spec.cmd, args, out)
         }
@@ -1284,6 +1297,11 @@ fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Xread | Cmd::Xreadgroup => blocking::xread(ctx, spec.cmd, args, out),
         Cmd::Time | Cmd::Touch | Cmd::Object => object::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Lcs => lcs::lcs(&mut ctx.cx, args, out),
+        Cmd::Move | Cmd::Swapdb if ctx.shared.cluster.enabled() => {
+            // Redis's texts: one database in cluster mode.
+            let name = if spec.cmd == Cmd::Move { "MOVE" } else { "SWAPDB" };
+            push_error(out, format!("ERR {name} is not allowed in cluster mode").as_bytes())
+        }
         Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Dump | Cmd::Restore => dump::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Migrate => migrate::migrate(ctx, args, out),

@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 334] = [
+pub(super) static DOCS: [Doc; 363] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -80,6 +80,7 @@ pub(super) static DOCS: [Doc; 334] = [
         ],
         ..doc("append", Some("O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation."))
     },
+    doc("asking", Some("O(1)")),
     Doc {
         history: &[
             ("6.0.0", "Added ACL style (username and password)."),
@@ -412,6 +413,155 @@ pub(super) static DOCS: [Doc; 334] = [
         ..doc("client|unblock", Some("O(log N) where N is the number of client connections"))
     },
     doc("client|unpause", Some("O(N) Where N is the number of paused clients")),
+    doc("cluster", Some("Depends on subcommand.")),
+    Doc {
+        arguments: &[
+            arg("slot", Integer).multiple(),
+        ],
+        ..doc("cluster|addslots", Some("O(N) where N is the total number of hash slot arguments"))
+    },
+    Doc {
+        arguments: &[
+            arg("start-slot_end-slot", Block).multiple().args(&[
+                arg("start-slot", Integer),
+                arg("end-slot", Integer),
+            ]),
+        ],
+        ..doc("cluster|addslotsrange", Some("O(N) where N is the total number of the slots between the start slot and end slot arguments."))
+    },
+    doc("cluster|bumpepoch", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("node-id", Str),
+        ],
+        ..doc("cluster|count-failure-reports", Some("O(N) where N is the number of failure reports"))
+    },
+    Doc {
+        arguments: &[
+            arg("slot", Integer),
+        ],
+        ..doc("cluster|countkeysinslot", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("slot", Integer).multiple(),
+        ],
+        ..doc("cluster|delslots", Some("O(N) where N is the total number of hash slot arguments"))
+    },
+    Doc {
+        arguments: &[
+            arg("start-slot_end-slot", Block).multiple().args(&[
+                arg("start-slot", Integer),
+                arg("end-slot", Integer),
+            ]),
+        ],
+        ..doc("cluster|delslotsrange", Some("O(N) where N is the total number of the slots between the start slot and end slot arguments."))
+    },
+    Doc {
+        arguments: &[
+            arg("options", Oneof).optional().args(&[
+                arg("force", PureToken).token("FORCE"),
+                arg("takeover", PureToken).token("TAKEOVER"),
+            ]),
+        ],
+        ..doc("cluster|failover", Some("O(1)"))
+    },
+    doc("cluster|flushslots", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("node-id", Str),
+        ],
+        ..doc("cluster|forget", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("slot", Integer),
+            arg("count", Integer),
+        ],
+        ..doc("cluster|getkeysinslot", Some("O(log(N)) where N is the number of requested keys"))
+    },
+    doc("cluster|help", Some("O(1)")),
+    doc("cluster|info", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("key", Str),
+        ],
+        ..doc("cluster|keyslot", Some("O(N) where N is the number of bytes in the key"))
+    },
+    doc("cluster|links", Some("O(N) where N is the total number of Cluster nodes")),
+    Doc {
+        history: &[
+            ("4.0.0", "Added the optional `cluster_bus_port` argument."),
+        ],
+        arguments: &[
+            arg("ip", Str),
+            arg("port", Integer),
+            arg("cluster_bus_port", Integer).since("4.0.0").optional(),
+        ],
+        ..doc("cluster|meet", Some("O(1)"))
+    },
+    doc("cluster|myid", Some("O(1)")),
+    doc("cluster|nodes", Some("O(N) where N is the total number of Cluster nodes")),
+    Doc {
+        arguments: &[
+            arg("node-id", Str),
+        ],
+        ..doc("cluster|replicas", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("node-id", Str),
+        ],
+        ..doc("cluster|replicate", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("hard_soft", Oneof).optional().args(&[
+                arg("hard", PureToken).token("HARD"),
+                arg("soft", PureToken).token("SOFT"),
+            ]),
+        ],
+        ..doc("cluster|reset", Some("O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect."))
+    },
+    doc("cluster|saveconfig", Some("O(1)")),
+    Doc {
+        arguments: &[
+            arg("config-epoch", Integer),
+        ],
+        ..doc("cluster|set-config-epoch", Some("O(1)"))
+    },
+    Doc {
+        arguments: &[
+            arg("slot", Integer),
+            arg("subcommand", Oneof).args(&[
+                arg("node-id", Str).token("IMPORTING"),
+                arg("node-id", Str).token("MIGRATING"),
+                arg("node-id", Str).token("NODE"),
+                arg("stable", PureToken).token("STABLE"),
+            ]),
+        ],
+        ..doc("cluster|setslot", Some("O(1)"))
+    },
+    doc("cluster|shards", Some("O(N) where N is the total number of cluster nodes")),
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("5.0.0"),
+        replaced_by: Some("`CLUSTER REPLICAS`"),
+        arguments: &[
+            arg("node-id", Str),
+        ],
+        ..doc("cluster|slaves", Some("O(1)"))
+    },
+    Doc {
+        doc_flags: &["deprecated"],
+        deprecated_since: Some("7.0.0"),
+        replaced_by: Some("`CLUSTER SHARDS`"),
+        history: &[
+            ("4.0.0", "Added node IDs."),
+            ("7.0.0", "Added additional networking metadata field."),
+        ],
+        ..doc("cluster|slots", Some("O(N) where N is the total number of Cluster nodes"))
+    },
     doc("command", Some("O(N) where N is the total number of Redis commands")),
     doc("command|count", Some("O(1)")),
     Doc {

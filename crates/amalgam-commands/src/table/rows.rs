@@ -10,6 +10,7 @@ use super::{Cmd, Spec};
 mod acl;
 mod bits;
 mod blocking;
+mod cluster;
 mod dump;
 mod geo;
 mod hash;
@@ -56,6 +57,7 @@ const FAMILIES: &[&[Spec]] = &[
     pubsub::ROWS,
     repl::ROWS,
     scripting::ROWS,
+    cluster::ROWS,
 ];
 
 /// How many rows the table has.

@@ -70,7 +70,7 @@ const ERR_WATCH_FULL: &str = "ERR too many watched keys";
 #[derive(Debug, Default)]
 pub struct Multi {
     /// Inside MULTI: the queued commands (owned argument vectors).
-    queue: Option<Vec<Vec<Vec<u8>>>>,
+    pub(crate) queue: Option<Vec<Vec<Vec<u8>>>>,
     /// Bytes the queue holds (arguments plus their overhead).
     queued_bytes: usize,
     /// A command failed to queue: EXEC answers EXECABORT.

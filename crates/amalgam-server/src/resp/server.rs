@@ -44,6 +44,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Reset => reset(ctx, out),
         // Redis's getIntFromObjectOrReply: an i64, then the i32 range.
         Cmd::Select => match ctx.shared.databases.parse(&args[1]) {
+            Ok(db) if db != 0 && ctx.shared.cluster.enabled() => {
+                push_error(out, b"ERR SELECT is not allowed in cluster mode")
+            }
             Ok(db) => {
                 ctx.select(db);
                 push_simple(out, "OK")
@@ -60,8 +63,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
         Cmd::Latency => super::latency::latency(ctx, args, out),
         Cmd::Debug => super::debug::debug(ctx, args, out),
         Cmd::Module => module(args, out),
-        // Redis without cluster mode, as Amalgam always is.
-        Cmd::Readonly | Cmd::Readwrite => push_error(out, b"ERR This instance has cluster support disabled"),
         Cmd::Command => super::command::command(ctx, args, out),
         Cmd::Client if super::client::client(ctx, args, out) => return After::Close,
         Cmd::Client => {}
@@ -260,7 +261,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
     push_bulk(out, b"id");
     push_int(out, ctx.session.id as i64);
     push_bulk(out, b"mode");
-    push_bulk(out, b"standalone");
+    push_bulk(out, if ctx.shared.cluster.enabled() { b"cluster" as &[u8] } else { b"standalone" });
     push_bulk(out, b"role");
     push_bulk(out, b"master");
     push_bulk(out, b"modules");
@@ -560,7 +561,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("redis_git_dirty", &0);
                 field("amalgam_version", &env!("CARGO_PKG_VERSION"));
                 field("amalgam_git_sha1", &crate::GIT_SHA1);
-                field("redis_mode", &"standalone");
+                field("redis_mode", &if ctx.shared.cluster.enabled() { "cluster" } else { "standalone" });
                 field("os", &std::env::consts::OS);
                 field("arch_bits", &usize::BITS);
                 field("multiplexing_api", &"epoll");
@@ -695,7 +696,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 }
             }
             "latencystats" => super::cmdstats::info_latencystats(commands.as_deref().unwrap_or(&[]), &mut text),
-            "cluster" => field("cluster_enabled", &0),
+            "cluster" => field("cluster_enabled", &u8::from(ctx.shared.cluster.enabled())),
             // No modules: the section is its title alone, as in Redis.
             "modules" => {}
             _ => {

@@ -417,32 +417,6 @@ pub(super) const ROWS: &[Spec] = &[
     },
     Spec {
         acl: &["@connection"],
-        ..spec!(
-            Readonly,
-            "readonly",
-            1,
-            &["loading", "stale", "fast"],
-            (0, 0, 0),
-            "cluster",
-            "3.0.0",
-            "Enables read queries for a connection to a cluster replica node"
-        )
-    },
-    Spec {
-        acl: &["@connection"],
-        ..spec!(
-            Readwrite,
-            "readwrite",
-            1,
-            &["loading", "stale", "fast"],
-            (0, 0, 0),
-            "cluster",
-            "3.0.0",
-            "Disables read queries for a connection to a cluster replica node"
-        )
-    },
-    Spec {
-        acl: &["@connection"],
         tips: &["nondeterministic_output_order"],
         subcommands: &[
             Spec {

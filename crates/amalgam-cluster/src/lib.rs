@@ -1,0 +1,515 @@
+//! # amalgam-cluster: Redis Cluster (issue 38)
+//!
+//! Many Amalgam nodes run as Redis Cluster runs redis-server nodes, so
+//! Redis's tools (`redis-cli --cluster`) and every cluster-aware client
+//! work unchanged. Nothing here is a distributed system of Amalgam's own:
+//! the key space, the node table, the text forms and the redirections are
+//! Redis 7.0's (the cluster specification; `cluster.h`, `cluster.c`).
+//!
+//! * **Keys to slots** (`slot.rs`): CRC16/XMODEM of the key, or of its
+//!   hash tag, mod 16,384.
+//! * **The node table** (`node.rs`): each node by its 40-hex-digit name,
+//!   with its flags, primary, config epoch, slots and addresses; written
+//!   as CLUSTER NODES' lines, which are also `nodes.conf`'s. The file is
+//!   rewritten whole on every change to the configuration, through a
+//!   temporary file, fsync and rename (Redis 7.2's atomic save; 7.0
+//!   truncated in place), so a crash leaves the old or the new file.
+//! * **Routing** ([`Cluster::route`], Redis's `getNodeByQuery`): the RESP
+//!   front end gives each command's keys before it runs (and EXEC's whole
+//!   queue); the answer is to serve it here or one of Redis's
+//!   redirections: `-MOVED slot ip:port`, `-ASK` during a migration,
+//!   `-CROSSSLOT`, `-TRYAGAIN`, `-CLUSTERDOWN …`. The common case — every
+//!   key in one slot this node serves, the cluster up — reads one bit of
+//!   an atomic bitmap ([`Cluster::route`]'s fast path) and takes no lock;
+//!   everything else (a slot being migrated, another node's slot, the
+//!   cluster down) takes the state's lock.
+//! * **The CLUSTER command** (`command.rs`), every subcommand of Redis
+//!   7.0 with its replies and error texts, writing RESP through
+//!   amalgam-protocol. It knows the store only through [`Host`] (the keys
+//!   of a slot, whether this node holds any key).
+//!
+//! ## Where this stands
+//! This crate is the first increment: one node's cluster mode complete
+//! (slots assigned with ADDSLOTS, the node table and nodes.conf, the
+//! redirections a cluster client follows, CLUSTER's subcommands that need
+//! no other node). The cluster bus (Redis's `clusterMsg` over the bus
+//! port: MEET, PING/PONG with gossip, FAIL, UPDATE, failover
+//! elections) comes next; until it lands, CLUSTER MEET, REPLICATE and
+//! FAILOVER answer an error saying so rather than pretending.
+//!
+//! ## Cost to a standalone server
+//! None: the RESP front end tests one `bool` ([`Cluster::enabled`])
+//! before anything here runs.
+
+pub mod command;
+pub mod node;
+pub mod slot;
+
+use node::{flags, Name, Node};
+use slot::{slot_of, SLOTS};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Redis's default `cluster-node-timeout`, milliseconds.
+pub const NODE_TIMEOUT_MS_DEFAULT: u64 = 15_000;
+/// The bus port is the client port plus this, unless `cluster-port` says
+/// otherwise (Redis's `CLUSTER_PORT_INCR`).
+pub const PORT_INCR: u16 = 10_000;
+/// Redis's default `cluster-config-file`.
+pub const CONFIG_FILE_DEFAULT: &str = "nodes.conf";
+/// The most keys CLUSTER GETKEYSINSLOT returns per call (Redis bounds it
+/// only by the count given; this bounds the reply's memory).
+pub const GETKEYSINSLOT_MAX: usize = 1 << 20;
+
+/// What the server's options say (redis-server's names).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `cluster-enabled`.
+    pub enabled: bool,
+    /// `cluster-config-file`, resolved against the data directory.
+    pub config_file: PathBuf,
+    /// `cluster-node-timeout`.
+    pub node_timeout_ms: u64,
+    /// The RESP port clients use, and the bus port (`cluster-port`, 0:
+    /// the RESP port + 10000).
+    pub port: u16,
+    pub cport: u16,
+    /// `cluster-announce-ip`, `-port`, `-bus-port`, `-hostname`.
+    pub announce_ip: String,
+    pub announce_port: u16,
+    pub announce_bus_port: u16,
+    pub announce_hostname: String,
+    /// `cluster-require-full-coverage` (default yes).
+    pub require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down` (default no).
+    pub allow_reads_when_down: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            enabled: false,
+            config_file: PathBuf::from(CONFIG_FILE_DEFAULT),
+            node_timeout_ms: NODE_TIMEOUT_MS_DEFAULT,
+            port: 6379,
+            cport: 0,
+            announce_ip: String::new(),
+            announce_port: 0,
+            announce_bus_port: 0,
+            announce_hostname: String::new(),
+            require_full_coverage: true,
+            allow_reads_when_down: false,
+        }
+    }
+}
+
+/// What the server gives the cluster of itself.
+pub trait Host {
+    /// Up to `max` keys of database 0 in `slot`.
+    fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<Vec<u8>>;
+    /// How many keys of database 0 are in `slot`.
+    fn count_keys_in_slot(&self, slot: u16) -> u64;
+    /// Whether database 0 holds any key (CLUSTER RESET refuses a primary
+    /// that does, as Redis).
+    fn holds_keys(&self) -> bool;
+}
+
+/// The cluster's configuration as this node sees it (Redis's
+/// `clusterState`).
+#[derive(Debug)]
+pub struct State {
+    pub myself: Name,
+    pub nodes: BTreeMap<Name, Node>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    /// Each slot's owner (Redis's `slots[]`).
+    pub owner: Vec<Option<Name>>,
+    pub migrating: BTreeMap<u16, Name>,
+    pub importing: BTreeMap<u16, Name>,
+    /// `cluster_state:ok`.
+    pub ok: bool,
+    /// Primaries serving at least one slot.
+    pub size: usize,
+    /// Bus messages sent and received, by type (Redis's 11 types).
+    pub sent: [u64; 11],
+    pub received: [u64; 11],
+}
+
+impl State {
+    fn fresh(myself: Name) -> State {
+        let mut nodes = BTreeMap::new();
+        nodes.insert(myself, Node::new(myself, flags::MYSELF | flags::MASTER, now_ms()));
+        State {
+            myself,
+            nodes,
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            owner: vec![None; SLOTS],
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
+            ok: false,
+            // Redis starts at 1 and recomputes it with the state.
+            size: 1,
+            sent: [0; 11],
+            received: [0; 11],
+        }
+    }
+
+    pub fn me(&self) -> &Node {
+        &self.nodes[&self.myself]
+    }
+
+    pub fn me_mut(&mut self) -> &mut Node {
+        self.nodes.get_mut(&self.myself).expect("myself is always in the table")
+    }
+
+    /// Gives `slot` to `to` (Redis's `clusterAddSlot`/`clusterDelSlot`).
+    pub fn assign(&mut self, slot: usize, to: Option<Name>) {
+        if let Some(old) = self.owner[slot].take() {
+            if let Some(n) = self.nodes.get_mut(&old) {
+                n.slots.set(slot, false);
+            }
+        }
+        if let Some(new) = to {
+            if let Some(n) = self.nodes.get_mut(&new) {
+                n.slots.set(slot, true);
+            }
+        }
+        self.owner[slot] = to;
+    }
+
+    /// The node a client should be sent to for `slot` (`-MOVED`, `-ASK`):
+    /// its announced address as Redis writes it (`ip:port`).
+    pub fn address(&self, name: &Name) -> String {
+        self.nodes.get(name).map_or_else(String::new, |n| format!("{}:{}", n.ip, n.port))
+    }
+
+    /// Recomputes `ok` and `size` (Redis's `clusterUpdateState`): the
+    /// cluster is down when a slot is unassigned or its owner failed
+    /// (under `require_full_coverage`), or when fewer than a majority of
+    /// the primaries serving slots are reachable.
+    fn update(&mut self, require_full_coverage: bool) {
+        let mut ok = true;
+        if require_full_coverage {
+            ok = self.owner.iter().all(|o| o.is_some_and(|n| self.nodes.get(&n).is_some_and(|n| !n.is(flags::FAIL))));
+        }
+        let serving: Vec<&Node> = self.nodes.values().filter(|n| n.is_primary() && !n.slots.is_empty()).collect();
+        self.size = serving.len();
+        let reachable = serving.iter().filter(|n| !n.is(flags::FAIL | flags::PFAIL)).count();
+        let quorum = self.size / 2 + 1;
+        if reachable < quorum {
+            ok = false;
+        }
+        self.ok = ok;
+    }
+}
+
+/// What routing says of a command (Redis's `CLUSTER_REDIR_*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    CrossSlot,
+    TryAgain,
+    Ask { slot: u16, to: String },
+    Moved { slot: u16, to: String },
+    Down,
+    DownReadOnly,
+    Unbound,
+}
+
+impl Redirect {
+    /// The error line, as Redis's `clusterRedirectClient` writes it.
+    pub fn text(&self) -> String {
+        match self {
+            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
+            Redirect::TryAgain => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
+            Redirect::Down => "CLUSTERDOWN The cluster is down".into(),
+            Redirect::DownReadOnly => "CLUSTERDOWN The cluster is down and only accepts read commands".into(),
+            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
+            Redirect::Ask { slot, to } => format!("ASK {slot} {to}"),
+            Redirect::Moved { slot, to } => format!("MOVED {slot} {to}"),
+        }
+    }
+}
+
+/// What the front end knows of the command being routed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Query {
+    /// The command (or, for EXEC, one it queued) writes.
+    pub write: bool,
+    /// The client said ASKING before it (or the command is RESTORE-ASKING).
+    pub asking: bool,
+    /// The client said READONLY.
+    pub readonly: bool,
+    /// MIGRATE: always served here while its slot is open.
+    pub migrate: bool,
+}
+
+/// The cluster: its options, its state, and the routing bitmap.
+#[derive(Debug)]
+pub struct Cluster {
+    cfg: Config,
+    state: Mutex<State>,
+    /// Slots this node serves without a question (owned here, not being
+    /// migrated): one bit each, rebuilt under the state's lock after
+    /// every change and read without it.
+    served: Box<[AtomicU64]>,
+    /// The cluster's state is ok.
+    up: AtomicBool,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Cluster {
+    /// A disabled cluster (`cluster-enabled no`): nothing is routed.
+    pub fn disabled() -> Cluster {
+        Cluster::with_state(Config::default(), State::fresh(node::random_name()))
+    }
+
+    fn with_state(cfg: Config, state: State) -> Cluster {
+        let c = Cluster {
+            cfg,
+            state: Mutex::new(state),
+            served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            up: AtomicBool::new(false),
+        };
+        {
+            let mut s = c.lock();
+            c.changed(&mut s);
+        }
+        c
+    }
+
+    /// Starts cluster mode: loads `cfg.config_file` if it exists (a
+    /// broken file is an error, as Redis refuses to start), else makes a
+    /// new node and writes the file. Redis refuses a config file it
+    /// cannot lock or write; so does this.
+    pub fn open(cfg: Config) -> Result<Cluster, String> {
+        let now = now_ms();
+        let state = match std::fs::read_to_string(&cfg.config_file) {
+            Ok(text) if !text.trim().is_empty() => {
+                let l = node::parse_config(&text, now)?;
+                let myself = l.myself.ok_or("Unrecoverable error: corrupted cluster config file: no myself")?;
+                let mut s = State::fresh(myself);
+                s.nodes.clear();
+                s.current_epoch = l.current_epoch;
+                s.last_vote_epoch = l.last_vote_epoch;
+                for n in l.nodes {
+                    s.nodes.insert(n.name, n);
+                }
+                let names: Vec<Name> = s.nodes.keys().copied().collect();
+                for name in names {
+                    let owned: Vec<usize> = (0..SLOTS).filter(|&i| s.nodes[&name].slots.has(i)).collect();
+                    for i in owned {
+                        s.owner[i] = Some(name);
+                    }
+                }
+                s.migrating = l.migrating;
+                s.importing = l.importing;
+                s
+            }
+            Ok(_) => State::fresh(node::random_name()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => State::fresh(node::random_name()),
+            Err(e) => return Err(format!("Can't open the cluster config file {}: {e}", cfg.config_file.display())),
+        };
+        let c = Cluster::with_state(cfg, state);
+        {
+            let mut s = c.lock();
+            let me = s.me_mut();
+            me.port = c.cfg.announce_port_or_port();
+            me.cport = c.cfg.bus_port();
+            if !c.cfg.announce_ip.is_empty() {
+                me.ip = c.cfg.announce_ip.clone();
+            }
+            me.hostname = c.cfg.announce_hostname.clone();
+            c.save(&s)
+                .map_err(|e| format!("Can't write the cluster config file {}: {e}", c.cfg.config_file.display()))?;
+        }
+        log::info!("Cluster mode: node {} ({})", node::text(&c.lock().myself), c.cfg.config_file.display());
+        Ok(c)
+    }
+
+    /// `cluster-enabled`.
+    #[inline(always)]
+    pub fn enabled(&self) -> bool {
+        self.cfg.enabled
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The state, locked (commands, the bus).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After any change to `s`: recompute the state and the routing
+    /// bitmap.
+    pub fn changed(&self, s: &mut State) {
+        s.update(self.cfg.require_full_coverage);
+        let me = s.myself;
+        for (w, word) in self.served.iter().enumerate() {
+            let mut bits = 0u64;
+            for b in 0..64 {
+                let slot = w * 64 + b;
+                if s.owner[slot] == Some(me) && !s.migrating.contains_key(&(slot as u16)) {
+                    bits |= 1 << b;
+                }
+            }
+            word.store(bits, Ordering::Release);
+        }
+        self.up.store(s.ok, Ordering::Release);
+    }
+
+    /// Writes nodes.conf: the whole file to a temporary beside it,
+    /// fsync, rename over the old one (Redis's `clusterSaveConfig`).
+    pub fn save(&self, s: &State) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut text = command::nodes_text(s, true);
+        text.push_str(&format!("vars currentEpoch {} lastVoteEpoch {}\n", s.current_epoch, s.last_vote_epoch));
+        let path = &self.cfg.config_file;
+        let tmp = path.with_extension("tmp-amalgam");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Cluster::changed`] then [`Cluster::save`]; a failed save is
+    /// logged (Redis exits on a failed `clusterSaveConfigOrDie`; the
+    /// configuration in memory stays right, and the next change retries).
+    pub fn commit(&self, s: &mut State) {
+        self.changed(s);
+        if let Err(e) = self.save(s) {
+            log::warn!("Could not save the cluster config file {}: {e}", self.cfg.config_file.display());
+        }
+    }
+
+    /// Where a command on `keys` runs (Redis's `getNodeByQuery`): Ok to
+    /// run it here, or the redirection to answer. `exists` tells whether
+    /// a key is here (the `-ASK`/`-TRYAGAIN` decisions while a slot
+    /// moves). A command without keys always runs here.
+    #[inline]
+    pub fn route(&self, keys: &[&[u8]], q: Query, exists: impl Fn(&[u8]) -> bool) -> Result<(), Redirect> {
+        let Some(first) = keys.first() else { return Ok(()) };
+        let slot = slot_of(first);
+        if self.up.load(Ordering::Acquire) && self.serves(slot) && keys[1..].iter().all(|k| slot_of(k) == slot) {
+            return Ok(());
+        }
+        self.route_slow(keys, q, exists)
+    }
+
+    /// Whether this node serves `slot` without a question.
+    #[inline(always)]
+    pub fn serves(&self, slot: u16) -> bool {
+        let s = slot as usize;
+        self.served[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn route_slow(&self, keys: &[&[u8]], q: Query, exists: impl Fn(&[u8]) -> bool) -> Result<(), Redirect> {
+        let s = self.lock();
+        let slot = slot_of(keys[0]);
+        let mut several = false;
+        for k in &keys[1..] {
+            if *k != keys[0] {
+                if slot_of(k) != slot {
+                    return Err(Redirect::CrossSlot);
+                }
+                several = true;
+            }
+        }
+        let Some(owner) = s.owner[slot as usize] else { return Err(Redirect::Unbound) };
+        let migrating = owner == s.myself && s.migrating.contains_key(&slot);
+        let importing = !migrating && s.importing.contains_key(&slot);
+        let (mut missing, mut present) = (0, 0);
+        if migrating || importing {
+            for k in keys {
+                if exists(k) {
+                    present += 1;
+                } else {
+                    missing += 1;
+                }
+            }
+        }
+        if !s.ok {
+            if !self.cfg.allow_reads_when_down {
+                return Err(Redirect::Down);
+            } else if q.write {
+                return Err(Redirect::DownReadOnly);
+            }
+        }
+        if (migrating || importing) && q.migrate {
+            return Ok(());
+        }
+        if migrating && missing > 0 {
+            if present > 0 {
+                return Err(Redirect::TryAgain);
+            }
+            // Sent to the target, unless that is this node (Redis's
+            // processCommand serves what getNodeByQuery names as myself).
+            let to = s.migrating[&slot];
+            if to == s.myself {
+                return Ok(());
+            }
+            return Err(Redirect::Ask { slot, to: s.address(&to) });
+        }
+        if importing && q.asking {
+            if several && missing > 0 {
+                return Err(Redirect::TryAgain);
+            }
+            return Ok(());
+        }
+        let me = s.me();
+        if q.readonly && !q.write && me.is(flags::SLAVE) && me.primary == Some(owner) {
+            return Ok(());
+        }
+        if owner != s.myself {
+            return Err(Redirect::Moved { slot, to: s.address(&owner) });
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// The client port this node announces.
+    pub fn announce_port_or_port(&self) -> u16 {
+        if self.announce_port != 0 {
+            self.announce_port
+        } else {
+            self.port
+        }
+    }
+
+    /// The bus port this node listens on.
+    pub fn listen_bus_port(&self) -> u16 {
+        if self.cport != 0 {
+            self.cport
+        } else {
+            self.port.wrapping_add(PORT_INCR)
+        }
+    }
+
+    /// The bus port it announces.
+    pub fn bus_port(&self) -> u16 {
+        if self.announce_bus_port != 0 {
+            self.announce_bus_port
+        } else {
+            self.listen_bus_port()
+        }
+    }
+}

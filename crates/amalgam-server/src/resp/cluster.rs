@@ -1,0 +1,205 @@
+//! Redis Cluster in the RESP front end (issue 38; the cluster itself is
+//! crate amalgam-cluster): the options at start, CLUSTER, ASKING,
+//! READONLY and READWRITE, and the routing check `dispatch` makes before
+//! a command runs or MULTI queues it (Redis's `processCommand` calls
+//! `getNodeByQuery` at the same point: after ACL, before the replication
+//! guards and the queue).
+//!
+//! What a cluster node refuses that a standalone one serves: SELECT of a
+//! database other than 0 and SWAPDB (Redis's texts), and every command
+//! on a key of a slot this node does not serve (the redirections).
+//! Commands are not batched in cluster mode (`resp.rs`, `plain_db`):
+//! each goes through `dispatch` and this check.
+
+use super::table::{self, Cmd, Spec};
+use super::{multi, push_error, Ctx};
+use amalgam_cluster::{Cluster, Config, Query};
+use amalgam_protocol::resp::push_simple;
+
+/// The session's cluster flags (Redis's `CLIENT_ASKING`, `CLIENT_READONLY`).
+pub(crate) const ASKING: u8 = 1;
+pub(crate) const READONLY: u8 = 2;
+
+const ERR_DISABLED: &[u8] = b"ERR This instance has cluster support disabled";
+
+/// The cluster the options ask for: disabled, or opened from its config
+/// file (in --dir when given, as Redis reads it from its `dir`).
+pub(crate) fn from_args(args: &crate::config::Args) -> Result<Cluster, String> {
+    if !args.cluster_enabled {
+        return Ok(Cluster::disabled());
+    }
+    let mut file = args.cluster_config_file.clone();
+    if file.is_relative() {
+        if let Some(dir) = &args.dir {
+            file = dir.join(file);
+        }
+    }
+    Cluster::open(Config {
+        enabled: true,
+        config_file: file,
+        node_timeout_ms: args.cluster_node_timeout,
+        port: args.resp_port,
+        cport: args.cluster_port,
+        announce_ip: args.cluster_announce_ip.clone(),
+        announce_port: args.cluster_announce_port,
+        announce_bus_port: args.cluster_announce_bus_port,
+        announce_hostname: args.cluster_announce_hostname.clone(),
+        require_full_coverage: args.cluster_require_full_coverage,
+        allow_reads_when_down: args.cluster_allow_reads_when_down,
+    })
+}
+
+/// What the cluster may ask of the store: database 0's keys by slot. A
+/// slot's keys are found by walking the table (O(keys)); Redis keeps a
+/// per-slot key list in cluster mode, which this build does not yet.
+struct Keys<'a> {
+    store: &'a amalgam_engine::Store,
+}
+
+/// Buckets one walk of the table visits at most (every loop bounded: the
+/// table has at most this many buckets).
+const WALK_STEPS_MAX: usize = 1 << 40;
+
+impl Keys<'_> {
+    fn walk(&self, mut f: impl FnMut(&[u8]) -> bool) {
+        let mut cursor = 0;
+        for _ in 0..WALK_STEPS_MAX {
+            let mut more = true;
+            cursor = self.store.scan(cursor, |it| {
+                if more {
+                    if let Some(name) = amalgam_engine::namespace::name_in(0, it.key()) {
+                        more = f(name);
+                    }
+                }
+            });
+            if cursor == 0 || !more {
+                break;
+            }
+        }
+    }
+}
+
+impl amalgam_cluster::Host for Keys<'_> {
+    fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<Vec<u8>> {
+        let mut keys = Vec::new();
+        if max == 0 {
+            return keys;
+        }
+        self.walk(|k| {
+            if amalgam_cluster::slot::slot_of(k) == slot {
+                keys.push(k.to_vec());
+            }
+            keys.len() < max
+        });
+        keys
+    }
+
+    fn count_keys_in_slot(&self, slot: u16) -> u64 {
+        let mut n = 0;
+        self.walk(|k| {
+            n += u64::from(amalgam_cluster::slot::slot_of(k) == slot);
+            true
+        });
+        n
+    }
+
+    fn holds_keys(&self) -> bool {
+        self.store.namespace_len(0) > 0
+    }
+}
+
+/// CLUSTER, ASKING, READONLY, READWRITE.
+pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[super::Arg<'_>], out: &mut Vec<u8>) {
+    let cluster = &ctx.shared.cluster;
+    if !cluster.enabled() {
+        return push_error(out, ERR_DISABLED);
+    }
+    match cmd {
+        Cmd::Asking => ctx.session.cluster |= ASKING,
+        Cmd::Readonly => ctx.session.cluster |= READONLY,
+        Cmd::Readwrite => ctx.session.cluster &= !READONLY,
+        _ => {
+            // The subcommand and its arity, as every container checks them.
+            if super::sub(Cmd::Cluster, args, out).is_none() {
+                return;
+            }
+            let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+            let keys = Keys { store: &ctx.shared.store };
+            return amalgam_cluster::command::run(cluster, &keys, ctx.session.proto, &argv, out);
+        }
+    }
+    push_simple(out, "OK");
+}
+
+/// The routing check (cluster mode only): true if the command was
+/// answered with a redirection (in `out`) instead of running. For EXEC,
+/// the keys of every queued command; a refused EXEC discards the
+/// transaction, a refused command inside MULTI flags it (EXECABORT), as
+/// Redis's `processCommand`.
+#[cold]
+#[inline(never)]
+pub(crate) fn redirected(
+    ctx: &mut Ctx<'_>,
+    spec: Option<&'static Spec>,
+    args: &[super::Arg<'_>],
+    out: &mut Vec<u8>,
+) -> bool {
+    let Some(spec) = spec.filter(|s| super::arity_ok(s.arity, args.len())) else { return false };
+    // The master client is obeyed; EXEC's commands were routed with it.
+    if ctx.session.primary || ctx.session.multi.executing {
+        return false;
+    }
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut q = Query {
+        asking: ctx.session.cluster & ASKING != 0,
+        readonly: ctx.session.cluster & READONLY != 0,
+        migrate: spec.cmd == Cmd::Migrate,
+        write: false,
+    };
+    let queued;
+    if spec.cmd == Cmd::Exec {
+        let Some(queue) = ctx.session.multi.queue.as_ref() else { return false };
+        queued = queue.clone();
+        for c in &queued {
+            if let Some(s) = table::lookup(&c[0]) {
+                multi::push_keys(s, c, &mut keys);
+                q.write |= is_write(s, c);
+            }
+        }
+    } else {
+        if spec.keys.is_empty() && !matches!(spec.cmd, Cmd::Sort | Cmd::SortRo) {
+            return false;
+        }
+        multi::push_keys(spec, args, &mut keys);
+        q.write = is_write(spec, args);
+    }
+    let store = &ctx.shared.store;
+    let Err(r) =
+        ctx.shared.cluster.route(&keys, q, |k| store.peek(&amalgam_engine::namespace::encode(0, k), |_| ()).is_some())
+    else {
+        return false;
+    };
+    if spec.cmd == Cmd::Exec {
+        multi::reset(&mut ctx.session.multi);
+    } else {
+        ctx.session.multi.refused_one();
+    }
+    let mark = out.len();
+    push_error(out, r.text().as_bytes());
+    ctx.stats.errors.note(&out[mark..]);
+    true
+}
+
+fn is_write(spec: &'static Spec, args: &[impl AsRef<[u8]>]) -> bool {
+    spec.flags.contains(&"write") || multi::key_spec_of(spec, args).flags.contains(&"write")
+}
+
+/// After a command: ASKING lasts for the next command only (or, inside
+/// MULTI, until EXEC), as Redis's `resetClient`.
+#[inline]
+pub(crate) fn after_command(ctx: &mut Ctx<'_>, cmd: Option<Cmd>) {
+    let m = &ctx.session.multi;
+    if ctx.session.cluster & ASKING != 0 && cmd != Some(Cmd::Asking) && !m.queuing() && !m.executing {
+        ctx.session.cluster &= !ASKING;
+    }
+}
