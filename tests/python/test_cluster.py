@@ -1,11 +1,11 @@
 """Redis Cluster with real cluster tooling (issue 38): redis-py's
-RedisCluster client and Debian's `redis-cli --cluster check` against a
-cluster node of the test's own.
+RedisCluster client and Debian's `redis-cli --cluster create/check`
+against cluster nodes of the test's own, a node joining a cluster of
+redis-server nodes over Redis's cluster bus, and failure detection.
 
 The node binary comes from AMALGAM_TEST_REPL_BIN, as test_replication.py's:
 the amalgam under test, or Debian's redis-server in CI's Redis pass (proof
-that what is asserted here is what Redis does). Until the cluster bus
-lands (docs/cluster.md) a cluster is one node owning every slot.
+that what is asserted here is what Redis does).
 """
 
 import os
@@ -16,24 +16,75 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from test_replication import NODE_BIN, free_port, start_node, wait_until
+from test_replication import NODE_BIN, Node, free_port, start_node, wait_until
 
 pytestmark = pytest.mark.skipif(
     not NODE_BIN, reason="AMALGAM_TEST_REPL_BIN is not set (scripts/test.sh sets it)"
 )
 
 KEYS = 2000
+# The node timeout of the multi-node tests: failures are detected after it.
+NODE_TIMEOUT_MS = 2000
+# Failure detection and rejoining: several node timeouts and cron rounds.
+FAILURE_WAIT_S = 30
+REDIS_SERVER = shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli")
 
 
-def cluster_node(tmp_path):
-    """One node in cluster mode owning all 16384 slots, its state ok."""
+def node_in_cluster_mode(tmp_path, binary=None, timeout_ms=NODE_TIMEOUT_MS):
+    """A node in cluster mode with its nodes.conf under tmp_path; `binary`
+    (default: the node under test) started as test_replication starts it."""
     port = free_port()
     extra = [
         "--cluster-enabled", "yes",
         "--cluster-config-file", str(tmp_path / f"nodes-{port}.conf"),
         "--cluster-port", str(free_port()),
+        "--cluster-node-timeout", str(timeout_ms),
     ]
-    node = start_node(port, extra=extra, conf_dir=str(tmp_path))
+    if binary is None:
+        return start_node(port, extra=extra, conf_dir=str(tmp_path))
+    d = tmp_path / f"node-{port}"
+    d.mkdir()
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", str(d)] + extra
+    return Node(argv, port, str(d / "node.log"))
+
+
+def restart(node):
+    """The same node again, on its ports and with its nodes.conf."""
+    node.kill()
+    return Node(node.argv, node.port, node.log_path)
+
+
+def state(node):
+    return node.c.cluster("INFO")["cluster_state"]
+
+
+def create(nodes):
+    """`redis-cli --cluster create` of these nodes as primaries, then waits
+    until every one says the cluster is ok."""
+    out = subprocess.run(
+        [REDIS_CLI, "--cluster", "create"] + [f"127.0.0.1:{n.port}" for n in nodes] + ["--cluster-yes"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[OK] All 16384 slots covered." in out.stdout, out.stdout
+    for n in nodes:
+        wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}")
+
+
+def flags_of(node, port):
+    """The flags another node's CLUSTER NODES line shows for the node on `port`."""
+    for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+        f = line.split(" ")
+        if f[1].startswith(f"127.0.0.1:{port}@"):
+            return f[2].split(",")
+    return None
+
+
+def cluster_node(tmp_path):
+    """One node in cluster mode owning all 16384 slots, its state ok."""
+    node = node_in_cluster_mode(tmp_path, timeout_ms=15000)
     assert node.c.execute_command("CLUSTER", "ADDSLOTSRANGE", "0", "16383") in (b"OK", "OK", True)
     # redis-server turns the state ok in its cron, after its first 2 s.
     wait_until(lambda: node.c.cluster("INFO")["cluster_state"] == "ok", "cluster_state:ok")
@@ -83,3 +134,76 @@ def test_redis_cli_cluster_check_finds_every_slot_covered(tmp_path):
         assert "1 keys | 16384 slots | 0 slaves." in out.stdout
     finally:
         node.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_redis_cli_cluster_create_joins_three_primaries_over_the_bus(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        for n in nodes:
+            info = n.c.cluster("INFO")
+            assert int(info["cluster_known_nodes"]) == 3 and int(info["cluster_size"]) == 3, info
+            assert int(info["cluster_stats_messages_pong_received"]) > 0, info
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for i in range(KEYS):
+            rc.set(f"key:{i}", i)
+        assert rc.mget_nonatomic([f"key:{i}" for i in range(KEYS)]) == [str(i).encode() for i in range(KEYS)]
+        # Every primary holds a share; a key asked of the wrong node is
+        # redirected with MOVED to the right one.
+        sizes = [n.c.dbsize() for n in nodes]
+        assert sum(sizes) == KEYS and min(sizes) > 0, sizes
+        slot = nodes[0].c.execute_command("CLUSTER", "KEYSLOT", "key:1")
+        owner = next(n for n in nodes if n.c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) > 0)
+        other = next(n for n in nodes if n is not owner)
+        with pytest.raises(redis.ResponseError, match=f"{slot} 127.0.0.1:{owner.port}"):
+            other.c.get("key:1")
+        rc.close()
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_stopped_primary_is_marked_failing_and_rejoins(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        gone = nodes[2]
+        gone.kill()
+        # PFAIL on each survivor after the node timeout, FAIL once both
+        # primaries' reports meet; the cluster is down (a third of the
+        # slots is unserved).
+        for n in nodes[:2]:
+            wait_until(lambda: "fail" in (flags_of(n, gone.port) or []), "fail flag", FAILURE_WAIT_S)
+            wait_until(lambda: state(n) == "fail", "cluster_state:fail", FAILURE_WAIT_S)
+        nodes[2] = restart(gone)
+        for n in nodes:
+            wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}", FAILURE_WAIT_S)
+        for n in nodes[:2]:
+            wait_until(lambda: "fail" not in (flags_of(n, gone.port) or ["fail"]), "fail cleared", FAILURE_WAIT_S)
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None, reason="redis-server or redis-cli is not installed")
+def test_a_node_joins_a_cluster_of_redis_servers(tmp_path):
+    """Two redis-server 7.0 primaries and the node under test, created as
+    one cluster by redis-cli: the bus is Redis's."""
+    nodes = [node_in_cluster_mode(tmp_path, REDIS_SERVER) for _ in range(2)]
+    nodes.append(node_in_cluster_mode(tmp_path))
+    try:
+        create(nodes)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for i in range(KEYS):
+            rc.set(f"mixed:{i}", i)
+        assert rc.mget_nonatomic([f"mixed:{i}" for i in range(KEYS)]) == [str(i).encode() for i in range(KEYS)]
+        assert nodes[2].c.dbsize() > 0
+        # The redis-servers see the node as a connected primary.
+        for n in nodes[:2]:
+            assert flags_of(n, nodes[2].port) == ["master"]
+        rc.close()
+    finally:
+        for n in nodes:
+            n.kill()

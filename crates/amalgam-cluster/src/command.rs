@@ -262,6 +262,9 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
         if s.me().is_primary() && host.holds_keys() {
             return error(out, "ERR CLUSTER RESET can't be called with master nodes containing keys");
         }
+        if s.me().is(flags::SLAVE) {
+            host.follow(None);
+        }
         reset(&mut s, hard);
         c.commit(&mut s);
         push_simple(out, "OK");
@@ -270,7 +273,16 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
             None => unknown_node(out, args[2]),
             Some(n) if n == s.myself => error(out, "ERR Can't replicate myself"),
             Some(n) if s.nodes[&n].is(flags::SLAVE) => error(out, "ERR I can only replicate a master, not a replica."),
-            Some(_) => error(out, "ERR CLUSTER REPLICATE needs the cluster bus, which this Amalgam build lacks yet"),
+            Some(_) if s.me().is_primary() && (!s.me().slots.is_empty() || host.holds_keys()) => {
+                error(out, "ERR To set a master the node must be empty and without assigned slots.")
+            }
+            Some(n) => {
+                set_my_primary(&mut s, n);
+                let p = &s.nodes[&n];
+                host.follow(Some((p.ip.clone(), p.port)));
+                c.commit(&mut s);
+                push_simple(out, "OK");
+            }
         }
     } else if is(sub, "failover") {
         if argc > 3 || (argc == 3 && !is(args[2], "force") && !is(args[2], "takeover")) {
@@ -281,17 +293,73 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
         }
         error(out, "ERR CLUSTER FAILOVER needs the cluster bus, which this Amalgam build lacks yet");
     } else if is(sub, "meet") && (argc == 4 || argc == 5) {
-        if int(args[3]).is_none_or(|p| !(0..=65535).contains(&p)) {
+        let port = int(args[3]).filter(|p| (0..=65535).contains(p));
+        let Some(port) = port else {
             return error(out, &format!("ERR Invalid TCP base port specified: {}", String::from_utf8_lossy(args[3])));
+        };
+        let cport = if argc == 5 {
+            let Some(cp) = int(args[4]).filter(|p| (0..=65535).contains(p)) else {
+                return error(
+                    out,
+                    &format!("ERR Invalid TCP bus port specified: {}", String::from_utf8_lossy(args[4])),
+                );
+            };
+            cp
+        } else {
+            port + i64::from(crate::PORT_INCR)
+        };
+        let ip = std::str::from_utf8(args[2]).ok().and_then(|t| t.parse::<std::net::IpAddr>().ok());
+        match ip {
+            Some(ip) if port > 0 && (1..=65535).contains(&cport) => {
+                meet(&mut s, &ip.to_string(), port as u16, cport as u16);
+                push_simple(out, "OK");
+            }
+            _ => error(
+                out,
+                &format!(
+                    "ERR Invalid node address specified: {}:{}",
+                    String::from_utf8_lossy(args[2]),
+                    String::from_utf8_lossy(args[3])
+                ),
+            ),
         }
-        if argc == 5 && int(args[4]).is_none_or(|p| !(0..=65535).contains(&p)) {
-            return error(out, &format!("ERR Invalid TCP bus port specified: {}", String::from_utf8_lossy(args[4])));
-        }
-        error(out, "ERR CLUSTER MEET needs the cluster bus, which this Amalgam build lacks yet");
     } else {
         let name = String::from_utf8_lossy(sub);
         error(out, &format!("ERR unknown subcommand or wrong number of arguments for '{name}'. Try CLUSTER HELP."));
     }
+}
+
+/// Redis's `clusterStartHandshake`: a node under a random name, flagged
+/// HANDSHAKE and MEET, that the bus's cron connects to; none if a
+/// handshake with that address is already under way.
+fn meet(s: &mut State, ip: &str, port: u16, cport: u16) {
+    let busy = s.nodes.values().any(|n| n.is(flags::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport);
+    if busy {
+        return;
+    }
+    let mut n = Node::new(node::random_name(), flags::HANDSHAKE | flags::MEET, crate::now_ms());
+    n.ip = ip.to_string();
+    n.port = port;
+    n.cport = cport;
+    s.nodes.insert(n.name, n);
+}
+
+/// Redis's `clusterSetMaster`: this node becomes a replica of `p`,
+/// giving up its slots and closing its open ones.
+pub(crate) fn set_my_primary(s: &mut State, p: Name) {
+    let me = s.myself;
+    if s.me().is_primary() {
+        for slot in 0..SLOTS {
+            if s.owner[slot] == Some(me) {
+                s.assign(slot, None);
+            }
+        }
+        s.migrating.clear();
+        s.importing.clear();
+    }
+    let m = s.me_mut();
+    m.flags = (m.flags & !(flags::MASTER | flags::MIGRATE_TO)) | flags::SLAVE;
+    m.primary = Some(p);
 }
 
 fn unknown_node(out: &mut Vec<u8>, name: &[u8]) {

@@ -27,21 +27,29 @@
 //!   7.0 with its replies and error texts, writing RESP through
 //!   amalgam-protocol. It knows the store only through [`Host`] (the keys
 //!   of a slot, whether this node holds any key).
+//! * **The bus** (`msg.rs`, `gossip.rs`, `bus.rs`): Redis 7.0's
+//!   `clusterMsg` byte for byte over the bus port, one thread with a mio
+//!   poll and a 100 ms cron; the rules (handshake, gossip, slot claims by
+//!   config epoch, failure detection) are pure functions of the state
+//!   and a message in `gossip.rs`, the I/O in `bus.rs`.
 //!
 //! ## Where this stands
-//! This crate is the first increment: one node's cluster mode complete
-//! (slots assigned with ADDSLOTS, the node table and nodes.conf, the
-//! redirections a cluster client follows, CLUSTER's subcommands that need
-//! no other node). The cluster bus (Redis's `clusterMsg` over the bus
-//! port: MEET, PING/PONG with gossip, FAIL, UPDATE, failover
-//! elections) comes next; until it lands, CLUSTER MEET, REPLICATE and
-//! FAILOVER answer an error saying so rather than pretending.
+//! Cluster mode, the bus, CLUSTER's subcommands and the redirections:
+//! Amalgam nodes form a cluster with `redis-cli --cluster create`, alone
+//! or beside redis-server 7.0 nodes, detect failures and rejoin. Not yet:
+//! failover (elections, CLUSTER FAILOVER: an error says so), sending
+//! PUBLISH to the other nodes, the memcached port's routing, a per-slot
+//! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
+//! (docs/cluster.md keeps the list).
 //!
 //! ## Cost to a standalone server
 //! None: the RESP front end tests one `bool` ([`Cluster::enabled`])
 //! before anything here runs.
 
+pub mod bus;
 pub mod command;
+pub mod gossip;
+pub mod msg;
 pub mod node;
 pub mod slot;
 
@@ -57,6 +65,13 @@ pub const NODE_TIMEOUT_MS_DEFAULT: u64 = 15_000;
 /// The bus port is the client port plus this, unless `cluster-port` says
 /// otherwise (Redis's `CLUSTER_PORT_INCR`).
 pub const PORT_INCR: u16 = 10_000;
+/// A primary's state stays down this long after its first computation
+/// (Redis's `CLUSTER_WRITABLE_DELAY`).
+pub const WRITABLE_DELAY_MS: u64 = 2000;
+/// After being in a minority, a primary waits the node timeout, within
+/// these bounds, before its state turns ok (`CLUSTER_MIN/MAX_REJOIN_DELAY`).
+pub const REJOIN_DELAY_MIN_MS: u64 = 500;
+pub const REJOIN_DELAY_MAX_MS: u64 = 5000;
 /// Redis's default `cluster-config-file`.
 pub const CONFIG_FILE_DEFAULT: &str = "nodes.conf";
 /// The most keys CLUSTER GETKEYSINSLOT returns per call (Redis bounds it
@@ -114,6 +129,10 @@ pub trait Host {
     /// Whether database 0 holds any key (CLUSTER RESET refuses a primary
     /// that does, as Redis).
     fn holds_keys(&self) -> bool;
+    /// Replicate the primary at (ip, client port), or stop replicating
+    /// and serve as a primary (None): CLUSTER REPLICATE, CLUSTER RESET,
+    /// a failover.
+    fn follow(&self, primary: Option<(String, u16)>);
 }
 
 /// The cluster's configuration as this node sees it (Redis's
@@ -135,6 +154,10 @@ pub struct State {
     /// Bus messages sent and received, by type (Redis's 11 types).
     pub sent: [u64; 11],
     pub received: [u64; 11],
+    /// When the state was first computed, and when this node last found
+    /// itself in a minority (the writable and rejoin delays).
+    pub(crate) first_update: u64,
+    pub(crate) minority_since: u64,
 }
 
 impl State {
@@ -154,6 +177,8 @@ impl State {
             size: 1,
             sent: [0; 11],
             received: [0; 11],
+            first_update: 0,
+            minority_since: 0,
         }
     }
 
@@ -189,20 +214,38 @@ impl State {
     /// Recomputes `ok` and `size` (Redis's `clusterUpdateState`): the
     /// cluster is down when a slot is unassigned or its owner failed
     /// (under `require_full_coverage`), or when fewer than a majority of
-    /// the primaries serving slots are reachable.
-    fn update(&mut self, require_full_coverage: bool) {
+    /// the primaries serving slots are reachable. A primary stays down for
+    /// its first [`WRITABLE_DELAY_MS`] (a restarted primary gives the
+    /// cluster a chance to reconfigure it first) and, after finding itself
+    /// in a minority, for the node timeout clamped to
+    /// [`REJOIN_DELAY_MIN_MS`]..[`REJOIN_DELAY_MAX_MS`].
+    fn update(&mut self, cfg: &Config, now: u64) {
+        if self.first_update == 0 {
+            self.first_update = now;
+        }
+        let primary = self.me().is_primary();
+        if primary && !self.ok && now.saturating_sub(self.first_update) < WRITABLE_DELAY_MS {
+            return;
+        }
         let mut ok = true;
-        if require_full_coverage {
+        if cfg.require_full_coverage {
             ok = self.owner.iter().all(|o| o.is_some_and(|n| self.nodes.get(&n).is_some_and(|n| !n.is(flags::FAIL))));
         }
         let serving: Vec<&Node> = self.nodes.values().filter(|n| n.is_primary() && !n.slots.is_empty()).collect();
         self.size = serving.len();
         let reachable = serving.iter().filter(|n| !n.is(flags::FAIL | flags::PFAIL)).count();
-        let quorum = self.size / 2 + 1;
-        if reachable < quorum {
+        if reachable < self.size / 2 + 1 {
             ok = false;
+            self.minority_since = now;
         }
-        self.ok = ok;
+        if ok != self.ok {
+            let rejoin = cfg.node_timeout_ms.clamp(REJOIN_DELAY_MIN_MS, REJOIN_DELAY_MAX_MS);
+            if ok && primary && now.saturating_sub(self.minority_since) < rejoin {
+                return;
+            }
+            log::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
+            self.ok = ok;
+        }
     }
 }
 
@@ -265,6 +308,12 @@ pub fn now_ms() -> u64 {
 }
 
 impl Cluster {
+    /// A cluster in memory only, for tests: enabled, its config file
+    /// under the system's temporary directory.
+    pub fn for_tests(cfg: Config) -> Cluster {
+        Cluster::with_state(cfg, State::fresh(node::random_name()))
+    }
+
     /// A disabled cluster (`cluster-enabled no`): nothing is routed.
     pub fn disabled() -> Cluster {
         Cluster::with_state(Config::default(), State::fresh(node::random_name()))
@@ -351,7 +400,7 @@ impl Cluster {
     /// After any change to `s`: recompute the state and the routing
     /// bitmap.
     pub fn changed(&self, s: &mut State) {
-        s.update(self.cfg.require_full_coverage);
+        s.update(&self.cfg, now_ms());
         let me = s.myself;
         for (w, word) in self.served.iter().enumerate() {
             let mut bits = 0u64;

@@ -301,7 +301,7 @@ pub struct Shared {
     /// Redis Cluster (crate amalgam-cluster): disabled unless
     /// `--cluster-enabled yes`; the RESP front end routes through it
     /// (`resp/cluster.rs`).
-    pub cluster: amalgam_cluster::Cluster,
+    pub cluster: Arc<amalgam_cluster::Cluster>,
     /// This `Shared` itself, for threads started by a command (REPLICAOF,
     /// a replica's sender).
     me: std::sync::OnceLock<std::sync::Weak<Shared>>,

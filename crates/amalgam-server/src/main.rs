@@ -210,7 +210,19 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     };
     let pidfile = args.pidfile.clone();
     let daemon = args.daemon;
+    let cluster_bus = if args.cluster_enabled {
+        // The bus port, bound before anything else starts: a node that
+        // cannot listen on it refuses to start, as Redis.
+        let port = if args.cluster_port != 0 { args.cluster_port } else { args.resp_port.wrapping_add(10000) };
+        let bus_addr = SocketAddr::new(addr.ip(), port);
+        Some(listen(bus_addr, "for the cluster bus ", "give another with --cluster-port").map_err(|(_, e)| e)?)
+    } else {
+        None
+    };
     let shared = Shared::new(args)?;
+    if let Some(bus) = cluster_bus {
+        amalgam_server::resp::cluster::start_bus(&shared, bus)?;
+    }
     let threads = shared.workers.len();
     if let Some(p) = &pidfile {
         // memcached writes it with or without -d.

@@ -92,7 +92,7 @@ pub mod acl;
 pub use amalgam_acl::log as acl_log;
 pub mod blocking;
 mod client;
-pub(crate) mod cluster;
+pub mod cluster;
 pub use amalgam_metrics::cmdstats;
 mod command;
 mod debug;

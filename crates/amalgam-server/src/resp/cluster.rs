@@ -13,8 +13,10 @@
 
 use super::table::{self, Cmd, Spec};
 use super::{multi, push_error, Ctx};
+use crate::Shared;
 use amalgam_cluster::{Cluster, Config, Query};
 use amalgam_protocol::resp::push_simple;
+use std::sync::Arc;
 
 /// The session's cluster flags (Redis's `CLIENT_ASKING`, `CLIENT_READONLY`).
 pub(crate) const ASKING: u8 = 1;
@@ -24,9 +26,9 @@ const ERR_DISABLED: &[u8] = b"ERR This instance has cluster support disabled";
 
 /// The cluster the options ask for: disabled, or opened from its config
 /// file (in --dir when given, as Redis reads it from its `dir`).
-pub(crate) fn from_args(args: &crate::config::Args) -> Result<Cluster, String> {
+pub(crate) fn from_args(args: &crate::config::Args) -> Result<Arc<Cluster>, String> {
     if !args.cluster_enabled {
-        return Ok(Cluster::disabled());
+        return Ok(Arc::new(Cluster::disabled()));
     }
     let mut file = args.cluster_config_file.clone();
     if file.is_relative() {
@@ -47,6 +49,52 @@ pub(crate) fn from_args(args: &crate::config::Args) -> Result<Cluster, String> {
         require_full_coverage: args.cluster_require_full_coverage,
         allow_reads_when_down: args.cluster_allow_reads_when_down,
     })
+    .map(Arc::new)
+}
+
+/// Starts the cluster bus on `listener` (bound by `main.rs` to the bus
+/// port), with what it asks of the server.
+pub fn start_bus(shared: &Arc<Shared>, listener: mio::net::TcpListener) -> Result<(), String> {
+    let host = Arc::new(BusHost(Arc::downgrade(shared)));
+    amalgam_cluster::bus::start(Arc::clone(&shared.cluster), host, listener)
+}
+
+/// The server as the bus sees it (a weak handle: the bus thread does not
+/// keep the server alive).
+struct BusHost(std::sync::Weak<Shared>);
+
+impl amalgam_cluster::bus::BusHost for BusHost {
+    fn repl_offset(&self) -> u64 {
+        self.0.upgrade().map_or(0, |s| s.repl.backlog.offset())
+    }
+
+    fn publish(&self, channel: &[u8], message: &[u8]) {
+        let Some(s) = self.0.upgrade() else { return };
+        let mut wake = Vec::new();
+        s.pubsub.publish(channel, message, &mut wake);
+        wake.sort_unstable();
+        wake.dedup();
+        for w in wake {
+            s.blocking.wake(w);
+        }
+    }
+
+    fn follow(&self, primary: Option<(String, u16)>) {
+        if let Some(s) = self.0.upgrade() {
+            follow(&s, primary);
+        }
+    }
+}
+
+/// REPLICAOF for the cluster: `ip port`, or NO ONE.
+fn follow(shared: &Shared, primary: Option<(String, u16)>) {
+    let r = match &primary {
+        Some((ip, port)) => amalgam_repl::replicaof(shared, ip.as_bytes(), port.to_string().as_bytes()),
+        None => amalgam_repl::replicaof(shared, b"no", b"one"),
+    };
+    if let Err(e) = r {
+        log::warn!("Cluster: cannot follow {primary:?}: {e}");
+    }
 }
 
 /// What the cluster may ask of the store: database 0's keys by slot. A
@@ -54,6 +102,7 @@ pub(crate) fn from_args(args: &crate::config::Args) -> Result<Cluster, String> {
 /// per-slot key list in cluster mode, which this build does not yet.
 struct Keys<'a> {
     store: &'a amalgam_engine::Store,
+    shared: &'a Shared,
 }
 
 /// Buckets one walk of the table visits at most (every loop bounded: the
@@ -106,6 +155,10 @@ impl amalgam_cluster::Host for Keys<'_> {
     fn holds_keys(&self) -> bool {
         self.store.namespace_len(0) > 0
     }
+
+    fn follow(&self, primary: Option<(String, u16)>) {
+        follow(self.shared, primary);
+    }
 }
 
 /// CLUSTER, ASKING, READONLY, READWRITE.
@@ -124,7 +177,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[super::Arg<'_>], out: &mu
                 return;
             }
             let argv: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
-            let keys = Keys { store: &ctx.shared.store };
+            let keys = Keys { store: &ctx.shared.store, shared: ctx.shared };
             return amalgam_cluster::command::run(cluster, &keys, ctx.session.proto, &argv, out);
         }
     }
