@@ -207,3 +207,59 @@ def test_a_node_joins_a_cluster_of_redis_servers(tmp_path):
     finally:
         for n in nodes:
             n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_redis_cli_reshard_under_writes_loses_no_key(tmp_path):
+    """`redis-cli --cluster reshard` moves slots (SETSLOT IMPORTING and
+    MIGRATING, GETKEYSINSLOT, MIGRATE … KEYS, which sends RESTORE-ASKING,
+    SETSLOT NODE) while a client keeps writing; every key written is read
+    back afterwards, from wherever its slot went."""
+    import threading
+
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for i in range(KEYS):
+            rc.set(f"before:{i}", i)
+        written = []
+        stop = threading.Event()
+
+        def writer():
+            w = RedisCluster(host="127.0.0.1", port=nodes[1].port)
+            i = 0
+            # Bounded by the reshard's end.
+            while not stop.is_set() and i < 100000:
+                w.set(f"during:{i}", i)
+                written.append(i)
+                i += 1
+            w.close()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        src = nodes[0].c.execute_command("CLUSTER", "MYID").decode()
+        dst = nodes[1].c.execute_command("CLUSTER", "MYID").decode()
+        out = subprocess.run(
+            [REDIS_CLI, "--cluster", "reshard", f"127.0.0.1:{nodes[0].port}", "--cluster-from", src,
+             "--cluster-to", dst, "--cluster-slots", "300", "--cluster-yes"],
+            capture_output=True, text=True, timeout=300,
+        )
+        stop.set()
+        t.join()
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+        check = subprocess.run([REDIS_CLI, "--cluster", "check", f"127.0.0.1:{nodes[0].port}"],
+                               capture_output=True, text=True, timeout=60)
+        assert "[OK] All 16384 slots covered." in check.stdout, check.stdout
+        assert "open" not in check.stdout.split("Check for open slots...")[1].split("Check slots coverage")[0]
+        assert written, "the writer wrote nothing"
+        got = rc.mget_nonatomic([f"before:{i}" for i in range(KEYS)])
+        assert got == [str(i).encode() for i in range(KEYS)]
+        got = rc.mget_nonatomic([f"during:{i}" for i in written])
+        assert got == [str(i).encode() for i in written]
+        info = {n.port: n.c.cluster("NODES") for n in nodes}
+        assert all(len(v) == 3 for v in info.values())
+        rc.close()
+    finally:
+        for n in nodes:
+            n.kill()

@@ -205,13 +205,13 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
             s.me_mut().config_epoch = epoch as u64;
             log::info!("configEpoch set to {epoch} via CLUSTER SET-CONFIG-EPOCH");
             s.current_epoch = s.current_epoch.max(epoch as u64);
-            c.commit(&mut s);
+            c.commit_durable(&mut s);
             push_simple(out, "OK");
         }
     } else if is(sub, "bumpepoch") {
         let bumped = bump_epoch(&mut s);
         let epoch = s.me().config_epoch;
-        c.commit(&mut s);
+        c.commit_durable(&mut s);
         push_simple(out, &format!("{} {epoch}", if bumped { "BUMPED" } else { "STILL" }));
     } else if is(sub, "saveconfig") {
         match c.save(&s) {
@@ -560,6 +560,11 @@ fn info_text(s: &State) -> String {
 /// without the newline; myself's open slots follow its own (`[slot->-to]`
 /// migrating, `[slot-<-from]` importing), in CLUSTER NODES and nodes.conf.
 pub fn node_line(s: &State, n: &Node) -> String {
+    // A replica shows its primary's config epoch, as Redis 7.0 does.
+    let epoch = match n.primary.and_then(|p| s.nodes.get(&p)) {
+        Some(p) if n.is(flags::SLAVE) => p.config_epoch,
+        _ => n.config_epoch,
+    };
     let mut l = format!("{} {}:{}@{}", node::text(&n.name), n.ip, n.port, n.cport);
     if !n.hostname.is_empty() {
         l.push(',');
@@ -572,7 +577,7 @@ pub fn node_line(s: &State, n: &Node) -> String {
         n.flags_text(),
         n.ping_sent,
         n.pong_received,
-        n.config_epoch,
+        epoch,
         if linked { "connected" } else { "disconnected" }
     ));
     let ranges = n.slots.ranges();

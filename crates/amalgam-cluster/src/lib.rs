@@ -415,9 +415,11 @@ impl Cluster {
         self.up.store(s.ok, Ordering::Release);
     }
 
-    /// Writes nodes.conf: the whole file to a temporary beside it,
-    /// fsync, rename over the old one (Redis's `clusterSaveConfig`).
-    pub fn save(&self, s: &State) -> std::io::Result<()> {
+    /// Writes nodes.conf: the whole file to a temporary beside it, then
+    /// renamed over the old one, so a crash of this process leaves one
+    /// or the other; with `fsync`, the file and its directory are synced
+    /// first (Redis's `clusterSaveConfig(do_fsync)`).
+    pub fn save_with(&self, s: &State, fsync: bool) -> std::io::Result<()> {
         use std::io::Write;
         let mut text = command::nodes_text(s, true);
         text.push_str(&format!("vars currentEpoch {} lastVoteEpoch {}\n", s.current_epoch, s.last_vote_epoch));
@@ -426,23 +428,44 @@ impl Cluster {
         {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
-            f.sync_all()?;
+            if fsync {
+                f.sync_all()?;
+            }
         }
         std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
+        if fsync {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if let Ok(d) = std::fs::File::open(dir) {
+                    let _ = d.sync_all();
+                }
             }
         }
         Ok(())
     }
 
-    /// [`Cluster::changed`] then [`Cluster::save`]; a failed save is
-    /// logged (Redis exits on a failed `clusterSaveConfigOrDie`; the
-    /// configuration in memory stays right, and the next change retries).
+    /// [`Cluster::save_with`], synced: CLUSTER SAVECONFIG, the start.
+    pub fn save(&self, s: &State) -> std::io::Result<()> {
+        self.save_with(s, true)
+    }
+
+    /// [`Cluster::changed`] then a save without fsync, as Redis saves
+    /// after ADDSLOTS, SETSLOT, MEET or gossip (`CLUSTER_TODO_SAVE_CONFIG`);
+    /// a failed save is logged (Redis exits on a failed
+    /// `clusterSaveConfigOrDie`; the configuration in memory stays right,
+    /// and the next change retries).
     pub fn commit(&self, s: &mut State) {
+        self.commit_with(s, false);
+    }
+
+    /// [`Cluster::commit`] with fsync: what an epoch changed (a config
+    /// epoch set or bumped, a collision, a vote), which Redis syncs.
+    pub fn commit_durable(&self, s: &mut State) {
+        self.commit_with(s, true);
+    }
+
+    fn commit_with(&self, s: &mut State, fsync: bool) {
         self.changed(s);
-        if let Err(e) = self.save(s) {
+        if let Err(e) = self.save_with(s, fsync) {
             log::warn!("Could not save the cluster config file {}: {e}", self.cfg.config_file.display());
         }
     }

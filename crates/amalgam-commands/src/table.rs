@@ -116,6 +116,7 @@ pub enum Cmd {
     Swapdb,
     Dump,
     Restore,
+    RestoreAsking,
     Migrate,
     Memory,
     Hset,
@@ -749,6 +750,19 @@ pub fn keys_of<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &
         // own finder, as Redis falls back to `sortGetKeys`.
         return sort_keys(spec, args);
     }
+    if spec.cmd == Cmd::Migrate && args.len() > 3 && args[3].as_ref().is_empty() {
+        // MIGRATE … "" … KEYS k…: the empty key is a placeholder, not a
+        // key (Redis's `migrateGetKeys`); its KEYS specification finds
+        // the rest.
+        let mut found = keys_by_specs(spec, args);
+        found.retain(|&(i, _)| i != 3);
+        return found;
+    }
+    keys_by_specs(spec, args)
+}
+
+/// [`keys_of`] by the key specifications alone.
+fn keys_by_specs<A: AsRef<[u8]>>(spec: &'static Spec, args: &[A]) -> Vec<(usize, &'static KeySpec)> {
     let argc = args.len() as i64;
     let mut found = Vec::new();
     for ks in spec.keys {

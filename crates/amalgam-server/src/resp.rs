@@ -1303,7 +1303,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[Arg<'_>], out: &mut Vec<u
             push_error(out, format!("ERR {name} is not allowed in cluster mode").as_bytes())
         }
         Cmd::Randomkey | Cmd::Copy | Cmd::Move | Cmd::Swapdb => keyspace::run(&mut ctx.cx, spec.cmd, args, out),
-        Cmd::Dump | Cmd::Restore => dump::run(&mut ctx.cx, spec.cmd, args, out),
+        Cmd::Dump | Cmd::Restore | Cmd::RestoreAsking => dump::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Migrate => migrate::migrate(ctx, args, out),
         Cmd::Memory => memory::run(&mut ctx.cx, spec.cmd, args, out),
         Cmd::Hset

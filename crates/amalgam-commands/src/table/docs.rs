@@ -9,7 +9,7 @@
 use super::ArgType::*;
 use super::{arg, doc, Doc};
 
-pub(super) static DOCS: [Doc; 363] = [
+pub(super) static DOCS: [Doc; 364] = [
     doc("acl", Some("Depends on subcommand.")),
     Doc {
         arguments: &[
@@ -1857,6 +1857,24 @@ pub(super) static DOCS: [Doc; 363] = [
             arg("frequency", Integer).token("FREQ").since("5.0.0").optional(),
         ],
         ..doc("restore", Some("O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N))."))
+    },
+    Doc {
+        doc_flags: &["syscmd"],
+        history: &[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ],
+        arguments: &[
+            arg("key", Key).key(0),
+            arg("ttl", Integer),
+            arg("serialized-value", Str),
+            arg("replace", PureToken).token("REPLACE").since("3.0.0").optional(),
+            arg("absttl", PureToken).token("ABSTTL").since("5.0.0").optional(),
+            arg("seconds", Integer).token("IDLETIME").since("5.0.0").optional(),
+            arg("frequency", Integer).token("FREQ").since("5.0.0").optional(),
+        ],
+        ..doc("restore-asking", Some("O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N))."))
     },
     doc("role", Some("O(1)")),
     Doc {

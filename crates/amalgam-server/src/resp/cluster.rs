@@ -204,7 +204,7 @@ pub(crate) fn redirected(
     }
     let mut keys: Vec<&[u8]> = Vec::new();
     let mut q = Query {
-        asking: ctx.session.cluster & ASKING != 0,
+        asking: ctx.session.cluster & ASKING != 0 || spec.flags.contains(&"asking"),
         readonly: ctx.session.cluster & READONLY != 0,
         migrate: spec.cmd == Cmd::Migrate,
         write: false,

@@ -122,13 +122,16 @@ pub(super) fn migrate(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
         expected += 1;
     }
     push_command(&mut request, &[b"SELECT", db.to_string().as_bytes()]);
+    // A cluster node sends RESTORE-ASKING, which the target serves while
+    // it imports the slot (Redis's migrateCommand).
+    let restore: &[u8] = if ctx.shared.cluster.enabled() { b"RESTORE-ASKING" } else { b"RESTORE" };
     for (k, payload, ttl) in &found {
         let name = namespace::split(k).1;
         let ttl = ttl.to_string();
         if o.replace {
-            push_command(&mut request, &[b"RESTORE", name, ttl.as_bytes(), payload, b"REPLACE"]);
+            push_command(&mut request, &[restore, name, ttl.as_bytes(), payload, b"REPLACE"]);
         } else {
-            push_command(&mut request, &[b"RESTORE", name, ttl.as_bytes(), payload]);
+            push_command(&mut request, &[restore, name, ttl.as_bytes(), payload]);
         }
     }
     let host = String::from_utf8_lossy(&args[1]).into_owned();

@@ -35,6 +35,20 @@ pub(super) const ROWS: &[Spec] = &[
     },
     Spec {
         acl: &["@keyspace", "@dangerous"],
+        keys: &[range(&["OW", "update"], 1, 0, 1)],
+        ..spec!(
+            RestoreAsking,
+            "restore-asking",
+            -4,
+            &["write", "denyoom", "asking"],
+            (1, 1, 1),
+            "server",
+            "3.0.0",
+            "An internal command for migrating keys in a cluster"
+        )
+    },
+    Spec {
+        acl: &["@keyspace", "@dangerous"],
         tips: &["nondeterministic_output"],
         keys: &[
             range(&["RW", "access", "delete"], 3, 0, 1),
