@@ -151,7 +151,10 @@ pub fn ping(c: &Cluster, s: &mut State, ty: Type, to: Option<Name>, now: u64, of
     let mut h = header(c, s, ty, offset);
     let hostname = &c.config().announce_hostname;
     let ext = u16::from(!hostname.is_empty());
-    h.mflags[0] |= msg::FLAG0_EXT_DATA;
+    if ext > 0 {
+        // Redis 7.0 flags extension data only when it sends some.
+        h.mflags[0] |= msg::FLAG0_EXT_DATA;
+    }
     let mut out = Vec::with_capacity(msg::HEADER_LEN + chosen.len() * msg::GOSSIP_LEN + 64);
     msg::encode_header(&h, chosen.len() as u16, ext, &mut out);
     for name in &chosen {
@@ -617,7 +620,7 @@ mod tests {
     use crate::Config;
 
     fn cluster() -> Cluster {
-        Cluster::for_tests(Config { enabled: true, node_timeout_ms: 1000, port: 7000, ..Config::default() })
+        Cluster::in_memory(Config { enabled: true, node_timeout_ms: 1000, port: 7000, ..Config::default() })
     }
 
     fn step(c: &Cluster, bytes: &[u8], peer: &mut Peer, now: u64) -> (Vec<Effect>, Dirty) {
