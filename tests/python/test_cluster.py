@@ -263,3 +263,126 @@ def test_redis_cli_reshard_under_writes_loses_no_key(tmp_path):
     finally:
         for n in nodes:
             n.kill()
+
+
+def create_with_replicas(nodes):
+    """`redis-cli --cluster create … --cluster-replicas 1` of six nodes:
+    three primaries, each with a replica; waits for every node's ok and
+    for every replica's link to be up."""
+    out = subprocess.run(
+        [REDIS_CLI, "--cluster", "create"] + [f"127.0.0.1:{n.port}" for n in nodes]
+        + ["--cluster-replicas", "1", "--cluster-yes"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for n in nodes:
+        wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}")
+    for n in nodes:
+        def linked():
+            info = n.c.info("replication")
+            return info["role"] == "master" or info.get("master_link_status") == "up"
+        wait_until(linked, f"replication link of {n.port}")
+    wait_until(lambda: agree(nodes), "every node's view of the roles", FAILURE_WAIT_S)
+
+
+def roles(node):
+    """Each node's role and primary as `node` sees them."""
+    out = {}
+    for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+        f = line.split(" ")
+        out[f[0]] = ("slave" in f[2], f[3])
+    return out
+
+
+def agree(nodes):
+    """True once every node sees the same roles (a primary learns its
+    replicas by gossip, after redis-cli's replication set-up)."""
+    views = [roles(n) for n in nodes]
+    return all(v == views[0] for v in views) and len(views[0]) == len(nodes)
+
+
+def role_of(node):
+    return node.c.info("replication")["role"]
+
+
+def replica_of(nodes, primary):
+    """The node replicating `primary`."""
+    pid = primary.c.execute_command("CLUSTER", "MYID").decode()
+    for n in nodes:
+        for line in n.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+            f = line.split(" ")
+            if "myself" in f[2] and f[3] == pid:
+                return n
+    raise AssertionError("no replica")
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_killed_primary_is_replaced_and_no_write_acknowledged_by_wait_is_lost(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    try:
+        create_with_replicas(nodes)
+        primary = next(n for n in nodes if role_of(n) == "master")
+        replica = replica_of(nodes, primary)
+        slot_keys = []
+        # Keys of the primary's slots, each acknowledged by WAIT 1.
+        i = 0
+        while len(slot_keys) < 300 and i < 100000:
+            k = f"acked:{i}"
+            i += 1
+            slot = primary.c.execute_command("CLUSTER", "KEYSLOT", k)
+            if primary.c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) is None:
+                continue
+            try:
+                primary.c.set(k, k)
+            except redis.ResponseError:
+                continue  # MOVED: another primary's slot
+            assert primary.c.execute_command("WAIT", 1, 5000) == 1
+            slot_keys.append(k)
+        assert slot_keys
+        primary.proc.kill()
+        primary.proc.wait()
+        # The replica is elected and takes the slots; the cluster is ok.
+        wait_until(lambda: role_of(replica) == "master", "the replica promoted", FAILURE_WAIT_S)
+        for n in nodes:
+            if n is not primary:
+                wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}", FAILURE_WAIT_S)
+        for k in slot_keys:
+            assert replica.c.get(k) == k.encode(), k
+        others = [n for n in nodes if n is not primary]
+        rc = RedisCluster(host="127.0.0.1", port=others[0].port)
+        assert rc.mget_nonatomic(slot_keys) == [k.encode() for k in slot_keys]
+        rc.close()
+        # The old primary, back, follows the new one.
+        back = restart(primary)
+        nodes[nodes.index(primary)] = back
+        wait_until(lambda: role_of(back) == "slave", "the old primary a replica", FAILURE_WAIT_S)
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_cluster_failover_default_force_and_takeover_swap_the_roles(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    try:
+        create_with_replicas(nodes)
+        primary = next(n for n in nodes if role_of(n) == "master")
+        replica = replica_of(nodes, primary)
+        with pytest.raises(redis.ResponseError, match="You should send CLUSTER FAILOVER to a replica"):
+            primary.c.execute_command("CLUSTER", "FAILOVER")
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            replica.c.execute_command("CLUSTER", "FAILOVER", "SOON")
+        for mode in [None, "FORCE", "TAKEOVER"]:
+            args = ["CLUSTER", "FAILOVER"] + ([mode] if mode else [])
+            assert replica.c.execute_command(*args) in (b"OK", True)
+            wait_until(lambda: role_of(replica) == "master", f"promoted by FAILOVER {mode}", FAILURE_WAIT_S)
+            wait_until(lambda: role_of(primary) == "slave", f"demoted by FAILOVER {mode}", FAILURE_WAIT_S)
+            for n in nodes:
+                wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}", FAILURE_WAIT_S)
+            primary, replica = replica, primary
+            wait_until(lambda: replica.c.info("replication").get("master_link_status") == "up",
+                       "the new replica's link", FAILURE_WAIT_S)
+            wait_until(lambda: agree(nodes), "every node's view of the roles", FAILURE_WAIT_S)
+    finally:
+        for n in nodes:
+            n.kill()

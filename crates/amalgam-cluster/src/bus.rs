@@ -44,6 +44,7 @@ const HANDSHAKE_TIMEOUT_MIN_MS: u64 = 1000;
 const PING_SAMPLES: usize = 5;
 
 const LISTENER: Token = Token(usize::MAX);
+const WAKER: Token = Token(usize::MAX - 1);
 
 /// What the bus asks of the server.
 pub trait BusHost: Send + Sync {
@@ -53,10 +54,17 @@ pub trait BusHost: Send + Sync {
     /// Delivers a message PUBLISHed on another node to this node's
     /// subscribers.
     fn publish(&self, channel: &[u8], message: &[u8]);
-    /// Replicate the primary at (ip, client port) (a replica whose
-    /// replication is off once its primary's address is known, as
-    /// Redis's cron turns it on).
+    /// Replicate the primary at (ip, client port), or stop replicating
+    /// (a failover won), as Redis's `replicationSetMaster` /
+    /// `replicationUnsetMaster`.
     fn follow(&self, primary: Option<(String, u16)>);
+    /// The primary this node replicates now, if any.
+    fn following(&self) -> Option<(String, u16)>;
+    /// How long the replication link has gone without data (0 while data
+    /// flows; a primary: 0).
+    fn data_age_ms(&self) -> u64;
+    /// Hold writes (a manual failover of this primary) or let them go.
+    fn hold_writes(&self, on: bool);
 }
 
 struct Link {
@@ -89,6 +97,7 @@ struct Bus {
 pub fn start(c: Arc<Cluster>, host: Arc<dyn BusHost>, mut listener: TcpListener) -> Result<(), String> {
     let poll = Poll::new().map_err(|e| e.to_string())?;
     poll.registry().register(&mut listener, LISTENER, Interest::READABLE).map_err(|e| e.to_string())?;
+    c.set_waker(mio::Waker::new(poll.registry(), WAKER).map_err(|e| e.to_string())?);
     let mut bus = Bus {
         c,
         host,
@@ -120,6 +129,8 @@ impl Bus {
             for ev in events.iter() {
                 if ev.token() == LISTENER {
                     self.accept();
+                } else if ev.token() == WAKER {
+                    // The outbox, below.
                 } else {
                     let t = ev.token().0;
                     if ev.is_writable() {
@@ -129,6 +140,10 @@ impl Bus {
                         self.readable(t);
                     }
                 }
+            }
+            let outbox = std::mem::take(&mut self.c.lock().outbox);
+            if !outbox.is_empty() {
+                self.apply(usize::MAX, outbox);
             }
             let now = now_ms();
             if now.saturating_sub(last_cron) >= CRON_MS {
@@ -331,7 +346,9 @@ impl Bus {
             let f = gossip::fail(&c, &mut s, *name, offset);
             fx.push(Effect::Broadcast(f));
         }
-        if dirty.save {
+        if dirty.durable {
+            c.commit_durable(&mut s);
+        } else if dirty.save {
             c.commit(&mut s);
         } else if dirty.state {
             c.changed(&mut s);
@@ -373,6 +390,8 @@ impl Bus {
                     }
                 }
                 Effect::Publish(ch, m) => self.host.publish(&ch, &m),
+                Effect::Follow(p) => self.host.follow(p),
+                Effect::HoldWrites(on) => self.host.hold_writes(on),
             }
         }
     }
@@ -544,6 +563,35 @@ impl Bus {
         }
         for name in pings {
             self.ping(name, now);
+        }
+        // Failover: a replica's election, a manual failover's steps.
+        let offset = self.host.repl_offset();
+        let age = self.host.data_age_ms();
+        let c = Arc::clone(&self.c);
+        let mut fx = Vec::new();
+        let follow = {
+            let mut s = c.lock();
+            let d = crate::failover::cron(&c, &mut s, now, offset, age, &mut self.rng, &mut fx);
+            if d.durable {
+                c.commit_durable(&mut s);
+            } else if d.save {
+                c.commit(&mut s);
+            }
+            // A replica whose replication is off (a restart from
+            // nodes.conf, a primary that moved) follows its primary once
+            // its address is known (Redis's cron does the same).
+            let me = s.me();
+            me.primary
+                .filter(|_| me.is(flags::SLAVE))
+                .and_then(|p| s.nodes.get(&p))
+                .filter(|p| !p.ip.is_empty() && !p.is(flags::NOADDR))
+                .map(|p| (p.ip.clone(), p.port))
+        };
+        self.apply(usize::MAX, fx);
+        if let Some(p) = follow {
+            if self.host.following().as_ref() != Some(&p) {
+                self.host.follow(Some(p));
+            }
         }
     }
 }

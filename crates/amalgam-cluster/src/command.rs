@@ -285,13 +285,22 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
             }
         }
     } else if is(sub, "failover") {
-        if argc > 3 || (argc == 3 && !is(args[2], "force") && !is(args[2], "takeover")) {
-            return push_error(out, ERR_SYNTAX);
+        let mode = match args.get(2) {
+            None => crate::failover::Mode::Default,
+            Some(a) if is(a, "force") && argc == 3 => crate::failover::Mode::Force,
+            Some(a) if is(a, "takeover") && argc == 3 => crate::failover::Mode::Takeover,
+            Some(_) => return push_error(out, ERR_SYNTAX),
+        };
+        match crate::failover::start_manual(c, &mut s, mode, crate::now_ms(), host.repl_offset()) {
+            Err(e) => error(out, e),
+            Ok(fx) => {
+                s.outbox.extend(fx);
+                c.commit_durable(&mut s);
+                drop(s);
+                c.wake();
+                push_simple(out, "OK");
+            }
         }
-        if s.me().is_primary() {
-            return error(out, "ERR You should send CLUSTER FAILOVER to a replica");
-        }
-        error(out, "ERR CLUSTER FAILOVER needs the cluster bus, which this Amalgam build lacks yet");
     } else if is(sub, "meet") && (argc == 4 || argc == 5) {
         let port = int(args[3]).filter(|p| (0..=65535).contains(p));
         let Some(port) = port else {
@@ -466,7 +475,7 @@ fn setslot(c: &Cluster, host: &dyn Host, s: &mut State, args: &[&[u8]], out: &mu
 
 /// Redis's `clusterBumpConfigEpochWithoutConsensus`: a new config epoch
 /// for this node unless it already has the greatest.
-fn bump_epoch(s: &mut State) -> bool {
+pub(crate) fn bump_epoch(s: &mut State) -> bool {
     let max = s.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0).max(s.current_epoch);
     let mine = s.me().config_epoch;
     if mine == 0 || mine != max {

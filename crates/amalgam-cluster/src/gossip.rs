@@ -62,6 +62,10 @@ pub enum Effect {
     Renamed(Name, Name),
     /// A PUBLISH to deliver to this node's subscribers.
     Publish(Vec<u8>, Vec<u8>),
+    /// Replicate the primary at (ip, client port), or stop replicating.
+    Follow(Option<(String, u16)>),
+    /// Hold writes (a manual failover of this primary) or let them go.
+    HoldWrites(bool),
 }
 
 /// What the link a message came in on knows.
@@ -277,15 +281,18 @@ fn set_primary(s: &mut State, name: Name) {
 }
 
 /// `clusterUpdateSlotsConfigWith`: `sender` (a primary) claims `slots`
-/// with `epoch`. Returns true if this node lost every slot it served to
-/// the sender (it should follow it: failover, next increment).
-fn claim_slots(s: &mut State, sender: Name, epoch: u64, slots: &crate::slot::SlotSet) -> bool {
+/// with `epoch`. If that leaves this node's primary (or this node, if a
+/// primary) without slots, this node follows the sender: a failed-over
+/// primary that returns, and its other replicas, replicate the new one.
+fn claim_slots(s: &mut State, sender: Name, epoch: u64, slots: &crate::slot::SlotSet, fx: &mut Vec<Effect>) {
     if sender == s.myself {
         log::info!("Discarding UPDATE message about myself.");
-        return false;
+        return;
     }
     let me = s.myself;
-    let mut took_mine = false;
+    let cur = if s.me().is_primary() { Some(me) } else { s.me().primary };
+    let mut took_ours = false;
+    let mut dirty_slots = Vec::new();
     for slot in 0..crate::slot::SLOTS {
         if !slots.has(slot) || s.owner[slot] == Some(sender) || s.importing.contains_key(&(slot as u16)) {
             continue;
@@ -295,11 +302,29 @@ fn claim_slots(s: &mut State, sender: Name, epoch: u64, slots: &crate::slot::Slo
             Some(o) => s.nodes.get(&o).is_none_or(|o| o.config_epoch < epoch),
         };
         if newer {
-            took_mine |= s.owner[slot] == Some(me);
+            if s.owner[slot] == Some(me) {
+                dirty_slots.push(slot);
+            }
+            took_ours |= cur.is_some() && s.owner[slot] == cur;
             s.assign(slot, Some(sender));
         }
     }
-    took_mine && s.me().slots.is_empty()
+    let cur_empty = cur.and_then(|c| s.nodes.get(&c)).is_some_and(|c| c.slots.is_empty());
+    if took_ours && cur_empty {
+        log::warn!("Configuration change detected. Reconfiguring myself as a replica of {}", node::text(&sender));
+        if s.me().is_primary() && s.manual.replica.is_some() {
+            fx.push(Effect::HoldWrites(false));
+        }
+        s.manual = crate::failover::Manual::default();
+        crate::command::set_my_primary(s, sender);
+        let n = &s.nodes[&sender];
+        fx.push(Effect::Follow(Some((n.ip.clone(), n.port))));
+    } else if !dirty_slots.is_empty() {
+        // Slots this primary lost while it still serves others: their
+        // keys are stale (Redis's delKeysInSlot); left to the
+        // next increment, logged.
+        log::warn!("Lost {} slots still holding keys to {}", dirty_slots.len(), node::text(&sender));
+    }
 }
 
 /// Applies one message from the bus (`clusterProcessPacket`). The bus
@@ -415,6 +440,15 @@ pub fn process(
             }
         }
         let Some(sender) = sender else { return dirty };
+        // A manual failover: the primary paused and says its offset.
+        if s.me().primary == Some(sender)
+            && s.me().is(flags::SLAVE)
+            && h.mflags[0] & msg::FLAG0_PAUSED != 0
+            && s.manual.end != 0
+            && s.manual.primary_offset.is_none()
+        {
+            s.manual.primary_offset = Some(h.offset);
+        }
         // The sender's address, if a PING says it moved.
         if ty == Type::Ping {
             let ip = if h.ip.is_empty() { peer.peer_ip.clone() } else { h.ip.clone() };
@@ -461,7 +495,7 @@ pub fn process(
         let sender_primary = if s.nodes[&sender].is_primary() { Some(sender) } else { s.nodes[&sender].primary };
         let differs = sender_primary.and_then(|p| s.nodes.get(&p)).is_some_and(|p| p.slots != h.slots);
         if differs && s.nodes[&sender].is_primary() {
-            claim_slots(s, sender, h.config_epoch, &h.slots);
+            claim_slots(s, sender, h.config_epoch, &h.slots, fx);
             dirty.save = true;
             dirty.state = true;
         }
@@ -488,6 +522,7 @@ pub fn process(
             s.me_mut().config_epoch = e;
             log::warn!("WARNING: configEpoch collision with node {}. configEpoch set to {e}", node::text(&sender));
             dirty.save = true;
+            dirty.durable = true;
         }
         if let Body::Ping { gossip, hostname } = &m.body {
             gossip_section(c, s, Some(sender), gossip, now, &mut dirty);
@@ -521,11 +556,22 @@ pub fn process(
             }
             set_primary(s, *name);
             s.nodes.get_mut(name).expect("known").config_epoch = *config_epoch;
-            claim_slots(s, *name, *config_epoch, slots);
+            claim_slots(s, *name, *config_epoch, slots, fx);
             dirty.save = true;
             dirty.state = true;
         }
         Body::Publish { channel, message } => fx.push(Effect::Publish(channel.clone(), message.clone())),
+        Body::Empty => match ty {
+            Type::AuthRequest => {
+                let (d, more) = crate::failover::on_auth_request(c, s, sender, h, now, offset);
+                fx.extend(more);
+                dirty.save |= d.save;
+                dirty.durable |= d.durable;
+            }
+            Type::AuthAck => crate::failover::on_auth_ack(s, sender, h),
+            Type::MfStart => fx.extend(crate::failover::on_mfstart(c, s, sender, now, offset, rng)),
+            _ => {}
+        },
         _ => {}
     }
     dirty
@@ -538,6 +584,8 @@ pub fn process(
 pub struct Dirty {
     pub state: bool,
     pub save: bool,
+    /// The save must be synced (an epoch changed or a vote was cast).
+    pub durable: bool,
     pub failed: Vec<Name>,
 }
 

@@ -27,6 +27,8 @@
 //!   7.0 with its replies and error texts, writing RESP through
 //!   amalgam-protocol. It knows the store only through [`Host`] (the keys
 //!   of a slot, whether this node holds any key).
+//! * **Failover** (`failover.rs`): a replica's election and the votes,
+//!   manual failover; effects carried out by the bus.
 //! * **The bus** (`msg.rs`, `gossip.rs`, `bus.rs`): Redis 7.0's
 //!   `clusterMsg` byte for byte over the bus port, one thread with a mio
 //!   poll and a 100 ms cron; the rules (handshake, gossip, slot claims by
@@ -34,11 +36,12 @@
 //!   and a message in `gossip.rs`, the I/O in `bus.rs`.
 //!
 //! ## Where this stands
-//! Cluster mode, the bus, CLUSTER's subcommands and the redirections:
-//! Amalgam nodes form a cluster with `redis-cli --cluster create`, alone
-//! or beside redis-server 7.0 nodes, detect failures and rejoin. Not yet:
-//! failover (elections, CLUSTER FAILOVER: an error says so), sending
-//! PUBLISH to the other nodes, the memcached port's routing, a per-slot
+//! Cluster mode, the bus, CLUSTER's subcommands, the redirections and
+//! failover (`failover.rs`: elections, CLUSTER FAILOVER): Amalgam nodes
+//! form a cluster with `redis-cli --cluster create`, alone or beside
+//! redis-server 7.0 nodes, detect failures, elect a failed primary's
+//! replica and rejoin. Not yet: replica migration, sending PUBLISH to
+//! the other nodes, the memcached port's routing, a per-slot
 //! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
 //! (docs/cluster.md keeps the list).
 //!
@@ -48,6 +51,7 @@
 
 pub mod bus;
 pub mod command;
+pub mod failover;
 pub mod gossip;
 pub mod msg;
 pub mod node;
@@ -133,6 +137,8 @@ pub trait Host {
     /// and serve as a primary (None): CLUSTER REPLICATE, CLUSTER RESET,
     /// a failover.
     fn follow(&self, primary: Option<(String, u16)>);
+    /// The replication offset this node announces.
+    fn repl_offset(&self) -> u64;
 }
 
 /// The cluster's configuration as this node sees it (Redis's
@@ -158,6 +164,12 @@ pub struct State {
     /// itself in a minority (the writable and rejoin delays).
     pub(crate) first_update: u64,
     pub(crate) minority_since: u64,
+    /// This replica's election, and a manual failover in progress.
+    pub election: failover::Election,
+    pub manual: failover::Manual,
+    /// What a command asks the bus to send or do (CLUSTER FAILOVER),
+    /// taken by the bus thread, which the command wakes.
+    pub outbox: Vec<gossip::Effect>,
 }
 
 impl State {
@@ -179,6 +191,9 @@ impl State {
             received: [0; 11],
             first_update: 0,
             minority_since: 0,
+            election: failover::Election::default(),
+            manual: failover::Manual::default(),
+            outbox: Vec::new(),
         }
     }
 
@@ -297,6 +312,9 @@ pub struct Query {
 pub struct Cluster {
     cfg: Config,
     state: Mutex<State>,
+    /// Wakes the bus thread (set when it starts): a command put something
+    /// in the state's outbox.
+    waker: std::sync::OnceLock<mio::Waker>,
     /// Slots this node serves without a question (owned here, not being
     /// migrated): one bit each, rebuilt under the state's lock after
     /// every change and read without it.
@@ -327,6 +345,7 @@ impl Cluster {
         let c = Cluster {
             cfg,
             state: Mutex::new(state),
+            waker: std::sync::OnceLock::new(),
             served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             up: AtomicBool::new(false),
         };
@@ -384,6 +403,18 @@ impl Cluster {
         }
         log::info!("Cluster mode: node {} ({})", node::text(&c.lock().myself), c.cfg.config_file.display());
         Ok(c)
+    }
+
+    /// Sets the bus thread's waker (once).
+    pub fn set_waker(&self, w: mio::Waker) {
+        let _ = self.waker.set(w);
+    }
+
+    /// Wakes the bus thread to take the outbox.
+    pub fn wake(&self) {
+        if let Some(w) = self.waker.get() {
+            let _ = w.wake();
+        }
     }
 
     /// `cluster-enabled`.

@@ -95,6 +95,8 @@ pub struct Node {
     pub created: u64,
     /// Whether an outgoing link to it is connected.
     pub linked: bool,
+    /// When this node last voted for a replica of it (a primary).
+    pub voted_time: u64,
 }
 
 impl Node {
@@ -118,6 +120,7 @@ impl Node {
             fail_reports: Vec::new(),
             created: now,
             linked: false,
+            voted_time: 0,
         }
     }
 

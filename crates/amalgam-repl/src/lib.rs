@@ -628,6 +628,24 @@ impl Replication {
         }
     }
 
+    /// How long a replica's link has been without data from its primary,
+    /// in milliseconds (seconds' resolution, as Redis's `data_age`): since
+    /// the last byte while the link is up, since it went down otherwise;
+    /// 0 on a primary.
+    pub fn link_data_age_ms(&self) -> u64 {
+        match &*lock(&self.role) {
+            Role::Primary => 0,
+            Role::Replica(l) => {
+                let since = if l.up.load(Ordering::Relaxed) {
+                    l.last_io.load(Ordering::Relaxed)
+                } else {
+                    l.down_since.load(Ordering::Relaxed)
+                };
+                unix_now().saturating_sub(since) * 1000
+            }
+        }
+    }
+
     /// True if this node is a replica.
     pub fn is_replica(&self) -> bool {
         matches!(*lock(&self.role), Role::Replica(_))

@@ -84,6 +84,20 @@ impl amalgam_cluster::bus::BusHost for BusHost {
             follow(&s, primary);
         }
     }
+
+    fn following(&self) -> Option<(String, u16)> {
+        self.0.upgrade().and_then(|s| s.repl.primary())
+    }
+
+    fn data_age_ms(&self) -> u64 {
+        self.0.upgrade().map_or(0, |s| s.repl.link_data_age_ms())
+    }
+
+    fn hold_writes(&self, on: bool) {
+        if let Some(s) = self.0.upgrade() {
+            s.pause.hold_for_failover(&s, on);
+        }
+    }
 }
 
 /// REPLICAOF for the cluster: `ip port`, or NO ONE.
@@ -158,6 +172,10 @@ impl amalgam_cluster::Host for Keys<'_> {
 
     fn follow(&self, primary: Option<(String, u16)>) {
         follow(self.shared, primary);
+    }
+
+    fn repl_offset(&self) -> u64 {
+        self.shared.repl.backlog.offset()
     }
 }
 
