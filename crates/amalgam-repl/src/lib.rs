@@ -25,7 +25,7 @@
 //!
 //! ## Following a redis-server (issue 37 §1)
 //! A replica tells its primary's kind by what follows `+FULLRESYNC`:
-//! Redis's RDB (`$EOF:<mark>` or `$<len>`, `link.rs`) is read through the
+//! Redis's RDB (`$EOF:<mark>` or `$<len>`, `sync_in.rs`) is read through the
 //! server's loader ([`Host::load_rdb`]), then the RESP command stream is
 //! run by the server's own command path as Redis's master client
 //! ([`Host::command_feed`], [`CommandFeed`]); its bytes feed the backlog,
@@ -70,7 +70,9 @@
 //! `repl-backlog-size` (Redis's 1 MiB default), a replica at most
 //! [`amalgam_persist::repl::REPLICA_LAG_BYTES_MAX_DEFAULT`] behind (then
 //! dropped; it resyncs), `repl-timeout` for a silent primary, handshake
-//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. A primary with a password
+//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]; what a primary sends
+//! after PSYNC is read by `sync_in.rs` (its bounds there), the same code
+//! the `repl_sync_in` fuzz target drives from bytes. A primary with a password
 //! (`requirepass`, ACL users) is followed with `masterauth` and
 //! `masteruser`: the replica says `AUTH [user] password` after its PING,
 //! as Redis's does. `replica-serve-stale-data no`: while a replica's
@@ -82,6 +84,7 @@ mod link;
 mod redis_out;
 mod report;
 mod send;
+pub mod sync_in;
 pub use link::replicaof;
 pub use report::{info, role};
 pub use send::serve_replica;
@@ -323,6 +326,21 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link of no session (`sync_in::replay`): never stopped, no socket.
+    fn detached() -> Link {
+        Link {
+            host: String::new(),
+            port: 0,
+            stop: AtomicBool::new(false),
+            up: AtomicBool::new(false),
+            state: Mutex::new("connect"),
+            last_io: AtomicU64::new(0),
+            down_since: AtomicU64::new(0),
+            sock: Mutex::new(None),
+            applying: Mutex::new(()),
+        }
+    }
+
     fn set_state(&self, s: &'static str) {
         *lock(&self.state) = s;
     }
