@@ -107,6 +107,16 @@ pub const REPL_TIMEOUT_SECS_DEFAULT: u64 = 60;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A dropped link is retried this often.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// A full sync that failed after it began (the primary's RDB or snapshot
+/// did not load: the store is full in store mode, a key does not load, a
+/// hostile primary) is retried after RETRY_EVERY, then twice as long
+/// after each further failure in a row, up to this: each attempt costs
+/// the primary a whole RDB (a fork, for a disk-based one), so a sync that
+/// cannot succeed must not ask for one every second. Redis's replica
+/// retries each second (its `replicationCron`); it has no such failure
+/// in store mode, since it loads past `maxmemory`.
+const SYNC_RETRY_MAX: Duration = Duration::from_secs(64);
+const _: () = assert!(SYNC_RETRY_MAX.as_secs() >= RETRY_EVERY.as_secs());
 /// The longest handshake line either side accepts.
 pub const HANDSHAKE_LINE_BYTES_MAX: usize = 4096;
 /// A replica reads the stream in chunks of this much.

@@ -2,7 +2,7 @@
 //! full sync's load and the stream applied record by record.
 
 use crate::sync_in::{self, Input, PsyncReply};
-use crate::{lock, unix_now, Host, Link, Role, ACK_EVERY, CONNECT_TIMEOUT, PAUSED_POLL, RETRY_EVERY};
+use crate::{lock, unix_now, Host, Link, Role, ACK_EVERY, CONNECT_TIMEOUT, PAUSED_POLL, RETRY_EVERY, SYNC_RETRY_MAX};
 use amalgam_persist::format;
 use amalgam_persist::repl::Applier;
 use std::io::Write;
@@ -81,12 +81,23 @@ fn link_loop<H: Host>(shared: &Arc<H>, link: &Arc<Link>) {
     let mut applier: Option<Applier> = r.resume.swap(false, Ordering::Relaxed).then(|| {
         Applier::continuing(Arc::clone(shared.store()), shared.thresholds(), r.cas_shift.load(Ordering::Relaxed))
     });
+    // Full syncs that failed in a row (SYNC_RETRY_MAX's notes).
+    let mut failed_syncs: u32 = 0;
     while !link.stop.load(Ordering::Relaxed) && !shared.shutting_down() {
+        let mut retry = RETRY_EVERY;
         match session(shared, link, &mut applier) {
             Ok(()) => {}
             Err(e) => {
                 if !link.stop.load(Ordering::Relaxed) {
                     log::warn!("replication: link to {}:{} lost: {e}", link.host, link.port);
+                }
+                if *lock(&link.state) == "sync" {
+                    failed_syncs = failed_syncs.saturating_add(1);
+                    retry = RETRY_EVERY.saturating_mul(1 << (failed_syncs - 1).min(6)).min(SYNC_RETRY_MAX);
+                    log::warn!(
+                        "replication: the full sync failed ({failed_syncs} in a row); the next attempt in {} s",
+                        retry.as_secs()
+                    );
                 }
                 // A failover's target that cannot be reached: this node
                 // is a primary again (failover.rs).
@@ -96,12 +107,14 @@ fn link_loop<H: Host>(shared: &Arc<H>, link: &Arc<Link>) {
             }
         }
         if link.up.swap(false, Ordering::Relaxed) {
+            // It streamed: the sync before it succeeded.
+            failed_syncs = 0;
             link.down_since.store(unix_now(), Ordering::Relaxed);
             shared.repl().refresh_stale();
         }
         link.set_state("connect");
         *lock(&link.sock) = None;
-        let until = Instant::now() + RETRY_EVERY;
+        let until = Instant::now() + retry;
         while Instant::now() < until && !link.stop.load(Ordering::Relaxed) && !shared.shutting_down() {
             std::thread::sleep(Duration::from_millis(50));
         }
