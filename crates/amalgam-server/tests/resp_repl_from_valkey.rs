@@ -8,7 +8,8 @@
 //!
 //! Needs a valkey-server binary (`AMALGAM_TEST_VALKEY_SERVER`, else
 //! `valkey-server` on PATH; Debian bookworm-backports' `valkey-server`
-//! package is 8.0.1); each test is skipped with a note without one. In
+//! package is 8.0.1, which `scripts/fetch-valkey.sh` unpacks and
+//! `scripts/test.sh` sets); each test is skipped with a note without one. In
 //! the suite's Redis pass (`AMALGAM_TEST_RESP_ADDR`) the Amalgam side is
 //! played by a valkey-server of the test's own, so the expectations are
 //! Valkey's own (Redis 7.0, which refuses version 11, cannot play it).
