@@ -4,7 +4,8 @@
 //! as a primary through both sync forms with every type, then its
 //! command stream and a partial resync; RESTORE takes its DUMP payloads
 //! (version 11 footer, as Redis 7.2's RESTORE does); an Amalgam started
-//! on its `dump.rdb` serves the same keys.
+//! on its `dump.rdb` serves the same keys; and a valkey-server replica of
+//! Amalgam loads the version 10 RDB Amalgam writes and follows its stream.
 //!
 //! Needs a valkey-server binary (`AMALGAM_TEST_VALKEY_SERVER`, else
 //! `valkey-server` on PATH; Debian bookworm-backports' `valkey-server`
@@ -191,4 +192,31 @@ fn amalgam_serves_a_dump_rdb_valkey_8_saved() {
     let got: Vec<_> = DBS.iter().map(|db| contents(&mut a, db)).collect();
     assert_eq!(got, want);
     assert_eq!(pending(&mut a, 0), want_pending);
+}
+
+/// The other way: a valkey-server 8 replica of Amalgam loads what
+/// Amalgam writes (RDB version 10, Redis 7.0's: the version every peer
+/// reads) and follows its command stream.
+#[test]
+fn a_valkey_8_replica_follows_amalgam() {
+    let Some(primary) = Side::start(&[]) else { return };
+    let mut p = primary.connect();
+    write_round(&mut p, 0);
+    groups(&mut p, 0);
+    write_round(&mut p, 1);
+    let port = match &primary {
+        Side::Amalgam(s) => s.resp_addr().port(),
+        Side::Valkey(o) => o.addr().port(),
+    }
+    .to_string();
+    let Some(replica) = valkey_server(&["--replicaof", "127.0.0.1", &port]) else { return };
+    let mut r = connect(&replica);
+    eventually("the replica streams", CONVERGE, || {
+        r.info_field("replication", "master_link_status").as_deref() == Some("up")
+    });
+    converges(&mut p, &mut r, "after the full sync");
+    assert_eq!(pending(&mut r, 0), pending(&mut p, 0), "the groups after the full sync");
+    write_round(&mut p, 2);
+    assert_eq!(p.call(&["WAIT", "1", "20000"]), int(1));
+    converges(&mut p, &mut r, "after the stream");
 }

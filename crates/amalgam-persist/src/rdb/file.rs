@@ -527,8 +527,8 @@ impl<R: Read> FileReader<R> {
         let mut expire_ms = None;
         // Bounded: every opcode consumes at least one byte, and only
         // the ones without an item loop (at most one each per key:
-        // SELECTDB/RESIZEDB/IDLE/FREQ/EXPIRETIME between two items is
-        // bounded by the stream's bytes).
+        // SELECTDB/RESIZEDB/SLOT_INFO/IDLE/FREQ/EXPIRETIME between two
+        // items is bounded by the stream's bytes).
         loop {
             let op = self.src.byte()?;
             match op {
