@@ -3,7 +3,9 @@
 # protocol parsers (text_parse, meta_parse, binary_parse, resp_parse), of
 # recovery from damaged files (recover_files), of the log's collection
 # ops (op_decode), of RESTORE's DUMP payloads (rdb_decode), of RDB files
-# (rdb_file: a dump.rdb read item by item) and of strings
+# (rdb_file: a dump.rdb read item by item), of what a primary sends a
+# replica after PSYNC (repl_sync_in: the reply, the full sync's framing
+# and RDB or records, the stream) and of strings
 # read as HyperLogLogs (hll_value): the targets in fuzz/. scripts/test.sh
 # runs them for 5 s each; the proptest counterparts
 # (crates/amalgam-protocol/tests/ parse_fuzz.rs, meta_fuzz.rs,

@@ -131,6 +131,19 @@ if ! command -v promtool >/dev/null 2>&1; then
   fi
   rm -rf "$promdir"
 fi
+# A valkey-server 8.x for the tests that follow a primary writing RDB
+# version 11 (tests/resp_repl_from_valkey.rs; they skip without one):
+# out of Debian's backports packages, unpacked under target/, nothing
+# installed (scripts/fetch-valkey.sh).
+if [ -z "${AMALGAM_TEST_VALKEY_SERVER:-}" ] && ! command -v valkey-server >/dev/null 2>&1; then
+  step "fetching valkey-server (scripts/fetch-valkey.sh)"
+  if vk=$(bash scripts/fetch-valkey.sh); then
+    export AMALGAM_TEST_VALKEY_SERVER="$PWD/$vk"
+    echo "valkey-server: $AMALGAM_TEST_VALKEY_SERVER ($("$AMALGAM_TEST_VALKEY_SERVER" --version | cut -d' ' -f3))"
+  else
+    echo "warning: no valkey-server; the RDB version 11 replication tests are skipped"
+  fi
+fi
 # The black-box tests open 2,000 connections at once (hostile.rs, resp_hostile.rs;
 # they also raise their own soft limit, with prlimit): raise the soft limit
 # on open files to the hard limit (allowed without privileges).

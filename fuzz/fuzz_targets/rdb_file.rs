@@ -9,7 +9,8 @@
 //! wrong: so the input is also read with its trailer zeroed (not
 //! checked), which is what reaches the decoders. Seeds in
 //! `corpus/rdb_file/`: redis-server 7.0.15's `dump.rdb` (every encoding
-//! it writes, a stream, a library, an expiry, two databases).
+//! it writes, a stream, a library, an expiry, two databases) and
+//! valkey-server 8.0.1's (RDB version 11: a listpack set, a v3 stream).
 #![no_main]
 
 use amalgam_persist::rdb::encode;

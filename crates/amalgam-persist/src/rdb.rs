@@ -18,10 +18,16 @@
 //! written, is [`file`] (`rdb/file.rs`).
 //!
 //! ## Sections implemented (Redis 7.0's `rdb.h` numbers)
-//! * **Footer.** The version must be at most [`RDB_VERSION`] (10, Redis
-//!   7.0's: a newer server's payload is refused, as 7.0 refuses it); the
-//!   CRC is CRC-64/Jones as Redis's `crc64.c` (reflected, init 0, no final
-//!   xor), the `crc` crate's `CRC_64_REDIS`.
+//! * **Footer.** The version must be at most [`RDB_VERSION_READ_MAX`]
+//!   (11: Redis 7.2's, which Valkey 7.2 and 8.x write too; Redis 7.2's
+//!   `verifyDumpPayload` refuses only a version above its own). A payload
+//!   of Redis 7.4 or later (12, a format Valkey calls foreign and refuses)
+//!   is refused. The CRC is CRC-64/Jones as Redis's `crc64.c` (reflected,
+//!   init 0, no final xor), the `crc` crate's `CRC_64_REDIS`.
+//! * **Version written: [`RDB_VERSION`], 10.** Redis 7.0 refuses a
+//!   payload or a file of version 11, and 7.2, 7.4 and Valkey load 10,
+//!   so 10 is the one every peer Amalgam speaks to reads; nothing Amalgam
+//!   writes needs an encoding 11 added.
 //! * **Lengths** (`rdbLoadLen`): 6-bit, 14-bit, 32-bit and 64-bit forms;
 //!   the "encoded" form only where a string is read.
 //! * **Strings** (`rdbGenericLoadStringObject`): raw, the integer forms
@@ -32,8 +38,11 @@
 //!   doubles), `SET_INTSET` (11), `HASH_LISTPACK` (16), `ZSET_LISTPACK`
 //!   (17), `LIST_QUICKLIST_2` (18: packed listpack nodes and plain nodes,
 //!   either possibly LZF-compressed). Redis 7.0 writes only 0, 2, 4, 5,
-//!   11, 16, 17 and 18; it never writes a listpack set (`SET_LISTPACK`,
-//!   20, is Redis 7.2's, in RDB version 11, which 7.0 refuses). Also
+//!   11, 16, 17 and 18. RDB version 11 (Redis 7.2, Valkey 7.2-8.x) added
+//!   two: `SET_LISTPACK` (20: a small set of strings as one listpack of
+//!   its members, `rdb.c`'s `lpValidateIntegrityAndDups(.., 1)`: no
+//!   duplicate, not empty) and `STREAM_LISTPACKS_3` (21: each consumer
+//!   also carries its `active-time`, `rdb/stream.rs`). Also
 //!   read, as 7.0 reads them, the ziplist forms Redis 3.2-6.2 wrote
 //!   (`ziplist.rs`): `LIST_ZIPLIST` (10), `ZSET_ZIPLIST` (12),
 //!   `HASH_ZIPLIST` (13), `LIST_QUICKLIST` (14), so a Redis 6 DUMP (RDB
@@ -89,9 +98,15 @@ pub mod ziplist;
 use crc::{Crc, CRC_64_REDIS};
 use listpack::Entry;
 
-/// The RDB version written in a DUMP footer and the newest accepted:
-/// Redis 7.0's `RDB_VERSION`.
+/// The RDB version written in a DUMP footer: Redis 7.0's `RDB_VERSION`,
+/// which every peer loads (module notes).
 pub const RDB_VERSION: u16 = 10;
+
+/// The newest RDB version read in a DUMP footer: Redis 7.2's
+/// `RDB_VERSION` (Valkey 7.2-8.x write it too).
+pub const RDB_VERSION_READ_MAX: u16 = 11;
+
+const _: () = assert!(RDB_VERSION <= RDB_VERSION_READ_MAX);
 
 /// Footer: the version (2 bytes) and the CRC (8 bytes).
 pub const FOOTER_BYTES: usize = 10;
@@ -126,6 +141,10 @@ pub mod types {
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS: u8 = 15;
     pub const STREAM_LISTPACKS_2: u8 = 19;
+    /// RDB version 11 (Redis 7.2).
+    pub const SET_LISTPACK: u8 = 20;
+    /// RDB version 11 (Redis 7.2): consumers with their active-time.
+    pub const STREAM_LISTPACKS_3: u8 = 21;
 }
 
 /// `RDB_ENC_*`: the special string forms.
@@ -222,7 +241,7 @@ fn checked_body(payload: &[u8]) -> Result<&[u8], DumpError> {
     }
     let body_end = payload.len() - FOOTER_BYTES;
     let version = u16::from_le_bytes([payload[body_end], payload[body_end + 1]]);
-    if version > RDB_VERSION {
+    if version > RDB_VERSION_READ_MAX {
         return Err(DumpError::VersionOrChecksum);
     }
     let crc_at = payload.len() - 8;
@@ -473,6 +492,12 @@ impl<'a> Reader<'a> {
                 let blob = self.string()?;
                 intset(&blob, &mut self.budget, &mut self.over).map(Payload::Set)
             }
+            types::SET_LISTPACK => {
+                let blob = self.string()?;
+                let v = packed_elements(Packing::Listpack, &blob, &mut self.budget, &mut self.over)?;
+                no_duplicates(v.iter().map(Vec::as_slice))?;
+                Some(Payload::Set(v))
+            }
             types::LIST_ZIPLIST => {
                 let blob = self.string()?;
                 packed_elements(Packing::Ziplist, &blob, &mut self.budget, &mut self.over).map(Payload::List)
@@ -505,7 +530,7 @@ impl<'a> Reader<'a> {
                 Some(Payload::ZSet(v))
             }
             types::LIST_QUICKLIST_2 => self.quicklist().map(Payload::List),
-            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => {
+            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
                 stream::load(self, ty).map(|s| Payload::Stream(Box::new(s)))
             }
             types::LIST_QUICKLIST => self.quicklist_ziplists().map(Payload::List),
@@ -791,3 +816,6 @@ pub fn encode(p: &Payload) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod v11_tests;

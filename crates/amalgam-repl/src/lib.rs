@@ -25,7 +25,7 @@
 //!
 //! ## Following a redis-server (issue 37 §1)
 //! A replica tells its primary's kind by what follows `+FULLRESYNC`:
-//! Redis's RDB (`$EOF:<mark>` or `$<len>`, `link.rs`) is read through the
+//! Redis's RDB (`$EOF:<mark>` or `$<len>`, `sync_in.rs`) is read through the
 //! server's loader ([`Host::load_rdb`]), then the RESP command stream is
 //! run by the server's own command path as Redis's master client
 //! ([`Host::command_feed`], [`CommandFeed`]); its bytes feed the backlog,
@@ -70,7 +70,9 @@
 //! `repl-backlog-size` (Redis's 1 MiB default), a replica at most
 //! [`amalgam_persist::repl::REPLICA_LAG_BYTES_MAX_DEFAULT`] behind (then
 //! dropped; it resyncs), `repl-timeout` for a silent primary, handshake
-//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]. A primary with a password
+//! lines at most [`HANDSHAKE_LINE_BYTES_MAX`]; what a primary sends
+//! after PSYNC is read by `sync_in.rs` (its bounds there), the same code
+//! the `repl_sync_in` fuzz target drives from bytes. A primary with a password
 //! (`requirepass`, ACL users) is followed with `masterauth` and
 //! `masteruser`: the replica says `AUTH [user] password` after its PING,
 //! as Redis's does. `replica-serve-stale-data no`: while a replica's
@@ -82,6 +84,7 @@ mod link;
 mod redis_out;
 mod report;
 mod send;
+pub mod sync_in;
 pub use link::replicaof;
 pub use report::{info, role};
 pub use send::serve_replica;
@@ -104,6 +107,16 @@ pub const REPL_TIMEOUT_SECS_DEFAULT: u64 = 60;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A dropped link is retried this often.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// A full sync that failed after it began (the primary's RDB or snapshot
+/// did not load: the store is full in store mode, a key does not load, a
+/// hostile primary) is retried after RETRY_EVERY, then twice as long
+/// after each further failure in a row, up to this: each attempt costs
+/// the primary a whole RDB (a fork, for a disk-based one), so a sync that
+/// cannot succeed must not ask for one every second. Redis's replica
+/// retries each second (its `replicationCron`); it has no such failure
+/// in store mode, since it loads past `maxmemory`.
+const SYNC_RETRY_MAX: Duration = Duration::from_secs(64);
+const _: () = assert!(SYNC_RETRY_MAX.as_secs() >= RETRY_EVERY.as_secs());
 /// The longest handshake line either side accepts.
 pub const HANDSHAKE_LINE_BYTES_MAX: usize = 4096;
 /// A replica reads the stream in chunks of this much.
@@ -323,6 +336,21 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link of no session (`sync_in::replay`): never stopped, no socket.
+    fn detached() -> Link {
+        Link {
+            host: String::new(),
+            port: 0,
+            stop: AtomicBool::new(false),
+            up: AtomicBool::new(false),
+            state: Mutex::new("connect"),
+            last_io: AtomicU64::new(0),
+            down_since: AtomicU64::new(0),
+            sock: Mutex::new(None),
+            applying: Mutex::new(()),
+        }
+    }
+
     fn set_state(&self, s: &'static str) {
         *lock(&self.state) = s;
     }

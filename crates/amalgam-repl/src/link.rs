@@ -1,13 +1,11 @@
 //! A replica's side: REPLICAOF, the link thread, the handshake, the
 //! full sync's load and the stream applied record by record.
 
-use crate::{
-    lock, unix_now, Host, Link, Role, ACK_EVERY, CONNECT_TIMEOUT, HANDSHAKE_LINE_BYTES_MAX, PAUSED_POLL,
-    READ_CHUNK_BYTES, RETRY_EVERY,
-};
-use amalgam_persist::format::{self, Bad};
-use amalgam_persist::repl::{self as stream, Applier};
-use std::io::{Read, Write};
+use crate::sync_in::{self, Input, PsyncReply};
+use crate::{lock, unix_now, Host, Link, Role, ACK_EVERY, CONNECT_TIMEOUT, PAUSED_POLL, RETRY_EVERY, SYNC_RETRY_MAX};
+use amalgam_persist::format;
+use amalgam_persist::repl::Applier;
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -83,12 +81,23 @@ fn link_loop<H: Host>(shared: &Arc<H>, link: &Arc<Link>) {
     let mut applier: Option<Applier> = r.resume.swap(false, Ordering::Relaxed).then(|| {
         Applier::continuing(Arc::clone(shared.store()), shared.thresholds(), r.cas_shift.load(Ordering::Relaxed))
     });
+    // Full syncs that failed in a row (SYNC_RETRY_MAX's notes).
+    let mut failed_syncs: u32 = 0;
     while !link.stop.load(Ordering::Relaxed) && !shared.shutting_down() {
+        let mut retry = RETRY_EVERY;
         match session(shared, link, &mut applier) {
             Ok(()) => {}
             Err(e) => {
                 if !link.stop.load(Ordering::Relaxed) {
                     log::warn!("replication: link to {}:{} lost: {e}", link.host, link.port);
+                }
+                if *lock(&link.state) == "sync" {
+                    failed_syncs = failed_syncs.saturating_add(1);
+                    retry = RETRY_EVERY.saturating_mul(1 << (failed_syncs - 1).min(6)).min(SYNC_RETRY_MAX);
+                    log::warn!(
+                        "replication: the full sync failed ({failed_syncs} in a row); the next attempt in {} s",
+                        retry.as_secs()
+                    );
                 }
                 // A failover's target that cannot be reached: this node
                 // is a primary again (failover.rs).
@@ -98,12 +107,14 @@ fn link_loop<H: Host>(shared: &Arc<H>, link: &Arc<Link>) {
             }
         }
         if link.up.swap(false, Ordering::Relaxed) {
+            // It streamed: the sync before it succeeded.
+            failed_syncs = 0;
             link.down_since.store(unix_now(), Ordering::Relaxed);
             shared.repl().refresh_stale();
         }
         link.set_state("connect");
         *lock(&link.sock) = None;
-        let until = Instant::now() + RETRY_EVERY;
+        let until = Instant::now() + retry;
         while Instant::now() < until && !link.stop.load(Ordering::Relaxed) && !shared.shutting_down() {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -116,104 +127,6 @@ struct Unlist<'a>(&'a amalgam_net::clients::Registry, u64);
 impl Drop for Unlist<'_> {
     fn drop(&mut self) {
         self.0.remove(self.1);
-    }
-}
-
-/// Bytes read from the primary, parsed from the front.
-struct Input {
-    sock: TcpStream,
-    buf: Vec<u8>,
-    pos: usize,
-    /// `repl-timeout` when the link started.
-    timeout_secs: u64,
-}
-
-impl Input {
-    /// Reads more; Err on EOF.
-    fn fill(&mut self, link: &Link) -> std::io::Result<usize> {
-        if self.pos > 0 && self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        } else if self.pos > READ_CHUNK_BYTES {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-        let len = self.buf.len();
-        self.buf.resize(len + READ_CHUNK_BYTES, 0);
-        let n = loop {
-            match self.sock.read(&mut self.buf[len..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.buf.truncate(len);
-                    return Err(e);
-                }
-            }
-        };
-        self.buf.truncate(len + n);
-        if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the primary closed the connection"));
-        }
-        link.last_io.store(unix_now(), Ordering::Relaxed);
-        Ok(n)
-    }
-
-    /// [`Input::fill`], waiting through read timeouts (every ACK_EVERY:
-    /// `tick` runs then) until the primary has been silent for
-    /// `repl-timeout`, or the link stops.
-    fn fill_waiting(&mut self, link: &Link, mut tick: impl FnMut() -> std::io::Result<()>) -> std::io::Result<usize> {
-        let timeout_secs = self.timeout_secs;
-        // Bounded by repl-timeout: each pass waits ACK_EVERY at most.
-        loop {
-            match self.fill(link) {
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                    if link.stop.load(Ordering::Relaxed) {
-                        return Err(std::io::Error::other("the link was stopped"));
-                    }
-                    let last = link.last_io.load(Ordering::Relaxed);
-                    if unix_now().saturating_sub(last) > timeout_secs.max(1) {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "the primary was silent past repl-timeout",
-                        ));
-                    }
-                    tick()?;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// After `+FULLRESYNC`: true if a redis-server's RDB follows (its
-    /// `$<len>` or `$EOF:<mark>` line, after the bare newlines it sends
-    /// while it prepares the sync), false for an Amalgam primary's
-    /// snapshot (which begins with its magic, never `$` or a newline).
-    fn redis_rdb_follows(&mut self, link: &Link) -> std::io::Result<bool> {
-        // Bounded by repl-timeout: each fill reads a byte or more.
-        loop {
-            while self.buf.get(self.pos) == Some(&b'\n') {
-                self.pos += 1;
-            }
-            if let Some(&b) = self.buf.get(self.pos) {
-                return Ok(b == b'$');
-            }
-            self.fill_waiting(link, || Ok(()))?;
-        }
-    }
-
-    /// One `\r\n`-terminated line (without it).
-    fn line(&mut self, link: &Link) -> std::io::Result<String> {
-        loop {
-            if let Some(i) = self.buf[self.pos..].windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8_lossy(&self.buf[self.pos..self.pos + i]).into_owned();
-                self.pos += i + 2;
-                return Ok(line);
-            }
-            if self.buf.len() - self.pos > HANDSHAKE_LINE_BYTES_MAX {
-                return Err(std::io::Error::other("a handshake line past its limit"));
-            }
-            self.fill_waiting(link, || Ok(()))?;
-        }
     }
 }
 
@@ -261,7 +174,7 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
     };
     let mut w = sock.try_clone()?;
     let timeout_secs = r.timeout_secs.load(Ordering::Relaxed);
-    let mut input = Input { sock, buf: Vec::new(), pos: 0, timeout_secs };
+    let mut input = Input::new(sock, timeout_secs);
     send_command(&mut w, &["PING"])?;
     let pong = input.line(link)?;
     // A primary that wants a password answers PING with NOAUTH (or NOPERM
@@ -306,13 +219,7 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
     } else {
         send_command(&mut w, &["PSYNC", &id, &next])?;
     }
-    let reply = loop {
-        // A primary busy preparing the sync may send bare newlines.
-        let l = input.line(link)?;
-        if !l.is_empty() {
-            break l;
-        }
-    };
+    let reply = input.psync_line(link)?;
     if failing_over {
         if reply.starts_with("+CONTINUE") || reply.starts_with("+FULLRESYNC") {
             shared.failover_succeeded();
@@ -321,11 +228,13 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
             return Err(std::io::Error::other(format!("the failover's target answered PSYNC with {reply}")));
         }
     }
-    let mut words = reply.split_whitespace();
-    match words.next() {
-        Some("+FULLRESYNC") => {
-            let replid = words.next().unwrap_or("").to_string();
-            let offset: u64 = words.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+    match sync_in::psync_reply(&reply) {
+        PsyncReply::FullResync { replid, offset, malformed } => {
+            if malformed {
+                // Redis's words; the id is blanked, so the next PSYNC
+                // cannot continue this one.
+                log::warn!("replication: Master replied with wrong +FULLRESYNC syntax: {reply}");
+            }
             link.set_state("sync");
             r.consistent.store(false, Ordering::Relaxed);
             *applier = None;
@@ -333,7 +242,7 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
                 // A redis-server primary: its RDB, then its commands.
                 r.redis_primary.store(true, Ordering::Relaxed);
                 let t = Instant::now();
-                let keys = load_redis(&mut input, link, &**shared)?;
+                let keys = sync_in::load_redis(&mut input, link, |rdb| shared.load_rdb(rdb))?;
                 r.backlog.follow(&replid, offset);
                 log::warn!(
                     "MASTER <-> REPLICA sync: loaded the primary's RDB ({keys} keys in {:.3} s)",
@@ -344,7 +253,13 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
             r.redis_primary.store(false, Ordering::Relaxed);
             let mut a = Applier::begin_full_sync(Arc::clone(shared.store()), shared.thresholds());
             let t = Instant::now();
-            load(&mut input, link, &**shared, &mut a)?;
+            sync_in::load_native(&mut input, link, |rec| {
+                if let format::Record::Functions { payload } = rec {
+                    shared.install_functions(payload);
+                    return false;
+                }
+                a.apply(rec)
+            })?;
             r.backlog.follow(&replid, offset);
             r.cas_shift.store(a.cas_shift(), Ordering::Relaxed);
             r.consistent.store(true, Ordering::Relaxed);
@@ -356,9 +271,9 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
             );
             *applier = Some(a);
         }
-        Some("+CONTINUE") => {
-            if let Some(new_id) = words.next() {
-                r.backlog.adopt_id(new_id);
+        PsyncReply::Continue { new_id } => {
+            if let Some(new_id) = new_id {
+                r.backlog.adopt_id(&new_id);
             }
             if r.follows_redis() {
                 log::warn!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
@@ -371,65 +286,20 @@ fn session<H: Host>(shared: &Arc<H>, link: &Arc<Link>, applier: &mut Option<Appl
             }
             log::warn!("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
         }
-        _ => return Err(std::io::Error::other(format!("the primary answered PSYNC with {reply}"))),
+        PsyncReply::Other => return Err(std::io::Error::other(format!("the primary answered PSYNC with {reply}"))),
     }
     let Some(a) = applier.as_mut() else { return Err(std::io::Error::other("no sync")) };
     // Amalgam's records, each applied under its key's bucket lock; the
     // stream's place goes to the log after each batch.
     stream_in(input, w, link, &**shared, true, |buf| {
-        let (mut pos, mut asked) = (0, false);
-        // Bounded: each record takes bytes of `buf`.
-        loop {
-            match format::read_record(&buf[pos..]) {
-                Ok((rec, n)) => {
-                    asked |= matches!(rec, format::Record::GetAck);
-                    if let format::Record::Functions { payload } = rec {
-                        shared.install_functions(payload);
-                    } else {
-                        a.apply(rec);
-                    }
-                    pos += n;
-                }
-                Err(Bad::Torn) => return Ok((pos, asked)),
-                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt stream record: {why}"))),
+        sync_in::native_batch(buf, |rec| {
+            if let format::Record::Functions { payload } = rec {
+                shared.install_functions(payload);
+            } else {
+                a.apply(rec);
             }
-        }
+        })
     })
-}
-
-/// Reads the full sync's snapshot (header, items, END) into the store.
-fn load<H: Host>(input: &mut Input, link: &Link, shared: &H, a: &mut Applier) -> std::io::Result<()> {
-    while input.buf.len() - input.pos < stream::SYNC_HEADER_BYTES {
-        input.fill_waiting(link, || Ok(()))?;
-    }
-    stream::read_sync_header(&input.buf[input.pos..input.pos + stream::SYNC_HEADER_BYTES])
-        .map_err(|e| std::io::Error::other(format!("not a full sync from an Amalgam primary: {e}")))?;
-    input.pos += stream::SYNC_HEADER_BYTES;
-    loop {
-        // Under `applying`, and nothing once stopped (Link::retire).
-        let held = lock(&link.applying);
-        if link.stop.load(Ordering::Relaxed) {
-            return Err(std::io::Error::other("the link was stopped during the full sync"));
-        }
-        loop {
-            match format::read_record(&input.buf[input.pos..]) {
-                Ok((rec, n)) => {
-                    input.pos += n;
-                    if let format::Record::Functions { payload } = rec {
-                        shared.install_functions(payload);
-                        continue;
-                    }
-                    if a.apply(rec) {
-                        return Ok(());
-                    }
-                }
-                Err(Bad::Torn) => break,
-                Err(Bad::Corrupt(why)) => return Err(std::io::Error::other(format!("a corrupt sync record: {why}"))),
-            }
-        }
-        drop(held);
-        input.fill_waiting(link, || Ok(()))?;
-    }
 }
 
 /// Applies the primary's stream until the link drops or stops: `apply`
@@ -440,7 +310,7 @@ fn load<H: Host>(input: &mut Input, link: &Link, shared: &H, a: &mut Applier) ->
 /// `log_position`: the stream's place goes to the log after each batch
 /// (Amalgam's stream only: a restart continues it).
 fn stream_in<H: Host>(
-    mut input: Input,
+    mut input: Input<TcpStream>,
     mut w: TcpStream,
     link: &Link,
     shared: &H,
@@ -499,77 +369,6 @@ fn ack(w: &mut TcpStream, offset: u64) -> std::io::Result<()> {
     send_command(w, &["REPLCONF", "ACK", &offset.to_string()])
 }
 
-/// The RDB of a redis-server primary's full sync, read through the
-/// link's input: `left` bytes for `$<len>`, or as far as the RDB reader
-/// goes (its EOF opcode and checksum) for `$EOF:<mark>`.
-struct RdbIn<'a> {
-    input: &'a mut Input,
-    link: &'a Link,
-    left: Option<u64>,
-}
-
-impl Read for RdbIn<'_> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        if self.left == Some(0) || out.is_empty() {
-            return Ok(0);
-        }
-        if self.input.pos == self.input.buf.len() {
-            self.input.fill_waiting(self.link, || Ok(()))?;
-        }
-        let avail = &self.input.buf[self.input.pos..];
-        let mut n = avail.len().min(out.len());
-        if let Some(left) = &mut self.left {
-            n = n.min(usize::try_from(*left).unwrap_or(usize::MAX));
-            *left -= n as u64;
-        }
-        out[..n].copy_from_slice(&avail[..n]);
-        self.input.pos += n;
-        Ok(n)
-    }
-}
-
-/// Redis's diskless sync ends its RDB with this many bytes of the mark
-/// its `$EOF:` line named (`RDB_EOF_MARK_SIZE`).
-const RDB_EOF_MARK_BYTES: usize = 40;
-
-/// Loads a redis-server primary's RDB (issue 37 §1): the `$<len>` or
-/// `$EOF:<mark>` line, the RDB through the server's loader (which
-/// empties the databases first), and for `$EOF:` the mark after it. The
-/// keys loaded.
-fn load_redis<H: Host>(input: &mut Input, link: &Link, shared: &H) -> std::io::Result<u64> {
-    let head = input.line(link)?;
-    let head = head.trim_start_matches('\n');
-    let (left, mark) = match head.strip_prefix("$EOF:") {
-        Some(mark) if mark.len() == RDB_EOF_MARK_BYTES => (None, Some(mark.as_bytes().to_vec())),
-        Some(_) => return Err(std::io::Error::other(format!("a bad EOF mark from the primary: {head}"))),
-        None => {
-            let len = head.strip_prefix('$').and_then(|n| n.parse::<u64>().ok());
-            (Some(len.ok_or_else(|| std::io::Error::other(format!("not an RDB length: {head}")))?), None)
-        }
-    };
-    // Under `applying`, as the native full sync (Link::retire waits).
-    let held = lock(&link.applying);
-    if link.stop.load(Ordering::Relaxed) {
-        return Err(std::io::Error::other("the link was stopped during the full sync"));
-    }
-    let mut rdb = RdbIn { input, link, left };
-    let keys = shared.load_rdb(&mut rdb).map_err(|e| std::io::Error::other(format!("the primary's RDB: {e}")))?;
-    if rdb.left.is_some_and(|l| l > 0) {
-        return Err(std::io::Error::other("the primary's RDB ended before its announced length"));
-    }
-    drop(held);
-    if let Some(mark) = mark {
-        while input.buf.len() - input.pos < RDB_EOF_MARK_BYTES {
-            input.fill_waiting(link, || Ok(()))?;
-        }
-        if input.buf[input.pos..input.pos + RDB_EOF_MARK_BYTES] != mark[..] {
-            return Err(std::io::Error::other("the primary's RDB is not followed by its EOF mark"));
-        }
-        input.pos += RDB_EOF_MARK_BYTES;
-    }
-    Ok(keys)
-}
-
 /// Follows a redis-server primary's command stream (issue 37 §1): each
 /// whole command runs through the server's command path
 /// ([`Host::command_feed`]) and its bytes go to the backlog, so the
@@ -578,7 +377,7 @@ fn load_redis<H: Host>(input: &mut Input, link: &Link, shared: &H) -> std::io::R
 /// holds the stream as for an Amalgam primary. No state file is kept
 /// (a restart syncs in full).
 fn follow_redis<H: Host>(
-    input: Input,
+    input: Input<TcpStream>,
     w: TcpStream,
     link: &Link,
     shared: &H,
@@ -586,16 +385,5 @@ fn follow_redis<H: Host>(
 ) -> std::io::Result<()> {
     shared.repl().consistent.store(false, Ordering::Relaxed);
     let mut feed = shared.command_feed(client);
-    stream_in(input, w, link, shared, false, |buf| {
-        let (mut pos, mut asked) = (0, false);
-        // Bounded: each pass takes bytes of `buf` or stops.
-        loop {
-            let (used, getack) = feed.feed(&buf[pos..]).map_err(std::io::Error::other)?;
-            if used == 0 {
-                return Ok((pos, asked));
-            }
-            pos += used;
-            asked |= getack;
-        }
-    })
+    stream_in(input, w, link, shared, false, |buf| sync_in::redis_batch(buf, &mut *feed))
 }

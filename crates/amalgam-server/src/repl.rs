@@ -35,7 +35,14 @@ impl amalgam_repl::Host for Shared {
             limits,
             unloadable,
             &mut |line| log::warn!("replication: the primary's RDB: {line}"),
-        )?;
+        )
+        .inspect_err(|_| {
+            // What part of it loaded is not the primary's data: emptied,
+            // as Redis empties a replica whose load failed
+            // (`readSyncBulkPayload`: emptyData). In store mode this is
+            // also what a sync larger than -m leaves (docs/replication.md).
+            self.store.flush_all();
+        })?;
         if !loaded.functions.is_empty() {
             let payload = rdbfile::functions_payload(&loaded.functions);
             crate::scripting::install_replicated(self, &payload);

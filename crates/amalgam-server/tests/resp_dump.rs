@@ -372,7 +372,10 @@ fn error_texts() {
     let mut bad_crc = good.clone();
     *bad_crc.last_mut().unwrap() ^= 1;
     assert_eq!(restore(&mut c, &k, "0", &bad_crc, &[]), wrong);
-    assert_eq!(restore(&mut c, &k, "0", &payload(&[0, 1, b'v'], 11), &[]), wrong);
+    // Redis 7.4's version (12) is newer than both Redis 7.0 and Amalgam
+    // read (11, Redis 7.2's, is read by Amalgam and by 7.2, not by 7.0:
+    // `a_version_11_payload_restores_as_redis_7_2_restores_it`).
+    assert_eq!(restore(&mut c, &k, "0", &payload(&[0, 1, b'v'], 12), &[]), wrong);
     // The object: right footer, bad contents.
     let bad = error("ERR Bad data format");
     let mut nan = vec![5, 1, 1, b'a'];
@@ -415,6 +418,29 @@ fn error_texts() {
     // An older RDB version is fine.
     assert_eq!(restore(&mut c, &k, "0", &payload(&[0, 1, b'v'], 6), &[]), OK);
     assert_eq!(c.call(&["GET", &k]), bulk("v"));
+}
+
+/// RDB version 11's footer and its listpack set (type 20), as Redis 7.2
+/// and Valkey 8 DUMP a small set of strings: restored as they restore it.
+/// Amalgam's only (Redis 7.0 refuses version 11; the Redis pass skips
+/// it): `resp_repl_from_valkey.rs` restores real Valkey 8 payloads.
+#[test]
+fn a_version_11_payload_restores_as_redis_7_2_restores_it() {
+    if external_resp_addr().is_some() {
+        eprintln!("note: Redis 7.0 refuses RDB version 11; skipping an Amalgam-only RESTORE test");
+        return;
+    }
+    let Some(server) = resp_server() else { return };
+    let mut c = Resp::new(&server);
+    let k = key("v11");
+    // A listpack of "a" and 7 (`listpack.c`): total 12 bytes, 2 entries,
+    // 0x81 "a" backlen 2, 0x07 backlen 1, end.
+    let lp = [12, 0, 0, 0, 2, 0, 0x81, b'a', 0x02, 0x07, 0x01, 0xFF];
+    let mut body = vec![20, lp.len() as u8];
+    body.extend_from_slice(&lp);
+    assert_eq!(restore(&mut c, &k, "0", &payload(&body, 11), &[]), OK);
+    assert_eq!(c.call(&["SORT", &k, "ALPHA"]), "*2\r\n$1\r\n7\r\n$1\r\na\r\n");
+    assert_eq!(c.call(&["TYPE", &k]), "+set\r\n");
 }
 
 /// A redis-server of this test's own, on a free port; killed on drop.

@@ -16,10 +16,17 @@
 //! full sync from a socket): [`FileReader::new`] reads the header,
 //! [`FileReader::next_item`] answers one [`Item`] at a time, `None`
 //! after EOF and a sound checksum. Versions 1..=[`FILE_VERSION_MAX`]
-//! (10, Redis 7.0's) are read; 11 (Redis 7.2's) is refused as Redis 7.0
-//! refuses it ("Can't handle RDB format version"), because 7.2 writes
-//! its sets as listpacks (type 20) this codec does not read: a file is
-//! refused at its header rather than half-loaded.
+//! are read: 11 is Redis 7.2's and what Valkey 7.2, 8.0 and 8.1 write
+//! (Valkey's `rdb.h`: "RDB 11 is the last open-source Redis RDB version,
+//! used by Valkey 7.x and 8.x"). What 11 added: the listpack set (type
+//! 20), the stream whose consumers carry an active time (21), and, from
+//! Valkey 8.0 in cluster mode, SLOT_INFO (0xF4: slot, its key count, its
+//! expiring key count; a size hint, read and dropped as Valkey's own
+//! `redis-check-rdb` drops it). Newer versions are refused at the header
+//! ("Can't handle RDB format version"), as Redis refuses a version newer
+//! than its own, rather than half-loaded: 12 is Redis 7.4-8.x's (hash
+//! field expiry, types 22-25; Valkey calls 12-79 foreign and refuses
+//! them), 80 and later Valkey 9's (with the `VALKEY` magic).
 //!
 //! Each value is not decoded from the stream directly: its bytes are
 //! first *captured* by walking the object's structure (lengths and
@@ -27,7 +34,7 @@
 //! (`rdb.rs`), with its rules. Types captured: every type `rdb.rs`
 //! decodes (strings, lists, sets, hashes, sorted sets, streams, and their
 //! compact and old forms). A type it cannot walk (modules 6 and 7, the
-//! zipmap 9, 7.2's 20) stops the read with [`FileError::UnsupportedType`]
+//! zipmap 9) stops the read with [`FileError::UnsupportedType`]
 //! naming the key: its length is unknown, so nothing after it can be
 //! found. A value captured whole that the decoder refuses is an
 //! [`Item::Refused`] naming the key and type, and the read goes on: the
@@ -47,7 +54,9 @@
 //! at least one byte per turn, so it ends within the value's bound.
 //!
 //! ## Writing ([`FileWriter`])
-//! What redis-server 7.0 loads: `REDIS0010`, the aux fields the caller
+//! What redis-server 7.0 loads: `REDIS0010` ([`FILE_VERSION_WRITTEN`]:
+//! 7.0 refuses 11, and every later Redis and Valkey reads 10), the aux
+//! fields the caller
 //! gives (redis-server writes `redis-ver`, `redis-bits`, `ctime`,
 //! `used-mem`, `aof-base`; for a replication sync also `repl-stream-db`,
 //! `repl-id`, `repl-offset`), FUNCTION2 per library, then per non-empty
@@ -63,10 +72,15 @@ use super::{
     decode_object, decode_string, types, DumpError, Payload, FOOTER_BYTES, OPCODE_FUNCTION2, OPCODE_FUNCTION_PRE_GA,
 };
 
-/// The newest file version read, and the one written: Redis 7.0's.
-pub const FILE_VERSION_MAX: u16 = 10;
-/// The oldest read: Redis 1.x's (every version through 10 is a subset
-/// of 10's syntax for the types read).
+/// The newest file version read: Redis 7.2's, Valkey 7.2-8.x's.
+pub const FILE_VERSION_MAX: u16 = 11;
+/// The version written: Redis 7.0's, the newest every peer loads.
+pub const FILE_VERSION_WRITTEN: u16 = 10;
+
+const _: () = assert!(FILE_VERSION_WRITTEN <= FILE_VERSION_MAX);
+const _: () = assert!(FILE_VERSION_MAX == super::RDB_VERSION_READ_MAX);
+/// The oldest read: Redis 1.x's (every version through 11 is a subset
+/// of 11's syntax for the types read).
 pub const FILE_VERSION_MIN: u16 = 1;
 /// "REDIS" and four digits.
 pub const HEADER_BYTES: usize = 9;
@@ -75,6 +89,8 @@ const CHECKSUM_SINCE_VERSION: u16 = 5;
 
 /// Opcodes (`rdb.h`).
 pub mod opcode {
+    /// Valkey 8.0's (cluster mode): slot, keys, expiring keys; a hint.
+    pub const SLOT_INFO: u8 = 244;
     pub const FUNCTION2: u8 = super::OPCODE_FUNCTION2;
     pub const FUNCTION_PRE_GA: u8 = super::OPCODE_FUNCTION_PRE_GA;
     pub const MODULE_AUX: u8 = 247;
@@ -152,7 +168,7 @@ impl std::fmt::Display for FileError {
             FileError::NotRdb => write!(f, "not an RDB file (no REDIS header)"),
             FileError::Version(v) => write!(
                 f,
-                "can't handle RDB format version {v} (versions {FILE_VERSION_MIN}..={FILE_VERSION_MAX} are read, as Redis 7.0 reads them)"
+                "can't handle RDB format version {v} (versions {FILE_VERSION_MIN}..={FILE_VERSION_MAX} are read: Redis up to 7.2, Valkey up to 8.1)"
             ),
             FileError::BadFormat(w) => write!(f, "bad RDB format: {w}"),
             FileError::ModuleAux => write!(f, "the RDB file holds module data (MODULE_AUX), which is not read"),
@@ -185,10 +201,10 @@ pub fn type_name(t: u8) -> &'static str {
     match t {
         types::STRING => "string",
         types::LIST | types::LIST_ZIPLIST | types::LIST_QUICKLIST | types::LIST_QUICKLIST_2 => "list",
-        types::SET | types::SET_INTSET | 20 => "set",
+        types::SET | types::SET_INTSET | types::SET_LISTPACK => "set",
         types::ZSET | types::ZSET_2 | types::ZSET_ZIPLIST | types::ZSET_LISTPACK => "zset",
         types::HASH | types::HASH_ZIPLIST | types::HASH_LISTPACK | 9 => "hash",
-        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | 21 => "stream",
+        types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => "stream",
         6 | 7 => "module",
         _ => "unknown",
     }
@@ -329,7 +345,8 @@ impl<R: Read> Capture<'_, R> {
             | types::ZSET_ZIPLIST
             | types::HASH_ZIPLIST
             | types::HASH_LISTPACK
-            | types::ZSET_LISTPACK => self.string()?,
+            | types::ZSET_LISTPACK
+            | types::SET_LISTPACK => self.string()?,
             types::LIST | types::SET | types::LIST_QUICKLIST => {
                 let n = self.len()?;
                 self.repeat(n, Self::string)?;
@@ -368,15 +385,18 @@ impl<R: Read> Capture<'_, R> {
                     c.string()
                 })?;
             }
-            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 => self.stream(ty == types::STREAM_LISTPACKS_2)?,
+            types::STREAM_LISTPACKS => self.stream(StreamForm::V1)?,
+            types::STREAM_LISTPACKS_2 => self.stream(StreamForm::V2)?,
+            types::STREAM_LISTPACKS_3 => self.stream(StreamForm::V3)?,
             _ => return Ok(false),
         }
         Ok(true)
     }
 
-    /// A stream (`rdb.c`'s RDB_TYPE_STREAM_LISTPACKS{,_2} branch, as
+    /// A stream (`rdb.c`'s RDB_TYPE_STREAM_LISTPACKS{,_2,_3} branch, as
     /// `rdb/stream.rs` reads it).
-    fn stream(&mut self, v2: bool) -> Result<(), FileError> {
+    fn stream(&mut self, form: StreamForm) -> Result<(), FileError> {
+        let v2 = form != StreamForm::V1;
         let nodes = self.len()?;
         self.repeat(nodes, |c| {
             c.string()?;
@@ -405,11 +425,22 @@ impl<R: Read> Capture<'_, R> {
             c.repeat(consumers, |c| {
                 c.string()?; // name
                 c.take(8)?; // seen time
+                if form == StreamForm::V3 {
+                    c.take(8)?; // active time
+                }
                 let own = c.len()?;
                 c.repeat(own, |c| c.take(16))
             })
         })
     }
+}
+
+/// The three stream layouts (types 15, 19, 21).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StreamForm {
+    V1,
+    V2,
+    V3,
 }
 
 /// Reads an RDB file item by item (module notes).
@@ -496,8 +527,8 @@ impl<R: Read> FileReader<R> {
         let mut expire_ms = None;
         // Bounded: every opcode consumes at least one byte, and only
         // the ones without an item loop (at most one each per key:
-        // SELECTDB/RESIZEDB/IDLE/FREQ/EXPIRETIME between two items is
-        // bounded by the stream's bytes).
+        // SELECTDB/RESIZEDB/SLOT_INFO/IDLE/FREQ/EXPIRETIME between two
+        // items is bounded by the stream's bytes).
         loop {
             let op = self.src.byte()?;
             match op {
@@ -512,6 +543,11 @@ impl<R: Read> FileReader<R> {
                 }
                 opcode::SELECTDB => self.db = self.len()?,
                 opcode::RESIZEDB => {
+                    self.len()?;
+                    self.len()?;
+                }
+                opcode::SLOT_INFO => {
+                    self.len()?;
                     self.len()?;
                     self.len()?;
                 }
@@ -592,10 +628,11 @@ pub struct FileWriter<W: Write> {
 }
 
 impl<W: Write> FileWriter<W> {
-    /// Writes the header (`REDIS0010`) and the aux fields, in order.
+    /// Writes the header (`REDIS0010`, [`FILE_VERSION_WRITTEN`]) and the
+    /// aux fields, in order.
     pub fn new<'a>(w: W, aux: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> io::Result<Self> {
         let mut f = FileWriter { w, crc: FILE_CRC.digest(), db: None };
-        f.put(format!("REDIS{FILE_VERSION_MAX:04}").as_bytes())?;
+        f.put(format!("REDIS{FILE_VERSION_WRITTEN:04}").as_bytes())?;
         for (k, v) in aux {
             f.put(&[opcode::AUX])?;
             f.string(k.as_bytes())?;

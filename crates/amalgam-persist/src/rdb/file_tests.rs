@@ -1,10 +1,12 @@
 //! The RDB file reader and writer against redis-server 7.0.15's own file
-//! (`tests/rdb_files/gen.sh` made it) and round trips.
+//! (`tests/rdb_files/gen.sh` made it), valkey-server 8.0.1's (RDB version
+//! 11, `tests/rdb_files/gen-valkey.sh`) and round trips.
 
 use super::*;
 use crate::rdb::{encode, Payload};
 
 const GOLDEN: &[u8] = include_bytes!("../../tests/rdb_files/redis-7.0.15.rdb");
+const GOLDEN_V11: &[u8] = include_bytes!("../../tests/rdb_files/valkey-8.0.1.rdb");
 
 fn read_all(bytes: &[u8], limits: Limits) -> Result<Vec<Item>, FileError> {
     let mut r = FileReader::new(bytes, limits)?;
@@ -100,12 +102,60 @@ fn a_wrong_checksum_is_refused_and_zero_is_not_checked() {
 }
 
 #[test]
-fn versions_outside_1_to_10_and_garbage_are_refused() {
-    let mut v11 = GOLDEN.to_vec();
-    v11[..9].copy_from_slice(b"REDIS0011");
-    let e = read_all(&v11, Limits::default()).unwrap_err();
-    assert!(matches!(e, FileError::Version(11)));
-    assert!(e.to_string().contains("version 11"), "{e}");
+fn valkey_8_0_1_file_reads_whole() {
+    // Its type bytes: the version 11 encodings are there.
+    assert_eq!(&GOLDEN_V11[..9], b"REDIS0011");
+    let items = read_all(GOLDEN_V11, Limits::default()).unwrap();
+    let aux = |k: &[u8]| {
+        items.iter().find_map(|i| match i {
+            Item::Aux { key, value } if key == k => Some(value.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(aux(b"valkey-ver").as_deref(), Some(&b"8.0.1"[..]));
+    assert!(
+        matches!(&items.iter().find(|i| matches!(i, Item::Function(_))), Some(Item::Function(c)) if c.starts_with(b"#!lua name=mylib"))
+    );
+    assert_eq!(key(&items, b"s"), (0, Some(4_102_444_800_000), &Payload::String(b"hello".to_vec())));
+    assert_eq!(key(&items, b"i").2, &Payload::String(b"12345".to_vec()));
+    assert_eq!(key(&items, b"big").2, &Payload::String(b"ab".repeat(300)));
+    assert_eq!(key(&items, b"l").2, &Payload::List(vec![b"a".to_vec(), b"b".to_vec(), b"3".to_vec()]));
+    assert_eq!(key(&items, b"si").2, &Payload::Set(vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec()]));
+    // A listpack set (type 20), members in insertion order.
+    assert_eq!(key(&items, b"ss").2, &Payload::Set(vec![b"x".to_vec(), b"y".to_vec(), b"7".to_vec()]));
+    let Payload::Set(big) = key(&items, b"sbig").2 else { panic!() };
+    assert_eq!(big.len(), 200);
+    assert_eq!(
+        key(&items, b"h").2,
+        &Payload::Hash(vec![(b"f".to_vec(), b"v".to_vec()), (b"g".to_vec(), b"w".to_vec())])
+    );
+    assert_eq!(key(&items, b"z").2, &Payload::ZSet(vec![(b"a".to_vec(), 1.5), (b"b".to_vec(), 2.0)]));
+    // A stream whose consumer has an active time (type 21).
+    let Payload::Stream(st) = key(&items, b"st").2 else { panic!() };
+    assert_eq!(st.len(), 1);
+    assert_eq!(st.groups()[0].pending.len(), 1);
+    assert!(st.groups()[0].consumers.contains_key(&b"c"[..]));
+    assert_eq!(key(&items, b"other"), (2, None, &Payload::String(b"v".to_vec())));
+    assert_eq!(items.iter().filter(|i| matches!(i, Item::Key { .. })).count(), 11);
+}
+
+#[test]
+fn every_cut_of_the_version_11_file_is_an_error_not_a_panic() {
+    for n in 0..GOLDEN_V11.len() {
+        assert!(read_all(&GOLDEN_V11[..n], Limits::default()).is_err(), "cut at {n}");
+    }
+}
+
+#[test]
+fn versions_outside_1_to_11_and_garbage_are_refused() {
+    let mut v12 = GOLDEN.to_vec();
+    v12[..9].copy_from_slice(b"REDIS0012");
+    let e = read_all(&v12, Limits::default()).unwrap_err();
+    assert!(matches!(e, FileError::Version(12)));
+    assert!(e.to_string().contains("version 12"), "{e}");
+    let mut v0 = GOLDEN.to_vec();
+    v0[..9].copy_from_slice(b"REDIS0000");
+    assert!(matches!(read_all(&v0, Limits::default()), Err(FileError::Version(0))));
     assert!(matches!(read_all(b"REDIS", Limits::default()), Err(FileError::NotRdb)));
     assert!(matches!(read_all(b"AMALGAM00", Limits::default()), Err(FileError::NotRdb)));
 }

@@ -1,6 +1,9 @@
 //! A stream in a DUMP payload: Redis 7.0's `RDB_TYPE_STREAM_LISTPACKS_2`
-//! (written and read) and 5.0–6.2's `RDB_TYPE_STREAM_LISTPACKS` (read),
-//! as `rdb.c`'s `rdbSaveObject` / `rdbLoadObject` lay them out:
+//! (written and read), 5.0–6.2's `RDB_TYPE_STREAM_LISTPACKS` and 7.2's
+//! `RDB_TYPE_STREAM_LISTPACKS_3` (read), as `rdb.c`'s `rdbSaveObject` /
+//! `rdbLoadObject` lay them out (v3: each consumer's seen time is
+//! followed by its active time, 8 bytes LE, which Amalgam reads and drops:
+//! its XINFO CONSUMERS is 7.0's, without `active-time`):
 //!
 //! ```text
 //! len nodes | nodes × (string 16-byte master ID, big-endian | string listpack)
@@ -249,7 +252,9 @@ fn id(r: &mut Reader<'_>) -> Option<StreamId> {
 
 /// Reads a stream object of type `ty` (the type byte read).
 pub(super) fn load(r: &mut Reader<'_>, ty: u8) -> Option<Stream> {
-    let v2 = ty == types::STREAM_LISTPACKS_2;
+    // v3 is v2 with each consumer's active time.
+    let v2 = ty == types::STREAM_LISTPACKS_2 || ty == types::STREAM_LISTPACKS_3;
+    let v3 = ty == types::STREAM_LISTPACKS_3;
     let nodes = count(r, 2)?;
     let mut entries = Vec::new();
     // Bounded by nodes, itself bounded by the bytes left.
@@ -294,6 +299,9 @@ pub(super) fn load(r: &mut Reader<'_>, ty: u8) -> Option<Stream> {
             let cname = r.string()?;
             r.charge(cname.len())?;
             let seen_ms = ms(r)?;
+            if v3 {
+                let _active_ms = ms(r)?;
+            }
             let n = count(r, 16)?;
             let mut own = BTreeSet::new();
             for _ in 0..n {

@@ -60,12 +60,30 @@ pub fn own_server(args: &[&str]) -> Option<Own> {
 /// whichever server the suite runs against (a test of interop with
 /// Redis: issue 37); None (with a note) when there is none.
 pub fn redis_server(args: &[&str]) -> Option<Own> {
+    spawn("redis-server", args)
+}
+
+/// Where a test finds a valkey-server 8.x: the binary this names, else
+/// `valkey-server` on `PATH`. Debian bookworm has none; its backports'
+/// `valkey-server` package (8.0.1) does, as does Debian trixie.
+pub const VALKEY_SERVER_ENV: &str = "AMALGAM_TEST_VALKEY_SERVER";
+
+/// A valkey-server of the test's own with `args` (RDB version 11, as
+/// Redis 7.2 writes it: issue 37); None (with a note naming
+/// [`VALKEY_SERVER_ENV`]) when there is none.
+pub fn valkey_server(args: &[&str]) -> Option<Own> {
+    let bin = std::env::var(VALKEY_SERVER_ENV).ok().filter(|s| !s.is_empty());
+    spawn(bin.as_deref().unwrap_or("valkey-server"), args)
+}
+
+/// `bin` (redis-server or a server started as it is) on a free port.
+fn spawn(bin: &str, args: &[&str]) -> Option<Own> {
     let port = TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
     // A directory of its own: a replica of a disk-based sync writes the
     // RDB it receives there (never into the source tree, nor another's).
     let dir = redis_dir(port);
     std::fs::create_dir_all(&dir).ok()?;
-    let child = Command::new("redis-server")
+    let child = Command::new(bin)
         .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
         .args(["--dir", dir.to_str()?])
         .args(args)
@@ -73,7 +91,15 @@ pub fn redis_server(args: &[&str]) -> Option<Own> {
         .stderr(Stdio::null())
         .spawn();
     let Ok(child) = child else {
-        eprintln!("note: no redis-server on PATH; skipping a test that needs a Redis of its own");
+        let _ = std::fs::remove_dir_all(&dir);
+        if bin == "redis-server" {
+            eprintln!("note: no redis-server on PATH; skipping a test that needs a Redis of its own");
+        } else {
+            eprintln!(
+                "note: no {bin} (set {VALKEY_SERVER_ENV} to a valkey-server 8.x binary, or put valkey-server on \
+                 PATH); skipping a test that needs one"
+            );
+        }
         return None;
     };
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().ok()?;
@@ -82,7 +108,7 @@ pub fn redis_server(args: &[&str]) -> Option<Own> {
     // Bounded: until it answers PING with anything but LOADING (it has
     // loaded any file it was given), at most START_WAIT.
     while !serving(addr) {
-        assert!(start.elapsed() < START_WAIT, "redis-server on {port} did not start");
+        assert!(start.elapsed() < START_WAIT, "{bin} on {port} did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
     Some(own)
