@@ -10,6 +10,7 @@ that what is asserted here is what Redis does).
 
 import os
 import shutil
+import time
 import subprocess
 
 import pytest
@@ -383,6 +384,31 @@ def test_cluster_failover_default_force_and_takeover_swap_the_roles(tmp_path):
             wait_until(lambda: replica.c.info("replication").get("master_link_status") == "up",
                        "the new replica's link", FAILURE_WAIT_S)
             wait_until(lambda: agree(nodes), "every node's view of the roles", FAILURE_WAIT_S)
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_publish_reaches_the_subscribers_of_every_node(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        subs = []
+        for n in nodes:
+            p = n.client().pubsub()
+            p.subscribe("news")
+            assert p.get_message(timeout=5)["type"] == "subscribe"
+            subs.append(p)
+        # The reply counts this node's subscribers; every node's get it.
+        assert nodes[0].c.publish("news", "hello") == 1
+        for p in subs:
+            m = None
+            deadline = time.monotonic() + 10
+            while m is None and time.monotonic() < deadline:
+                m = p.get_message(timeout=1)
+            assert m is not None and m["data"] == b"hello", m
+            p.close()
     finally:
         for n in nodes:
             n.kill()

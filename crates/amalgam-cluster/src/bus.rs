@@ -371,7 +371,16 @@ impl Bus {
                     }
                 }
                 Effect::Broadcast(b) => {
-                    let targets: Vec<usize> = self.outgoing.values().copied().collect();
+                    // Every node but those still in handshake
+                    // (`clusterBroadcastMessage`).
+                    let targets: Vec<usize> = {
+                        let s = self.c.lock();
+                        self.outgoing
+                            .iter()
+                            .filter(|(n, _)| s.nodes.get(*n).is_some_and(|n| !n.is(flags::HANDSHAKE)))
+                            .map(|(_, t)| *t)
+                            .collect()
+                    };
                     for lt in targets {
                         self.send(lt, &b);
                     }

@@ -40,8 +40,8 @@
 //! failover (`failover.rs`: elections, CLUSTER FAILOVER): Amalgam nodes
 //! form a cluster with `redis-cli --cluster create`, alone or beside
 //! redis-server 7.0 nodes, detect failures, elect a failed primary's
-//! replica and rejoin. Not yet: replica migration, sending PUBLISH to
-//! the other nodes, the memcached port's routing, a per-slot
+//! replica and rejoin; PUBLISH reaches every node's subscribers. Not
+//! yet: replica migration, SPUBLISH across a shard's nodes, the memcached port's routing, a per-slot
 //! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
 //! (docs/cluster.md keeps the list).
 //!
@@ -417,6 +417,18 @@ impl Cluster {
         }
     }
 
+    /// Sends a PUBLISH to every node the bus links to (PUBLISH on this
+    /// node, Redis's `clusterPropagatePublish`): through the outbox, so
+    /// the command does not wait for the bus.
+    pub fn publish(&self, channel: &[u8], message: &[u8], offset: u64) {
+        {
+            let mut s = self.lock();
+            let m = gossip::publish(self, &mut s, channel, message, offset);
+            s.outbox.push(gossip::Effect::Broadcast(m));
+        }
+        self.wake();
+    }
+
     /// `cluster-enabled`.
     #[inline(always)]
     pub fn enabled(&self) -> bool {
@@ -525,6 +537,12 @@ impl Cluster {
             return Ok(());
         }
         self.route_slow(keys, q, exists)
+    }
+
+    /// Whether the cluster's state is ok.
+    #[inline(always)]
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Acquire)
     }
 
     /// Whether this node serves `slot` without a question.

@@ -392,7 +392,6 @@ fn plain_db(ctx: &Ctx<'_>) -> bool {
     use amalgam_commands::notify::{KEY_MISS, TRACKING};
     ctx.session.db == 0
         && ctx.shared.databases.namespace(0) == 0
-        && !ctx.shared.cluster.enabled()
         && !(ctx.cx.notifying(KEY_MISS | TRACKING) && runs_alone(ctx))
 }
 
@@ -402,6 +401,22 @@ fn plain_db(ctx: &Ctx<'_>) -> bool {
 #[inline(never)]
 fn runs_alone(ctx: &Ctx<'_>) -> bool {
     ctx.cx.notifying(amalgam_commands::notify::KEY_MISS) || ctx.session.tracking.is_some()
+}
+
+/// True outside cluster mode; in it, true if every key is in one slot
+/// this node serves with the cluster up (`Cluster::route`'s fast path),
+/// so the command may join a batch without dispatch's routing check.
+#[inline(always)]
+fn local(shared: &Shared, cluster: bool, keys: &[Arg<'_>]) -> bool {
+    !cluster || local_keys(shared, keys)
+}
+
+#[inline(never)]
+fn local_keys(shared: &Shared, keys: &[Arg<'_>]) -> bool {
+    let slot = amalgam_cluster::slot::slot_of(&keys[0]);
+    shared.cluster.is_up()
+        && shared.cluster.serves(slot)
+        && keys[1..].iter().all(|k| amalgam_cluster::slot::slot_of(k) == slot)
 }
 
 /// True if a key of database 0 is stored as written (it does not begin
@@ -565,6 +580,10 @@ fn process_round(
     // stale reads (`replica-serve-stale-data no`): every command runs
     // alone, through `dispatch`'s checks. Two relaxed loads per round.
     let mut unbatched = shared.pause.on() || shared.repl.refuses_stale();
+    // Cluster mode: a batched command's keys must be in a slot this node
+    // serves with the cluster up (`local`); any other runs alone, through
+    // dispatch's routing check.
+    let cluster = shared.cluster.enabled();
     // Past the hard limit the client is closed after the round (as Redis
     // runs nothing more for a client it is closing): no more parsing, and
     // nothing parsed runs once a run before it crossed it (`RoundStop`).
@@ -629,7 +648,7 @@ fn process_round(
                     ctx.session.client.set_last_cmd(table::index_of(s), None);
                 }
                 match spec.map(|s| s.cmd).filter(|_| batch) {
-                    Some(Cmd::Get) if cmd.len() == 2 && plain_key(&cmd[1]) => {
+                    Some(Cmd::Get) if cmd.len() == 2 && plain_key(&cmd[1]) && local(shared, cluster, &cmd[1..]) => {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -638,7 +657,11 @@ fn process_round(
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
-                    Some(Cmd::Mget) if cmd.len() >= 2 && cmd[1..].iter().all(|k| plain_key(k)) => {
+                    Some(Cmd::Mget)
+                        if cmd.len() >= 2
+                            && cmd[1..].iter().all(|k| plain_key(k))
+                            && local(shared, cluster, &cmd[1..]) =>
+                    {
                         run_sets(&mut ctx, &args, &mut sets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -647,7 +670,12 @@ fn process_round(
                         end_long_run(&mut ctx, &args, &mut gets, out);
                         continue;
                     }
-                    Some(Cmd::Set) if cmd.len() >= 3 && plain_key(&cmd[1]) && !shared.repl.guards_writes() => {
+                    Some(Cmd::Set)
+                        if cmd.len() >= 3
+                            && plain_key(&cmd[1])
+                            && !shared.repl.guards_writes()
+                            && local(shared, cluster, &cmd[1..2]) =>
+                    {
                         run_gets(&mut ctx, &args[..start], &mut gets, out);
                         if stop.crossed(out.len()) {
                             break;
@@ -656,7 +684,11 @@ fn process_round(
                         continue;
                     }
                     Some(c)
-                        if prefetched(c) && cmd.len() >= 2 && plain_key(&cmd[1]) && !shared.repl.guards_writes() =>
+                        if prefetched(c)
+                            && cmd.len() >= 2
+                            && plain_key(&cmd[1])
+                            && !shared.repl.guards_writes()
+                            && local(shared, cluster, &cmd[1..2]) =>
                     {
                         // One key, never blocks nor closes: joins the run
                         // of SETs (run_sets), prefetched with it.

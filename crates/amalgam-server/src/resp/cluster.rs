@@ -8,8 +8,10 @@
 //! What a cluster node refuses that a standalone one serves: SELECT of a
 //! database other than 0 and SWAPDB (Redis's texts), and every command
 //! on a key of a slot this node does not serve (the redirections).
-//! Commands are not batched in cluster mode (`resp.rs`, `plain_db`):
-//! each goes through `dispatch` and this check.
+//! A GET, MGET or SET joins the batch of its round only if its keys are
+//! in a slot this node serves with the cluster up (`resp.rs`, `local`:
+//! the same bit `Cluster::route` reads); any other command goes through
+//! `dispatch` and this check.
 
 use super::table::{self, Cmd, Spec};
 use super::{multi, push_error, Ctx};

@@ -588,6 +588,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
             let r = &ctx.shared.pubsub;
             let mut wake = Vec::new();
             let n = if cmd == Cmd::Publish {
+                if ctx.shared.cluster.enabled() {
+                    // Every other node's subscribers, over the bus (Redis's
+                    // clusterPropagatePublish); the reply counts this
+                    // node's receivers only, as Redis's.
+                    ctx.shared.cluster.publish(&args[1], &args[2], ctx.shared.repl.backlog.offset());
+                }
                 r.publish(&args[1], &args[2], &mut wake)
             } else {
                 r.deliver_channel(&r.shard_channels, b"smessage", &args[1], &args[2], &mut wake)
