@@ -168,7 +168,7 @@ impl Inner {
             }
             let reclaimed = self.reclaim_segment(local, Reclaim::Writer);
             self.wait_grace(local);
-            if !reclaimed {
+            if !reclaimed.freed() {
                 return;
             }
         }
@@ -334,8 +334,11 @@ impl Inner {
             if segs.free_or_pending() > keep_free || self.shutdown.load(Ordering::Relaxed) {
                 break;
             }
-            if !self.reclaim_segment(local, Reclaim::Background) {
-                break;
+            match self.reclaim_segment(local, Reclaim::Background) {
+                crate::reclaim::Reclaimed::Freed => {}
+                // Nothing copied: walk on to the segments behind (bounded).
+                crate::reclaim::Reclaimed::Stuck => continue,
+                crate::reclaim::Reclaimed::Kept | crate::reclaim::Reclaimed::Nothing => break,
             }
             reclaimed = true;
             self.epochs.reclaim(local, &self.shared, 1);

@@ -137,6 +137,14 @@ impl Inner {
             // than evict a second segment's items for the same room.
             return;
         }
+        if self.starved(segs) {
+            // A budget under the fewest segments (CONFIG SET maxmemory 1):
+            // no segment may stay, this thread's open ones included, or
+            // writes would go on filling them.
+            // SAFETY: own Local, not pinned (checked above): no item of
+            // ours is in progress; the reference ends with this statement.
+            segs.seal_open(&mut unsafe { local.owned() }.open);
+        }
         // Whatever it reaches, the write goes on: with nothing reclaimable
         // it takes from the reserve. Timed: this write's reply waits.
         cache.writer_reclaims.fetch_add(1, Ordering::Relaxed);
@@ -156,7 +164,7 @@ impl Inner {
             }
             let reclaimed = self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX));
             self.wait_grace(local);
-            if !reclaimed {
+            if !reclaimed.freed() {
                 return false;
             }
         }
@@ -187,6 +195,9 @@ impl Inner {
                 break;
             }
             r = op();
+        }
+        if let Some(cache) = self.cache.as_ref().filter(|_| r.is_out_of_memory()) {
+            cache.refusing.store(true, Ordering::Relaxed);
         }
         r
     }
