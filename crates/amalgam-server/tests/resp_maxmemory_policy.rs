@@ -222,3 +222,20 @@ fn amalgam_noeviction_switch_needs_a_restart() {
     let r = c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
     assert!(r.contains("the policy now is noeviction"), "{r}");
 }
+
+/// Amalgam's own: the config file's `maxmemory-policy` line sets the
+/// policy at start, as `--maxmemory-policy` does (noeviction: store mode).
+#[test]
+fn amalgam_config_file_sets_the_policy() {
+    if external_resp_addr().is_some() || external_addr().is_some() {
+        return;
+    }
+    let dir = TempDir::new("maxmemory-policy");
+    for (policy, eviction) in [("volatile-ttl", "s3fifo"), ("noeviction", "none")] {
+        let conf = dir.file(&format!("{policy}.conf"), &format!("maxmemory-policy {policy}\n"));
+        let Some(server) = resp_private(&["--config", conf.to_str().unwrap()]) else { return };
+        let mut c = Resp::new(&server);
+        assert_eq!(c.config_get("maxmemory-policy"), policy);
+        assert_eq!(c.config_get("eviction"), eviction);
+    }
+}
