@@ -55,6 +55,34 @@
 //!    after the grace period the epoch collector returns it to the free
 //!    list (`Segments::release`).
 //!
+//! # VOLATILE SCOPES (Redis's `volatile-*`, `evict::Scope`)
+//!
+//! Read once per reclaimed segment. Under a volatile scope, step 3 asks
+//! the policy only about items with a TTL; an item without one is kept
+//! (copied to Main with its frequency: the scope's exception to the
+//! contract's progress rule). Under volatile-ttl, an item with a TTL goes
+//! if its deadline is at or before the segment's cut (`Cache::ttl_cut`,
+//! computed from the deadlines of the segment's items before the walk),
+//! else it is kept the same way. Two things change with it:
+//!
+//! * *No room to keep.* An item the scope forbids to evict that finds no
+//!   free segment for its copy stays linked where it is; after the walk
+//!   the segment goes back, SEALED, to its queue's tail
+//!   (`Segments::requeue`) instead of being retired, its live bytes
+//!   lowered by what the walk unlinked or copied out (each of those was
+//!   counted when linked and is subtracted once, here, so the count stays
+//!   at or above the linked bytes: 2a below holds). The walk reports
+//!   [`Reclaimed::Stuck`].
+//! * *Nothing to free.* A walk that freed (evicted, found expired or dead)
+//!   under 1/2^VOLATILE_FREED_SHARE_LOG2 of its segment copied about all it
+//!   walked: it reports [`Reclaimed::Kept`]. Writers stop at either and
+//!   their write answers out of memory (Redis's `-OOM`); from then on
+//!   (`Cache::refusing_volatile`) they leave the search for room to the
+//!   maintenance thread, which walks on past Stuck (it copied nothing)
+//!   and a few Kept segments at most once per VOLATILE_PROBE_PERIOD_MS
+//!   (maintenance.rs), so a cache full of keys without a TTL refuses a
+//!   write at the cost of a load, not of a walk.
+//!
 //! # WHY IT IS CORRECT UNDER CONCURRENCY
 //!
 //! * *Readers never see reused memory.* When step 4 runs, every slot that

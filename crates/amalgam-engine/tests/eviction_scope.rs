@@ -164,3 +164,34 @@ fn a_starved_budget_evicts_what_it_may_and_refuses_writes() {
         store.set(b"new", &value(), 0, Expiry::Never).unwrap();
     }
 }
+
+/// With the maintenance thread on (the server's setting): once a volatile
+/// cache full of keys without a TTL has refused a write, later writes are
+/// refused without reclaiming themselves (no writer reclamation counted),
+/// the store reports Redis's out of memory, and a change of scope lets
+/// writes evict again.
+#[test]
+fn a_refusing_volatile_cache_leaves_the_search_to_the_maintenance_thread() {
+    let store = Store::new(Config {
+        eviction: Eviction::S3Fifo,
+        memory_limit_bytes: BUDGET_BYTES,
+        segment_bytes: SEGMENT_BYTES,
+        index_in_budget: false,
+        ..Config::default()
+    })
+    .unwrap();
+    store.set_scope(Scope::Volatile).unwrap();
+    let refused = (0..KEYS_OVER).find(|i| store.set(format!("k:{i}").as_bytes(), &value(), 0, Expiry::Never).is_err());
+    let first = refused.expect("keys without a TTL never filled the cache");
+    assert!(store.out_of_memory());
+    let before = store.stats().writer_reclaims;
+    for i in 0..100 {
+        let key = format!("more:{i}");
+        assert_eq!(store.set(key.as_bytes(), &value(), 0, Expiry::Never).unwrap_err(), Error::OutOfMemory);
+    }
+    assert_eq!(store.stats().writer_reclaims, before, "a refused write reclaimed");
+    assert!(present(&store, &format!("k:{}", first - 1)));
+    store.set_scope(Scope::AllKeys).unwrap();
+    assert!(!store.out_of_memory());
+    store.set(b"after", &value(), 0, Expiry::Never).unwrap();
+}

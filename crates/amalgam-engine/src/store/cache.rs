@@ -60,6 +60,16 @@ pub(crate) const TTL_MEDIANS_KEPT: usize = 16;
 const TTL_EVICT_SHARE_MIN_LOG2: u32 = 3;
 
 impl Cache {
+    /// Whether writers leave reclaiming to the maintenance thread because
+    /// a volatile scope found nothing it may evict (`refusing`, set by a
+    /// refused write, cleared by a reclamation that freed a segment):
+    /// only with a maintenance thread to clear it.
+    pub(crate) fn refusing_volatile(&self) -> bool {
+        self.background
+            && self.refusing.load(Ordering::Relaxed)
+            && Scope::from_index(self.scope.load(Ordering::Relaxed)).volatile()
+    }
+
     /// volatile-ttl's cut for a reclaimed segment of `items` items whose
     /// items with a TTL have `deadlines` (unix ms, reordered here): its
     /// items with a TTL expiring no later go. The cut is the lowest median
@@ -289,6 +299,7 @@ impl Store {
             return Err(ConfigError("store mode (eviction none) evicts nothing: restart with --eviction".into()));
         };
         cache.scope.store(scope.index(), Ordering::Relaxed);
+        cache.refusing.store(false, Ordering::Relaxed);
         if let Some(th) = self.inner.maintenance_thread.get() {
             th.unpark();
         }

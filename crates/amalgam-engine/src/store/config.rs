@@ -224,6 +224,7 @@ impl Store {
                 merge: config.merge_segments,
                 scope: std::sync::atomic::AtomicU8::new(crate::evict::Scope::AllKeys.index()),
                 refusing: std::sync::atomic::AtomicBool::new(false),
+                probed_ms: AtomicU64::new(0),
                 ttl_medians: std::sync::Mutex::new(([0; super::cache::TTL_MEDIANS_KEPT], 0)),
                 #[cfg(test)]
                 alloc_failures: std::sync::atomic::AtomicU32::new(0),

@@ -219,6 +219,9 @@ impl Store {
         self.check_memory_limit(bytes)?;
         let inner = &*self.inner;
         inner.shared.set_budget_bytes(bytes);
+        if let Some(cache) = &inner.cache {
+            cache.refusing.store(false, Ordering::Relaxed); // look again
+        }
         if let (Some(cache), Some(segs)) = (&inner.cache, &inner.shared.segments) {
             if cache.index_in_budget {
                 inner.account_memory(0);

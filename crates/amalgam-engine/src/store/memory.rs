@@ -145,6 +145,13 @@ impl Inner {
             // ours is in progress; the reference ends with this statement.
             segs.seal_open(&mut unsafe { local.owned() }.open);
         }
+        if cache.refusing_volatile() {
+            // Nothing this scope may evict was found: the maintenance
+            // thread, woken above, looks for room at its own pace
+            // (VOLATILE_PROBE_PERIOD_MS); the write takes what is free or
+            // answers out of memory, as Redis's does at once.
+            return;
+        }
         // Whatever it reaches, the write goes on: with nothing reclaimable
         // it takes from the reserve. Timed: this write's reply waits.
         cache.writer_reclaims.fetch_add(1, Ordering::Relaxed);
@@ -242,6 +249,9 @@ impl Inner {
         // SAFETY: own Local; the reference ends with this statement.
         if unsafe { local.owned() }.pin_depth != 0 {
             return false;
+        }
+        if self.cache.as_ref().is_some_and(|c| c.refusing_volatile()) {
+            return segs.free_count() > 0; // as in `make_room`
         }
         if self.reclaim_above_reserve(local, segs) {
             return true;

@@ -223,6 +223,9 @@ pub(crate) struct Cache {
     /// that freed a segment. Read by `Store::out_of_memory` (MULTI's
     /// queue-time check), never on the request path.
     pub(crate) refusing: AtomicBool,
+    /// When the maintenance thread last looked for room for a refusing
+    /// volatile scope (unix ms; maintenance.rs, VOLATILE_PROBE_PERIOD_MS).
+    pub(crate) probed_ms: AtomicU64,
     /// volatile-ttl: the last reclaimed segments' median deadlines and
     /// how many were recorded (`Cache::ttl_cut`).
     pub(crate) ttl_medians: std::sync::Mutex<([u64; cache::TTL_MEDIANS_KEPT], usize)>,
