@@ -195,3 +195,20 @@ fn a_refusing_volatile_cache_leaves_the_search_to_the_maintenance_thread() {
     assert!(!store.out_of_memory());
     store.set(b"after", &value(), 0, Expiry::Never).unwrap();
 }
+
+/// Outsized items (larger than a segment, outsized.rs) follow the scope
+/// too: under a volatile scope one without a TTL outlives writes of keys
+/// with a TTL far past the budget; under all keys it does not.
+#[test]
+fn volatile_keeps_an_outsized_item_without_a_ttl() {
+    for (scope, kept) in [(Scope::Volatile, true), (Scope::AllKeys, false)] {
+        let store = cache(scope);
+        let big = vec![b'b'; 3 * SEGMENT_BYTES];
+        store.set(b"big", &big, 0, Expiry::Never).unwrap();
+        let later = Expiry::At(store.now() + 100_000);
+        for i in 0..KEYS_OVER {
+            store.set(format!("ttl:{i}").as_bytes(), &value(), 0, later).unwrap();
+        }
+        assert_eq!(present(&store, "big"), kept, "{scope:?}");
+    }
+}
