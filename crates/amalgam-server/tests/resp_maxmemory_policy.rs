@@ -224,7 +224,8 @@ fn amalgam_noeviction_switch_needs_a_restart() {
 }
 
 /// Amalgam's own: the config file's `maxmemory-policy` line sets the
-/// policy at start, as `--maxmemory-policy` does (noeviction: store mode).
+/// policy at start, as `--maxmemory-policy` does (noeviction: store
+/// mode), and CONFIG REWRITE writes a run-time change back into it.
 #[test]
 fn amalgam_config_file_sets_the_policy() {
     if external_resp_addr().is_some() || external_addr().is_some() {
@@ -237,5 +238,12 @@ fn amalgam_config_file_sets_the_policy() {
         let mut c = Resp::new(&server);
         assert_eq!(c.config_get("maxmemory-policy"), policy);
         assert_eq!(c.config_get("eviction"), eviction);
+        if policy != "noeviction" {
+            // A run-time change is written back by CONFIG REWRITE.
+            assert_eq!(c.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]), OK);
+            assert_eq!(c.call(&["CONFIG", "REWRITE"]), OK);
+            let text = std::fs::read_to_string(&conf).unwrap();
+            assert!(text.lines().any(|l| l == "maxmemory-policy allkeys-lfu"), "{text}");
+        }
     }
 }
