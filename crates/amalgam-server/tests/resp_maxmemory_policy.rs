@@ -247,3 +247,41 @@ fn amalgam_config_file_sets_the_policy() {
         }
     }
 }
+
+/// Amalgam's own store mode (noeviction): MULTI refuses to queue past
+/// maxmemory, and a store filled to its limit and then emptied queues
+/// again (its chunks stay reserved; the memory in use is what counts).
+#[test]
+fn amalgam_store_mode_multi_follows_the_memory_in_use() {
+    let Some(store) = resp_private(&["--eviction", "none", "-m", "8"]) else { return };
+    let mut c = Resp::new(&store);
+    let keys = names("k", 6_000);
+    let value = "v".repeat(1_000);
+    // Past -m 8: the last writes are refused.
+    for chunk in keys.chunks(200) {
+        for k in chunk {
+            c.send(&["SET", k, &value]);
+        }
+        for _ in chunk {
+            let r = c.reply();
+            assert!(r == OK || r == OOM, "{r}");
+        }
+    }
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "1"]), OK);
+    assert_eq!(c.call(&["MULTI"]), OK);
+    assert_eq!(c.call(&["SET", "x", "y"]), OOM, "past maxmemory");
+    assert_eq!(c.call(&["EXEC"]), EXECABORT);
+    assert_eq!(c.call(&["CONFIG", "SET", "maxmemory", "8mb"]), OK);
+    // Every chunk of the 8 MiB is reserved now, and stays so.
+    for chunk in keys.chunks(200) {
+        let mut del = vec!["DEL"];
+        del.extend(chunk.iter().map(String::as_str));
+        c.call(&del);
+    }
+    eventually("deletes bring the store under its limit", SETTLE_WAIT, || {
+        assert_eq!(c.call(&["MULTI"]), OK);
+        let queued = c.call(&["SET", "x", "y"]);
+        c.call(&["DISCARD"]);
+        queued == "+QUEUED\r\n"
+    });
+}

@@ -132,8 +132,10 @@ impl Store {
     /// Redis's out of memory (`performEvictions` answering EVICT_FAIL):
     /// the memory in use is past the limit and nothing more can be
     /// evicted, so Redis refuses every command queued in MULTI and every
-    /// write that may grow memory. Store mode: the memory in use reaches
-    /// the budget ([`Store::objects_over_budget`]'s measure). Cache mode:
+    /// write that may grow memory. Store mode: the blocks handed out and
+    /// the objects reach the budget (not the chunks reserved, which stay
+    /// reserved after deletes: a store filled once and emptied is not out
+    /// of memory). Cache mode:
     /// the budget is under the fewest segments (CONFIG SET maxmemory 1,
     /// `Inner::starved`), or the last write that needed room was refused
     /// and no reclamation has freed a segment since (a volatile scope
@@ -148,7 +150,10 @@ impl Store {
         let inner = &*self.inner;
         match (&inner.cache, &inner.shared.segments) {
             (Some(cache), Some(segs)) => inner.starved(segs) || cache.refusing.load(Ordering::Relaxed),
-            _ => inner.store_over_budget(inner.object_bytes()),
+            _ => {
+                let blocks = inner.epochs.all().map(|l| l.block_bytes.load(Ordering::Relaxed)).sum::<i64>();
+                blocks.max(0) as usize + inner.object_bytes() >= inner.shared.budget_bytes()
+            }
         }
     }
 
