@@ -107,6 +107,10 @@ pub trait Host: Sync {
     /// names, and tracked keys invalidated ([`notify`]; called only when
     /// its class is in effect).
     fn notify(&self, class: u32, event: &str, key: &[u8]);
+
+    /// Redis's `maxmemory-policy` in force (OBJECT FREQ and IDLETIME
+    /// follow its LFU rule).
+    fn maxmemory_policy(&self) -> object::MaxmemoryPolicy;
 }
 
 /// What the data commands reach on one worker, the same for all its

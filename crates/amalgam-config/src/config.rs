@@ -129,6 +129,15 @@ pub struct Args {
     #[arg(long = "eviction", default_value = "s3fifo")]
     pub eviction: amalgam_engine::evict::Eviction,
 
+    /// Redis's maxmemory-policy: which keys a full cache evicts (allkeys-*:
+    /// any; volatile-*: only keys with a TTL, volatile-ttl the soonest to
+    /// expire first), ranked by --eviction's policy; noeviction is store
+    /// mode (as --eviction none). Default: noeviction with --eviction
+    /// none, else allkeys-lru. Changed at run time by CONFIG SET
+    /// maxmemory-policy, except to or from noeviction.
+    #[arg(long = "maxmemory-policy")]
+    pub maxmemory_policy: Option<amalgam_commands::object::MaxmemoryPolicy>,
+
     /// Cache mode: before evicting, free dead space by merging runs of
     /// mostly-dead segments (dead versions of overwritten keys) into one
     /// segment in their place, keeping their order. Holds more live items
@@ -731,7 +740,7 @@ impl Args {
 
     pub fn from_matches(m: clap::ArgMatches) -> Args {
         let mut a = Args::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
-        if a.disable_evictions {
+        if a.disable_evictions || a.maxmemory_policy == Some(amalgam_commands::object::MaxmemoryPolicy::Noeviction) {
             a.eviction = amalgam_engine::evict::Eviction::None;
         }
         a.resp_port_explicit = m.value_source("resp_port") == Some(clap::parser::ValueSource::CommandLine);

@@ -92,7 +92,7 @@
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |
 //! | `stall.rs` | the engine's bounded steps timed for a watcher (the server's LATENCY), no protocol names |
 //! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
-//! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO) and their model; design in `docs/cache-mode.md` |
+//! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO), the scope of Redis's `volatile-*` (`Scope`) and their model; design in `docs/cache-mode.md` |
 //!
 //! ```
 //! use amalgam_engine::{Config, Expiry, Store};

@@ -60,7 +60,7 @@
 //! is checked once it is longer than [`OUTSIZED_QUEUE_SLACK`] plus twice
 //! the outsized items the reservation could hold.
 
-use crate::evict::{Queue, Verdict};
+use crate::evict::{Queue, Scope, Verdict};
 use crate::item;
 use crate::local::Local;
 use crate::pool::Block;
@@ -249,6 +249,11 @@ impl Inner {
         let freq = unsafe { item::freq(p) };
         let mut now = None;
         let expired = !self.is_live(&it, &mut now);
+        if !expired && it.expiry_raw() == 0 && Scope::from_index(cache.scope.load(Ordering::Relaxed)).volatile() {
+            // A volatile scope (Redis's volatile-*): no candidate without a
+            // TTL, as in reclaim.rs; kept as it is.
+            return Found::Kept;
+        }
         if !expired {
             if let Verdict::Keep { freq: f, .. } = cache.policy().reclaim(Queue::Main, freq, entry.hash) {
                 if f < freq {

@@ -55,6 +55,34 @@
 //!    after the grace period the epoch collector returns it to the free
 //!    list (`Segments::release`).
 //!
+//! # VOLATILE SCOPES (Redis's `volatile-*`, `evict::Scope`)
+//!
+//! Read once per reclaimed segment. Under a volatile scope, step 3 asks
+//! the policy only about items with a TTL; an item without one is kept
+//! (copied to Main with its frequency: the scope's exception to the
+//! contract's progress rule). Under volatile-ttl, an item with a TTL goes
+//! if its deadline is at or before the segment's cut (`Cache::ttl_cut`,
+//! computed from the deadlines of the segment's items before the walk),
+//! else it is kept the same way. Two things change with it:
+//!
+//! * *No room to keep.* An item the scope forbids to evict that finds no
+//!   free segment for its copy stays linked where it is; after the walk
+//!   the segment goes back, SEALED, to its queue's tail
+//!   (`Segments::requeue`) instead of being retired, its live bytes
+//!   lowered by what the walk unlinked or copied out (each of those was
+//!   counted when linked and is subtracted once, here, so the count stays
+//!   at or above the linked bytes: 2a below holds). The walk reports
+//!   [`Reclaimed::Stuck`].
+//! * *Nothing to free.* A walk that freed (evicted, found expired or dead)
+//!   under 1/2^VOLATILE_FREED_SHARE_LOG2 of its segment copied about all it
+//!   walked: it reports [`Reclaimed::Kept`]. Writers stop at either and
+//!   their write answers out of memory (Redis's `-OOM`); from then on
+//!   (`Cache::refusing_volatile`) they leave the search for room to the
+//!   maintenance thread, which walks on past Stuck (it copied nothing)
+//!   and a few Kept segments at most once per VOLATILE_PROBE_PERIOD_MS
+//!   (maintenance.rs), so a cache full of keys without a TTL refuses a
+//!   write at the cost of a load, not of a walk.
+//!
 //! # WHY IT IS CORRECT UNDER CONCURRENCY
 //!
 //! * *Readers never see reused memory.* When step 4 runs, every slot that
@@ -113,13 +141,39 @@
 //! segments in queue order; with one item per segment it is the order of
 //! `evict::Model` (tests/cache.rs checks this).
 
-use crate::evict::{Queue, Verdict};
+use crate::evict::{Queue, Scope, Verdict};
 use crate::item;
 use crate::local::{Garbage, Local};
 use crate::segment::{OpenSegments, ITEM_ALIGN_BYTES};
 use crate::store::{count_item, local_add, Inner, ItemRef, Pinned};
 use crate::table::split_hash;
 use std::sync::atomic::Ordering;
+
+/// What a reclamation ([`Inner::reclaim_segment`]) came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reclaimed {
+    /// A segment was retired, its walk freeing enough (every walk under
+    /// the all-keys scope; see VOLATILE_FREED_SHARE_LOG2).
+    Freed,
+    /// Volatile scope: the walk kept about everything by copying it; more
+    /// walks would move items without freeing memory.
+    Kept,
+    /// Volatile scope: items it may not evict found no free segment to be
+    /// copied to, and the segment went back to its queue's tail (a
+    /// starved cache, `Inner::starved`). Nothing was copied, so the
+    /// maintenance thread walks on, within its per-wake bound, to the
+    /// segments behind, which may hold items with a TTL.
+    Stuck,
+    /// No queue had a sealed segment.
+    Nothing,
+}
+
+impl Reclaimed {
+    /// Whether memory was freed.
+    pub(crate) fn freed(self) -> bool {
+        self == Reclaimed::Freed
+    }
+}
 
 /// A run of consecutive sealed segments whose live bytes add up to at
 /// most this share of one segment is merged into one segment (step 0 of
@@ -134,6 +188,47 @@ pub(crate) const MERGE_RUN_SEGMENTS_MAX: usize = 16;
 /// Items of a reclaimed segment hashed and prefetched together before each
 /// is decided (the engine's batch window, MICA §5.3).
 const RECLAIM_WINDOW_ITEMS: usize = crate::store::BATCH_WINDOW_KEYS;
+
+/// A reclamation under a volatile scope whose walk freed (evicted, found
+/// expired or found dead) less than 1/2^VOLATILE_FREED_SHARE_LOG2 of the
+/// segment's bytes reports that it reclaimed nothing ("Volatile scopes"
+/// in the essay): its copies took about as much as it gave back, so
+/// walking on would only move items without freeing memory.
+const VOLATILE_FREED_SHARE_LOG2: u32 = 3;
+
+/// How one walk decides, and what it did (per segment).
+struct Rules {
+    /// Every candidate is evicted whatever the policy says ([`Reclaim::Force`]).
+    force: bool,
+    /// Which items are candidates (read once per reclamation).
+    scope: Scope,
+    /// [`Scope::VolatileTtl`]: the segment's cut, a deadline in unix
+    /// milliseconds: its items with a TTL expiring no later go.
+    ttl_cut_ms: u64,
+    /// Items that are no candidate and found no free segment to be copied
+    /// to: still linked, so the segment goes back to its queue.
+    left: usize,
+    /// Bytes of the segment's items this walk unlinked or copied out.
+    moved_bytes: i64,
+    /// Bytes of the segment's items evicted, expired or found dead.
+    freed_bytes: usize,
+}
+
+impl Rules {
+    fn new(force: bool, scope: Scope) -> Rules {
+        Rules { force, scope, ttl_cut_ms: 0, left: 0, moved_bytes: 0, freed_bytes: 0 }
+    }
+}
+
+/// An item's deadline in unix milliseconds (0: none), from its expiry
+/// second and the milliseconds past it.
+fn deadline_ms(expiry_s: u32, expiry_ms: u16) -> u64 {
+    if expiry_s == 0 {
+        0
+    } else {
+        u64::from(expiry_s) * 1000 + u64::from(expiry_ms)
+    }
+}
 
 /// How a reclamation reaches the reclaimer's open segments (where kept
 /// items are copied) and with them the right to ask the policy.
@@ -226,17 +321,26 @@ impl Inner {
         run: &[(u32, usize)],
         force: bool,
         mut merge: Option<&mut MergeOut>,
-    ) {
-        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
+    ) -> Reclaimed {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return Reclaimed::Nothing };
         let mut now = None;
         let mut items: Vec<(*const u8, usize)> = Vec::new();
+        let mut deadlines: Vec<u64> = Vec::new();
+        let scope = Scope::from_index(cache.scope.load(Ordering::Relaxed));
+        let mut freed_enough = !scope.volatile();
+        let mut retired = 0;
+        let mut stuck = false;
         for &(id, fill) in run {
+            let mut rules = Rules::new(force, scope);
             if segs.live_and_seq(id).0 == 0 {
                 // Every item of it was unlinked: nothing to decide, no
                 // walk (step 2a of the essay). Debug builds walk anyway
                 // and check that no slot points into it.
                 #[cfg(debug_assertions)]
                 self.assert_none_linked(id, fill);
+                self.epochs.retire(local, &self.shared, Garbage::Segment(id));
+                retired += 1;
+                freed_enough = true;
                 continue;
             }
             items.clear();
@@ -245,6 +349,17 @@ impl Inner {
             // release/acquire pair), owned by us, and freed only by the
             // retirement below.
             unsafe { segs.walk(id, fill, |p, total| items.push((p, total))) };
+            if scope == Scope::VolatileTtl {
+                // The deadlines of the segment's items with a TTL (dead
+                // ones included: a header read, no lock).
+                deadlines.clear();
+                // SAFETY: as for the walk: items of a segment we own.
+                deadlines.extend(
+                    items.iter().map(|&(p, _)| unsafe { deadline_ms(item::expiry_of(p), item::expiry_ms_of(p)) }),
+                );
+                deadlines.retain(|&d| d != 0);
+                rules.ttl_cut_ms = cache.ttl_cut(&mut deadlines, items.len());
+            }
             // MICA §5.3's batching, applied to the walk: hash a window of
             // items and prefetch their buckets, then decide each. Pinned
             // per window, so a long run (a merge walks up to
@@ -267,14 +382,34 @@ impl Inner {
                     }
                 };
                 for (&h, &(p, total)) in hashes.iter().zip(window) {
-                    self.reclaim_item(&pin, copies, queue, p, h, total, force, merge.as_deref_mut(), &mut now);
+                    self.reclaim_item(&pin, copies, queue, p, h, total, &mut rules, merge.as_deref_mut(), &mut now);
                 }
             }
-        }
-        for &(id, _) in run {
+            if rules.left > 0 {
+                // Volatile scope, no room to copy an item it may not
+                // evict: the segment goes back, holding what is left.
+                segs.add_live(segs.base_of(id), -rules.moved_bytes);
+                segs.requeue(queue, id, fill);
+                stuck = true;
+                continue;
+            }
+            if rules.freed_bytes << VOLATILE_FREED_SHARE_LOG2 >= fill {
+                freed_enough = true;
+            }
             self.epochs.retire(local, &self.shared, Garbage::Segment(id));
+            retired += 1;
         }
-        cache.reclaimed_segments.fetch_add(run.len() as u64, Ordering::Relaxed);
+        cache.reclaimed_segments.fetch_add(retired, Ordering::Relaxed);
+        if retired > 0 && freed_enough {
+            if cache.refusing.load(Ordering::Relaxed) {
+                cache.refusing.store(false, Ordering::Relaxed);
+            }
+            Reclaimed::Freed
+        } else if stuck {
+            Reclaimed::Stuck
+        } else {
+            Reclaimed::Kept
+        }
     }
 
     /// Debug builds: panics if a slot points at an item of segment `id`
@@ -304,8 +439,8 @@ impl Inner {
     /// always frees a whole segment). Returns false if no queue had a
     /// sealed segment. The caller must not hold a bucket lock; it may be
     /// pinned (the maintenance thread is not; writers are not).
-    pub(crate) fn reclaim_segment(&self, local: &Local, how: Reclaim) -> bool {
-        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return false };
+    pub(crate) fn reclaim_segment(&self, local: &Local, how: Reclaim) -> Reclaimed {
+        let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return Reclaimed::Nothing };
         let first = cache.policy().victim(segs.queue_bytes());
         let other = if first == Queue::Main { Queue::Small } else { Queue::Main };
         let force = how == Reclaim::Force;
@@ -324,7 +459,7 @@ impl Inner {
             let timing = crate::stall::Timing::start(self.watcher());
             if self.merge_sparse_run(local, first) || self.merge_sparse_run(local, other) {
                 timing.end(self.watcher(), crate::stall::Stall::SegmentMerge);
-                return true;
+                return Reclaimed::Freed;
             }
         }
         let mut copies = cache.reclaimer.lock().unwrap_or_else(|e| e.into_inner());
@@ -338,12 +473,12 @@ impl Inner {
                 .map(|v| (v, first))
                 .or_else(|| segs.pop_victim(other, &mut own).map(|v| (v, other)))
         };
-        let Some((victim, queue)) = popped else { return false };
+        let Some((victim, queue)) = popped else { return Reclaimed::Nothing };
         let head_seq = segs.live_and_seq(victim.0).1;
-        self.reclaim_run(local, Copies::Held(&mut copies), queue, &[victim], force, None);
+        let freed = self.reclaim_run(local, Copies::Held(&mut copies), queue, &[victim], force, None);
         // Outsized items written before this segment are at the head too.
         self.age_outsized(local, head_seq, &copies);
-        true
+        freed
     }
 
     /// Steps 2 and 3 of the essay for the item at `p` of `total` bytes.
@@ -356,14 +491,16 @@ impl Inner {
         p: *const u8,
         hash: u64,
         total: usize,
-        force: bool,
+        rules: &mut Rules,
         merge: Option<&mut MergeOut>,
         now: &mut Option<u32>,
     ) {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return };
         let tag = split_hash(hash).1;
+        let aligned = total.next_multiple_of(ITEM_ALIGN_BYTES);
         let mut guard = pin.current().lock_routed(hash);
         let Some(slot) = guard.find_ptr(tag, p) else {
+            rules.freed_bytes += aligned;
             return; // dead: overwritten, deleted or never published
         };
         // SAFETY: p is in a slot of the bucket we hold locked.
@@ -383,6 +520,8 @@ impl Inner {
         if !self.is_live(&it, now) {
             guard.remove(slot);
             drop(guard);
+            rules.freed_bytes += aligned;
+            rules.moved_bytes += aligned as i64;
             // SAFETY: unlinked under our pin: still allocated.
             if self.watching(crate::key_events::EXPIRED) && unsafe { self.dead_by_expiry(p) } {
                 self.tell(crate::key_events::KeyEvent::Expired, it.key());
@@ -408,27 +547,48 @@ impl Inner {
                 unsafe { item::copy_with_freq(p, dst, total, freq) };
                 guard.replace(slot, tag, dst);
                 segs.add_live(dst, len as i64);
+                rules.moved_bytes += len as i64;
                 return;
             }
         }
-        let verdict = match cache.policy().reclaim(queue, freq, hash) {
-            Verdict::Keep { .. } if force => Verdict::Evict,
-            v => v,
+        // "Volatile scopes" in the essay: an item without a TTL is no
+        // candidate; under volatile-ttl a candidate past the cut is kept.
+        let deadline = deadline_ms(it.expiry_raw(), it.expiry_ms_raw());
+        let candidate = !rules.scope.volatile() || deadline != 0;
+        let verdict = if !candidate || (rules.scope == Scope::VolatileTtl && deadline > rules.ttl_cut_ms) {
+            Verdict::Keep { queue: Queue::Main, freq }
+        } else {
+            match cache.policy().reclaim(queue, freq, hash) {
+                Verdict::Keep { .. } if rules.force => Verdict::Evict,
+                v => v,
+            }
         };
         if let Verdict::Keep { queue: to, freq: f } = verdict {
-            debug_assert!(to != queue || f < freq, "Keep without progress breaks the Policy contract");
+            debug_assert!(
+                to != queue || f < freq || rules.scope.volatile(),
+                "Keep without progress breaks the Policy contract"
+            );
             if let Some(dst) = segs.bump(copies, to, total, 0) {
                 // SAFETY: p is a live item of `total` bytes; dst is fresh,
                 // unpublished and `total` bytes long in another segment.
                 unsafe { item::copy_with_freq(p, dst, total, f) };
                 guard.replace(slot, tag, dst);
-                segs.add_live(dst, total.next_multiple_of(ITEM_ALIGN_BYTES) as i64);
+                segs.add_live(dst, aligned as i64);
+                rules.moved_bytes += aligned as i64;
+                return;
+            }
+            if !candidate {
+                // No free segment for the copy, and the scope forbids
+                // evicting it: it stays where it is (the segment goes back).
+                rules.left += 1;
                 return;
             }
             // No free segment for the copy: evict (progress rule).
         }
         guard.remove(slot);
         drop(guard);
+        rules.freed_bytes += aligned;
+        rules.moved_bytes += aligned as i64;
         if self.watching(crate::key_events::EVICTED) {
             self.tell(crate::key_events::KeyEvent::Evicted, it.key());
         }

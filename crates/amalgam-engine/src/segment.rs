@@ -380,15 +380,18 @@ impl Segments {
     }
 
     /// Sets the most segment bytes that may be resident (rounded down to
-    /// whole granules, at least SEGMENTS_MIN segments' worth, at most the
-    /// mapping), gives wholly free granules beyond it back to the kernel,
-    /// and returns the segments resident after that (more than `limit()`
-    /// while items still hold them: the reclaimer then evicts, since
-    /// `free_count` is at the reserve).
-    pub(crate) fn set_limit_bytes(&self, bytes: usize) -> usize {
+    /// whole granules, at least SEGMENTS_MIN segments' worth unless
+    /// `starved`, at most the mapping), gives wholly free granules beyond
+    /// it back to the kernel, and returns the segments resident after that
+    /// (more than `limit()` while items still hold them: the reclaimer
+    /// then evicts, since `free_count` is at the reserve). `starved`: the
+    /// budget is below the fewest segments a cache works with (CONFIG SET
+    /// maxmemory 1, as Redis's tests force out of memory), so no segment
+    /// may stay: every evictable item goes and writes answer out of memory.
+    pub(crate) fn set_limit_bytes(&self, bytes: usize, starved: bool) -> usize {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let granule_bytes = free.per * self.segment_bytes;
-        let floor = SEGMENTS_MIN.div_ceil(free.per);
+        let floor = if starved { 0 } else { SEGMENTS_MIN.div_ceil(free.per) };
         let granules = self.count.div_ceil(free.per);
         let limit = (bytes / granule_bytes).clamp(floor.min(granules), granules);
         if limit == free.limit && free.resident <= limit {
@@ -705,6 +708,25 @@ impl Segments {
         self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
     }
 
+    /// Puts a RECLAIMING segment back, SEALED, at the tail of `queue`: a
+    /// reclamation under a volatile scope left items in it it may not
+    /// evict and had no free segment to copy them to (reclaim.rs,
+    /// "Volatile scopes"). It is reclaimed again once the queue has turned
+    /// (at the tail, so the next reclamation reaches other segments).
+    /// Release: as `seal` (nothing new was written into it).
+    pub(crate) fn requeue(&self, queue: Queue, id: u32, fill: usize) {
+        let m = self.meta(id);
+        assert_eq!(m.state.load(Ordering::Relaxed), RECLAIMING, "only a segment being reclaimed goes back");
+        m.fill.store(fill, Ordering::Relaxed);
+        m.state.store(SEALED, Ordering::Release);
+        {
+            let mut q = self.queues[queue.index()].lock().unwrap_or_else(|e| e.into_inner());
+            q.push_back(id);
+            self.queue_len[queue.index()].store(q.len(), Ordering::Relaxed);
+        }
+        self.reclaiming.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Returns a detached segment nothing was ever published in straight
     /// to the free list (no reader can hold a pointer into it).
     pub(crate) fn give_back(&self, id: u32) {
@@ -878,7 +900,7 @@ mod tests {
     fn limit_bounds_resident_granules() {
         const MIB: usize = 1 << 20;
         let s = Segments::new(HUGEPAGE_BUDGET_MIN, 0, MIB).unwrap();
-        assert_eq!(s.set_limit_bytes(17 * MIB), 0, "nothing paged in yet");
+        assert_eq!(s.set_limit_bytes(17 * MIB, false), 0, "nothing paged in yet");
         assert_eq!(s.limit(), 16, "rounded down to whole granules");
         assert_eq!(s.free_count(), 16);
         let mut open: OpenSegments = [None, None];
@@ -892,7 +914,7 @@ mod tests {
         assert_eq!((s.resident_bytes(), s.free_count()), (16 * MIB, 0));
         // Lower the limit: nothing is free to give back yet, and nothing
         // may be taken until reclamation brings in-use segments under it.
-        assert_eq!(s.set_limit_bytes(12 * MIB), 16);
+        assert_eq!(s.set_limit_bytes(12 * MIB, false), 16);
         assert_eq!(s.free_count(), 0);
         let mut own = [&mut open];
         for expect_resident in [16, 14, 14, 12] {
@@ -904,7 +926,7 @@ mod tests {
         // SAFETY: segment 0 is FREE and cold; reading it races with no one.
         assert_eq!(unsafe { s.base_of(0).read() }, 0, "a cold granule's pages were discarded");
         // Raise it again: the room comes back as cold granules to page in.
-        s.set_limit_bytes(32 * MIB);
+        s.set_limit_bytes(32 * MIB, false);
         assert_eq!(s.free_count(), 20);
     }
 }

@@ -92,11 +92,12 @@ fn cache_grows_into_its_reserve_and_refuses_past_it() {
 
     let e = store.set_memory_limit(MAX + 1).unwrap_err().to_string();
     assert!(e.contains(&MAX.to_string()), "{e}");
-    // A 16 MiB cache has segments of a quarter MiB (64 to a budget).
-    let min = SEGMENTS_MIN * big.segment_bytes as usize;
-    let e = store.set_memory_limit(min - 1).unwrap_err().to_string();
-    assert!(e.contains(&format!("from {min} to {MAX}")), "{e}");
-    store.set_memory_limit(min).unwrap();
+    // From 1 byte (Redis's `maxmemory 1`: below SEGMENTS_MIN segments
+    // nothing stays and writes are refused); 0 is no limit, refused.
+    let e = store.set_memory_limit(0).unwrap_err().to_string();
+    assert!(e.contains(&format!("from 1 to {MAX}")), "{e}");
+    store.set_memory_limit(SEGMENTS_MIN * big.segment_bytes as usize - 1).unwrap();
+    store.set_memory_limit(1).unwrap();
     store.set_memory_limit(MAX).unwrap();
     assert_eq!(store.stats().memory_limit_bytes, MAX as u64, "a refused change changes nothing");
     assert!(store.set_memory_limit(usize::MAX).is_err(), "cache mode has no 'no limit'");

@@ -308,6 +308,10 @@ pub struct Shared {
     /// The Redis settings accepted and kept that change nothing here
     /// (`accepted.rs`).
     pub accepted: accepted::Accepted,
+    /// Redis's `maxmemory-policy` in force (`MaxmemoryPolicy::index`):
+    /// its scope is the engine's (`Store::set_scope`), its name what
+    /// CONFIG GET and INFO show and OBJECT follows (settings.rs).
+    pub maxmemory_policy: std::sync::atomic::AtomicU8,
 }
 
 /// What `stats conns` lists, by file descriptor (the event loop's, in
@@ -322,6 +326,10 @@ impl amalgam_commands::Host for Shared {
 
     fn notify(&self, class: u32, event: &str, key: &[u8]) {
         self.keyspace_event(class, event, key);
+    }
+
+    fn maxmemory_policy(&self) -> amalgam_commands::object::MaxmemoryPolicy {
+        amalgam_commands::object::MaxmemoryPolicy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
     }
 }
 
@@ -519,6 +527,17 @@ impl Shared {
                 e
             }
         })?;
+        let policy =
+            args.maxmemory_policy.unwrap_or(amalgam_commands::object::MaxmemoryPolicy::of_eviction(args.eviction));
+        match policy.scope() {
+            Some(scope) => store.set_scope(scope).map_err(|_| {
+                format!("maxmemory-policy {policy} evicts keys: it needs a cache (without --eviction none or -M)")
+            })?,
+            None if store.is_cache() => {
+                return Err("maxmemory-policy noeviction is store mode: give --eviction none".into());
+            }
+            None => {}
+        }
         let store = Arc::new(store);
         let backlog = Arc::new(amalgam_persist::repl::Backlog::new(args.repl_backlog_size));
         let mut repl_pos = None;
@@ -602,6 +621,7 @@ impl Shared {
             pubsub: resp::pubsub::Registry::new(threads, pubsub_limit),
             notify: AtomicU32::new(0),
             accepted: Default::default(),
+            maxmemory_policy: std::sync::atomic::AtomicU8::new(policy.index()),
             notify_config: AtomicU32::new(0),
             tracking: resp::tracking::Registry::default(),
             obuf: obuf::OutputLimits::new(pubsub_limit),

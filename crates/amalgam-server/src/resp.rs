@@ -110,7 +110,6 @@ pub mod tracking;
 
 // The data commands and the command table (crate `amalgam-commands`),
 // under the names the front end's files use.
-pub(crate) use amalgam_commands::object::maxmemory_policy;
 pub(crate) use amalgam_commands::{
     arity_ok, bits, dump, glob, hash, help, int_arg, is, keys, keyspace, lcs, list, memory, now_ms, object, set,
     strings, sub, table, typed, wrong_arity, zset,

@@ -21,6 +21,7 @@
 
 use crate::resp::typed::LiveThresholds;
 use crate::Shared;
+use amalgam_commands::object::MaxmemoryPolicy;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
@@ -87,17 +88,8 @@ pub struct Setting {
 /// Redis's `loglevel` names, as CONFIG SET lists them.
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 
-/// Redis's eviction policies: the one Amalgam reports (`maxmemory_policy`).
-const POLICIES: &[&str] = &[
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "noeviction",
-];
+/// Redis's eviction policies (`MaxmemoryPolicy`, what serves each).
+const POLICIES: &[&str] = &MaxmemoryPolicy::NAMES;
 
 /// A text setting kept in a mutex (masterauth, masteruser): its value.
 fn read_text(m: &std::sync::Mutex<String>) -> String {
@@ -148,39 +140,48 @@ fn maxmemory_bytes(v: &[u8]) -> usize {
     }
 }
 
-/// Why CONFIG SET maxmemory-policy cannot switch to `v` now (None: it is
-/// the current policy's name). Store mode (`noeviction`) and cache mode
-/// keep items in different memory, size-class pools and a segment log
-/// (engine `pool.rs`, `segment.rs`), each with its own account: a switch
-/// would copy every item across while writers run, so it takes a restart.
-/// Redis's other evicting policies (LFU, random, volatile-*) are not
-/// Amalgam's: its cache evicts any key by S3-FIFO or CLOCK, reported as
-/// `allkeys-lru`.
-fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
-    let now = crate::resp::maxmemory_policy(s.store.eviction());
-    let to = text(v).to_ascii_lowercase();
-    if to == now {
-        return None;
-    }
-    Some(if now == "noeviction" || to == "noeviction" {
-        format!(
-            "switching between noeviction (--eviction none: items in size-class pools) and an evicting policy \
-             (items in a segment log) needs a restart with --eviction; the policy now is {now}"
-        )
-    } else {
-        format!(
-            "Amalgam's cache evicts any key with {} (reported as allkeys-lru); {to} is not implemented: CONFIG SET \
-             eviction clock|s3fifo changes Amalgam's eviction policy",
-            s.store.eviction()
-        )
-    })
+/// The `maxmemory-policy` in force.
+fn policy_now(s: &Shared) -> MaxmemoryPolicy {
+    MaxmemoryPolicy::from_index(s.maxmemory_policy.load(Ordering::Relaxed))
 }
 
-/// `maxmemory-policy`: `noeviction` is Amalgam's store mode; every other
-/// policy evicts any key, as Amalgam's `--eviction` (S3-FIFO by default)
-/// does.
+/// Why CONFIG SET maxmemory-policy cannot switch to `v` now (None: it
+/// can). Every evicting policy switches to every other at run time (the
+/// engine's scope, `Store::set_scope`, from the next reclaimed segment
+/// on). Store mode (`noeviction`) and cache mode keep items in different
+/// memory, size-class pools and a segment log (engine `pool.rs`,
+/// `segment.rs`), each with its own account: a switch would copy every
+/// item across while writers run, so it takes a restart.
+fn policy_refusal(s: &Shared, v: &[u8]) -> Option<String> {
+    let to: MaxmemoryPolicy = text(v).parse().ok()?;
+    let store = !s.store.is_cache();
+    if store == (to == MaxmemoryPolicy::Noeviction) {
+        return None;
+    }
+    let now = policy_now(s);
+    Some(format!(
+        "switching between noeviction (--eviction none: items in size-class pools) and an evicting policy \
+         (items in a segment log) needs a restart with --eviction; the policy now is {now}"
+    ))
+}
+
+/// CONFIG SET maxmemory-policy (checked by [`policy_refusal`]): the
+/// engine's scope, then the name.
+fn policy_set(s: &Shared, _: &'static str, v: &[u8]) {
+    let Ok(to) = text(v).parse::<MaxmemoryPolicy>() else { return };
+    if let Some(scope) = to.scope() {
+        if s.store.set_scope(scope).is_err() {
+            return;
+        }
+    }
+    s.maxmemory_policy.store(to.index(), Ordering::Relaxed);
+}
+
+/// `maxmemory-policy` from the file: the flag (`noeviction` makes it
+/// store mode, as `--eviction none`).
 fn policy_flag(v: &str) -> Result<Vec<String>, String> {
-    Ok(if v.eq_ignore_ascii_case("noeviction") { vec!["--eviction".into(), "none".into()] } else { Vec::new() })
+    let p: MaxmemoryPolicy = v.parse()?;
+    Ok(vec!["--maxmemory-policy".into(), p.name().into()])
 }
 
 /// `replicaof <host> <port>` from the file (`""`: a primary).
@@ -386,8 +387,8 @@ fn rows() -> Vec<Setting> {
         Setting {
             name: "maxmemory-policy",
             kind: Kind::Enum(POLICIES),
-            get: |s, _| crate::resp::maxmemory_policy(s.store.eviction()).into(),
-            set: None,
+            get: |s, _| policy_now(s).name().into(),
+            set: Some(policy_set),
             start: Start::Map(policy_flag),
             refuse: Some(policy_refusal),
             default: |_| "allkeys-lru".into(),
@@ -422,7 +423,7 @@ fn rows() -> Vec<Setting> {
                 // Only store <-> cache is refused, in maxmemory-policy's words.
                 let store = to == amalgam_engine::evict::Eviction::None;
                 let as_redis: &[u8] = if store { b"noeviction" } else { b"allkeys-lru" };
-                (store || !s.store.is_cache()).then(|| policy_refusal(s, as_redis)).flatten()
+                policy_refusal(s, as_redis)
             }),
             default: |_| amalgam_engine::evict::Eviction::S3Fifo.to_string(),
         },

@@ -83,7 +83,17 @@ pub struct Args {
     /// Seed of the stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Every key whose id is a multiple of this is written with a TTL of
+    /// TTL_SECONDS (0: none): a cache of keys with and without one, for
+    /// Redis's volatile-* policies (issue 35 §7). Ids are scrambled over
+    /// the Zipf ranks, so the keys with a TTL are as hot as the others.
+    #[arg(long, default_value_t = 0)]
+    pub ttl_every: u64,
 }
+
+/// `--ttl-every`'s TTL: a day, so nothing expires during a replay and
+/// only eviction decides what is held.
+pub const TTL_SECONDS: u32 = 86_400;
 
 /// One op of the replayed stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -295,6 +305,8 @@ struct Net {
     /// first refusal's line.
     refused: u64,
     first_refusal: Option<String>,
+    /// `--ttl-every`.
+    ttl_every: u64,
 }
 
 impl Backend for Net {
@@ -307,7 +319,12 @@ impl Backend for Net {
                 }
                 Req::Set(k) => {
                     let v = value_of(k, 0, self.value_bytes);
-                    proto::push_set(self.proto, &mut self.out, k, self.key_bytes, &v, &mut self.scratch);
+                    if self.ttl_every > 0 && k % self.ttl_every == 0 {
+                        let (out, scratch) = (&mut self.out, &mut self.scratch);
+                        proto::push_set_ex(self.proto, out, k, self.key_bytes, &v, TTL_SECONDS, scratch);
+                    } else {
+                        proto::push_set(self.proto, &mut self.out, k, self.key_bytes, &v, &mut self.scratch);
+                    }
                 }
             }
         }
@@ -410,8 +427,11 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         scratch: Vec::new(),
         refused: 0,
         first_refusal: None,
+        ttl_every: args.ttl_every,
     };
-    let s0 = backend.client.stats()?;
+    let resp = args.protocol == Protocol::Resp;
+    let stats = |c: &mut Client| if resp { c.info_stats() } else { c.stats() };
+    let s0 = stats(&mut backend.client)?;
     if s0.require("curr_items")? != 0 {
         return Err(format!("the server at {addr} is not empty: replay measures a fresh server"));
     }
@@ -419,12 +439,12 @@ pub fn measure(args: &Args) -> Result<Value, String> {
     let mut stream = Stream::new(args, warmup(args));
     let mut warm = Counts::default();
     run_phase(&mut backend, &mut stream, args.batch, &mut warm)?;
-    let s1 = backend.client.stats()?;
+    let s1 = stats(&mut backend.client)?;
     let t1 = Instant::now();
     stream.limit += args.ops;
     let mut counted = Counts::default();
     run_phase(&mut backend, &mut stream, args.batch, &mut counted)?;
-    let s2 = backend.client.stats()?;
+    let s2 = stats(&mut backend.client)?;
     let secs = t1.elapsed().as_secs_f64();
     let rss = args.target.pid.map(super::rss_of).transpose()?;
     let delta = |name: &str| Some(s2.u64(name)?.saturating_sub(s1.u64(name)?));
@@ -453,6 +473,7 @@ pub fn measure(args: &Args) -> Result<Value, String> {
         "scan_every": args.scan_every,
         "scan_len": args.scan_len,
         "seed": args.seed,
+        "ttl_every": args.ttl_every,
         "miss_ratio": counted.miss_ratio(),
         "measured": counts_json(&counted),
         "warmup": counts_json(&warm),

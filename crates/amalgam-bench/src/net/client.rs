@@ -87,6 +87,47 @@ impl Client {
         }
     }
 
+    /// A RESP server's `INFO` (Redis, or Amalgam's RESP port) as
+    /// [`ServerStats`] under memcached's names where one means the same
+    /// (`curr_items` the keys of every database, `get_hits`/`get_misses`
+    /// the keyspace hits and misses, `evictions`, `limit_maxbytes`
+    /// maxmemory, `version`), every field also under its own name. For
+    /// tools that compare a Redis peer (`replay --protocol resp`).
+    pub fn info_stats(&mut self) -> Result<ServerStats, String> {
+        self.send(b"INFO\r\n")?;
+        let head = String::from_utf8_lossy(self.line()?).into_owned();
+        let len: usize = head
+            .strip_prefix('$')
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("INFO answered {head:?}, not a bulk string"))?;
+        let mut map = BTreeMap::new();
+        let (mut read, mut keys) = (0, 0u64);
+        // Bounded by the reply's length: each line is at least its `\r\n`.
+        while read < len + 2 {
+            let line = String::from_utf8_lossy(self.line()?).into_owned();
+            read += line.len() + 2;
+            let Some((name, value)) = line.split_once(':') else { continue };
+            if name.starts_with("db") {
+                let n = value.split(',').find_map(|kv| kv.strip_prefix("keys=")).and_then(|n| n.parse::<u64>().ok());
+                keys += n.unwrap_or(0);
+            }
+            map.insert(name.to_string(), value.to_string());
+        }
+        for (ours, theirs) in [
+            ("get_hits", "keyspace_hits"),
+            ("get_misses", "keyspace_misses"),
+            ("evictions", "evicted_keys"),
+            ("limit_maxbytes", "maxmemory"),
+            ("version", "redis_version"),
+        ] {
+            if let Some(v) = map.get(theirs).cloned() {
+                map.insert(ours.to_string(), v);
+            }
+        }
+        map.insert("curr_items".into(), keys.to_string());
+        Ok(ServerStats(map))
+    }
+
     /// Reads more input, first dropping what was returned.
     fn fill(&mut self) -> Result<(), String> {
         self.buf.drain(..self.head);

@@ -396,6 +396,51 @@ pub fn push_set(proto: Protocol, out: &mut Vec<u8>, key: u64, key_bytes: usize, 
     out.extend_from_slice(b"\r\n");
 }
 
+/// [`push_set`] with an expiry of `ttl_secs` seconds (at least 1):
+/// RESP `SET k v EX t`, text `set k 0 t n`, meta `ms k n T<t>`.
+pub fn push_set_ex(
+    proto: Protocol,
+    out: &mut Vec<u8>,
+    key: u64,
+    key_bytes: usize,
+    value: &[u8],
+    ttl_secs: u32,
+    scratch: &mut Vec<u8>,
+) {
+    key_into(key, key_bytes, scratch);
+    let ttl = ttl_secs.max(1).to_string();
+    match proto {
+        Protocol::Resp => {
+            out.extend_from_slice(b"*5\r\n$3\r\nSET\r\n");
+            push_bulk(out, scratch);
+            push_bulk(out, value);
+            push_bulk(out, b"EX");
+            push_bulk(out, ttl.as_bytes());
+            return;
+        }
+        Protocol::Text => {
+            out.extend_from_slice(b"set ");
+            out.extend_from_slice(scratch);
+            out.extend_from_slice(b" 0 ");
+            out.extend_from_slice(ttl.as_bytes());
+            out.push(b' ');
+        }
+        Protocol::Meta => {
+            out.extend_from_slice(b"ms ");
+            out.extend_from_slice(scratch);
+            out.push(b' ');
+        }
+    }
+    push_decimal(out, value.len());
+    if proto == Protocol::Meta {
+        out.extend_from_slice(b" T");
+        out.extend_from_slice(ttl.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends `n` in decimal without allocating.
 pub(crate) fn push_decimal(out: &mut Vec<u8>, n: usize) {
     let mut digits = [0u8; 20];

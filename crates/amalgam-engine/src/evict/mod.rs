@@ -155,6 +155,67 @@ pub trait Policy: Send + Sync + fmt::Debug {
     }
 }
 
+/// Which live items a reclamation may evict, and how it ranks them when
+/// that is not the policy's business: the first half of Redis's
+/// `maxmemory-policy` (`allkeys-*` / `volatile-*`), the policy in force
+/// ([`Eviction`]) being the ranking of the rest. Set at run time with
+/// `Store::set_scope`; `docs/cache-mode.md` § "Redis's policies" maps the
+/// eight names onto the pair.
+///
+/// * [`Scope::AllKeys`]: every live item is the policy's to decide.
+/// * [`Scope::Volatile`]: only items with a TTL are; an item without one
+///   is kept (copied to Main with its frequency) whatever the policy says.
+/// * [`Scope::VolatileTtl`]: as `Volatile`, and of a reclaimed segment's
+///   items with a TTL those expiring no later than the median of their
+///   deadlines go, the rest are kept: the soonest-expiring half of each
+///   segment reaching the log's head, Redis's `volatile-ttl` at the log's
+///   granularity (Redis samples `maxmemory-samples` keys per eviction).
+///
+/// A reclamation under a volatile scope that frees nothing (every live
+/// item kept, or no free segment to copy a kept one to, in which case the
+/// segment goes back to its queue's tail with what it still holds) reports
+/// that it reclaimed nothing, so writers answer out of memory rather than
+/// walk the log again (`reclaim.rs`, "Volatile scopes").
+///
+/// ```
+/// use amalgam_engine::evict::Scope;
+/// assert!(!Scope::AllKeys.volatile());
+/// assert!(Scope::VolatileTtl.volatile());
+/// assert_eq!(Scope::from_index(Scope::Volatile.index()), Scope::Volatile);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Any key may be evicted (Redis's `allkeys-*`).
+    #[default]
+    AllKeys,
+    /// Only keys with a TTL, ranked by the policy (`volatile-lru`,
+    /// `volatile-lfu`, `volatile-random`).
+    Volatile,
+    /// Only keys with a TTL, the soonest to expire first (`volatile-ttl`).
+    VolatileTtl,
+}
+
+impl Scope {
+    /// Whether items without a TTL are never evicted.
+    pub fn volatile(self) -> bool {
+        self != Scope::AllKeys
+    }
+
+    /// The scope as one byte (`Cache::scope`).
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+
+    /// The scope [`Scope::index`] gave (anything else: `AllKeys`).
+    pub fn from_index(i: u8) -> Scope {
+        match i {
+            1 => Scope::Volatile,
+            2 => Scope::VolatileTtl,
+            _ => Scope::AllKeys,
+        }
+    }
+}
+
 /// The `--eviction` choice.
 ///
 /// ```

@@ -6,7 +6,7 @@
 #[cfg(doc)]
 use super::Reader;
 use super::{Cache, ConfigError, Store};
-use crate::evict::{Eviction, Policy, Queue};
+use crate::evict::{Eviction, Policy, Queue, Scope};
 use crate::item;
 use crate::segment::EVICT_RESERVE_SEGMENTS;
 use std::sync::atomic::Ordering;
@@ -50,7 +50,54 @@ pub(super) fn active_bit(e: Eviction) -> u32 {
     }
 }
 
+/// volatile-ttl: the medians of the last this many reclaimed segments'
+/// deadlines are remembered (`Cache::ttl_cut`).
+pub(crate) const TTL_MEDIANS_KEPT: usize = 16;
+/// volatile-ttl: a segment with items with a TTL gives up at least
+/// 1/2^TTL_EVICT_SHARE_MIN_LOG2 of its items (when it has that many with
+/// a TTL), so its reclamation frees memory even when its keys all expire
+/// later than the others' (reclaim.rs, "Volatile scopes").
+const TTL_EVICT_SHARE_MIN_LOG2: u32 = 3;
+
 impl Cache {
+    /// Whether writers leave reclaiming to the maintenance thread because
+    /// a volatile scope found nothing it may evict (`refusing`, set by a
+    /// refused write, cleared by a reclamation that freed a segment):
+    /// only with a maintenance thread to clear it.
+    pub(crate) fn refusing_volatile(&self) -> bool {
+        self.background
+            && self.refusing.load(Ordering::Relaxed)
+            && Scope::from_index(self.scope.load(Ordering::Relaxed)).volatile()
+    }
+
+    /// volatile-ttl's cut for a reclaimed segment of `items` items whose
+    /// items with a TTL have `deadlines` (unix ms, reordered here): its
+    /// items with a TTL expiring no later go. The cut is the lowest median
+    /// of the last TTL_MEDIANS_KEPT segments (this one's included), so a
+    /// segment of late deadlines keeps them while others hold sooner ones;
+    /// but at most this segment's median (the soonest half goes at most)
+    /// and at least its TTL_EVICT_SHARE_MIN_LOG2 share's deadline (some
+    /// goes, so a reclamation frees memory). 0 (nothing goes) without
+    /// deadlines. Called by the reclaimer (serialized by its mutex);
+    /// bounded by the segment's items (a selection).
+    pub(crate) fn ttl_cut(&self, deadlines: &mut [u64], items: usize) -> u64 {
+        if deadlines.is_empty() {
+            return 0;
+        }
+        let n = deadlines.len();
+        let median = *deadlines.select_nth_unstable((n - 1) / 2).1;
+        let least = items.div_ceil(1 << TTL_EVICT_SHARE_MIN_LOG2).clamp(1, n);
+        let floor = *deadlines.select_nth_unstable(least - 1).1;
+        let lowest = {
+            let mut m = self.ttl_medians.lock().unwrap_or_else(|e| e.into_inner());
+            let (ring, at) = &mut *m;
+            ring[*at % TTL_MEDIANS_KEPT] = median;
+            *at += 1;
+            ring[..(*at).min(TTL_MEDIANS_KEPT)].iter().copied().min().unwrap_or(median)
+        };
+        lowest.max(floor).min(median.max(floor))
+    }
+
     /// Free segments the maintenance thread keeps: the writers' reserve
     /// ([`EVICT_RESERVE_SEGMENTS`]) and the wake slack above it. At or
     /// below this a writer wakes the thread and the thread reclaims.
@@ -227,6 +274,36 @@ impl Store {
             return Err(ConfigError("store mode (eviction none) has no small queue".into()));
         };
         cache.s3fifo.set_small_percent(percent).map_err(ConfigError)
+    }
+
+    /// Which items a cache's reclamations may evict (None in store mode).
+    pub fn scope(&self) -> Option<Scope> {
+        self.inner.cache.as_ref().map(|c| Scope::from_index(c.scope.load(Ordering::Relaxed)))
+    }
+
+    /// Sets which items a cache's reclamations may evict (Redis's
+    /// `allkeys-*` or `volatile-*`, [`Scope`]), from the next reclaimed
+    /// segment on; Err for store mode, which evicts nothing. Nothing moves
+    /// at once: items are decided as their segments reach the head.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::{Eviction, Scope}, Config, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// assert_eq!(store.scope(), Some(Scope::AllKeys));
+    /// store.set_scope(Scope::VolatileTtl).unwrap();
+    /// assert_eq!(store.scope(), Some(Scope::VolatileTtl));
+    /// assert!(Store::new(Config::default()).unwrap().set_scope(Scope::Volatile).is_err());
+    /// ```
+    pub fn set_scope(&self, scope: Scope) -> Result<(), ConfigError> {
+        let Some(cache) = &self.inner.cache else {
+            return Err(ConfigError("store mode (eviction none) evicts nothing: restart with --eviction".into()));
+        };
+        cache.scope.store(scope.index(), Ordering::Relaxed);
+        cache.refusing.store(false, Ordering::Relaxed);
+        if let Some(th) = self.inner.maintenance_thread.get() {
+            th.unpark();
+        }
+        Ok(())
     }
 
     /// Whether the store evicts (cache mode) or refuses writes when full

@@ -222,6 +222,10 @@ impl Store {
                 wake_slack: AtomicUsize::new(wake_slack_for(config.memory_limit_bytes / segment_bytes)),
                 index_in_budget: config.index_in_budget,
                 merge: config.merge_segments,
+                scope: std::sync::atomic::AtomicU8::new(crate::evict::Scope::AllKeys.index()),
+                refusing: std::sync::atomic::AtomicBool::new(false),
+                probed_ms: AtomicU64::new(0),
+                ttl_medians: std::sync::Mutex::new(([0; super::cache::TTL_MEDIANS_KEPT], 0)),
                 #[cfg(test)]
                 alloc_failures: std::sync::atomic::AtomicU32::new(0),
                 evictions: AtomicU64::new(0),

@@ -117,6 +117,23 @@ impl<'a> ItemRef<'a> {
         unsafe { item::fetched(self.ptr) }
     }
 
+    /// The eviction policy's frequency of the item (0 to
+    /// [`FREQ_LIMIT`](crate::evict::FREQ_LIMIT)): GET hits since it was
+    /// written or last kept by a reclamation, capped at the policy's
+    /// `freq_max`; always 0 in store mode, which tracks none.
+    ///
+    /// ```
+    /// # use amalgam_engine::{evict::Eviction, Config, Expiry, Store};
+    /// let store = Store::new(Config { eviction: Eviction::S3Fifo, ..Config::default() }).unwrap();
+    /// store.set(b"k", b"v", 0, Expiry::Never).unwrap();
+    /// store.get(b"k", |_| ());
+    /// assert_eq!(store.peek(b"k", |it| it.freq()), Some(1));
+    /// ```
+    pub fn freq(&self) -> u8 {
+        // SAFETY: as for key.
+        unsafe { item::freq(self.ptr) }
+    }
+
     /// Marks the item as read ([`ItemRef::fetched`]). Writes the item's
     /// own meta byte once (nothing if already marked); for the meta
     /// protocol's `mg`, not for the plain GET path.

@@ -44,6 +44,14 @@ impl Inner {
     /// Called by the maintenance thread every round (overflow lines grow
     /// between rounds by at most what a round's inserts hand out) and
     /// around every doubling.
+    /// Cache mode: whether the budget is below the fewest segments a cache
+    /// works with (SEGMENTS_MIN): only CONFIG SET maxmemory sets one
+    /// (`Store::set_memory_limit`; a cache cannot start so), and then no
+    /// segment stays resident (`Segments::set_limit_bytes`).
+    pub(super) fn starved(&self, segs: &crate::segment::Segments) -> bool {
+        self.shared.budget_bytes() < SEGMENTS_MIN * segs.segment_bytes()
+    }
+
     pub(super) fn account_memory(&self, extra_index_bytes: usize) -> Option<(usize, usize)> {
         let (Some(cache), Some(segs)) = (&self.cache, &self.shared.segments) else { return None };
         let budget_segments = self.shared.budget_bytes() / segs.segment_bytes();
@@ -62,7 +70,7 @@ impl Inner {
         // Outsized items (outsized.rs) likewise: the shared reservation
         // counts only them in cache mode.
         let charged = index + extra_index_bytes + self.object_bytes() + self.shared.reserved_bytes();
-        let resident = segs.set_limit_bytes(self.shared.budget_bytes().saturating_sub(charged));
+        let resident = segs.set_limit_bytes(self.shared.budget_bytes().saturating_sub(charged), self.starved(segs));
         Some((resident, segs.limit()))
     }
 }
@@ -121,12 +129,42 @@ impl Store {
         inner.cache.is_none() && inner.store_over_budget(inner.object_bytes())
     }
 
+    /// Redis's out of memory (`performEvictions` answering EVICT_FAIL):
+    /// the memory in use is past the limit and nothing more can be
+    /// evicted, so Redis refuses every command queued in MULTI and every
+    /// write that may grow memory. Store mode: the blocks handed out and
+    /// the objects reach the budget (not the chunks reserved, which stay
+    /// reserved after deletes: a store filled once and emptied is not out
+    /// of memory). Cache mode:
+    /// the budget is under the fewest segments (CONFIG SET maxmemory 1,
+    /// `Inner::starved`), or the last write that needed room was refused
+    /// and no reclamation has freed a segment since (a volatile scope
+    /// with nothing it may evict). Not on the request path: a few loads,
+    /// and in store mode past a lowered limit one per thread.
+    ///
+    /// ```
+    /// let store = amalgam_engine::Store::new(Default::default()).unwrap();
+    /// assert!(!store.out_of_memory());
+    /// ```
+    pub fn out_of_memory(&self) -> bool {
+        let inner = &*self.inner;
+        match (&inner.cache, &inner.shared.segments) {
+            (Some(cache), Some(segs)) => inner.starved(segs) || cache.refusing.load(Ordering::Relaxed),
+            _ => {
+                let blocks = inner.epochs.all().map(|l| l.block_bytes.load(Ordering::Relaxed)).sum::<i64>();
+                blocks.max(0) as usize + inner.object_bytes() >= inner.shared.budget_bytes()
+            }
+        }
+    }
+
     /// The memory limit (`memory_limit_bytes`, memcached's `-m`, Redis's
     /// `maxmemory`) changed at run time, or Err saying which values are
     /// possible. Store mode takes any value (`usize::MAX`: no limit, which
     /// [`Stats::memory_limit_bytes`] shows as 0, Redis's `maxmemory 0`);
-    /// cache mode takes from [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) segments
-    /// up to [`Store::memory_limit_max_bytes`].
+    /// cache mode takes from 1 byte up to [`Store::memory_limit_max_bytes`]:
+    /// below [`SEGMENTS_MIN`](crate::SEGMENTS_MIN) segments no segment
+    /// stays, so every item the scope lets it evict goes and writes answer
+    /// out of memory (Redis's tests set `maxmemory 1` to force that).
     ///
     /// # How a change takes effect
     ///
@@ -186,11 +224,14 @@ impl Store {
         self.check_memory_limit(bytes)?;
         let inner = &*self.inner;
         inner.shared.set_budget_bytes(bytes);
+        if let Some(cache) = &inner.cache {
+            cache.refusing.store(false, Ordering::Relaxed); // look again
+        }
         if let (Some(cache), Some(segs)) = (&inner.cache, &inner.shared.segments) {
             if cache.index_in_budget {
                 inner.account_memory(0);
             } else {
-                segs.set_limit_bytes(bytes.saturating_sub(inner.shared.reserved_bytes()));
+                segs.set_limit_bytes(bytes.saturating_sub(inner.shared.reserved_bytes()), inner.starved(segs));
             }
         }
         if let Some(th) = inner.maintenance_thread.get() {
@@ -203,7 +244,9 @@ impl Store {
     /// not, naming the range), changing nothing.
     pub fn check_memory_limit(&self, bytes: usize) -> Result<(), ConfigError> {
         if let Some(segs) = &self.inner.shared.segments {
-            let (min, max) = (SEGMENTS_MIN * segs.segment_bytes(), self.memory_limit_max_bytes());
+            // From 1 byte: a budget under SEGMENTS_MIN segments keeps no
+            // segment (`Inner::starved`), Redis's `maxmemory 1`.
+            let (min, max) = (1, segs.count() * segs.segment_bytes());
             if !(min..=max).contains(&bytes) {
                 return Err(ConfigError(format!(
                     "cache mode's memory limit must be from {min} to {max} bytes (the most reserved at start: \

@@ -85,6 +85,15 @@ const ACCOUNT_PERIOD_NEAR_FULL: Duration = Duration::from_millis(10);
 /// Cache mode: segments the maintenance thread reclaims per wake-up before
 /// it looks at its other work (bounds one round).
 const EVICT_SEGMENTS_PER_WAKE_MAX: usize = 64;
+/// Cache mode, a volatile scope refusing writes (`Cache::refusing`: the
+/// last reclamations found nothing they may evict): the maintenance thread
+/// alone looks for room, at most once per this period, walking on past
+/// up to VOLATILE_PROBE_SEGMENTS segments that kept everything. Writers
+/// wake the thread on every write; without the period a cache full of
+/// keys without a TTL would copy a segment per refused write.
+const VOLATILE_PROBE_PERIOD_MS: u64 = 250;
+/// See VOLATILE_PROBE_PERIOD_MS.
+const VOLATILE_PROBE_SEGMENTS: usize = 8;
 
 impl Inner {
     /// Counts an insert and wakes the expand thread when the table's mean
@@ -168,7 +177,7 @@ impl Inner {
             }
             let reclaimed = self.reclaim_segment(local, Reclaim::Writer);
             self.wait_grace(local);
-            if !reclaimed {
+            if !reclaimed.freed() {
                 return;
             }
         }
@@ -327,15 +336,31 @@ impl Inner {
         if !cache.background {
             return false;
         }
+        let probing = cache.refusing_volatile();
+        if probing {
+            let now = self.now_millis();
+            if now < cache.probed_ms.load(Ordering::Relaxed) + VOLATILE_PROBE_PERIOD_MS {
+                return false;
+            }
+            cache.probed_ms.store(now, Ordering::Relaxed);
+        }
         let mut reclaimed = false;
         let timing = Timing::start(self.watcher());
         let keep_free = cache.keep_free();
+        let mut kept = 0;
         for _ in 0..EVICT_SEGMENTS_PER_WAKE_MAX {
             if segs.free_or_pending() > keep_free || self.shutdown.load(Ordering::Relaxed) {
                 break;
             }
-            if !self.reclaim_segment(local, Reclaim::Background) {
-                break;
+            match self.reclaim_segment(local, Reclaim::Background) {
+                crate::reclaim::Reclaimed::Freed => {}
+                // Nothing copied: walk on to the segments behind (bounded).
+                crate::reclaim::Reclaimed::Stuck => continue,
+                crate::reclaim::Reclaimed::Kept if probing && kept < VOLATILE_PROBE_SEGMENTS => {
+                    kept += 1;
+                    continue;
+                }
+                crate::reclaim::Reclaimed::Kept | crate::reclaim::Reclaimed::Nothing => break,
             }
             reclaimed = true;
             self.epochs.reclaim(local, &self.shared, 1);

@@ -137,6 +137,21 @@ impl Inner {
             // than evict a second segment's items for the same room.
             return;
         }
+        if self.starved(segs) {
+            // A budget under the fewest segments (CONFIG SET maxmemory 1):
+            // no segment may stay, this thread's open ones included, or
+            // writes would go on filling them.
+            // SAFETY: own Local, not pinned (checked above): no item of
+            // ours is in progress; the reference ends with this statement.
+            segs.seal_open(&mut unsafe { local.owned() }.open);
+        }
+        if cache.refusing_volatile() {
+            // Nothing this scope may evict was found: the maintenance
+            // thread, woken above, looks for room at its own pace
+            // (VOLATILE_PROBE_PERIOD_MS); the write takes what is free or
+            // answers out of memory, as Redis's does at once.
+            return;
+        }
         // Whatever it reaches, the write goes on: with nothing reclaimable
         // it takes from the reserve. Timed: this write's reply waits.
         cache.writer_reclaims.fetch_add(1, Ordering::Relaxed);
@@ -156,7 +171,7 @@ impl Inner {
             }
             let reclaimed = self.reclaim_segment(local, Reclaim::writer(round + 1 == WRITER_RECLAIMS_MAX));
             self.wait_grace(local);
-            if !reclaimed {
+            if !reclaimed.freed() {
                 return false;
             }
         }
@@ -187,6 +202,9 @@ impl Inner {
                 break;
             }
             r = op();
+        }
+        if let Some(cache) = self.cache.as_ref().filter(|_| r.is_out_of_memory()) {
+            cache.refusing.store(true, Ordering::Relaxed);
         }
         r
     }
@@ -231,6 +249,9 @@ impl Inner {
         // SAFETY: own Local; the reference ends with this statement.
         if unsafe { local.owned() }.pin_depth != 0 {
             return false;
+        }
+        if self.cache.as_ref().is_some_and(|c| c.refusing_volatile()) {
+            return segs.free_count() > 0; // as in `make_room`
         }
         if self.reclaim_above_reserve(local, segs) {
             return true;

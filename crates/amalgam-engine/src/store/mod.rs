@@ -213,6 +213,22 @@ pub(crate) struct Cache {
     pub(crate) index_in_budget: bool,
     /// [`Config::merge_segments`].
     pub(crate) merge: bool,
+    /// Which items a reclamation may evict ([`crate::evict::Scope`] as its
+    /// index; `Store::set_scope`). Relaxed: read once per reclaimed
+    /// segment, never on the read or write path; a reclamation that read
+    /// the old scope for a moment after a change decides one segment by it.
+    pub(crate) scope: std::sync::atomic::AtomicU8,
+    /// The last write that needed room found none and was refused (out
+    /// of memory): set by `Inner::with_room`, cleared by a reclamation
+    /// that freed a segment. Read by `Store::out_of_memory` (MULTI's
+    /// queue-time check), never on the request path.
+    pub(crate) refusing: AtomicBool,
+    /// When the maintenance thread last looked for room for a refusing
+    /// volatile scope (unix ms; maintenance.rs, VOLATILE_PROBE_PERIOD_MS).
+    pub(crate) probed_ms: AtomicU64,
+    /// volatile-ttl: the last reclaimed segments' median deadlines and
+    /// how many were recorded (`Cache::ttl_cut`).
+    pub(crate) ttl_medians: std::sync::Mutex<([u64; cache::TTL_MEDIANS_KEPT], usize)>,
     /// Unit tests: the next this many segment allocations fail as if the
     /// free list were empty (`Inner::alloc_in_segment`).
     #[cfg(test)]

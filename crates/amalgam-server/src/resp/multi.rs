@@ -145,6 +145,15 @@ pub(crate) fn queued(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg
         push_error(out, ERR_NOT_IN_MULTI.as_bytes());
         return true;
     }
+    // Redis 7.0's processCommand: past maxmemory with nothing left to
+    // evict (performEvictions' EVICT_FAIL), every command but EXEC,
+    // DISCARD, QUIT and RESET is refused inside MULTI ("queuing may
+    // consume an unlimited amount of memory"), and EXEC then aborts.
+    if ctx.shared.store.out_of_memory() {
+        m.dirty = true;
+        push_error(out, amalgam_protocol::resp::err::OOM.as_bytes());
+        return true;
+    }
     let bytes: usize = args.iter().map(|a| a.len() + ARG_OVERHEAD_BYTES).sum();
     if m.queued_bytes + bytes > MULTI_QUEUED_BYTES_MAX {
         m.dirty = true;

@@ -12,7 +12,7 @@ use super::client::valid_attribute;
 use super::glob::matches;
 use super::table::Cmd;
 use super::After;
-use super::{help, int_arg, is, maxmemory_policy, sub, wrong_arity, Arg, Ctx};
+use super::{help, int_arg, is, sub, wrong_arity, Arg, Ctx};
 use crate::settings::{self, Kind, Setting};
 use amalgam_protocol::resp::{
     err, push_array, push_bulk, push_error, push_int, push_map, push_simple, push_verbatim, Proto,
@@ -597,7 +597,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Arg<'_>], out: &mut Vec<u8>) {
                 field("used_memory_peak_perc", &format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64));
                 field("maxmemory", &engine.memory_limit_bytes);
                 field("maxmemory_human", &human(engine.memory_limit_bytes));
-                field("maxmemory_policy", &maxmemory_policy(shared.store.eviction()));
+                field("maxmemory_policy", &amalgam_commands::Host::maxmemory_policy(shared).name());
                 field("amalgam_eviction", &shared.store.eviction());
                 // Scripting (resp/script.rs): the workers' Lua states and
                 // the cached bodies; FUNCTION's libraries.
