@@ -150,7 +150,7 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
             return error(out, "ERR Invalid slot or number of keys");
         }
         drop(s);
-        let keys = host.keys_in_slot(slot as u16, (max as usize).min(GETKEYSINSLOT_MAX));
+        let keys = c.keys_in_slot(host, slot as u16, (max as usize).min(GETKEYSINSLOT_MAX));
         push_array(out, keys.len());
         for k in &keys {
             push_bulk(out, k);

@@ -81,6 +81,12 @@ pub const CONFIG_FILE_DEFAULT: &str = "nodes.conf";
 /// The most keys CLUSTER GETKEYSINSLOT returns per call (Redis bounds it
 /// only by the count given; this bounds the reply's memory).
 pub const GETKEYSINSLOT_MAX: usize = 1 << 20;
+/// The slot index GETKEYSINSLOT builds is made only for stores of at most
+/// this many keys (a copy of each key: a resharding's burst of calls on a
+/// larger store walks the table for each call instead).
+pub const SLOT_INDEX_KEYS_MAX: usize = 4 << 20;
+/// The slot index is dropped once no GETKEYSINSLOT used it for this long.
+pub const SLOT_INDEX_IDLE_MS: u64 = 30_000;
 
 /// What the server's options say (redis-server's names).
 #[derive(Debug, Clone)]
@@ -128,6 +134,11 @@ impl Default for Config {
 pub trait Host {
     /// Up to `max` keys of database 0 in `slot`.
     fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<Vec<u8>>;
+    /// Every key of database 0, each given to `f`, up to `max` (false:
+    /// there were more; nothing is promised about them).
+    fn each_key(&self, max: usize, f: &mut dyn FnMut(&[u8])) -> bool;
+    /// Whether database 0 holds `key` now.
+    fn exists(&self, key: &[u8]) -> bool;
     /// How many keys of database 0 are in `slot`.
     fn count_keys_in_slot(&self, slot: u16) -> u64;
     /// Whether database 0 holds any key (CLUSTER RESET refuses a primary
@@ -267,6 +278,14 @@ impl State {
     }
 }
 
+/// GETKEYSINSLOT's index: each slot's keys when it was built (or last
+/// walked), and when it was last used.
+#[derive(Debug)]
+struct SlotIndex {
+    by_slot: std::collections::HashMap<u16, Vec<Vec<u8>>>,
+    used: u64,
+}
+
 /// What routing says of a command (Redis's `CLUSTER_REDIR_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redirect {
@@ -312,6 +331,8 @@ pub struct Query {
 pub struct Cluster {
     cfg: Config,
     state: Mutex<State>,
+    /// GETKEYSINSLOT's index of the keys by slot (`keys_in_slot`).
+    index: Mutex<Option<SlotIndex>>,
     /// Wakes the bus thread (set when it starts): a command put something
     /// in the state's outbox.
     waker: std::sync::OnceLock<mio::Waker>,
@@ -346,6 +367,7 @@ impl Cluster {
             cfg,
             state: Mutex::new(state),
             waker: std::sync::OnceLock::new(),
+            index: Mutex::new(None),
             served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             up: AtomicBool::new(false),
         };
@@ -403,6 +425,53 @@ impl Cluster {
         }
         log::info!("Cluster mode: node {} ({})", node::text(&c.lock().myself), c.cfg.config_file.display());
         Ok(c)
+    }
+
+    /// Up to `max` keys of `slot` (CLUSTER GETKEYSINSLOT). Redis keeps a
+    /// list of keys per slot in cluster mode; Amalgam's table has none, and
+    /// a resharding asks for a slot's keys ten at a time, slot after slot.
+    /// So the first call walks the table once and keeps each key under
+    /// its slot ([`SlotIndex`], for stores up to [`SLOT_INDEX_KEYS_MAX`]
+    /// keys); later calls answer from it, dropping keys gone since (a
+    /// MIGRATE deletes what it moved). "None left" is never answered from
+    /// the index: an empty answer comes from a walk of the table, so a
+    /// key written into the slot after the index was built is still
+    /// found. The index is dropped after [`SLOT_INDEX_IDLE_MS`] unused.
+    pub fn keys_in_slot(&self, host: &dyn Host, slot: u16, max: usize) -> Vec<Vec<u8>> {
+        if max == 0 {
+            return Vec::new();
+        }
+        let now = now_ms();
+        let mut guard = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().is_some_and(|i| now.saturating_sub(i.used) > SLOT_INDEX_IDLE_MS) {
+            *guard = None;
+        }
+        if guard.is_none() {
+            let mut by_slot: std::collections::HashMap<u16, Vec<Vec<u8>>> = std::collections::HashMap::new();
+            let whole =
+                host.each_key(SLOT_INDEX_KEYS_MAX, &mut |k| by_slot.entry(slot_of(k)).or_default().push(k.to_vec()));
+            if whole {
+                *guard = Some(SlotIndex { by_slot, used: now });
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(idx) = guard.as_mut() {
+            idx.used = now;
+            if let Some(list) = idx.by_slot.get_mut(&slot) {
+                list.retain(|k| host.exists(k));
+                out.extend(list.iter().take(max).cloned());
+            }
+        }
+        if out.is_empty() {
+            out = host.keys_in_slot(slot, max);
+            if let Some(idx) = guard.as_mut() {
+                if out.len() == max {
+                    // More may follow: the walk's keys stand for the slot.
+                    idx.by_slot.insert(slot, out.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Sets the bus thread's waker (once).

@@ -168,6 +168,20 @@ impl amalgam_cluster::Host for Keys<'_> {
         n
     }
 
+    fn each_key(&self, max: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        let mut n = 0;
+        self.walk(|k| {
+            f(k);
+            n += 1;
+            n < max
+        });
+        n < max
+    }
+
+    fn exists(&self, key: &[u8]) -> bool {
+        self.store.peek(&amalgam_engine::namespace::encode(0, key), |_| ()).is_some()
+    }
+
     fn holds_keys(&self) -> bool {
         self.store.namespace_len(0) > 0
     }
