@@ -517,19 +517,6 @@ fn reset(s: &mut State, hard: bool) {
 
 /// CLUSTER INFO's text (Redis 7.0's fields, in its order).
 fn info_text(s: &State) -> String {
-    const TYPES: [&str; 11] = [
-        "ping",
-        "pong",
-        "meet",
-        "fail",
-        "publish",
-        "auth-req",
-        "auth-ack",
-        "update",
-        "mfstart",
-        "module",
-        "publishshard",
-    ];
     let assigned = s.owner.iter().filter(|o| o.is_some()).count();
     let (mut pfail, mut fail) = (0, 0);
     for o in s.owner.iter().flatten() {
@@ -557,7 +544,7 @@ fn info_text(s: &State) -> String {
     );
     for (dir, counts) in [("sent", &s.sent), ("received", &s.received)] {
         for (i, n) in counts.iter().enumerate().filter(|(_, n)| **n != 0) {
-            t.push_str(&format!("cluster_stats_messages_{}_{dir}:{n}\r\n", TYPES[i]));
+            t.push_str(&format!("cluster_stats_messages_{}_{dir}:{n}\r\n", crate::msg::type_name(i as u16)));
         }
         t.push_str(&format!("cluster_stats_messages_{dir}:{}\r\n", counts.iter().sum::<u64>()));
     }

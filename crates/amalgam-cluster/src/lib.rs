@@ -59,7 +59,7 @@ pub mod slot;
 
 use node::{flags, Name, Node};
 use slot::{slot_of, SLOTS};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -282,7 +282,7 @@ impl State {
 /// walked), and when it was last used.
 #[derive(Debug)]
 struct SlotIndex {
-    by_slot: std::collections::HashMap<u16, Vec<Vec<u8>>>,
+    by_slot: std::collections::HashMap<u16, VecDeque<Vec<u8>>>,
     used: u64,
 }
 
@@ -447,9 +447,9 @@ impl Cluster {
             *guard = None;
         }
         if guard.is_none() {
-            let mut by_slot: std::collections::HashMap<u16, Vec<Vec<u8>>> = std::collections::HashMap::new();
-            let whole =
-                host.each_key(SLOT_INDEX_KEYS_MAX, &mut |k| by_slot.entry(slot_of(k)).or_default().push(k.to_vec()));
+            let mut by_slot: std::collections::HashMap<u16, VecDeque<Vec<u8>>> = std::collections::HashMap::new();
+            let whole = host
+                .each_key(SLOT_INDEX_KEYS_MAX, &mut |k| by_slot.entry(slot_of(k)).or_default().push_back(k.to_vec()));
             if whole {
                 *guard = Some(SlotIndex { by_slot, used: now });
             }
@@ -458,8 +458,19 @@ impl Cluster {
         if let Some(idx) = guard.as_mut() {
             idx.used = now;
             if let Some(list) = idx.by_slot.get_mut(&slot) {
-                list.retain(|k| host.exists(k));
-                out.extend(list.iter().take(max).cloned());
+                // The front holds what earlier calls returned, which a
+                // MIGRATE has usually deleted since: gone keys leave as
+                // they are met, so a call costs what it returns plus what
+                // it drops, not the slot's length. Bounded by the list.
+                let mut i = 0;
+                while i < list.len() && out.len() < max {
+                    if host.exists(&list[i]) {
+                        out.push(list[i].clone());
+                        i += 1;
+                    } else {
+                        list.remove(i);
+                    }
+                }
             }
         }
         if out.is_empty() {
@@ -467,7 +478,7 @@ impl Cluster {
             if let Some(idx) = guard.as_mut() {
                 if out.len() == max {
                     // More may follow: the walk's keys stand for the slot.
-                    idx.by_slot.insert(slot, out.clone());
+                    idx.by_slot.insert(slot, out.iter().cloned().collect());
                 }
             }
         }
