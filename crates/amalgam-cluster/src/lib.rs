@@ -611,12 +611,19 @@ impl Cluster {
     /// moves). A command without keys always runs here.
     #[inline]
     pub fn route(&self, keys: &[&[u8]], q: Query, exists: impl Fn(&[u8]) -> bool) -> Result<(), Redirect> {
-        let Some(first) = keys.first() else { return Ok(()) };
-        let slot = slot_of(first);
-        if self.up.load(Ordering::Acquire) && self.serves(slot) && keys[1..].iter().all(|k| slot_of(k) == slot) {
+        if keys.is_empty() || self.serves_keys(keys) {
             return Ok(());
         }
         self.route_slow(keys, q, exists)
+    }
+
+    /// The common case, without a lock: the cluster is up and every key
+    /// is in one slot this node serves (also the RESP front end's test
+    /// for batching a command in cluster mode). `keys` is not empty.
+    #[inline]
+    pub fn serves_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> bool {
+        let slot = slot_of(keys[0].as_ref());
+        self.is_up() && self.serves(slot) && keys[1..].iter().all(|k| slot_of(k.as_ref()) == slot)
     }
 
     /// Whether the cluster's state is ok.

@@ -412,10 +412,7 @@ fn local(shared: &Shared, cluster: bool, keys: &[Arg<'_>]) -> bool {
 
 #[inline(never)]
 fn local_keys(shared: &Shared, keys: &[Arg<'_>]) -> bool {
-    let slot = amalgam_cluster::slot::slot_of(&keys[0]);
-    shared.cluster.is_up()
-        && shared.cluster.serves(slot)
-        && keys[1..].iter().all(|k| amalgam_cluster::slot::slot_of(k) == slot)
+    shared.cluster.serves_keys(keys)
 }
 
 /// True if a key of database 0 is stored as written (it does not begin

@@ -113,6 +113,11 @@ fn follow(shared: &Shared, primary: Option<(String, u16)>) {
     }
 }
 
+/// Whether database 0 holds `key` (the one database of cluster mode).
+fn in_database_0(store: &amalgam_engine::Store, key: &[u8]) -> bool {
+    store.peek(&amalgam_engine::namespace::encode(0, key), |_| ()).is_some()
+}
+
 /// What the cluster may ask of the store: database 0's keys by slot. A
 /// slot's keys are found by walking the table (O(keys)); Redis keeps a
 /// per-slot key list in cluster mode, which this build does not yet.
@@ -179,7 +184,7 @@ impl amalgam_cluster::Host for Keys<'_> {
     }
 
     fn exists(&self, key: &[u8]) -> bool {
-        self.store.peek(&amalgam_engine::namespace::encode(0, key), |_| ()).is_some()
+        in_database_0(self.store, key)
     }
 
     fn holds_keys(&self) -> bool {
@@ -243,29 +248,27 @@ pub(crate) fn redirected(
         migrate: spec.cmd == Cmd::Migrate,
         write: false,
     };
-    let queued;
-    if spec.cmd == Cmd::Exec {
-        let Some(queue) = ctx.session.multi.queue.as_ref() else { return false };
-        queued = queue.clone();
-        for c in &queued {
-            if let Some(s) = table::lookup(&c[0]) {
-                multi::push_keys(s, c, &mut keys);
-                q.write |= is_write(s, c);
+    // EXEC: every queued command's keys, borrowed from the queue.
+    let redirect = {
+        if spec.cmd == Cmd::Exec {
+            let Some(queue) = ctx.session.multi.queue.as_ref() else { return false };
+            for c in queue {
+                if let Some(s) = table::lookup(&c[0]) {
+                    multi::push_keys(s, c, &mut keys);
+                    q.write |= is_write(s, c);
+                }
             }
+        } else {
+            if spec.keys.is_empty() && !matches!(spec.cmd, Cmd::Sort | Cmd::SortRo) {
+                return false;
+            }
+            multi::push_keys(spec, args, &mut keys);
+            q.write = is_write(spec, args);
         }
-    } else {
-        if spec.keys.is_empty() && !matches!(spec.cmd, Cmd::Sort | Cmd::SortRo) {
-            return false;
-        }
-        multi::push_keys(spec, args, &mut keys);
-        q.write = is_write(spec, args);
-    }
-    let store = &ctx.shared.store;
-    let Err(r) =
-        ctx.shared.cluster.route(&keys, q, |k| store.peek(&amalgam_engine::namespace::encode(0, k), |_| ()).is_some())
-    else {
-        return false;
+        let store = &ctx.shared.store;
+        ctx.shared.cluster.route(&keys, q, |k| in_database_0(store, k))
     };
+    let Err(r) = redirect else { return false };
     if spec.cmd == Cmd::Exec {
         multi::reset(&mut ctx.session.multi);
     } else {
