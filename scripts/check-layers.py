@@ -38,6 +38,7 @@ LAYERS = [
     ["amalgam-persist"],
     ["amalgam-net", "amalgam-commands", "amalgam-script"],
     ["amalgam-memcache", "amalgam-acl", "amalgam-config", "amalgam-metrics", "amalgam-derived", "amalgam-repl", "amalgam-cluster"],
+    ["amalgam-resp"],
     ["amalgam-server"],
     ["amalgam-bench"],
 ]

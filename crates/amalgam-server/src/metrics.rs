@@ -205,7 +205,7 @@ pub fn render(shared: &Shared) -> String {
         "memcached_time_seconds",
         "gauge",
         "current UNIX time according to the server.",
-        crate::resp::now_ms() / 1000,
+        amalgam_commands::now_ms() / 1000,
     );
     x.family("memcached_version", "gauge", "The version of this memcached server.");
     x.sample("memcached_version", &[("version", crate::admin::version())], 1);

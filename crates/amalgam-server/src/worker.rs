@@ -84,7 +84,7 @@ struct Reach<'w> {
 }
 
 impl<'w> Reach<'w> {
-    fn new(shared: &'w Shared, id: usize) -> Reach<'w> {
+    fn new(shared: &'w Shared, host: &'w crate::Memcached<'w>, id: usize) -> Reach<'w> {
         let stats = &shared.workers[id];
         Reach {
             shared,
@@ -94,7 +94,7 @@ impl<'w> Reach<'w> {
             mc: amalgam_memcache::Worker {
                 store: &shared.store,
                 counters: &stats.ops,
-                host: shared,
+                host,
                 authfile: shared.authfile.as_ref(),
                 read_only: shared.repl.read_only_flag(),
                 cas_enabled: shared.cas_enabled(),
@@ -170,7 +170,7 @@ impl FrontEnd for Reach<'_> {
     #[inline(always)]
     fn wanted(&self, st: &State, pending: &[u8]) -> Option<usize> {
         match st.resp.as_deref() {
-            Some(s) => s.parser.wanted(),
+            Some(s) => s.wanted(),
             None if !pending.is_empty() && st.mc.swallow == 0 && st.mc.binary != Some(true) => {
                 amalgam_protocol::text::block_end(pending)
             }
@@ -190,7 +190,7 @@ impl FrontEnd for Reach<'_> {
 
     fn value_received(&self, st: &mut State, inplace: &mut Option<Box<Receiving>>) {
         if let Some(s) = st.resp.as_deref_mut() {
-            s.prepared = inplace.take().map(|v| *v);
+            s.set_prepared(inplace.take().map(|v| *v));
         }
     }
 
@@ -227,7 +227,7 @@ impl FrontEnd for Reach<'_> {
     }
 
     fn detaches(&self, st: &State) -> bool {
-        st.resp.as_deref().is_some_and(|s| s.handoff.is_some())
+        st.resp.as_deref().is_some_and(|s| s.hands_off())
     }
 
     #[inline(always)]
@@ -356,7 +356,7 @@ impl FrontEnd for Reach<'_> {
     fn hand_off(&self, client: Self::Handoff, c: Conn<TcpStream, State>) {
         let tls = c.is_tls();
         let (sock, mut st, pending) = c.into_parts();
-        let Some(req) = st.resp.as_deref_mut().and_then(|s| s.handoff.take()) else { return };
+        let Some(req) = st.resp.as_deref_mut().and_then(|s| s.take_handoff()) else { return };
         if tls {
             log::warn!("replication: a replica connected over TLS; replication runs in the clear only, closed");
             return;
@@ -379,7 +379,8 @@ fn drain_tracking(shared: &Shared, c: &mut Conn<TcpStream, State>, client: u64) 
 /// server's front end.
 pub fn run_worker(shared: &Shared, id: usize, poll: Poll, inbox: Inbox, waker: Arc<Waker>) {
     shared.blocking.attach(id, Arc::clone(&waker));
-    let reach = Reach::new(shared, id);
+    let host = crate::Memcached(shared);
+    let reach = Reach::new(shared, &host, id);
     amalgam_net::worker::run_worker(&reach, &env(shared, id), poll, inbox, waker);
 }
 
@@ -463,7 +464,8 @@ impl<S: Socket> Driven<S> {
             return Step::Closed;
         }
         let shared = &*self.shared;
-        let reach = Reach::new(shared, DRIVEN_WORKER);
+        let host = crate::Memcached(shared);
+        let reach = Reach::new(shared, &host, DRIVEN_WORKER);
         let me = self.conn.state().client_id();
         for (key, seq) in shared.blocking.take_wakes(DRIVEN_WORKER) {
             let (st, wbuf) = self.conn.parts();
@@ -529,7 +531,8 @@ impl<S: Socket> std::fmt::Debug for Driven<S> {
 impl<S: Socket> Drop for Driven<S> {
     /// Leaves the registries as the event loop's close does.
     fn drop(&mut self) {
-        let reach = Reach::new(&self.shared, DRIVEN_WORKER);
+        let host = crate::Memcached(&self.shared);
+        let reach = Reach::new(&self.shared, &host, DRIVEN_WORKER);
         reach.leave(self.conn.parts().0);
     }
 }

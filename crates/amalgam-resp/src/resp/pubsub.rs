@@ -518,7 +518,7 @@ pub(crate) fn changes_subscriptions(cmd: Cmd) -> bool {
 }
 
 /// True while the connection holds a subscription.
-pub(crate) fn subscribed(session: &super::Session) -> bool {
+pub fn subscribed(session: &super::Session) -> bool {
     session.pubsub.is_some()
 }
 
