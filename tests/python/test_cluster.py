@@ -412,3 +412,95 @@ def test_publish_reaches_the_subscribers_of_every_node(tmp_path):
     finally:
         for n in nodes:
             n.kill()
+
+
+def _mc_port(node):
+    return int(node.argv[node.argv.index("-p") + 1])
+
+
+def _local_and_foreign(node, count):
+    """`count` keys this node serves and `count` it redirects, each foreign
+    one with the MOVED text RESP answers for it."""
+    local, foreign = [], []
+    for i in range(100000):
+        if len(local) >= count and len(foreign) >= count:
+            break
+        k = f"mc:{i}"
+        try:
+            node.c.get(k)
+            local.append(k)
+        except redis.exceptions.MovedError as e:
+            # redis-py keeps what follows MOVED: "slot ip:port".
+            foreign.append((k, f"MOVED {e}"))
+    return local[:count], foreign[:count]
+
+
+def _raw(port, request, want):
+    """Sends `request` on a fresh socket and reads until `want` bytes."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(request)
+        got = b""
+        while len(got) < want:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+
+@pytest.mark.skipif(not NODE_BIN or "amalgam" not in os.path.basename(NODE_BIN),
+                    reason="the memcached port is Amalgam's (redis-server has none)")
+def test_memcached_port_serves_only_its_own_slots(tmp_path):
+    """A cluster node's memcached port serves the keys of its own slots and
+    refuses another node's with the redirection RESP answers, as memcached's
+    SERVER_ERROR (text and meta) or NOT_MY_VBUCKET (binary), writing
+    nothing; the connection goes on."""
+    from pymemcache.client.base import Client
+    from pymemcache.exceptions import MemcacheServerError
+    import struct
+
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        n0 = nodes[0]
+        local, foreign = _local_and_foreign(n0, 3)
+        mc = Client(("127.0.0.1", _mc_port(n0)), timeout=5)
+        # Its own slots: served, and shared with RESP's database 0.
+        mc.set(local[0], b"here")
+        assert mc.get(local[0]) == b"here"
+        assert n0.c.get(local[0]) == b"here"
+        key, moved = foreign[0]
+        # Another node's slot: the redirection, and nothing written here
+        # or there.
+        with pytest.raises(MemcacheServerError, match=moved):
+            mc.set(key, b"nowhere", noreply=False)
+        with pytest.raises(MemcacheServerError, match=moved):
+            mc.get(key)
+        with pytest.raises(MemcacheServerError, match=moved):
+            mc.delete(key, noreply=False)
+        with pytest.raises(MemcacheServerError, match=moved):
+            mc.incr(key, 1)
+        owner = next(n for n in nodes if moved.endswith(f":{n.port}"))
+        assert owner.c.get(key) is None
+        # Keys of two slots in one get: CROSSSLOT, no value answered.
+        with pytest.raises(MemcacheServerError, match="CROSSSLOT"):
+            mc.get_many([local[0], key])
+        # A noreply write is refused silently: the next reply is the next
+        # request's.
+        mc.set(key, b"x", noreply=True)
+        assert mc.get(local[0]) == b"here"
+        mc.close()
+        port = _mc_port(n0)
+        # The meta protocol: the same line, after the request before it.
+        want = f"MN\r\nSERVER_ERROR {moved}\r\nVA 4\r\nhere\r\n".encode()
+        assert _raw(port, f"mn\r\nmg {key} v\r\nmg {local[0]} v\r\n".encode(), len(want)) == want
+        # The binary protocol: NOT_MY_VBUCKET (0x0007) with the text.
+        k = key.encode()
+        get = struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(k), 0, 0, 0, len(k), 0xABCD, 0) + k
+        resp = _raw(port, get, 24 + len(moved))
+        magic, opcode, _, _, _, status, body_len, opaque, _ = struct.unpack(">BBHBBHIIQ", resp[:24])
+        assert (magic, opcode, status, opaque, resp[24:]) == (0x81, 0x00, 0x0007, 0xABCD, moved.encode())
+    finally:
+        for n in nodes:
+            n.kill()

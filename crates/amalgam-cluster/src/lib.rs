@@ -41,7 +41,7 @@
 //! form a cluster with `redis-cli --cluster create`, alone or beside
 //! redis-server 7.0 nodes, detect failures, elect a failed primary's
 //! replica and rejoin; PUBLISH reaches every node's subscribers. Not
-//! yet: replica migration, SPUBLISH across a shard's nodes, the memcached port's routing, a per-slot
+//! yet: replica migration, SPUBLISH across a shard's nodes, a per-slot
 //! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
 //! (docs/cluster.md keeps the list).
 //!

@@ -65,7 +65,20 @@ pub fn process(
         if !stop.parses(wbuf.len()) || pos == buf.len() {
             break;
         }
-        match parse(&buf[pos..], limits) {
+        let parsed = parse(&buf[pos..], limits);
+        if ctx.w.routed {
+            if let Parse::Done(req, n) = &parsed {
+                if let Some(why) = misrouted(ctx, req) {
+                    // Refused in cluster mode (route.rs), after the gets
+                    // before it; quiet or not, as any error.
+                    run_gets(ctx, &mut gets, wbuf);
+                    pos += n;
+                    push_response(wbuf, req.opcode, status::NOT_MY_VBUCKET, req.opaque, 0, &[], &[], why.as_bytes());
+                    continue;
+                }
+            }
+        }
+        match parsed {
             Parse::Done(req @ Request { command: Command::Get { .. }, .. }, n) => {
                 gets.push(req);
                 pos += n;
@@ -114,6 +127,20 @@ pub fn process(
         *rstart = 0;
         *rend = 0;
     }
+}
+
+/// In cluster mode: why `req`'s key is not served here (route.rs).
+fn misrouted(ctx: &Ctx<'_>, req: &Request<'_>) -> Option<String> {
+    let (key, write) = match req.command {
+        Command::Get { key, .. } => (key, false),
+        Command::Touch { key, .. }
+        | Command::Gat { key, .. }
+        | Command::Store { key, .. }
+        | Command::Delete { key, .. }
+        | Command::Arith { key, .. } => (key, true),
+        _ => return None,
+    };
+    crate::route::binary(ctx, key, write)
 }
 
 /// The 4-byte extras of a hit: the item's client flags.

@@ -176,7 +176,26 @@ pub fn process(
         if !ctx.stop.parses(wbuf.len()) || pos == buf.len() {
             break;
         }
-        match parse(&buf[pos..], ctx.w.limits) {
+        let parsed = parse(&buf[pos..], ctx.w.limits);
+        if ctx.w.routed {
+            if let Parse::Done(req, n) = &parsed {
+                if let Err(refusal) = crate::route::text(ctx, req) {
+                    // Refused in cluster mode (route.rs): after the
+                    // replies of the runs before it, in order.
+                    if !gets.is_empty() {
+                        run_gets(ctx, &gets, wbuf);
+                        gets.clear();
+                    }
+                    run_stores(ctx, &mut stores, wbuf);
+                    pos += n;
+                    if let Some(line) = refusal {
+                        push_line(wbuf, &line);
+                    }
+                    continue;
+                }
+            }
+        }
+        match parsed {
             Parse::Done(Request::Get { keys, cas, touch: None }, n) => {
                 run_stores(ctx, &mut stores, wbuf);
                 if ctx.stop.crossed(wbuf.len()) {

@@ -189,6 +189,14 @@ fn store_cmd(op: StoreOp) -> &'static str {
 /// published as it is. `req`'s data is empty (the request was rewritten).
 pub fn run_prepared(ctx: &Ctx<'_>, req: Request<'_>, value: amalgam_commands::received::Receiving, out: &mut Vec<u8>) {
     let Request::Store { op, key, flags, exptime, cas_unique, noreply, .. } = req else { return };
+    if ctx.w.routed {
+        if let Err(refusal) = crate::route::text(ctx, &req) {
+            if let Some(line) = refusal {
+                push_line(out, &line);
+            }
+            return;
+        }
+    }
     if ctx.read_only() {
         if !noreply {
             push_line(out, READONLY_REPLY);

@@ -39,6 +39,7 @@
 //! | `authfile.rs` | `-Y FILE`: the users and the authentication `set` |
 //! | `watch.rs` | `watch`: the watchers' registry and memcached's log-line formats |
 //! | `operator.rs` | `stats detail` (per-prefix counts), `slabs`, `lru`: memcached's replies |
+//! | `route.rs` | Redis Cluster mode: a key of another node's slot is refused with the redirection |
 
 #![forbid(unsafe_code)]
 
@@ -48,6 +49,7 @@ pub mod conn;
 pub mod exec;
 pub mod meta;
 pub mod operator;
+mod route;
 pub mod slabs;
 pub mod watch;
 
@@ -141,6 +143,13 @@ pub trait Host: Sync {
     fn flushed(&self) {}
     /// Wakes `worker`'s event loop: a watcher there has lines to send.
     fn wake_worker(&self, _worker: usize) {}
+    /// In cluster mode (asked only when [`Worker::routed`]): why a request
+    /// on `keys` (memcached's keys, database 0's) does not run on this
+    /// node, as Redis's redirection (`MOVED 3999 127.0.0.1:7001`), or None
+    /// when it runs here (`route.rs`).
+    fn misrouted(&self, _keys: &[&[u8]], _write: bool) -> Option<String> {
+        None
+    }
 }
 
 /// memcached's `-B`: the protocols the port speaks.
@@ -181,6 +190,9 @@ pub struct Worker<'w> {
     /// The `watch` connections (the operator state's, reached without a
     /// call: the request path reads its class word).
     pub watchers: &'w watch::Watchers,
+    /// Redis Cluster mode (fixed at start): every request's keys are
+    /// routed by their slot first (`route.rs`, [`Host::misrouted`]).
+    pub routed: bool,
 }
 
 impl Worker<'_> {

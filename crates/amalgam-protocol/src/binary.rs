@@ -108,6 +108,10 @@ pub mod status {
     pub const EINVAL: u16 = 0x04;
     pub const NOT_STORED: u16 = 0x05;
     pub const DELTA_BADVAL: u16 = 0x06;
+    /// "The vbucket belongs to another server" (protocol_binary.h):
+    /// memcached never sends it; a Redis Cluster node's memcached port
+    /// answers it for a key of another node's slot.
+    pub const NOT_MY_VBUCKET: u16 = 0x07;
     pub const UNKNOWN_COMMAND: u16 = 0x81;
     pub const ENOMEM: u16 = 0x82;
 }

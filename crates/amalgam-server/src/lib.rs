@@ -176,4 +176,8 @@ impl amalgam_memcache::Host for Memcached<'_> {
     fn flushed(&self) {
         self.0.tracking.flushed(self.0);
     }
+
+    fn misrouted(&self, keys: &[&[u8]], write: bool) -> Option<String> {
+        resp::cluster::memcached_route(self.0, keys, write)
+    }
 }

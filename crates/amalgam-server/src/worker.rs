@@ -102,6 +102,7 @@ impl<'w> Reach<'w> {
                 limits: Limits { value_bytes_max: shared.args.max_item_size },
                 notify: &shared.notify,
                 watchers: &shared.mc_operator.watchers,
+                routed: shared.cluster.enabled(),
             },
             rbuf_max: read_buffer_bytes_max(shared.args.max_item_size),
         }

@@ -113,6 +113,17 @@ fn follow(shared: &Shared, primary: Option<(String, u16)>) {
     }
 }
 
+/// The memcached port's routing in cluster mode (`amalgam_memcache`'s
+/// `route.rs`): the redirection RESP would answer for a request on
+/// `keys`, without its `-`, or None when it runs here. memcached has no
+/// ASKING or READONLY: its requests route as a RESP client's that said
+/// neither.
+pub fn memcached_route(shared: &Shared, keys: &[&[u8]], write: bool) -> Option<String> {
+    let store = &shared.store;
+    let q = Query { write, ..Query::default() };
+    shared.cluster.route(keys, q, |k| in_database_0(store, k)).err().map(|r| r.text())
+}
+
 /// Whether database 0 holds `key` (the one database of cluster mode).
 fn in_database_0(store: &amalgam_engine::Store, key: &[u8]) -> bool {
     store.peek(&amalgam_engine::namespace::encode(0, key), |_| ()).is_some()
