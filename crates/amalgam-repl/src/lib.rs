@@ -412,6 +412,9 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// The offset maps of redis-server replicas whose links ended, for
+    /// their PSYNC to continue (`redis_out.rs`).
+    redis_resumes: redis_out::Resumes,
     /// `replica-priority` (Sentinel reads it in INFO).
     pub replica_priority: AtomicU64,
     /// `repl-timeout` in seconds.
@@ -485,6 +488,7 @@ impl Replication {
             redis_primary: AtomicBool::new(false),
             cas_shift: AtomicU64::new(0),
             resume: AtomicBool::new(false),
+            redis_resumes: Default::default(),
             masterauth: Mutex::new(String::new()),
             masteruser: Mutex::new(String::new()),
         }

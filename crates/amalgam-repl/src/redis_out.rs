@@ -37,9 +37,24 @@
 //! **Offsets.** The replica counts the bytes of the RESP stream it is
 //! sent, from `<offset>` on; its acks are mapped back to backlog offsets
 //! through [`Peer`]'s `offsets` (the pairs at each send's end and before
-//! each GETACK), so WAIT and INFO count it as any replica. A reconnect
-//! is a full sync: the two offsets share no space a PSYNC could continue
-//! in.
+//! each GETACK), so WAIT and INFO count it as any replica.
+//!
+//! **Continuing after a drop** ([`resume`]). The two offsets share no
+//! space a PSYNC could continue in by arithmetic, but each replica's map
+//! of them can: when its link ends, its pairs are kept (by its address,
+//! [`RESUME_PEERS_MAX`] replicas). A replica that comes back with
+//! `PSYNC <replid> <R+1>` (it processed the stream up to its offset `R`,
+//! always at a command's end) is continued from the latest pair `(s, b,
+//! fence)` with `s <= R`: every record after backlog offset `b` is
+//! translated again and sent, counted from `R` on, after `+CONTINUE`.
+//! Sending again what it already applied is harmless because the stream
+//! sets state (above): each key's command restates the key as it is now,
+//! so the replica converges whatever it had applied between `s` and `R`;
+//! a FLUSHALL sent again is followed by every key written after it. The
+//! pair's flush fence comes with it, so a snapshot's re-statement of a
+//! fence already sent is still not a FLUSHALL. When `b` has left the
+//! backlog, the replid is not the backlog's, or no pair is kept, the
+//! answer is a full sync, as Redis's.
 
 use crate::{
     lock, unix_now_nanos, Host, Peer, SyncBuf, REPL_PING_EVERY, SENDER_POLL_SLEEP, SENDER_POLL_WINDOW, SENDER_WAIT,
@@ -61,13 +76,55 @@ const OFFSET_PAIRS_MAX: usize = 4096;
 /// Serves a redis-server replica: the RDB full sync, then the stream,
 /// until it leaves. `sync`: it said SYNC (no `+FULLRESYNC` line); `eof`:
 /// it takes a streamed RDB.
-pub(crate) fn stream<H: Host>(
-    shared: &H,
-    w: &mut TcpStream,
-    peer: &Peer,
-    sync: bool,
-    eof: bool,
-) -> std::io::Result<()> {
+pub(crate) fn stream<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, req: &crate::Psync) -> std::io::Result<()> {
+    let out = match resume(shared, peer, req) {
+        Some((reader, at, fence)) => {
+            let out = w
+                .write_all(format!("+CONTINUE {}\r\n", req.replid).as_bytes())
+                .and_then(|()| send_stream(shared, w, peer, reader, at, fence));
+            shared.repl().backlog.detach(reader);
+            out
+        }
+        None => full(shared, w, peer, req.sync, req.eof),
+    };
+    if let Some(m) = &peer.offsets {
+        shared.repl().redis_resumes.keep(&peer.ip, peer.port, m);
+    }
+    out
+}
+
+/// A PSYNC that can continue ("Continuing after a drop"): a backlog
+/// reader from the kept triple's place, the stream's and the backlog's
+/// offsets to go on from, and the fence sent by then. None: a full sync
+/// (counted as a refused partial one when the replica asked for one).
+fn resume<H: Host>(shared: &H, peer: &Peer, req: &crate::Psync) -> Option<(ReaderId, (u64, u64), u64)> {
+    let r = shared.repl();
+    if req.sync || req.replid == "?" || req.offset < 1 {
+        return None;
+    }
+    let processed = req.offset as u64 - 1;
+    let continued = r.redis_resumes.take(&peer.ip, peer.port, processed).and_then(|(at, fence)| {
+        // The backlog's reader positions are the next byte's offset.
+        match r.backlog.attach(&req.replid, at + 1) {
+            stream::Attach::Continue { reader, .. } => Some((reader, (processed, at), fence)),
+            stream::Attach::Full => None,
+        }
+    });
+    if continued.is_some() {
+        r.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+        log::warn!(
+            "Partial resynchronization request from redis-server replica {}:{} accepted, at its offset {processed}",
+            peer.ip,
+            peer.port
+        );
+    } else {
+        r.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+    }
+    continued
+}
+
+/// The RDB full sync, then the stream.
+fn full<H: Host>(shared: &H, w: &mut TcpStream, peer: &Peer, sync: bool, eof: bool) -> std::io::Result<()> {
     let r = shared.repl();
     r.sync_full.fetch_add(1, Ordering::Relaxed);
     r.attach_journal(shared.store());
@@ -85,7 +142,7 @@ pub(crate) fn stream<H: Host>(
     // (sent once it has loaded), as Redis's primary does
     // (`repl_start_cmd_stream_on_ack`); meanwhile the backlog keeps it.
     let out = if eof { await_first_ack(shared, peer) } else { Ok(()) }
-        .and_then(|()| send_stream(shared, w, peer, sent.reader, sent.offset, sent.fence));
+        .and_then(|()| send_stream(shared, w, peer, sent.reader, (sent.offset, sent.offset), sent.fence));
     r.backlog.detach(sent.reader);
     out
 }
@@ -229,15 +286,14 @@ fn send_stream<H: Host>(
     w: &mut TcpStream,
     peer: &Peer,
     reader: ReaderId,
-    offset: u64,
+    (mut sent, mut pending_at): (u64, u64),
     fence: u64,
 ) -> std::io::Result<()> {
     let r = shared.repl();
     peer.online.store(true, Ordering::Relaxed);
     // Asked at once, so the replica's first ack does not wait a second.
     r.backlog.request_acks();
-    let (mut sent, mut pending_at) = (offset, offset);
-    note(peer, sent, offset);
+    note(peer, sent, pending_at, fence);
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = Vec::with_capacity(stream::SEND_CHUNK_BYTES);
     let mut out = Vec::new();
@@ -277,7 +333,7 @@ fn send_stream<H: Host>(
                         w.write_all(&out)?;
                         sent += out.len() as u64;
                         out.clear();
-                        note(peer, sent, pending_at + pos as u64);
+                        note(peer, sent, pending_at + pos as u64, s.fence);
                     }
                     translate(shared, &rec, &mut s, &mut out);
                     pos += n;
@@ -296,7 +352,7 @@ fn send_stream<H: Host>(
             out.clear();
             last_sent = Instant::now();
         }
-        note(peer, sent, pending_at);
+        note(peer, sent, pending_at, s.fence);
     }
 }
 
@@ -347,28 +403,29 @@ fn translate<H: Host>(shared: &H, rec: &Record<'_>, s: &mut Sent, out: &mut Vec<
 
 /// Notes that the RESP stream's `sent` bytes carry the backlog up to
 /// `backlog` (a redis-server replica's [`AckMap`]).
-fn note(peer: &Peer, sent: u64, backlog: u64) {
+fn note(peer: &Peer, sent: u64, backlog: u64, fence: u64) {
     if let Some(m) = &peer.offsets {
-        m.note(sent, backlog);
+        m.note(sent, backlog, fence);
     }
 }
 
 /// A redis-server replica's acks (offsets of the RESP stream it was
-/// sent) mapped to backlog offsets: pairs (stream bytes sent, backlog
-/// offset they carry), oldest first, at most [`OFFSET_PAIRS_MAX`].
+/// sent) mapped to backlog offsets: triples (stream bytes sent, backlog
+/// offset they carry, the flush fence sent by then), oldest first, at
+/// most [`OFFSET_PAIRS_MAX`].
 #[derive(Debug, Default)]
-pub(crate) struct AckMap(std::sync::Mutex<std::collections::VecDeque<(u64, u64)>>);
+pub(crate) struct AckMap(std::sync::Mutex<std::collections::VecDeque<(u64, u64, u64)>>);
 
 impl AckMap {
-    fn note(&self, sent: u64, backlog: u64) {
+    fn note(&self, sent: u64, backlog: u64, fence: u64) {
         let mut m = lock(&self.0);
-        if m.back().is_some_and(|&(s, _)| s == sent) {
+        if m.back().is_some_and(|&(s, ..)| s == sent) {
             m.pop_back();
         }
         if m.len() >= OFFSET_PAIRS_MAX {
             m.pop_front();
         }
-        m.push_back((sent, backlog));
+        m.push_back((sent, backlog, fence));
     }
 
     /// The backlog offset an ack of `acked` stands for: that of the
@@ -378,7 +435,7 @@ impl AckMap {
         let mut m = lock(&self.0);
         let mut found = 0;
         // Bounded by OFFSET_PAIRS_MAX.
-        while let Some(&(sent, backlog)) = m.front() {
+        while let Some(&(sent, backlog, _)) = m.front() {
             if sent > acked {
                 break;
             }
@@ -389,6 +446,41 @@ impl AckMap {
             m.pop_front();
         }
         found
+    }
+}
+
+/// How many redis-server replicas' offset maps are kept after their
+/// links end, for a PSYNC that continues ([`resume`]); the oldest goes.
+pub(crate) const RESUME_PEERS_MAX: usize = 16;
+
+/// The offset maps of the redis-server replicas whose links ended, by
+/// their address (module notes, "Continuing after a drop").
+#[derive(Debug, Default)]
+pub(crate) struct Resumes(std::sync::Mutex<std::collections::VecDeque<Kept>>);
+
+/// One replica's kept map: its address and its triples, oldest first.
+type Kept = (String, u16, Vec<(u64, u64, u64)>);
+
+impl Resumes {
+    /// Keeps the map of the replica at `ip`:`port`, whose link ended.
+    fn keep(&self, ip: &str, port: u16, map: &AckMap) {
+        let triples: Vec<(u64, u64, u64)> = lock(&map.0).iter().copied().collect();
+        let mut kept = lock(&self.0);
+        kept.retain(|(i, p, _)| !(i == ip && *p == port));
+        if kept.len() >= RESUME_PEERS_MAX {
+            kept.pop_front();
+        }
+        kept.push_back((ip.to_string(), port, triples));
+    }
+
+    /// For the replica at `ip`:`port` that processed the stream up to
+    /// its offset `processed`: the backlog offset and the flush fence of
+    /// the latest triple it covers, taken (a map serves one return).
+    fn take(&self, ip: &str, port: u16, processed: u64) -> Option<(u64, u64)> {
+        let mut kept = lock(&self.0);
+        let i = kept.iter().position(|(i, p, _)| i == ip && *p == port)?;
+        let (_, _, triples) = kept.remove(i)?;
+        triples.iter().rev().find(|&&(sent, ..)| sent <= processed).map(|&(_, backlog, fence)| (backlog, fence))
     }
 }
 
@@ -407,18 +499,39 @@ mod tests {
     #[test]
     fn acks_map_to_the_backlog_offset_of_the_latest_send_they_cover() {
         let m = AckMap::default();
-        m.note(100, 100);
-        m.note(150, 400);
-        m.note(150, 420); // nothing sent: the later backlog offset wins
-        m.note(180, 500);
+        m.note(100, 100, 0);
+        m.note(150, 400, 0);
+        m.note(150, 420, 0); // nothing sent: the later backlog offset wins
+        m.note(180, 500, 0);
         assert_eq!(m.backlog_offset(99), 0);
         assert_eq!(m.backlog_offset(100), 100);
         assert_eq!(m.backlog_offset(170), 420);
         assert_eq!(m.backlog_offset(180), 500);
         assert_eq!(m.backlog_offset(10_000), 500, "the last pair stays");
         for i in 0..(OFFSET_PAIRS_MAX as u64 + 10) {
-            m.note(1_000 + i, 2_000 + i);
+            m.note(1_000 + i, 2_000 + i, 0);
         }
         assert_eq!(lock(&m.0).len(), OFFSET_PAIRS_MAX);
+    }
+
+    #[test]
+    fn a_replica_continues_from_the_latest_triple_its_offset_covers() {
+        let kept = Resumes::default();
+        let m = AckMap::default();
+        m.note(100, 1_000, 1);
+        m.note(150, 1_400, 2);
+        m.note(180, 1_500, 2);
+        kept.keep("10.0.0.1", 6379, &m);
+        assert_eq!(kept.take("10.0.0.2", 6379, 170), None, "another replica's offsets are not its");
+        assert_eq!(kept.take("10.0.0.1", 6379, 99), None, "before the first triple kept");
+        kept.keep("10.0.0.1", 6379, &m);
+        assert_eq!(kept.take("10.0.0.1", 6379, 170), Some((1_400, 2)));
+        assert_eq!(kept.take("10.0.0.1", 6379, 170), None, "taken once");
+        for i in 0..(RESUME_PEERS_MAX as u16 + 3) {
+            kept.keep("10.0.0.9", 7000 + i, &m);
+        }
+        assert_eq!(lock(&kept.0).len(), RESUME_PEERS_MAX);
+        assert_eq!(kept.take("10.0.0.9", 7000, 500), None, "the oldest replica's were dropped");
+        assert_eq!(kept.take("10.0.0.9", 7000 + RESUME_PEERS_MAX as u16 + 2, 500), Some((1_500, 2)));
     }
 }

@@ -81,7 +81,7 @@ fn serve<H: Host>(
         let out = if req.amalgam {
             stream_native(shared, &mut w, req, &peer)
         } else {
-            crate::redis_out::stream(&**shared, &mut w, &peer, req.sync, req.eof)
+            crate::redis_out::stream(&**shared, &mut w, &peer, req)
         };
         let _ = w.shutdown(Shutdown::Both);
         let _ = reader.join();

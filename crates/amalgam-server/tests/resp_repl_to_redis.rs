@@ -1,7 +1,8 @@
 //! redis-server as a replica of Amalgam (issue 37 §2): the RDB full sync
 //! from the fork-less snapshot, then Redis's command stream (every type,
 //! two databases, expiries, deletions, MULTI/EXEC, FUNCTION libraries),
-//! WAIT counting the Redis replica, and a resync after the link drops.
+//! WAIT counting the Redis replica, and a partial resync (PSYNC
+//! continuing) after the link drops.
 //! The replica is always a redis-server of the test's own; the primary is
 //! an amalgam, or in CI's Redis pass (every `resp_*` file) a redis-server
 //! with the same options, which proves the expectations are what a Redis
@@ -57,8 +58,11 @@ fn a_redis_replica_follows_amalgam() {
     assert_eq!(r.call(&["FCALL_RO", "two", "0"]), int(2));
     assert_eq!(p.info_field("replication", "connected_slaves").as_deref(), Some("1"));
     assert_eq!(r.call(&["SET", "mine", "1"]), "-READONLY You can't write against a read only replica.\r\n");
-    // A dropped link syncs again (a full sync from Amalgam; Redis
-    // continues) and the stream goes on.
+    // A dropped link continues where the replica was (PSYNC answered
+    // +CONTINUE, no full sync), with writes made meanwhile, and the
+    // stream goes on.
+    let stat = |p: &mut Resp, f: &str| p.info_field("stats", f).and_then(|v| v.parse::<u64>().ok()).expect(f);
+    let (full, partial) = (stat(&mut p, "sync_full"), stat(&mut p, "sync_partial_ok"));
     assert_eq!(r.call(&["CLIENT", "KILL", "TYPE", "master"]), int(1));
     write_round(&mut p, 3);
     eventually("the link is back", CONVERGE, || {
@@ -66,6 +70,19 @@ fn a_redis_replica_follows_amalgam() {
     });
     assert_eq!(p.call(&["WAIT", "1", "20000"]), int(1));
     converges(&mut p, &mut r, "after the resync");
+    assert_eq!(stat(&mut p, "sync_full"), full, "no full sync after the drop");
+    assert_eq!(stat(&mut p, "sync_partial_ok"), partial + 1, "the replica continued");
+    // Again, with a FLUSHALL and writes after it in what it missed.
+    assert_eq!(r.call(&["CLIENT", "KILL", "TYPE", "master"]), int(1));
+    assert_eq!(p.call(&["FLUSHALL"]), "+OK\r\n");
+    write_round(&mut p, 4);
+    eventually("the link is back", CONVERGE, || {
+        r.info_field("replication", "master_link_status").as_deref() == Some("up")
+    });
+    assert_eq!(p.call(&["WAIT", "1", "20000"]), int(1));
+    converges(&mut p, &mut r, "after a resync across a FLUSHALL");
+    assert_eq!(stat(&mut p, "sync_full"), full);
+    assert_eq!(stat(&mut p, "sync_partial_ok"), partial + 2);
     assert_eq!(p.call(&["FLUSHALL"]), "+OK\r\n");
     converges(&mut p, &mut r, "after FLUSHALL");
 }
