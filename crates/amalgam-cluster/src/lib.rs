@@ -53,8 +53,11 @@ pub mod bus;
 pub mod command;
 pub mod failover;
 pub mod gossip;
+pub mod links;
+pub mod migration;
 pub mod msg;
 pub mod node;
+pub mod options;
 pub mod slot;
 
 use node::{flags, Name, Node};
@@ -110,6 +113,13 @@ pub struct Config {
     pub require_full_coverage: bool,
     /// `cluster-allow-reads-when-down` (default no).
     pub allow_reads_when_down: bool,
+    /// `cluster-replica-validity-factor`, `cluster-migration-barrier`,
+    /// `cluster-allow-replica-migration`, `cluster-replica-no-failover`
+    /// at start; CONFIG SET changes them in [`options::Live`].
+    pub replica_validity_factor: u64,
+    pub migration_barrier: u64,
+    pub allow_replica_migration: bool,
+    pub replica_no_failover: bool,
 }
 
 impl Default for Config {
@@ -126,6 +136,10 @@ impl Default for Config {
             announce_hostname: String::new(),
             require_full_coverage: true,
             allow_reads_when_down: false,
+            replica_validity_factor: options::VALIDITY_FACTOR_DEFAULT,
+            migration_barrier: options::MIGRATION_BARRIER_DEFAULT,
+            allow_replica_migration: options::ALLOW_REPLICA_MIGRATION_DEFAULT,
+            replica_no_failover: options::REPLICA_NO_FAILOVER_DEFAULT,
         }
     }
 }
@@ -342,6 +356,10 @@ pub struct Cluster {
     served: Box<[AtomicU64]>,
     /// The cluster's state is ok.
     up: AtomicBool,
+    /// The options CONFIG SET changes (`options.rs`).
+    live: options::Live,
+    /// The bus's links as the bus last listed them (CLUSTER LINKS).
+    links: links::LinkTable,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -363,6 +381,7 @@ impl Cluster {
     }
 
     fn with_state(cfg: Config, state: State) -> Cluster {
+        let live = options::Live::new(&cfg);
         let c = Cluster {
             cfg,
             state: Mutex::new(state),
@@ -370,6 +389,8 @@ impl Cluster {
             index: Mutex::new(None),
             served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             up: AtomicBool::new(false),
+            live,
+            links: links::LinkTable::default(),
         };
         {
             let mut s = c.lock();
@@ -420,6 +441,7 @@ impl Cluster {
                 me.ip = c.cfg.announce_ip.clone();
             }
             me.hostname = c.cfg.announce_hostname.clone();
+            options::sync_myself_flags(&c, &mut s);
             c.save(&s)
                 .map_err(|e| format!("Can't write the cluster config file {}: {e}", c.cfg.config_file.display()))?;
         }
