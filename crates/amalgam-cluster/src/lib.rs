@@ -28,7 +28,11 @@
 //!   amalgam-protocol. It knows the store only through [`Host`] (the keys
 //!   of a slot, whether this node holds any key).
 //! * **Failover** (`failover.rs`): a replica's election and the votes,
-//!   manual failover; effects carried out by the bus.
+//!   manual failover; effects carried out by the bus. **Replica
+//!   migration** (`migration.rs`): a replica moves to an orphaned
+//!   primary. The options CONFIG SET changes (`options.rs`).
+//! * **CLUSTER LINKS** (`links.rs`): the bus's links as the bus last
+//!   listed them.
 //! * **The bus** (`msg.rs`, `gossip.rs`, `bus.rs`): Redis 7.0's
 //!   `clusterMsg` byte for byte over the bus port, one thread with a mio
 //!   poll and a 100 ms cron; the rules (handshake, gossip, slot claims by
@@ -36,12 +40,16 @@
 //!   and a message in `gossip.rs`, the I/O in `bus.rs`.
 //!
 //! ## Where this stands
-//! Cluster mode, the bus, CLUSTER's subcommands, the redirections and
-//! failover (`failover.rs`: elections, CLUSTER FAILOVER): Amalgam nodes
-//! form a cluster with `redis-cli --cluster create`, alone or beside
-//! redis-server 7.0 nodes, detect failures, elect a failed primary's
-//! replica and rejoin; PUBLISH reaches every node's subscribers. Not
-//! yet: replica migration, SPUBLISH across a shard's nodes, the memcached port's routing, a per-slot
+//! Cluster mode, the bus, CLUSTER's subcommands (CLUSTER LINKS from the
+//! bus's real links), the redirections and failover (`failover.rs`:
+//! elections, CLUSTER FAILOVER, `cluster-replica-no-failover` and
+//! `cluster-replica-validity-factor`), replica migration to orphaned
+//! primaries (`migration.rs`, with `cluster-migration-barrier` and
+//! `cluster-allow-replica-migration`): Amalgam nodes form a cluster with
+//! `redis-cli --cluster create`, alone or beside redis-server 7.0 nodes,
+//! detect failures, elect a failed primary's replica, move a replica to
+//! an orphaned primary and rejoin; PUBLISH reaches every node's
+//! subscribers. Not yet: SPUBLISH across a shard's nodes, the memcached port's routing, a per-slot
 //! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
 //! (docs/cluster.md keeps the list).
 //!
@@ -238,8 +246,20 @@ impl State {
             }
         }
         if let Some(new) = to {
+            // A primary given its first slot while some primary has a
+            // replica is a target for replica migration even without a
+            // replica of its own (Redis's `clusterNodeSetSlotBit`, issue
+            // 3043: MIGRATE_TO, `migration.rs`).
+            let first = self.nodes.get(&new).is_some_and(|n| n.slots.is_empty());
+            let replicas_exist = first
+                && self.nodes.values().any(|r| {
+                    r.is(flags::SLAVE) && r.primary.and_then(|p| self.nodes.get(&p)).is_some_and(Node::is_primary)
+                });
             if let Some(n) = self.nodes.get_mut(&new) {
                 n.slots.set(slot, true);
+                if replicas_exist {
+                    n.flags |= flags::MIGRATE_TO;
+                }
             }
         }
         self.owner[slot] = to;

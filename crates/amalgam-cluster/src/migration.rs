@@ -7,8 +7,9 @@
 //! knows (not itself, not a node without an address or in handshake),
 //! the working replicas of each (not FAIL): a primary serving slots,
 //! itself not FAIL, that had replicas (Redis's MIGRATE_TO flag, set
-//! when a replica attaches or when a replica was promoted) and has no
-//! working one is *orphaned*. If there is an orphaned primary, the most
+//! when a replica attaches, when a replica was promoted, or when the
+//! primary got its first slot while other primaries had replicas) and
+//! has no working one is *orphaned*. If there is an orphaned primary, the most
 //! working replicas any primary has is at least
 //! [`MIGRATION_REPLICAS_MIN`], this replica's primary has that most,
 //! and `cluster-allow-replica-migration` is yes, it looks closer:
@@ -255,5 +256,12 @@ mod tests {
         s.nodes.get_mut(&w.r3).unwrap().flags &= !flags::FAIL;
         assert_eq!(decide(&mut s, 30_000, 1, true), None);
         assert_eq!(s.nodes[&w.b].orphaned_time, 0);
+        // A primary given its first slot while replicas exist is a
+        // target, though it never had one (Redis's issue 3043).
+        let d = name(b'd');
+        s.nodes.insert(d, Node::new(d, flags::MASTER, 0));
+        s.assign(3, Some(d));
+        assert!(s.nodes[&d].is(flags::MIGRATE_TO));
+        assert!(!s.nodes[&name(b'c')].is(flags::MIGRATE_TO));
     }
 }
