@@ -491,6 +491,21 @@ mod tests {
     }
 
     #[test]
+    fn the_cluster_replica_options_and_their_aliases_become_flags() {
+        let (args, rt) = parse(
+            "cluster-slave-validity-factor 0\ncluster-migration-barrier 2\ncluster-allow-replica-migration no\n\
+             cluster-slave-no-failover yes\n",
+        )
+        .unwrap();
+        let want = "--cluster-replica-validity-factor 0 --cluster-migration-barrier 2 \
+                    --cluster-allow-replica-migration no --cluster-replica-no-failover yes";
+        assert_eq!(args.join(" "), want);
+        assert!(rt.is_empty());
+        let bad = parse("cluster-migration-barrier -1\n").unwrap_err();
+        assert!(bad.contains("argument must be between 0 and 2147483647 inclusive"), "{bad}");
+    }
+
+    #[test]
     fn the_shipped_sample_config_reads() {
         let (args, rt) = parse(include_str!("../../../contrib/amalgam.conf")).unwrap();
         assert!(args.join(" ").contains("--resp-port 6379 --memcached-port 11211 -l 127.0.0.1 -m 64"), "{args:?}");
