@@ -37,16 +37,15 @@
 //! is harmless, and Redis accepts the same. Every replica that comes
 //! back has its FAIL cleared, so a candidate exists in the end.
 //!
-//! **Cost.** One walk of the node table per round for the census and,
-//! only when it finds an orphan, a second walk; each walk counts the
-//! replicas of a node by a walk of the table too, so O(nodes²) per round
-//! in the rare round that looks closer, O(nodes²) for the census. Redis
-//! keeps a replica list per node; the table is at most a few hundred
-//! nodes, walked ten times a second.
+//! **Cost.** One walk of the node table counts every primary's
+//! replicas; the census and, only when it finds an orphan, the closer
+//! look walk the table once more each: O(nodes · log nodes) per cron
+//! round, on the bus thread, for a replica only.
 
 use crate::gossip::Effect;
 use crate::node::{self, flags, Name};
 use crate::State;
+use std::collections::BTreeMap;
 
 /// How long a primary must stay orphaned before a replica migrates to
 /// it (Redis's `CLUSTER_SLAVE_MIGRATION_DELAY`).
@@ -56,45 +55,59 @@ pub const MIGRATION_DELAY_MS: u64 = 5000;
 /// orphan it).
 pub const MIGRATION_REPLICAS_MIN: usize = 2;
 
-/// The replicas of `p` in the table (Redis's `node->slaves`).
-fn replicas(s: &State, p: Name) -> impl Iterator<Item = &node::Node> {
-    s.nodes.values().filter(move |n| n.primary == Some(p) && n.is(flags::SLAVE))
+/// What a primary's replicas are, counted in one walk of the table
+/// (Redis keeps `node->slaves`; Amalgam finds replicas by their
+/// `primary`).
+#[derive(Debug, Default, Clone, Copy)]
+struct Replicas {
+    /// In the table, whatever their state.
+    all: usize,
+    /// Not FAIL (`clusterCountNonFailingSlaves`).
+    working: usize,
+    /// Neither FAIL nor PFAIL (the barrier's count).
+    healthy: usize,
+    /// The smallest name among them.
+    least: Option<Name>,
 }
 
-/// Replicas of `p` not FAIL (`clusterCountNonFailingSlaves`).
-fn working(s: &State, p: Name) -> usize {
-    replicas(s, p).filter(|r| !r.is(flags::FAIL)).count()
-}
-
-/// Whether `p` is a primary a replica may migrate to: one that had
-/// replicas (MIGRATE_TO, or a replica, failed, still in the table).
-fn had_replicas(s: &State, p: &node::Node) -> bool {
-    p.is(flags::MIGRATE_TO) || replicas(s, p.name).next().is_some()
+/// Each primary's replicas, by the primary's name: one walk.
+fn census(s: &State) -> BTreeMap<Name, Replicas> {
+    let mut by_primary: BTreeMap<Name, Replicas> = BTreeMap::new();
+    for r in s.nodes.values().filter(|r| r.is(flags::SLAVE)) {
+        let Some(p) = r.primary else { continue };
+        let e = by_primary.entry(p).or_default();
+        e.all += 1;
+        e.working += usize::from(!r.is(flags::FAIL));
+        e.healthy += usize::from(!r.is(flags::FAIL | flags::PFAIL));
+        e.least = Some(e.least.map_or(r.name, |l| l.min(r.name)));
+    }
+    by_primary
 }
 
 /// The primary this replica should migrate to now, if any (see the
 /// module's essay); keeps each primary's `orphaned_time` on the way.
 /// `barrier`: `cluster-migration-barrier`; `allow`:
-/// `cluster-allow-replica-migration`.
+/// `cluster-allow-replica-migration`. Two walks of the table at most.
 pub fn decide(s: &mut State, now: u64, barrier: u64, allow: bool) -> Option<Name> {
     let me = s.me();
     let mine = me.primary.filter(|_| me.is(flags::SLAVE))?;
-    // The census (clusterCron's loop).
+    let counts = census(s);
+    let of = |name: &Name| counts.get(name).copied().unwrap_or_default();
+    // A primary that had replicas (MIGRATE_TO, or a replica, failed,
+    // still in the table) and has no working one.
+    let orphan = |n: &node::Node| {
+        let r = of(&n.name);
+        n.is_primary() && !n.is(flags::FAIL) && (n.is(flags::MIGRATE_TO) || r.all > 0) && r.working == 0
+    };
+    // clusterCron's count, over the primaries it may look at.
     let mut orphaned = 0;
     let mut max_working = 0;
-    let mut this_working = 0;
     for n in s.nodes.values() {
         if n.is(flags::MYSELF | flags::NOADDR | flags::HANDSHAKE) || !n.is_primary() || n.is(flags::FAIL) {
             continue;
         }
-        let ok = working(s, n.name);
-        if ok == 0 && !n.slots.is_empty() && had_replicas(s, n) {
-            orphaned += 1;
-        }
-        max_working = max_working.max(ok);
-        if n.name == mine {
-            this_working = ok;
-        }
+        orphaned += usize::from(orphan(n) && !n.slots.is_empty());
+        max_working = max_working.max(of(&n.name).working);
     }
     if orphaned == 0 {
         // Redis keeps a primary's orphaned time until its next closer
@@ -105,38 +118,31 @@ pub fn decide(s: &mut State, now: u64, barrier: u64, allow: bool) -> Option<Name
         }
         return None;
     }
-    if max_working < MIGRATION_REPLICAS_MIN || this_working != max_working || !allow {
-        return None;
-    }
-    if !s.ok {
+    let this_working =
+        s.nodes.get(&mine).filter(|p| p.is_primary() && !p.is(flags::FAIL)).map_or(0, |_| of(&mine).working);
+    if max_working < MIGRATION_REPLICAS_MIN || this_working != max_working || !allow || !s.ok {
         return None;
     }
     // This primary keeps more than the barrier's replicas, this one
-    // counted (neither FAIL nor PFAIL).
-    let healthy = replicas(s, mine).filter(|r| !r.is(flags::FAIL | flags::PFAIL)).count() as u64;
-    if healthy <= barrier {
+    // counted.
+    if of(&mine).healthy as u64 <= barrier {
         return None;
     }
-    // The target, each primary's orphaned time, and the candidate: the
-    // smallest name among the replicas of the primaries with the most
-    // working replicas.
+    // The target (the first orphan with slots), each primary's orphaned
+    // time, and the candidate: the smallest name among the replicas of
+    // the primaries with the most working replicas.
     let mut target = None;
     let mut candidate = s.myself;
-    let names: Vec<Name> = s.nodes.keys().copied().collect();
-    for name in names {
-        let n = &s.nodes[&name];
-        let ok = if n.is_primary() { working(s, name) } else { 0 };
-        let is_orphaned = n.is_primary() && !n.is(flags::FAIL) && had_replicas(s, n) && ok == 0;
-        if ok == max_working {
-            if let Some(least) = replicas(s, name).map(|r| r.name).min() {
-                candidate = candidate.min(least);
-            }
+    for n in s.nodes.values_mut() {
+        let r = counts.get(&n.name).copied().unwrap_or_default();
+        if n.is_primary() && r.working == max_working {
+            candidate = r.least.map_or(candidate, |l| candidate.min(l));
         }
-        let has_slots = !n.slots.is_empty();
-        let n = s.nodes.get_mut(&name).expect("listed");
-        if is_orphaned {
-            if target.is_none() && has_slots {
-                target = Some(name);
+        let is_orphan =
+            n.is_primary() && !n.is(flags::FAIL) && (n.is(flags::MIGRATE_TO) || r.all > 0) && r.working == 0;
+        if is_orphan {
+            if target.is_none() && !n.slots.is_empty() {
+                target = Some(n.name);
             }
             if n.orphaned_time == 0 {
                 n.orphaned_time = now;
