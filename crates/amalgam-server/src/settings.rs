@@ -793,7 +793,7 @@ fn rows() -> Vec<Setting> {
     // options.rs), under Redis 7.0's names and their `slave` aliases,
     // which CONFIG GET lists too. Set on a node not in cluster mode, they
     // are kept and shown, as Redis does.
-    for name in ["cluster-replica-validity-factor", "cluster-slave-validity-factor"] {
+    for name in [CLUSTER_ALIASES[0].0, CLUSTER_ALIASES[0].1] {
         r.push(Setting {
             name,
             kind: Kind::Int(0, amalgam_cluster::options::INT_OPTION_MAX as i64),
@@ -822,7 +822,7 @@ fn rows() -> Vec<Setting> {
         refuse: None,
         default: |_| yes_no(amalgam_cluster::options::ALLOW_REPLICA_MIGRATION_DEFAULT),
     });
-    for name in ["cluster-replica-no-failover", "cluster-slave-no-failover"] {
+    for name in [CLUSTER_ALIASES[1].0, CLUSTER_ALIASES[1].1] {
         r.push(Setting {
             name,
             kind: Kind::Bool,
@@ -865,6 +865,13 @@ fn rows() -> Vec<Setting> {
     r.extend(crate::accepted::rows());
     r
 }
+
+/// The cluster options with a `slave` alias (Redis 7.0's), (name,
+/// alias): both rows exist; CONFIG REWRITE writes the name.
+pub const CLUSTER_ALIASES: [(&str, &str); 2] = [
+    ("cluster-replica-validity-factor", "cluster-slave-validity-factor"),
+    ("cluster-replica-no-failover", "cluster-slave-no-failover"),
+];
 
 /// TLS's file settings, which CONFIG SET reloads together (tls.rs).
 pub const TLS_FILES: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];
