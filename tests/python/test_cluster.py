@@ -504,3 +504,114 @@ def test_memcached_port_serves_only_its_own_slots(tmp_path):
     finally:
         for n in nodes:
             n.kill()
+
+
+def bus_port(node):
+    """The cluster bus port `node` was started with."""
+    return int(node.argv[node.argv.index("--cluster-port") + 1])
+
+
+def myid(node):
+    return node.c.execute_command("CLUSTER", "MYID").decode()
+
+
+def primary_of(node):
+    """The primary `node` says it replicates (its own CLUSTER NODES line)."""
+    for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+        f = line.split(" ")
+        if "myself" in f[2]:
+            return None if f[3] == "-" else f[3]
+    return None
+
+
+def attach_replica(replica, primary, everyone):
+    """`replica` (a new, empty node) joins through `primary` by CLUSTER
+    MEET and replicates it by CLUSTER REPLICATE, as `redis-cli --cluster
+    add-node --cluster-slave` does; waits for the replication link."""
+    replica.c.execute_command("CLUSTER", "MEET", "127.0.0.1", primary.port, bus_port(primary))
+    pid = myid(primary)
+    wait_until(lambda: pid in replica.c.execute_command("CLUSTER", "NODES").decode(),
+               f"{replica.port} learns {primary.port}", FAILURE_WAIT_S)
+    assert replica.c.execute_command("CLUSTER", "REPLICATE", pid) in (b"OK", True)
+    wait_until(lambda: replica.c.info("replication").get("master_link_status") == "up",
+               f"the replication link of {replica.port}", FAILURE_WAIT_S)
+    wait_until(lambda: agree(everyone), "every node's view of the roles", FAILURE_WAIT_S)
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_replica_migrates_to_an_orphaned_primary(tmp_path):
+    """Three primaries: A with two replicas, B and C with one each.
+    B's replica dies: B is orphaned, and one replica of A (the one with
+    the smaller name, A keeping more than cluster-migration-barrier 1)
+    replicates B instead (Redis's replica migration). C has a replica so
+    that B is the only orphan: Redis also counts a primary that never
+    had a replica as one, if it got its slots while others had replicas
+    (its issue 3043), and would pick either."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(7)]
+    try:
+        a, b, c = nodes[:3]
+        create([a, b, c])
+        ra1, ra2, rb, rc = nodes[3:]
+        joined = [a, b, c]
+        for r, p in [(ra1, a), (ra2, a), (rb, b), (rc, c)]:
+            joined.append(r)
+            attach_replica(r, p, joined)
+        aid, bid = myid(a), myid(b)
+        assert primary_of(ra1) == aid and primary_of(ra2) == aid and primary_of(rb) == bid
+        rb.proc.kill()
+        rb.proc.wait()
+        alive = [a, b, c, ra1, ra2, rc]
+        wait_until(lambda: any(primary_of(r) == bid for r in (ra1, ra2)),
+                   "a replica of A migrates to B", 3 * FAILURE_WAIT_S)
+        moved = ra1 if primary_of(ra1) == bid else ra2
+        stayed = ra2 if moved is ra1 else ra1
+        assert min(myid(ra1), myid(ra2)) == myid(moved)
+        assert primary_of(stayed) == aid
+        # It replicates B for real, and every node sees it there.
+        wait_until(lambda: moved.c.info("replication").get("master_port") == b.port
+                   and moved.c.info("replication").get("master_link_status") == "up",
+                   "the migrated replica's link to B", FAILURE_WAIT_S)
+        for n in alive:
+            wait_until(lambda: roles(n).get(myid(moved)) == (True, bid),
+                       f"{n.port} sees the migration", FAILURE_WAIT_S)
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_no_failover_replica_is_not_elected_but_cluster_failover_force_works(tmp_path):
+    """A replica with cluster-replica-no-failover yes: every node's
+    CLUSTER NODES shows it `nofailover`; its primary killed, it starts no
+    election (the slots stay failed, the cluster down) until CLUSTER
+    FAILOVER FORCE asks it to."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(4)]
+    try:
+        a, b, c, r = nodes
+        create([a, b, c])
+        attach_replica(r, a, nodes)
+        assert r.c.config_set("cluster-replica-no-failover", "yes")
+        for n in nodes:
+            wait_until(lambda: "nofailover" in (flags_of(n, r.port) or []) and "slave" in flags_of(n, r.port),
+                       f"{n.port} sees the replica nofailover", FAILURE_WAIT_S)
+        a.proc.kill()
+        a.proc.wait()
+        for n in (b, c):
+            wait_until(lambda: "fail" in (flags_of(n, a.port) or []), f"{n.port} marks A failed", FAILURE_WAIT_S)
+            wait_until(lambda: state(n) == "fail", f"cluster_state:fail on {n.port}", FAILURE_WAIT_S)
+        # Several election delays (0.5-1.5 s each) and node timeouts pass:
+        # no election, the replica stays one, the cluster down.
+        deadline = time.monotonic() + 4 * NODE_TIMEOUT_MS / 1000
+        while time.monotonic() < deadline:
+            assert role_of(r) == "slave"
+            assert state(b) == "fail"
+            time.sleep(0.2)
+        # A manual failover still runs.
+        assert r.c.execute_command("CLUSTER", "FAILOVER", "FORCE") in (b"OK", True)
+        wait_until(lambda: role_of(r) == "master", "promoted by CLUSTER FAILOVER FORCE", FAILURE_WAIT_S)
+        for n in (b, c, r):
+            wait_until(lambda: state(n) == "ok", f"cluster_state:ok on {n.port}", FAILURE_WAIT_S)
+        assert "nofailover" in flags_of(b, r.port)
+    finally:
+        for n in nodes:
+            n.kill()

@@ -14,6 +14,7 @@
 //! link with a log line; nothing a peer sends panics the thread.
 
 use crate::gossip::{self, Effect, Peer, Rng};
+use crate::links::LinkInfo;
 use crate::msg::{self, Type};
 use crate::node::{self, flags, Name};
 use crate::{now_ms, Cluster};
@@ -69,7 +70,11 @@ pub trait BusHost: Send + Sync {
 
 struct Link {
     sock: TcpStream,
+    /// The node of an outgoing link.
     node: Option<Name>,
+    /// The node that spoke on an incoming link, once known (CLUSTER
+    /// LINKS's `from`; Redis's `setClusterNodeToInboundClusterLink`).
+    from: Option<Name>,
     inbound: bool,
     created: u64,
     connected: bool,
@@ -91,6 +96,9 @@ struct Bus {
     next_token: usize,
     iteration: u64,
     rng: Rng,
+    /// A link came, went or learned its node since CLUSTER LINKS's list
+    /// was last made.
+    links_changed: bool,
 }
 
 /// Starts the bus on `listener` (bound by the server to the bus port).
@@ -108,6 +116,7 @@ pub fn start(c: Arc<Cluster>, host: Arc<dyn BusHost>, mut listener: TcpListener)
         next_token: 0,
         iteration: 0,
         rng: Rng::new(),
+        links_changed: false,
     };
     std::thread::Builder::new()
         .name("amalgam-cluster-bus".into())
@@ -149,6 +158,9 @@ impl Bus {
             if now.saturating_sub(last_cron) >= CRON_MS {
                 last_cron = now;
                 self.cron(now);
+                self.list_links();
+            } else if self.links_changed {
+                self.list_links();
             }
         }
     }
@@ -161,6 +173,7 @@ impl Bus {
             return None;
         }
         self.links.insert(t, link);
+        self.links_changed = true;
         Some(t)
     }
 
@@ -177,6 +190,7 @@ impl Bus {
                     let link = Link {
                         sock,
                         node: None,
+                        from: None,
                         inbound: true,
                         created: now_ms(),
                         connected: true,
@@ -198,6 +212,7 @@ impl Bus {
 
     fn close(&mut self, t: usize) {
         if let Some(mut link) = self.links.remove(&t) {
+            self.links_changed = true;
             let _ = self.poll.registry().deregister(&mut link.sock);
             if let Some(n) = link.node.filter(|_| !link.inbound) {
                 if self.outgoing.get(&n) == Some(&t) {
@@ -342,6 +357,10 @@ impl Bus {
         let c = Arc::clone(&self.c);
         let mut s = c.lock();
         let dirty = gossip::process(&c, &mut s, m, &mut peer, now, offset, &mut self.rng, &mut fx);
+        let from = peer
+            .inbound
+            .then(|| s.nodes.get(&m.header.sender).filter(|n| !n.is(flags::HANDSHAKE | flags::MYSELF)).map(|n| n.name))
+            .flatten();
         for name in &dirty.failed {
             let f = gossip::fail(&c, &mut s, *name, offset);
             fx.push(Effect::Broadcast(f));
@@ -356,6 +375,10 @@ impl Bus {
         drop(s);
         if let Some(link) = self.links.get_mut(&t) {
             link.node = peer.node;
+            if from.is_some() && link.from != from {
+                link.from = from;
+                self.links_changed = true;
+            }
         }
         self.apply(t, fx);
     }
@@ -425,6 +448,7 @@ impl Bus {
         let link = Link {
             sock,
             node: Some(name),
+            from: None,
             inbound: false,
             created: now,
             connected: false,
@@ -459,6 +483,32 @@ impl Bus {
         let c = Arc::clone(&self.c);
         let b = gossip::ping(&c, &mut c.lock(), Type::Ping, Some(name), now, offset, &mut self.rng);
         self.send(t, &b);
+    }
+
+    /// Gives the cluster the list of links CLUSTER LINKS shows
+    /// (`links.rs`): those bound to a node still in the table. Bounded
+    /// by [`LINKS_MAX`].
+    fn list_links(&mut self) {
+        self.links_changed = false;
+        let list: Vec<LinkInfo> = {
+            let s = self.c.lock();
+            self.links
+                .values()
+                .filter_map(|l| {
+                    let node = if l.inbound { l.from } else { l.node }?;
+                    s.nodes.contains_key(&node).then(|| LinkInfo {
+                        node,
+                        outgoing: !l.inbound,
+                        created_ms: l.created,
+                        readable: l.connected,
+                        writable: !l.connected || !l.wbuf.is_empty(),
+                        send_allocated: l.wbuf.capacity(),
+                        send_used: l.wbuf.len(),
+                    })
+                })
+                .collect()
+        };
+        self.c.set_links(list);
     }
 
     /// `clusterCron`.
@@ -585,6 +635,14 @@ impl Bus {
                 c.commit_durable(&mut s);
             } else if d.save {
                 c.commit(&mut s);
+            }
+            // Replica migration to an orphaned primary (`migration.rs`).
+            if s.me().is(flags::SLAVE) {
+                let (barrier, allow) = (c.migration_barrier(), c.allow_replica_migration());
+                if let Some(target) = crate::migration::decide(&mut s, now, barrier, allow) {
+                    crate::migration::migrate(&mut s, target, &mut fx);
+                    c.commit(&mut s);
+                }
             }
             // A replica whose replication is off (a restart from
             // nodes.conf, a primary that moved) follows its primary once

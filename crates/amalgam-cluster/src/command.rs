@@ -129,8 +129,9 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
     } else if is(sub, "shards") {
         shards_reply(&s, proto, out);
     } else if is(sub, "links") {
-        // No bus links yet (lib.rs, "Where this stands").
-        push_array(out, 0);
+        // From the bus's last list (links.rs), without the state's lock.
+        drop(s);
+        crate::links::reply(c, proto, out);
     } else if is(sub, "keyslot") {
         push_int(out, slot_of(args[2]) as i64);
     } else if is(sub, "countkeysinslot") {
@@ -369,6 +370,11 @@ pub(crate) fn set_my_primary(s: &mut State, p: Name) {
     let m = s.me_mut();
     m.flags = (m.flags & !(flags::MASTER | flags::MIGRATE_TO)) | flags::SLAVE;
     m.primary = Some(p);
+    // A primary that has (had) a replica is one a replica may migrate to
+    // once orphaned (Redis's `clusterNodeAddSlave`).
+    if let Some(pn) = s.nodes.get_mut(&p) {
+        pn.flags |= flags::MIGRATE_TO;
+    }
 }
 
 fn unknown_node(out: &mut Vec<u8>, name: &[u8]) {

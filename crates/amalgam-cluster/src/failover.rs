@@ -48,8 +48,6 @@ const RANK_DELAY_MS: u64 = 1000;
 /// Redis's `repl-ping-replica-period` (10 s), part of the data age a
 /// replica may have and still fail over.
 const REPL_PING_PERIOD_MS: u64 = 10_000;
-/// Redis's default `cluster-replica-validity-factor`.
-pub const VALIDITY_FACTOR_DEFAULT: u64 = 10;
 
 /// A replica's election.
 #[derive(Debug, Default, Clone)]
@@ -214,14 +212,21 @@ pub fn cron(
     let manual = s.manual.end != 0 && s.manual.can_start;
     let Some(p) = s.me().primary else { return dirty };
     let Some(primary) = s.nodes.get(&p) else { return dirty };
-    if (!primary.is(flags::FAIL) && !manual) || primary.slots.is_empty() || (s.me().is(flags::NOFAILOVER) && !manual) {
+    // `cluster-replica-no-failover`: no election of its own; a manual
+    // failover still runs.
+    if (!primary.is(flags::FAIL) && !manual) || primary.slots.is_empty() || (c.replica_no_failover() && !manual) {
         return dirty;
     }
     let (auth_timeout, auth_retry) = timeouts(c);
     let timeout = c.config().node_timeout_ms;
+    // The data-age check (`cluster-replica-validity-factor`, 0: none):
+    // a replica cut off from its primary for longer than the factor's
+    // node timeouts, plus the replication ping period, has data too old
+    // to stand (the node timeout itself is not counted against it).
     let data_age = data_age_ms.saturating_sub(timeout);
-    let validity = REPL_PING_PERIOD_MS + timeout * VALIDITY_FACTOR_DEFAULT;
-    if data_age > validity && !manual {
+    let factor = c.validity_factor();
+    let validity = REPL_PING_PERIOD_MS.saturating_add(timeout.saturating_mul(factor));
+    if factor != 0 && data_age > validity && !manual {
         return dirty;
     }
     let auth_age = now.saturating_sub(s.election.auth_time);
@@ -474,6 +479,37 @@ mod tests {
             on_auth_request(&c, &mut c.lock(), r, &h, 10_000, 0)
         };
         assert_eq!(fx.len(), 1);
+    }
+
+    /// Whether a replica of a failed primary, its replication link
+    /// without data for `age_ms`, schedules an election under `cfg`.
+    fn schedules(cfg: Config, age_ms: u64) -> bool {
+        let c = Cluster::in_memory(Config { enabled: true, node_timeout_ms: 1000, port: 7000, ..cfg });
+        let p = node::random_name();
+        {
+            let mut s = c.lock();
+            let mut pn = Node::new(p, flags::MASTER | flags::FAIL, 0);
+            pn.config_epoch = 1;
+            s.nodes.insert(p, pn);
+            s.assign(0, Some(p));
+            crate::command::set_my_primary(&mut s, p);
+        }
+        let mut fx = Vec::new();
+        cron(&c, &mut c.lock(), 100_000, 0, age_ms, &mut Rng::new(), &mut fx);
+        let at = c.lock().election.auth_time;
+        at != 0
+    }
+
+    #[test]
+    fn the_data_age_check_and_no_failover_keep_a_replica_out_of_elections() {
+        // Timeout 1 s, factor 10: data up to 1 + 10 + 10 s old stands.
+        assert!(schedules(Config::default(), 20_000));
+        assert!(!schedules(Config::default(), 22_000));
+        assert!(schedules(Config { replica_validity_factor: 20, ..Config::default() }, 22_000));
+        // 0: any age stands.
+        assert!(schedules(Config { replica_validity_factor: 0, ..Config::default() }, u64::MAX / 2));
+        // cluster-replica-no-failover: never an election of its own.
+        assert!(!schedules(Config { replica_no_failover: true, ..Config::default() }, 0));
     }
 
     #[test]

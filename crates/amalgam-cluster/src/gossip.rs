@@ -275,6 +275,11 @@ fn set_primary(s: &mut State, name: Name) {
         if n.is(flags::MASTER) {
             return;
         }
+        // A replica promoted took over a primary that had replicas: one
+        // a replica may migrate to once orphaned.
+        if n.primary.is_some() && !n.is(flags::MYSELF) {
+            n.flags |= flags::MIGRATE_TO;
+        }
         n.flags = (n.flags & !flags::SLAVE) | flags::MASTER;
         n.primary = None;
     }
@@ -284,17 +289,32 @@ fn set_primary(s: &mut State, name: Name) {
 /// with `epoch`. If that leaves this node's primary (or this node, if a
 /// primary) without slots, this node follows the sender: a failed-over
 /// primary that returns, and its other replicas, replicate the new one.
-fn claim_slots(s: &mut State, sender: Name, epoch: u64, slots: &crate::slot::SlotSet, fx: &mut Vec<Effect>) {
+/// With `allow_migration` off (`cluster-allow-replica-migration no`) it
+/// follows only if every slot the sender claims was taken from its
+/// primary (a failover, not a resharding that emptied it).
+fn claim_slots(
+    s: &mut State,
+    sender: Name,
+    epoch: u64,
+    slots: &crate::slot::SlotSet,
+    allow_migration: bool,
+    fx: &mut Vec<Effect>,
+) {
     if sender == s.myself {
         log::info!("Discarding UPDATE message about myself.");
         return;
     }
     let me = s.myself;
     let cur = if s.me().is_primary() { Some(me) } else { s.me().primary };
-    let mut took_ours = false;
+    let mut took_ours = 0usize;
+    let mut claimed = 0usize;
     let mut dirty_slots = Vec::new();
     for slot in 0..crate::slot::SLOTS {
-        if !slots.has(slot) || s.owner[slot] == Some(sender) || s.importing.contains_key(&(slot as u16)) {
+        if !slots.has(slot) {
+            continue;
+        }
+        claimed += 1;
+        if s.owner[slot] == Some(sender) || s.importing.contains_key(&(slot as u16)) {
             continue;
         }
         let newer = match s.owner[slot] {
@@ -305,12 +325,12 @@ fn claim_slots(s: &mut State, sender: Name, epoch: u64, slots: &crate::slot::Slo
             if s.owner[slot] == Some(me) {
                 dirty_slots.push(slot);
             }
-            took_ours |= cur.is_some() && s.owner[slot] == cur;
+            took_ours += usize::from(cur.is_some() && s.owner[slot] == cur);
             s.assign(slot, Some(sender));
         }
     }
     let cur_empty = cur.and_then(|c| s.nodes.get(&c)).is_some_and(|c| c.slots.is_empty());
-    if took_ours && cur_empty {
+    if took_ours > 0 && cur_empty && (allow_migration || claimed == took_ours) {
         log::warn!("Configuration change detected. Reconfiguring myself as a replica of {}", node::text(&sender));
         if s.me().is_primary() && s.manual.replica.is_some() {
             fx.push(Effect::HoldWrites(false));
@@ -440,6 +460,16 @@ pub fn process(
             }
         }
         let Some(sender) = sender else { return dirty };
+        // NOFAILOVER is the sender's to say: the latest header is trusted
+        // (the election's rank counts only replicas that compete).
+        {
+            let n = s.nodes.get_mut(&sender).expect("sender");
+            let nofailover = h.flags & flags::NOFAILOVER;
+            if n.flags & flags::NOFAILOVER != nofailover && !n.is(flags::MYSELF) {
+                n.flags = (n.flags & !flags::NOFAILOVER) | nofailover;
+                dirty.save = true;
+            }
+        }
         // A manual failover: the primary paused and says its offset.
         if s.me().primary == Some(sender)
             && s.me().is(flags::SLAVE)
@@ -487,6 +517,8 @@ pub fn process(
                 if n.primary != Some(p) && s.nodes.contains_key(&p) {
                     let n = s.nodes.get_mut(&sender).expect("sender");
                     n.primary = Some(p);
+                    // Redis's `clusterNodeAddSlave`.
+                    s.nodes.get_mut(&p).expect("known").flags |= flags::MIGRATE_TO;
                     dirty.save = true;
                 }
             }
@@ -495,7 +527,7 @@ pub fn process(
         let sender_primary = if s.nodes[&sender].is_primary() { Some(sender) } else { s.nodes[&sender].primary };
         let differs = sender_primary.and_then(|p| s.nodes.get(&p)).is_some_and(|p| p.slots != h.slots);
         if differs && s.nodes[&sender].is_primary() {
-            claim_slots(s, sender, h.config_epoch, &h.slots, fx);
+            claim_slots(s, sender, h.config_epoch, &h.slots, c.allow_replica_migration(), fx);
             dirty.save = true;
             dirty.state = true;
         }
@@ -556,7 +588,7 @@ pub fn process(
             }
             set_primary(s, *name);
             s.nodes.get_mut(name).expect("known").config_epoch = *config_epoch;
-            claim_slots(s, *name, *config_epoch, slots, fx);
+            claim_slots(s, *name, *config_epoch, slots, c.allow_replica_migration(), fx);
             dirty.save = true;
             dirty.state = true;
         }
@@ -759,6 +791,69 @@ mod tests {
         step(&a, &p, &mut peer, 2);
         assert_eq!(a.lock().owner[100], Some(nb));
         assert_eq!(a.lock().nodes[&nb].config_epoch, 6);
+    }
+
+    /// A (a primary with slot 0, epoch 1) hears B claim `claims` with
+    /// epoch 5: whether A is then a replica of B.
+    fn follows_after_claim(allow: bool, claims: &[usize]) -> bool {
+        let cfg = Config { enabled: true, port: 7000, allow_replica_migration: allow, ..Config::default() };
+        let (a, b) = (Cluster::in_memory(cfg), cluster());
+        let nb = b.lock().myself;
+        {
+            let mut s = a.lock();
+            s.me_mut().config_epoch = 1;
+            let me = s.myself;
+            s.assign(0, Some(me));
+            let mut n = Node::new(nb, flags::MASTER, 0);
+            n.config_epoch = 1;
+            n.ip = "127.0.0.1".into();
+            s.nodes.insert(nb, n);
+            s.assign(1, Some(nb));
+        }
+        {
+            let mut s = b.lock();
+            s.me_mut().config_epoch = 5;
+            for &slot in claims {
+                s.assign(slot, Some(nb));
+            }
+        }
+        let p = ping(&b, &mut b.lock(), Type::Ping, None, 1, 0, &mut Rng::new());
+        let (fx, _) = step(&a, &p, &mut Peer { inbound: true, ..Peer::default() }, 1);
+        let s = a.lock();
+        assert_eq!(s.owner[0], Some(nb));
+        let follows = s.me().primary == Some(nb);
+        assert_eq!(follows, fx.iter().any(|e| matches!(e, Effect::Follow(Some(_)))));
+        follows
+    }
+
+    #[test]
+    fn a_primary_emptied_by_a_claim_follows_the_claimant_unless_migration_is_off() {
+        // B takes A's last slot along with its own: A follows B, unless
+        // cluster-allow-replica-migration is no.
+        assert!(follows_after_claim(true, &[0, 1]));
+        assert!(!follows_after_claim(false, &[0, 1]));
+        // B claims only what was A's (a failover of A): A follows anyway.
+        assert!(follows_after_claim(false, &[0]));
+    }
+
+    #[test]
+    fn the_nofailover_flag_is_the_sender_s_to_say() {
+        let (a, b) = (cluster(), cluster());
+        let nb = b.lock().myself;
+        {
+            let mut s = a.lock();
+            let mut n = Node::new(nb, flags::MASTER, 0);
+            n.ip = "127.0.0.1".into();
+            s.nodes.insert(nb, n);
+        }
+        let mut peer = Peer { inbound: true, ..Peer::default() };
+        for (on, now) in [(true, 1), (false, 2)] {
+            b.set_replica_no_failover(on);
+            let p = ping(&b, &mut b.lock(), Type::Ping, None, now, 0, &mut Rng::new());
+            step(&a, &p, &mut peer, now);
+            assert_eq!(a.lock().nodes[&nb].is(flags::NOFAILOVER), on);
+            assert_eq!(a.lock().nodes[&nb].flags_text().contains("nofailover"), on);
+        }
     }
 
     #[test]

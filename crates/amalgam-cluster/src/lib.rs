@@ -28,7 +28,11 @@
 //!   amalgam-protocol. It knows the store only through [`Host`] (the keys
 //!   of a slot, whether this node holds any key).
 //! * **Failover** (`failover.rs`): a replica's election and the votes,
-//!   manual failover; effects carried out by the bus.
+//!   manual failover; effects carried out by the bus. **Replica
+//!   migration** (`migration.rs`): a replica moves to an orphaned
+//!   primary. The options CONFIG SET changes (`options.rs`).
+//! * **CLUSTER LINKS** (`links.rs`): the bus's links as the bus last
+//!   listed them.
 //! * **The bus** (`msg.rs`, `gossip.rs`, `bus.rs`): Redis 7.0's
 //!   `clusterMsg` byte for byte over the bus port, one thread with a mio
 //!   poll and a 100 ms cron; the rules (handshake, gossip, slot claims by
@@ -36,12 +40,16 @@
 //!   and a message in `gossip.rs`, the I/O in `bus.rs`.
 //!
 //! ## Where this stands
-//! Cluster mode, the bus, CLUSTER's subcommands, the redirections and
-//! failover (`failover.rs`: elections, CLUSTER FAILOVER): Amalgam nodes
-//! form a cluster with `redis-cli --cluster create`, alone or beside
-//! redis-server 7.0 nodes, detect failures, elect a failed primary's
-//! replica and rejoin; PUBLISH reaches every node's subscribers. Not
-//! yet: replica migration, SPUBLISH across a shard's nodes, a per-slot
+//! Cluster mode, the bus, CLUSTER's subcommands (CLUSTER LINKS from the
+//! bus's real links), the redirections and failover (`failover.rs`:
+//! elections, CLUSTER FAILOVER, `cluster-replica-no-failover` and
+//! `cluster-replica-validity-factor`), replica migration to orphaned
+//! primaries (`migration.rs`, with `cluster-migration-barrier` and
+//! `cluster-allow-replica-migration`): Amalgam nodes form a cluster with
+//! `redis-cli --cluster create`, alone or beside redis-server 7.0 nodes,
+//! detect failures, elect a failed primary's replica, move a replica to
+//! an orphaned primary and rejoin; PUBLISH reaches every node's
+//! subscribers. Not yet: SPUBLISH across a shard's nodes, a per-slot
 //! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
 //! (docs/cluster.md keeps the list).
 //!
@@ -53,8 +61,11 @@ pub mod bus;
 pub mod command;
 pub mod failover;
 pub mod gossip;
+pub mod links;
+pub mod migration;
 pub mod msg;
 pub mod node;
+pub mod options;
 pub mod slot;
 
 use node::{flags, Name, Node};
@@ -110,6 +121,13 @@ pub struct Config {
     pub require_full_coverage: bool,
     /// `cluster-allow-reads-when-down` (default no).
     pub allow_reads_when_down: bool,
+    /// `cluster-replica-validity-factor`, `cluster-migration-barrier`,
+    /// `cluster-allow-replica-migration`, `cluster-replica-no-failover`
+    /// at start; CONFIG SET changes them in [`options::Live`].
+    pub replica_validity_factor: u64,
+    pub migration_barrier: u64,
+    pub allow_replica_migration: bool,
+    pub replica_no_failover: bool,
 }
 
 impl Default for Config {
@@ -126,6 +144,10 @@ impl Default for Config {
             announce_hostname: String::new(),
             require_full_coverage: true,
             allow_reads_when_down: false,
+            replica_validity_factor: options::VALIDITY_FACTOR_DEFAULT,
+            migration_barrier: options::MIGRATION_BARRIER_DEFAULT,
+            allow_replica_migration: options::ALLOW_REPLICA_MIGRATION_DEFAULT,
+            replica_no_failover: options::REPLICA_NO_FAILOVER_DEFAULT,
         }
     }
 }
@@ -224,8 +246,20 @@ impl State {
             }
         }
         if let Some(new) = to {
+            // A primary given its first slot while some primary has a
+            // replica is a target for replica migration even without a
+            // replica of its own (Redis's `clusterNodeSetSlotBit`, issue
+            // 3043: MIGRATE_TO, `migration.rs`).
+            let first = self.nodes.get(&new).is_some_and(|n| n.slots.is_empty());
+            let replicas_exist = first
+                && self.nodes.values().any(|r| {
+                    r.is(flags::SLAVE) && r.primary.and_then(|p| self.nodes.get(&p)).is_some_and(Node::is_primary)
+                });
             if let Some(n) = self.nodes.get_mut(&new) {
                 n.slots.set(slot, true);
+                if replicas_exist {
+                    n.flags |= flags::MIGRATE_TO;
+                }
             }
         }
         self.owner[slot] = to;
@@ -342,6 +376,10 @@ pub struct Cluster {
     served: Box<[AtomicU64]>,
     /// The cluster's state is ok.
     up: AtomicBool,
+    /// The options CONFIG SET changes (`options.rs`).
+    live: options::Live,
+    /// The bus's links as the bus last listed them (CLUSTER LINKS).
+    links: links::LinkTable,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -363,6 +401,7 @@ impl Cluster {
     }
 
     fn with_state(cfg: Config, state: State) -> Cluster {
+        let live = options::Live::new(&cfg);
         let c = Cluster {
             cfg,
             state: Mutex::new(state),
@@ -370,6 +409,8 @@ impl Cluster {
             index: Mutex::new(None),
             served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             up: AtomicBool::new(false),
+            live,
+            links: links::LinkTable::default(),
         };
         {
             let mut s = c.lock();
@@ -420,6 +461,7 @@ impl Cluster {
                 me.ip = c.cfg.announce_ip.clone();
             }
             me.hostname = c.cfg.announce_hostname.clone();
+            options::sync_myself_flags(&c, &mut s);
             c.save(&s)
                 .map_err(|e| format!("Can't write the cluster config file {}: {e}", c.cfg.config_file.display()))?;
         }

@@ -97,6 +97,9 @@ pub struct Node {
     pub linked: bool,
     /// When this node last voted for a replica of it (a primary).
     pub voted_time: u64,
+    /// Since when it has been seen orphaned (a primary with slots and no
+    /// working replica; 0: not orphaned), by `migration.rs`.
+    pub orphaned_time: u64,
 }
 
 impl Node {
@@ -121,6 +124,7 @@ impl Node {
             created: now,
             linked: false,
             voted_time: 0,
+            orphaned_time: 0,
         }
     }
 

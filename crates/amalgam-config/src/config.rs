@@ -229,6 +229,31 @@ pub struct Args {
     #[arg(long = "cluster-allow-reads-when-down", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
     pub cluster_allow_reads_when_down: bool,
 
+    /// How old a replica's data may be, in node timeouts (plus the
+    /// replication ping period), for it to stand in a failover election;
+    /// 0: any age (Redis's `cluster-replica-validity-factor`, alias
+    /// `cluster-slave-validity-factor`).
+    #[arg(long = "cluster-replica-validity-factor", alias = "cluster-slave-validity-factor", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64))]
+    pub cluster_replica_validity_factor: u64,
+
+    /// A replica migrates to an orphaned primary only if its own keeps
+    /// more working replicas than this (Redis's
+    /// `cluster-migration-barrier`).
+    #[arg(long = "cluster-migration-barrier", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=i32::MAX as u64))]
+    pub cluster_migration_barrier: u64,
+
+    /// Whether replicas migrate to orphaned primaries, and a primary left
+    /// without slots replicates the node that took them (Redis's
+    /// `cluster-allow-replica-migration`).
+    #[arg(long = "cluster-allow-replica-migration", default_value = "yes", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub cluster_allow_replica_migration: bool,
+
+    /// A replica that never starts a failover election of its own
+    /// (CLUSTER FAILOVER still works; Redis's
+    /// `cluster-replica-no-failover`, alias `cluster-slave-no-failover`).
+    #[arg(long = "cluster-replica-no-failover", alias = "cluster-slave-no-failover", default_value = "no", value_parser = parse_yes_no, action = clap::ArgAction::Set, value_name = "yes|no")]
+    pub cluster_replica_no_failover: bool,
+
     /// UDP port (memcached's -U). Only 0 (UDP off) is supported.
     #[arg(short = 'U', long = "udp-port", default_value_t = 0)]
     pub udp_port: u16,

@@ -789,6 +789,50 @@ fn rows() -> Vec<Setting> {
             default: |_| "10".into(),
         },
     ]);
+    // Redis Cluster's options CONFIG SET changes (amalgam-cluster
+    // options.rs), under Redis 7.0's names and their `slave` aliases,
+    // which CONFIG GET lists too. Set on a node not in cluster mode, they
+    // are kept and shown, as Redis does.
+    for name in [CLUSTER_ALIASES[0].0, CLUSTER_ALIASES[0].1] {
+        r.push(Setting {
+            name,
+            kind: Kind::Int(0, amalgam_cluster::options::INT_OPTION_MAX as i64),
+            get: |s, _| s.cluster.validity_factor().to_string(),
+            set: Some(|s, _, v| s.cluster.set_validity_factor(int(v) as u64)),
+            start: Start::Flag("--cluster-replica-validity-factor"),
+            refuse: None,
+            default: |_| amalgam_cluster::options::VALIDITY_FACTOR_DEFAULT.to_string(),
+        });
+    }
+    r.push(Setting {
+        name: "cluster-migration-barrier",
+        kind: Kind::Int(0, amalgam_cluster::options::INT_OPTION_MAX as i64),
+        get: |s, _| s.cluster.migration_barrier().to_string(),
+        set: Some(|s, _, v| s.cluster.set_migration_barrier(int(v) as u64)),
+        start: Start::Flag("--cluster-migration-barrier"),
+        refuse: None,
+        default: |_| amalgam_cluster::options::MIGRATION_BARRIER_DEFAULT.to_string(),
+    });
+    r.push(Setting {
+        name: "cluster-allow-replica-migration",
+        kind: Kind::Bool,
+        get: |s, _| yes_no(s.cluster.allow_replica_migration()),
+        set: Some(|s, _, v| s.cluster.set_allow_replica_migration(v.eq_ignore_ascii_case(b"yes"))),
+        start: Start::Flag("--cluster-allow-replica-migration"),
+        refuse: None,
+        default: |_| yes_no(amalgam_cluster::options::ALLOW_REPLICA_MIGRATION_DEFAULT),
+    });
+    for name in [CLUSTER_ALIASES[1].0, CLUSTER_ALIASES[1].1] {
+        r.push(Setting {
+            name,
+            kind: Kind::Bool,
+            get: |s, _| yes_no(s.cluster.replica_no_failover()),
+            set: Some(|s, _, v| s.cluster.set_replica_no_failover(v.eq_ignore_ascii_case(b"yes"))),
+            start: Start::Flag("--cluster-replica-no-failover"),
+            refuse: None,
+            default: |_| yes_no(amalgam_cluster::options::REPLICA_NO_FAILOVER_DEFAULT),
+        });
+    }
     // How long a script runs before it is busy (resp/script.rs,
     // amalgam-script busy.rs); lua-time-limit is Redis 7's alias.
     for name in ["busy-reply-threshold", "lua-time-limit"] {
@@ -821,6 +865,13 @@ fn rows() -> Vec<Setting> {
     r.extend(crate::accepted::rows());
     r
 }
+
+/// The cluster options with a `slave` alias (Redis 7.0's), (name,
+/// alias): both rows exist; CONFIG REWRITE writes the name.
+pub const CLUSTER_ALIASES: [(&str, &str); 2] = [
+    ("cluster-replica-validity-factor", "cluster-slave-validity-factor"),
+    ("cluster-replica-no-failover", "cluster-slave-no-failover"),
+];
 
 /// TLS's file settings, which CONFIG SET reloads together (tls.rs).
 pub const TLS_FILES: [&str; 3] = ["tls-cert-file", "tls-key-file", "tls-ca-cert-file"];

@@ -18,6 +18,8 @@ const CROSSSLOT: &str = "-CROSSSLOT Keys in request don't hash to the same slot\
 struct Node {
     own: Own,
     conf: std::path::PathBuf,
+    /// Its cluster bus port.
+    bus: u16,
 }
 
 fn free_port() -> u16 {
@@ -30,11 +32,12 @@ fn node(name: &str, extra: &[&str]) -> Option<Node> {
     std::fs::create_dir_all(&dir).expect("dir");
     let conf = dir.join("nodes.conf");
     let conf_s = conf.to_str().expect("path").to_string();
-    let bus = free_port().to_string();
-    let mut args = vec!["--cluster-enabled", "yes", "--cluster-config-file", &conf_s, "--cluster-port", &bus];
+    let bus = free_port();
+    let bus_s = bus.to_string();
+    let mut args = vec!["--cluster-enabled", "yes", "--cluster-config-file", &conf_s, "--cluster-port", &bus_s];
     args.extend_from_slice(extra);
     let own = own_server(&args)?;
-    Some(Node { own, conf })
+    Some(Node { own, conf, bus })
 }
 
 impl Node {
@@ -259,4 +262,116 @@ fn the_node_table_is_saved_in_redis_s_format() {
         "{shards}"
     );
     assert!(shards.contains("$4\r\nrole\r\n$6\r\nmaster\r\n"), "{shards}");
+}
+
+/// The replica options Redis 7.0 lets CONFIG SET change, with their
+/// `slave` aliases, defaults, ranges and texts; a node started with them.
+#[test]
+fn the_replica_options_are_redis_s() {
+    let Some(n) = node("options", &[]) else { return };
+    let mut c = n.client();
+    for (name, default) in [
+        ("cluster-replica-validity-factor", "10"),
+        ("cluster-slave-validity-factor", "10"),
+        ("cluster-migration-barrier", "1"),
+        ("cluster-allow-replica-migration", "yes"),
+        ("cluster-replica-no-failover", "no"),
+        ("cluster-slave-no-failover", "no"),
+    ] {
+        assert_eq!(c.config_get(name), default, "{name}");
+    }
+    // Redis 7.0 has no `slave` alias for the barrier.
+    assert_eq!(c.call(&["CONFIG", "GET", "cluster-slave-migration-barrier"]), "*0\r\n");
+    let refused =
+        |name: &str, why: &str| format!("-ERR CONFIG SET failed (possibly related to argument '{name}') - {why}\r\n");
+    let range = "argument must be between 0 and 2147483647 inclusive";
+    for name in ["cluster-replica-validity-factor", "cluster-migration-barrier"] {
+        assert_eq!(c.call(&["CONFIG", "SET", name, "-1"]), refused(name, range));
+        assert_eq!(c.call(&["CONFIG", "SET", name, "2147483648"]), refused(name, range));
+    }
+    for name in ["cluster-allow-replica-migration", "cluster-replica-no-failover"] {
+        assert_eq!(c.call(&["CONFIG", "SET", name, "maybe"]), refused(name, "argument must be 'yes' or 'no'"));
+    }
+    // An alias and its name are one setting.
+    assert_eq!(c.call(&["CONFIG", "SET", "cluster-slave-validity-factor", "0"]), "+OK\r\n");
+    assert_eq!(c.config_get("cluster-replica-validity-factor"), "0");
+    assert_eq!(c.call(&["CONFIG", "SET", "cluster-migration-barrier", "3"]), "+OK\r\n");
+    assert_eq!(c.config_get("cluster-migration-barrier"), "3");
+    assert_eq!(c.call(&["CONFIG", "SET", "cluster-allow-replica-migration", "no"]), "+OK\r\n");
+    assert_eq!(c.config_get("cluster-allow-replica-migration"), "no");
+    // No failover: this node's flags say `nofailover`, primary or not.
+    let my_flags = |c: &mut Resp| {
+        let nodes = c.call(&["CLUSTER", "NODES"]);
+        let line = nodes.lines().find(|l| l.contains("myself")).expect("own line").to_string();
+        line.split(' ').nth(2).expect("flags").to_string()
+    };
+    assert_eq!(my_flags(&mut c), "myself,master");
+    assert_eq!(c.call(&["CONFIG", "SET", "cluster-replica-no-failover", "yes"]), "+OK\r\n");
+    assert_eq!(c.config_get("cluster-slave-no-failover"), "yes");
+    assert_eq!(my_flags(&mut c), "myself,master,nofailover");
+    assert_eq!(c.call(&["CONFIG", "SET", "cluster-slave-no-failover", "no"]), "+OK\r\n");
+    assert_eq!(my_flags(&mut c), "myself,master");
+    // At start, by the names and the aliases.
+    let args = [
+        "--cluster-slave-validity-factor",
+        "7",
+        "--cluster-migration-barrier",
+        "2",
+        "--cluster-allow-replica-migration",
+        "no",
+        "--cluster-replica-no-failover",
+        "yes",
+    ];
+    let Some(started) = node("options-start", &args) else { return };
+    let mut c = started.client();
+    assert_eq!(c.config_get("cluster-replica-validity-factor"), "7");
+    assert_eq!(c.config_get("cluster-migration-barrier"), "2");
+    assert_eq!(c.config_get("cluster-allow-replica-migration"), "no");
+    assert_eq!(c.config_get("cluster-replica-no-failover"), "yes");
+    assert_eq!(my_flags(&mut c), "myself,master,nofailover");
+}
+
+/// CLUSTER LINKS between two nodes that met: each lists its link to the
+/// other and the other's to it, one map of Redis 7.0's six fields each
+/// (RESP2: flat pairs; RESP3: maps).
+#[test]
+fn cluster_links_lists_the_bus_links_both_ways() {
+    let Some(a) = node("links-a", &[]) else { return };
+    let Some(b) = node("links-b", &[]) else { return };
+    let (mut ca, mut cb) = (a.client(), b.client());
+    let id = |c: &mut Resp| call(c, &["CLUSTER", "MYID"]).bulk().to_string();
+    let (ida, idb) = (id(&mut ca), id(&mut cb));
+    let port = b.own.addr().port().to_string();
+    assert_eq!(ca.call(&["CLUSTER", "MEET", "127.0.0.1", &port, &b.bus.to_string()]), "+OK\r\n");
+    for (c, other) in [(&mut ca, &idb), (&mut cb, &ida)] {
+        let mut last = V::Nil;
+        common::eventually("a link each way", std::time::Duration::from_secs(10), || {
+            last = call(c, &["CLUSTER", "LINKS"]);
+            let dirs: Vec<String> = last
+                .array()
+                .iter()
+                .filter(|l| l.array()[3].bulk() == other.as_str())
+                .map(|l| l.array()[1].bulk().to_string())
+                .collect();
+            dirs.contains(&"to".to_string()) && dirs.contains(&"from".to_string())
+        });
+        for link in last.array() {
+            let f = link.array();
+            let keys: Vec<&str> = f.iter().step_by(2).map(|k| k.bulk()).collect();
+            assert_eq!(
+                keys,
+                ["direction", "node", "create-time", "events", "send-buffer-allocated", "send-buffer-used"],
+                "{last:?}"
+            );
+            assert!(["to", "from"].contains(&f[1].bulk()), "{last:?}");
+            assert_eq!(f[3].bulk().len(), 40);
+            assert!(f[5].int() > 0);
+            assert!(["r", "w", "rw", ""].contains(&f[7].bulk()), "{last:?}");
+            assert!(f[9].int() >= f[11].int() && f[11].int() >= 0, "{last:?}");
+        }
+    }
+    // RESP3: an array of maps.
+    assert!(ca.call(&["HELLO", "3"]).starts_with('%'));
+    let r3 = ca.call(&["CLUSTER", "LINKS"]);
+    assert!(r3.starts_with('*') && r3.contains("\r\n%6\r\n"), "{r3}");
 }

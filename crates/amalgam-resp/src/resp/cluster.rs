@@ -50,6 +50,10 @@ pub(crate) fn from_args(args: &crate::config::Args) -> Result<Arc<Cluster>, Stri
         announce_hostname: args.cluster_announce_hostname.clone(),
         require_full_coverage: args.cluster_require_full_coverage,
         allow_reads_when_down: args.cluster_allow_reads_when_down,
+        replica_validity_factor: args.cluster_replica_validity_factor,
+        migration_barrier: args.cluster_migration_barrier,
+        allow_replica_migration: args.cluster_allow_replica_migration,
+        replica_no_failover: args.cluster_replica_no_failover,
     })
     .map(Arc::new)
 }
