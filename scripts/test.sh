@@ -279,7 +279,7 @@ if [ -n "$redis_server_bin" ]; then
   AMALGAM_TEST_RESP_ADDR="127.0.0.1:$port" AMALGAM_TEST_RESP_AUTH_ADDR="127.0.0.1:$auth_port" \
     python3 -m pytest -q -p no:cacheprovider tests/python/test_redis_py*.py 2>&1 | tee -a "$pylog" || status=1
   if [ -n "$node_ok" ]; then
-    step "ioredis (node --test tests/node) against redis-server"
+    step "ioredis and BullMQ (node --test tests/node) against redis-server"
     node_against "127.0.0.1:$port" || status=1
   fi
 else
@@ -315,7 +315,7 @@ AMALGAM_TEST_SHARD_BIN="$amalgam_bin" AMALGAM_TEST_REPL_BIN="$repl_bin" \
   pytest_against "127.0.0.1:$port" "127.0.0.1:$resp_port" "127.0.0.1:$auth_resp_port" || status=1
 
 if [ -n "$node_ok" ]; then
-  step "ioredis (node --test tests/node) against amalgam"
+  step "ioredis and BullMQ (node --test tests/node) against amalgam"
   node_against "127.0.0.1:$resp_port" || status=1
 fi
 

@@ -122,6 +122,7 @@ mod store;
 mod sync;
 mod table;
 mod txn;
+pub use txn::NotHeld;
 
 pub use item::{KEY_BYTES_MAX, MARK_FETCHED, MARK_STALE, MARK_TOKEN_SENT};
 pub use journal::{Change, Journal, SnapshotSink, SnapshotStats, JOURNAL_LARGE_VALUE_BYTES_MIN};

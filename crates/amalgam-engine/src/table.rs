@@ -694,6 +694,32 @@ impl Table {
         self.acquire(i, LOCKED | HELD)
     }
 
+    /// [`Table::lock_held`] without waiting for another holder: Err(true)
+    /// if the bucket was MOVED (route to the successor), Err(false) if
+    /// another thread holds it. A transaction extending its held set
+    /// takes a bucket ranked before one it holds only this way (`txn.rs`,
+    /// "Growing the held set"). A failed compare-and-swap with the bucket
+    /// still free is retried (a concurrent version bump), at most
+    /// [`TRY_LOCK_CAS_MAX`] times.
+    pub(crate) fn try_lock_held(&self, i: usize) -> Result<BucketGuard<'_>, bool> {
+        let b = self.bucket(i);
+        for _ in 0..TRY_LOCK_CAS_MAX {
+            let w = b.lock.load(Ordering::Acquire);
+            if w & MOVED != 0 {
+                return Err(true);
+            }
+            if w & LOCKED != 0 {
+                return Err(false);
+            }
+            if b.lock.compare_exchange_weak(w, w | LOCKED | HELD, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                // As in `acquire`: the LOCKED store before our slot stores.
+                fence(Ordering::Release);
+                return Ok(BucketGuard { table: self, bucket: b, word: w, moved: false, borrowed: false });
+            }
+        }
+        Err(false)
+    }
+
     /// The bucket that owns `hash` now (routing as `lock_routed` does,
     /// without locking): the address a transaction compares with the
     /// buckets it holds. Only meaningful to a thread that holds the
@@ -997,6 +1023,10 @@ impl BucketGuard<'_> {
         self.bucket as *const Bucket as usize
     }
 }
+
+/// Compare-and-swap attempts [`Table::try_lock_held`] makes on a free
+/// bucket before it reports it taken.
+const TRY_LOCK_CAS_MAX: usize = 16;
 
 impl Drop for BucketGuard<'_> {
     fn drop(&mut self) {

@@ -69,6 +69,28 @@
 //!
 //! Memory of the held set: one word per bucket, in a thread-local vector
 //! reused across transactions.
+//!
+//! # Growing the held set
+//!
+//! A Redis script may name a key it did not declare, after it wrote
+//! (BullMQ's scripts INCR a job counter, then write the job's keys named
+//! by the new id). The writes cannot be taken back, and waiting for the
+//! new key's bucket at any moment would break the order above. So
+//! [`Store::extend_transaction`] keeps the order's one invariant instead:
+//! a transaction waits only for a bucket ranked after every bucket it
+//! holds. The held keys' highest rank is kept (`RANK_MAX`); a key ranked
+//! above it has its bucket waited for as the first locking does (its
+//! bucket's interval lies wholly after every held one: the intervals are
+//! disjoint and the key's rank is past every held key's), and the rank
+//! rises to it. A key ranked below is only tried ([`Table::try_lock_held`],
+//! a few rounds of backoff, never a wait on the holder): held by another
+//! thread, the extension fails and the caller decides (the script ends
+//! with an error, as before). No cycle can form: each transaction in a
+//! cycle of waits would wait for a bucket ranked after every bucket it
+//! holds, including the one the previous transaction waits for, so the
+//! ranks would rise all around the cycle back to where they started.
+//! The buckets taken this way are held in a second thread-local list
+//! (`EXTRA`) and released with the others when the transaction ends.
 
 use crate::store::{Pinned, Store};
 use crate::table::{split_hash, Bucket, BucketGuard, TABLE_LOG2_MAX};
@@ -78,6 +100,11 @@ use std::cell::RefCell;
 thread_local! {
     /// The buckets this thread's transaction holds (their addresses).
     static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// The highest lock rank of the keys the transaction holds.
+    static RANK_MAX: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The buckets [`Store::extend_transaction`] added, released with
+    /// the transaction's own (module notes, "Growing the held set").
+    static EXTRA: RefCell<Vec<BucketGuard<'static>>> = const { RefCell::new(Vec::new()) };
     /// Items the transaction published whose records the journal frames
     /// once the buckets are released (`Journal::record_large`), in order.
     static FILL: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
@@ -85,6 +112,8 @@ thread_local! {
 #[cfg(loom)]
 loom::thread_local! {
     static HELD: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+    static RANK_MAX: std::cell::Cell<u64> = std::cell::Cell::new(0);
+    static EXTRA: RefCell<Vec<BucketGuard<'static>>> = RefCell::new(Vec::new());
     static FILL: RefCell<Vec<usize>> = RefCell::new(Vec::new());
 }
 
@@ -153,10 +182,25 @@ impl Drop for Held<'_> {
         // Forget the buckets first: an unlocked bucket is no longer ours.
         HELD.with(|h| h.borrow_mut().clear());
         // Each guard's drop unlocks its bucket (a release store of the
-        // next version, clearing LOCKED and HELD).
+        // next version, clearing LOCKED and HELD): those the transaction
+        // grew by, then its own. Taken out of the thread-local before they
+        // drop (a guard's drop reads no thread-local, but keep it simple).
+        let extra = EXTRA.with(|e| std::mem::take(&mut *e.borrow_mut()));
+        drop(extra);
         self.guards.clear();
     }
 }
+
+/// Why [`Store::extend_transaction`] could not add a key's bucket: the
+/// caller is in no transaction, or the bucket ranks before one it holds
+/// and another thread has it (module notes, "Growing the held set").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotHeld;
+
+/// Backoff rounds [`Store::extend_transaction`] tries a bucket ranked
+/// before one it holds (a single-key writer holds a bucket for one
+/// chain's change: a few microseconds) before it gives up.
+const EXTEND_TRIES_MAX: usize = 64;
 
 impl Store {
     /// Runs `f` while the buckets of every key in `keys` are held: no
@@ -196,6 +240,7 @@ impl Store {
         // journal took must be filled, or the log would wait for it).
         let fills = Fills { inner, _pin: &pin };
         let mut held = Held { guards: Vec::with_capacity(hashes.len()) };
+        RANK_MAX.with(|r| r.set(hashes.last().map_or(0, |&h| lock_rank(h))));
         for h in hashes {
             let mut t = pin.current().route(h);
             // Bounded: one step per table generation.
@@ -219,6 +264,80 @@ impl Store {
         drop(fills);
         drop(pin);
         r
+    }
+
+    /// Inside [`Store::atomically`]: adds `key`'s bucket to the buckets
+    /// held until the transaction ends, so that `f` may touch `key` too.
+    /// A bucket ranked after every bucket held is waited for; one ranked
+    /// before is only tried, and Err if another thread holds it (module
+    /// notes, "Growing the held set"). Err outside a transaction.
+    ///
+    /// ```
+    /// # use amalgam_engine::{Expiry, Store};
+    /// let store = Store::new(Default::default()).unwrap();
+    /// store.atomically(&[&b"counter"[..]], || {
+    ///     store.set(b"counter", b"7", 0, Expiry::Never).unwrap();
+    ///     // A key learned from what the transaction wrote.
+    ///     store.extend_transaction(b"job:7").unwrap();
+    ///     assert!(store.may_touch(b"job:7"));
+    ///     store.set(b"job:7", b"payload", 0, Expiry::Never).unwrap();
+    /// });
+    /// assert!(store.extend_transaction(b"job:7").is_err());
+    /// ```
+    pub fn extend_transaction(&self, key: &[u8]) -> Result<(), NotHeld> {
+        if !active() {
+            return Err(NotHeld);
+        }
+        let inner = &*self.inner;
+        // Nested in the transaction's own pin (pins count their depth),
+        // which outlives every guard taken here (`Held`'s drop releases
+        // them before `atomically` drops it).
+        let pin = Pinned::new(inner);
+        let h = inner.hash(key);
+        let rank = lock_rank(h);
+        let after = rank > RANK_MAX.with(std::cell::Cell::get);
+        let mut t = pin.current().route(h);
+        // Bounded: one step per table generation, and for a bucket ranked
+        // before a held one, EXTEND_TRIES_MAX tries of each.
+        for _ in 0..=TABLE_LOG2_MAX {
+            let i = t.index(h);
+            if holds(t.bucket(i)) {
+                return Ok(());
+            }
+            let got = if after {
+                t.lock_held(i).ok_or(true)
+            } else {
+                let backoff = crossbeam_utils::Backoff::new();
+                let mut r = t.try_lock_held(i);
+                for _ in 0..EXTEND_TRIES_MAX {
+                    if !matches!(r, Err(false)) {
+                        break;
+                    }
+                    backoff.snooze();
+                    r = t.try_lock_held(i);
+                }
+                r
+            };
+            match got {
+                Ok(g) => {
+                    HELD.with(|held| held.borrow_mut().push(g.bucket_addr()));
+                    // SAFETY: only the lifetime is changed. The guard
+                    // borrows a table the transaction's pin keeps alive
+                    // (an epoch pin retires no table while it lasts), and
+                    // it is dropped by `Held`'s drop, before `atomically`
+                    // drops that pin, also when `f` unwinds.
+                    let g: BucketGuard<'static> = unsafe { std::mem::transmute::<BucketGuard<'_>, _>(g) };
+                    EXTRA.with(|e| e.borrow_mut().push(g));
+                    if after {
+                        RANK_MAX.with(|r| r.set(rank));
+                    }
+                    return Ok(());
+                }
+                Err(true) => t = t.successor().expect("MOVED implies a successor"),
+                Err(false) => return Err(NotHeld),
+            }
+        }
+        unreachable!("routing is bounded by the table generations")
     }
 
     /// True if the calling thread is inside [`Store::atomically`].
@@ -258,6 +377,144 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Expiry;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Barrier};
+
+    /// Two keys in different buckets, the first ranked lower.
+    fn low_and_high(store: &Store) -> (Vec<u8>, Vec<u8>) {
+        let inner = &*store.inner;
+        let pin = Pinned::new(inner);
+        let bucket = |k: &[u8]| pin.current().bucket_of(inner.hash(k)).1;
+        let (a, b) = (
+            b"key:a".to_vec(),
+            (0..).map(|i| format!("key:{i}").into_bytes()).find(|k| bucket(k) != bucket(b"key:a")).unwrap(),
+        );
+        if lock_rank(inner.hash(&a)) < lock_rank(inner.hash(&b)) {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    }
+
+    #[test]
+    fn a_transaction_grows_by_a_key_and_releases_it_at_its_end() {
+        let store = Store::new(Default::default()).unwrap();
+        let (low, high) = low_and_high(&store);
+        for (first, later) in [(&low, &high), (&high, &low)] {
+            store.atomically(&[first], || {
+                assert!(!store.may_touch(later));
+                store.extend_transaction(later).unwrap();
+                assert!(store.may_touch(later));
+                store.extend_transaction(later).unwrap(); // held: nothing to do
+                store.set(later, b"v", 0, Expiry::Never).unwrap();
+            });
+            // Released: another thread takes it at once.
+            std::thread::scope(|s| {
+                s.spawn(|| store.set(later, b"w", 0, Expiry::Never).unwrap());
+            });
+        }
+        assert_eq!(store.extend_transaction(&low), Err(NotHeld), "outside a transaction");
+    }
+
+    #[test]
+    fn a_lower_ranked_bucket_held_elsewhere_is_refused_a_higher_one_is_waited_for() {
+        let store = Arc::new(Store::new(Default::default()).unwrap());
+        let (low, high) = low_and_high(&store);
+        // Another transaction holds `low`: extending into it from one that
+        // holds `high` would wait against the order, so it is refused.
+        let (taken, done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+        let other = {
+            let (store, low, taken, done) = (Arc::clone(&store), low.clone(), Arc::clone(&taken), Arc::clone(&done));
+            std::thread::spawn(move || {
+                store.atomically(&[&low], || {
+                    taken.wait();
+                    done.wait();
+                })
+            })
+        };
+        taken.wait();
+        store.atomically(&[&high], || assert_eq!(store.extend_transaction(&low), Err(NotHeld)));
+        done.wait();
+        other.join().unwrap();
+        // Another holds `high`: from one that holds `low` it is waited for,
+        // and got once the other ends.
+        let ended = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(Barrier::new(2));
+        let other = {
+            let (store, high, taken, ended) =
+                (Arc::clone(&store), high.clone(), Arc::clone(&taken), Arc::clone(&ended));
+            std::thread::spawn(move || {
+                store.atomically(&[&high], || {
+                    taken.wait();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    ended.store(true, Ordering::SeqCst);
+                })
+            })
+        };
+        taken.wait();
+        store.atomically(&[&low], || {
+            store.extend_transaction(&high).unwrap();
+            assert!(ended.load(Ordering::SeqCst), "got only after the holder ended");
+        });
+        other.join().unwrap();
+    }
+
+    #[test]
+    fn transactions_that_grow_never_deadlock_and_stay_atomic() {
+        // Threads move units between counters in transactions that declare
+        // one counter and grow by the others as they go; the total stays
+        // and every thread finishes (a deadlock would hang the test).
+        const COUNTERS: usize = 16;
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 2_000;
+        let store = Arc::new(Store::new(Default::default()).unwrap());
+        let key = |i: usize| format!("counter:{i}").into_bytes();
+        for i in 0..COUNTERS {
+            store.set(&key(i), b"100", 0, Expiry::Never).unwrap();
+        }
+        let refused = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (store, refused) = (Arc::clone(&store), Arc::clone(&refused));
+                std::thread::spawn(move || {
+                    let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t as u64 + 1);
+                    let mut next = || {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x % COUNTERS as u64) as usize
+                    };
+                    let read = |s: &Store, k: &[u8]| -> i64 {
+                        s.get(k, |it| std::str::from_utf8(it.value()).unwrap().parse().unwrap()).unwrap()
+                    };
+                    for _ in 0..ROUNDS {
+                        let (from, to) = (next(), next());
+                        store.atomically(&[key(from)], || {
+                            let v = read(&store, &key(from));
+                            store.set(&key(from), (v - 1).to_string().as_bytes(), 0, Expiry::Never).unwrap();
+                            if store.extend_transaction(&key(to)).is_ok() {
+                                let w = read(&store, &key(to));
+                                store.set(&key(to), (w + 1).to_string().as_bytes(), 0, Expiry::Never).unwrap();
+                            } else {
+                                // Refused: put the unit back (still held).
+                                refused.fetch_add(1, Ordering::Relaxed);
+                                store.set(&key(from), v.to_string().as_bytes(), 0, Expiry::Never).unwrap();
+                            }
+                        });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let total: i64 = (0..COUNTERS)
+            .map(|i| store.get(&key(i), |it| std::str::from_utf8(it.value()).unwrap().parse::<i64>().unwrap()).unwrap())
+            .sum();
+        assert_eq!(total, 100 * COUNTERS as i64);
+        assert!(refused.load(Ordering::Relaxed) < (THREADS * ROUNDS) as u64);
+    }
 
     #[test]
     fn rank_makes_every_bucket_an_interval() {

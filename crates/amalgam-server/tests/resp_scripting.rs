@@ -731,3 +731,38 @@ fn keys_not_declared_in_keys_are_allowed() {
     assert_eq!(eval(&mut c, "return redis.call('get', ARGV[1])", &[], &[&k]), bulk("v"));
     assert_eq!(eval(&mut c, "redis.call('incr', ARGV[1]); return redis.call('incr', ARGV[1])", &[], &[&n]), int(2));
 }
+
+#[test]
+fn a_script_writes_keys_it_names_after_it_wrote() {
+    // BullMQ's addStandardJob shape: INCR a declared id counter, then
+    // write the job's own keys, named by the new id, which KEYS could not
+    // name (Redis's standalone mode allows it). From two connections at
+    // once: every id gets its job, nothing is lost.
+    let Some(server) = resp_server() else { return };
+    const JOBS: usize = 200;
+    let (counter, prefix) = (key("jobs:id"), key("jobs:"));
+    let script = "local id = redis.call('incr', KEYS[1]) \
+                  redis.call('hset', ARGV[1] .. id, 'name', 'job', 'n', id) \
+                  redis.call('rpush', ARGV[1] .. 'wait', id) \
+                  redis.call('set', ARGV[1] .. id .. ':lock', 'x', 'PX', 60000) \
+                  return id";
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut c = Resp::new(&server);
+                for _ in 0..JOBS {
+                    let id = eval(&mut c, script, &[&counter], &[&prefix]);
+                    assert!(id.starts_with(':'), "{id:?}");
+                }
+            });
+        }
+    });
+    let mut c = Resp::new(&server);
+    assert_eq!(c.call(&["GET", &counter]), bulk(&(2 * JOBS).to_string()));
+    let wait = format!("{prefix}wait");
+    assert_eq!(c.call(&["LLEN", &wait]), int(2 * JOBS as i64));
+    for id in 1..=2 * JOBS {
+        assert_eq!(c.call(&["HGET", &format!("{prefix}{id}"), "n"]), bulk(&id.to_string()), "job {id}");
+        assert_eq!(c.call(&["EXISTS", &format!("{prefix}{id}:lock")]), int(1));
+    }
+}

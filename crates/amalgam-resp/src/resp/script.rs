@@ -13,32 +13,29 @@
 //! the held set before it runs:
 //! * a held key runs at once (a multi-key command inside finds its keys
 //!   already held: `atomically` nests);
-//! * a key the script did not declare, met before the script changed
-//!   anything (no write, no PUBLISH), stops the run: the buckets are
-//!   released, the key is added to the set, and the script runs again
-//!   from the start with it held ([`Stop::Again`], at most
+//! * a key the script did not declare is added to the held set while
+//!   the script runs (`Store::extend_transaction`, engine `txn.rs`
+//!   § Growing the held set): a key ranked after every held bucket in the
+//!   lock order is waited for, one ranked before is only tried. This is
+//!   what lets a script name keys it learns as it goes, after it wrote:
+//!   BullMQ's scripts INCR a job counter and then write the job's keys
+//!   named by the new id (issue 34 §3), as Redis's standalone mode allows;
+//! * when the engine cannot add the key (ranked before a held bucket that
+//!   another thread holds) and the script has not changed anything (no
+//!   write, no PUBLISH), the run stops: the buckets are released, the key
+//!   is added to the declared set, and the script runs again from the
+//!   start with it held ([`Stop::Again`], at most
 //!   [`UNDECLARED_RERUNS_MAX`] times). What the abandoned run did was
 //!   read, so running it again is invisible: its reply is dropped before
-//!   it leaves. Redis's standalone mode lets a script touch undeclared
-//!   keys; this is how Amalgam keeps such a script atomic without a global
-//!   lock, as long as its first undeclared access comes before its first
-//!   write (which is the common shape: read, decide, write);
-//! * a key the script did not declare, met after it wrote, cannot be
-//!   locked out of order (it could deadlock against another script or
-//!   transaction) and the writes cannot be taken back: the script ends
-//!   with an error naming the key, and its writes so far stay, as a Redis
-//!   script's do when it fails half way. Declaring the key in KEYS avoids
-//!   it, but not every library can: BullMQ's scripts INCR an id counter
-//!   and then write the job's own keys, named by the new id (measured:
-//!   BullMQ 5.81.5's addStandardJob and moveToActive fail this way). The
-//!   next step (issue 34 §3), two ways, both in the engine's `txn.rs`:
-//!   (a) let a transaction extend its held set — waiting for a bucket
-//!   ranked after every bucket it holds keeps the lock order (no cycle
-//!   can form), and a bucket ranked before them can be tried without
-//!   waiting, which for a fresh key (a new job id) nearly always
-//!   succeeds; (b) an undo record of the buckets a run changed (they are
-//!   all held, so restoring them is invisible), so that such a run can be
-//!   rolled back and run again with the key, as the first case does.
+//!   it leaves;
+//! * when it cannot be added and the script already wrote, the writes
+//!   cannot be taken back and the key cannot be waited for out of order
+//!   (it could deadlock against another script or transaction): the
+//!   script ends with an error naming the key, and its writes so far
+//!   stay, as a Redis script's do when it fails half way. Declaring the
+//!   key in KEYS avoids it. It needs another client holding that very
+//!   key's bucket at that moment; an undo record of the held buckets (so
+//!   such a run could be rolled back and run again) would remove it.
 //!
 //! Inside MULTI/EXEC a script runs under EXEC's held keys (its declared
 //! keys are among them); there it cannot run again, so an undeclared key
@@ -89,6 +86,11 @@ use std::sync::Arc;
 /// had not declared (module notes); past it, such a key ends the script
 /// with an error. Bounds the work one EVAL can cause.
 pub const UNDECLARED_RERUNS_MAX: usize = 16;
+
+/// Undeclared keys one run of a script may add to its held set as it
+/// goes (`Calls::stop_for`); past it, a key is handled as one the engine
+/// could not add. Each is a bucket held until the script ends.
+pub const EXTENDED_KEYS_MAX: usize = 1 << 16;
 
 /// SCRIPT KILL's answer when the busy script wrote.
 const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You \
@@ -268,6 +270,7 @@ fn run_held(
             changed: false,
             may_rerun: !in_exec && round < UNDECLARED_RERUNS_MAX,
             undeclared: Vec::new(),
+            extended: std::collections::HashSet::new(),
             running: &running,
         };
         let store = &caller.ctx.shared.store;
@@ -305,6 +308,9 @@ struct Calls<'a, 'c> {
     may_rerun: bool,
     /// The keys that asked for the new run.
     undeclared: Vec<Vec<u8>>,
+    /// Undeclared keys the engine added to the held set during this run
+    /// (`Store::extend_transaction`): held too, until the run ends.
+    extended: std::collections::HashSet<Vec<u8>>,
     /// The run as SCRIPT KILL sees it.
     running: &'a Arc<Running>,
 }
@@ -312,7 +318,7 @@ struct Calls<'a, 'c> {
 impl Calls<'_, '_> {
     /// Checks `spec`'s keys in `args` against the held set.
     fn check_keys(&mut self, spec: &'static Spec, args: &[Arg<'_>]) -> Result<(), Stop> {
-        let held = |k: &[u8]| self.held.binary_search_by(|h| h[..].cmp(k)).is_ok();
+        let held = |k: &[u8]| self.holds(k);
         // The common shape first: one key at a fixed place (GET, INCR,
         // HSET …), read off the row without collecting.
         let undeclared: Option<&[u8]> = match spec.keys {
@@ -338,8 +344,7 @@ impl Calls<'_, '_> {
     /// held are undeclared keys too.
     fn check_pattern_keys(&mut self, raw: &[&[u8]]) -> Result<(), Stop> {
         let keys = super::sort::pattern_keys(&self.ctx.cx, self.ctx.cx.ns, raw);
-        let missing: Vec<Vec<u8>> =
-            keys.into_iter().filter(|k| self.held.binary_search_by(|h| h[..].cmp(k)).is_err()).collect();
+        let missing: Vec<Vec<u8>> = keys.into_iter().filter(|k| !self.holds(k)).collect();
         if missing.is_empty() || self.held.len() + missing.len() > super::sort::HELD_KEYS_MAX {
             // Past the bound SORT answers for the keys it cannot read.
             return Ok(());
@@ -347,9 +352,22 @@ impl Calls<'_, '_> {
         self.stop_for(missing)
     }
 
-    /// Undeclared `keys` met: the script runs again with them held, or,
+    /// Whether this run holds `key` (declared, or added as it ran).
+    fn holds(&self, key: &[u8]) -> bool {
+        self.held.binary_search_by(|h| h[..].cmp(key)).is_ok() || self.extended.contains(key)
+    }
+
+    /// Undeclared `keys` met: added to the held set if the engine can
+    /// (module notes); else the script runs again with them held, or,
     /// once it changed something, fails.
     fn stop_for(&mut self, keys: Vec<Vec<u8>>) -> Result<(), Stop> {
+        let store = &self.ctx.shared.store;
+        // Bounded by the command's keys.
+        let grown = keys.iter().all(|k| store.extend_transaction(k).is_ok());
+        if grown && self.extended.len() + keys.len() <= EXTENDED_KEYS_MAX {
+            self.extended.extend(keys);
+            return Ok(());
+        }
         if self.may_rerun && !self.changed {
             self.undeclared = keys;
             return Err(Stop::Again);
