@@ -266,6 +266,10 @@ impl Inner {
             (Some(_), None) => moved_object,
             _ => false,
         };
+        // The key's class counts this write's net change of its items
+        // (key_classes.rs): under the lock, before another thread can
+        // unlink what it published.
+        self.count_class(key, i64::from(result_block.is_some()) - i64::from(removed.is_some()));
         drop(guard);
         if events != 0 {
             self.tell_write(events, key);
