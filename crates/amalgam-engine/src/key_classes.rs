@@ -18,10 +18,12 @@
 //! places, so a path that changes one changes the other:
 //! * `store/mutate.rs`, the heart of every write (SET, DEL, the
 //!   collections' creation and removal, RENAME, RESTORE, replication's
-//!   and recovery's loads): the write's net change of the key's items
-//!   (+1 published where none was, −1 unlinked with nothing published,
-//!   0 for an overwrite), still under the bucket lock, so a later
-//!   unlinking of the same item on another thread counts after it;
+//!   and recovery's loads): +1 where the write inserts into the bucket
+//!   (no item was there, live or dead), −1 where it removes one and
+//!   publishes none; an overwrite replaces the slot and counts nothing
+//!   (so SET of an existing key pays nothing, counting on or off). Under
+//!   the bucket lock, so a later unlinking of the same item on another
+//!   thread counts after it;
 //! * `store/maintenance.rs`, the sweeps (expired and flushed items);
 //! * `reclaim.rs` and `outsized.rs`, cache mode's evictions and expired
 //!   items met by a reclamation.
@@ -35,10 +37,11 @@
 //!
 //! ## Cost while off
 //! One relaxed load (the `OnceLock`'s state) and a predictable branch at
-//! each of those places; the classifier and the shared counters are
-//! reached only when on. When on, a count changes with one relaxed
-//! `fetch_add` on a counter shared by every thread: a write of a new key
-//! or a delete pays one atomic add, an overwrite nothing.
+//! each of those places, which are off the overwrite's path; the
+//! classifier and the shared counters are reached only when on. When on,
+//! a count changes with one relaxed `fetch_add` on a counter shared by
+//! every thread: a write of a new key or a delete pays one atomic add
+//! (and the CRC16 of the key), an overwrite nothing.
 
 use crate::store::{Inner, Store};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -77,9 +80,7 @@ impl Inner {
     #[inline(always)]
     pub(crate) fn count_class(&self, key: &[u8], delta: i64) {
         if let Some(k) = self.key_classes.get() {
-            if delta != 0 {
-                k.add(key, delta);
-            }
+            k.add(key, delta);
         }
     }
 

@@ -165,6 +165,7 @@ impl Inner {
                 match (found, live) {
                     (Some((slot, p)), None) => {
                         guard.remove(slot);
+                        self.count_class(key, -1);
                         (r, Some(p))
                     }
                     _ => (r, None),
@@ -189,6 +190,7 @@ impl Inner {
                             return R::index_full();
                         }
                         self.note_insert(local, t);
+                        self.count_class(key, 1);
                         None
                     }
                 };
@@ -238,6 +240,7 @@ impl Inner {
                         j.record(Change::Delete(key));
                     }
                     guard.remove(slot);
+                    self.count_class(key, -1);
                     (r, Some(p))
                 }
                 None => (r, None),
@@ -266,10 +269,6 @@ impl Inner {
             (Some(_), None) => moved_object,
             _ => false,
         };
-        // The key's class counts this write's net change of its items
-        // (key_classes.rs): under the lock, before another thread can
-        // unlink what it published.
-        self.count_class(key, i64::from(result_block.is_some()) - i64::from(removed.is_some()));
         drop(guard);
         if events != 0 {
             self.tell_write(events, key);
