@@ -104,7 +104,9 @@ impl amalgam_cluster::bus::BusHost for BusHost {
     fn drop_slot_keys(&self, slots: &[u16]) {
         if let Some(s) = self.0.upgrade() {
             let n = drop_slot_keys(&s.store, slots);
-            log::warn!("Deleted {n} keys of {} lost slots", slots.len());
+            if n > 0 {
+                log::warn!("Deleted {n} keys of {} lost slots", slots.len());
+            }
         }
     }
 }
