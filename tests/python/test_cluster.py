@@ -211,6 +211,39 @@ def test_a_node_joins_a_cluster_of_redis_servers(tmp_path):
 
 
 @pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_primary_that_loses_a_slot_to_a_newer_claim_deletes_its_keys(tmp_path):
+    """Another primary takes a slot (SETSLOT NODE to itself, then BUMPEPOCH:
+    its claim has the greater config epoch); the primary that served it,
+    still serving others, deletes the slot's keys (Redis's
+    clusterUpdateSlotsConfigWith and delKeysInSlot) and keeps the rest."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        a, b = nodes[0], nodes[1]
+        mine = a.c.execute_command("CLUSTER", "NODES").decode()
+        assert " 0-5460" in next(l for l in mine.splitlines() if "myself" in l), mine
+        tags = [t for t in (f"t{i}" for i in range(100))
+                if int(a.c.execute_command("CLUSTER", "KEYSLOT", "{%s}" % t)) <= 5460]
+        lost, kept = tags[0], tags[1]
+        slot = int(a.c.execute_command("CLUSTER", "KEYSLOT", "{%s}" % lost))
+        for i in range(5):
+            a.c.set("{%s}:%d" % (lost, i), i)
+        a.c.set("{%s}:x" % kept, "stays")
+        assert a.c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 5
+        b_id = b.c.execute_command("CLUSTER", "MYID")
+        b_id = b_id.decode() if isinstance(b_id, bytes) else b_id
+        assert b.c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", b_id) in (b"OK", "OK", True)
+        assert b.c.execute_command("CLUSTER", "BUMPEPOCH").split()[0] in (b"BUMPED", "BUMPED")
+        wait_until(lambda: a.c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0,
+                   "the lost slot's keys deleted")
+        assert a.c.get("{%s}:x" % kept) == b"stays"
+        assert a.c.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10) == []
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
 def test_redis_cli_reshard_under_writes_loses_no_key(tmp_path):
     """`redis-cli --cluster reshard` moves slots (SETSLOT IMPORTING and
     MIGRATING, GETKEYSINSLOT, MIGRATE … KEYS, which sends RESTORE-ASKING,

@@ -66,6 +66,9 @@ pub trait BusHost: Send + Sync {
     fn data_age_ms(&self) -> u64;
     /// Hold writes (a manual failover of this primary) or let them go.
     fn hold_writes(&self, on: bool);
+    /// Delete database 0's keys in `slots` (slots this primary lost,
+    /// Redis's `delKeysInSlot`), as deletions its replicas see.
+    fn drop_slot_keys(&self, _slots: &[u16]) {}
 }
 
 struct Link {
@@ -162,6 +165,9 @@ impl Bus {
             } else if self.links_changed {
                 self.list_links();
             }
+            // Once per iteration, what this iteration and the commands
+            // since the last one changed (Redis's clusterBeforeSleep).
+            self.c.save_if_pending();
         }
     }
 
@@ -424,6 +430,7 @@ impl Bus {
                 Effect::Publish(ch, m) => self.host.publish(&ch, &m),
                 Effect::Follow(p) => self.host.follow(p),
                 Effect::HoldWrites(on) => self.host.hold_writes(on),
+                Effect::DropSlotKeys(slots) => self.host.drop_slot_keys(&slots),
             }
         }
     }

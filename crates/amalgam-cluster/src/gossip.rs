@@ -66,6 +66,9 @@ pub enum Effect {
     Follow(Option<(String, u16)>),
     /// Hold writes (a manual failover of this primary) or let them go.
     HoldWrites(bool),
+    /// Delete the keys of these slots, which this primary lost to a newer
+    /// claim (Redis's `delKeysInSlot`).
+    DropSlotKeys(Vec<u16>),
 }
 
 /// What the link a message came in on knows.
@@ -341,9 +344,10 @@ fn claim_slots(
         fx.push(Effect::Follow(Some((n.ip.clone(), n.port))));
     } else if !dirty_slots.is_empty() {
         // Slots this primary lost while it still serves others: their
-        // keys are stale (Redis's delKeysInSlot); left to the
-        // next increment, logged.
-        log::warn!("Lost {} slots still holding keys to {}", dirty_slots.len(), node::text(&sender));
+        // keys are stale, and go (Redis's delKeysInSlot; the host skips a
+        // slot with no keys from its count, as Redis's countKeysInSlot).
+        log::warn!("Lost {} slots to {}: deleting their keys", dirty_slots.len(), node::text(&sender));
+        fx.push(Effect::DropSlotKeys(dirty_slots.iter().map(|&s| s as u16).collect()));
     }
 }
 
@@ -854,6 +858,45 @@ mod tests {
             assert_eq!(a.lock().nodes[&nb].is(flags::NOFAILOVER), on);
             assert_eq!(a.lock().nodes[&nb].flags_text().contains("nofailover"), on);
         }
+    }
+
+    /// A primary that loses some of its slots to a newer claim deletes
+    /// their keys (Redis's delKeysInSlot); one that loses all of them
+    /// follows the claimant instead (its full sync replaces its keys).
+    #[test]
+    fn a_primary_that_loses_a_slot_drops_its_keys() {
+        let (a, b) = (cluster(), cluster());
+        let (na, nb) = (a.lock().myself, b.lock().myself);
+        {
+            let mut s = a.lock();
+            s.me_mut().config_epoch = 1;
+            let mut n = Node::new(nb, flags::MASTER, 0);
+            n.config_epoch = 1;
+            n.ip = "127.0.0.1".into();
+            n.port = 7001;
+            s.nodes.insert(nb, n);
+            for slot in 0..3 {
+                s.assign(slot, Some(na));
+            }
+        }
+        let claim = |slots: std::ops::Range<usize>, epoch: u64, now: u64| {
+            {
+                let mut s = b.lock();
+                s.me_mut().config_epoch = epoch;
+                for slot in slots {
+                    s.assign(slot, Some(nb));
+                }
+            }
+            let p = ping(&b, &mut b.lock(), Type::Ping, None, now, 0, &mut Rng::new());
+            step(&a, &p, &mut Peer { inbound: true, ..Peer::default() }, now).0
+        };
+        let fx = claim(0..2, 2, 1);
+        assert!(fx.contains(&Effect::DropSlotKeys(vec![0, 1])), "{fx:?}");
+        assert!(!fx.iter().any(|e| matches!(e, Effect::Follow(_))), "{fx:?}");
+        assert_eq!(a.lock().owner[2], Some(na));
+        let fx = claim(0..3, 3, 2);
+        assert!(fx.iter().any(|e| matches!(e, Effect::Follow(_))), "{fx:?}");
+        assert!(!fx.iter().any(|e| matches!(e, Effect::DropSlotKeys(_))), "{fx:?}");
     }
 
     #[test]

@@ -11,9 +11,13 @@
 //! * **The node table** (`node.rs`): each node by its 40-hex-digit name,
 //!   with its flags, primary, config epoch, slots and addresses; written
 //!   as CLUSTER NODES' lines, which are also `nodes.conf`'s. The file is
-//!   rewritten whole on every change to the configuration, through a
-//!   temporary file, fsync and rename (Redis 7.2's atomic save; 7.0
-//!   truncated in place), so a crash leaves the old or the new file.
+//!   rewritten whole after changes to the configuration, through a
+//!   temporary file and rename (Redis 7.2's atomic save; 7.0 truncated in
+//!   place), so a crash leaves the old or the new file: once per
+//!   iteration of the bus thread's loop for what Redis marks
+//!   `CLUSTER_TODO_SAVE_CONFIG` (SETSLOT, ADDSLOTS, gossip), at once and
+//!   synced for what Redis fsyncs (an epoch changed; [`Cluster::commit`],
+//!   [`Cluster::commit_durable`]).
 //! * **Routing** ([`Cluster::route`], Redis's `getNodeByQuery`): the RESP
 //!   front end gives each command's keys before it runs (and EXEC's whole
 //!   queue); the answer is to serve it here or one of Redis's
@@ -49,9 +53,13 @@
 //! `redis-cli --cluster create`, alone or beside redis-server 7.0 nodes,
 //! detect failures, elect a failed primary's replica, move a replica to
 //! an orphaned primary and rejoin; PUBLISH reaches every node's
-//! subscribers. Not yet: SPUBLISH across a shard's nodes, a per-slot
-//! key index (COUNTKEYSINSLOT walks the table), the bus on TLS
-//! (docs/cluster.md keeps the list).
+//! subscribers. The engine counts each slot's keys as it writes (the
+//! server asks it to in cluster mode: amalgam-engine's `key_classes.rs`),
+//! so COUNTKEYSINSLOT is exact and O(1), GETKEYSINSLOT answers an empty
+//! slot without a walk ([`Cluster::keys_in_slot`]), and a primary that
+//! loses a slot to a newer claim deletes its keys (`gossip.rs`, Redis's
+//! `delKeysInSlot`). Not yet: SPUBLISH across a shard's nodes, the bus on
+//! TLS (docs/cluster.md keeps the list).
 //!
 //! ## Cost to a standalone server
 //! None: the RESP front end tests one `bool` ([`Cluster::enabled`])
@@ -163,6 +171,13 @@ pub trait Host {
     fn exists(&self, key: &[u8]) -> bool;
     /// How many keys of database 0 are in `slot`.
     fn count_keys_in_slot(&self, slot: u16) -> u64;
+    /// The count of `slot`'s keys if the host keeps one and knows it now
+    /// (expired keys not yet deleted included, as Redis's
+    /// `countKeysInSlot`): lets GETKEYSINSLOT answer an empty slot without
+    /// a walk. None: unknown, walk.
+    fn slot_key_count(&self, _slot: u16) -> Option<u64> {
+        None
+    }
     /// Whether database 0 holds any key (CLUSTER RESET refuses a primary
     /// that does, as Redis).
     fn holds_keys(&self) -> bool;
@@ -320,6 +335,39 @@ struct SlotIndex {
     used: u64,
 }
 
+impl SlotIndex {
+    /// Every key of database 0 under its slot, by one walk; None if the
+    /// store holds more than [`SLOT_INDEX_KEYS_MAX`] keys.
+    fn build(host: &dyn Host, now: u64) -> Option<SlotIndex> {
+        let mut by_slot: std::collections::HashMap<u16, VecDeque<Vec<u8>>> = std::collections::HashMap::new();
+        let whole =
+            host.each_key(SLOT_INDEX_KEYS_MAX, &mut |k| by_slot.entry(slot_of(k)).or_default().push_back(k.to_vec()));
+        whole.then_some(SlotIndex { by_slot, used: now })
+    }
+
+    /// Up to `max` of `slot`'s keys still in the store.
+    fn take(&mut self, host: &dyn Host, slot: u16, max: usize, now: u64) -> Vec<Vec<u8>> {
+        self.used = now;
+        let mut out = Vec::new();
+        if let Some(list) = self.by_slot.get_mut(&slot) {
+            // The front holds what earlier calls returned, which a
+            // MIGRATE has usually deleted since: gone keys leave as
+            // they are met, so a call costs what it returns plus what
+            // it drops, not the slot's length. Bounded by the list.
+            let mut i = 0;
+            while i < list.len() && out.len() < max {
+                if host.exists(&list[i]) {
+                    out.push(list[i].clone());
+                    i += 1;
+                } else {
+                    list.remove(i);
+                }
+            }
+        }
+        out
+    }
+}
+
 /// What routing says of a command (Redis's `CLUSTER_REDIR_*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Redirect {
@@ -367,6 +415,10 @@ pub struct Cluster {
     state: Mutex<State>,
     /// GETKEYSINSLOT's index of the keys by slot (`keys_in_slot`).
     index: Mutex<Option<SlotIndex>>,
+    /// A change to the configuration not saved yet (Redis's
+    /// `CLUSTER_TODO_SAVE_CONFIG`): the bus thread saves it once per
+    /// iteration of its loop ([`Cluster::commit`]).
+    save_pending: AtomicBool,
     /// Wakes the bus thread (set when it starts): a command put something
     /// in the state's outbox.
     waker: std::sync::OnceLock<mio::Waker>,
@@ -407,6 +459,7 @@ impl Cluster {
             state: Mutex::new(state),
             waker: std::sync::OnceLock::new(),
             index: Mutex::new(None),
+            save_pending: AtomicBool::new(false),
             served: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             up: AtomicBool::new(false),
             live,
@@ -471,16 +524,29 @@ impl Cluster {
 
     /// Up to `max` keys of `slot` (CLUSTER GETKEYSINSLOT). Redis keeps a
     /// list of keys per slot in cluster mode; Amalgam's table has none, and
-    /// a resharding asks for a slot's keys ten at a time, slot after slot.
-    /// So the first call walks the table once and keeps each key under
-    /// its slot ([`SlotIndex`], for stores up to [`SLOT_INDEX_KEYS_MAX`]
-    /// keys); later calls answer from it, dropping keys gone since (a
-    /// MIGRATE deletes what it moved). "None left" is never answered from
-    /// the index: an empty answer comes from a walk of the table, so a
-    /// key written into the slot after the index was built is still
-    /// found. The index is dropped after [`SLOT_INDEX_IDLE_MS`] unused.
+    /// a resharding asks for a slot's keys ten at a time, slot after slot,
+    /// most of them empty. So:
+    /// * the host's count of the slot's keys ([`Host::slot_key_count`],
+    ///   the engine's per-slot count kept by its write path) answers an
+    ///   empty slot at once;
+    /// * otherwise the first call walks the table once and keeps each key
+    ///   under its slot ([`SlotIndex`], for stores up to
+    ///   [`SLOT_INDEX_KEYS_MAX`] keys); later calls answer from it,
+    ///   dropping keys gone since (a MIGRATE deletes what it moved);
+    /// * when the index has no live key left for a slot whose count says
+    ///   it holds some (keys written into it after the index was built),
+    ///   the index is rebuilt by one walk and answers.
+    ///
+    /// Without a count (the host keeps none, or a FLUSHALL's sweep is
+    /// under way) "none left" is never answered from the index: an empty
+    /// answer comes from a walk of the table for that slot, as before the
+    /// count. The index is dropped after [`SLOT_INDEX_IDLE_MS`] unused.
     pub fn keys_in_slot(&self, host: &dyn Host, slot: u16, max: usize) -> Vec<Vec<u8>> {
         if max == 0 {
+            return Vec::new();
+        }
+        let count = host.slot_key_count(slot);
+        if count == Some(0) {
             return Vec::new();
         }
         let now = now_ms();
@@ -488,31 +554,22 @@ impl Cluster {
         if guard.as_ref().is_some_and(|i| now.saturating_sub(i.used) > SLOT_INDEX_IDLE_MS) {
             *guard = None;
         }
+        let mut fresh = false;
         if guard.is_none() {
-            let mut by_slot: std::collections::HashMap<u16, VecDeque<Vec<u8>>> = std::collections::HashMap::new();
-            let whole = host
-                .each_key(SLOT_INDEX_KEYS_MAX, &mut |k| by_slot.entry(slot_of(k)).or_default().push_back(k.to_vec()));
-            if whole {
-                *guard = Some(SlotIndex { by_slot, used: now });
-            }
+            *guard = SlotIndex::build(host, now);
+            fresh = true;
         }
-        let mut out = Vec::new();
-        if let Some(idx) = guard.as_mut() {
-            idx.used = now;
-            if let Some(list) = idx.by_slot.get_mut(&slot) {
-                // The front holds what earlier calls returned, which a
-                // MIGRATE has usually deleted since: gone keys leave as
-                // they are met, so a call costs what it returns plus what
-                // it drops, not the slot's length. Bounded by the list.
-                let mut i = 0;
-                while i < list.len() && out.len() < max {
-                    if host.exists(&list[i]) {
-                        out.push(list[i].clone());
-                        i += 1;
-                    } else {
-                        list.remove(i);
-                    }
-                }
+        let mut out = guard.as_mut().map_or_else(Vec::new, |idx| idx.take(host, slot, max, now));
+        if out.is_empty() && count.is_some() && guard.is_some() {
+            // The count says keys are there and the index has none: they
+            // came after it. One walk rebuilds it for every slot; a fresh
+            // index is the walk's answer already.
+            if !fresh {
+                *guard = SlotIndex::build(host, now);
+                out = guard.as_mut().map_or_else(Vec::new, |idx| idx.take(host, slot, max, now));
+            }
+            if guard.is_some() {
+                return out;
             }
         }
         if out.is_empty() {
@@ -625,23 +682,48 @@ impl Cluster {
         self.save_with(s, true)
     }
 
-    /// [`Cluster::changed`] then a save without fsync, as Redis saves
-    /// after ADDSLOTS, SETSLOT, MEET or gossip (`CLUSTER_TODO_SAVE_CONFIG`);
-    /// a failed save is logged (Redis exits on a failed
+    /// [`Cluster::changed`], and the change marked for a save without
+    /// fsync, as Redis marks ADDSLOTS, SETSLOT, MEET or gossip
+    /// (`CLUSTER_TODO_SAVE_CONFIG`) and saves once before its event loop
+    /// sleeps (`clusterBeforeSleep`). Here the bus thread is that loop: a
+    /// commit wakes it, and it saves once per iteration
+    /// ([`Cluster::save_if_pending`]), so a burst of changes (a
+    /// resharding's SETSLOTs, a round of gossip) costs one save, off the
+    /// command's path. Without a bus (tests, before it starts) the save is
+    /// made at once. A failed save is logged (Redis exits on a failed
     /// `clusterSaveConfigOrDie`; the configuration in memory stays right,
     /// and the next change retries).
     pub fn commit(&self, s: &mut State) {
-        self.commit_with(s, false);
-    }
-
-    /// [`Cluster::commit`] with fsync: what an epoch changed (a config
-    /// epoch set or bumped, a collision, a vote), which Redis syncs.
-    pub fn commit_durable(&self, s: &mut State) {
-        self.commit_with(s, true);
-    }
-
-    fn commit_with(&self, s: &mut State, fsync: bool) {
         self.changed(s);
+        if self.waker.get().is_some() {
+            if !self.save_pending.swap(true, Ordering::AcqRel) {
+                self.wake();
+            }
+        } else {
+            self.save_logged(s, false);
+        }
+    }
+
+    /// [`Cluster::commit`] with fsync, at once, before the command answers:
+    /// what an epoch changed (a config epoch set or bumped, a collision, a
+    /// vote), which Redis syncs (`CLUSTER_TODO_FSYNC_CONFIG`) before its
+    /// replies go out. It carries any change still pending.
+    pub fn commit_durable(&self, s: &mut State) {
+        self.changed(s);
+        self.save_pending.store(false, Ordering::Release);
+        self.save_logged(s, true);
+    }
+
+    /// Saves a pending change, if any (the bus thread, once per iteration
+    /// of its loop; also before a shutdown).
+    pub fn save_if_pending(&self) {
+        if self.save_pending.swap(false, Ordering::AcqRel) {
+            let s = self.lock();
+            self.save_logged(&s, false);
+        }
+    }
+
+    fn save_logged(&self, s: &State, fsync: bool) {
         if let Err(e) = self.save_with(s, fsync) {
             log::warn!("Could not save the cluster config file {}: {e}", self.cfg.config_file.display());
         }

@@ -90,6 +90,7 @@
 //! | `journal.rs` | persistence hooks: the journal of changes, fork-less snapshots, restore |
 //! | `namespace.rs` | key namespaces (Redis's databases) in one store: the key encoding, items per namespace |
 //! | `scan.rs`  | key iteration by cursor (Redis's SCAN guarantee); a random live item (RANDOMKEY) |
+//! | `key_classes.rs` | an optional count of the index's items per class of key (the server's hash slots), kept by the write path |
 //! | `stall.rs` | the engine's bounded steps timed for a watcher (the server's LATENCY), no protocol names |
 //! | `txn.rs`   | multi-key atomicity: a transaction holds its keys' buckets (MULTI/EXEC, multi-key commands) |
 //! | `evict/`   | cache mode's eviction policies (CLOCK, S3-FIFO), the scope of Redis's `volatile-*` (`Scope`) and their model; design in `docs/cache-mode.md` |
@@ -107,6 +108,7 @@ mod clock;
 pub mod evict;
 mod item;
 mod journal;
+pub mod key_classes;
 pub mod key_events;
 mod local;
 pub mod namespace;

@@ -278,6 +278,8 @@ impl Inner {
         local_add(&local.items, -1);
         // SAFETY: p was in the bucket we held locked; retired below.
         unsafe { count_item(local, p, -1) };
+        // SAFETY: as above.
+        unsafe { self.count_class_unlinked(p) };
         local_add(&local.bytes, -((it.key().len() + it.value().len()) as i64));
         if expired {
             self.retire_item(local, p);

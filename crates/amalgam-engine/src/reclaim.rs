@@ -512,6 +512,8 @@ impl Inner {
             local_add(&local.items, -1);
             // SAFETY: p is in the bucket we hold locked.
             unsafe { count_item(local, p, -1) };
+            // SAFETY: as above.
+            unsafe { self.count_class_unlinked(p) };
             local_add(
                 &local.bytes,
                 -((it.key().len() + it.value().len() + it.object().map_or(0, |c| c.charged())) as i64),

@@ -453,6 +453,7 @@ impl Shared {
         let (mc_delimiter, mc_watch_disabled) = (args.stats_prefix_delimiter(), args.disable_watch);
         let journaled = persist.is_some();
         let cluster = resp::cluster::from_args(&args)?;
+        resp::cluster::count_slots(cluster.enabled(), &store)?;
         let shared = Arc::new(Shared {
             cluster,
             repl: repl::Replication::new(backlog, journaled),

@@ -311,6 +311,9 @@ fn run(mut args: Args, daemon_child: bool) -> Result<(), String> {
     }
     signal_handle.close();
     let _ = signal_thread.join();
+    // A cluster change the bus thread had not saved yet (it saves once
+    // per iteration of its loop) reaches nodes.conf before the exit.
+    shared.cluster.save_if_pending();
     // Everything journaled reaches the disk, whatever the fsync policy,
     // with the replication state of what it holds (repl.rs).
     if let (Some(p), Some(dir)) = (&shared.persist, &shared.args.dir) {

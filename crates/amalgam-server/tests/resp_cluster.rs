@@ -54,6 +54,17 @@ fn await_ok(c: &mut Resp) {
     });
 }
 
+/// nodes.conf once it contains `what` (a change marked for a save is
+/// saved by the bus thread right after the command answers).
+fn saved_conf(conf: &std::path::Path, what: &str) -> String {
+    let mut text = String::new();
+    common::eventually("nodes.conf saved", std::time::Duration::from_secs(10), || {
+        text = std::fs::read_to_string(conf).unwrap_or_default();
+        text.contains(what)
+    });
+    text
+}
+
 fn info_field(c: &mut Resp, field: &str) -> String {
     let info = c.call(&["CLUSTER", "INFO"]);
     let line = info.lines().find_map(|l| l.strip_prefix(&format!("{field}:")));
@@ -249,8 +260,9 @@ fn the_node_table_is_saved_in_redis_s_format() {
     let f: Vec<&str> = line.split(' ').collect();
     assert!(f[1].ends_with(&format!(":{}@{}", n.own.addr().port(), f[1].rsplit('@').next().unwrap())), "{line}");
     assert_eq!(&f[2..], ["myself,master", "-", "0", "0", "3", "connected", "0-99", "200"], "{line}");
-    // The file says the same, and the epochs.
-    let conf = std::fs::read_to_string(&n.conf).expect("nodes.conf");
+    // The file says the same, and the epochs (once saved: Redis saves
+    // before it answers, Amalgam's bus thread just after).
+    let conf = saved_conf(&n.conf, " myself,master - 0 0 3 connected 0-99 200");
     assert!(conf.contains(&format!("{me} ")), "{conf}");
     assert!(conf.contains(" myself,master - 0 0 3 connected 0-99 200"), "{conf}");
     assert!(conf.contains("vars currentEpoch 3 lastVoteEpoch 0"), "{conf}");
@@ -374,4 +386,74 @@ fn cluster_links_lists_the_bus_links_both_ways() {
     assert!(ca.call(&["HELLO", "3"]).starts_with('%'));
     let r3 = ca.call(&["CLUSTER", "LINKS"]);
     assert!(r3.starts_with('*') && r3.contains("\r\n%6\r\n"), "{r3}");
+}
+
+/// A SETSLOT NODE is in nodes.conf, and a node started again on that file
+/// serves the slot (the save is batched, not skipped).
+#[test]
+fn a_setslot_node_survives_a_restart() {
+    let Some(n) = node("restart", &[]) else { return };
+    let mut c = n.client();
+    let me = c.call(&["CLUSTER", "MYID"]);
+    let me = me.lines().nth(1).expect("myid").to_string();
+    assert_eq!(c.call(&["CLUSTER", "ADDSLOTS", "10"]), "+OK\r\n");
+    assert_eq!(c.call(&["CLUSTER", "SETSLOT", "20", "NODE", &me]), "+OK\r\n");
+    saved_conf(&n.conf, " connected 10 20\n");
+    let conf = n.conf.clone();
+    let conf_s = conf.to_str().expect("path").to_string();
+    let Node { own, .. } = n;
+    drop(own);
+    let bus = free_port().to_string();
+    let Some(again) =
+        own_server(&["--cluster-enabled", "yes", "--cluster-config-file", &conf_s, "--cluster-port", &bus])
+    else {
+        return;
+    };
+    let mut c = Resp::from_stream(TcpStream::connect(again.addr()).expect("connect"));
+    let nodes = c.call(&["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(&me)).unwrap_or_else(|| panic!("{nodes}")).to_string();
+    assert!(line.ends_with(" connected 10 20"), "{line}");
+    assert_eq!(c.call(&["CLUSTER", "COUNTKEYSINSLOT", "20"]), ":0\r\n");
+    drop(again);
+    let _ = std::fs::remove_dir_all(conf.parent().expect("dir"));
+}
+
+/// COUNTKEYSINSLOT and GETKEYSINSLOT follow every way a key comes and
+/// goes: SET, a collection's first push and last pop, DEL, RENAME,
+/// expiry, FLUSHALL (Amalgam answers from the engine's per-slot count).
+#[test]
+fn slot_counts_follow_every_write() {
+    let Some(n) = node("counts", &[]) else { return };
+    let mut c = n.client();
+    assert_eq!(c.call(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "+OK\r\n");
+    await_ok(&mut c);
+    let count = |c: &mut Resp| c.call(&["CLUSTER", "COUNTKEYSINSLOT", "15495"]);
+    assert_eq!(c.call(&["CLUSTER", "KEYSLOT", "{a}"]), ":15495\r\n");
+    assert_eq!(count(&mut c), ":0\r\n");
+    assert_eq!(c.call(&["CLUSTER", "GETKEYSINSLOT", "15495", "10"]), "*0\r\n");
+    for i in 0..20 {
+        assert_eq!(c.call(&["SET", &format!("{{a}}{i}"), "v"]), "+OK\r\n");
+    }
+    assert_eq!(c.call(&["SET", "{a}0", "again"]), "+OK\r\n");
+    assert_eq!(c.call(&["RPUSH", "{a}list", "x"]), ":1\r\n");
+    assert_eq!(c.call(&["HSET", "{a}hash", "f", "v"]), ":1\r\n");
+    assert_eq!(count(&mut c), ":22\r\n");
+    assert_eq!(c.call(&["DEL", "{a}0", "{a}1"]), ":2\r\n");
+    assert_eq!(c.call(&["LPOP", "{a}list"]), "$1\r\nx\r\n");
+    assert_eq!(c.call(&["RENAME", "{a}2", "{a}renamed"]), "+OK\r\n");
+    assert_eq!(count(&mut c), ":19\r\n");
+    let keys = c.call(&["CLUSTER", "GETKEYSINSLOT", "15495", "100"]);
+    assert!(keys.starts_with("*19\r\n") && keys.contains("{a}renamed") && !keys.contains("{a}2\r\n"), "{keys}");
+    assert_eq!(c.call(&["CLUSTER", "GETKEYSINSLOT", "0", "10"]), "*0\r\n");
+    // A key written after GETKEYSINSLOT's index was built is found.
+    assert_eq!(c.call(&["SET", "{b}late", "v"]), "+OK\r\n");
+    let slot_b = c.call(&["CLUSTER", "KEYSLOT", "{b}"]);
+    let slot_b = slot_b.trim_start_matches(':').trim().to_string();
+    assert_eq!(c.call(&["CLUSTER", "GETKEYSINSLOT", &slot_b, "10"]), "*1\r\n$7\r\n{b}late\r\n");
+    // Expired keys count until deleted (Redis's count is its dictionary's).
+    assert_eq!(c.call(&["SET", "{a}px", "v", "PX", "20"]), "+OK\r\n");
+    common::eventually("the expired key deleted", std::time::Duration::from_secs(10), || count(&mut c) == ":19\r\n");
+    assert_eq!(c.call(&["FLUSHALL"]), "+OK\r\n");
+    common::eventually("FLUSHALL seen by the count", std::time::Duration::from_secs(10), || count(&mut c) == ":0\r\n");
+    assert_eq!(c.call(&["CLUSTER", "GETKEYSINSLOT", "15495", "10"]), "*0\r\n");
 }

@@ -271,6 +271,8 @@ impl Store {
             stall_watcher: std::sync::OnceLock::new(),
             key_watcher: std::sync::OnceLock::new(),
             key_events: std::sync::atomic::AtomicU8::new(0),
+            key_classes: std::sync::OnceLock::new(),
+            swept_fence: AtomicU64::new(0),
             snapshot: crate::journal::no_snapshot(),
             expand_gate: std::sync::Mutex::new(()),
             freq_max: std::sync::atomic::AtomicU8::new(freq_max),

@@ -79,6 +79,14 @@ impl Inner {
         self.flush_fence(fence_cas);
     }
 
+    /// True while a flush's items may still be in the index: the fence is
+    /// above the one the last whole sweep ran under (a due delayed flush
+    /// is run first).
+    pub(crate) fn flush_unswept(&self) -> bool {
+        self.flush_if_due();
+        self.flush_cas.load(Ordering::SeqCst) > self.swept_fence.load(Ordering::Acquire)
+    }
+
     /// Flushes everything now and journals it; the caller holds
     /// `flush_lock`.
     pub(super) fn flush_now(&self) {

@@ -237,12 +237,18 @@ impl Inner {
     fn sweep(&self) {
         // SAFETY: only this thread replaces `current`.
         let t = unsafe { &*self.current.load(Ordering::Acquire) };
+        // Every item under this fence is gone once the pass is whole
+        // (`flush_unswept`); a flush during the pass asks for another.
+        let fence = self.flush_cas.load(Ordering::SeqCst);
         let mut i = 0;
         let n = t.bucket_count();
         while i < n && !self.shutdown.load(Ordering::Relaxed) {
             let end = (i + SWEEP_STEP_BUCKETS).min(n);
             self.sweep_range(t, i, end);
             i = end;
+        }
+        if i >= n {
+            self.swept_fence.fetch_max(fence, Ordering::AcqRel);
         }
     }
 
@@ -318,6 +324,8 @@ impl Inner {
                     local_add(&local.items, -1);
                     // SAFETY: as above.
                     unsafe { count_item(local, p, -1) };
+                    // SAFETY: as above.
+                    unsafe { self.count_class_unlinked(p) };
                     self.retire_object(local, p);
                     self.retire_item(local, p);
                 }

@@ -166,6 +166,13 @@ pub(crate) struct Inner {
     pub(crate) key_watcher: std::sync::OnceLock<Arc<dyn crate::key_events::KeyWatcher>>,
     /// Which of those events it wants now (`key_events::CREATED` …).
     pub(crate) key_events: std::sync::atomic::AtomicU8,
+    /// The count of items per class of key, if the server asked for it
+    /// (key_classes.rs).
+    pub(crate) key_classes: std::sync::OnceLock<crate::key_classes::KeyClasses>,
+    /// The flush fence the last whole sweep ran under: while `flush_cas`
+    /// is above it, flushed items may still be in the index (and in the
+    /// key classes' counts).
+    swept_fence: AtomicU64,
     /// The running snapshot's state, null if none (journal.rs).
     pub(crate) snapshot: AtomicPtr<crate::journal::SnapState>,
     /// Held by the expand thread while it expands and by a snapshot while

@@ -165,6 +165,7 @@ impl Inner {
                 match (found, live) {
                     (Some((slot, p)), None) => {
                         guard.remove(slot);
+                        self.count_class(key, -1);
                         (r, Some(p))
                     }
                     _ => (r, None),
@@ -189,6 +190,7 @@ impl Inner {
                             return R::index_full();
                         }
                         self.note_insert(local, t);
+                        self.count_class(key, 1);
                         None
                     }
                 };
@@ -238,6 +240,7 @@ impl Inner {
                         j.record(Change::Delete(key));
                     }
                     guard.remove(slot);
+                    self.count_class(key, -1);
                     (r, Some(p))
                 }
                 None => (r, None),

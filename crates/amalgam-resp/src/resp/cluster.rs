@@ -104,6 +104,51 @@ impl amalgam_cluster::bus::BusHost for BusHost {
             s.pause.hold_for_failover(&s, on);
         }
     }
+
+    fn drop_slot_keys(&self, slots: &[u16]) {
+        if let Some(s) = self.0.upgrade() {
+            let n = drop_slot_keys(&s.store, slots);
+            if n > 0 {
+                log::warn!("Deleted {n} keys of {} lost slots", slots.len());
+            }
+        }
+    }
+}
+
+/// Has the engine count database 0's keys per hash slot (cluster mode
+/// only; `key_classes.rs` in amalgam-engine): COUNTKEYSINSLOT and an
+/// empty GETKEYSINSLOT answer from the count.
+pub(crate) fn count_slots(enabled: bool, store: &amalgam_engine::Store) -> Result<(), String> {
+    if !enabled {
+        return Ok(());
+    }
+    store.count_key_classes(amalgam_cluster::slot::slot_of, amalgam_cluster::slot::SLOTS)
+}
+
+/// Deletes database 0's keys in `slots` (Redis's `delKeysInSlot`, for
+/// slots this primary lost): slots the count says are empty are skipped;
+/// the rest are found by one walk. Deletions reach the replicas as every
+/// write does (the journal). Returns how many keys went.
+fn drop_slot_keys(store: &amalgam_engine::Store, slots: &[u16]) -> u64 {
+    let mut doomed_slots = vec![false; amalgam_cluster::slot::SLOTS];
+    let mut any = false;
+    for &s in slots {
+        if store.key_class_len(s as usize) != Some(0) {
+            doomed_slots[s as usize % amalgam_cluster::slot::SLOTS] = true;
+            any = true;
+        }
+    }
+    if !any {
+        return 0;
+    }
+    let mut doomed = Vec::new();
+    walk(store, |k| {
+        if doomed_slots[amalgam_cluster::slot::slot_of(k) as usize] {
+            doomed.push(amalgam_engine::namespace::encode(0, k));
+        }
+        true
+    });
+    doomed.iter().filter(|k| store.delete(k).is_ok()).count() as u64
 }
 
 /// REPLICAOF for the cluster: `ip port`, or NO ONE.
@@ -133,9 +178,11 @@ fn in_database_0(store: &amalgam_engine::Store, key: &[u8]) -> bool {
     store.peek(&amalgam_engine::namespace::encode(0, key), |_| ()).is_some()
 }
 
-/// What the cluster may ask of the store: database 0's keys by slot. A
-/// slot's keys are found by walking the table (O(keys)); Redis keeps a
-/// per-slot key list in cluster mode, which this build does not yet.
+/// What the cluster may ask of the store: database 0's keys by slot. The
+/// engine counts each slot's keys ([`count_slots`]); a slot's keys
+/// themselves are found by walking the table (O(keys)), which
+/// GETKEYSINSLOT's index (amalgam-cluster's `keys_in_slot`) does once for
+/// a resharding's many calls.
 struct Keys<'a> {
     store: &'a amalgam_engine::Store,
     shared: &'a Shared,
@@ -146,20 +193,25 @@ struct Keys<'a> {
 const WALK_STEPS_MAX: usize = 1 << 40;
 
 impl Keys<'_> {
-    fn walk(&self, mut f: impl FnMut(&[u8]) -> bool) {
-        let mut cursor = 0;
-        for _ in 0..WALK_STEPS_MAX {
-            let mut more = true;
-            cursor = self.store.scan(cursor, |it| {
-                if more {
-                    if let Some(name) = amalgam_engine::namespace::name_in(0, it.key()) {
-                        more = f(name);
-                    }
+    fn walk(&self, f: impl FnMut(&[u8]) -> bool) {
+        walk(self.store, f)
+    }
+}
+
+/// Gives database 0's keys to `f` until it answers false.
+fn walk(store: &amalgam_engine::Store, mut f: impl FnMut(&[u8]) -> bool) {
+    let mut cursor = 0;
+    for _ in 0..WALK_STEPS_MAX {
+        let mut more = true;
+        cursor = store.scan(cursor, |it| {
+            if more {
+                if let Some(name) = amalgam_engine::namespace::name_in(0, it.key()) {
+                    more = f(name);
                 }
-            });
-            if cursor == 0 || !more {
-                break;
             }
+        });
+        if cursor == 0 || !more {
+            break;
         }
     }
 }
@@ -180,6 +232,9 @@ impl amalgam_cluster::Host for Keys<'_> {
     }
 
     fn count_keys_in_slot(&self, slot: u16) -> u64 {
+        if let Some(n) = self.slot_key_count(slot) {
+            return n;
+        }
         let mut n = 0;
         self.walk(|k| {
             n += u64::from(amalgam_cluster::slot::slot_of(k) == slot);
@@ -196,6 +251,10 @@ impl amalgam_cluster::Host for Keys<'_> {
             n < max
         });
         n < max
+    }
+
+    fn slot_key_count(&self, slot: u16) -> Option<u64> {
+        self.store.key_class_len(slot as usize)
     }
 
     fn exists(&self, key: &[u8]) -> bool {
