@@ -36,6 +36,9 @@ pub const ERR_SHUTDOWN: &str = "ERR Script killed: the server is shutting down";
 pub struct Running {
     /// The keys it holds, sorted.
     pub keys: Vec<Vec<u8>>,
+    /// Keys it came to hold as it ran (undeclared keys the engine added
+    /// to its transaction: the server's `resp/script.rs`).
+    grown: std::sync::Mutex<Vec<Vec<u8>>>,
     started: Instant,
     busy: AtomicBool,
     wrote: AtomicBool,
@@ -57,6 +60,12 @@ impl Running {
     /// True if it holds `key`.
     pub fn holds(&self, key: &[u8]) -> bool {
         self.keys.binary_search_by(|k| k[..].cmp(key)).is_ok()
+            || self.grown.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|k| k[..] == *key)
+    }
+
+    /// Notes that it holds `key` too, from now until it ends.
+    pub fn grew(&self, key: Vec<u8>) {
+        self.grown.lock().unwrap_or_else(|e| e.into_inner()).push(key);
     }
 }
 
@@ -98,6 +107,7 @@ impl Registry {
     pub fn start(&self, keys: Vec<Vec<u8>>) -> Arc<Running> {
         let r = Arc::new(Running {
             keys,
+            grown: std::sync::Mutex::new(Vec::new()),
             started: Instant::now(),
             busy: AtomicBool::new(false),
             wrote: AtomicBool::new(false),

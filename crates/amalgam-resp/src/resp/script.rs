@@ -365,7 +365,12 @@ impl Calls<'_, '_> {
         // Bounded by the command's keys.
         let grown = keys.iter().all(|k| store.extend_transaction(k).is_ok());
         if grown && self.extended.len() + keys.len() <= EXTENDED_KEYS_MAX {
-            self.extended.extend(keys);
+            for k in keys {
+                // Held now: a command on it answers BUSY while the script
+                // is busy, as on its declared keys.
+                self.running.grew(k.clone());
+                self.extended.insert(k);
+            }
             return Ok(());
         }
         if self.may_rerun && !self.changed {
