@@ -701,7 +701,7 @@ impl Table {
     /// "Growing the held set"). A failed compare-and-swap with the bucket
     /// still free is retried (a concurrent version bump), at most
     /// [`TRY_LOCK_CAS_MAX`] times.
-    pub(crate) fn try_lock_held(&self, i: usize) -> Result<BucketGuard<'_>, bool> {
+    pub fn try_lock_held(&self, i: usize) -> Result<BucketGuard<'_>, bool> {
         let b = self.bucket(i);
         for _ in 0..TRY_LOCK_CAS_MAX {
             let w = b.lock.load(Ordering::Acquire);
