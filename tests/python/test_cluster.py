@@ -648,3 +648,32 @@ def test_a_no_failover_replica_is_not_elected_but_cluster_failover_force_works(t
     finally:
         for n in nodes:
             n.kill()
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODE = shutil.which("node")
+IOREDIS_CLUSTER_SCRIPT = os.path.join(REPO, "tests", "node", "cluster", "ioredis_cluster.mjs")
+HAS_IOREDIS = os.path.isdir(os.path.join(REPO, "tests", "node", "node_modules", "ioredis"))
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+@pytest.mark.skipif(NODE is None or not HAS_IOREDIS,
+                    reason="node or tests/node/node_modules/ioredis is missing (scripts/test.sh installs it)")
+def test_ioredis_cluster_client(tmp_path):
+    """ioredis's `Redis.Cluster` against three primaries: keys across
+    slots, hash tags, a pipeline, MULTI, and a slot moved with its keys
+    behind the client's back (MOVED); tests/node/cluster/ioredis_cluster.mjs
+    does the work and exits 0 when all holds."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        env = dict(os.environ, AMALGAM_TEST_CLUSTER_NODES=",".join(f"127.0.0.1:{n.port}" for n in nodes))
+        out = subprocess.run([NODE, IOREDIS_CLUSTER_SCRIPT], capture_output=True, text=True,
+                             timeout=180, env=env, cwd=os.path.dirname(IOREDIS_CLUSTER_SCRIPT))
+        print(out.stdout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert out.stdout.rstrip().endswith("ok"), out.stdout + out.stderr
+    finally:
+        for n in nodes:
+            n.kill()
+
