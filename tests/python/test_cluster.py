@@ -677,3 +677,133 @@ def test_ioredis_cluster_client(tmp_path):
         for n in nodes:
             n.kill()
 
+
+def cli(*args, timeout=120):
+    """`redis-cli --cluster …`, its output."""
+    return subprocess.run([REDIS_CLI, "--cluster"] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def cluster_check_ok(node):
+    """`redis-cli --cluster check` through `node` exits 0, every node
+    agreeing and every slot covered."""
+    out = cli("check", f"127.0.0.1:{node.port}")
+    return (out.returncode == 0 and "[OK] All nodes agree about slots configuration." in out.stdout
+            and "[OK] All 16384 slots covered." in out.stdout)
+
+
+def known_ids(node):
+    return {line.split(" ")[0] for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines()}
+
+
+def slots_of(node, node_id):
+    """The slots `node`'s CLUSTER NODES gives `node_id`."""
+    for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+        f = line.split(" ")
+        if f[0] == node_id:
+            out = set()
+            for r in f[8:]:
+                if r.startswith("["):
+                    continue  # a slot being migrated or imported
+                lo, _, hi = r.partition("-")
+                out.update(range(int(lo), int(hi or lo) + 1))
+            return out
+    return None
+
+
+@pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None, reason="redis-server or redis-cli is not installed")
+def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
+    """The node under test added to a cluster of three redis-server 7.0
+    primaries by `redis-cli --cluster add-node`, given 100 slots of one of
+    them with their keys by `redis-cli --cluster reshard`, then a replica
+    of it added by `add-node --cluster-slave --cluster-master-id`."""
+    from redis.crc import key_slot
+
+    nodes = [node_in_cluster_mode(tmp_path, REDIS_SERVER) for _ in range(3)]
+    new = node_in_cluster_mode(tmp_path)
+    replica = None
+    try:
+        create(nodes)
+        src = myid(nodes[0])
+        src_slots = sorted(slots_of(nodes[0], src))
+        # Three keys in each of the source's first 100 slots (reshard takes
+        # a source's slots from its lowest), and keys everywhere.
+        first = set(src_slots[:100])
+        want = {s: 3 for s in first}
+        keys = [f"spread:{i}" for i in range(KEYS)]
+        i = 0
+        while want and i < 10_000_000:
+            k = f"moving:{i}"
+            i += 1
+            s = key_slot(k.encode())
+            if s in want:
+                keys.append(k)
+                want[s] -= 1
+                if not want[s]:
+                    del want[s]
+        assert not want
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for k in keys:
+            rc.set(k, k)
+        rc.close()
+
+        out = cli("add-node", f"127.0.0.1:{new.port}", f"127.0.0.1:{nodes[1].port}")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] New node added correctly." in out.stdout, out.stdout
+        new_id = myid(new)
+        everyone = nodes + [new]
+        ids = {myid(n) for n in everyone}
+        for n in everyone:
+            wait_until(lambda: known_ids(n) == ids, f"{n.port} knows every node", FAILURE_WAIT_S)
+        # A primary without slots; the cluster ok on it too.
+        for n in everyone:
+            wait_until(lambda: "master" in flags_of(n, new.port) and slots_of(n, new_id) == set(),
+                       f"{n.port} sees the new node a primary without slots", FAILURE_WAIT_S)
+        wait_until(lambda: state(new) == "ok", "cluster_state:ok on the new node", FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(nodes[0]), "redis-cli --cluster check before the reshard",
+                   FAILURE_WAIT_S)
+
+        out = cli("reshard", f"127.0.0.1:{nodes[0].port}", "--cluster-from", src, "--cluster-to", new_id,
+                  "--cluster-slots", "100", "--cluster-yes", timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+        for n in everyone:
+            wait_until(lambda: slots_of(n, new_id) == first, f"{n.port} sees the new node's 100 slots",
+                       FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(new), "redis-cli --cluster check after the reshard", FAILURE_WAIT_S)
+        out = cli("check", f"127.0.0.1:{new.port}")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] All 16384 slots covered." in out.stdout, out.stdout
+
+        # Every key readable through a cluster client; the moved ones on
+        # the new node, and gone from the source.
+        rc = RedisCluster(host="127.0.0.1", port=new.port)
+        assert rc.mget_nonatomic(keys) == [k.encode() for k in keys]
+        rc.close()
+        moved = [k for k in keys if key_slot(k.encode()) in first]
+        assert len(moved) >= 300
+        assert new.c.dbsize() == len(moved)
+        for k in moved:
+            assert new.c.get(k) == k.encode(), k
+        for s in first:
+            assert nodes[0].c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
+        assert sum(n.c.dbsize() for n in everyone) == len(keys)
+
+        # A replica of the new node, by add-node --cluster-slave.
+        replica = node_in_cluster_mode(tmp_path)
+        everyone.append(replica)
+        out = cli("add-node", f"127.0.0.1:{replica.port}", f"127.0.0.1:{nodes[2].port}",
+                  "--cluster-slave", "--cluster-master-id", new_id)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] New node added correctly." in out.stdout, out.stdout
+        wait_until(lambda: replica.c.info("replication").get("master_link_status") == "up",
+                   "the replica's link to the new node", FAILURE_WAIT_S)
+        wait_until(lambda: agree(everyone), "every node's view of the roles", FAILURE_WAIT_S)
+        assert primary_of(replica) == new_id
+        wait_until(lambda: replica.c.dbsize() == len(moved), "the replica holds the new node's keys",
+                   FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(nodes[0]), "redis-cli --cluster check with the replica",
+                   FAILURE_WAIT_S)
+        out = cli("check", f"127.0.0.1:{nodes[0].port}")
+        assert f"{len(moved)} keys | 100 slots | 1 slaves." in out.stdout, out.stdout
+    finally:
+        for n in nodes + [new] + ([replica] if replica else []):
+            n.kill()
