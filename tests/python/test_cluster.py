@@ -714,8 +714,10 @@ def slots_of(node, node_id):
 def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
     """The node under test added to a cluster of three redis-server 7.0
     primaries by `redis-cli --cluster add-node`, given 100 slots of one of
-    them with their keys by `redis-cli --cluster reshard`, then a replica
-    of it added by `add-node --cluster-slave --cluster-master-id`."""
+    them with their keys by `redis-cli --cluster reshard`, 50 of those
+    resharded back from it to another redis-server (the node under test
+    the migration's source), then a replica of it added by `add-node
+    --cluster-slave --cluster-master-id`."""
     from redis.crc import key_slot
 
     nodes = [node_in_cluster_mode(tmp_path, REDIS_SERVER) for _ in range(3)]
@@ -787,6 +789,29 @@ def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
             assert nodes[0].c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
         assert sum(n.c.dbsize() for n in everyone) == len(keys)
 
+        # Half of them back to another primary: the node under test is the
+        # reshard's source (its MIGRATE, its SETSLOT MIGRATING).
+        back_to = myid(nodes[1])
+        out = cli("reshard", f"127.0.0.1:{new.port}", "--cluster-from", new_id, "--cluster-to", back_to,
+                  "--cluster-slots", "50", "--cluster-yes", timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+        returned = set(sorted(first)[:50])
+        kept = first - returned
+        for n in everyone:
+            wait_until(lambda: slots_of(n, new_id) == kept, f"{n.port} sees the new node's 50 slots",
+                       FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(new), "redis-cli --cluster check after the reshard back",
+                   FAILURE_WAIT_S)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[2].port)
+        assert rc.mget_nonatomic(keys) == [k.encode() for k in keys]
+        rc.close()
+        moved_back = [k for k in moved if key_slot(k.encode()) in returned]
+        moved = [k for k in moved if key_slot(k.encode()) in kept]
+        assert new.c.dbsize() == len(moved)
+        for k in moved_back:
+            assert nodes[1].c.get(k) == k.encode(), k
+        assert sum(n.c.dbsize() for n in everyone) == len(keys)
+
         # A replica of the new node, by add-node --cluster-slave.
         replica = node_in_cluster_mode(tmp_path)
         everyone.append(replica)
@@ -803,7 +828,7 @@ def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
         wait_until(lambda: cluster_check_ok(nodes[0]), "redis-cli --cluster check with the replica",
                    FAILURE_WAIT_S)
         out = cli("check", f"127.0.0.1:{nodes[0].port}")
-        assert f"{len(moved)} keys | 100 slots | 1 slaves." in out.stdout, out.stdout
+        assert f"{len(moved)} keys | 50 slots | 1 slaves." in out.stdout, out.stdout
     finally:
         for n in nodes + [new] + ([replica] if replica else []):
             n.kill()
