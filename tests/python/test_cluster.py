@@ -832,3 +832,55 @@ def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
     finally:
         for n in nodes + [new] + ([replica] if replica else []):
             n.kill()
+
+
+def slots_and_shards(node):
+    """`node`'s CLUSTER SLOTS as {node id: listed}, and its CLUSTER SHARDS
+    as {node id: (role, replication-offset, health)}."""
+    listed = {e[2].decode() for r in node.c.execute_command("CLUSTER", "SLOTS") for e in r[2:]}
+    shards = {}
+    for shard in node.c.execute_command("CLUSTER", "SHARDS"):
+        for n in shard[b"nodes"]:
+            shards[n[b"id"].decode()] = (n[b"role"].decode(), n[b"replication-offset"], n[b"health"].decode())
+    return listed, shards
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_cluster_slots_lists_the_replicas_cluster_shards_calls_online(tmp_path):
+    """Redis 7.0 leaves out of CLUSTER SLOTS a replica whose replication
+    offset is 0 (it has not finished its first sync; ioredis's scaleReads
+    and other clients read replicas from there), and CLUSTER SHARDS calls
+    it `loading`; a node gives its own offset from its replication, not
+    from its node table. After writes every offset is above 0, every
+    replica listed and online, on every node."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    try:
+        create_with_replicas(nodes)
+        for n in nodes:
+            listed, shards = slots_and_shards(n)
+            for nid, (role, offset, health) in shards.items():
+                if role == "replica":
+                    assert (nid in listed) == (offset != 0), (n.port, nid, shards)
+                    assert health == ("online" if offset else "loading"), (n.port, nid, shards)
+                else:
+                    assert health == "online" and nid in listed, (n.port, nid, shards)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for i in range(300):
+            rc.set(f"offset:{i}", i)
+        rc.close()
+
+        def settled(n):
+            listed, shards = slots_and_shards(n)
+            return (len(shards) == 6 and listed == set(shards)
+                    and all(o > 0 and h == "online" for _, o, h in shards.values()))
+        for n in nodes:
+            wait_until(lambda: settled(n), f"{n.port} lists every replica, every offset above 0", FAILURE_WAIT_S)
+            mine = myid(n)
+            _, shards = slots_and_shards(n)
+            info = n.c.info("replication")
+            assert shards[mine][1] > 0, shards[mine]
+            if info["role"] == "master":
+                assert shards[mine][1] <= info["master_repl_offset"], (shards[mine], info)
+    finally:
+        for n in nodes:
+            n.kill()
