@@ -648,3 +648,239 @@ def test_a_no_failover_replica_is_not_elected_but_cluster_failover_force_works(t
     finally:
         for n in nodes:
             n.kill()
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODE = shutil.which("node")
+IOREDIS_CLUSTER_SCRIPT = os.path.join(REPO, "tests", "node", "cluster", "ioredis_cluster.mjs")
+HAS_IOREDIS = os.path.isdir(os.path.join(REPO, "tests", "node", "node_modules", "ioredis"))
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+@pytest.mark.skipif(NODE is None or not HAS_IOREDIS,
+                    reason="node or tests/node/node_modules/ioredis is missing (scripts/test.sh installs it)")
+def test_ioredis_cluster_client(tmp_path):
+    """ioredis's `Redis.Cluster` against three primaries: keys across
+    slots, hash tags, a pipeline, MULTI, and a slot moved with its keys
+    behind the client's back (MOVED); tests/node/cluster/ioredis_cluster.mjs
+    does the work and exits 0 when all holds."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(3)]
+    try:
+        create(nodes)
+        env = dict(os.environ, AMALGAM_TEST_CLUSTER_NODES=",".join(f"127.0.0.1:{n.port}" for n in nodes))
+        out = subprocess.run([NODE, IOREDIS_CLUSTER_SCRIPT], capture_output=True, text=True,
+                             timeout=180, env=env, cwd=os.path.dirname(IOREDIS_CLUSTER_SCRIPT))
+        print(out.stdout)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert out.stdout.rstrip().endswith("ok"), out.stdout + out.stderr
+    finally:
+        for n in nodes:
+            n.kill()
+
+
+def cli(*args, timeout=120):
+    """`redis-cli --cluster …`, its output."""
+    return subprocess.run([REDIS_CLI, "--cluster"] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def cluster_check_ok(node):
+    """`redis-cli --cluster check` through `node` exits 0, every node
+    agreeing and every slot covered."""
+    out = cli("check", f"127.0.0.1:{node.port}")
+    return (out.returncode == 0 and "[OK] All nodes agree about slots configuration." in out.stdout
+            and "[OK] All 16384 slots covered." in out.stdout)
+
+
+def known_ids(node):
+    return {line.split(" ")[0] for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines()}
+
+
+def slots_of(node, node_id):
+    """The slots `node`'s CLUSTER NODES gives `node_id`."""
+    for line in node.c.execute_command("CLUSTER", "NODES").decode().splitlines():
+        f = line.split(" ")
+        if f[0] == node_id:
+            out = set()
+            for r in f[8:]:
+                if r.startswith("["):
+                    continue  # a slot being migrated or imported
+                lo, _, hi = r.partition("-")
+                out.update(range(int(lo), int(hi or lo) + 1))
+            return out
+    return None
+
+
+@pytest.mark.skipif(REDIS_SERVER is None or REDIS_CLI is None, reason="redis-server or redis-cli is not installed")
+def test_redis_cli_add_node_and_reshard_into_it(tmp_path):
+    """The node under test added to a cluster of three redis-server 7.0
+    primaries by `redis-cli --cluster add-node`, given 100 slots of one of
+    them with their keys by `redis-cli --cluster reshard`, 50 of those
+    resharded back from it to another redis-server (the node under test
+    the migration's source), then a replica of it added by `add-node
+    --cluster-slave --cluster-master-id`."""
+    from redis.crc import key_slot
+
+    nodes = [node_in_cluster_mode(tmp_path, REDIS_SERVER) for _ in range(3)]
+    new = node_in_cluster_mode(tmp_path)
+    replica = None
+    try:
+        create(nodes)
+        src = myid(nodes[0])
+        src_slots = sorted(slots_of(nodes[0], src))
+        # Three keys in each of the source's first 100 slots (reshard takes
+        # a source's slots from its lowest), and keys everywhere.
+        first = set(src_slots[:100])
+        want = {s: 3 for s in first}
+        keys = [f"spread:{i}" for i in range(KEYS)]
+        i = 0
+        while want and i < 10_000_000:
+            k = f"moving:{i}"
+            i += 1
+            s = key_slot(k.encode())
+            if s in want:
+                keys.append(k)
+                want[s] -= 1
+                if not want[s]:
+                    del want[s]
+        assert not want
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for k in keys:
+            rc.set(k, k)
+        rc.close()
+
+        out = cli("add-node", f"127.0.0.1:{new.port}", f"127.0.0.1:{nodes[1].port}")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] New node added correctly." in out.stdout, out.stdout
+        new_id = myid(new)
+        everyone = nodes + [new]
+        ids = {myid(n) for n in everyone}
+        for n in everyone:
+            wait_until(lambda: known_ids(n) == ids, f"{n.port} knows every node", FAILURE_WAIT_S)
+        # A primary without slots; the cluster ok on it too.
+        for n in everyone:
+            wait_until(lambda: "master" in flags_of(n, new.port) and slots_of(n, new_id) == set(),
+                       f"{n.port} sees the new node a primary without slots", FAILURE_WAIT_S)
+        wait_until(lambda: state(new) == "ok", "cluster_state:ok on the new node", FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(nodes[0]), "redis-cli --cluster check before the reshard",
+                   FAILURE_WAIT_S)
+
+        out = cli("reshard", f"127.0.0.1:{nodes[0].port}", "--cluster-from", src, "--cluster-to", new_id,
+                  "--cluster-slots", "100", "--cluster-yes", timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+        for n in everyone:
+            wait_until(lambda: slots_of(n, new_id) == first, f"{n.port} sees the new node's 100 slots",
+                       FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(new), "redis-cli --cluster check after the reshard", FAILURE_WAIT_S)
+        out = cli("check", f"127.0.0.1:{new.port}")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] All 16384 slots covered." in out.stdout, out.stdout
+
+        # Every key readable through a cluster client; the moved ones on
+        # the new node, and gone from the source.
+        rc = RedisCluster(host="127.0.0.1", port=new.port)
+        assert rc.mget_nonatomic(keys) == [k.encode() for k in keys]
+        rc.close()
+        moved = [k for k in keys if key_slot(k.encode()) in first]
+        assert len(moved) >= 300
+        assert new.c.dbsize() == len(moved)
+        for k in moved:
+            assert new.c.get(k) == k.encode(), k
+        for s in first:
+            assert nodes[0].c.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0
+        assert sum(n.c.dbsize() for n in everyone) == len(keys)
+
+        # Half of them back to another primary: the node under test is the
+        # reshard's source (its MIGRATE, its SETSLOT MIGRATING).
+        back_to = myid(nodes[1])
+        out = cli("reshard", f"127.0.0.1:{new.port}", "--cluster-from", new_id, "--cluster-to", back_to,
+                  "--cluster-slots", "50", "--cluster-yes", timeout=300)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+        returned = set(sorted(first)[:50])
+        kept = first - returned
+        for n in everyone:
+            wait_until(lambda: slots_of(n, new_id) == kept, f"{n.port} sees the new node's 50 slots",
+                       FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(new), "redis-cli --cluster check after the reshard back",
+                   FAILURE_WAIT_S)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[2].port)
+        assert rc.mget_nonatomic(keys) == [k.encode() for k in keys]
+        rc.close()
+        moved_back = [k for k in moved if key_slot(k.encode()) in returned]
+        moved = [k for k in moved if key_slot(k.encode()) in kept]
+        assert new.c.dbsize() == len(moved)
+        for k in moved_back:
+            assert nodes[1].c.get(k) == k.encode(), k
+        assert sum(n.c.dbsize() for n in everyone) == len(keys)
+
+        # A replica of the new node, by add-node --cluster-slave.
+        replica = node_in_cluster_mode(tmp_path)
+        everyone.append(replica)
+        out = cli("add-node", f"127.0.0.1:{replica.port}", f"127.0.0.1:{nodes[2].port}",
+                  "--cluster-slave", "--cluster-master-id", new_id)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "[OK] New node added correctly." in out.stdout, out.stdout
+        wait_until(lambda: replica.c.info("replication").get("master_link_status") == "up",
+                   "the replica's link to the new node", FAILURE_WAIT_S)
+        wait_until(lambda: agree(everyone), "every node's view of the roles", FAILURE_WAIT_S)
+        assert primary_of(replica) == new_id
+        wait_until(lambda: replica.c.dbsize() == len(moved), "the replica holds the new node's keys",
+                   FAILURE_WAIT_S)
+        wait_until(lambda: cluster_check_ok(nodes[0]), "redis-cli --cluster check with the replica",
+                   FAILURE_WAIT_S)
+        out = cli("check", f"127.0.0.1:{nodes[0].port}")
+        assert f"{len(moved)} keys | 50 slots | 1 slaves." in out.stdout, out.stdout
+    finally:
+        for n in nodes + [new] + ([replica] if replica else []):
+            n.kill()
+
+
+def slots_and_shards(node):
+    """`node`'s CLUSTER SLOTS as {node id: listed}, and its CLUSTER SHARDS
+    as {node id: (role, replication-offset, health)}."""
+    listed = {e[2].decode() for r in node.c.execute_command("CLUSTER", "SLOTS") for e in r[2:]}
+    shards = {}
+    for shard in node.c.execute_command("CLUSTER", "SHARDS"):
+        for n in shard[b"nodes"]:
+            shards[n[b"id"].decode()] = (n[b"role"].decode(), n[b"replication-offset"], n[b"health"].decode())
+    return listed, shards
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_cluster_slots_lists_the_replicas_cluster_shards_calls_online(tmp_path):
+    """Redis 7.0 leaves out of CLUSTER SLOTS a replica whose replication
+    offset is 0 (it has not finished its first sync; ioredis's scaleReads
+    and other clients read replicas from there), and CLUSTER SHARDS calls
+    it `loading`; a node gives its own offset from its replication, not
+    from its node table. After writes every offset is above 0, every
+    replica listed and online, on every node."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    try:
+        create_with_replicas(nodes)
+        for n in nodes:
+            listed, shards = slots_and_shards(n)
+            for nid, (role, offset, health) in shards.items():
+                if role == "replica":
+                    assert (nid in listed) == (offset != 0), (n.port, nid, shards)
+                    assert health == ("online" if offset else "loading"), (n.port, nid, shards)
+                else:
+                    assert health == "online" and nid in listed, (n.port, nid, shards)
+        rc = RedisCluster(host="127.0.0.1", port=nodes[0].port)
+        for i in range(300):
+            rc.set(f"offset:{i}", i)
+        rc.close()
+
+        def settled(n):
+            listed, shards = slots_and_shards(n)
+            return (len(shards) == 6 and listed == set(shards)
+                    and all(o > 0 and h == "online" for _, o, h in shards.values()))
+        for n in nodes:
+            wait_until(lambda: settled(n), f"{n.port} lists every replica, every offset above 0", FAILURE_WAIT_S)
+            mine = myid(n)
+            _, shards = slots_and_shards(n)
+            info = n.c.info("replication")
+            assert shards[mine][1] > 0, shards[mine]
+            if info["role"] == "master":
+                assert shards[mine][1] <= info["master_repl_offset"], (shards[mine], info)
+    finally:
+        for n in nodes:
+            n.kill()

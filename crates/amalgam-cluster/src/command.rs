@@ -110,6 +110,9 @@ fn lookup(s: &State, name: &[u8]) -> Option<Name> {
 pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut Vec<u8>) {
     let sub = args[1];
     let argc = args.len();
+    // This node's replication offset, for SLOTS and SHARDS: read before
+    // the state's lock is taken.
+    let mine = if is(sub, "slots") || is(sub, "shards") { host.repl_offset() } else { 0 };
     let mut s = c.lock();
     if is(sub, "help") {
         push_array(out, HELP.len());
@@ -125,9 +128,9 @@ pub fn run(c: &Cluster, host: &dyn Host, proto: Proto, args: &[&[u8]], out: &mut
         let text = nodes_text(&s, false);
         push_verbatim(out, proto, b"txt", text.as_bytes());
     } else if is(sub, "slots") {
-        slots_reply(&s, out);
+        slots_reply(&s, mine, out);
     } else if is(sub, "shards") {
-        shards_reply(&s, proto, out);
+        shards_reply(&s, proto, mine, out);
     } else if is(sub, "links") {
         // From the bus's last list (links.rs), without the state's lock.
         drop(s);
@@ -628,9 +631,22 @@ fn slots_node(out: &mut Vec<u8>, n: &Node) {
     }
 }
 
+/// A node's replication offset as SLOTS and SHARDS show it: this node's
+/// from the server (`mine`: its own entry is not updated, as Redis's),
+/// another's from its last message's header.
+fn offset_of(n: &Node, mine: u64) -> u64 {
+    if n.is(flags::MYSELF) {
+        mine
+    } else {
+        n.repl_offset
+    }
+}
+
 /// CLUSTER SLOTS: each run of slots with one owner, in slot order, with
-/// the owner then its replicas.
-fn slots_reply(s: &State, out: &mut Vec<u8>) {
+/// the owner then its replicas: those not failed whose replication offset
+/// is not 0 (Redis 7.0's `isReplicaAvailable`: a replica that has not
+/// finished its first sync is left out).
+fn slots_reply(s: &State, mine: u64, out: &mut Vec<u8>) {
     let mut runs: Vec<(usize, usize, Name)> = Vec::new();
     for (slot, o) in s.owner.iter().enumerate() {
         let Some(o) = o else { continue };
@@ -641,8 +657,11 @@ fn slots_reply(s: &State, out: &mut Vec<u8>) {
     }
     push_array(out, runs.len());
     for (a, b, o) in runs {
-        let replicas: Vec<&Node> =
-            s.nodes.values().filter(|r| r.primary == Some(o) && !r.is(flags::FAIL | flags::HANDSHAKE)).collect();
+        let replicas: Vec<&Node> = s
+            .nodes
+            .values()
+            .filter(|r| r.primary == Some(o) && !r.is(flags::FAIL | flags::HANDSHAKE) && offset_of(r, mine) != 0)
+            .collect();
         push_array(out, 3 + replicas.len());
         push_int(out, a as i64);
         push_int(out, b as i64);
@@ -653,8 +672,10 @@ fn slots_reply(s: &State, out: &mut Vec<u8>) {
     }
 }
 
-/// CLUSTER SHARDS: each primary with its slots and its nodes.
-fn shards_reply(s: &State, proto: Proto, out: &mut Vec<u8>) {
+/// CLUSTER SHARDS: each primary with its slots and its nodes; a node's
+/// health is Redis 7.0's: `fail` with the FAIL flag, `loading` for a
+/// replica whose replication offset is 0, else `online`.
+fn shards_reply(s: &State, proto: Proto, mine: u64, out: &mut Vec<u8>) {
     let primaries: Vec<&Node> = s.nodes.values().filter(|n| n.is_primary() && !n.is(flags::HANDSHAKE)).collect();
     push_array(out, primaries.len());
     for p in primaries {
@@ -687,15 +708,16 @@ fn shards_reply(s: &State, proto: Proto, out: &mut Vec<u8>) {
             }
             push_bulk(out, b"role");
             push_bulk(out, if n.is_primary() { b"master" as &[u8] } else { b"replica" });
+            let offset = offset_of(n, mine);
             push_bulk(out, b"replication-offset");
-            push_int(out, n.repl_offset as i64);
+            push_int(out, offset as i64);
             push_bulk(out, b"health");
             let health: &[u8] = if n.is(flags::FAIL) {
                 b"fail"
-            } else if n.is_primary() || n.is(flags::MYSELF) || n.linked {
-                b"online"
-            } else {
+            } else if !n.is_primary() && offset == 0 {
                 b"loading"
+            } else {
+                b"online"
             };
             push_bulk(out, health);
         }
