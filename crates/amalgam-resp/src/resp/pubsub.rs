@@ -571,8 +571,16 @@ pub fn subscribed(session: &super::Session) -> bool {
 /// Moves messages other threads queued for this connection into `out`,
 /// then the `sunsubscribe` pushes of the shard channels the server
 /// revoked (after the messages published before); true if the
-/// connection was dropped for its output limit (close it).
+/// connection was dropped for its output limit (close it). Every turn of
+/// every connection calls it: the test for a subscriber is inlined, the
+/// rest is not.
+#[inline(always)]
 pub(crate) fn drain(session: &mut super::Session, out: &mut Vec<u8>) -> bool {
+    session.pubsub.is_some() && drain_subscriber(session, out)
+}
+
+#[inline(never)]
+fn drain_subscriber(session: &mut super::Session, out: &mut Vec<u8>) -> bool {
     let Some(st) = session.pubsub.as_deref_mut() else { return false };
     if st.sub.dropped.load(Ordering::Relaxed) {
         return true;
