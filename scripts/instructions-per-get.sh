@@ -41,10 +41,20 @@
 # ACL user `bench` with those rules (an --aclfile), so every request goes
 # through the permission check an unrestricted user skips.
 #
+# CLUSTER=1 starts each binary as a one-node Redis Cluster
+# (--cluster-enabled yes, a nodes.conf in the run's directory, the bus on
+# a free port), gives it every slot (CLUSTER ADDSLOTSRANGE 0 16383) and
+# waits for cluster_state:ok (at most CLUSTER_WAIT_S, 30 s: a node turns
+# ok after its 2-second writable delay) before counting: redis-benchmark
+# without --cluster then hits a node that owns every key, so the figure
+# is what cluster mode adds to a request (the routing check, and the bus
+# thread's cron, which the whole-process count includes). EXTRA_ARGS
+# adds any other server options (split on spaces).
+#
 # KEEP_DIR=D keeps each binary's callgrind dumps under D (for
 # callgrind_annotate: which function the instructions moved to).
 #
-# Usage: [KEEP_DIR=D] [OP=get|set|...] [PRELOAD=set|zadd|...] [PRELOAD_REQUESTS=N] [PRELOAD_PIPELINE=P] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
+# Usage: [KEEP_DIR=D] [CLUSTER=0|1] [EXTRA_ARGS="..."] [OP=get|set|...] [PRELOAD=set|zadd|...] [PRELOAD_REQUESTS=N] [PRELOAD_PIPELINE=P] [TLS=0|1] [AUTH=PASSWORD [ACL_RULES=RULES]] [GETS=40000] [KEYS=1000] scripts/instructions-per-get.sh BIN [BIN ...]
 set -euo pipefail
 OP=${OP:-get}
 GETS=${GETS:-40000}
@@ -55,9 +65,12 @@ PRELOAD_PIPELINE=${PRELOAD_PIPELINE:-1}
 TLS=${TLS:-0}
 AUTH=${AUTH:-}
 ACL_RULES=${ACL_RULES:-}
+CLUSTER=${CLUSTER:-0}
+CLUSTER_WAIT_S=${CLUSTER_WAIT_S:-30}
+EXTRA_ARGS=${EXTRA_ARGS:-}
 [ $# -gt 0 ] || { echo "usage: $0 path/to/amalgam [more ...]" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-for tool in valgrind callgrind_control redis-benchmark; do
+for tool in valgrind callgrind_control redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "$tool not found (apt-get install valgrind redis-tools)" >&2; exit 1; }
 done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -94,11 +107,26 @@ for bin in "$@"; do
     server+=(--requirepass "$AUTH")
     client+=(-a "$AUTH")
   fi
+  if [ "$CLUSTER" = 1 ]; then
+    server+=(--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-port "$(free_port)")
+  fi
+  # shellcheck disable=SC2206 # split on spaces, as documented
+  [ -z "$EXTRA_ARGS" ] || server+=($EXTRA_ARGS)
   valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" "$bin" -l 127.0.0.1 -U 0 -t 1 -m 64 \
     -p "$(free_port)" "${server[@]}" >"$dir/log" 2>&1 &
   vpid=$!
   # Bounded: valgrind starts in seconds; 60 s at most.
   for _ in $(seq 600); do listening "$port" && break; sleep 0.1; done
+  if [ "$CLUSTER" = 1 ]; then
+    redis-cli -p "$port" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null
+    # Bounded: CLUSTER_WAIT_S seconds at most.
+    for _ in $(seq $((CLUSTER_WAIT_S * 10))); do
+      redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok' && break
+      sleep 0.1
+    done
+    redis-cli -p "$port" CLUSTER INFO | grep -q '^cluster_state:ok' ||
+      { echo "$bin: cluster_state not ok after ${CLUSTER_WAIT_S} s" >&2; exit 1; }
+  fi
   redis-benchmark "${client[@]}" -t "$PRELOAD" -n "$PRELOAD_REQUESTS" -r "$KEYS" -c 1 -P "$PRELOAD_PIPELINE" -q >/dev/null 2>&1
   row="$bin:"
   for p in 1 16; do

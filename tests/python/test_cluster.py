@@ -517,7 +517,7 @@ def test_memcached_port_serves_only_its_own_slots(tmp_path):
         owner = next(n for n in nodes if moved.endswith(f":{n.port}"))
         assert owner.c.get(key) is None
         # Keys of two slots in one get: CROSSSLOT, no value answered.
-        with pytest.raises(MemcacheServerError, match="CROSSSLOT"):
+        with pytest.raises(MemcacheServerError, match="hash to the same slot"):
             mc.get_many([local[0], key])
         # A noreply write is refused silently: the next reply is the next
         # request's.
@@ -882,5 +882,160 @@ def test_cluster_slots_lists_the_replicas_cluster_shards_calls_online(tmp_path):
             if info["role"] == "master":
                 assert shards[mine][1] <= info["master_repl_offset"], (shards[mine], info)
     finally:
+        for n in nodes:
+            n.kill()
+
+
+def _slots_of(node):
+    """The (start, end) ranges `node` serves, from its CLUSTER SLOTS."""
+    out = []
+    for r in node.c.execute_command("CLUSTER", "SLOTS"):
+        if int(r[2][1]) == node.port:
+            out.append((int(r[0]), int(r[1])))
+    return out
+
+
+def _channel_in(node, prefix):
+    """A channel name whose slot `node` serves, and that slot."""
+    ranges = _slots_of(node)
+    for i in range(100000):
+        ch = f"{prefix}:{i}"
+        slot = node.c.execute_command("CLUSTER", "KEYSLOT", ch)
+        if any(a <= slot <= b for a, b in ranges):
+            return ch, slot
+    raise AssertionError("no channel found")
+
+
+def _next(p, want_type, timeout_s=10):
+    """The next message of `want_type` on pubsub `p`, or None."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        m = p.get_message(timeout=0.5)
+        if m is not None and m["type"] == want_type:
+            return m
+    return None
+
+
+def _publishshard_received(node):
+    info = node.c.cluster("INFO")
+    return int(info.get("cluster_stats_messages_publishshard_received", 0))
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_spublish_reaches_the_shard_and_a_moved_slot_unsubscribes(tmp_path):
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    subs = []
+    try:
+        create_with_replicas(nodes)
+        primary = next(n for n in nodes if role_of(n) == "master")
+        replica = replica_of(nodes, primary)
+        other = next(n for n in nodes if role_of(n) == "master" and n is not primary)
+        other_replica = replica_of(nodes, other)
+        ch, slot = _channel_in(primary, "news")
+        ch_other, _ = _channel_in(other, "news")
+
+        # Routed as a key: several slots refused, a non-owner redirects,
+        # a replica of the owner serves it without READONLY.
+        with pytest.raises(redis.ResponseError, match="hash to the same slot"):
+            primary.client().execute_command("SSUBSCRIBE", ch, ch_other)
+        with pytest.raises(redis.ResponseError, match=f"^{slot} "):
+            other.client().execute_command("SSUBSCRIBE", ch)
+        with pytest.raises(redis.ResponseError, match=f"^{slot} "):
+            other.c.execute_command("SPUBLISH", ch, "x")
+        with pytest.raises(redis.ResponseError, match=f"^{slot} "):
+            other_replica.c.execute_command("SPUBLISH", ch, "x")
+
+        for n in (primary, replica):
+            p = n.client().pubsub()
+            p.ssubscribe(ch)
+            assert _next(p, "ssubscribe")["channel"] == ch.encode()
+            subs.append(p)
+        q = other.client().pubsub()
+        q.ssubscribe(ch_other)
+        assert _next(q, "ssubscribe") is not None
+        subs.append(q)
+        assert primary.c.execute_command("PUBSUB", "SHARDCHANNELS") == [ch.encode()]
+        assert primary.c.execute_command("PUBSUB", "SHARDNUMSUB", ch) == [ch.encode(), 1]
+        assert other.c.execute_command("PUBSUB", "SHARDNUMSUB", ch) == [ch.encode(), 0]
+
+        # The reply counts this node's subscribers; the shard's get it.
+        assert primary.c.execute_command("SPUBLISH", ch, "hello") == 1
+        for p in subs[:2]:
+            m = _next(p, "smessage")
+            assert m is not None and m["data"] == b"hello", m
+        # A replica serves SPUBLISH too, and sends it to its shard.
+        assert replica.c.execute_command("SPUBLISH", ch, "from-replica") == 1
+        for p in subs[:2]:
+            m = _next(p, "smessage")
+            assert m is not None and m["data"] == b"from-replica", m
+        # Nothing went to the other shard's nodes.
+        assert _next(q, "smessage", timeout_s=1) is None
+        assert _publishshard_received(replica) >= 1
+        assert _publishshard_received(other) == 0
+        assert _publishshard_received(other_replica) == 0
+
+        # While the slot migrates, its channel is still served here.
+        pid, oid = myid(primary), myid(other)
+        assert other.c.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", pid) in (b"OK", True)
+        assert primary.c.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", oid) in (b"OK", True)
+        assert primary.c.execute_command("SPUBLISH", ch, "migrating") == 1
+        assert _next(subs[0], "smessage")["data"] == b"migrating"
+
+        # The slot moves away: the shard's subscribers are unsubscribed,
+        # with the count of the shard channels they still hold.
+        assert other.c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", oid) in (b"OK", True)
+        assert primary.c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", oid) in (b"OK", True)
+        for p in subs[:2]:
+            m = _next(p, "sunsubscribe", timeout_s=FAILURE_WAIT_S)
+            assert m is not None and m["channel"] == ch.encode() and m["data"] == 0, m
+        assert primary.c.execute_command("PUBSUB", "SHARDCHANNELS") == []
+        wait_until(lambda: replica.c.execute_command("PUBSUB", "SHARDCHANNELS") == [],
+                   "the replica's channel gone", FAILURE_WAIT_S)
+        with pytest.raises(redis.ResponseError, match=f"^{slot} "):
+            primary.c.execute_command("SPUBLISH", ch, "x")
+        # The other shard's subscriber kept its channel.
+        assert other.c.execute_command("PUBSUB", "SHARDCHANNELS") == [ch_other.encode()]
+    finally:
+        for p in subs:
+            p.close()
+        for n in nodes:
+            n.kill()
+
+
+@pytest.mark.skipif(REDIS_CLI is None, reason="redis-cli is not installed")
+def test_a_failover_unsubscribes_the_shard_channels_of_the_shard(tmp_path):
+    """Redis 7.0 drops a slot's shard channels on the nodes of the shard
+    whose slot changes owner, except on the replica that takes it over."""
+    nodes = [node_in_cluster_mode(tmp_path) for _ in range(6)]
+    subs = []
+    try:
+        create_with_replicas(nodes)
+        primary = next(n for n in nodes if role_of(n) == "master")
+        replica = replica_of(nodes, primary)
+        ch, _ = _channel_in(primary, "feed")
+        for n in (primary, replica):
+            p = n.client().pubsub()
+            p.ssubscribe(ch)
+            assert _next(p, "ssubscribe") is not None
+            subs.append(p)
+        assert replica.c.execute_command("CLUSTER", "FAILOVER") in (b"OK", True)
+        wait_until(lambda: role_of(replica) == "master", "promoted", FAILURE_WAIT_S)
+        m = _next(subs[0], "sunsubscribe", timeout_s=FAILURE_WAIT_S)
+        assert m is not None and m["channel"] == ch.encode() and m["data"] == 0, m
+        wait_until(lambda: role_of(primary) == "slave", "demoted", FAILURE_WAIT_S)
+        wait_until(lambda: agree(nodes), "every node's view of the roles", FAILURE_WAIT_S)
+        assert _next(subs[1], "sunsubscribe", timeout_s=1) is None
+        assert replica.c.execute_command("PUBSUB", "SHARDCHANNELS") == [ch.encode()]
+        # The old primary, now a replica, subscribes again; an SPUBLISH on
+        # the new primary reaches both.
+        subs[0].ssubscribe(ch)
+        assert _next(subs[0], "ssubscribe") is not None
+        assert replica.c.execute_command("SPUBLISH", ch, "after") == 1
+        for p in subs:
+            m = _next(p, "smessage")
+            assert m is not None and m["data"] == b"after", m
+    finally:
+        for p in subs:
+            p.close()
         for n in nodes:
             n.kill()

@@ -55,6 +55,9 @@ pub trait BusHost: Send + Sync {
     /// Delivers a message PUBLISHed on another node to this node's
     /// subscribers.
     fn publish(&self, channel: &[u8], message: &[u8]);
+    /// Delivers a message SPUBLISHed on another node of this node's shard
+    /// (a PUBLISHSHARD) to this node's shard channel subscribers.
+    fn publish_shard(&self, channel: &[u8], message: &[u8]);
     /// Replicate the primary at (ip, client port), or stop replicating
     /// (a failover won), as Redis's `replicationSetMaster` /
     /// `replicationUnsetMaster`.
@@ -428,6 +431,7 @@ impl Bus {
                     }
                 }
                 Effect::Publish(ch, m) => self.host.publish(&ch, &m),
+                Effect::PublishShard(ch, m) => self.host.publish_shard(&ch, &m),
                 Effect::Follow(p) => self.host.follow(p),
                 Effect::HoldWrites(on) => self.host.hold_writes(on),
                 Effect::DropSlotKeys(slots) => self.host.drop_slot_keys(&slots),

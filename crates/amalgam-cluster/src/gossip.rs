@@ -62,6 +62,9 @@ pub enum Effect {
     Renamed(Name, Name),
     /// A PUBLISH to deliver to this node's subscribers.
     Publish(Vec<u8>, Vec<u8>),
+    /// A PUBLISHSHARD (an SPUBLISH on another node of this shard) to
+    /// deliver to this node's shard channel subscribers.
+    PublishShard(Vec<u8>, Vec<u8>),
     /// Replicate the primary at (ip, client port), or stop replicating.
     Follow(Option<(String, u16)>),
     /// Hold writes (a manual failover of this primary) or let them go.
@@ -218,9 +221,11 @@ pub fn update(c: &Cluster, s: &mut State, about: Name, offset: u64) -> Vec<u8> {
     out
 }
 
-/// A PUBLISH of `message` on `channel` (`clusterSendPublish`).
-pub fn publish(c: &Cluster, s: &mut State, channel: &[u8], message: &[u8], offset: u64) -> Vec<u8> {
-    let h = header(c, s, Type::Publish, offset);
+/// A PUBLISH (or, `ty` PublishShard, a PUBLISHSHARD: the same body) of
+/// `message` on `channel` (`clusterSendPublish`).
+pub fn publish(c: &Cluster, s: &mut State, ty: Type, channel: &[u8], message: &[u8], offset: u64) -> Vec<u8> {
+    debug_assert!(matches!(ty, Type::Publish | Type::PublishShard));
+    let h = header(c, s, ty, offset);
     let mut out = Vec::with_capacity(msg::HEADER_LEN + 8 + channel.len() + message.len());
     msg::encode_header(&h, 0, 0, &mut out);
     out.extend_from_slice(&(channel.len() as u32).to_be_bytes());
@@ -228,7 +233,7 @@ pub fn publish(c: &Cluster, s: &mut State, channel: &[u8], message: &[u8], offse
     out.extend_from_slice(channel);
     out.extend_from_slice(message);
     msg::finish(&mut out, 0);
-    s.sent[Type::Publish as usize] += 1;
+    s.sent[ty as usize] += 1;
     out
 }
 
@@ -595,6 +600,9 @@ pub fn process(
             claim_slots(s, *name, *config_epoch, slots, c.allow_replica_migration(), fx);
             dirty.save = true;
             dirty.state = true;
+        }
+        Body::Publish { channel, message } if ty == Type::PublishShard => {
+            fx.push(Effect::PublishShard(channel.clone(), message.clone()))
         }
         Body::Publish { channel, message } => fx.push(Effect::Publish(channel.clone(), message.clone())),
         Body::Empty => match ty {

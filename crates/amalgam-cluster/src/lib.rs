@@ -35,6 +35,8 @@
 //!   manual failover; effects carried out by the bus. **Replica
 //!   migration** (`migration.rs`): a replica moves to an orphaned
 //!   primary. The options CONFIG SET changes (`options.rs`).
+//! * **Sharded Pub/Sub** (`shard.rs`): SPUBLISH's PUBLISHSHARD to the
+//!   shard's other nodes, and the slots the shard stops serving.
 //! * **CLUSTER LINKS** (`links.rs`): the bus's links as the bus last
 //!   listed them.
 //! * **The bus** (`msg.rs`, `gossip.rs`, `bus.rs`): Redis 7.0's
@@ -53,13 +55,15 @@
 //! `redis-cli --cluster create`, alone or beside redis-server 7.0 nodes,
 //! detect failures, elect a failed primary's replica, move a replica to
 //! an orphaned primary and rejoin; PUBLISH reaches every node's
-//! subscribers. The engine counts each slot's keys as it writes (the
-//! server asks it to in cluster mode: amalgam-engine's `key_classes.rs`),
-//! so COUNTKEYSINSLOT is exact and O(1), GETKEYSINSLOT answers an empty
-//! slot without a walk ([`Cluster::keys_in_slot`]), and a primary that
-//! loses a slot to a newer claim deletes its keys (`gossip.rs`, Redis's
-//! `delKeysInSlot`). Not yet: SPUBLISH across a shard's nodes, the bus on
-//! TLS (docs/cluster.md keeps the list).
+//! subscribers, SPUBLISH every node of its shard (`shard.rs`, with the
+//! shard channels routed as keys and dropped when their slot leaves the
+//! shard). The engine counts each slot's keys as it writes (the server
+//! asks it to in cluster mode: amalgam-engine's `key_classes.rs`), so
+//! COUNTKEYSINSLOT is exact and O(1), GETKEYSINSLOT answers an empty slot
+//! without a walk ([`Cluster::keys_in_slot`]), and a primary that loses a
+//! slot to a newer claim deletes its keys (`gossip.rs`, Redis's
+//! `delKeysInSlot`). Not yet: the bus on TLS (docs/cluster.md keeps the
+//! list).
 //!
 //! ## Cost to a standalone server
 //! None: the RESP front end tests one `bool` ([`Cluster::enabled`])
@@ -74,6 +78,7 @@ pub mod migration;
 pub mod msg;
 pub mod node;
 pub mod options;
+pub mod shard;
 pub mod slot;
 
 use node::{flags, Name, Node};
@@ -406,6 +411,10 @@ pub struct Query {
     pub readonly: bool,
     /// MIGRATE: always served here while its slot is open.
     pub migrate: bool,
+    /// SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: the keys are shard channels
+    /// (served while their slot migrates, by a replica of their owner
+    /// without READONLY, and while the cluster is down: `shard.rs`).
+    pub pubsub_shard: bool,
 }
 
 /// The cluster: its options, its state, and the routing bitmap.
@@ -432,6 +441,9 @@ pub struct Cluster {
     live: options::Live,
     /// The bus's links as the bus last listed them (CLUSTER LINKS).
     links: links::LinkTable,
+    /// Sharded Pub/Sub: the slots this node's shard served, and what to
+    /// do with those it stops serving (`shard.rs`).
+    shard: shard::Shard,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -464,6 +476,7 @@ impl Cluster {
             up: AtomicBool::new(false),
             live,
             links: links::LinkTable::default(),
+            shard: shard::Shard::default(),
         };
         {
             let mut s = c.lock();
@@ -602,7 +615,7 @@ impl Cluster {
     pub fn publish(&self, channel: &[u8], message: &[u8], offset: u64) {
         {
             let mut s = self.lock();
-            let m = gossip::publish(self, &mut s, channel, message, offset);
+            let m = gossip::publish(self, &mut s, msg::Type::Publish, channel, message, offset);
             s.outbox.push(gossip::Effect::Broadcast(m));
         }
         self.wake();
@@ -644,6 +657,7 @@ impl Cluster {
             word.store(bits, Ordering::Release);
         }
         self.up.store(s.ok, Ordering::Release);
+        self.shard.check(s);
     }
 
     /// Writes nodes.conf: the whole file to a temporary beside it, then
@@ -781,7 +795,9 @@ impl Cluster {
         let migrating = owner == s.myself && s.migrating.contains_key(&slot);
         let importing = !migrating && s.importing.contains_key(&slot);
         let (mut missing, mut present) = (0, 0);
-        if migrating || importing {
+        // A shard channel is served by the source until the migration
+        // ends (Redis does not look it up).
+        if (migrating || importing) && !q.pubsub_shard {
             for k in keys {
                 if exists(k) {
                     present += 1;
@@ -790,7 +806,8 @@ impl Cluster {
                 }
             }
         }
-        if !s.ok {
+        let served_when_down = q.pubsub_shard && shard::ALLOW_PUBSUBSHARD_WHEN_DOWN;
+        if !s.ok && !served_when_down {
             if !self.cfg.allow_reads_when_down {
                 return Err(Redirect::Down);
             } else if q.write {
@@ -819,7 +836,7 @@ impl Cluster {
             return Ok(());
         }
         let me = s.me();
-        if q.readonly && !q.write && me.is(flags::SLAVE) && me.primary == Some(owner) {
+        if (q.readonly || q.pubsub_shard) && !q.write && me.is(flags::SLAVE) && me.primary == Some(owner) {
             return Ok(());
         }
         if owner != s.myself {

@@ -10,7 +10,7 @@
 //! by type: PING, PONG and MEET carry `count` gossip entries of 104 bytes
 //! (and, with `CLUSTERMSG_FLAG0_EXT_DATA`, `extensions` 8-byte-aligned
 //! extensions); FAIL a node name; UPDATE a config epoch, a node name and
-//! a slot bitmap; PUBLISH a channel and a message; FAILOVER_AUTH_REQUEST,
+//! a slot bitmap; PUBLISH and PUBLISHSHARD a channel and a message; FAILOVER_AUTH_REQUEST,
 //! FAILOVER_AUTH_ACK and MFSTART nothing. Decoding never trusts a length:
 //! the total must equal what the type and counts imply, as Redis checks,
 //! or the message is refused (and the link closed by the caller).

@@ -352,8 +352,10 @@ pub(crate) struct Ctx<'c> {
     /// `acl::permits` allowed it: `dispatch` does not check it again.
     pub permitted: bool,
     /// The command about to run joined a run of SETs on database 0 with a
-    /// key stored as written ([`plain_db`], [`plain_key`]): `dispatch`
-    /// does not look at its database again ([`in_database`]).
+    /// key stored as written ([`plain_db`], [`plain_key`]) and, in cluster
+    /// mode, of a slot this node serves ([`local`]): `dispatch` does not
+    /// look at its database again ([`in_database`]) nor route it again
+    /// (`cluster::redirected`: ~1,400 instructions per SET, callgrind).
     pub plain: bool,
 }
 
@@ -1079,7 +1081,7 @@ fn dispatch(ctx: &mut Ctx<'_>, spec: Option<&'static Spec>, args: &[Arg<'_>], ou
     // Cluster mode routes the command by its keys first (Redis's
     // processCommand: after ACL, before the replication guards and MULTI's
     // queue); one load of a bool otherwise.
-    if ctx.shared.cluster.enabled() && cluster::redirected(ctx, spec, args, out) {
+    if ctx.shared.cluster.enabled() && !ctx.plain && cluster::redirected(ctx, spec, args, out) {
         return After::Continue;
     }
     // While a script runs past busy-reply-threshold, a command on one of

@@ -457,3 +457,49 @@ fn slot_counts_follow_every_write() {
     common::eventually("FLUSHALL seen by the count", std::time::Duration::from_secs(10), || count(&mut c) == ":0\r\n");
     assert_eq!(c.call(&["CLUSTER", "GETKEYSINSLOT", "15495", "10"]), "*0\r\n");
 }
+
+/// Sharded Pub/Sub on one node: shard channels are routed as keys (an
+/// unowned slot is not served, several slots are refused), are served
+/// while the cluster is down (`cluster-allow-pubsubshard-when-down`'s
+/// default), and a slot this node stops serving unsubscribes its
+/// channels' subscribers with a `sunsubscribe` push.
+#[test]
+fn shard_channels_route_as_keys_and_a_dropped_slot_unsubscribes() {
+    let Some(n) = node("spublish", &[]) else { return };
+    let mut c = n.client();
+    // foo: slot 12182; bar: slot 5061; {bar}x: the same slot as bar.
+    assert_eq!(c.call(&["SPUBLISH", "foo", "x"]), DOWN_UNBOUND);
+    assert_eq!(c.call(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]), "+OK\r\n");
+    assert_eq!(c.call(&["SPUBLISH", "foo", "x"]), DOWN_UNBOUND);
+    // The cluster is down, and the channel served.
+    assert_eq!(info_field(&mut c, "cluster_state"), "fail");
+    assert_eq!(c.call(&["SPUBLISH", "bar", "x"]), ":0\r\n");
+    assert_eq!(c.call(&["GET", "bar"]), "-CLUSTERDOWN The cluster is down\r\n");
+    assert_eq!(c.call(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]), "+OK\r\n");
+    await_ok(&mut c);
+    let mut s = n.client();
+    assert_eq!(s.call(&["SSUBSCRIBE", "bar", "foo"]), CROSSSLOT);
+    assert_eq!(s.call(&["SUNSUBSCRIBE", "bar", "foo"]), CROSSSLOT);
+    // A transaction's SPUBLISHes are routed with it.
+    assert_eq!(c.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(c.call(&["SPUBLISH", "bar", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["SPUBLISH", "foo", "x"]), "+QUEUED\r\n");
+    assert_eq!(c.call(&["EXEC"]), CROSSSLOT);
+    s.send(&["SSUBSCRIBE", "bar", "{bar}x"]);
+    assert_eq!(s.reply(), format!("*3\r\n{}{}:1\r\n", bulk("ssubscribe"), bulk("bar")));
+    assert_eq!(s.reply(), format!("*3\r\n{}{}:2\r\n", bulk("ssubscribe"), bulk("{bar}x")));
+    assert_eq!(c.call(&["SPUBLISH", "bar", "hello"]), ":1\r\n");
+    assert_eq!(s.reply(), format!("*3\r\n{}{}{}", bulk("smessage"), bulk("bar"), bulk("hello")));
+    // Its slot goes: both channels leave, each with a push.
+    assert_eq!(c.call(&["CLUSTER", "DELSLOTS", "5061"]), "+OK\r\n");
+    // In some order of the two names; the counts go down one by one.
+    let pushes = [s.reply(), s.reply()];
+    for (p, left) in pushes.iter().zip(["1", "0"]) {
+        assert!(p.starts_with(&format!("*3\r\n{}", bulk("sunsubscribe"))), "{p:?}");
+        assert!(p.ends_with(&format!(":{left}\r\n")), "{pushes:?}");
+    }
+    assert_eq!(c.call(&["PUBSUB", "SHARDCHANNELS"]), "*0\r\n");
+    assert_eq!(c.call(&["PUBSUB", "SHARDNUMSUB", "bar"]), format!("*2\r\n{}:0\r\n", bulk("bar")));
+    // Out of subscriber mode: any command runs.
+    assert_eq!(s.call(&["CLUSTER", "KEYSLOT", "bar"]), ":5061\r\n");
+}

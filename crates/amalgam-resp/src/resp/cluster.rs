@@ -62,6 +62,16 @@ pub(crate) fn from_args(args: &crate::config::Args) -> Result<Arc<Cluster>, Stri
 /// port), with what it asks of the server.
 pub fn start_bus(shared: &Arc<Shared>, listener: mio::net::TcpListener) -> Result<(), String> {
     let host = Arc::new(BusHost(Arc::downgrade(shared)));
+    let weak = Arc::downgrade(shared);
+    shared.cluster.on_slots_lost(Box::new(move |lost| {
+        // Under the cluster's lock: only the Pub/Sub registry is touched.
+        let Some(s) = weak.upgrade() else { return };
+        let mut wake = Vec::new();
+        s.pubsub.revoke_slots(|c| lost.has(amalgam_cluster::slot::slot_of(c) as usize), &mut wake);
+        for w in wake {
+            s.blocking.wake(w);
+        }
+    }));
     amalgam_cluster::bus::start(Arc::clone(&shared.cluster), host, listener)
 }
 
@@ -80,6 +90,15 @@ impl amalgam_cluster::bus::BusHost for BusHost {
         s.pubsub.publish(channel, message, &mut wake);
         wake.sort_unstable();
         wake.dedup();
+        for w in wake {
+            s.blocking.wake(w);
+        }
+    }
+
+    fn publish_shard(&self, channel: &[u8], message: &[u8]) {
+        let Some(s) = self.0.upgrade() else { return };
+        let mut wake = Vec::new();
+        s.pubsub.publish_shard(channel, message, &mut wake);
         for w in wake {
             s.blocking.wake(w);
         }
@@ -321,6 +340,7 @@ pub(crate) fn redirected(
         readonly: ctx.session.cluster & READONLY != 0,
         migrate: spec.cmd == Cmd::Migrate,
         write: false,
+        pubsub_shard: false,
     };
     // EXEC: every queued command's keys, borrowed from the queue.
     let redirect = {
@@ -329,6 +349,7 @@ pub(crate) fn redirected(
             for c in queue {
                 if let Some(s) = table::lookup(&c[0]) {
                     multi::push_keys(s, c, &mut keys);
+                    q.pubsub_shard |= push_shard_channels(s, c, &mut keys);
                     q.write |= is_write(s, c);
                 }
             }
@@ -337,6 +358,7 @@ pub(crate) fn redirected(
                 return false;
             }
             multi::push_keys(spec, args, &mut keys);
+            q.pubsub_shard = push_shard_channels(spec, args, &mut keys);
             q.write = is_write(spec, args);
         }
         let store = &ctx.shared.store;
@@ -351,6 +373,20 @@ pub(crate) fn redirected(
     let mark = out.len();
     push_error(out, r.text().as_bytes());
     ctx.stats.errors.note(&out[mark..]);
+    true
+}
+
+/// SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: their shard channels are routed
+/// as keys (Redis's getNodeByQuery finds them by their `not_key` key
+/// specification, which COMMAND GETKEYS and the ACL's key rules skip):
+/// appends them to `keys`; true for these commands.
+fn push_shard_channels<'a>(spec: &'static Spec, args: &'a [impl AsRef<[u8]>], keys: &mut Vec<&'a [u8]>) -> bool {
+    let channels = match spec.cmd {
+        Cmd::Ssubscribe | Cmd::Sunsubscribe => args.get(1..).unwrap_or(&[]),
+        Cmd::Spublish => args.get(1..2).unwrap_or(&[]),
+        _ => return false,
+    };
+    keys.extend(channels.iter().map(|c| c.as_ref()));
     true
 }
 

@@ -15,7 +15,13 @@
 //! their own (PUBLISH does not reach them, patterns never match them),
 //! counted apart in replies (`ssub=`, `pubsubshard_channels`), channel
 //! names rather than keys (COMMAND GETKEYS: none; ACL: channel rules), and
-//! SSUBSCRIBE refused inside EXEC. Under RESP2 a connection holding a subscription is
+//! SSUBSCRIBE refused inside EXEC. In cluster mode a shard channel is
+//! routed as a key (`cluster.rs`), SPUBLISH also reaches the other nodes
+//! of the slot's shard (amalgam-cluster's `shard.rs`; the bus host
+//! delivers what they send with `Registry::publish_shard`), and a slot
+//! the shard stops serving unsubscribes its channels' subscribers with
+//! a `sunsubscribe` push (`Registry::revoke_slots`, then `drain` on
+//! the subscriber's worker). Under RESP2 a connection holding a subscription is
 //! in subscriber mode: only (P)SUBSCRIBE, (P)UNSUBSCRIBE, PING (answered
 //! `[pong, arg]`), QUIT and RESET run, the rest answer Redis's "Can't
 //! execute" error. Under RESP3 every reply about subscriptions and every
@@ -124,6 +130,11 @@ pub struct Subscriber {
     posted: AtomicBool,
     /// The queue passed the output limit: the worker closes the connection.
     dropped: AtomicBool,
+    /// Shard channels the server unsubscribed it from (its shard stopped
+    /// serving their slot, [`Registry::revoke_slots`]): its worker drops
+    /// them from the connection's state and sends the `sunsubscribe`
+    /// pushes ([`drain`]).
+    revoked: Mutex<Vec<Vec<u8>>>,
 }
 
 impl Subscriber {
@@ -135,6 +146,7 @@ impl Subscriber {
             queue: Mutex::new(Vec::new()),
             posted: AtomicBool::new(false),
             dropped: AtomicBool::new(false),
+            revoked: Mutex::new(Vec::new()),
         })
     }
 
@@ -351,12 +363,46 @@ impl Registry {
             }
         };
         if let Some(dropped) = post {
-            let w = s.client.worker;
-            if let Some(r) = self.ready.get(w) {
-                lock(r).push((s.client.token, s.client.id, dropped));
-            }
-            if !wake.contains(&w) {
-                wake.push(w);
+            self.post(s, dropped, wake);
+        }
+    }
+
+    /// Puts `s` on its worker's ready list; notes the worker in `wake`.
+    fn post(&self, s: &Subscriber, dropped: bool, wake: &mut Vec<usize>) {
+        let w = s.client.worker;
+        if let Some(r) = self.ready.get(w) {
+            lock(r).push((s.client.token, s.client.id, dropped));
+        }
+        if !wake.contains(&w) {
+            wake.push(w);
+        }
+    }
+
+    /// SPUBLISH's delivery (here, or from another node of the shard):
+    /// queues `smessage` for the shard channel's subscribers; answers how
+    /// many.
+    pub(crate) fn publish_shard(&self, channel: &[u8], message: &[u8], wake: &mut Vec<usize>) -> usize {
+        self.deliver_channel(&self.shard_channels, b"smessage", channel, message, wake)
+    }
+
+    /// This node's shard stopped serving the slots `lost(slot)` says:
+    /// every shard channel of those slots leaves the registry, and each of
+    /// its subscribers is told to drop it (`revoked`, then [`drain`] on its
+    /// worker), as Redis's `removeChannelsInSlot`. One pass over the shard
+    /// channels (bounded by the registry's size), one lock at a time.
+    pub(crate) fn revoke_slots(&self, lost: impl Fn(&[u8]) -> bool, wake: &mut Vec<usize>) {
+        for shard in self.shard_channels.shards.iter() {
+            let mut shard = lock(shard);
+            let gone: Vec<Vec<u8>> = shard.keys().filter(|c| lost(c)).cloned().collect();
+            for c in gone {
+                let Some(subs) = shard.remove(&c) else { continue };
+                self.shard_channels.count.fetch_sub(1, Ordering::Relaxed);
+                for s in subs {
+                    lock(&s.revoked).push(c.clone());
+                    if !s.posted.swap(true, Ordering::AcqRel) {
+                        self.post(&s, false, wake);
+                    }
+                }
             }
         }
     }
@@ -522,14 +568,40 @@ pub fn subscribed(session: &super::Session) -> bool {
     session.pubsub.is_some()
 }
 
-/// Moves messages other threads queued for this connection into `out`;
-/// true if the connection was dropped for its output limit (close it).
-pub(crate) fn drain(session: &super::Session, out: &mut Vec<u8>) -> bool {
-    let Some(st) = &session.pubsub else { return false };
+/// Moves messages other threads queued for this connection into `out`,
+/// then the `sunsubscribe` pushes of the shard channels the server
+/// revoked (after the messages published before); true if the
+/// connection was dropped for its output limit (close it). Every turn of
+/// every connection calls it: the test for a subscriber is inlined, the
+/// rest is not.
+#[inline(always)]
+pub(crate) fn drain(session: &mut super::Session, out: &mut Vec<u8>) -> bool {
+    session.pubsub.is_some() && drain_subscriber(session, out)
+}
+
+#[inline(never)]
+fn drain_subscriber(session: &mut super::Session, out: &mut Vec<u8>) -> bool {
+    let Some(st) = session.pubsub.as_deref_mut() else { return false };
     if st.sub.dropped.load(Ordering::Relaxed) {
         return true;
     }
     st.sub.drain_into(out);
+    let revoked = std::mem::take(&mut *lock(&st.sub.revoked));
+    if revoked.is_empty() {
+        return false;
+    }
+    let proto = session.proto;
+    for c in &revoked {
+        // Already left by its own SUNSUBSCRIBE: nothing to tell.
+        if st.shard.remove(c) {
+            push_reply(out, proto, Kind::Shard.names().1, Some(c), st.shard.len());
+        }
+    }
+    if st.empty() {
+        session.client.set_flag(flag::PUBSUB, false);
+        session.pubsub = None;
+    }
+    count(session);
     false
 }
 
@@ -596,7 +668,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, cmd: Cmd, args: &[Arg<'_>], out: &mut Vec<u
                 }
                 r.publish(&args[1], &args[2], &mut wake)
             } else {
-                r.deliver_channel(&r.shard_channels, b"smessage", &args[1], &args[2], &mut wake)
+                if ctx.shared.cluster.enabled() {
+                    // The shard's other nodes, over the bus (Redis's
+                    // clusterPropagatePublishShard); the reply counts this
+                    // node's receivers only.
+                    ctx.shared.cluster.publish_shard(&args[1], &args[2], ctx.shared.repl.backlog.offset());
+                }
+                r.publish_shard(&args[1], &args[2], &mut wake)
             };
             // Its own messages first, as Redis appends them before the
             // reply (RESP3: a subscriber may publish). A dropped
@@ -757,6 +835,7 @@ mod tests {
             queue: Mutex::new(Vec::new()),
             posted: AtomicBool::new(false),
             dropped: AtomicBool::new(false),
+            revoked: Mutex::new(Vec::new()),
         })
     }
 
